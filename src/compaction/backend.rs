@@ -1,0 +1,138 @@
+//! The backend trait: one API over the CPU, CUDA and (later) wgpu backends, so
+//! that callers pick an algorithm and a backend at run time and change nothing else.
+
+use std::time::Duration;
+
+use crate::compaction::{Algorithm, Element, Result, ScanElement, SortKey};
+
+/// Which backend a run used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+/// Which elements survive a compaction.
+pub enum Keep<'a, B: Backend + ?Sized, T: Element> {
+    /// Keep element i where `flags[i] != 0`.
+    Flags(&'a B::Buffer<u8>),
+    /// Keep every element whose bits differ from the sentinel's.
+    Sentinel(T),
+    /// Keep elements the backend's predicate accepts (a closure on the CPU,
+    /// CUDA source text on the GPU).
+    Predicate(&'a B::Predicate<T>),
+}
+
+impl<B: Backend + ?Sized, T: Element> Clone for Keep<'_, B, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<B: Backend + ?Sized, T: Element> Copy for Keep<'_, B, T> {}
+
+/// One named phase of a run and how long it took (device events on a GPU).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseTime {
+    pub name: &'static str,
+    pub time: Duration,
+}
+
+/// What a run leaves behind. On a GPU the count stays on the device and the
+/// phase times stay in events until asked for; asking may synchronise.
+pub trait Report {
+    /// Elements kept (select, partition: the split point), elements left
+    /// (remove), or the scan's total.
+    fn count(&self) -> Result<u64>;
+    /// The run's phases in order, named as in the algorithm's paper.
+    fn phases(&self) -> Result<Vec<PhaseTime>>;
+    /// Sum of the phases.
+    fn total(&self) -> Result<Duration> {
+        Ok(self.phases()?.iter().map(|p| p.time).sum())
+    }
+}
+
+/// A compaction backend. Buffers live where the backend computes; `upload`
+/// and `download` cross to the host.
+pub trait Backend {
+    type Buffer<T: Element>;
+    type Predicate<T: Element>: ?Sized;
+    type Report: Report;
+
+    fn kind(&self) -> BackendKind;
+
+    /// Whether this backend runs the algorithm at all (`Algorithm::supports`
+    /// says which operations it has).
+    fn runs(&self, algorithm: Algorithm) -> bool;
+
+    fn upload<T: Element>(&self, data: &[T]) -> Result<Self::Buffer<T>>;
+    /// A buffer of `len` elements with unspecified contents.
+    fn alloc<T: Element>(&self, len: u64) -> Result<Self::Buffer<T>>;
+    fn download<T: Element>(&self, buffer: &Self::Buffer<T>) -> Result<Vec<T>>;
+    fn len<T: Element>(&self, buffer: &Self::Buffer<T>) -> u64;
+
+    /// Out-of-place compaction: the kept elements go to `output[..count]`,
+    /// in input order when the algorithm is stable. `output` must hold as many
+    /// elements as `input`; what lies past the count is unspecified.
+    fn select<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Self::Buffer<T>,
+    ) -> Result<Self::Report>;
+
+    /// Stream split: kept elements to `output[..count]`, rejected ones to
+    /// `output[count..]`, both halves in input order.
+    fn partition<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Self::Buffer<T>,
+    ) -> Result<Self::Report>;
+
+    /// Exclusive prefix sum; the report's count is the total.
+    fn exclusive_scan<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<S>,
+        output: &mut Self::Buffer<S>,
+    ) -> Result<Self::Report>;
+
+    /// Radix sort by repeated split (one split per key bit), stable; `values`
+    /// move with their keys.
+    fn radix_sort<K: SortKey>(
+        &self,
+        algorithm: Algorithm,
+        keys: &mut Self::Buffer<K>,
+        values: Option<&mut Self::Buffer<u32>>,
+    ) -> Result<Self::Report>;
+
+    /// In place, remove the elements at the listed indices; the survivors end
+    /// up in `data[..count]` (unstable). The list is checked for duplicates and
+    /// out-of-range indices first.
+    fn remove<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut Self::Buffer<T>,
+        removal: &Self::Buffer<u64>,
+    ) -> Result<Self::Report>;
+
+    /// [`Backend::remove`] without the check of the list: a duplicate or
+    /// out-of-range index is undefined behaviour of the output (never of memory).
+    fn remove_unchecked<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut Self::Buffer<T>,
+        removal: &Self::Buffer<u64>,
+    ) -> Result<Self::Report>;
+}

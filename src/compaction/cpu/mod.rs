@@ -1,0 +1,380 @@
+//! The CPU backend (rayon). It is the executable specification every GPU
+//! kernel is checked against, the fallback without an NVIDIA GPU, and what CI
+//! runs. Each algorithm keeps its paper's parallel structure, phase by phase:
+//! GPU blocks and warps become rayon tasks and fixed-width lane groups.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::compaction::{
+    Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
+    check_element, same_bits,
+};
+
+pub mod atomic;
+pub mod billeter;
+pub mod blelloch;
+pub mod horn;
+pub mod lookback;
+pub mod redzone;
+pub mod roger;
+pub mod sengupta;
+pub mod sequential;
+pub mod sort;
+pub mod stencil;
+
+/// Every CPU algorithm's tuning, one plain struct per algorithm.
+#[derive(Clone, Debug, Default)]
+pub struct CpuTuning {
+    pub billeter: billeter::BilleterTuning,
+    pub sengupta: sengupta::SenguptaTuning,
+    pub roger: roger::RogerTuning,
+    pub single_pass: lookback::SinglePassTuning,
+    pub atomic: atomic::AtomicTuning,
+    pub redzone: redzone::RedzoneTuning,
+    pub stencil: stencil::StencilTuning,
+}
+
+/// The CPU backend. Buffers are `Vec`s; predicates are closures.
+#[derive(Clone, Debug, Default)]
+pub struct CpuBackend {
+    pub tuning: CpuTuning,
+}
+
+impl CpuBackend {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// A CPU run: the count and the wall-clock time of each phase.
+#[derive(Clone, Debug)]
+pub struct CpuReport {
+    pub count: u64,
+    pub phases: Vec<PhaseTime>,
+}
+
+impl Report for CpuReport {
+    fn count(&self) -> Result<u64> {
+        Ok(self.count)
+    }
+    fn phases(&self) -> Result<Vec<PhaseTime>> {
+        Ok(self.phases.clone())
+    }
+}
+
+/// Records a run's phases under their paper names.
+#[derive(Default)]
+pub struct Phases(Vec<PhaseTime>);
+
+impl Phases {
+    /// Runs `f` as the phase `name` and records its wall-clock time.
+    pub fn time<R>(&mut self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let start = Instant::now();
+        let r = f();
+        self.0.push(PhaseTime { name, time: start.elapsed() });
+        r
+    }
+
+    /// Records a phase timed elsewhere (e.g. summed over many passes).
+    pub fn push(&mut self, name: &'static str, time: std::time::Duration) {
+        self.0.push(PhaseTime { name, time });
+    }
+
+    fn report(self, count: usize) -> CpuReport {
+        CpuReport { count: count as u64, phases: self.0 }
+    }
+}
+
+/// A raw output pointer shared by the tasks of one phase. The algorithms
+/// compute disjoint output slots for every element, which is what makes the
+/// concurrent writes sound; each call site says why its slots are disjoint.
+#[derive(Clone, Copy)]
+pub struct Scatter<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: `Scatter` only hands out writes to slots the caller proves disjoint.
+unsafe impl<T: Send> Send for Scatter<T> {}
+unsafe impl<T: Send> Sync for Scatter<T> {}
+
+impl<T: Copy> Scatter<T> {
+    pub fn new(out: &mut [T]) -> Self {
+        Scatter { ptr: out.as_mut_ptr(), len: out.len() }
+    }
+
+    /// # Safety
+    /// No other task writes or reads slot `i` during the phase.
+    #[inline]
+    pub unsafe fn write(&self, i: usize, v: T) {
+        assert!(i < self.len, "scatter out of bounds: {i} >= {}", self.len);
+        // SAFETY: in bounds (checked above); exclusive by the caller's contract.
+        unsafe { self.ptr.add(i).write(v) }
+    }
+
+    /// # Safety
+    /// Slot `i` was written earlier in a phase that has finished, and no task
+    /// writes it now.
+    #[inline]
+    pub unsafe fn read(&self, i: usize) -> T {
+        assert!(i < self.len, "scatter out of bounds: {i} >= {}", self.len);
+        // SAFETY: as above.
+        unsafe { self.ptr.add(i).read() }
+    }
+}
+
+/// Mark phase shared by the flag-consuming algorithms: one 0/1 word per element.
+pub fn mark(n: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Vec<u32> {
+    (0..n).into_par_iter().map(|i| keep(i) as u32).collect()
+}
+
+fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
+    }
+}
+
+fn unsupported(algorithm: Algorithm, op: Operation) -> Error {
+    let others: Vec<_> = Algorithm::ALL.iter().filter(|a| a.supports(op)).map(|a| a.name()).collect();
+    Error::Unsupported {
+        algorithm: algorithm.name(),
+        operation: op.name(),
+        hint: format!("; these do: {}", others.join(", ")),
+    }
+}
+
+/// Checks a removal-index list: every index below `len`, none twice.
+pub fn check_removal(removal: &[u64], len: usize) -> Result<()> {
+    let mut seen = vec![u32::MAX; len];
+    for (pos, &idx) in removal.iter().enumerate() {
+        if idx >= len as u64 {
+            return Err(Error::RemovalOutOfRange { index: idx, position: pos as u64, len: len as u64 });
+        }
+        let slot = &mut seen[idx as usize];
+        if *slot != u32::MAX {
+            return Err(Error::RemovalDuplicate { index: idx, first: *slot as u64, second: pos as u64 });
+        }
+        *slot = pos as u32;
+    }
+    Ok(())
+}
+
+impl CpuBackend {
+    /// Select through any algorithm with the keep rule as an index predicate.
+    fn select_by<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &[T],
+        keep: &(impl Fn(usize) -> bool + Sync),
+        output: &mut [T],
+    ) -> Result<CpuReport> {
+        let t = &self.tuning;
+        let mut ph = Phases::default();
+        let count = match algorithm {
+            Algorithm::Sequential => sequential::select(input, keep, output, &mut ph),
+            Algorithm::Horn => horn::select(input, keep, output, &mut ph),
+            Algorithm::Sengupta => sengupta::select(&t.sengupta, input, keep, output, &mut ph),
+            Algorithm::Blelloch => blelloch::select(input, keep, output, &mut ph),
+            Algorithm::Roger => roger::select(&t.roger, input, keep, output, &mut ph),
+            Algorithm::Billeter(v) => billeter::select(v, &t.billeter, input, keep, output, &mut ph),
+            Algorithm::Chained => {
+                lookback::select(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
+            }
+            Algorithm::Lookback => {
+                lookback::select(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+            }
+            Algorithm::Atomic => atomic::select(&t.atomic, input, keep, output, &mut ph),
+            Algorithm::Stencil => stencil::select(&t.stencil, input, keep, output, &mut ph),
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
+                // Redzone removes in place by an index list. As seed 004 §5 does for
+                // its competitors' inputs, phase 1 marks: the rejected indices are
+                // gathered (in parallel, any order), then the copy is compacted in place.
+                let removal: Vec<u64> = ph.time("mark", || {
+                    (0..input.len()).into_par_iter().filter(|&i| !keep(i)).map(|i| i as u64).collect()
+                });
+                ph.time("copy", || output.par_iter_mut().zip(input.par_iter()).for_each(|(o, i)| *o = *i));
+                redzone::remove(algorithm, &t.redzone, output, &removal, &mut ph)
+            }
+        };
+        Ok(ph.report(count))
+    }
+
+    fn partition_by<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &[T],
+        keep: &(impl Fn(usize) -> bool + Sync),
+        output: &mut [T],
+    ) -> Result<CpuReport> {
+        if !algorithm.supports(Operation::Partition) {
+            return Err(unsupported(algorithm, Operation::Partition));
+        }
+        let t = &self.tuning;
+        let mut ph = Phases::default();
+        let count = match algorithm {
+            Algorithm::Sequential => sequential::partition(input, keep, output, &mut ph),
+            Algorithm::Horn => horn::partition(input, keep, output, &mut ph),
+            Algorithm::Sengupta => sengupta::partition(&t.sengupta, input, keep, output, &mut ph),
+            Algorithm::Blelloch => blelloch::partition(input, keep, output, &mut ph),
+            Algorithm::Roger => roger::partition(&t.roger, input, keep, output, &mut ph),
+            Algorithm::Billeter(v) => billeter::partition(v, &t.billeter, input, keep, output, &mut ph),
+            Algorithm::Chained => {
+                lookback::partition(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
+            }
+            Algorithm::Lookback => {
+                lookback::partition(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+            }
+            Algorithm::Stencil => stencil::partition(&t.stencil, input, keep, output, &mut ph),
+            Algorithm::Atomic | Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
+                return Err(unsupported(algorithm, Operation::Partition));
+            }
+        };
+        Ok(ph.report(count))
+    }
+}
+
+impl Backend for CpuBackend {
+    type Buffer<T: Element> = Vec<T>;
+    type Predicate<T: Element> = dyn Fn(&T) -> bool + Sync;
+    type Report = CpuReport;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn runs(&self, _algorithm: Algorithm) -> bool {
+        true
+    }
+
+    fn upload<T: Element>(&self, data: &[T]) -> Result<Vec<T>> {
+        Ok(data.to_vec())
+    }
+
+    fn alloc<T: Element>(&self, len: u64) -> Result<Vec<T>> {
+        let len = usize::try_from(len).map_err(|_| Error::Backend(format!("{len} elements do not fit in memory")))?;
+        Ok(vec![T::zeroed(); len])
+    }
+
+    fn download<T: Element>(&self, buffer: &Vec<T>) -> Result<Vec<T>> {
+        Ok(buffer.clone())
+    }
+
+    fn len<T: Element>(&self, buffer: &Vec<T>) -> u64 {
+        buffer.len() as u64
+    }
+
+    fn select<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Vec<T>,
+    ) -> Result<CpuReport> {
+        check_element::<T>()?;
+        check_len("output", input.len(), output.len())?;
+        // One monomorphised call per rule, so the hot loops never go through a
+        // `dyn` for flags or sentinels.
+        match keep {
+            Keep::Flags(flags) => {
+                check_len("flags", input.len(), flags.len())?;
+                self.select_by(algorithm, input, &|i| flags[i] != 0, output)
+            }
+            Keep::Sentinel(v) => self.select_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
+            Keep::Predicate(p) => self.select_by(algorithm, input, &|i| p(&input[i]), output),
+        }
+    }
+
+    fn partition<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Vec<T>,
+    ) -> Result<CpuReport> {
+        check_element::<T>()?;
+        check_len("output", input.len(), output.len())?;
+        match keep {
+            Keep::Flags(flags) => {
+                check_len("flags", input.len(), flags.len())?;
+                self.partition_by(algorithm, input, &|i| flags[i] != 0, output)
+            }
+            Keep::Sentinel(v) => self.partition_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
+            Keep::Predicate(p) => self.partition_by(algorithm, input, &|i| p(&input[i]), output),
+        }
+    }
+
+    fn exclusive_scan<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<S>,
+        output: &mut Vec<S>,
+    ) -> Result<CpuReport> {
+        check_len("output", input.len(), output.len())?;
+        if !algorithm.supports(Operation::Scan) {
+            return Err(unsupported(algorithm, Operation::Scan));
+        }
+        let t = &self.tuning;
+        let mut ph = Phases::default();
+        let total = match algorithm {
+            Algorithm::Sequential => sequential::scan(input, output, &mut ph),
+            Algorithm::Horn => horn::scan(input, output, &mut ph),
+            Algorithm::Sengupta => sengupta::scan(&t.sengupta, input, output, &mut ph),
+            Algorithm::Blelloch => blelloch::scan(input, output, &mut ph),
+            Algorithm::Billeter(_) => billeter::scan(&t.billeter, input, output, &mut ph),
+            Algorithm::Chained => lookback::scan(lookback::Chaining::Chained, &t.single_pass, input, output, &mut ph),
+            Algorithm::Lookback => {
+                lookback::scan(lookback::Chaining::Decoupled, &t.single_pass, input, output, &mut ph)
+            }
+            _ => return Err(unsupported(algorithm, Operation::Scan)),
+        };
+        Ok(CpuReport { count: total.to_u64(), phases: ph.0 })
+    }
+
+    fn radix_sort<K: SortKey>(
+        &self,
+        algorithm: Algorithm,
+        keys: &mut Vec<K>,
+        values: Option<&mut Vec<u32>>,
+    ) -> Result<CpuReport> {
+        if !algorithm.supports(Operation::Sort) {
+            return Err(unsupported(algorithm, Operation::Sort));
+        }
+        if let Some(v) = &values {
+            check_len("values", keys.len(), v.len())?;
+        }
+        let mut ph = Phases::default();
+        sort::radix_sort(self, algorithm, keys, values, &mut ph)?;
+        Ok(ph.report(keys.len()))
+    }
+
+    fn remove<T: Element>(&self, algorithm: Algorithm, data: &mut Vec<T>, removal: &Vec<u64>) -> Result<CpuReport> {
+        check_removal(removal, data.len())?;
+        self.remove_unchecked(algorithm, data, removal)
+    }
+
+    fn remove_unchecked<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut Vec<T>,
+        removal: &Vec<u64>,
+    ) -> Result<CpuReport> {
+        check_element::<T>()?;
+        if !algorithm.supports(Operation::Remove) {
+            return Err(unsupported(algorithm, Operation::Remove));
+        }
+        if removal.len() > data.len() {
+            return Err(Error::LengthMismatch {
+                what: "removal-index list (at most one entry per element)",
+                expected: data.len() as u64,
+                actual: removal.len() as u64,
+            });
+        }
+        let mut ph = Phases::default();
+        let count = redzone::remove(algorithm, &self.tuning.redzone, data, removal, &mut ph);
+        Ok(ph.report(count))
+    }
+}

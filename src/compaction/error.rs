@@ -1,0 +1,35 @@
+//! The library's typed errors. Each message says what went wrong and what to do.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("unknown algorithm `{name}`; the catalog has: {known}")]
+    UnknownAlgorithm { name: String, known: String },
+
+    #[error("`{algorithm}` does not implement {operation}{hint}")]
+    Unsupported { algorithm: &'static str, operation: &'static str, hint: String },
+
+    #[error("the {backend} backend does not run `{algorithm}`; `reap algorithms` lists what each backend runs")]
+    NotOnBackend { algorithm: &'static str, backend: &'static str },
+
+    #[error("elements of {size} bytes are not supported; use 4, 8 or 16-byte elements")]
+    ElementSize { size: usize },
+
+    #[error("{what}: expected length {expected}, got {actual}")]
+    LengthMismatch { what: &'static str, expected: u64, actual: u64 },
+
+    #[error("removal-index list: index {index} at position {position} is out of range for {len} elements")]
+    RemovalOutOfRange { index: u64, position: u64, len: u64 },
+
+    #[error("removal-index list: index {index} appears more than once (positions {first} and {second})")]
+    RemovalDuplicate { index: u64, first: u64, second: u64 },
+
+    #[error("invalid tuning for `{algorithm}`: {why}")]
+    Tuning { algorithm: &'static str, why: String },
+
+    #[error("{0}")]
+    Backend(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,17 @@
+//! The compaction library: input buffer + keep rule → compacted output + count.
+//!
+//! It knows nothing of rays or bodies. An [`Algorithm`] is picked by its
+//! catalog name at run time; a [`Backend`] runs it (CPU today, CUDA and wgpu
+//! behind the same trait); every run reports its phases named as in its paper.
+
+mod algorithm;
+mod backend;
+pub mod cpu;
+mod element;
+mod error;
+
+pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
+pub use backend::{Backend, BackendKind, Keep, PhaseTime, Report};
+pub use cpu::{CpuBackend, CpuReport};
+pub use element::{ELEMENT_SIZES, Element, ScanElement, SortKey, check_element, same_bits};
+pub use error::{Error, Result};

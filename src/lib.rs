@@ -1,0 +1,9 @@
+//! reap: GPU stream-compaction algorithms — every algorithm of the seed papers
+//! plus the modern state of the art, each swappable at run time — and the
+//! workloads that show them at work.
+//!
+//! The library lives in [`compaction`]; [`verify`] is the correctness suite
+//! that the CLI's `reap verify` and the tests share.
+
+pub mod compaction;
+pub mod verify;

@@ -1,0 +1,1 @@
+//! The verification suite (being written).
