@@ -1,0 +1,155 @@
+//! Property tests of the CPU backend against the sequential reference: every
+//! algorithm × element size × keep rule over random sizes, densities and
+//! patterns (stable: identical output; unstable: same multiset; all: same
+//! count), plus partition, scan and sort against std, and Redzone's errors.
+
+mod common;
+
+use proptest::prelude::*;
+use reap::compaction::{Algorithm, Backend, CpuBackend, Error, Operation};
+use reap::verify::{self, Pattern, RemovalOrder, Rule};
+
+fn algorithm() -> impl Strategy<Value = Algorithm> {
+    proptest::sample::select(Algorithm::ALL.to_vec())
+}
+
+fn pattern() -> impl Strategy<Value = Pattern> {
+    prop_oneof![
+        prop_oneof![Just(0.0), Just(1.0), 0.0..=1.0f64].prop_map(Pattern::Random),
+        Just(Pattern::Alternating),
+        Just(Pattern::Runs),
+        Just(Pattern::FirstOnly),
+        Just(Pattern::LastOnly),
+    ]
+}
+
+/// Sizes at block, warp and P boundaries, and random ones that are multiples of nothing.
+fn size() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        proptest::sample::select(vec![0u64, 1, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025]),
+        0u64..5000,
+        5000u64..70_000,
+    ]
+}
+
+fn rule() -> impl Strategy<Value = Rule> {
+    proptest::sample::select(Rule::ALL.to_vec())
+}
+
+fn compact(op: Operation, alg: Algorithm, es: usize, n: u64, rule: Rule, pat: Pattern, seed: u64) -> Result<(), String> {
+    let b = CpuBackend::new();
+    match es {
+        4 => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),
+        8 => verify::compact_case::<_, u64>(&b, alg, op, n, rule, pat, seed),
+        _ => verify::compact_case::<_, [u32; 4]>(&b, alg, op, n, rule, pat, seed),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+    #[test]
+    fn select_matches_the_sequential_reference(
+        alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
+        n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
+    ) {
+        compact(Operation::Select, alg, es, n, rule, pat, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn partition_keeps_both_halves_in_order(
+        alg in algorithm().prop_filter("partition", |a| a.supports(Operation::Partition)),
+        es in proptest::sample::select(vec![4usize, 8, 16]),
+        n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
+    ) {
+        compact(Operation::Partition, alg, es, n, rule, pat, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn scan_matches_std(
+        alg in algorithm().prop_filter("scan", |a| a.supports(Operation::Scan)),
+        n in size(), seed in any::<u64>(),
+    ) {
+        let b = CpuBackend::new();
+        verify::scan_case::<_, u32>(&b, alg, n, seed).map_err(TestCaseError::fail)?;
+        verify::scan_case::<_, u64>(&b, alg, n, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn remove_leaves_the_survivors(
+        alg in proptest::sample::select(vec![Algorithm::RedzoneBlock, Algorithm::RedzoneGrid]),
+        n in size(), d in prop_oneof![Just(0.0), Just(0.02), Just(1.0), 0.0..=1.0f64], seed in any::<u64>(),
+    ) {
+        let b = CpuBackend::new();
+        verify::remove_case::<_, u64>(&b, alg, n, d, RemovalOrder::Shuffled, seed).map_err(TestCaseError::fail)?;
+    }
+}
+
+proptest! {
+    // Sorting runs one split per key bit: fewer, smaller cases.
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn radix_sort_by_split_matches_std_stable_sort(
+        alg in algorithm().prop_filter("sort", |a| a.supports(Operation::Sort)),
+        n in 0u64..3000, pairs in any::<bool>(), seed in any::<u64>(),
+    ) {
+        let b = CpuBackend::new();
+        verify::sort_case::<_, u32>(&b, alg, n, pairs, seed).map_err(TestCaseError::fail)?;
+        verify::sort_case::<_, u64>(&b, alg, n, pairs, seed).map_err(TestCaseError::fail)?;
+    }
+}
+
+#[test]
+fn every_cpu_algorithm_passes_the_verify_suite_on_small_sizes() {
+    common::verify_small(&CpuBackend::new());
+}
+
+#[test]
+fn redzone_rejects_duplicate_indices() {
+    let b = CpuBackend::new();
+    let mut data: Vec<u32> = (0..100).collect();
+    let err = b.remove(Algorithm::RedzoneGrid, &mut data, &vec![3, 7, 3]).unwrap_err();
+    assert!(matches!(err, Error::RemovalDuplicate { index: 3, first: 0, second: 2 }), "{err}");
+    assert_eq!(data, (0..100).collect::<Vec<u32>>(), "a rejected list must leave the data untouched");
+}
+
+#[test]
+fn redzone_rejects_out_of_range_indices() {
+    let b = CpuBackend::new();
+    let mut data: Vec<u32> = (0..100).collect();
+    let err = b.remove(Algorithm::RedzoneBlock, &mut data, &vec![5, 100]).unwrap_err();
+    assert!(matches!(err, Error::RemovalOutOfRange { index: 100, position: 1, len: 100 }), "{err}");
+    assert!(err.to_string().contains("out of range"));
+}
+
+#[test]
+fn mismatched_lengths_are_errors() {
+    let b = CpuBackend::new();
+    let input: Vec<u32> = (0..10).collect();
+    let mut short = vec![0u32; 9];
+    let err = b.select(Algorithm::Lookback, &input, reap::compaction::Keep::Sentinel(3), &mut short).unwrap_err();
+    assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
+    let flags = vec![1u8; 11];
+    let mut out = vec![0u32; 10];
+    let err = b.select(Algorithm::Horn, &input, reap::compaction::Keep::Flags(&flags), &mut out).unwrap_err();
+    assert!(matches!(err, Error::LengthMismatch { what: "flags", .. }), "{err}");
+}
+
+#[test]
+fn unsupported_element_sizes_are_errors() {
+    let b = CpuBackend::new();
+    let input = vec![[0u8; 3]; 4];
+    let mut out = input.clone();
+    let err = b.select(Algorithm::Sequential, &input, reap::compaction::Keep::Sentinel([0; 3]), &mut out).unwrap_err();
+    assert!(matches!(err, Error::ElementSize { size: 3 }), "{err}");
+}
+
+#[test]
+fn unsupported_operations_say_which_algorithms_do() {
+    let b = CpuBackend::new();
+    let input: Vec<u32> = (0..10).collect();
+    let mut out = vec![0u32; 10];
+    let err = b.partition(Algorithm::Atomic, &input, reap::compaction::Keep::Sentinel(3), &mut out).unwrap_err();
+    assert!(err.to_string().contains("lookback"), "{err}");
+}
