@@ -122,22 +122,19 @@ fn print_catalog() {
 }
 
 fn run_verify(args: VerifyArgs) -> Result<bool> {
-    let algorithms = if args.algorithm == "all" {
-        Algorithm::ALL.to_vec()
-    } else {
-        vec![args.algorithm.parse::<Algorithm>()?]
-    };
+    let algorithms =
+        if args.algorithm == "all" { Algorithm::ALL.to_vec() } else { vec![args.algorithm.parse::<Algorithm>()?] };
     let mut cfg = verify::Config::new(algorithms);
     if !args.operations.is_empty() {
-        cfg.operations = args
-            .operations
-            .iter()
-            .map(|s| {
-                Operation::ALL.into_iter().find(|o| o.name() == s).with_context(|| {
-                    format!("unknown operation `{s}`; use select, partition, scan, sort or remove")
+        cfg.operations =
+            args.operations
+                .iter()
+                .map(|s| {
+                    Operation::ALL.into_iter().find(|o| o.name() == s).with_context(|| {
+                        format!("unknown operation `{s}`; use select, partition, scan, sort or remove")
+                    })
                 })
-            })
-            .collect::<Result<_>>()?;
+                .collect::<Result<_>>()?;
     }
     if !args.sizes.is_empty() {
         cfg.sizes = args.sizes;

@@ -7,9 +7,7 @@
 
 use std::fmt;
 
-use crate::compaction::{
-    Algorithm, Backend, Element, Keep, Operation, Report, ScanElement, SortKey, check_element,
-};
+use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report, ScanElement, SortKey, check_element};
 
 /// What a backend adds so the suite can drive it: the suite's predicate,
 /// "the element's first 32-bit word is below a threshold", in the backend's
@@ -214,8 +212,14 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                         let seed = rng.u64(..);
                         for pairs in [false, true] {
                             let kind = if pairs { "pairs" } else { "keys" };
-                            record(case(format!("n={n} u32 {kind}")), sort_case::<B, u32>(backend, alg, n, pairs, seed));
-                            record(case(format!("n={n} u64 {kind}")), sort_case::<B, u64>(backend, alg, n, pairs, seed));
+                            record(
+                                case(format!("n={n} u32 {kind}")),
+                                sort_case::<B, u32>(backend, alg, n, pairs, seed),
+                            );
+                            record(
+                                case(format!("n={n} u64 {kind}")),
+                                sort_case::<B, u64>(backend, alg, n, pairs, seed),
+                            );
                         }
                     }
                     Operation::Remove => {
@@ -272,7 +276,9 @@ fn sorted_bytes<T: Element>(v: &[T]) -> Vec<Vec<u8>> {
 fn first_diff<T: Element>(got: &[T], want: &[T]) -> String {
     let at = got.iter().zip(want).position(|(a, b)| bytemuck::bytes_of(a) != bytemuck::bytes_of(b));
     match at {
-        Some(i) => format!("first difference at {i}: got word {:#x}, want {:#x}", first_word(&got[i]), first_word(&want[i])),
+        Some(i) => {
+            format!("first difference at {i}: got word {:#x}, want {:#x}", first_word(&got[i]), first_word(&want[i]))
+        }
         None => format!("lengths {} vs {}", got.len(), want.len()),
     }
 }
@@ -370,17 +376,14 @@ pub fn sort_case<B: Harness, K: SortKey + ScanElement>(
 ) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(seed);
     // Few distinct high keys as well as full-range ones, so stability matters.
-    let keys: Vec<K> = (0..n)
-        .map(|_| if rng.bool() { K::from_u64(rng.u64(..)) } else { K::from_u64(rng.u64(..8) << 20) })
-        .collect();
+    let keys: Vec<K> =
+        (0..n).map(|_| if rng.bool() { K::from_u64(rng.u64(..)) } else { K::from_u64(rng.u64(..8) << 20) }).collect();
     let values: Vec<u32> = (0..n as u32).collect();
     let mut want: Vec<(K, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
     want.sort_by_key(|p| p.0);
     let mut d_keys = backend.upload(&keys).map_err(|e| e.to_string())?;
     let mut d_values = backend.upload(&values).map_err(|e| e.to_string())?;
-    backend
-        .radix_sort(alg, &mut d_keys, if pairs { Some(&mut d_values) } else { None })
-        .map_err(|e| e.to_string())?;
+    backend.radix_sort(alg, &mut d_keys, if pairs { Some(&mut d_values) } else { None }).map_err(|e| e.to_string())?;
     let got_keys = backend.download(&d_keys).map_err(|e| e.to_string())?;
     if got_keys.iter().ne(want.iter().map(|p| &p.0)) {
         return Err("keys are not sorted like the reference".into());

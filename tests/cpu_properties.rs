@@ -36,7 +36,15 @@ fn rule() -> impl Strategy<Value = Rule> {
     proptest::sample::select(Rule::ALL.to_vec())
 }
 
-fn compact(op: Operation, alg: Algorithm, es: usize, n: u64, rule: Rule, pat: Pattern, seed: u64) -> Result<(), String> {
+fn compact(
+    op: Operation,
+    alg: Algorithm,
+    es: usize,
+    n: u64,
+    rule: Rule,
+    pat: Pattern,
+    seed: u64,
+) -> Result<(), String> {
     let b = CpuBackend::new();
     match es {
         4 => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),

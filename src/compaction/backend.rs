@@ -127,9 +127,13 @@ pub trait Backend {
         removal: &Self::Buffer<u64>,
     ) -> Result<Self::Report>;
 
-    /// [`Backend::remove`] without the check of the list: a duplicate or
-    /// out-of-range index is undefined behaviour of the output (never of memory).
-    fn remove_unchecked<T: Element>(
+    /// [`Backend::remove`] without the O(k) check of the list.
+    ///
+    /// # Safety
+    /// Every index must be below the data's length and appear once: the
+    /// algorithms fill holes concurrently, and a duplicate hole would be
+    /// written by two threads at once.
+    unsafe fn remove_unchecked<T: Element>(
         &self,
         algorithm: Algorithm,
         data: &mut Self::Buffer<T>,

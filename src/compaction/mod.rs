@@ -7,6 +7,8 @@
 mod algorithm;
 mod backend;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod element;
 mod error;
 

@@ -1,22 +1,231 @@
-//! STUB: being written.
+//! `blelloch`: scan-then-scatter compaction on the work-efficient scan of
+//! Blelloch, as the GPU Teaching Kit (seed 001 modules 10.3-10.4) and seed 002
+//! §2.3 (reduce and down-sweep) describe it; what CUDPP did (seed 000 Table 3).
+//!
+//! Mark, then a balanced-tree scan in place over all n flags: an up-sweep
+//! (001's reduction phase: each tree level adds every left child into its
+//! right sibling's slot) and a down-sweep (001's post-reduction reverse phase:
+//! each level adds a finished prefix into the middle of the next subtree), each
+//! level one parallel step, O(n) work in 2 log n steps. Then each kept element
+//! scatters itself to its scanned offset. 001's kernel bounds every index by
+//! the array's length, so n need not be a power of two and nothing is padded.
+
+use rayon::prelude::*;
+
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::Phases;
+use crate::compaction::cpu::{Phases, Scatter, mark};
+
+/// Fewest elements a rayon task covers in one tree level or in the scatter.
+const GRAIN: usize = 4096;
+
 pub fn select<T: Copy + Send + Sync>(
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(input, keep, output, false, ph)
 }
+
+/// Kept elements first, then the rejected ones, both in input order.
 pub fn partition<T: Copy + Send + Sync>(
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(input, keep, output, true, ph)
 }
-pub fn scan<S: ScanElement>(_input: &[S], _output: &mut [S], _ph: &mut Phases) -> S {
-    todo!()
+
+/// Exclusive scan; returns the total. The tree scan is inclusive, so it runs in
+/// place over the input shifted right by one slot: that is the exclusive scan.
+pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S {
+    let n = input.len();
+    if n == 0 {
+        return S::ZERO;
+    }
+    let out = &mut output[..n];
+    ph.time("up-sweep", || {
+        out[0] = S::ZERO;
+        out[1..].par_iter_mut().with_min_len(GRAIN).zip(&input[..n - 1]).for_each(|(o, &x)| *o = x);
+        up_sweep(out);
+    });
+    ph.time("down-sweep", || down_sweep(out));
+    out[n - 1].add(input[n - 1])
+}
+
+fn compact<T: Copy + Send + Sync>(
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let flags = ph.time("mark", || mark(input.len(), keep));
+    // u32 offsets are exact below 2^32 elements; above, the scan widens to u64.
+    if input.len() <= u32::MAX as usize {
+        scan_and_scatter::<T, u32>(input, &flags, output, split, ph)
+    } else {
+        scan_and_scatter::<T, u64>(input, &flags, output, split, ph)
+    }
+}
+
+fn scan_and_scatter<T: Copy + Send + Sync, S: ScanElement>(
+    input: &[T],
+    flags: &[u32],
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let n = input.len();
+    if n == 0 {
+        return 0;
+    }
+    // Shifted by one slot, the inclusive tree scan leaves offset[i] = kept
+    // elements before i.
+    let mut offset = ph.time("up-sweep", || {
+        let mut a = vec![S::ZERO; n];
+        a[1..].par_iter_mut().with_min_len(GRAIN).zip(&flags[..n - 1]).for_each(|(o, &f)| *o = S::from_u64(f as u64));
+        up_sweep(&mut a);
+        a
+    });
+    ph.time("down-sweep", || down_sweep(&mut offset));
+    let kept = offset[n - 1].to_u64() as usize + flags[n - 1] as usize;
+    ph.time("scatter", || {
+        let out = Scatter::new(output);
+        (0..n).into_par_iter().with_min_len(GRAIN).for_each(|i| {
+            let before = offset[i].to_u64() as usize;
+            if flags[i] != 0 {
+                // SAFETY: an exclusive scan of 0/1 flags gives each kept element
+                // its own slot below `kept`.
+                unsafe { out.write(before, input[i]) }
+            } else if split {
+                // SAFETY: i - before counts the rejected elements before i, so
+                // each rejected element gets its own slot at or after `kept`.
+                unsafe { out.write(kept + i - before, input[i]) }
+            }
+        });
+    });
+    kept
+}
+
+/// One tree level: within every whole group of `2 * stride` elements, the
+/// last takes the sum of itself and the group's middle element. A level writes
+/// only slots `2 * stride * k - 1` and reads only slots `stride * (2k - 1) - 1`,
+/// so its steps are independent; groups are disjoint `chunks_exact_mut`.
+fn level<S: ScanElement>(a: &mut [S], stride: usize) {
+    let min_chunks = (GRAIN / (2 * stride)).max(1);
+    a.par_chunks_exact_mut(2 * stride).with_min_len(min_chunks).for_each(|g| {
+        g[2 * stride - 1] = g[2 * stride - 1].add(g[stride - 1]);
+    });
+}
+
+/// 001's reduction phase: for stride = 1, 2, 4, ..., slot 2·stride·k - 1 adds
+/// slot 2·stride·k - 1 - stride. Afterwards slot i holds the sum of the
+/// lowbit(i + 1) elements ending at i: the tree's partial sums.
+fn up_sweep<S: ScanElement>(a: &mut [S]) {
+    let mut stride = 1;
+    while 2 * stride <= a.len() {
+        level(a, stride);
+        stride *= 2;
+    }
+}
+
+/// 001's post-reduction reverse phase: from the widest stride down, slot
+/// 2·stride·k - 1 (already a full prefix) is added into slot 2·stride·k - 1 +
+/// stride, the end of the next half-subtree. Working on `a[stride..]` turns
+/// that into the same group step as the up-sweep. The widest stride is half
+/// the largest power of two in n: the first subtree that n does not cover
+/// whole still needs the root's prefix.
+fn down_sweep<S: ScanElement>(a: &mut [S]) {
+    if a.len() < 2 {
+        return;
+    }
+    let mut stride = (1usize << a.len().ilog2()) / 2;
+    while stride >= 1 {
+        level(&mut a[stride..], stride);
+        stride /= 2;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::cpu::sequential;
+
+    const SIZES: [usize; 15] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025];
+
+    fn sizes() -> Vec<usize> {
+        let mut rng = fastrand::Rng::with_seed(0x4057);
+        SIZES.iter().copied().chain((0..4).map(|_| rng.usize(1..=100_000))).collect()
+    }
+
+    /// Keep patterns: random at five densities, alternating, long runs, one
+    /// survivor first, one survivor last.
+    fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
+        let mut out: Vec<_> = [0.0, 1.0, 0.1, 0.5, 0.9]
+            .iter()
+            .map(|&d| (format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()))
+            .collect();
+        out.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
+        let mut runs = Vec::with_capacity(n);
+        let mut state = rng.bool();
+        while runs.len() < n {
+            let len = rng.usize(1..=500).min(n - runs.len());
+            runs.extend(std::iter::repeat_n(state, len));
+            state = !state;
+        }
+        out.push(("long runs".into(), runs));
+        out.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
+        out.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
+        out
+    }
+
+    #[test]
+    fn select_and_partition_match_sequential() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for n in sizes() {
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            for (name, keep) in patterns(n, &mut rng) {
+                let keep = |i: usize| keep[i];
+                let mut ph = Phases::default();
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::select(&input, &keep, &mut want, &mut ph);
+                let c1 = select(&input, &keep, &mut got, &mut ph);
+                assert_eq!((c0, &want), (c1, &got), "select n={n} {name}");
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::partition(&input, &keep, &mut want, &mut ph);
+                let c1 = partition(&input, &keep, &mut got, &mut ph);
+                assert_eq!((c0, &want), (c1, &got), "partition n={n} {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_matches_sequential() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for n in sizes() {
+            let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            let mut ph = Phases::default();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            let t1 = scan(&input, &mut got, &mut ph);
+            assert_eq!((t0, &want), (t1, &got), "u32 n={n}");
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            let t1 = scan(&input, &mut got, &mut ph);
+            assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
+        }
+    }
+
+    #[test]
+    fn phases_are_named_after_the_paper() {
+        let input: Vec<u32> = (0..100).collect();
+        let mut ph = Phases::default();
+        let mut out = vec![0; 100];
+        select(&input, &|i| i % 3 == 0, &mut out, &mut ph);
+        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["mark", "up-sweep", "down-sweep", "scatter"]);
+    }
 }

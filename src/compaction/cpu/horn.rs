@@ -1,22 +1,221 @@
-//! STUB: being written.
+//! `horn`: Horn's stream reduction (GPU Gems 2 ch. 36) as seed 003 §II
+//! describes it (Figs. 2-3), with the scan of seed 002 §2.2 Algorithm 2.
+//!
+//! Mark, then a Hillis-Steele scan in ceil(log2 n) passes, each pass a
+//! parallel map over all n elements between two buffers (the paper's two
+//! textures swapping roles), then a gather: each output slot finds its source
+//! by a dichotomic search over the scan. Both steps are O(n log n) work, which
+//! is the point of this algorithm: it is the baseline that seeds 002 and 003
+//! improve on.
+
+use rayon::prelude::*;
+
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::Phases;
+use crate::compaction::cpu::{Phases, mark};
+
+/// Fewest elements a rayon task takes in one pass: a pass does one add per
+/// element, so smaller tasks would cost more to schedule than to run.
+const GRAIN: usize = 4096;
+
 pub fn select<T: Copy + Send + Sync>(
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(input, keep, output, false, ph)
 }
+
+/// Kept elements first, then the rejected ones, both in input order.
 pub fn partition<T: Copy + Send + Sync>(
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(input, keep, output, true, ph)
 }
-pub fn scan<S: ScanElement>(_input: &[S], _output: &mut [S], _ph: &mut Phases) -> S {
-    todo!()
+
+/// Exclusive scan; returns the total. Horn's scan is inclusive, so it runs over
+/// the input shifted right by one, which is the exclusive scan of the input.
+pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S {
+    let n = input.len();
+    if n == 0 {
+        return S::ZERO;
+    }
+    ph.time("prefix sum scan", || {
+        let mut tmp = vec![S::ZERO; n];
+        hillis_steele(|k| if k == 0 { S::ZERO } else { input[k - 1] }, &mut output[..n], &mut tmp);
+    });
+    output[n - 1].add(input[n - 1])
+}
+
+fn compact<T: Copy + Send + Sync>(
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let flags = ph.time("mark", || mark(input.len(), keep));
+    // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
+    if input.len() <= u32::MAX as usize {
+        scan_and_gather::<T, u32>(input, &flags, output, split, ph)
+    } else {
+        scan_and_gather::<T, u64>(input, &flags, output, split, ph)
+    }
+}
+
+fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
+    input: &[T],
+    flags: &[u32],
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let n = input.len();
+    if n == 0 {
+        return 0;
+    }
+    // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
+    let sum = ph.time("prefix sum scan", || {
+        let (mut sum, mut tmp) = (vec![S::ZERO; n], vec![S::ZERO; n]);
+        hillis_steele(|k| S::from_u64(flags[k] as u64), &mut sum, &mut tmp);
+        sum
+    });
+    let kept = sum[n - 1].to_u64() as usize;
+    ph.time("dichotomic search", || {
+        let (kept_out, rejected_out) = output.split_at_mut(kept);
+        // Slot j's source is the first i with sum[i] > j: sum is monotone, and
+        // it steps from j to j + 1 exactly at the (j + 1)-th kept element.
+        kept_out.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(j, o)| {
+            *o = input[dichotomic_search(n, |i| sum[i].to_u64() as usize, j)];
+        });
+        if split {
+            // Rejected elements in 0..=i number i + 1 - sum[i], also monotone.
+            let rejected = &mut rejected_out[..n - kept];
+            rejected.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(r, o)| {
+                *o = input[dichotomic_search(n, |i| i + 1 - sum[i].to_u64() as usize, r)];
+            });
+        }
+    });
+    kept
+}
+
+/// Horn's scan (002 Algorithm 2): the inclusive scan of `x(0..n)` into `out`,
+/// in ceil(log2 n) passes that each add the value `2^d` to the left. Every pass
+/// reads one buffer and writes the other, so no element is read after being
+/// overwritten in the same pass; the first pass reads `x` itself, and the
+/// buffers start in the order that leaves the last pass's result in `out`.
+fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S], tmp: &mut [S]) {
+    let n = out.len();
+    let passes = usize::BITS - (n - 1).leading_zeros(); // ceil(log2 n); 0 for n = 1
+    if passes == 0 {
+        out[0] = x(0);
+        return;
+    }
+    let (mut src, mut dst) = if passes % 2 == 1 { (tmp, out) } else { (out, tmp) };
+    dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
+        *d = if k >= 1 { x(k).add(x(k - 1)) } else { x(k) };
+    });
+    for pass in 1..passes {
+        std::mem::swap(&mut src, &mut dst);
+        let (src, off) = (&*src, 1usize << pass);
+        dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
+            *d = if k >= off { src[k].add(src[k - off]) } else { src[k] };
+        });
+    }
+}
+
+/// The first `i < n` with `f(i) > target`, for a non-decreasing `f` that is
+/// known to exceed `target` somewhere: O(log n) probes, one output slot each.
+fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usize {
+    let (mut lo, mut hi) = (0, n - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if f(mid) > target { hi = mid } else { lo = mid + 1 }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::cpu::sequential;
+
+    const SIZES: [usize; 15] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025];
+
+    fn sizes() -> Vec<usize> {
+        let mut rng = fastrand::Rng::with_seed(0x4057);
+        SIZES.iter().copied().chain((0..4).map(|_| rng.usize(1..=100_000))).collect()
+    }
+
+    /// Keep patterns: random at five densities, alternating, long runs, one
+    /// survivor first, one survivor last.
+    fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
+        let mut out: Vec<_> = [0.0, 1.0, 0.1, 0.5, 0.9]
+            .iter()
+            .map(|&d| (format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()))
+            .collect();
+        out.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
+        let mut runs = Vec::with_capacity(n);
+        let mut state = rng.bool();
+        while runs.len() < n {
+            let len = rng.usize(1..=500).min(n - runs.len());
+            runs.extend(std::iter::repeat_n(state, len));
+            state = !state;
+        }
+        out.push(("long runs".into(), runs));
+        out.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
+        out.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
+        out
+    }
+
+    #[test]
+    fn select_and_partition_match_sequential() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for n in sizes() {
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            for (name, keep) in patterns(n, &mut rng) {
+                let keep = |i: usize| keep[i];
+                let mut ph = Phases::default();
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::select(&input, &keep, &mut want, &mut ph);
+                let c1 = select(&input, &keep, &mut got, &mut ph);
+                assert_eq!((c0, &want), (c1, &got), "select n={n} {name}");
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::partition(&input, &keep, &mut want, &mut ph);
+                let c1 = partition(&input, &keep, &mut got, &mut ph);
+                assert_eq!((c0, &want), (c1, &got), "partition n={n} {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_matches_sequential() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for n in sizes() {
+            let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            let mut ph = Phases::default();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            let t1 = scan(&input, &mut got, &mut ph);
+            assert_eq!((t0, &want), (t1, &got), "u32 n={n}");
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            let t1 = scan(&input, &mut got, &mut ph);
+            assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
+        }
+    }
+
+    #[test]
+    fn phases_are_named_after_the_paper() {
+        let input: Vec<u32> = (0..100).collect();
+        let mut ph = Phases::default();
+        let mut out = vec![0; 100];
+        select(&input, &|i| i % 3 == 0, &mut out, &mut ph);
+        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["mark", "prefix sum scan", "dichotomic search"]);
+    }
 }

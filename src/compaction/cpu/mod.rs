@@ -15,6 +15,7 @@ use crate::compaction::{
 pub mod atomic;
 pub mod billeter;
 pub mod blelloch;
+pub mod chained;
 pub mod horn;
 pub mod lookback;
 pub mod redzone;
@@ -353,10 +354,11 @@ impl Backend for CpuBackend {
 
     fn remove<T: Element>(&self, algorithm: Algorithm, data: &mut Vec<T>, removal: &Vec<u64>) -> Result<CpuReport> {
         check_removal(removal, data.len())?;
-        self.remove_unchecked(algorithm, data, removal)
+        // SAFETY: checked just above.
+        unsafe { self.remove_unchecked(algorithm, data, removal) }
     }
 
-    fn remove_unchecked<T: Element>(
+    unsafe fn remove_unchecked<T: Element>(
         &self,
         algorithm: Algorithm,
         data: &mut Vec<T>,

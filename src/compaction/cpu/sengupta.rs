@@ -1,26 +1,322 @@
-//! STUB: being written.
+//! `sengupta`: the work-efficient, step-efficient hybrid scan of seed 002
+//! §2.4, under Horn's compaction as 002 §4 runs it.
+//!
+//! Mark, then reduce (002 Algorithm 3: each step halves the array by adding
+//! adjacent pairs into a new, smaller array, and keeps every level) until no
+//! more than the degree of parallelism partial sums remain; Horn's scan (002
+//! Algorithm 2) over those; the down-sweep (002 Algorithm 4) back through the
+//! kept levels to an inclusive scan of all n; then Horn's gather by
+//! dichotomic search (seed 003 §II). The scan costs O(n) work, the gather
+//! still O(n log n), as 003 §II points out.
+
+use rayon::prelude::*;
+
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::Phases;
-#[derive(Clone, Debug, Default)]
-pub struct SenguptaTuning {}
+use crate::compaction::cpu::{Phases, mark};
+
+/// Fewest elements a rayon task covers in one pass.
+const GRAIN: usize = 4096;
+
+/// Tuning for [`select`], [`partition`] and [`scan`].
+#[derive(Clone, Debug)]
+pub struct SenguptaTuning {
+    /// The reduce stops once at most this many partial sums remain; Horn's
+    /// scan runs over them. 002 §4 found compaction fastest after about 10
+    /// reduce steps at 2^20 elements (9 at 2^18), i.e. at 1024 (512) partial
+    /// sums, so the default is a fixed 1024 rather than anything derived from
+    /// this machine: it keeps the pass structure of the paper's best run and
+    /// the same on every machine. At 1024 the Horn part is small on a CPU
+    /// either way. Values below 1 count as 1 (reduce all the way, as Blelloch).
+    pub degree_of_parallelism: usize,
+}
+
+impl Default for SenguptaTuning {
+    fn default() -> Self {
+        SenguptaTuning { degree_of_parallelism: 1024 }
+    }
+}
+
 pub fn select<T: Copy + Send + Sync>(
-    _t: &SenguptaTuning,
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    t: &SenguptaTuning,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(t, input, keep, output, false, ph)
 }
+
+/// Kept elements first, then the rejected ones, both in input order.
 pub fn partition<T: Copy + Send + Sync>(
-    _t: &SenguptaTuning,
-    _input: &[T],
-    _keep: &(impl Fn(usize) -> bool + Sync),
-    _output: &mut [T],
-    _ph: &mut Phases,
+    t: &SenguptaTuning,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    ph: &mut Phases,
 ) -> usize {
-    todo!()
+    compact(t, input, keep, output, true, ph)
 }
-pub fn scan<S: ScanElement>(_t: &SenguptaTuning, _input: &[S], _output: &mut [S], _ph: &mut Phases) -> S {
-    todo!()
+
+/// Exclusive scan; returns the total. The hybrid scan is inclusive, so it runs
+/// over the input shifted right by one, which is the exclusive scan of the input.
+pub fn scan<S: ScanElement>(t: &SenguptaTuning, input: &[S], output: &mut [S], ph: &mut Phases) -> S {
+    let n = input.len();
+    if n == 0 {
+        return S::ZERO;
+    }
+    hybrid_scan(t, |k| if k == 0 { S::ZERO } else { input[k - 1] }, &mut output[..n], ph);
+    output[n - 1].add(input[n - 1])
+}
+
+fn compact<T: Copy + Send + Sync>(
+    t: &SenguptaTuning,
+    input: &[T],
+    keep: &(impl Fn(usize) -> bool + Sync),
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let flags = ph.time("mark", || mark(input.len(), keep));
+    // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
+    if input.len() <= u32::MAX as usize {
+        scan_and_gather::<T, u32>(t, input, &flags, output, split, ph)
+    } else {
+        scan_and_gather::<T, u64>(t, input, &flags, output, split, ph)
+    }
+}
+
+fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
+    t: &SenguptaTuning,
+    input: &[T],
+    flags: &[u32],
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let n = input.len();
+    if n == 0 {
+        return 0;
+    }
+    // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
+    let mut sum = vec![S::ZERO; n];
+    hybrid_scan(t, |k| S::from_u64(flags[k] as u64), &mut sum, ph);
+    let kept = sum[n - 1].to_u64() as usize;
+    ph.time("dichotomic search", || {
+        let (kept_out, rejected_out) = output.split_at_mut(kept);
+        // Slot j's source is the first i with sum[i] > j: sum is monotone, and
+        // it steps from j to j + 1 exactly at the (j + 1)-th kept element.
+        kept_out.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(j, o)| {
+            *o = input[dichotomic_search(n, |i| sum[i].to_u64() as usize, j)];
+        });
+        if split {
+            // Rejected elements in 0..=i number i + 1 - sum[i], also monotone.
+            let rejected = &mut rejected_out[..n - kept];
+            rejected.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(r, o)| {
+                *o = input[dichotomic_search(n, |i| i + 1 - sum[i].to_u64() as usize, r)];
+            });
+        }
+    });
+    kept
+}
+
+/// The hybrid (002 §2.4): the inclusive scan of `x(0..n)` into `out`, timed as
+/// the paper's three stages.
+fn hybrid_scan<S: ScanElement>(t: &SenguptaTuning, x: impl Fn(usize) -> S + Sync, out: &mut [S], ph: &mut Phases) {
+    let n = out.len();
+    let p = t.degree_of_parallelism.max(1);
+    // levels[d - 1] is the paper's a_d: a_d[i] = a_{d-1}[2i] + a_{d-1}[2i + 1].
+    // An odd-length level's last element has no partner and passes up alone;
+    // the down-sweep never needs more than that (see `down_sweep_level`).
+    let mut levels: Vec<Vec<S>> = ph.time("reduce", || {
+        let mut levels: Vec<Vec<S>> = Vec::new();
+        let mut len = n;
+        while len > p {
+            let next = match levels.last() {
+                None => reduce_level(len, &x),
+                Some(a) => reduce_level(len, |k| a[k]),
+            };
+            len = next.len();
+            levels.push(next);
+        }
+        levels
+    });
+    ph.time("horn scan", || match levels.last_mut() {
+        None => hillis_steele(&x, out),
+        Some(top) => {
+            let mut scanned = vec![S::ZERO; top.len()];
+            hillis_steele(|k| top[k], &mut scanned);
+            *top = scanned;
+        }
+    });
+    ph.time("down-sweep", || {
+        // From the top down, each level's partial sums become inclusive
+        // prefix sums, reading the finished level above.
+        for d in (1..levels.len()).rev() {
+            let (below, above) = levels.split_at_mut(d);
+            let (a, up) = (&mut below[d - 1], &above[0]);
+            a.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(i, v)| *v = down_sweep_level(i, *v, up));
+        }
+        if let Some(up) = levels.first() {
+            out.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(i, v)| *v = down_sweep_level(i, x(i), up));
+        }
+    });
+}
+
+/// One reduce step (002 Algorithm 3) over `a(0..len)`: ceil(len / 2) pair sums.
+fn reduce_level<S: ScanElement>(len: usize, a: impl Fn(usize) -> S + Sync) -> Vec<S> {
+    let mut next = vec![S::ZERO; len.div_ceil(2)];
+    next.par_iter_mut().with_min_len(GRAIN / 2).enumerate().for_each(|(i, v)| {
+        *v = if 2 * i + 1 < len { a(2 * i).add(a(2 * i + 1)) } else { a(2 * i) };
+    });
+    next
+}
+
+/// One down-sweep step (002 Algorithm 4) for element `i` of level d, whose
+/// partial sum is `own`, given level d + 1 already scanned (`up[k]` is the
+/// prefix through the end of pair k). An odd `i` ends pair i / 2; an even
+/// `i > 0` adds its own value to the prefix through the previous pair.
+fn down_sweep_level<S: ScanElement>(i: usize, own: S, up: &[S]) -> S {
+    if i % 2 == 1 {
+        up[i / 2]
+    } else if i > 0 {
+        own.add(up[i / 2 - 1])
+    } else {
+        own
+    }
+}
+
+/// Horn's scan (002 Algorithm 2) over the few partial sums left by the reduce:
+/// the inclusive scan of `x(0..n)` into `out` in ceil(log2 n) passes, each a
+/// parallel map from one buffer into the other. The first pass reads `x`; the
+/// buffers start in the order that leaves the last pass's result in `out`.
+fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S]) {
+    let n = out.len();
+    let passes = usize::BITS - (n - 1).leading_zeros(); // ceil(log2 n); 0 for n = 1
+    if passes == 0 {
+        out[0] = x(0);
+        return;
+    }
+    let mut tmp = vec![S::ZERO; n];
+    let (mut src, mut dst) = if passes % 2 == 1 { (&mut tmp[..], out) } else { (out, &mut tmp[..]) };
+    dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
+        *d = if k >= 1 { x(k).add(x(k - 1)) } else { x(k) };
+    });
+    for pass in 1..passes {
+        std::mem::swap(&mut src, &mut dst);
+        let (src, off) = (&*src, 1usize << pass);
+        dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
+            *d = if k >= off { src[k].add(src[k - off]) } else { src[k] };
+        });
+    }
+}
+
+/// The first `i < n` with `f(i) > target`, for a non-decreasing `f` that is
+/// known to exceed `target` somewhere: O(log n) probes, one output slot each.
+fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usize {
+    let (mut lo, mut hi) = (0, n - 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if f(mid) > target { hi = mid } else { lo = mid + 1 }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::cpu::sequential;
+
+    const SIZES: [usize; 15] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025];
+
+    /// The default, the extremes (reduce all the way; Horn only) and odd sizes
+    /// that leave unpaired elements on the way up.
+    fn tunings() -> Vec<SenguptaTuning> {
+        [1024, 0, 1, 3, 100, usize::MAX].map(|p| SenguptaTuning { degree_of_parallelism: p }).to_vec()
+    }
+
+    fn sizes() -> Vec<usize> {
+        let mut rng = fastrand::Rng::with_seed(0x4057);
+        SIZES.iter().copied().chain((0..4).map(|_| rng.usize(1..=100_000))).collect()
+    }
+
+    /// Keep patterns: random at five densities, alternating, long runs, one
+    /// survivor first, one survivor last.
+    fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
+        let mut out: Vec<_> = [0.0, 1.0, 0.1, 0.5, 0.9]
+            .iter()
+            .map(|&d| (format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()))
+            .collect();
+        out.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
+        let mut runs = Vec::with_capacity(n);
+        let mut state = rng.bool();
+        while runs.len() < n {
+            let len = rng.usize(1..=500).min(n - runs.len());
+            runs.extend(std::iter::repeat_n(state, len));
+            state = !state;
+        }
+        out.push(("long runs".into(), runs));
+        out.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
+        out.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
+        out
+    }
+
+    #[test]
+    fn select_and_partition_match_sequential() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for n in sizes() {
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            for (name, keep) in patterns(n, &mut rng) {
+                let keep = |i: usize| keep[i];
+                let mut ph = Phases::default();
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::select(&input, &keep, &mut want, &mut ph);
+                for t in tunings() {
+                    got.fill(u64::MAX);
+                    let c1 = select(&t, &input, &keep, &mut got, &mut ph);
+                    assert_eq!((c0, &want), (c1, &got), "select n={n} {name} {t:?}");
+                }
+                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+                let c0 = sequential::partition(&input, &keep, &mut want, &mut ph);
+                for t in tunings() {
+                    got.fill(u64::MAX);
+                    let c1 = partition(&t, &input, &keep, &mut got, &mut ph);
+                    assert_eq!((c0, &want), (c1, &got), "partition n={n} {name} {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scan_matches_sequential() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for n in sizes() {
+            let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+            let mut ph = Phases::default();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            for t in tunings() {
+                got.fill(7);
+                let t1 = scan(&t, &input, &mut got, &mut ph);
+                assert_eq!((t0, &want), (t1, &got), "u32 n={n} {t:?}");
+            }
+            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+            let (mut want, mut got) = (vec![7; n], vec![7; n]);
+            let t0 = sequential::scan(&input, &mut want, &mut ph);
+            for t in tunings() {
+                got.fill(7);
+                let t1 = scan(&t, &input, &mut got, &mut ph);
+                assert_eq!((t0, &want), (t1, &got), "u64 n={n} {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn phases_are_named_after_the_paper() {
+        let input: Vec<u32> = (0..100).collect();
+        let mut ph = Phases::default();
+        let mut out = vec![0; 100];
+        select(&SenguptaTuning { degree_of_parallelism: 8 }, &input, &|i| i % 3 == 0, &mut out, &mut ph);
+        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["mark", "reduce", "horn scan", "down-sweep", "dichotomic search"]);
+    }
 }

@@ -1,0 +1,39 @@
+// `chained`: the single-pass "streaming" scan of seed 001 module 10.4. Tiles
+// take dynamic ids; each waits until its predecessor has published its
+// inclusive prefix, adds its own count and publishes in turn. The wait is a
+// chain through every tile: the latency `lookback` removes.
+#include "single_pass.cuh"
+
+struct Chained {
+    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate) {
+        u64 exclusive = 0;
+        if (reap_lane() == 0) {
+            if (tile > 0) {
+                u64 w;
+                do {
+                    w = reap_load_relaxed(state + tile - 1);
+                } while (ST_STATUS(w) != ST_PREFIX);
+                exclusive = ST_VALUE(w);
+            }
+            reap_store_relaxed(state + tile, (ST_PREFIX << ST_SHIFT) | (exclusive + aggregate));
+        }
+        return __shfl_sync(0xffffffffu, exclusive, 0);
+    }
+
+    template <typename T>
+    static __device__ __forceinline__ T scan_prefix(u32* flags, u64* values, u32 tile, T aggregate) {
+        T exclusive = 0;
+        if (reap_lane() == 0) {
+            if (tile > 0) {
+                while (reap_load_acquire(flags + tile - 1) != (u32)ST_PREFIX) {
+                }
+                exclusive = (T)values[2 * (tile - 1)];
+            }
+            values[2 * tile] = (u64)(T)(exclusive + aggregate);
+            reap_store_release(flags + tile, (u32)ST_PREFIX);
+        }
+        return __shfl_sync(0xffffffffu, exclusive, 0);
+    }
+};
+
+REAP_SINGLE_PASS_ENTRIES(chained, Chained)

@@ -1,0 +1,100 @@
+// Shared by every compaction kernel. NVRTC compiles each kernel file with
+// REAP_ELEM_BYTES (4, 8, 16), REAP_KEEP (the keep rule) and REAP_KEY_BYTES
+// defined (src/compaction/cuda/runtime.rs, `translation_unit`); a user's
+// predicate source is inserted right after this header.
+#pragma once
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#if REAP_ELEM_BYTES == 4
+typedef u32 Elem;
+#elif REAP_ELEM_BYTES == 8
+typedef u64 Elem;
+#else
+typedef uint4 Elem;
+#endif
+
+// Elements per 16-byte vector: loads and stores move whole vectors.
+#define REAP_VEC (16 / REAP_ELEM_BYTES)
+
+#define REAP_KEEP_FLAGS 0
+#define REAP_KEEP_SENTINEL 1
+#define REAP_KEEP_PREDICATE 2
+#define REAP_KEEP_BIT 3
+
+// Keep in sync with `KeepArgs` in src/compaction/cuda/mod.rs.
+struct KeepArgs {
+    const u8* flags;
+    u32 sentinel[4];
+    u64 param[2];
+};
+
+__device__ __forceinline__ u32 reap_word0(const u32& x) { return x; }
+__device__ __forceinline__ u32 reap_word0(const u64& x) { return (u32)x; }
+__device__ __forceinline__ u32 reap_word0(const uint4& x) { return x.x; }
+
+// The radix-sort key: the first REAP_KEY_BYTES bytes of the element.
+__device__ __forceinline__ u64 reap_key(const u32& x) { return x; }
+__device__ __forceinline__ u64 reap_key(const u64& x) { return REAP_KEY_BYTES == 8 ? x : (x & 0xffffffffull); }
+__device__ __forceinline__ u64 reap_key(const uint4& x) {
+    return REAP_KEY_BYTES == 8 ? (((u64)x.y << 32) | x.x) : x.x;
+}
+
+__device__ __forceinline__ bool reap_same(const u32& x, const u32* s) { return x == s[0]; }
+__device__ __forceinline__ bool reap_same(const u64& x, const u32* s) { return x == (((u64)s[1] << 32) | s[0]); }
+__device__ __forceinline__ bool reap_same(const uint4& x, const u32* s) {
+    return x.x == s[0] && x.y == s[1] && x.z == s[2] && x.w == s[3];
+}
+
+#if REAP_KEEP == REAP_KEEP_PREDICATE
+// Defined by the caller's source, inserted after this header.
+__device__ bool reap_predicate(const Elem& x, const unsigned long long* p);
+#endif
+
+// Whether element i (value x) survives.
+__device__ __forceinline__ bool reap_keep(const Elem& x, u64 i, const KeepArgs& k) {
+#if REAP_KEEP == REAP_KEEP_FLAGS
+    return k.flags[i] != 0;
+#elif REAP_KEEP == REAP_KEEP_SENTINEL
+    return !reap_same(x, k.sentinel);
+#elif REAP_KEEP == REAP_KEEP_PREDICATE
+    return reap_predicate(x, k.param);
+#else
+    return ((reap_key(x) >> k.param[0]) & 1) == 0;
+#endif
+}
+
+__device__ __forceinline__ u32 reap_lane() { return threadIdx.x & 31; }
+
+// Inclusive warp scan (Hillis-Steele over the 32 lanes).
+template <typename T>
+__device__ __forceinline__ T reap_warp_inclusive(T v) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        T up = __shfl_up_sync(0xffffffffu, v, d);
+        if (reap_lane() >= (u32)d) v += up;
+    }
+    return v;
+}
+
+// Inter-block flags. A status and its value share one 64-bit word, so a
+// relaxed GPU-scope store publishes both at once and no fence is needed.
+__device__ __forceinline__ void reap_store_relaxed(u64* p, u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ u64 reap_load_relaxed(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+// Release / acquire pair for a flag that guards data written before it.
+__device__ __forceinline__ void reap_store_release(u32* p, u32 v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ u32 reap_load_acquire(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}

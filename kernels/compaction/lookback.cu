@@ -1,0 +1,86 @@
+// `lookback`: single-pass compaction with decoupled look-back (Merrill &
+// Garland 2016, "Single-pass Parallel Prefix Scan with Decoupled Look-back").
+// A tile publishes its aggregate as soon as it has counted, then warp 0 walks
+// back over its predecessors 32 at a time, summing aggregates until it meets
+// a published inclusive prefix. No tile waits for a chain of predecessors to
+// finish in turn, only for each to have counted.
+#include "single_pass.cuh"
+
+struct Decoupled {
+    // Called by the 32 lanes of warp 0; returns the exclusive prefix.
+    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate) {
+        u32 lane = reap_lane();
+        if (tile == 0) {
+            if (lane == 0) reap_store_relaxed(state, (ST_PREFIX << ST_SHIFT) | aggregate);
+            return 0;
+        }
+        if (lane == 0) reap_store_relaxed(state + tile, (ST_AGGREGATE << ST_SHIFT) | aggregate);
+        u64 exclusive = 0;
+        long long window = (long long)tile - 1;  // predecessor that lane 0 inspects
+        while (true) {
+            long long mine = window - lane;
+            u64 w = 0;
+            // Spin until every predecessor in the window has at least counted.
+            do {
+                w = mine >= 0 ? reap_load_relaxed(state + mine) : (ST_PREFIX << ST_SHIFT);
+            } while (__any_sync(0xffffffffu, ST_STATUS(w) == ST_INVALID));
+            u32 prefixes = __ballot_sync(0xffffffffu, ST_STATUS(w) == ST_PREFIX);
+            // The nearest predecessor with an inclusive prefix ends the walk; the
+            // lanes nearer than it contribute their aggregates.
+            u32 stop = prefixes ? __ffs(prefixes) - 1 : 32;
+            u64 v = lane <= stop ? ST_VALUE(w) : 0;
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+            exclusive += v;
+            if (prefixes) break;
+            window -= 32;
+        }
+        if (lane == 0) reap_store_relaxed(state + tile, (ST_PREFIX << ST_SHIFT) | (exclusive + aggregate));
+        return exclusive;
+    }
+
+    // The same walk for scans, whose values need all 64 bits: flags and values
+    // in separate words, published with release and read with acquire.
+    template <typename T>
+    static __device__ __forceinline__ T scan_prefix(u32* flags, u64* values, u32 tile, T aggregate) {
+        u32 lane = reap_lane();
+        if (tile == 0) {
+            if (lane == 0) {
+                values[0] = (u64)aggregate;
+                reap_store_release(flags, (u32)ST_PREFIX);
+            }
+            return 0;
+        }
+        // Aggregates go to the odd words, inclusive prefixes to the even ones, so
+        // a published aggregate is never overwritten under a reader.
+        if (lane == 0) {
+            values[2 * tile + 1] = (u64)aggregate;
+            reap_store_release(flags + tile, (u32)ST_AGGREGATE);
+        }
+        T exclusive = 0;
+        long long window = (long long)tile - 1;
+        while (true) {
+            long long mine = window - lane;
+            u32 st;
+            do {
+                st = mine >= 0 ? reap_load_acquire(flags + mine) : (u32)ST_PREFIX;
+            } while (__any_sync(0xffffffffu, st == ST_INVALID));
+            u32 prefixes = __ballot_sync(0xffffffffu, st == ST_PREFIX);
+            u32 stop = prefixes ? __ffs(prefixes) - 1 : 32;
+            T v = 0;
+            if (mine >= 0 && lane <= stop) v = (T)values[2 * mine + (st == ST_PREFIX ? 0 : 1)];
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+            exclusive += v;
+            if (prefixes) break;
+            window -= 32;
+        }
+        if (lane == 0) {
+            values[2 * tile] = (u64)(T)(exclusive + aggregate);
+            reap_store_release(flags + tile, (u32)ST_PREFIX);
+        }
+        return exclusive;
+    }
+};
+
+REAP_SINGLE_PASS_ENTRIES(lookback, Decoupled)

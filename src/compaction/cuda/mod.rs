@@ -1,0 +1,494 @@
+//! The CUDA backend: cudarc host code over kernels in `kernels/compaction/`,
+//! compiled by NVRTC for the device's own architecture on first use.
+//!
+//! Every call only enqueues work on the backend's stream: counts stay on the
+//! device and stage times stay in events until the caller asks for them.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+
+use crate::compaction::{
+    Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
+    check_element,
+};
+
+pub mod atomic;
+pub mod billeter;
+pub mod blelloch;
+pub mod horn;
+pub mod mark;
+pub mod redzone;
+pub mod roger;
+pub mod runtime;
+pub mod sengupta;
+pub mod single_pass;
+pub mod sort;
+
+use runtime::{KeepMode, Kernels, Stages, Variant, driver_error};
+
+/// A device buffer of `len` elements of `T`.
+pub struct CudaBuffer<T> {
+    raw: CudaSlice<u8>,
+    len: u64,
+    _t: PhantomData<T>,
+}
+
+impl<T> CudaBuffer<T> {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The raw device address, for kernel arguments.
+    pub fn ptr(&self) -> u64 {
+        if self.raw.is_empty() {
+            return 0;
+        }
+        // Event tracking is off (one stream), so the guard has nothing to record.
+        let (p, _guard) = self.raw.device_ptr(self.raw.stream());
+        p
+    }
+}
+
+/// A keep rule as CUDA source: it must define
+/// `__device__ bool reap_predicate(const Elem& x, const unsigned long long* p)`,
+/// where `Elem` is the element type (`unsigned`, `unsigned long long` or
+/// `uint4`) and `p` points at `params`, so thresholds change without a recompile.
+#[derive(Clone, Debug)]
+pub struct CudaPredicate {
+    pub source: Arc<str>,
+    pub params: [u64; 2],
+}
+
+impl CudaPredicate {
+    pub fn new(source: impl Into<Arc<str>>, params: [u64; 2]) -> Self {
+        CudaPredicate { source: source.into(), params }
+    }
+}
+
+/// The keep rule as every compaction kernel receives it (common.cuh `KeepArgs`;
+/// keep the two in sync).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeepArgs {
+    pub flags: u64,
+    pub sentinel: [u32; 4],
+    pub param: [u64; 2],
+}
+
+// SAFETY: plain repr(C) data with the same layout as common.cuh's KeepArgs.
+unsafe impl DeviceRepr for KeepArgs {}
+
+/// A run on the GPU: the count in device memory and the stages' events.
+pub struct CudaReport {
+    count: Option<CudaSlice<u64>>,
+    host_count: u64,
+    stages: Stages,
+}
+
+impl Report for CudaReport {
+    fn count(&self) -> Result<u64> {
+        match &self.count {
+            Some(c) => {
+                let v = c.stream().clone_dtoh(c).map_err(driver_error("reading a count"))?;
+                Ok(v[0])
+            }
+            None => Ok(self.host_count),
+        }
+    }
+    fn phases(&self) -> Result<Vec<PhaseTime>> {
+        self.stages.times()
+    }
+}
+
+impl CudaReport {
+    /// The device word that holds the count, so the next launch can be sized
+    /// from it without a host round trip.
+    pub fn device_count(&self) -> Option<&CudaSlice<u64>> {
+        self.count.as_ref()
+    }
+}
+
+/// What a device reports about itself, for tuning.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub sms: u32,
+    pub compute_capability: (i32, i32),
+    pub l2_bytes: u64,
+}
+
+/// Every CUDA algorithm's tuning, one plain struct per algorithm.
+#[derive(Clone, Debug, Default)]
+pub struct CudaTuning {
+    pub single_pass: single_pass::SinglePassTuning,
+    pub billeter: billeter::BilleterTuning,
+    pub horn: horn::HornTuning,
+    pub sengupta: sengupta::SenguptaTuning,
+    pub blelloch: blelloch::BlellochTuning,
+    pub roger: roger::RogerTuning,
+    pub atomic: atomic::AtomicTuning,
+    pub redzone: redzone::RedzoneTuning,
+}
+
+/// Device addresses of one call.
+#[derive(Clone, Copy, Debug)]
+pub struct Io {
+    pub n: u64,
+    pub input: u64,
+    pub output: u64,
+    /// One u64 on the device, zeroed: the count (or a scan's total) goes here.
+    pub count: u64,
+}
+
+/// The CUDA backend on one device and one stream.
+pub struct CudaBackend {
+    stream: Arc<CudaStream>,
+    kernels: Kernels,
+    pub info: DeviceInfo,
+    pub tuning: CudaTuning,
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`, or says what is missing.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        runtime::driver_available()?;
+        runtime::nvrtc_available()?;
+        let count = CudaContext::device_count().map_err(|e| Error::CudaUnavailable {
+            what: format!("the CUDA driver did not start ({e})"),
+            how: "Check `nvidia-smi`; or use `--backend cpu`.",
+        })?;
+        if (count as usize) <= ordinal {
+            return Err(Error::CudaUnavailable {
+                what: format!("no CUDA device {ordinal} ({count} found)"),
+                how: "Check `nvidia-smi`; or use `--backend cpu`.",
+            });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+        // One stream and no sharing across streams: cudarc's per-buffer events
+        // would only add host work to every launch.
+        // SAFETY: all work of this backend goes through `stream`, in order.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(driver_error("creating a stream"))?;
+        let attr = |a| ctx.attribute(a).map_err(driver_error("reading a device attribute"));
+        let info = DeviceInfo {
+            name: ctx.name().map_err(driver_error("reading the device name"))?,
+            sms: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            compute_capability: ctx.compute_capability().map_err(driver_error("reading the compute capability"))?,
+            l2_bytes: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+        };
+        keep_pool_memory(&ctx);
+        let (major, minor) = info.compute_capability;
+        let kernels = Kernels::new(ctx.clone(), runtime::arch_name(major, minor));
+        Ok(CudaBackend { stream, kernels, info, tuning: CudaTuning::default() })
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn kernels(&self) -> &Kernels {
+        &self.kernels
+    }
+
+    /// Stream-ordered scratch of `bytes` bytes (freed, in order, when dropped).
+    pub fn scratch(&self, bytes: u64) -> Result<CudaSlice<u8>> {
+        // SAFETY: scratch is written by kernels before it is read.
+        unsafe { self.stream.alloc::<u8>(bytes.max(1) as usize) }.map_err(driver_error("allocating scratch"))
+    }
+
+    /// Stream-ordered zeroed scratch.
+    pub fn zeroed(&self, bytes: u64) -> Result<CudaSlice<u8>> {
+        self.stream.alloc_zeros::<u8>(bytes.max(1) as usize).map_err(driver_error("allocating scratch"))
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(driver_error("synchronising"))
+    }
+
+    fn keep_args<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<(Variant, KeepArgs)> {
+        let size = std::mem::size_of::<T>();
+        let mut args = KeepArgs::default();
+        let variant = match keep {
+            Keep::Flags(flags) => {
+                if flags.len() != n {
+                    return Err(Error::LengthMismatch { what: "flags", expected: n, actual: flags.len() });
+                }
+                args.flags = flags.ptr();
+                Variant::new(size, KeepMode::Flags)
+            }
+            Keep::Sentinel(v) => {
+                bytemuck::cast_slice_mut::<u32, u8>(&mut args.sentinel)[..size].copy_from_slice(bytemuck::bytes_of(&v));
+                Variant::new(size, KeepMode::Sentinel)
+            }
+            Keep::Predicate(p) => {
+                args.param = p.params;
+                let mut v = Variant::new(size, KeepMode::Predicate);
+                v.predicate = Some(p.source.clone());
+                v
+            }
+        };
+        Ok((variant, args))
+    }
+
+    /// Partition by device addresses, for the backend's own multi-pass users (sort).
+    pub(crate) fn partition_raw(
+        &self,
+        algorithm: Algorithm,
+        v: &Variant,
+        args: KeepArgs,
+        io: Io,
+        st: &mut Stages,
+    ) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::partition(self, single_pass::Chaining::Decoupled, v, args, io, st),
+            Algorithm::Chained => single_pass::partition(self, single_pass::Chaining::Chained, v, args, io, st),
+            Algorithm::Billeter(b) => billeter::partition(self, b, v, args, io, st),
+            Algorithm::Horn => horn::partition(self, v, args, io, st),
+            Algorithm::Sengupta => sengupta::partition(self, v, args, io, st),
+            Algorithm::Blelloch => blelloch::partition(self, v, args, io, st),
+            Algorithm::Roger => roger::partition(self, v, args, io, st),
+            _ => Err(self.not_here(algorithm)),
+        }
+    }
+
+    fn not_here(&self, algorithm: Algorithm) -> Error {
+        Error::NotOnBackend { algorithm: algorithm.name(), backend: "cuda" }
+    }
+}
+
+/// Keeps freed pool memory in the pool rather than returning it to the OS at
+/// every synchronisation, so per-call scratch costs no allocation in steady state.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) {
+    // SAFETY: plain driver calls on this context's device; failures only cost speed.
+    unsafe {
+        let mut pool = std::ptr::null_mut();
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS {
+            let mut threshold: u64 = u64::MAX;
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            );
+        }
+    }
+}
+
+impl Backend for CudaBackend {
+    type Buffer<T: Element> = CudaBuffer<T>;
+    type Predicate<T: Element> = CudaPredicate;
+    type Report = CudaReport;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn runs(&self, algorithm: Algorithm) -> bool {
+        // The sequential reference and Bernabé's stencil are CPU algorithms.
+        !matches!(algorithm, Algorithm::Sequential | Algorithm::Stencil)
+    }
+
+    fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let raw = if bytes.is_empty() {
+            self.scratch(1)?
+        } else {
+            self.stream.clone_htod(bytes).map_err(driver_error("uploading"))?
+        };
+        Ok(CudaBuffer { raw, len: data.len() as u64, _t: PhantomData })
+    }
+
+    fn alloc<T: Element>(&self, len: u64) -> Result<CudaBuffer<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::LengthMismatch {
+            what: "allocation (bytes overflow)",
+            expected: u64::MAX,
+            actual: len,
+        })?;
+        Ok(CudaBuffer { raw: self.scratch(bytes)?, len, _t: PhantomData })
+    }
+
+    fn download<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        let n = buffer.len as usize;
+        let mut host = vec![T::zeroed(); n];
+        if n > 0 {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            self.stream.memcpy_dtoh(&buffer.raw.slice(..len), bytes).map_err(driver_error("downloading"))?;
+            self.synchronize()?;
+        }
+        Ok(host)
+    }
+
+    fn len<T: Element>(&self, buffer: &CudaBuffer<T>) -> u64 {
+        buffer.len
+    }
+
+    fn select<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+    ) -> Result<CudaReport> {
+        check_element::<T>()?;
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        let (variant, args) = self.keep_args(input.len, keep)?;
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        let (v, st_) = (&variant, &mut st);
+        match algorithm {
+            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st_)?,
+            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st_)?,
+            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st_)?,
+            Algorithm::Horn => horn::select(self, v, args, io, st_)?,
+            Algorithm::Sengupta => sengupta::select(self, v, args, io, st_)?,
+            Algorithm::Blelloch => blelloch::select(self, v, args, io, st_)?,
+            Algorithm::Roger => roger::select(self, v, args, io, st_)?,
+            Algorithm::Atomic => atomic::select(self, v, args, io, st_)?,
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st_)?,
+            Algorithm::Sequential | Algorithm::Stencil => return Err(self.not_here(algorithm)),
+        }
+        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+    }
+
+    fn partition<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+    ) -> Result<CudaReport> {
+        check_element::<T>()?;
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(Operation::Partition) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        let (variant, args) = self.keep_args(input.len, keep)?;
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+    }
+
+    fn exclusive_scan<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+    ) -> Result<CudaReport> {
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        let variant = Variant::new(std::mem::size_of::<S>(), KeepMode::Flags);
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the total"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        let (v, st_) = (&variant, &mut st);
+        match algorithm {
+            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st_)?,
+            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st_)?,
+            Algorithm::Billeter(_) => billeter::scan(self, v, io, st_)?,
+            Algorithm::Horn => horn::scan(self, v, io, st_)?,
+            Algorithm::Sengupta => sengupta::scan(self, v, io, st_)?,
+            Algorithm::Blelloch => blelloch::scan(self, v, io, st_)?,
+            _ => return Err(self.not_here(algorithm)),
+        }
+        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+    }
+
+    fn radix_sort<K: SortKey>(
+        &self,
+        algorithm: Algorithm,
+        keys: &mut CudaBuffer<K>,
+        values: Option<&mut CudaBuffer<u32>>,
+    ) -> Result<CudaReport> {
+        if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        if let Some(v) = &values {
+            if v.len != keys.len {
+                return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
+            }
+        }
+        let mut st = Stages::new(&self.stream);
+        sort::radix_sort(self, algorithm, keys, values, &mut st)?;
+        Ok(CudaReport { count: None, host_count: keys.len, stages: st })
+    }
+
+    fn remove<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut CudaBuffer<T>,
+        removal: &CudaBuffer<u64>,
+    ) -> Result<CudaReport> {
+        // The list is checked on the host: O(k), and a bad list must never reach the kernels.
+        let list = self.download(removal)?;
+        crate::compaction::cpu::check_removal(&list, data.len as usize)?;
+        // SAFETY: checked just above.
+        unsafe { self.remove_unchecked(algorithm, data, removal) }
+    }
+
+    unsafe fn remove_unchecked<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut CudaBuffer<T>,
+        removal: &CudaBuffer<u64>,
+    ) -> Result<CudaReport> {
+        check_element::<T>()?;
+        if !algorithm.supports(Operation::Remove) {
+            return Err(self.not_here(algorithm));
+        }
+        if removal.len > data.len {
+            return Err(Error::LengthMismatch {
+                what: "removal-index list (at most one entry per element)",
+                expected: data.len,
+                actual: removal.len,
+            });
+        }
+        let variant = Variant::new(std::mem::size_of::<T>(), KeepMode::Flags);
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        redzone::remove(
+            self,
+            algorithm,
+            &variant,
+            data.ptr(),
+            data.len,
+            removal.ptr(),
+            removal.len,
+            raw_ptr(&count),
+            &mut st,
+        )?;
+        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+    }
+}
+
+pub(crate) fn raw_ptr<T>(s: &CudaSlice<T>) -> u64 {
+    let (p, _guard) = s.device_ptr(s.stream());
+    p
+}
+
+/// The verify suite's predicate as CUDA source.
+pub const WORD_BELOW: &str = "__device__ bool reap_predicate(const Elem& x, const unsigned long long* p) \
+                              { return reap_word0(x) < (unsigned)p[0]; }";
+
+impl crate::verify::Harness for CudaBackend {
+    fn word_below<T: Element>(&self, threshold: u32) -> Box<CudaPredicate> {
+        Box::new(CudaPredicate::new(WORD_BELOW, [threshold as u64, 0]))
+    }
+}

@@ -1,0 +1,148 @@
+//! Host side of the single-pass kernels: `lookback` (decoupled look-back,
+//! kernels/compaction/lookback.cu) and `chained` (kernels/compaction/chained.cu),
+//! which share kernels/compaction/single_pass.cuh and differ only in how a
+//! tile learns its prefix.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use crate::compaction::cuda::runtime::{CHAINED, LOOKBACK, Source, Stages, Variant, driver_error};
+use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
+use crate::compaction::{Error, Result};
+
+/// How a tile learns the prefix of the tiles before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chaining {
+    /// Wait for the predecessor's inclusive prefix (seed 001 mod. 10.4).
+    Chained,
+    /// Decoupled look-back (Merrill & Garland 2016).
+    Decoupled,
+}
+
+impl Chaining {
+    fn source(self) -> &'static Source {
+        match self {
+            Chaining::Chained => &CHAINED,
+            Chaining::Decoupled => &LOOKBACK,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Chaining::Chained => "chained",
+            Chaining::Decoupled => "lookback",
+        }
+    }
+}
+
+/// Tuning of the single-pass kernels (`REAP_BLOCK`, `REAP_VECS` in single_pass.cuh).
+#[derive(Clone, Debug)]
+pub struct SinglePassTuning {
+    /// Threads per block.
+    pub block: u32,
+    /// 16-byte vectors each thread loads per tile.
+    pub vecs: u32,
+}
+
+impl Default for SinglePassTuning {
+    fn default() -> Self {
+        // 16 KiB tiles: 8 blocks fit an SM's shared memory with room to spare.
+        SinglePassTuning { block: 256, vecs: 4 }
+    }
+}
+
+impl SinglePassTuning {
+    fn specialise(&self, v: &Variant) -> Variant {
+        v.with(&[("REAP_BLOCK", self.block), ("REAP_VECS", self.vecs)])
+    }
+    /// Elements per tile.
+    pub fn tile(&self, elem_bytes: u32) -> u64 {
+        (self.block * self.vecs * (16 / elem_bytes)) as u64
+    }
+}
+
+fn tiles(n: u64, tile: u64) -> Result<u32> {
+    u32::try_from(n.div_ceil(tile))
+        .map_err(|_| Error::Backend(format!("{n} elements need more than 2^32 tiles; raise the tile size")))
+}
+
+fn config(t: &SinglePassTuning, grid: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 }
+}
+
+pub fn select(b: &CudaBackend, c: Chaining, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, c, v, keep, io, false, st)
+}
+
+pub fn partition(b: &CudaBackend, c: Chaining, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, c, v, keep, io, true, st)
+}
+
+fn compact(
+    b: &CudaBackend,
+    c: Chaining,
+    v: &Variant,
+    keep: KeepArgs,
+    io: Io,
+    split: bool,
+    st: &mut Stages,
+) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the count was allocated zeroed
+    }
+    let t = &b.tuning.single_pass;
+    let v = t.specialise(v);
+    let grid = tiles(io.n, t.tile(v.elem_bytes))?;
+    // Tile states, then the dynamic tile counter, then partition's kept total.
+    let scratch = st.run("init", || b.zeroed(grid as u64 * 8 + 16))?;
+    let state = raw_ptr(&scratch);
+    let counter = state + grid as u64 * 8;
+    let kept_total = counter + 8;
+    if split {
+        let f = b.kernels().function(c.source(), &v, &format!("{}_count", c.name()))?;
+        let grid = (b.info.sms * 8).min(grid);
+        st.run("count", || {
+            let mut l = b.stream().launch_builder(&f);
+            l.arg(&io.n).arg(&io.input).arg(&keep).arg(&kept_total);
+            // SAFETY: matches `NAME_count(u64, const Elem*, KeepArgs, u64*)`; input holds n elements and
+            // kept_total is a zeroed u64 of `scratch`.
+            unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching count"))
+        })?;
+    }
+    let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
+    let f = b.kernels().function(c.source(), &v, &name)?;
+    st.run("single-pass", || {
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&io.n).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count).arg(&state).arg(&counter);
+        if split {
+            l.arg(&kept_total);
+        }
+        // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold n
+        // elements, state holds one word per tile (zeroed), counter is zeroed, count is one u64.
+        unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the single pass"))
+    })?;
+    drop(scratch); // freed in stream order, after the kernels
+    Ok(())
+}
+
+pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(());
+    }
+    let t = &b.tuning.single_pass;
+    let v = t.specialise(v);
+    let grid = tiles(io.n, t.tile(v.elem_bytes))?;
+    // Flags (u32 per tile), values (two u64 per tile), the tile counter.
+    let scratch = st.run("init", || b.zeroed(grid as u64 * 4 + grid as u64 * 16 + 16))?;
+    let flags = raw_ptr(&scratch);
+    let values = (flags + grid as u64 * 4).next_multiple_of(8);
+    let counter = values + grid as u64 * 16;
+    let f = b.kernels().function(c.source(), &v, &format!("{}_scan", c.name()))?;
+    st.run("single-pass", || {
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&io.n).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
+        // SAFETY: matches `NAME_scan(u64, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
+        // the flags, values and counter laid out above, zeroed.
+        unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the scan"))
+    })?;
+    drop(scratch);
+    Ok(())
+}
