@@ -5,5 +5,6 @@
 //! The library lives in [`compaction`]; [`verify`] is the correctness suite
 //! that the CLI's `reap verify` and the tests share.
 
+pub mod bench;
 pub mod compaction;
 pub mod verify;

@@ -32,6 +32,58 @@ enum Command {
     Algorithms,
     /// Run the correctness suite against the sequential reference; ends with `N passed, M failed`.
     Verify(VerifyArgs),
+    /// Measure algorithms beside the copy roofline.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Time compaction (select or partition) for every algorithm, size, density and element size.
+    Compaction(BenchArgs),
+}
+
+/// A count written plainly or as a power of two (`2^22`).
+fn parse_count(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    if let Some(exp) = s.strip_prefix("2^") {
+        let e: u32 = exp.parse().map_err(|_| format!("`{s}`: expected 2^K"))?;
+        1u64.checked_shl(e).filter(|_| e < 64).ok_or_else(|| format!("`{s}` is too large"))
+    } else {
+        s.replace('_', "").parse().map_err(|_| format!("`{s}`: expected a count such as 1048576 or 2^20"))
+    }
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// Catalog names, comma separated, or `all`.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    algorithms: Vec<String>,
+    /// `select` or `partition`.
+    #[arg(long, default_value = "select")]
+    operation: String,
+    /// Element counts (`2^22` or plain), comma separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_count, default_value = "2^22")]
+    sizes: Vec<u64>,
+    /// Fractions kept, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.25,0.5,0.75,0.9,1")]
+    densities: Vec<f64>,
+    /// Element sizes in bytes: 4, 8, 16.
+    #[arg(long, value_delimiter = ',', default_value = "4")]
+    elements: Vec<usize>,
+    /// Timed repetitions per configuration (the median is reported, with min and max).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Untimed runs first (compilation, caches).
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Folder for results.csv (created if missing).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -40,6 +92,35 @@ enum BackendChoice {
     Auto,
     /// rayon on every core.
     Cpu,
+    /// NVIDIA GPU through CUDA (driver + NVRTC).
+    Cuda,
+}
+
+/// The CUDA backend when `choice` asks for it and it works; `auto` falls back
+/// to the CPU with one line saying why, an explicit `cuda` that cannot run is an error.
+#[cfg(feature = "cuda")]
+fn open_cuda(choice: BackendChoice) -> Result<Option<reap::compaction::cuda::CudaBackend>> {
+    use reap::compaction::cuda::CudaBackend;
+    match choice {
+        BackendChoice::Cpu => Ok(None),
+        BackendChoice::Cuda => Ok(Some(CudaBackend::new(0)?)),
+        BackendChoice::Auto => match CudaBackend::new(0) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) => {
+                eprintln!("note: using the CPU backend; CUDA is unavailable: {e}");
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Without the `cuda` feature there is no CUDA backend to open.
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(choice: BackendChoice) -> Result<Option<std::convert::Infallible>> {
+    if choice == BackendChoice::Cuda {
+        bail!("this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu");
+    }
+    Ok(None)
 }
 
 #[derive(clap::Args)]
@@ -52,7 +133,8 @@ struct VerifyArgs {
     /// Operations to check (select, partition, scan, sort, remove); default all.
     #[arg(long, value_delimiter = ',')]
     operations: Vec<String>,
-    /// Element counts, comma separated (default: sizes around every block boundary, up to 1,000,003).
+    /// Element counts, comma separated (default: sizes around every block boundary up to 1,000,003;
+    /// on CUDA also 2^24+7 and 2^28). Sizes above 2^21 run a reduced matrix.
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<u64>,
     /// Fractions kept (or removed, for Redzone), comma separated, each in [0, 1].
@@ -82,6 +164,7 @@ fn main() -> ExitCode {
             Ok(true)
         }
         Some(Command::Verify(args)) => run_verify(args),
+        Some(Command::Bench(BenchCommand::Compaction(args))) => run_bench(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -97,6 +180,10 @@ fn backends_of(algorithm: Algorithm) -> Vec<&'static str> {
     let mut v = Vec::new();
     if CpuBackend::new().runs(algorithm) {
         v.push(BackendKind::Cpu.name());
+    }
+    #[cfg(feature = "cuda")]
+    if reap::compaction::cuda::CudaBackend::implements(algorithm) {
+        v.push(BackendKind::Cuda.name());
     }
     v
 }
@@ -136,7 +223,8 @@ fn run_verify(args: VerifyArgs) -> Result<bool> {
                 })
                 .collect::<Result<_>>()?;
     }
-    if !args.sizes.is_empty() {
+    let sizes_given = !args.sizes.is_empty();
+    if sizes_given {
         cfg.sizes = args.sizes;
     }
     if !args.densities.is_empty() {
@@ -148,11 +236,114 @@ fn run_verify(args: VerifyArgs) -> Result<bool> {
     if let Some(e) = args.elements.iter().find(|e| ![4, 8, 16].contains(*e)) {
         bail!("element size {e} is not supported; use 4, 8 or 16");
     }
+    if args.elements.is_empty() {
+        bail!("--elements needs at least one of 4, 8, 16");
+    }
     cfg.element_sizes = args.elements;
     cfg.seed = args.seed;
-    match args.backend {
-        BackendChoice::Auto | BackendChoice::Cpu => Ok(verify_on(&CpuBackend::new(), &cfg, args.verbose)),
+    #[allow(unused_variables, unreachable_code)]
+    match open_cuda(args.backend)? {
+        Some(cuda) => {
+            #[cfg(feature = "cuda")]
+            {
+                println!("device: {} ({} SMs)", cuda.info.name, cuda.info.sms);
+                if !sizes_given {
+                    // The GPU suite also covers the sizes only a GPU checks quickly.
+                    cfg.sizes.extend([(1 << 24) + 7, 1 << 28]);
+                }
+                return Ok(verify_on(&cuda, &cfg, args.verbose));
+            }
+            unreachable!("no CUDA backend without the cuda feature")
+        }
+        None => Ok(verify_on(&CpuBackend::new(), &cfg, args.verbose)),
     }
+}
+
+fn run_bench(args: BenchArgs) -> Result<bool> {
+    let algorithms = if args.algorithms.iter().any(|a| a == "all") {
+        Algorithm::ALL.to_vec()
+    } else {
+        args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
+    };
+    let operation = match args.operation.as_str() {
+        "select" => Operation::Select,
+        "partition" => Operation::Partition,
+        other => bail!("--operation {other}: use select or partition"),
+    };
+    if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
+        bail!("density {d} is outside [0, 1]");
+    }
+    if args.elements.is_empty() || args.elements.iter().any(|e| ![4, 8, 16].contains(e)) {
+        bail!("--elements takes 4, 8 and/or 16");
+    }
+    if args.reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    // Fail on an unwritable folder before measuring anything.
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let settings = reap::bench::Settings {
+        algorithms,
+        operation,
+        sizes: args.sizes,
+        densities: args.densities,
+        element_sizes: args.elements,
+        reps: args.reps,
+        warmup: args.warmup,
+        seed: args.seed,
+    };
+    #[allow(unused_variables, unreachable_code)]
+    let rows = match open_cuda(args.backend)? {
+        Some(cuda) => {
+            #[cfg(feature = "cuda")]
+            {
+                bench_on(&cuda, &settings)?
+            }
+            #[cfg(not(feature = "cuda"))]
+            unreachable!("no CUDA backend without the cuda feature")
+        }
+        None => bench_on(&CpuBackend::new(), &settings)?,
+    };
+    if let Some(dir) = &args.out {
+        let path = dir.join("results.csv");
+        write_atomically(&path, reap::bench::csv(&rows)?.as_bytes())?;
+        println!("wrote {}", path.display());
+    }
+    Ok(true)
+}
+
+/// Writes to a temporary file beside `path` and renames it: never a half-written file.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("partial");
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn bench_on<B: reap::bench::Timed>(backend: &B, s: &reap::bench::Settings) -> Result<Vec<reap::bench::Row>> {
+    println!("benchmarking {} on {} ({} reps, median)", s.operation.name(), backend.device_name(), s.reps);
+    println!(
+        "{:<27} {:>5} {:>11} {:>6} {:>10} {:>10} {:>10} {:>7}  phases (ms)",
+        "algorithm", "bytes", "n", "kept%", "median ms", "min ms", "max ms", "% copy"
+    );
+    let rows = reap::bench::compaction(backend, s, &|| false, &mut |r| {
+        let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
+        println!(
+            "{:<27} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
+            r.algorithm,
+            r.element_bytes,
+            r.n,
+            r.density * 100.0,
+            r.median_ms,
+            r.min_ms,
+            r.max_ms,
+            r.pct_of_copy,
+            phases.join(", ")
+        );
+        let _ = std::io::stdout().flush();
+    })?;
+    Ok(rows)
 }
 
 fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> bool {

@@ -13,11 +13,18 @@ fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1")
 }
 
+/// Says why a test skipped where `cargo test` shows it: libtest captures
+/// `println!`, not writes to the stderr handle.
+fn skip(why: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{why}");
+}
+
 #[test]
 fn every_kernel_compiles_with_nvrtc() {
     if let Err(e) = runtime::nvrtc_available() {
         assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
-        println!("SKIPPED every_kernel_compiles_with_nvrtc: {e}");
+        skip(format!("SKIPPED every_kernel_compiles_with_nvrtc: {e}"));
         return;
     }
     let mut jobs = Vec::new();
@@ -45,7 +52,7 @@ fn gpu() -> Option<CudaBackend> {
         Ok(b) => Some(b),
         Err(e) => {
             assert!(!required("REAP_REQUIRE_GPU"), "REAP_REQUIRE_GPU=1 but: {e}");
-            println!("SKIPPED (no usable CUDA GPU): {e}");
+            skip(format!("SKIPPED GPU test (no usable CUDA GPU): {e}"));
             None
         }
     }

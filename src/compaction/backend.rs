@@ -58,6 +58,11 @@ pub trait Report {
     fn total(&self) -> Result<Duration> {
         Ok(self.phases()?.iter().map(|p| p.time).sum())
     }
+    /// From the start of the first phase to the end of the last, gaps
+    /// between launches included: what a caller waits.
+    fn span(&self) -> Result<Duration> {
+        self.total()
+    }
 }
 
 /// A compaction backend. Buffers live where the backend computes; `upload`

@@ -1,15 +1,195 @@
-//! STUB: being written.
-use crate::compaction::Result;
-use crate::compaction::cuda::runtime::{Stages, Variant};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs};
-#[derive(Clone, Debug, Default)]
-pub struct BlellochTuning {}
-pub fn select(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+//! Host side of kernels/compaction/blelloch.cu: scan-then-scatter compaction
+//! on Blelloch's work-efficient scan, as seed 001 modules 10.3-10.4 and seed
+//! 002 §2.3 describe it; what CUDPP did (seed 000 Table 3).
+//!
+//! Mark; the up-sweep over all n, multi-level: per-tile reduction trees in
+//! shared memory (001 mod. 10.3), written back in place, each tile's total
+//! going to the level above, one launch per level until a single tile remains
+//! (001 mod. 10.4's hierarchical scan) ("up-sweep"); the down-sweep back down
+//! the levels, each tile seeded with its prefix from the level above
+//! ("down-sweep"); then each kept element scatters itself to its offset
+//! ("scatter"). O(n) work. Its CPU twin is src/compaction/cpu/blelloch.rs,
+//! which sweeps the same tree level by level over the whole array.
+//!
+//! The tree scan also serves `roger`'s global sum.
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+
+use crate::compaction::cuda::horn::{self, Sum};
+use crate::compaction::cuda::runtime::{BLELLOCH, Stages, Variant, driver_error};
+use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::{Error, Result};
+
+/// Tuning of `blelloch` (`REAP_BLOCK` in blelloch.cu).
+#[derive(Clone, Debug)]
+pub struct BlellochTuning {
+    /// Threads per block, a power of two up to 1024; a tile is twice this,
+    /// two values per thread as in 001's kernel.
+    pub block: u32,
+    /// The scatter (grid-stride) launches at most this many blocks per SM.
+    pub blocks_per_sm: u32,
 }
-pub fn partition(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+
+impl Default for BlellochTuning {
+    fn default() -> Self {
+        // 512-value tiles: three levels cover 2^27 values, four 2^36.
+        BlellochTuning { block: 256, blocks_per_sm: 16 }
+    }
 }
-pub fn scan(_b: &CudaBackend, _v: &Variant, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+
+impl BlellochTuning {
+    fn variant(&self, v: &Variant) -> Result<Variant> {
+        if !self.block.is_power_of_two() || self.block > 1024 {
+            return Err(Error::Backend(format!(
+                "blelloch's block must be a power of two up to 1024, not {}",
+                self.block
+            )));
+        }
+        Ok(horn::flag_variant(v).with(&[("REAP_BLOCK", self.block)]))
+    }
+    fn tile(&self) -> u64 {
+        2 * self.block as u64
+    }
+}
+
+pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, false, st)
+}
+
+/// Kept elements first, then the rejected ones, both in input order.
+pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, true, st)
+}
+
+/// Exclusive scan, total to `io.count`: the tree is built in the output itself.
+pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the total was allocated zeroed
+    }
+    let t = &b.tuning.blelloch;
+    let tree = Tree::new(b, t, v, Sum::for_scan(v.elem_bytes)?, io.n)?;
+    st.run("up-sweep", || tree.up_sweep(b, io.input, false, io.output, io.count))?;
+    st.run("down-sweep", || tree.down_sweep(b, io.output))?;
+    Ok(())
+}
+
+fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the count was allocated zeroed
+    }
+    let (t, n) = (&b.tuning.blelloch, io.n);
+    let sum = Sum::for_count(n);
+    let tree = Tree::new(b, t, v, sum, n)?;
+    let (flag_buf, offset_buf) = (b.scratch(n * 4)?, b.scratch(n * sum.bytes())?);
+    let (flags, offsets) = (raw_ptr(&flag_buf), raw_ptr(&offset_buf));
+    mark::flags(b, v, keep, n, io.input, flags, st)?;
+    // The up-sweep's top level writes the kept count, which the scatter reads.
+    st.run("up-sweep", || tree.up_sweep(b, flags, true, offsets, io.count))?;
+    st.run("down-sweep", || tree.down_sweep(b, offsets))?;
+    let f = b.kernels().function(&BLELLOCH, &tree.variant, &format!("blelloch_scatter_{}", sum.name()))?;
+    st.run("scatter", || {
+        let split = split as u32;
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&n).arg(&io.input).arg(&flags).arg(&offsets).arg(&io.count).arg(&io.output).arg(&split);
+        let blocks = n.div_ceil(t.block as u64).clamp(1, b.info.sms as u64 * t.blocks_per_sm.max(1) as u64);
+        let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: matches `blelloch_scatter_S(u64, const Elem*, const u32*, const S*, const u64*, Elem*, u32)`;
+        // input and output hold n elements, flags n u32, offsets n sums, count one u64.
+        unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching blelloch_scatter"))
+    })?;
+    drop((flag_buf, offset_buf, tree)); // freed in stream order, after the kernels
+    Ok(())
+}
+
+/// The levels of a multi-level tree scan over `n` leaves: level 0 is the
+/// leaves themselves, level L + 1 holds one sum per tile of level L, up to the
+/// first level that fits one tile.
+pub(super) struct Tree {
+    variant: Variant,
+    sum: Sum,
+    block: u32,
+    /// (length, device address) of levels 1.., in `_levels`.
+    levels: Vec<(u64, u64)>,
+    n: u64,
+    _levels: CudaSlice<u8>,
+}
+
+impl Tree {
+    /// Allocates the levels above n > 0 leaves.
+    pub(super) fn new(b: &CudaBackend, t: &BlellochTuning, v: &Variant, sum: Sum, n: u64) -> Result<Tree> {
+        let variant = t.variant(v)?;
+        let mut lens = Vec::new();
+        let mut m = n;
+        while m > t.tile() {
+            m = m.div_ceil(t.tile());
+            lens.push(m);
+        }
+        let buf = b.scratch(lens.iter().sum::<u64>() * sum.bytes())?;
+        let mut at = raw_ptr(&buf);
+        let levels = lens
+            .into_iter()
+            .map(|m| {
+                let level = (m, at);
+                at += m * sum.bytes();
+                level
+            })
+            .collect();
+        Ok(Tree { variant, sum, block: t.block, levels, n, _levels: buf })
+    }
+
+    /// (length, address) of level `l`, where level 0 is `leaves`.
+    fn level(&self, l: usize, leaves: u64) -> (u64, u64) {
+        if l == 0 { (self.n, leaves) } else { self.levels[l - 1] }
+    }
+
+    fn config(&self, m: u64) -> LaunchConfig {
+        // One block per tile, up to the grid's limit; the kernels loop over the rest.
+        let tiles = m.div_ceil(2 * self.block as u64).clamp(1, i32::MAX as u64);
+        LaunchConfig { grid_dim: (tiles as u32, 1, 1), block_dim: (self.block, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// Enqueues the up-sweep, bottom level first: reads n values at `src`
+    /// (u32 flags when `flags`, else sums), writes level 0's partial sums to
+    /// `dst` (n sums) and the grand total to `count` (one u64).
+    pub(super) fn up_sweep(&self, b: &CudaBackend, src: u64, flags: bool, dst: u64, count: u64) -> Result<()> {
+        let s = self.sum.name();
+        let first = b.kernels().function(
+            &BLELLOCH,
+            &self.variant,
+            &format!("blelloch_up_sweep_{}_{s}", if flags { "u32" } else { s }),
+        )?;
+        let above = b.kernels().function(&BLELLOCH, &self.variant, &format!("blelloch_up_sweep_{s}_{s}"))?;
+        let top = self.levels.len();
+        for l in 0..=top {
+            let (m, tree) = self.level(l, dst);
+            let (f, input) = if l == 0 { (&first, src) } else { (&above, tree) };
+            // Tile totals go to the level above; the top's single total is the count.
+            let (sums, total) = if l < top { (self.levels[l].1, 0u64) } else { (0u64, count) };
+            let mut lb = b.stream().launch_builder(f);
+            lb.arg(&m).arg(&input).arg(&tree).arg(&sums).arg(&total);
+            // SAFETY: matches `blelloch_up_sweep_IN_S(u64, const IN*, S*, S*, u64*)`; input and tree hold m
+            // values (the same buffer above level 0: each tile reads all of its values before writing),
+            // sums ceil(m / tile) sums or null, total one u64 or null.
+            unsafe { lb.launch(self.config(m)) }.map_err(driver_error("launching blelloch_up_sweep"))?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the down-sweep, top level first: afterwards `dst` (level 0)
+    /// holds the exclusive scan of the n values.
+    pub(super) fn down_sweep(&self, b: &CudaBackend, dst: u64) -> Result<()> {
+        let f = b.kernels().function(&BLELLOCH, &self.variant, &format!("blelloch_down_sweep_{}", self.sum.name()))?;
+        let top = self.levels.len();
+        for l in (0..=top).rev() {
+            let (m, tree) = self.level(l, dst);
+            // The top's root prefix is 0 (null); below, the level above is finished.
+            let prefix = if l < top { self.levels[l].1 } else { 0u64 };
+            let mut lb = b.stream().launch_builder(&f);
+            lb.arg(&m).arg(&tree).arg(&prefix);
+            // SAFETY: matches `blelloch_down_sweep_S(u64, S*, const S*)`; tree holds m sums, prefix
+            // ceil(m / tile) sums in another buffer, or null.
+            unsafe { lb.launch(self.config(m)) }.map_err(driver_error("launching blelloch_down_sweep"))?;
+        }
+        Ok(())
+    }
 }

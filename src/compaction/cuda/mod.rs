@@ -102,6 +102,9 @@ impl Report for CudaReport {
     fn phases(&self) -> Result<Vec<PhaseTime>> {
         self.stages.times()
     }
+    fn span(&self) -> Result<std::time::Duration> {
+        self.stages.span()
+    }
 }
 
 impl CudaReport {
@@ -186,6 +189,12 @@ impl CudaBackend {
         Ok(CudaBackend { stream, kernels, info, tuning: CudaTuning::default() })
     }
 
+    /// Whether the CUDA backend has the algorithm (no device needed to ask).
+    pub fn implements(algorithm: Algorithm) -> bool {
+        // The sequential reference and Bernabé's stencil are CPU algorithms.
+        !matches!(algorithm, Algorithm::Sequential | Algorithm::Stencil)
+    }
+
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
@@ -203,6 +212,28 @@ impl CudaBackend {
     /// Stream-ordered zeroed scratch.
     pub fn zeroed(&self, bytes: u64) -> Result<CudaSlice<u8>> {
         self.stream.alloc_zeros::<u8>(bytes.max(1) as usize).map_err(driver_error("allocating scratch"))
+    }
+
+    /// Times a device-to-device copy of `bytes` bytes (the roofline: it reads
+    /// and writes each byte once), median of `reps` after a warm-up.
+    pub fn time_copy(&self, bytes: u64, reps: usize) -> Result<std::time::Duration> {
+        let (src, dst) = (self.zeroed(bytes)?, self.scratch(bytes)?);
+        let (ps, pd) = (raw_ptr(&src), raw_ptr(&dst));
+        let mut times = Vec::with_capacity(reps);
+        for rep in 0..=reps {
+            let mut st = Stages::new(&self.stream);
+            st.run("copy", || {
+                // SAFETY: two distinct allocations of `bytes` bytes each.
+                let r = unsafe { sys::cuMemcpyDtoDAsync_v2(pd, ps, bytes as usize, self.stream.cu_stream()) };
+                r.result().map_err(driver_error("copying"))
+            })?;
+            let t = st.span()?;
+            if rep > 0 {
+                times.push(t);
+            }
+        }
+        times.sort();
+        Ok(times[times.len() / 2])
     }
 
     pub fn synchronize(&self) -> Result<()> {
@@ -287,8 +318,7 @@ impl Backend for CudaBackend {
     }
 
     fn runs(&self, algorithm: Algorithm) -> bool {
-        // The sequential reference and Bernabé's stencil are CPU algorithms.
-        !matches!(algorithm, Algorithm::Sequential | Algorithm::Stencil)
+        Self::implements(algorithm)
     }
 
     fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
@@ -485,10 +515,10 @@ pub(crate) fn raw_ptr<T>(s: &CudaSlice<T>) -> u64 {
 
 /// The verify suite's predicate as CUDA source.
 pub const WORD_BELOW: &str = "__device__ bool reap_predicate(const Elem& x, const unsigned long long* p) \
-                              { return reap_word0(x) < (unsigned)p[0]; }";
+                              { return (unsigned long long)reap_word0(x) < p[0]; }";
 
 impl crate::verify::Harness for CudaBackend {
-    fn word_below<T: Element>(&self, threshold: u32) -> Box<CudaPredicate> {
-        Box::new(CudaPredicate::new(WORD_BELOW, [threshold as u64, 0]))
+    fn word_below<T: Element>(&self, threshold: u64) -> Box<CudaPredicate> {
+        Box::new(CudaPredicate::new(WORD_BELOW, [threshold, 0]))
     }
 }

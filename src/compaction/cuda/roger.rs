@@ -1,12 +1,110 @@
-//! STUB: being written.
-use crate::compaction::Result;
-use crate::compaction::cuda::runtime::{Stages, Variant};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs};
-#[derive(Clone, Debug, Default)]
-pub struct RogerTuning {}
-pub fn select(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+//! Host side of kernels/compaction/roger.cu: the hierarchical stream
+//! reduction of seed 003 §III (Roger, Assarsson, Holzschuch 2007).
+//!
+//! Mark; blocks of s elements, each reduced on its own (§III-B): a prefix sum
+//! of its empty elements ("sum inside blocks"), then for each output position
+//! the improved dichotomic search of Fig. 5 ("dichotomic search"); a scan of
+//! the blocks' empty counts, blelloch.cu's tree scan, gives each block's
+//! displacement (§III-C, Fig. 6: "global sum"); each block's run is then moved
+//! into place ("concatenation", line drawing in the paper). O(n + n log s)
+//! work. Phase names follow Fig. 10; its CPU twin is src/compaction/cpu/roger.rs.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use crate::compaction::cuda::blelloch::Tree;
+use crate::compaction::cuda::horn::{self, Sum};
+use crate::compaction::cuda::runtime::{ROGER, Stages, Variant, driver_error};
+use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::{Error, Result};
+
+/// Tuning of `roger` (`REAP_S` in roger.cu).
+#[derive(Clone, Debug)]
+pub struct RogerTuning {
+    /// Elements per block, s, 1 to 1024: one CUDA block of s threads
+    /// (rounded up to whole warps) works on each. 003 §V-A (Fig. 11) found
+    /// 64 best up to 16M elements.
+    pub block: u32,
 }
-pub fn partition(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+
+impl Default for RogerTuning {
+    fn default() -> Self {
+        RogerTuning { block: 64 }
+    }
+}
+
+pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, false, st)
+}
+
+/// Kept elements first, then the rejected ones, both in input order. Each
+/// block also gathers its rejected elements after its kept ones, with the same
+/// search on the mirrored prefix sum.
+pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, true, st)
+}
+
+fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the count was allocated zeroed
+    }
+    let (t, n) = (&b.tuning.roger, io.n);
+    let s = t.block;
+    if !(1..=1024).contains(&s) {
+        return Err(Error::Backend(format!("roger's block size s must be 1 to 1024, not {s}")));
+    }
+    let rv = horn::flag_variant(v).with(&[("REAP_S", s)]);
+    let blocks = n.div_ceil(s as u64);
+    // Block counts and their scan reach n: u64 sums from 2^32 elements on.
+    let sum = Sum::for_count(n);
+    let bufs = [
+        b.scratch(n * 4)?,                   // flags
+        b.scratch(n * 4)?,                   // pSum
+        b.scratch(n * v.elem_bytes as u64)?, // the reduced blocks
+        b.scratch(blocks * sum.bytes())?,    // empty elements per block
+        b.scratch(blocks * sum.bytes())?,    // empty elements before each block
+        b.scratch(8)?,                       // all empty elements (the global sum's top level writes it)
+    ];
+    let [flags, psum, reduced, counts, empty_before, empty_total] = bufs.each_ref().map(raw_ptr);
+    let tree = Tree::new(b, &b.tuning.blelloch, v, sum, blocks)?;
+    let split = split as u32;
+    // One CUDA block per block of s, up to the grid's limit; the kernels loop over the rest.
+    let cfg = LaunchConfig {
+        grid_dim: (blocks.min(i32::MAX as u64) as u32, 1, 1),
+        block_dim: (s.next_multiple_of(32), 1, 1),
+        shared_mem_bytes: 0,
+    };
+
+    mark::flags(b, v, keep, n, io.input, flags, st)?;
+    let f = b.kernels().function(&ROGER, &rv, &format!("roger_sum_inside_blocks_{}", sum.name()))?;
+    st.run("sum inside blocks", || {
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&n).arg(&flags).arg(&psum).arg(&counts);
+        // SAFETY: matches `roger_sum_inside_blocks_S(u64, const u32*, u32*, S*)`; flags and psum hold n
+        // u32, counts one sum per block.
+        unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_sum_inside_blocks"))
+    })?;
+    let f = b.kernels().function(&ROGER, &rv, "roger_dichotomic_search")?;
+    st.run("dichotomic search", || {
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&n).arg(&io.input).arg(&flags).arg(&psum).arg(&reduced).arg(&split);
+        // SAFETY: matches `roger_dichotomic_search(u64, const Elem*, const u32*, const u32*, Elem*, u32)`;
+        // input and reduced hold n elements, flags and psum n u32.
+        unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_dichotomic_search"))
+    })?;
+    st.run("global sum", || {
+        tree.up_sweep(b, counts, false, empty_before, empty_total)?;
+        tree.down_sweep(b, empty_before)
+    })?;
+    let f = b.kernels().function(&ROGER, &rv, &format!("roger_concatenation_{}", sum.name()))?;
+    st.run("concatenation", || {
+        let mut l = b.stream().launch_builder(&f);
+        l.arg(&n).arg(&reduced).arg(&counts).arg(&empty_before).arg(&empty_total).arg(&io.output).arg(&io.count);
+        l.arg(&split);
+        // SAFETY: matches `roger_concatenation_S(u64, const Elem*, const S*, const S*, const u64*, Elem*, u64*,
+        // u32)`; reduced and output hold n elements, counts and empty_before one sum per block, empty_total
+        // and count one u64 each.
+        unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_concatenation"))
+    })?;
+    drop((bufs, tree)); // freed in stream order, after the kernels
+    Ok(())
 }

@@ -295,6 +295,18 @@ impl Stages {
         Ok(r)
     }
 
+    /// From the first stage's start to the last stage's end.
+    pub fn span(&self) -> Result<Duration> {
+        match (self.list.first(), self.list.last()) {
+            (Some((_, start, _)), Some((_, _, end))) => {
+                end.synchronize().map_err(driver_error("waiting for a stage"))?;
+                let ms = start.elapsed_ms(end).map_err(driver_error("reading a span"))?;
+                Ok(Duration::from_secs_f64(ms as f64 / 1e3))
+            }
+            _ => Ok(Duration::ZERO),
+        }
+    }
+
     /// Waits for the last event and reads every stage's time.
     pub fn times(&self) -> Result<Vec<PhaseTime>> {
         self.list

@@ -1,15 +1,171 @@
-//! STUB: being written.
+//! Host side of kernels/compaction/sengupta.cu: the work-efficient,
+//! step-efficient hybrid scan of seed 002 §2.4 under Horn's compaction, as
+//! 002 §4 runs it.
+//!
+//! Mark; reduce (002 Algorithm 3), one launch per level, each level kept,
+//! until at most the degree of parallelism partial sums remain ("reduce");
+//! Horn's scan over those, horn.cu's passes ("horn scan"); the down-sweep
+//! (002 Algorithm 4), one launch per level back to an inclusive scan of all n
+//! ("down-sweep"); then Horn's gather by dichotomic search (seed 003 §II,
+//! horn.cu). The scan is O(n) work, the gather still O(n log n). Its CPU twin
+//! is src/compaction/cpu/sengupta.rs.
+
+use cudarc::driver::PushKernelArg;
+
 use crate::compaction::Result;
-use crate::compaction::cuda::runtime::{Stages, Variant};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs};
-#[derive(Clone, Debug, Default)]
-pub struct SenguptaTuning {}
-pub fn select(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+use crate::compaction::cuda::horn::{self, HornTuning, Source, Sum};
+use crate::compaction::cuda::runtime::{SENGUPTA, Stages, Variant, driver_error};
+use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+
+/// Tuning of `sengupta` (`REAP_BLOCK` in sengupta.cu and, for its Horn
+/// passes and gather, in horn.cu).
+#[derive(Clone, Debug)]
+pub struct SenguptaTuning {
+    /// The reduce stops once at most this many partial sums remain; Horn's
+    /// scan runs over them. 002 §4 found compaction fastest after about 10
+    /// reduce steps at 2^20 elements, i.e. at 1024 partial sums; the default
+    /// keeps that pass structure, the same as the CPU twin's, rather than the
+    /// tens of thousands of threads a modern GPU keeps resident. Values below
+    /// 1 count as 1 (reduce all the way, as Blelloch).
+    pub degree_of_parallelism: u64,
+    /// Threads per block.
+    pub block: u32,
+    /// Grid-stride kernels launch at most this many blocks per SM.
+    pub blocks_per_sm: u32,
 }
-pub fn partition(_b: &CudaBackend, _v: &Variant, _keep: KeepArgs, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+
+impl Default for SenguptaTuning {
+    fn default() -> Self {
+        SenguptaTuning { degree_of_parallelism: 1024, block: 256, blocks_per_sm: 16 }
+    }
 }
-pub fn scan(_b: &CudaBackend, _v: &Variant, _io: Io, _st: &mut Stages) -> Result<()> {
-    todo!()
+
+impl SenguptaTuning {
+    fn horn(&self) -> HornTuning {
+        HornTuning { block: self.block, blocks_per_sm: self.blocks_per_sm }
+    }
+}
+
+pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, false, st)
+}
+
+/// Kept elements first, then the rejected ones, both in input order.
+pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+    compact(b, v, keep, io, true, st)
+}
+
+/// Exclusive scan, total to `io.count`: the hybrid scan of the input shifted
+/// right by one slot, written straight into the output.
+pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the total was allocated zeroed
+    }
+    let t = &b.tuning.sengupta;
+    let sum = Sum::for_scan(v.elem_bytes)?;
+    hybrid_scan(b, t, v, sum, io.n, Source::Shifted(io.input), io.output, Some(io.count), st)
+}
+
+fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
+    if io.n == 0 {
+        return Ok(()); // the count was allocated zeroed
+    }
+    let (t, n) = (&b.tuning.sengupta, io.n);
+    let sum = Sum::for_count(n);
+    let (flags, sums) = (b.scratch(n * 4)?, b.scratch(n * sum.bytes())?);
+    mark::flags(b, v, keep, n, io.input, raw_ptr(&flags), st)?;
+    hybrid_scan(b, t, v, sum, n, Source::Flags(raw_ptr(&flags)), raw_ptr(&sums), None, st)?;
+    st.run("dichotomic search", || {
+        horn::gather(b, &t.horn(), v, sum, n, io.input, raw_ptr(&sums), io.output, io.count, split)
+    })?;
+    drop((flags, sums)); // freed in stream order, after the kernels
+    Ok(())
+}
+
+/// Enqueues the hybrid scan (002 §2.4): the inclusive scan of `x` (n > 0
+/// values) into `out` (n sums), timed as the paper's three stages. With
+/// `total`, `x` is shifted and the exclusive scan's total goes there too.
+#[allow(clippy::too_many_arguments)]
+fn hybrid_scan(
+    b: &CudaBackend,
+    t: &SenguptaTuning,
+    v: &Variant,
+    sum: Sum,
+    n: u64,
+    x: Source,
+    out: u64,
+    total: Option<u64>,
+    st: &mut Stages,
+) -> Result<()> {
+    let ht = t.horn();
+    let sv = horn::flag_variant(v).with(&[("REAP_BLOCK", t.block)]);
+    let p = t.degree_of_parallelism.max(1);
+    // lens[d] is the length of the paper's a_{d+1}: a_d[i] = a_{d-1}[2i] + a_{d-1}[2i + 1].
+    let mut lens = Vec::new();
+    let mut len = n;
+    while len > p {
+        len = len.div_ceil(2);
+        lens.push(len);
+    }
+    let top = len; // what Horn's scan covers: the last level, or x itself
+    // The levels back to back, then the scanned top and Horn's other buffer.
+    let words: u64 = lens.iter().sum::<u64>() + 2 * top;
+    let scratch = b.scratch(words * sum.bytes())?;
+    let mut at = raw_ptr(&scratch);
+    let level: Vec<u64> = lens
+        .iter()
+        .map(|&l| {
+            let p = at;
+            at += l * sum.bytes();
+            p
+        })
+        .collect();
+    let (top_scan, tmp) = (at, at + top * sum.bytes());
+
+    let reduce = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_reduce_{}_{}", x.name(sum), sum.name()))?;
+    let reduce_up = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_reduce_{0}_{0}", sum.name()))?;
+    st.run("reduce", || {
+        for (d, (&next, &len)) in level.iter().zip(&lens).enumerate() {
+            // Level 1 reads x; each later level the one below it.
+            let (f, src, shift, len_in) =
+                if d == 0 { (&reduce, x.ptr(), x.shift(), n) } else { (&reduce_up, level[d - 1], 0, lens[d - 1]) };
+            let mut l = b.stream().launch_builder(f);
+            l.arg(&len_in).arg(&src).arg(&shift).arg(&next);
+            // SAFETY: matches `sengupta_reduce_IN_S(u64, const IN*, u32, S*)`; src holds len_in values,
+            // next ceil(len_in / 2) = len sums, in a different buffer.
+            unsafe { l.launch(ht.config(b, len)) }.map_err(driver_error("launching sengupta_reduce"))?;
+        }
+        Ok(())
+    })?;
+
+    st.run("horn scan", || match level.last() {
+        None => horn::hillis_steele(b, &ht, v, sum, n, x, out, tmp),
+        Some(&a) => horn::hillis_steele(b, &ht, v, sum, top, Source::Values(a), top_scan, tmp),
+    })?;
+
+    let down = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_down_sweep_{}_{}", x.name(sum), sum.name()))?;
+    let down_up = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_down_sweep_{0}_{0}", sum.name()))?;
+    st.run("down-sweep", || {
+        // From the top down, level d (0 is x itself) reads the scanned level d + 1.
+        for d in (0..level.len()).rev() {
+            let up = if d + 1 == level.len() { top_scan } else { level[d] };
+            let (f, a, shift, dst, len) = if d == 0 {
+                (&down, x.ptr(), x.shift(), out, n)
+            } else {
+                (&down_up, level[d - 1], 0, level[d - 1], lens[d - 1])
+            };
+            let mut l = b.stream().launch_builder(f);
+            l.arg(&len).arg(&a).arg(&shift).arg(&up).arg(&dst);
+            // SAFETY: matches `sengupta_down_sweep_IN_S(u64, const IN*, u32, const S*, S*)`; a and dst
+            // hold len values (the same buffer above level 0: each thread touches only its own slot), up
+            // ceil(len / 2) sums in another buffer.
+            unsafe { l.launch(ht.config(b, len)) }.map_err(driver_error("launching sengupta_down_sweep"))?;
+        }
+        match total {
+            Some(count) => horn::total(b, &ht, v, sum, n, x.ptr(), out, count),
+            None => Ok(()),
+        }
+    })?;
+    drop(scratch);
+    Ok(())
 }
