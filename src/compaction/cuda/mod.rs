@@ -137,6 +137,39 @@ pub struct CudaTuning {
     pub redzone: redzone::RedzoneTuning,
 }
 
+impl CudaTuning {
+    /// Sets one tuning number by name, `algorithm.field` (e.g. `lookback.vecs`),
+    /// so benchmarks can sweep them without a rebuild.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |why: String| Error::Tuning { algorithm: "cuda", why };
+        let int = || value.parse::<u32>().map_err(|_| bad(format!("`{key}={value}`: expected a whole number")));
+        match key {
+            "lookback.block" | "chained.block" => self.single_pass.block = int()?,
+            "lookback.vecs" | "chained.vecs" => self.single_pass.vecs = int()?,
+            "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
+            "billeter.processors" => self.billeter.processors = Some(int()?),
+            "billeter.warps_per_block" => self.billeter.warps_per_block = int()?,
+            "billeter.unroll" => self.billeter.unroll = int()?,
+            "billeter.staged_ratio" => {
+                self.billeter.staged_ratio =
+                    value.parse().map_err(|_| bad(format!("`{key}={value}`: expected a number")))?
+            }
+            "horn.block" => self.horn.block = int()?,
+            "sengupta.degree_of_parallelism" => self.sengupta.degree_of_parallelism = int()? as u64,
+            "sengupta.block" => self.sengupta.block = int()?,
+            "blelloch.block" => self.blelloch.block = int()?,
+            "roger.block" => self.roger.block = int()?,
+            "atomic.block" => self.atomic.block = int()?,
+            "atomic.items" => self.atomic.items = int()?,
+            "redzone.block_threads" => self.redzone.block_threads = int()?,
+            "redzone.grid_threads" => self.redzone.grid_threads = int()?,
+            "redzone.items" => self.redzone.items = int()?,
+            _ => return Err(bad(format!("unknown tuning key `{key}`; see CudaTuning::set for the list"))),
+        }
+        Ok(())
+    }
+}
+
 /// Device addresses of one call.
 #[derive(Clone, Copy, Debug)]
 pub struct Io {
