@@ -5,17 +5,17 @@
 #include "single_pass.cuh"
 
 struct Chained {
-    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate) {
+    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
         u64 exclusive = 0;
         if (reap_lane() == 0) {
             if (tile > 0) {
                 u64 w;
                 do {
                     w = reap_load_relaxed(state + tile - 1);
-                } while (ST_STATUS(w) != ST_PREFIX);
+                } while (st_status(w, epoch) != ST_PREFIX);
                 exclusive = ST_VALUE(w);
             }
-            reap_store_relaxed(state + tile, (ST_PREFIX << ST_SHIFT) | (exclusive + aggregate));
+            reap_store_relaxed(state + tile, ST_WORD(ST_PREFIX, epoch, exclusive + aggregate));
         }
         return __shfl_sync(0xffffffffu, exclusive, 0);
     }

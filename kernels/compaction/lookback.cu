@@ -8,34 +8,37 @@
 
 struct Decoupled {
     // Called by the 32 lanes of warp 0; returns the exclusive prefix.
-    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate) {
+    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
         u32 lane = reap_lane();
         if (tile == 0) {
-            if (lane == 0) reap_store_relaxed(state, (ST_PREFIX << ST_SHIFT) | aggregate);
+            if (lane == 0) reap_store_relaxed(state, ST_WORD(ST_PREFIX, epoch, aggregate));
             return 0;
         }
-        if (lane == 0) reap_store_relaxed(state + tile, (ST_AGGREGATE << ST_SHIFT) | aggregate);
+        if (lane == 0) reap_store_relaxed(state + tile, ST_WORD(ST_AGGREGATE, epoch, aggregate));
         u64 exclusive = 0;
         long long window = (long long)tile - 1;  // predecessor that lane 0 inspects
         while (true) {
             long long mine = window - lane;
-            u64 w = 0;
+            u64 w = 0, st = ST_PREFIX;
             // Spin until every predecessor in the window has at least counted.
             do {
-                w = mine >= 0 ? reap_load_relaxed(state + mine) : (ST_PREFIX << ST_SHIFT);
-            } while (__any_sync(0xffffffffu, ST_STATUS(w) == ST_INVALID));
-            u32 prefixes = __ballot_sync(0xffffffffu, ST_STATUS(w) == ST_PREFIX);
+                if (mine >= 0) {
+                    w = reap_load_relaxed(state + mine);
+                    st = st_status(w, epoch);
+                }
+            } while (__any_sync(0xffffffffu, st == ST_INVALID));
+            u32 prefixes = __ballot_sync(0xffffffffu, st == ST_PREFIX);
             // The nearest predecessor with an inclusive prefix ends the walk; the
             // lanes nearer than it contribute their aggregates.
             u32 stop = prefixes ? __ffs(prefixes) - 1 : 32;
-            u64 v = lane <= stop ? ST_VALUE(w) : 0;
+            u64 v = (mine >= 0 && lane <= stop) ? ST_VALUE(w) : 0;
 #pragma unroll
             for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
             exclusive += v;
             if (prefixes) break;
             window -= 32;
         }
-        if (lane == 0) reap_store_relaxed(state + tile, (ST_PREFIX << ST_SHIFT) | (exclusive + aggregate));
+        if (lane == 0) reap_store_relaxed(state + tile, ST_WORD(ST_PREFIX, epoch, exclusive + aggregate));
         return exclusive;
     }
 

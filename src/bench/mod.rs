@@ -1,23 +1,63 @@
 //! The benchmark harness behind `reap bench`: every algorithm on one backend,
 //! timed with the backend's own clocks (device events on a GPU), beside the
-//! physical limit, a device-to-device copy of the same bytes.
+//! physical limit, a device-to-device copy of the same bytes, and (on CUDA)
+//! beside CUB through a small C++ peer ([`cub`]).
 //!
 //! Inputs are fresh random data per density (never zeros); when one input set
 //! fits in the cache, several are rotated so repeated runs do not measure the
-//! cache.
+//! cache. In-place operations (sort, Redzone's remove) get their input back
+//! from a pristine copy before every run, outside the timed span.
+//!
+//! Layers: [`presets`] says what to measure (and what the papers published),
+//! [`run`] measures it, [`cub`] adds the peer's rows, [`report`] and [`plot`]
+//! turn rows into `report.md` and figures, [`output`] writes every file.
+
+pub mod cub;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod error;
+pub mod output;
+pub mod plot;
+pub mod presets;
+pub mod report;
 
 use std::time::Duration;
+
+pub use error::{BenchError, BenchResult};
 
 use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result};
 use crate::verify::Harness;
 
-/// A backend the harness can time: it must also time a plain copy.
+/// What a results file says about the machine.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Platform {
+    pub backend: String,
+    pub device: String,
+    /// The NVIDIA kernel driver's version (e.g. 580.65.06), when readable.
+    pub driver: Option<String>,
+    /// The CUDA version the driver implements (`cuDriverGetVersion`).
+    pub cuda_driver: Option<String>,
+    pub nvrtc: Option<String>,
+    /// e.g. "sm_90": what the CUB peer is built for.
+    pub arch: Option<String>,
+    pub sms: Option<u32>,
+    pub l2_bytes: u64,
+}
+
+/// A backend the harness can time: it must also time a plain copy, restore
+/// in-place inputs and do seed 004's competitor marking.
 pub trait Timed: Harness {
     /// Median time of a copy of `bytes` bytes (read once, written once).
     fn copy_time(&self, bytes: u64, reps: usize) -> Result<Duration>;
     /// Bytes of the last-level cache, for input rotation.
     fn cache_bytes(&self) -> u64;
     fn device_name(&self) -> String;
+    fn platform(&self) -> Platform;
+    /// `dst = src` (same length), outside any timed span.
+    fn restore<T: Element>(&self, src: &Self::Buffer<T>, dst: &mut Self::Buffer<T>) -> Result<()>;
+    /// Seed 004 §5's phase 1 for Redzone's competitors: writes the all-ones
+    /// sentinel over every listed element, timed as one phase.
+    fn mark_removed<T: Element>(&self, data: &mut Self::Buffer<T>, removal: &Self::Buffer<u64>) -> Result<Duration>;
 }
 
 impl Timed for crate::compaction::CpuBackend {
@@ -43,26 +83,96 @@ impl Timed for crate::compaction::CpuBackend {
     fn device_name(&self) -> String {
         format!("CPU ({} threads)", rayon::current_num_threads())
     }
+    fn platform(&self) -> Platform {
+        Platform {
+            backend: "cpu".into(),
+            device: self.device_name(),
+            l2_bytes: self.cache_bytes(),
+            ..Platform::default()
+        }
+    }
+    fn restore<T: Element>(&self, src: &Vec<T>, dst: &mut Vec<T>) -> Result<()> {
+        dst.clone_from(src);
+        Ok(())
+    }
+    fn mark_removed<T: Element>(&self, data: &mut Vec<T>, removal: &Vec<u64>) -> Result<Duration> {
+        let t = std::time::Instant::now();
+        let deleted = sentinel::<T>();
+        for &r in removal {
+            if let Some(x) = data.get_mut(r as usize) {
+                *x = deleted;
+            }
+        }
+        Ok(t.elapsed())
+    }
 }
 
-#[cfg(feature = "cuda")]
-impl Timed for crate::compaction::cuda::CudaBackend {
-    fn copy_time(&self, bytes: u64, reps: usize) -> Result<Duration> {
-        self.time_copy(bytes, reps)
+/// The element every byte of which is 0xFF: "deleted" in seed 004's marking.
+pub fn sentinel<T: Element>() -> T {
+    let mut s = T::zeroed();
+    bytemuck::bytes_of_mut(&mut s).fill(0xFF);
+    s
+}
+
+/// What one measurement series runs.
+#[derive(Clone, Debug)]
+pub enum Job {
+    /// Select or partition with the `word_below` predicate; densities are fractions kept.
+    Compaction(Operation),
+    /// Exclusive scan of u32 (densities are ignored).
+    Scan,
+    /// Radix sort by split of u32 keys, with u32 values when `pairs`.
+    Sort { pairs: bool },
+    /// Seed 004 Fig. 4: densities are fractions removed (k/n); `redzone-*`
+    /// run `remove`, every other algorithm marks the k elements (timed phase
+    /// "mark") and then selects the rest by sentinel.
+    Remove,
+}
+
+impl serde::Serialize for Job {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            Job::Compaction(op) => op.name(),
+            Job::Scan => "scan",
+            Job::Sort { pairs: false } => "sort-keys",
+            Job::Sort { pairs: true } => "sort-pairs",
+            Job::Remove => "remove (seed 004)",
+        })
     }
-    fn cache_bytes(&self) -> u64 {
-        self.info.l2_bytes
+}
+
+impl Job {
+    /// The `operation` column of a row.
+    pub fn operation_name(&self, algorithm: Algorithm) -> &'static str {
+        match self {
+            Job::Compaction(op) => op.name(),
+            Job::Scan => "scan",
+            Job::Sort { pairs: false } => "sort-keys",
+            Job::Sort { pairs: true } => "sort-pairs",
+            Job::Remove if algorithm.in_place() => "remove",
+            Job::Remove => "mark+select",
+        }
     }
-    fn device_name(&self) -> String {
-        self.info.name.clone()
+
+    /// Whether `algorithm` takes part.
+    pub fn includes(&self, algorithm: Algorithm) -> bool {
+        match self {
+            Job::Compaction(op) => algorithm.supports(*op),
+            Job::Scan => algorithm.supports(Operation::Scan),
+            Job::Sort { .. } => algorithm.supports(Operation::Sort),
+            Job::Remove => algorithm.supports(Operation::Remove) || algorithm.supports(Operation::Select),
+        }
     }
 }
 
 /// What to measure.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Settings {
+    /// The preset this belongs to (`""` for a plain `reap bench compaction`).
+    pub preset: String,
+    pub job: Job,
+    #[serde(serialize_with = "names")]
     pub algorithms: Vec<Algorithm>,
-    pub operation: Operation,
     pub sizes: Vec<u64>,
     pub densities: Vec<f64>,
     pub element_sizes: Vec<usize>,
@@ -71,15 +181,68 @@ pub struct Settings {
     pub seed: u64,
 }
 
+fn names<S: serde::Serializer>(a: &[Algorithm], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(a.iter().map(|a| a.name()))
+}
+
+impl Settings {
+    /// Checks what a user can get wrong, before anything is measured.
+    pub fn check(&self) -> BenchResult<()> {
+        let bad = |s: String| Err(BenchError::Settings(s));
+        if let Some(d) = self.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
+            return bad(format!("density {d} is outside [0, 1]"));
+        }
+        if self.densities.is_empty() {
+            return bad("--densities needs at least one value".into());
+        }
+        if self.element_sizes.is_empty() || self.element_sizes.iter().any(|e| ![4, 8, 16].contains(e)) {
+            return bad("--elements takes 4, 8 and/or 16".into());
+        }
+        if self.sizes.is_empty() {
+            return bad("--sizes needs at least one count".into());
+        }
+        if let Some(n) = self.sizes.iter().find(|n| **n > 1 << 34) {
+            return bad(format!("size {n} is above 2^34 elements"));
+        }
+        if self.reps == 0 {
+            return bad("--reps must be at least 1".into());
+        }
+        if !self.algorithms.iter().any(|a| self.job.includes(*a)) {
+            return bad(format!(
+                "none of the algorithms ({}) implements {}",
+                self.algorithms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
+                self.job.operation_name(Algorithm::Lookback)
+            ));
+        }
+        Ok(())
+    }
+
+    fn points(&self) -> (usize, usize) {
+        match self.job {
+            Job::Scan | Job::Sort { .. } => (1, 1),
+            _ => (self.element_sizes.len(), self.densities.len()),
+        }
+    }
+
+    /// Rows this will measure on a backend that runs what `runs` accepts (for progress).
+    pub fn planned(&self, runs: impl Fn(Algorithm) -> bool) -> u64 {
+        let algs = self.algorithms.iter().filter(|a| self.job.includes(**a) && runs(**a)).count();
+        let (es, ds) = self.points();
+        (algs * es * ds * self.sizes.len()) as u64
+    }
+}
+
 /// One measured configuration.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Row {
-    pub backend: &'static str,
+    pub preset: String,
+    pub backend: String,
     pub device: String,
     pub algorithm: String,
-    pub operation: &'static str,
+    pub operation: String,
     pub element_bytes: usize,
     pub n: u64,
+    /// Fraction kept (fraction removed for seed 004's remove rows).
     pub density: f64,
     pub kept: u64,
     pub median_ms: f64,
@@ -87,12 +250,17 @@ pub struct Row {
     pub max_ms: f64,
     /// Median of each phase, in the run's order.
     pub phases: Vec<(String, f64)>,
-    /// Bytes a compaction must move: every input once, every survivor once.
+    /// Bytes the operation must move at least: for a compaction every input
+    /// once and every survivor once; for scan and sort, input and output once.
     pub bytes: u64,
-    /// The copy of the same bytes, median.
+    /// The copy of the same `n` elements (read + written), median.
     pub copy_ms: f64,
-    /// Achieved rate as a share of the copy rate.
+    /// `bytes / median` as a share of the copy's rate.
     pub pct_of_copy: f64,
+    /// The matching CUB primitive on the same inputs in the same run.
+    pub cub_ms: Option<f64>,
+    /// `median_ms / cub_ms`: below 1 means reap is faster.
+    pub vs_cub: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -101,27 +269,40 @@ fn ms(d: Duration) -> f64 {
 
 /// Uniform random words; element i is kept when its first word is below
 /// `density * 2^32`: the same rule as CUB's `x < threshold` in DESIGN.md.
+/// The first word is never all ones, so no element equals the sentinel.
 fn input<T: Element>(n: usize, rng: &mut fastrand::Rng) -> Vec<T> {
     let words = std::mem::size_of::<T>() / 4;
     (0..n)
         .map(|_| {
             let mut w = [0u32; 4];
-            for x in w.iter_mut().take(words) {
-                *x = rng.u32(..);
+            for (i, x) in w.iter_mut().take(words).enumerate() {
+                *x = if i == 0 { rng.u32(..u32::MAX) } else { rng.u32(..) };
             }
             bytemuck::pod_read_unaligned(&bytemuck::cast_slice::<u32, u8>(&w)[..std::mem::size_of::<T>()])
         })
         .collect()
 }
 
-fn threshold(density: f64) -> u64 {
+/// The predicate's bound for a fraction kept, as the CUB peer computes it.
+pub fn threshold(density: f64) -> u64 {
     ((density.clamp(0.0, 1.0) * 4294967296.0).round() as u64).min(1 << 32)
 }
 
-/// Runs every (algorithm, element size, n, density) and reports each row to
-/// `seen` as soon as it is measured (so an interrupted run keeps its rows).
-/// `stop` is polled between rows.
-pub fn compaction<B: Timed>(
+/// `k` distinct indices below `n` in random order (partial Fisher-Yates).
+fn removal_list(n: u64, k: u64, rng: &mut fastrand::Rng) -> Vec<u64> {
+    let mut idx: Vec<u32> = (0..n as u32).collect();
+    for i in 0..k as usize {
+        let j = rng.usize(i..idx.len());
+        idx.swap(i, j);
+    }
+    idx.truncate(k as usize);
+    idx.into_iter().map(u64::from).collect()
+}
+
+/// Runs every configuration of `s` and reports each row to `seen` as soon as
+/// it is measured, so an interrupted run keeps its rows. `stop` is polled
+/// between rows; when it says stop, the rows so far are returned.
+pub fn run<B: Timed>(
     backend: &B,
     s: &Settings,
     stop: &dyn Fn() -> bool,
@@ -129,111 +310,240 @@ pub fn compaction<B: Timed>(
 ) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     let mut rng = fastrand::Rng::with_seed(s.seed);
-    for &es in &s.element_sizes {
-        for &n in &s.sizes {
-            let copy = {
-                // Rates are compared at the same byte count for every density.
-                backend.copy_time(n * es as u64, s.reps.max(5))?
-            };
-            for &d in &s.densities {
+    let mut ctx = Ctx { backend, s, stop, seen, rows: &mut rows };
+    match s.job {
+        Job::Scan | Job::Sort { .. } => {
+            for &n in &s.sizes {
                 if stop() {
-                    return Ok(rows);
+                    break;
                 }
-                let r = match es {
-                    4 => measure::<B, u32>(backend, s, n, d, copy, &mut rng, stop, seen)?,
-                    8 => measure::<B, u64>(backend, s, n, d, copy, &mut rng, stop, seen)?,
-                    _ => measure::<B, [u32; 4]>(backend, s, n, d, copy, &mut rng, stop, seen)?,
-                };
-                rows.extend(r);
+                let es = if matches!(s.job, Job::Sort { pairs: true }) { 8 } else { 4 };
+                let copy = backend.copy_time(n * es, s.reps.max(5))?;
+                match s.job {
+                    Job::Scan => ctx.scan(n, copy, &mut rng)?,
+                    Job::Sort { pairs } => ctx.sort(n, pairs, copy, &mut rng)?,
+                    _ => unreachable!("matched above"),
+                }
+            }
+        }
+        Job::Compaction(_) | Job::Remove => {
+            for &es in &s.element_sizes {
+                for &n in &s.sizes {
+                    // Rates are compared at the same byte count for every density.
+                    let copy = backend.copy_time(n * es as u64, s.reps.max(5))?;
+                    for &d in &s.densities {
+                        if stop() {
+                            return Ok(rows);
+                        }
+                        match es {
+                            4 => ctx.points::<u32>(n, d, copy, &mut rng)?,
+                            8 => ctx.points::<u64>(n, d, copy, &mut rng)?,
+                            _ => ctx.points::<[u32; 4]>(n, d, copy, &mut rng)?,
+                        }
+                    }
+                }
             }
         }
     }
     Ok(rows)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure<B: Timed, T: Element>(
-    backend: &B,
-    s: &Settings,
-    n: u64,
-    density: f64,
-    copy: Duration,
-    rng: &mut fastrand::Rng,
-    stop: &dyn Fn() -> bool,
-    seen: &mut dyn FnMut(&Row),
-) -> Result<Vec<Row>> {
-    let es = std::mem::size_of::<T>() as u64;
-    // Enough distinct inputs that each run reads from memory, not the cache.
-    let sets = (backend.cache_bytes() * 2).div_ceil((n * es).max(1)).clamp(1, 8) as usize;
-    let hosts: Vec<Vec<T>> = (0..sets).map(|_| input::<T>(n as usize, rng)).collect();
-    let inputs = hosts.iter().map(|h| backend.upload(h)).collect::<Result<Vec<_>>>()?;
-    let mut output = backend.alloc::<T>(n)?;
-    let pred = backend.word_below::<T>(threshold(density));
-    let mut rows = Vec::new();
-    for &alg in &s.algorithms {
-        if !backend.runs(alg) || !alg.supports(s.operation) || stop() {
-            continue;
-        }
-        let mut times = Vec::with_capacity(s.reps);
-        let mut phase_times: Vec<(String, Vec<f64>)> = Vec::new();
-        let mut kept = 0;
-        for rep in 0..s.warmup + s.reps {
-            let input = &inputs[rep % sets];
-            let keep = Keep::Predicate(&*pred);
-            let report = match s.operation {
-                Operation::Partition => backend.partition(alg, input, keep, &mut output)?,
-                _ => backend.select(alg, input, keep, &mut output)?,
-            };
-            let span = report.span()?;
-            kept = report.count()?;
-            if rep >= s.warmup {
-                times.push(span);
-                for (i, p) in report.phases()?.into_iter().enumerate() {
-                    if phase_times.len() <= i {
-                        phase_times.push((p.name.to_string(), Vec::new()));
-                    }
-                    phase_times[i].1.push(ms(p.time));
-                }
+/// Timed repetitions of one configuration.
+#[derive(Default)]
+struct Samples {
+    times: Vec<f64>,
+    phases: Vec<(String, Vec<f64>)>,
+    count: u64,
+}
+
+impl Samples {
+    fn push(&mut self, span: Duration, phases: &[(String, f64)]) {
+        self.times.push(ms(span));
+        for (i, (name, t)) in phases.iter().enumerate() {
+            if self.phases.len() <= i {
+                self.phases.push((name.clone(), Vec::new()));
             }
+            self.phases[i].1.push(*t);
         }
-        times.sort();
-        let median = times[times.len() / 2];
-        let bytes = n * es + kept * es;
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn phases_of<R: Report>(r: &R) -> Result<Vec<(String, f64)>> {
+    Ok(r.phases()?.into_iter().map(|p| (p.name.to_string(), ms(p.time))).collect())
+}
+
+struct Ctx<'a, B: Timed> {
+    backend: &'a B,
+    s: &'a Settings,
+    stop: &'a dyn Fn() -> bool,
+    seen: &'a mut dyn FnMut(&Row),
+    rows: &'a mut Vec<Row>,
+}
+
+impl<B: Timed> Ctx<'_, B> {
+    fn algorithms(&self) -> Vec<Algorithm> {
+        self.s.algorithms.iter().copied().filter(|a| self.s.job.includes(*a) && self.backend.runs(*a)).collect()
+    }
+
+    /// Enough distinct inputs that each run reads from memory, not the cache.
+    fn sets(&self, bytes: u64) -> usize {
+        (self.backend.cache_bytes() * 2).div_ceil(bytes.max(1)).clamp(1, 8) as usize
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(&mut self, alg: Algorithm, es: u64, n: u64, density: f64, bytes: u64, copy: Duration, mut smp: Samples) {
+        let med = median(&mut smp.times);
         let copy_rate = (2 * n * es) as f64 / copy.as_secs_f64();
-        let rate = bytes as f64 / median.as_secs_f64();
+        let rate = bytes as f64 / (med / 1e3);
         let row = Row {
-            backend: backend.kind().name(),
-            device: backend.device_name(),
+            preset: self.s.preset.clone(),
+            backend: self.backend.kind().name().to_string(),
+            device: self.backend.device_name(),
             algorithm: alg.name().to_string(),
-            operation: s.operation.name(),
+            operation: self.s.job.operation_name(alg).to_string(),
             element_bytes: es as usize,
             n,
             density,
-            kept,
-            median_ms: ms(median),
-            min_ms: ms(times[0]),
-            max_ms: ms(*times.last().expect("reps > 0")),
-            phases: phase_times
-                .into_iter()
-                .map(|(name, mut v)| {
-                    v.sort_by(f64::total_cmp);
-                    (name, v[v.len() / 2])
-                })
-                .collect(),
+            kept: smp.count,
+            median_ms: med,
+            min_ms: smp.times.first().copied().unwrap_or(0.0),
+            max_ms: smp.times.last().copied().unwrap_or(0.0),
+            phases: smp.phases.into_iter().map(|(name, mut v)| (name, median(&mut v))).collect(),
             bytes,
             copy_ms: ms(copy),
-            pct_of_copy: 100.0 * rate / copy_rate,
+            pct_of_copy: if med > 0.0 { 100.0 * rate / copy_rate } else { 0.0 },
+            cub_ms: None,
+            vs_cub: None,
         };
-        seen(&row);
-        rows.push(row);
+        (self.seen)(&row);
+        self.rows.push(row);
     }
-    Ok(rows)
+
+    /// Every algorithm at one (element size, n, density).
+    fn points<T: Element>(&mut self, n: u64, density: f64, copy: Duration, rng: &mut fastrand::Rng) -> Result<()> {
+        let b = self.backend;
+        let es = std::mem::size_of::<T>() as u64;
+        let remove = matches!(self.s.job, Job::Remove);
+        // Removal lists make their own (single) input: data is restored per run anyway.
+        let sets = if remove { 1 } else { self.sets(n * es) };
+        let hosts: Vec<Vec<T>> = (0..sets).map(|_| input::<T>(n as usize, rng)).collect();
+        let inputs = hosts.iter().map(|h| b.upload(h)).collect::<Result<Vec<_>>>()?;
+        drop(hosts);
+        let mut output = b.alloc::<T>(n)?;
+        let pred = b.word_below::<T>(threshold(density));
+        let (removal, mut work) = if remove {
+            let k = ((density * n as f64).round() as u64).min(n);
+            (Some(b.upload(&removal_list(n, k, rng))?), Some(b.alloc::<T>(n)?))
+        } else {
+            (None, None)
+        };
+        for alg in self.algorithms() {
+            if (self.stop)() {
+                return Ok(());
+            }
+            let mut smp = Samples::default();
+            for rep in 0..self.s.warmup + self.s.reps {
+                let input = &inputs[rep % sets];
+                let (span, phases, count) = match (self.s.job.clone(), &removal, &mut work) {
+                    (Job::Remove, Some(list), Some(work)) => {
+                        b.restore(input, work)?;
+                        if alg.in_place() {
+                            // SAFETY: `removal_list` draws distinct indices below n.
+                            let r = unsafe { b.remove_unchecked(alg, work, list)? };
+                            (r.span()?, phases_of(&r)?, r.count()?)
+                        } else {
+                            let mark = b.mark_removed(work, list)?;
+                            let r = b.select(alg, work, Keep::Sentinel(sentinel::<T>()), &mut output)?;
+                            let mut ph = vec![("mark".to_string(), ms(mark))];
+                            ph.extend(phases_of(&r)?);
+                            (mark + r.span()?, ph, r.count()?)
+                        }
+                    }
+                    (Job::Compaction(op), _, _) => {
+                        let keep = Keep::Predicate(&*pred);
+                        let r = match op {
+                            Operation::Partition => b.partition(alg, input, keep, &mut output)?,
+                            _ => b.select(alg, input, keep, &mut output)?,
+                        };
+                        (r.span()?, phases_of(&r)?, r.count()?)
+                    }
+                    _ => unreachable!("points() runs compaction and remove jobs"),
+                };
+                smp.count = count;
+                if rep >= self.s.warmup {
+                    smp.push(span, &phases);
+                }
+            }
+            let bytes = n * es + smp.count * es;
+            self.finish(alg, es, n, density, bytes, copy, smp);
+        }
+        Ok(())
+    }
+
+    fn scan(&mut self, n: u64, copy: Duration, rng: &mut fastrand::Rng) -> Result<()> {
+        let b = self.backend;
+        let sets = self.sets(n * 4);
+        let inputs = (0..sets).map(|_| b.upload(&input::<u32>(n as usize, rng))).collect::<Result<Vec<_>>>()?;
+        let mut output = b.alloc::<u32>(n)?;
+        for alg in self.algorithms() {
+            if (self.stop)() {
+                return Ok(());
+            }
+            let mut smp = Samples::default();
+            for rep in 0..self.s.warmup + self.s.reps {
+                let r = b.exclusive_scan(alg, &inputs[rep % sets], &mut output)?;
+                let span = r.span()?;
+                smp.count = n;
+                if rep >= self.s.warmup {
+                    smp.push(span, &phases_of(&r)?);
+                }
+            }
+            self.finish(alg, 4, n, 1.0, 2 * n * 4, copy, smp);
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self, n: u64, pairs: bool, copy: Duration, rng: &mut fastrand::Rng) -> Result<()> {
+        let b = self.backend;
+        let keys0 = b.upload(&input::<u32>(n as usize, rng))?;
+        let values0 = b.upload(&input::<u32>(n as usize, rng))?;
+        let (mut keys, mut values) = (b.alloc::<u32>(n)?, b.alloc::<u32>(n)?);
+        let es = if pairs { 8 } else { 4 };
+        for alg in self.algorithms() {
+            if (self.stop)() {
+                return Ok(());
+            }
+            let mut smp = Samples::default();
+            for rep in 0..self.s.warmup + self.s.reps {
+                // Sorting sorted keys would flatter nothing, but keep every run equal.
+                b.restore(&keys0, &mut keys)?;
+                if pairs {
+                    b.restore(&values0, &mut values)?;
+                }
+                let r = b.radix_sort(alg, &mut keys, if pairs { Some(&mut values) } else { None })?;
+                let span = r.span()?;
+                smp.count = n;
+                if rep >= self.s.warmup {
+                    // 32 splits: the per-split phases would be 32 columns; keep the span.
+                    smp.push(span, &[]);
+                }
+            }
+            self.finish(alg, es, n, 1.0, 2 * n * es, copy, smp);
+        }
+        Ok(())
+    }
 }
 
 /// The rows as CSV (phases as `name=ms` pairs in one column).
 pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
+        "preset",
         "backend",
         "device",
         "algorithm",
@@ -248,15 +558,19 @@ pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
         "bytes",
         "copy_ms",
         "pct_of_copy",
+        "cub_ms",
+        "vs_cub",
         "phases",
     ])?;
+    let opt = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
     for r in rows {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n}={t:.6}")).collect();
         w.write_record([
-            r.backend.to_string(),
+            r.preset.clone(),
+            r.backend.clone(),
             r.device.clone(),
             r.algorithm.clone(),
-            r.operation.to_string(),
+            r.operation.clone(),
             r.element_bytes.to_string(),
             r.n.to_string(),
             r.density.to_string(),
@@ -267,6 +581,8 @@ pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
             r.bytes.to_string(),
             format!("{:.6}", r.copy_ms),
             format!("{:.2}", r.pct_of_copy),
+            opt(r.cub_ms, 6),
+            opt(r.vs_cub, 3),
             phases.join(";"),
         ])?;
     }

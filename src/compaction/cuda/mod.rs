@@ -180,8 +180,17 @@ pub struct Io {
     pub count: u64,
 }
 
+/// The single-pass kernels' tile states, kept across calls (see single_pass.cuh).
+#[derive(Default)]
+struct TileStates {
+    buffer: Option<CudaSlice<u8>>,
+    tiles: u64,
+    epoch: u32,
+}
+
 /// The CUDA backend on one device and one stream.
 pub struct CudaBackend {
+    tile_states: std::sync::Mutex<TileStates>,
     stream: Arc<CudaStream>,
     kernels: Kernels,
     pub info: DeviceInfo,
@@ -219,7 +228,18 @@ impl CudaBackend {
         keep_pool_memory(&ctx);
         let (major, minor) = info.compute_capability;
         let kernels = Kernels::new(ctx.clone(), runtime::arch_name(major, minor));
-        Ok(CudaBackend { stream, kernels, info, tuning: CudaTuning::default() })
+        let mut tuning = CudaTuning::default();
+        // `REAP_CUDA_TUNING="lookback.vecs=8,atomic.items=8"` overrides defaults for experiments.
+        if let Ok(list) = std::env::var("REAP_CUDA_TUNING") {
+            for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+                let (key, value) = item.split_once('=').ok_or_else(|| Error::Tuning {
+                    algorithm: "cuda",
+                    why: format!("REAP_CUDA_TUNING entry `{item}` is not key=value"),
+                })?;
+                tuning.set(key.trim(), value.trim())?;
+            }
+        }
+        Ok(CudaBackend { tile_states: Default::default(), stream, kernels, info, tuning })
     }
 
     /// Whether the CUDA backend has the algorithm (no device needed to ask).
@@ -267,6 +287,28 @@ impl CudaBackend {
         }
         times.sort();
         Ok(times[times.len() / 2])
+    }
+
+    /// The device address of a tile-state buffer for `tiles` tiles (a u32
+    /// tile counter, padded to 8 bytes, then a word per tile) and this call's
+    /// epoch. Words from earlier calls carry older epochs, so nothing is
+    /// cleared per call; the buffer is zeroed only when new or when the
+    /// 16-bit epoch wraps. Calls are ordered on the one stream, so reuse is safe.
+    pub(crate) fn tile_states(&self, tiles: u64) -> Result<(u64, u32)> {
+        let mut s = self.tile_states.lock().unwrap_or_else(|p| p.into_inner());
+        if s.buffer.is_none() || s.tiles < tiles {
+            let cap = tiles.max(1 << 16).next_power_of_two();
+            s.buffer = Some(self.zeroed(8 + cap * 8)?);
+            s.tiles = cap;
+            s.epoch = 0;
+        }
+        s.epoch += 1;
+        if s.epoch > 0xffff {
+            let buf = s.buffer.as_mut().expect("allocated above");
+            self.stream.memset_zeros(buf).map_err(driver_error("clearing tile states"))?;
+            s.epoch = 1;
+        }
+        Ok((raw_ptr(s.buffer.as_ref().expect("allocated above")), s.epoch))
     }
 
     pub fn synchronize(&self) -> Result<()> {

@@ -127,10 +127,12 @@ pub const ROGER: Source = kernel_source!("compaction/roger.cu");
 pub const ATOMIC: Source = kernel_source!("compaction/atomic.cu");
 pub const REDZONE: Source = kernel_source!("compaction/redzone.cu");
 pub const SORT: Source = kernel_source!("compaction/sort.cu");
+/// The benchmark's marking phase for Redzone's competitors (seed 004 §5).
+pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu");
 
 /// Every kernel source, for the compile-everything test.
 pub const SOURCES: &[Source] =
-    &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT];
+    &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT, MARK_REMOVED];
 
 /// How the keep rule is compiled into a kernel (`REAP_KEEP` in common.cuh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

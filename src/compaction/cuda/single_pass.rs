@@ -44,8 +44,9 @@ pub struct SinglePassTuning {
 
 impl Default for SinglePassTuning {
     fn default() -> Self {
-        // 16 KiB tiles: 8 blocks fit an SM's shared memory with room to spare.
-        SinglePassTuning { block: 256, vecs: 4 }
+        // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
+        // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
+        SinglePassTuning { block: 128, vecs: 8 }
     }
 }
 
@@ -91,11 +92,12 @@ fn compact(
     let t = &b.tuning.single_pass;
     let v = t.specialise(v);
     let grid = tiles(io.n, t.tile(v.elem_bytes))?;
-    // Tile states, then the dynamic tile counter, then partition's kept total.
-    let scratch = st.run("init", || b.zeroed(grid as u64 * 8 + 16))?;
-    let state = raw_ptr(&scratch);
-    let counter = state + grid as u64 * 8;
-    let kept_total = counter + 8;
+    let (words, epoch) = b.tile_states(grid as u64)?;
+    let counter = words;
+    let state = words + 8;
+    // Partition needs the kept total before any tile places a rejected element.
+    let total = if split { Some(b.zeroed(8)?) } else { None };
+    let kept_total = total.as_ref().map(raw_ptr).unwrap_or(0);
     if split {
         let f = b.kernels().function(c.source(), &v, &format!("{}_count", c.name()))?;
         let grid = (b.info.sms * 8).min(grid);
@@ -103,7 +105,7 @@ fn compact(
             let mut l = b.stream().launch_builder(&f);
             l.arg(&io.n).arg(&io.input).arg(&keep).arg(&kept_total);
             // SAFETY: matches `NAME_count(u64, const Elem*, KeepArgs, u64*)`; input holds n elements and
-            // kept_total is a zeroed u64 of `scratch`.
+            // kept_total is a zeroed u64.
             unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching count"))
         })?;
     }
@@ -112,14 +114,16 @@ fn compact(
     st.run("single-pass", || {
         let mut l = b.stream().launch_builder(&f);
         l.arg(&io.n).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count).arg(&state).arg(&counter);
+        l.arg(&epoch);
         if split {
             l.arg(&kept_total);
         }
         // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold n
-        // elements, state holds one word per tile (zeroed), counter is zeroed, count is one u64.
+        // elements, state holds a word per tile (older epochs read as invalid), counter is 0 between
+        // calls, count is one u64.
         unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the single pass"))
     })?;
-    drop(scratch); // freed in stream order, after the kernels
+    drop(total); // freed in stream order, after the kernels
     Ok(())
 }
 

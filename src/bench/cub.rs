@@ -1,0 +1,259 @@
+//! The CUB peer: bench/cub/cub_peer.cu, embedded here so any reap binary can
+//! write it out, build it with nvcc for the device's architecture, run it on
+//! the configurations reap just measured, and join its times to reap's rows.
+//!
+//! Without nvcc (or on the CPU backend) the peer is skipped and the report
+//! says why; nothing else changes.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::bench::Row;
+
+/// The harness's source (kept in the repository at bench/cub/cub_peer.cu).
+pub const SOURCE: &str = include_str!("../../bench/cub/cub_peer.cu");
+
+/// What happened to the peer in a run.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum PeerStatus {
+    Ran { binary: String, nvcc: String, device: String, cub_version: String, cuda_runtime: String },
+    Skipped { why: String },
+}
+
+/// One CUB measurement (a line of the peer's output).
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+pub struct PeerRow {
+    pub op: String,
+    pub elem: usize,
+    pub n: u64,
+    pub density: f64,
+    pub kept: u64,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+/// One job line for the peer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerJob {
+    pub op: &'static str,
+    pub elem: usize,
+    pub n: u64,
+    pub density: f64,
+}
+
+/// nvcc on PATH, under CUDA_PATH / CUDA_HOME, or at /usr/local/cuda/bin.
+pub fn find_nvcc() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("nvcc")).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let homes = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|h| PathBuf::from(h).join("bin").join("nvcc"));
+    on_path.into_iter().chain(homes).chain([PathBuf::from("/usr/local/cuda/bin/nvcc")]).find(|p| p.is_file())
+}
+
+/// FNV-1a: a stable key for the cached binary (std's hasher may change between releases).
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+/// Builds the peer for `arch` (e.g. "sm_90") under `dir`, or reuses the
+/// binary a previous run left there for the same source and architecture.
+pub fn build(nvcc: &Path, dir: &Path, arch: &str) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let binary = dir.join(format!("cub_peer-{:016x}-{arch}", fnv(SOURCE)));
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    let source = dir.join("cub_peer.cu");
+    std::fs::write(&source, SOURCE).map_err(|e| format!("cannot write {}: {e}", source.display()))?;
+    // Built under a temporary name: an interrupted build never looks cached.
+    let partial = dir.join(format!("cub_peer-{arch}.partial"));
+    let out = Command::new(nvcc)
+        .args(["-O3", "-std=c++17", &format!("-arch={arch}"), "-o"])
+        .arg(&partial)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed to build the CUB peer:\n{}",
+            nvcc.display(),
+            String::from_utf8_lossy(&out.stderr).chars().take(4000).collect::<String>()
+        ));
+    }
+    std::fs::rename(&partial, &binary).map_err(|e| format!("cannot move the CUB peer into place: {e}"))?;
+    Ok(binary)
+}
+
+/// The CUB counterparts of the configurations in `rows`, each once.
+pub fn jobs(rows: &[Row]) -> Vec<PeerJob> {
+    let mut jobs: Vec<PeerJob> = Vec::new();
+    for r in rows {
+        let wanted: &[&'static str] = match r.operation.as_str() {
+            "select" => &["select_if", "select_flagged"],
+            "partition" => &["partition_if"],
+            "scan" => &["scan"],
+            "sort-keys" => &["sort_keys"],
+            "sort-pairs" => &["sort_pairs"],
+            // thrust::remove after marking is a select of the survivors.
+            "remove" | "mark+select" => &["select_if"],
+            _ => &[],
+        };
+        let (elem, density) = match r.operation.as_str() {
+            "sort-pairs" => (4, 1.0),
+            "remove" | "mark+select" => (r.element_bytes, 1.0 - r.density),
+            _ => (r.element_bytes, r.density),
+        };
+        for op in wanted {
+            let j = PeerJob { op, elem, n: r.n, density };
+            if !jobs.contains(&j) {
+                jobs.push(j);
+            }
+        }
+    }
+    jobs
+}
+
+#[derive(serde::Deserialize)]
+struct Header {
+    device: String,
+    cub_version: i64,
+    cuda_runtime: i64,
+}
+
+/// Runs the peer on `jobs`; `each` sees every row as it arrives.
+pub fn run(
+    binary: &Path,
+    jobs: &[PeerJob],
+    reps: usize,
+    warmup: usize,
+    seed: u64,
+    each: &mut dyn FnMut(&PeerRow),
+) -> Result<(String, String, String, Vec<PeerRow>), String> {
+    let mut child = Command::new(binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    {
+        let mut stdin = child.stdin.take().ok_or("no stdin to the CUB peer")?;
+        let mut text = String::new();
+        for j in jobs {
+            text.push_str(&format!("{} {} {} {:.9} {} {} {}\n", j.op, j.elem, j.n, j.density, reps, warmup, seed));
+        }
+        stdin.write_all(text.as_bytes()).map_err(|e| format!("cannot send jobs to the CUB peer: {e}"))?;
+    }
+    let stdout = child.stdout.take().ok_or("no stdout from the CUB peer")?;
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().ok_or("the CUB peer printed nothing")?.map_err(|e| e.to_string())?;
+    let header: Header = serde_json::from_str(&first).map_err(|e| format!("CUB peer header `{first}`: {e}"))?;
+    let mut rows = Vec::new();
+    for line in lines {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.contains("\"error\"") {
+            let _ = child.wait();
+            return Err(format!("the CUB peer failed: {line}"));
+        }
+        let row: PeerRow = serde_json::from_str(&line).map_err(|e| format!("CUB peer line `{line}`: {e}"))?;
+        each(&row);
+        rows.push(row);
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("the CUB peer exited with {status}"));
+    }
+    let v = header.cub_version;
+    let rt = header.cuda_runtime;
+    Ok((
+        header.device,
+        format!("{}.{}.{}", v / 100000, v / 100 % 1000, v % 100),
+        format!("{}.{}", rt / 1000, rt % 1000 / 10),
+        rows,
+    ))
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+/// Sets `cub_ms` and `vs_cub` on every reap row that has a CUB counterpart:
+/// select and partition against `If`, scan against `ExclusiveSum`, sorts
+/// against `DeviceRadixSort`, and seed 004's rows against the competitor's
+/// own marking plus `DeviceSelect::If` of the survivors (thrust::remove's work).
+pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
+    let find = |op: &str, elem: usize, n: u64, d: f64| {
+        peer.iter().find(|p| p.op == op && p.elem == elem && p.n == n && same(p.density, d)).map(|p| p.median_ms)
+    };
+    let marks: Vec<(usize, u64, f64, f64)> = rows
+        .iter()
+        .filter(|r| r.operation == "mark+select")
+        .filter_map(|r| r.phases.iter().find(|(p, _)| p == "mark").map(|(_, t)| (r.element_bytes, r.n, r.density, *t)))
+        .collect();
+    for r in rows.iter_mut() {
+        let cub = match r.operation.as_str() {
+            "select" => find("select_if", r.element_bytes, r.n, r.density),
+            "partition" => find("partition_if", r.element_bytes, r.n, r.density),
+            "scan" => find("scan", 4, r.n, 1.0),
+            "sort-keys" => find("sort_keys", 4, r.n, 1.0),
+            "sort-pairs" => find("sort_pairs", 4, r.n, 1.0),
+            "remove" | "mark+select" => {
+                let mark = marks
+                    .iter()
+                    .filter(|m| m.0 == r.element_bytes && m.1 == r.n && same(m.2, r.density))
+                    .map(|m| m.3)
+                    .fold(f64::INFINITY, f64::min);
+                find("select_if", r.element_bytes, r.n, 1.0 - r.density)
+                    .map(|s| s + if mark.is_finite() { mark } else { 0.0 })
+            }
+            _ => None,
+        };
+        r.cub_ms = cub;
+        r.vs_cub = cub.filter(|c| *c > 0.0).map(|c| r.median_ms / c);
+    }
+}
+
+/// The peer's measurements as rows of their own (backend `cub`), with the
+/// copy rate of the reap rows at the same size.
+pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
+    peer.iter()
+        .map(|p| {
+            let es = if p.op == "sort_pairs" { 8 } else { p.elem };
+            let copy_ms = reap.iter().find(|r| r.n == p.n && r.element_bytes == es).map(|r| r.copy_ms).unwrap_or(0.0);
+            let bytes = match p.op.as_str() {
+                "scan" | "sort_keys" | "sort_pairs" => 2 * p.n * es as u64,
+                _ => p.n * es as u64 + p.kept * es as u64,
+            };
+            let pct = if copy_ms > 0.0 && p.median_ms > 0.0 {
+                100.0 * (bytes as f64 / p.median_ms) / ((2 * p.n * es as u64) as f64 / copy_ms)
+            } else {
+                0.0
+            };
+            Row {
+                preset: String::new(),
+                backend: "cub".into(),
+                device: device.to_string(),
+                algorithm: format!("cub-{}", p.op.replace('_', "-")),
+                operation: p.op.clone(),
+                element_bytes: es,
+                n: p.n,
+                density: p.density,
+                kept: p.kept,
+                median_ms: p.median_ms,
+                min_ms: p.min_ms,
+                max_ms: p.max_ms,
+                phases: Vec::new(),
+                bytes,
+                copy_ms,
+                pct_of_copy: pct,
+                cub_ms: Some(p.median_ms),
+                vs_cub: Some(1.0),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,29 @@
+//! The bench harness's own errors: bad settings, output files, and the CUB peer.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Compaction(#[from] crate::compaction::Error),
+
+    #[error("{0}")]
+    Settings(String),
+
+    #[error("unknown preset `{name}`; the presets are: {known}, or `all`")]
+    UnknownPreset { name: String, known: String },
+
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+
+    #[error("CSV: {0}")]
+    Csv(#[from] csv::Error),
+
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+
+    #[error("plot {path}: {why}")]
+    Plot { path: String, why: String },
+}
+
+pub type BenchResult<T> = std::result::Result<T, BenchError>;

@@ -1,0 +1,43 @@
+//! Writing a run's files: every file goes to a temporary name beside its
+//! target and is renamed into place, so an interrupted run never leaves a
+//! half-written file.
+
+use std::path::{Path, PathBuf};
+
+use crate::bench::{BenchError, BenchResult, Platform, Row, Settings, cub::PeerStatus};
+
+/// reap's commit, embedded by build.rs ("unknown" outside a git checkout).
+pub const GIT_COMMIT: &str = env!("REAP_GIT_COMMIT");
+
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> BenchResult<()> {
+    let err = |source| BenchError::Write { path: path.display().to_string(), source };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+/// Everything results.json holds.
+#[derive(serde::Serialize)]
+pub struct Results<'a> {
+    pub reap_version: &'static str,
+    pub reap_commit: &'static str,
+    /// Seconds since the Unix epoch when the run ended.
+    pub finished_unix_s: u64,
+    /// False when the run was stopped (Ctrl-C) before every row was measured.
+    pub complete: bool,
+    pub platform: &'a Platform,
+    pub cub_peer: &'a PeerStatus,
+    pub presets: &'a [String],
+    pub settings: &'a [Settings],
+    pub rows: &'a [Row],
+}
+
+pub fn now_unix_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+pub fn results_json(r: &Results<'_>) -> BenchResult<String> {
+    Ok(serde_json::to_string_pretty(r)?)
+}
