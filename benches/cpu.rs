@@ -23,7 +23,10 @@ fn select(c: &mut Criterion) {
         let n = 1usize << log_n;
         for kept in [0.1, 0.5, 0.9] {
             let mut g = c.benchmark_group(format!("select/2^{log_n}/{:.0}%", kept * 100.0));
-            g.sample_size(10).throughput(Throughput::Elements(n as u64));
+            g.sample_size(10)
+                .warm_up_time(std::time::Duration::from_millis(500))
+                .measurement_time(std::time::Duration::from_secs(2))
+                .throughput(Throughput::Elements(n as u64));
             let input = data(n, kept, 7);
             let mut out = vec![0u32; n];
             for alg in Algorithm::ALL {
@@ -47,7 +50,10 @@ fn remove(c: &mut Criterion) {
     for log_n in [20u32, 24] {
         let n = 1usize << log_n;
         let mut g = c.benchmark_group(format!("remove/2^{log_n}/2%"));
-        g.sample_size(10).throughput(Throughput::Elements(n as u64));
+        g.sample_size(10)
+            .warm_up_time(std::time::Duration::from_millis(500))
+            .measurement_time(std::time::Duration::from_secs(2))
+            .throughput(Throughput::Elements(n as u64));
         let mut rng = fastrand::Rng::with_seed(11);
         let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
         let k = n / 50;
