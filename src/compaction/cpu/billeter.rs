@@ -506,7 +506,11 @@ mod tests {
         Billeter { simd: CompactSimd::Popc, output: OutputMode::Selective },
     ];
 
-    const SIZES: [usize; 12] = [0, 1, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025, 4097];
+    use crate::compaction::cpu::testing::patterns;
+
+    fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
+        crate::compaction::cpu::testing::sizes(rng, 3, 200_000)
+    }
     const POISON: u32 = 0xdead_beef;
 
     fn tunings() -> Vec<BilleterTuning> {
@@ -522,27 +526,6 @@ mod tests {
             t(4, 16, 0.0),
             t(4, 16, 2.0),
         ]
-    }
-
-    /// Keep patterns: random at several densities, alternating, long runs,
-    /// one survivor first, one survivor last.
-    fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
-        let mut ps: Vec<(String, Vec<bool>)> = [0.0, 1.0, 0.1, 0.5, 0.9]
-            .iter()
-            .map(|&d| (format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()))
-            .collect();
-        ps.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
-        let run = 1 + rng.usize(..200);
-        ps.push((format!("runs of {run}"), (0..n).map(|i| (i / run) % 2 == 1).collect()));
-        ps.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
-        ps.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
-        ps
-    }
-
-    fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
-        let mut s = SIZES.to_vec();
-        s.extend((0..3).map(|_| rng.usize(..200_000)));
-        s
     }
 
     fn check(v: Billeter, t: &BilleterTuning, input: &[u32], flags: &[bool], what: &str) {

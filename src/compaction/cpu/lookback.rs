@@ -338,25 +338,13 @@ pub(crate) mod tests {
     use super::*;
     use crate::compaction::cpu::sequential;
 
-    /// Keep patterns over `n` elements, each with a name for failure messages.
+    /// Keep patterns, in the argument order the single-pass tests use.
     pub(crate) fn patterns(rng: &mut fastrand::Rng, n: usize) -> Vec<(String, Vec<bool>)> {
-        let mut out = Vec::new();
-        for d in [0.0, 1.0, 0.1, 0.5, 0.9] {
-            out.push((format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()));
-        }
-        out.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
-        let run = rng.usize(1..=200);
-        out.push((format!("runs of {run}"), (0..n).map(|i| (i / run) % 2 == 1).collect()));
-        out.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
-        out.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
-        out
+        crate::compaction::cpu::testing::patterns(n, rng)
     }
 
-    /// Sizes around warp and block boundaries, plus random ones up to 200 000.
     pub(crate) fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
-        let mut s = vec![0, 1, 31, 32, 33, 63, 64, 65, 1023, 1024, 1025];
-        s.extend((0..3).map(|_| rng.usize(0..=200_000)));
-        s
+        crate::compaction::cpu::testing::sizes(rng, 3, 200_000)
     }
 
     fn tunings() -> Vec<SinglePassTuning> {

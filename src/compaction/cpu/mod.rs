@@ -24,6 +24,8 @@ pub mod sengupta;
 pub mod sequential;
 pub mod sort;
 pub mod stencil;
+#[cfg(test)]
+mod testing;
 
 /// Every CPU algorithm's tuning, one plain struct per algorithm.
 #[derive(Clone, Debug, Default)]

@@ -223,39 +223,16 @@ fn exclusive_scan(counts: &[usize]) -> (Vec<usize>, usize) {
 mod tests {
     use super::*;
     use crate::compaction::cpu::sequential;
+    use crate::compaction::cpu::testing::patterns;
 
-    const SIZES: [usize; 15] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025];
+    fn sizes() -> Vec<usize> {
+        crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
+    }
 
     /// The paper's s = 64, the degenerate 1, and sizes that leave a short
     /// last block.
     fn tunings() -> Vec<RogerTuning> {
         [64, 0, 1, 2, 3, 7, 100, 1000].map(|s| RogerTuning { block_size: s }).to_vec()
-    }
-
-    fn sizes() -> Vec<usize> {
-        let mut rng = fastrand::Rng::with_seed(0x4057);
-        SIZES.iter().copied().chain((0..4).map(|_| rng.usize(1..=100_000))).collect()
-    }
-
-    /// Keep patterns: random at five densities, alternating, long runs, one
-    /// survivor first, one survivor last.
-    fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
-        let mut out: Vec<_> = [0.0, 1.0, 0.1, 0.5, 0.9]
-            .iter()
-            .map(|&d| (format!("random {d}"), (0..n).map(|_| rng.f64() < d).collect()))
-            .collect();
-        out.push(("alternating".into(), (0..n).map(|i| i % 2 == 0).collect()));
-        let mut runs = Vec::with_capacity(n);
-        let mut state = rng.bool();
-        while runs.len() < n {
-            let len = rng.usize(1..=500).min(n - runs.len());
-            runs.extend(std::iter::repeat_n(state, len));
-            state = !state;
-        }
-        out.push(("long runs".into(), runs));
-        out.push(("first only".into(), (0..n).map(|i| i == 0).collect()));
-        out.push(("last only".into(), (0..n).map(|i| i + 1 == n).collect()));
-        out
     }
 
     #[test]
