@@ -83,6 +83,20 @@ fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
         hillis_steele(|k| S::from_u64(flags[k] as u64), &mut sum, &mut tmp);
         sum
     });
+    gather(input, &sum, output, split, ph)
+}
+
+/// Horn's gather (003 §II): each output slot finds its source by a
+/// dichotomic search over the inclusive scan `sum` of the flags. Sengupta's
+/// hybrid ends with the same gather. Returns the kept count.
+pub(super) fn gather<T: Copy + Send + Sync, S: ScanElement>(
+    input: &[T],
+    sum: &[S],
+    output: &mut [T],
+    split: bool,
+    ph: &mut Phases,
+) -> usize {
+    let n = input.len();
     let kept = sum[n - 1].to_u64() as usize;
     ph.time("dichotomic search", || {
         let (kept_out, rejected_out) = output.split_at_mut(kept);
@@ -107,7 +121,7 @@ fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
 /// reads one buffer and writes the other, so no element is read after being
 /// overwritten in the same pass; the first pass reads `x` itself, and the
 /// buffers start in the order that leaves the last pass's result in `out`.
-fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S], tmp: &mut [S]) {
+pub(super) fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S], tmp: &mut [S]) {
     let n = out.len();
     let passes = usize::BITS - (n - 1).leading_zeros(); // ceil(log2 n); 0 for n = 1
     if passes == 0 {

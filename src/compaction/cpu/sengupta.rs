@@ -100,23 +100,8 @@ fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
     // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
     let mut sum = vec![S::ZERO; n];
     hybrid_scan(t, |k| S::from_u64(flags[k] as u64), &mut sum, ph);
-    let kept = sum[n - 1].to_u64() as usize;
-    ph.time("dichotomic search", || {
-        let (kept_out, rejected_out) = output.split_at_mut(kept);
-        // Slot j's source is the first i with sum[i] > j: sum is monotone, and
-        // it steps from j to j + 1 exactly at the (j + 1)-th kept element.
-        kept_out.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(j, o)| {
-            *o = input[dichotomic_search(n, |i| sum[i].to_u64() as usize, j)];
-        });
-        if split {
-            // Rejected elements in 0..=i number i + 1 - sum[i], also monotone.
-            let rejected = &mut rejected_out[..n - kept];
-            rejected.par_iter_mut().with_min_len(GRAIN / 8).enumerate().for_each(|(r, o)| {
-                *o = input[dichotomic_search(n, |i| i + 1 - sum[i].to_u64() as usize, r)];
-            });
-        }
-    });
-    kept
+    // The hybrid ends as Horn's compaction does (002 §2.4).
+    super::horn::gather(input, &sum, output, split, ph)
 }
 
 /// The hybrid (002 §2.4): the inclusive scan of `x(0..n)` into `out`, timed as
@@ -185,40 +170,10 @@ fn down_sweep_level<S: ScanElement>(i: usize, own: S, up: &[S]) -> S {
     }
 }
 
-/// Horn's scan (002 Algorithm 2) over the few partial sums left by the reduce:
-/// the inclusive scan of `x(0..n)` into `out` in ceil(log2 n) passes, each a
-/// parallel map from one buffer into the other. The first pass reads `x`; the
-/// buffers start in the order that leaves the last pass's result in `out`.
+/// Horn's scan (002 Algorithm 2) over the few partial sums left by the reduce.
 fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S]) {
-    let n = out.len();
-    let passes = usize::BITS - (n - 1).leading_zeros(); // ceil(log2 n); 0 for n = 1
-    if passes == 0 {
-        out[0] = x(0);
-        return;
-    }
-    let mut tmp = vec![S::ZERO; n];
-    let (mut src, mut dst) = if passes % 2 == 1 { (&mut tmp[..], out) } else { (out, &mut tmp[..]) };
-    dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
-        *d = if k >= 1 { x(k).add(x(k - 1)) } else { x(k) };
-    });
-    for pass in 1..passes {
-        std::mem::swap(&mut src, &mut dst);
-        let (src, off) = (&*src, 1usize << pass);
-        dst.par_iter_mut().with_min_len(GRAIN).enumerate().for_each(|(k, d)| {
-            *d = if k >= off { src[k].add(src[k - off]) } else { src[k] };
-        });
-    }
-}
-
-/// The first `i < n` with `f(i) > target`, for a non-decreasing `f` that is
-/// known to exceed `target` somewhere: O(log n) probes, one output slot each.
-fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usize {
-    let (mut lo, mut hi) = (0, n - 1);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if f(mid) > target { hi = mid } else { lo = mid + 1 }
-    }
-    lo
+    let mut tmp = vec![S::ZERO; out.len()];
+    super::horn::hillis_steele(x, out, &mut tmp);
 }
 
 #[cfg(test)]
