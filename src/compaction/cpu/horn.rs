@@ -156,7 +156,7 @@ fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usi
 mod tests {
     use super::*;
     use crate::compaction::cpu::sequential;
-    use crate::compaction::cpu::testing::patterns;
+    use crate::compaction::cpu::testing;
 
     fn sizes() -> Vec<usize> {
         crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
@@ -164,22 +164,12 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        for n in sizes() {
-            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
-            for (name, keep) in patterns(n, &mut rng) {
-                let keep = |i: usize| keep[i];
-                let mut ph = Phases::default();
-                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
-                let c0 = sequential::select(&input, &keep, &mut want, &mut ph);
-                let c1 = select(&input, &keep, &mut got, &mut ph);
-                assert_eq!((c0, &want), (c1, &got), "select n={n} {name}");
-                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
-                let c0 = sequential::partition(&input, &keep, &mut want, &mut ph);
-                let c1 = partition(&input, &keep, &mut got, &mut ph);
-                assert_eq!((c0, &want), (c1, &got), "partition n={n} {name}");
-            }
-        }
+        let v = testing::variant(
+            "horn",
+            |x, k, o, ph| select(x, &|i| k[i], o, ph),
+            |x, k, o, ph| partition(x, &|i| k[i], o, ph),
+        );
+        testing::check_select_partition(7, &sizes(), &[v]);
     }
 
     #[test]

@@ -180,7 +180,7 @@ fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S]) {
 mod tests {
     use super::*;
     use crate::compaction::cpu::sequential;
-    use crate::compaction::cpu::testing::patterns;
+    use crate::compaction::cpu::testing;
 
     fn sizes() -> Vec<usize> {
         crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
@@ -194,28 +194,18 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let mut rng = fastrand::Rng::with_seed(7);
-        for n in sizes() {
-            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
-            for (name, keep) in patterns(n, &mut rng) {
-                let keep = |i: usize| keep[i];
-                let mut ph = Phases::default();
-                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
-                let c0 = sequential::select(&input, &keep, &mut want, &mut ph);
-                for t in tunings() {
-                    got.fill(u64::MAX);
-                    let c1 = select(&t, &input, &keep, &mut got, &mut ph);
-                    assert_eq!((c0, &want), (c1, &got), "select n={n} {name} {t:?}");
-                }
-                let (mut want, mut got) = (vec![u64::MAX; n], vec![u64::MAX; n]);
-                let c0 = sequential::partition(&input, &keep, &mut want, &mut ph);
-                for t in tunings() {
-                    got.fill(u64::MAX);
-                    let c1 = partition(&t, &input, &keep, &mut got, &mut ph);
-                    assert_eq!((c0, &want), (c1, &got), "partition n={n} {name} {t:?}");
-                }
-            }
-        }
+        let tunings = tunings();
+        let variants: Vec<_> = tunings
+            .iter()
+            .map(|t| {
+                testing::variant(
+                    format!("{t:?}"),
+                    move |x, k, o, ph| select(t, x, &|i| k[i], o, ph),
+                    move |x, k, o, ph| partition(t, x, &|i| k[i], o, ph),
+                )
+            })
+            .collect();
+        testing::check_select_partition(7, &sizes(), &variants);
     }
 
     #[test]

@@ -29,3 +29,47 @@ pub fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
     .map(|p| (p.to_string(), p.flags(n, rng)))
     .collect()
 }
+
+use crate::compaction::cpu::{Phases, sequential};
+
+/// A compaction under test, keep rule given as flags: returns the count.
+type Compact<'a> = Box<dyn Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a>;
+
+/// One configuration of an algorithm (a tuning, say) with its select and partition.
+pub struct Variant<'a> {
+    name: String,
+    select: Compact<'a>,
+    partition: Compact<'a>,
+}
+
+pub fn variant<'a>(
+    name: impl Into<String>,
+    select: impl Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a,
+    partition: impl Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a,
+) -> Variant<'a> {
+    Variant { name: name.into(), select: Box::new(select), partition: Box::new(partition) }
+}
+
+/// The select / partition test body the CPU families share: every size and
+/// pattern, against the sequential reference, into poisoned outputs.
+pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_>]) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for &n in sizes {
+        let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+        for (name, keep) in patterns(n, &mut rng) {
+            let k = |i: usize| keep[i];
+            let mut ph = Phases::default();
+            let (mut want, mut want_split) = (vec![u64::MAX; n], vec![u64::MAX; n]);
+            let kept = sequential::select(&input, &k, &mut want, &mut ph);
+            let split = sequential::partition(&input, &k, &mut want_split, &mut ph);
+            for v in variants {
+                let mut got = vec![u64::MAX; n];
+                let c = (v.select)(&input, &keep, &mut got, &mut ph);
+                assert_eq!((kept, &want), (c, &got), "select n={n} {name} {}", v.name);
+                got.fill(u64::MAX);
+                let c = (v.partition)(&input, &keep, &mut got, &mut ph);
+                assert_eq!((split, &want_split), (c, &got), "partition n={n} {name} {}", v.name);
+            }
+        }
+    }
+}
