@@ -155,7 +155,6 @@ fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::sequential;
     use crate::compaction::cpu::testing;
 
     fn sizes() -> Vec<usize> {
@@ -174,20 +173,7 @@ mod tests {
 
     #[test]
     fn scan_matches_sequential() {
-        let mut rng = fastrand::Rng::with_seed(11);
-        for n in sizes() {
-            let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-            let mut ph = Phases::default();
-            let (mut want, mut got) = (vec![7; n], vec![7; n]);
-            let t0 = sequential::scan(&input, &mut want, &mut ph);
-            let t1 = scan(&input, &mut got, &mut ph);
-            assert_eq!((t0, &want), (t1, &got), "u32 n={n}");
-            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
-            let (mut want, mut got) = (vec![7; n], vec![7; n]);
-            let t0 = sequential::scan(&input, &mut want, &mut ph);
-            let t1 = scan(&input, &mut got, &mut ph);
-            assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
-        }
+        testing::check_scan(&sizes(), |x, o, ph| scan(x, o, ph), |x, o, ph| scan(x, o, ph));
     }
 
     #[test]

@@ -179,7 +179,6 @@ fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::sequential;
     use crate::compaction::cpu::testing;
 
     fn sizes() -> Vec<usize> {
@@ -210,25 +209,8 @@ mod tests {
 
     #[test]
     fn scan_matches_sequential() {
-        let mut rng = fastrand::Rng::with_seed(11);
-        for n in sizes() {
-            let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
-            let mut ph = Phases::default();
-            let (mut want, mut got) = (vec![7; n], vec![7; n]);
-            let t0 = sequential::scan(&input, &mut want, &mut ph);
-            for t in tunings() {
-                got.fill(7);
-                let t1 = scan(&t, &input, &mut got, &mut ph);
-                assert_eq!((t0, &want), (t1, &got), "u32 n={n} {t:?}");
-            }
-            let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
-            let (mut want, mut got) = (vec![7; n], vec![7; n]);
-            let t0 = sequential::scan(&input, &mut want, &mut ph);
-            for t in tunings() {
-                got.fill(7);
-                let t1 = scan(&t, &input, &mut got, &mut ph);
-                assert_eq!((t0, &want), (t1, &got), "u64 n={n} {t:?}");
-            }
+        for t in tunings() {
+            testing::check_scan(&sizes(), |x, o, ph| scan(&t, x, o, ph), |x, o, ph| scan(&t, x, o, ph));
         }
     }
 

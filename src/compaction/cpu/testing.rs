@@ -73,3 +73,26 @@ pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_
         }
     }
 }
+
+/// The exclusive-scan test body the CPU families share: u32 (wrapping) and
+/// u64 values at every size, against the sequential scan, into poisoned outputs.
+pub fn check_scan(
+    sizes: &[usize],
+    scan32: impl Fn(&[u32], &mut [u32], &mut Phases) -> u32,
+    scan64: impl Fn(&[u64], &mut [u64], &mut Phases) -> u64,
+) {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let mut ph = Phases::default();
+    for &n in sizes {
+        let input: Vec<u32> = (0..n).map(|_| rng.u32(..)).collect();
+        let (mut want, mut got) = (vec![7; n], vec![7; n]);
+        let t0 = sequential::scan(&input, &mut want, &mut ph);
+        let t1 = scan32(&input, &mut got, &mut ph);
+        assert_eq!((t0, &want), (t1, &got), "u32 n={n}");
+        let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+        let (mut want, mut got) = (vec![7; n], vec![7; n]);
+        let t0 = sequential::scan(&input, &mut want, &mut ph);
+        let t1 = scan64(&input, &mut got, &mut ph);
+        assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
+    }
+}
