@@ -133,16 +133,78 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &C
     root.present().map_err(err)
 }
 
+/// A chart whose every series is one point at the same x (a single-density or
+/// single-size run) would collapse to a vertical line: draw it as horizontal
+/// bars, one per series, instead.
+fn is_single_x(c: &Chart) -> bool {
+    let mut xs = c.series.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
+    match xs.next() {
+        Some(x) => xs.all(|o| o == x) && c.series.iter().all(|(_, v)| v.len() == 1),
+        None => false,
+    }
+}
+
+fn draw_bars<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &Chart) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let mut bars: Vec<(String, f64)> = c.series.iter().map(|(n, v)| (n.clone(), v[0].1)).collect();
+    bars.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let at = c.x.1.label(c.series[0].1[0].0);
+    let top = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-9) * 1.15;
+    let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{} (at {} = {at})", c.title, c.x.0), ("sans-serif", 18))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0.0..top, -0.5..(bars.len() as f64 - 0.5))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(c.y.0.replace(", log", ""))
+        .y_labels(bars.len())
+        .y_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .disable_y_mesh()
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+            let y = i as f64;
+            Rectangle::new([(0.0, y - 0.38), (*v, y + 0.38)], Palette99::pick(i).to_rgba().filled())
+        }))
+        .map_err(err)?;
+    let fmt = c.y.1;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+            let text = if fmt == Axis::Log10Ms { Axis::Log10Ms.label(v.max(1e-12).log10()) } else { format!("{v:.1}") };
+            Text::new(text, (*v, i as f64 - 0.2), ("sans-serif", 12))
+        }))
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+fn render<DB: DrawingBackend>(root: DrawingArea<DB, plotters::coord::Shift>, c: &Chart) -> Result<(), String> {
+    if is_single_x(c) { draw_bars(root, c) } else { draw(root, c) }
+}
+
 fn write(dir: &Path, c: &Chart) -> BenchResult<Vec<PathBuf>> {
     let fail = |path: &Path, why: String| BenchError::Plot { path: path.display().to_string(), why };
     let svg_path = dir.join(format!("{}.svg", c.stem));
     let mut svg = String::new();
-    draw(SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), c).map_err(|e| fail(&svg_path, e))?;
+    render(SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), c).map_err(|e| fail(&svg_path, e))?;
     write_atomically(&svg_path, svg.as_bytes())?;
 
     let png_path = dir.join(format!("{}.png", c.stem));
     let mut rgb = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
-    draw(BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area(), c).map_err(|e| fail(&png_path, e))?;
+    render(BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area(), c).map_err(|e| fail(&png_path, e))?;
     let mut png_bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut png_bytes, SIZE.0, SIZE.1);
@@ -273,4 +335,36 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
         )?);
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(points: &[(&str, &[(f64, f64)])]) -> Chart {
+        Chart {
+            stem: "t".into(),
+            title: "t".into(),
+            x: ("fraction kept (%)", Axis::Percent),
+            y: ("median time (ms, log)", Axis::Log10Ms),
+            series: points.iter().map(|(n, v)| (n.to_string(), v.to_vec())).collect(),
+        }
+    }
+
+    #[test]
+    fn one_density_is_drawn_as_bars_and_several_as_lines() {
+        register_font();
+        let single = chart(&[("lookback", &[(50.0, 0.02)]), ("horn", &[(50.0, 0.3)]), ("atomic", &[(50.0, 0.05)])]);
+        assert!(is_single_x(&single));
+        let mut svg = String::new();
+        render(SVGBackend::with_string(&mut svg, SIZE).into_drawing_area(), &single).unwrap();
+        // One filled bar per algorithm, each named on the axis.
+        assert!(svg.matches("<rect").count() >= 3 + 1, "{svg}");
+        assert!(svg.contains("lookback") && svg.contains("horn") && svg.contains("atomic"));
+
+        let lines = chart(&[("lookback", &[(0.0, 0.02), (50.0, 0.03)]), ("horn", &[(0.0, 0.2), (50.0, 0.3)])]);
+        assert!(!is_single_x(&lines));
+        let mixed = chart(&[("lookback", &[(0.0, 0.02)]), ("horn", &[(50.0, 0.3)])]);
+        assert!(!is_single_x(&mixed));
+    }
 }
