@@ -41,6 +41,11 @@ enum Command {
 enum BenchCommand {
     /// Time compaction (select or partition) for every algorithm, size, density and element size.
     Compaction(BenchArgs),
+    /// Write report.md and the plots again from a run's results.json, without measuring.
+    Report {
+        /// The --out folder of an earlier `reap bench compaction` run.
+        dir: std::path::PathBuf,
+    },
 }
 
 /// A count written plainly or as a power of two (`2^22`).
@@ -173,6 +178,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Verify(args)) => run_verify(args),
         Some(Command::Bench(BenchCommand::Compaction(args))) => run_bench(args),
+        Some(Command::Bench(BenchCommand::Report { dir })) => rerun_report(&dir),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -423,6 +429,7 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
             reap_commit: output::GIT_COMMIT,
             finished_unix_s: output::now_unix_s(),
             complete,
+            command: run.command,
             platform: &platform,
             cub_peer: &peer,
             presets: &run.presets,
@@ -533,4 +540,23 @@ fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> bo
     }
     println!("{} passed, {} failed", summary.passed, summary.failed);
     summary.failed == 0
+}
+
+/// `reap bench report DIR`: the report and plots of a stored run, drawn again.
+fn rerun_report(dir: &std::path::Path) -> Result<bool> {
+    use reap::bench::{self, output};
+    let stored = output::read_results(dir)?;
+    let command = stored.command.unwrap_or_else(|| "(not recorded in results.json)".into());
+    let md = bench::report::markdown(&bench::report::Input {
+        platform: &stored.platform,
+        peer: &stored.cub_peer,
+        presets: &stored.presets,
+        rows: &stored.rows,
+        complete: stored.complete,
+        command: &command,
+    });
+    output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
+    let plots = bench::plot::all(dir, &stored.rows)?;
+    println!("wrote report.md and {} plot files in {} from its results.json", plots.len(), dir.display());
+    Ok(true)
 }

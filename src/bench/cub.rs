@@ -15,7 +15,7 @@ use crate::bench::Row;
 pub const SOURCE: &str = include_str!("../../bench/cub/cub_peer.cu");
 
 /// What happened to the peer in a run.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum PeerStatus {
     Ran { binary: String, nvcc: String, device: String, cub_version: String, cuda_runtime: String },

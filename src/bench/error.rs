@@ -16,6 +16,12 @@ pub enum BenchError {
     #[error("cannot write {path}: {source}")]
     Write { path: String, source: std::io::Error },
 
+    #[error("cannot read {path} (give the --out folder of an earlier `reap bench compaction` run)")]
+    Read { path: String, source: std::io::Error },
+
+    #[error("{path} is not a reap results file: {why}")]
+    Parse { path: String, why: String },
+
     #[error("CSV: {0}")]
     Csv(#[from] csv::Error),
 
