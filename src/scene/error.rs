@@ -1,0 +1,29 @@
+//! Why a scene could not be loaded. Each message names the file (and line, where there is one) and
+//! says what to do; problems that still leave a renderable scene are warnings in
+//! [`Scene::warnings`](super::Scene::warnings) instead.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum SceneError {
+    #[error("cannot read {}: {source}; check the path", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+
+    #[error("{file}:{line}: {what}; fix or remove that line")]
+    Malformed { file: String, line: usize, what: String },
+
+    /// tobj rejected something the line scan let through; tobj's errors carry no line number.
+    #[error("{file}: the OBJ parser (tobj) reports: {what}")]
+    Parse { file: String, what: String },
+
+    #[error(
+        "{file} has no usable triangles ({skipped} degenerate or non-finite ones were skipped); \
+         the path tracer needs at least one `f` face with three distinct, finite vertices"
+    )]
+    Empty { file: String, skipped: usize },
+
+    #[error("unknown scene `{name}`: give a path to an .obj file or one of the built-in scenes: {known}")]
+    UnknownScene { name: String, known: String },
+}

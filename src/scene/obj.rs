@@ -1,0 +1,564 @@
+//! OBJ + MTL loading through tobj, with the checks tobj does not make.
+//!
+//! tobj's errors carry no line number, and a few malformed MTL lines (a `Kd` with two numbers) make
+//! it panic, so both files are first scanned line by line against the rules tobj applies; the first
+//! bad line becomes [`SceneError::Malformed`] naming `file:line`. A missing MTL file or an undefined
+//! material is only a warning: its faces get [`Material::fallback`], the grey diffuse.
+//!
+//! # From MTL to [`Material`]
+//!
+//! The path tracer has four kinds of surface; an MTL material maps to the first that matches:
+//!
+//! | MTL | kind | parameters |
+//! | --- | --- | --- |
+//! | `illum` 4, 6 or 7, or `d` < 1, or `Tr` > 0 | [`Glass`](MaterialKind::Glass) | ior = `Ni` (1.5 if absent), albedo = `Tf` (1 if absent) |
+//! | `illum` 3 or 5 | [`Mirror`](MaterialKind::Mirror) | albedo = `Ks` (1 if absent or zero) |
+//! | `Ks` non-zero, `Ns` present, `illum` 2 or absent, `Kd` dark (no component above 0.1) | [`Glossy`](MaterialKind::Glossy) | albedo = `Ks`, roughness = √(2 / (`Ns` + 2)) in [0.01, 1] |
+//! | anything else | [`Diffuse`](MaterialKind::Diffuse) | albedo = `Kd` (0.8 if absent) |
+//!
+//! Every kind emits `Ke` (a light when non-zero). Albedos are clamped to [0, 1] so no surface
+//! creates energy. Texture maps are not supported: each is ignored with a warning.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::path::Path;
+
+use glam::Vec3;
+
+use super::{Camera, Material, MaterialKind, Scene, SceneError, geometric_normal};
+
+/// Finds the text of an MTL library named by `mtllib`: `Ok((name for messages, text))`.
+pub(super) type MtlLookup<'a> = dyn Fn(&Path) -> Result<(String, String), SceneError> + 'a;
+
+/// Loads an OBJ file and the MTL files it names (looked up next to it).
+pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
+    let text = read_text(path)?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mtl = |lib: &Path| {
+        let file = dir.join(lib);
+        read_text(&file).map(|text| (file.display().to_string(), text))
+    };
+    let mut scene = parse(&path.display().to_string(), &text, &mtl, &|_| true)?;
+    if let Some(stem) = path.file_stem() {
+        scene.name = stem.to_string_lossy().into_owned();
+    }
+    Ok(scene)
+}
+
+/// Loads OBJ text held in memory. `name` stands for the file in messages; `mtl_files` holds the MTL
+/// libraries as `(name used by mtllib, text)`.
+pub fn load_obj_str(name: &str, obj: &str, mtl_files: &[(&str, &str)]) -> Result<Scene, SceneError> {
+    parse(name, obj, &in_memory(mtl_files), &|_| true)
+}
+
+/// An [`MtlLookup`] over MTL texts held in memory.
+pub(super) fn in_memory<'a>(
+    mtl_files: &'a [(&'a str, &'a str)],
+) -> impl Fn(&Path) -> Result<(String, String), SceneError> + 'a {
+    move |lib: &Path| {
+        mtl_files
+            .iter()
+            .find(|(name, _)| Path::new(name) == lib)
+            .map(|&(name, text)| (name.to_owned(), text.to_owned()))
+            .ok_or_else(|| SceneError::Read { path: lib.to_owned(), source: std::io::ErrorKind::NotFound.into() })
+    }
+}
+
+/// Reads a text file; bytes that are not UTF-8 are reported with their line.
+fn read_text(path: &Path) -> Result<String, SceneError> {
+    let bytes = std::fs::read(path).map_err(|source| SceneError::Read { path: path.to_owned(), source })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+        SceneError::Malformed { file: path.display().to_string(), line, what: "this line is not UTF-8 text".into() }
+    })
+}
+
+/// Builds a scene from OBJ text. Objects (`o`/`g` names) for which `keep_object` is false are left
+/// out, so a built-in can reuse part of an asset.
+pub(super) fn parse(
+    file: &str,
+    text: &str,
+    mtl: &MtlLookup,
+    keep_object: &dyn Fn(&str) -> bool,
+) -> Result<Scene, SceneError> {
+    let scan = scan_obj(file, text)?;
+    let mut warnings = Vec::new();
+
+    // tobj calls the loader from inside its parse and wants a tobj result back, so what we learn
+    // there waits in these cells.
+    let mtl_warnings = RefCell::new(Vec::new());
+    let mtl_error = RefCell::new(None);
+    let options =
+        tobj::LoadOptions { triangulate: true, ignore_points: true, ignore_lines: true, ..Default::default() };
+    let loaded = tobj::load_obj_buf(&mut text.as_bytes(), &options, |lib| match mtl(lib) {
+        Ok((name, mtl_text)) => match scan_mtl(&name, &mtl_text) {
+            Ok(()) => tobj::load_mtl_buf(&mut mtl_text.as_bytes()),
+            Err(e) => {
+                mtl_error.borrow_mut().get_or_insert(e);
+                Err(tobj::LoadError::MaterialParseError)
+            }
+        },
+        Err(e @ SceneError::Read { .. }) => {
+            mtl_warnings.borrow_mut().push(format!("{file}: {e}; faces using its materials are grey diffuse"));
+            Err(tobj::LoadError::OpenFileFailed)
+        }
+        Err(e) => {
+            mtl_error.borrow_mut().get_or_insert(e);
+            Err(tobj::LoadError::MaterialParseError)
+        }
+    });
+    if let Some(e) = mtl_error.into_inner() {
+        return Err(e);
+    }
+    warnings.extend(mtl_warnings.into_inner());
+    let (models, mtl_materials) =
+        loaded.map_err(|e| SceneError::Parse { file: file.to_owned(), what: e.to_string() })?;
+    // An Err here is a missing MTL, already warned about above.
+    let mtl_materials = mtl_materials.unwrap_or_default();
+
+    let mut materials: Vec<Material> =
+        mtl_materials.iter().map(|m| material_from_mtl(file, m, &mut warnings)).collect();
+    let defined: HashSet<&str> = mtl_materials.iter().map(|m| m.name.as_str()).collect();
+    for (name, line) in &scan.used_materials {
+        if !defined.contains(name.as_str()) {
+            warnings.push(format!(
+                "{file}:{line}: material `{name}` is not defined in any MTL file; its faces are grey diffuse"
+            ));
+        }
+    }
+
+    let file_normals = if scan.faces_with_normals > 0 && scan.faces_without_normals > 0 {
+        warnings.push(format!(
+            "{file}: {} faces have normals and {} do not; using geometric normals everywhere",
+            scan.faces_with_normals, scan.faces_without_normals
+        ));
+        false
+    } else {
+        scan.faces_with_normals > 0
+    };
+
+    let mut scene = Scene {
+        name: file.to_owned(),
+        triangles: Vec::new(),
+        normals: Vec::new(),
+        material_of: Vec::new(),
+        materials: Vec::new(),
+        camera: Camera::fit(Vec3::ZERO, Vec3::ONE),
+        environment: Vec3::ZERO,
+        skipped_triangles: 0,
+        warnings: Vec::new(),
+    };
+    let mut fallback = None;
+    let bad_index =
+        || SceneError::Parse { file: file.to_owned(), what: "a face refers to a vertex that was not loaded".into() };
+    for model in models.iter().filter(|m| keep_object(&m.name)) {
+        let mesh = &model.mesh;
+        let material = match mesh.material_id {
+            Some(id) if id < mtl_materials.len() => id as u32,
+            _ => *fallback.get_or_insert_with(|| {
+                materials.push(Material::fallback());
+                materials.len() as u32 - 1
+            }),
+        };
+        let has_normals = file_normals && !mesh.normals.is_empty() && mesh.normal_indices.len() == mesh.indices.len();
+        for (face, idx) in mesh.indices.chunks_exact(3).enumerate() {
+            let tri = [
+                vec3(&mesh.positions, idx[0]).ok_or_else(bad_index)?,
+                vec3(&mesh.positions, idx[1]).ok_or_else(bad_index)?,
+                vec3(&mesh.positions, idx[2]).ok_or_else(bad_index)?,
+            ];
+            let Some(n) = geometric_normal(&tri) else {
+                scene.skipped_triangles += 1;
+                continue;
+            };
+            let mut normals = [n; 3];
+            if has_normals {
+                for (k, normal) in normals.iter_mut().enumerate() {
+                    let shading = vec3(&mesh.normals, mesh.normal_indices[3 * face + k]).ok_or_else(bad_index)?;
+                    // A zero or broken normal in the file falls back to the face's own.
+                    if let Some(shading) = shading.try_normalize() {
+                        *normal = shading;
+                    }
+                }
+            }
+            scene.triangles.push(tri);
+            scene.normals.push(normals);
+            scene.material_of.push(material);
+        }
+    }
+    if scene.triangles.is_empty() {
+        return Err(SceneError::Empty { file: file.to_owned(), skipped: scene.skipped_triangles });
+    }
+
+    scene.materials = materials;
+    let (min, max) = scene.bounds();
+    scene.camera = Camera::fit(min, max);
+    // An unlit model would render black; a white sky shows it, and a lit scene keeps its own light.
+    scene.environment = if scene.emitters().is_empty() { Vec3::ONE } else { Vec3::ZERO };
+    scene.warnings = warnings;
+    Ok(scene)
+}
+
+fn vec3(data: &[f32], index: u32) -> Option<Vec3> {
+    let i = 3 * index as usize;
+    data.get(i..i + 3).map(Vec3::from_slice)
+}
+
+/// What the line scan of an OBJ file learned on the way.
+struct ObjScan {
+    /// Each `usemtl` name with the line of its first use.
+    used_materials: Vec<(String, usize)>,
+    faces_with_normals: usize,
+    faces_without_normals: usize,
+}
+
+/// Checks every line that tobj would reject, so the error can name it.
+fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
+    let mut scan = ObjScan { used_materials: Vec::new(), faces_with_normals: 0, faces_without_normals: 0 };
+    // Positions, texture coordinates and normals defined so far: OBJ references count back from these.
+    let mut counts = [0usize; 3];
+    for (i, line) in text.lines().enumerate() {
+        let bad = |what: String| SceneError::Malformed { file: file.to_owned(), line: i + 1, what };
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("v") => {
+                check_position(words).map_err(bad)?;
+                counts[0] += 1;
+            }
+            Some("vt") => {
+                check_numbers(&mut words, 2).map_err(|w| bad(format!("`vt` needs two numbers (u v), got `{w}`")))?;
+                counts[1] += 1;
+            }
+            Some("vn") => {
+                check_numbers(&mut words, 3)
+                    .map_err(|w| bad(format!("`vn` needs three numbers (x y z), got `{w}`")))?;
+                counts[2] += 1;
+            }
+            Some(keyword @ ("f" | "l")) => {
+                let (mut vertices, mut with_normals) = (0, 0);
+                for word in words {
+                    with_normals += usize::from(check_reference(word, counts).map_err(&bad)?);
+                    vertices += 1;
+                }
+                if keyword == "f" {
+                    if vertices < 3 {
+                        return Err(bad(format!("a face needs at least 3 vertices, this one has {vertices}")));
+                    }
+                    if with_normals == vertices {
+                        scan.faces_with_normals += 1;
+                    } else {
+                        scan.faces_without_normals += 1;
+                    }
+                }
+            }
+            Some("usemtl") => {
+                // The name as tobj takes it: everything after the first space.
+                let name = line.split_once(' ').map_or("", |(_, rest)| rest.trim());
+                if name.is_empty() {
+                    return Err(bad("`usemtl` needs a material name after a space".into()));
+                }
+                if !scan.used_materials.iter().any(|(n, _)| n == name) {
+                    scan.used_materials.push((name.to_owned(), i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(scan)
+}
+
+/// `v x y z`, optionally followed by `w` (non-zero) or by a colour `r g b`, as tobj accepts it.
+fn check_position(words: std::str::SplitWhitespace) -> Result<(), String> {
+    let words: Vec<&str> = words.collect();
+    let usage = "expected `v x y z`, optionally followed by `w` or by a colour `r g b`";
+    if words.len() < 3 {
+        return Err(format!("{usage}; got {} values", words.len()));
+    }
+    if let Some(w) = words[..3].iter().find(|w| w.parse::<f32>().is_err()) {
+        return Err(format!("`{w}` is not a number; {usage}"));
+    }
+    match words.len() - 3 {
+        0 | 3 => Ok(()),
+        1 => match words[3].parse::<f32>() {
+            Ok(w) if w != 0.0 => Ok(()),
+            Ok(_) => Err("the weight `w` is 0, which would divide the position by zero".into()),
+            Err(_) => Err(format!("`{}` is not a number; {usage}", words[3])),
+        },
+        _ => Err(format!("{usage}; got {} values", words.len())),
+    }
+}
+
+/// The first `n` words must be numbers; on failure returns the offending word (or "end of line").
+fn check_numbers<'a>(words: &mut impl Iterator<Item = &'a str>, n: usize) -> Result<(), String> {
+    for _ in 0..n {
+        match words.next() {
+            Some(w) if w.parse::<f32>().is_ok() => {}
+            Some(w) => return Err(w.to_owned()),
+            None => return Err("end of line".to_owned()),
+        }
+    }
+    Ok(())
+}
+
+/// One face vertex `v`, `v/vt`, `v//vn` or `v/vt/vn`, each index in range of what is defined so
+/// far (1-based; negative counts back from the last). Returns whether it names a normal.
+fn check_reference(word: &str, counts: [usize; 3]) -> Result<bool, String> {
+    const WHAT: [&str; 3] = ["position", "texture coordinate", "normal"];
+    let parts: Vec<&str> = word.split('/').collect();
+    let usage = "expected v, v/vt, v//vn or v/vt/vn";
+    if parts.len() > 3 || parts[0].is_empty() {
+        return Err(format!("`{word}` is not a face vertex; {usage}"));
+    }
+    for (k, part) in parts.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        let index: isize = part.parse().map_err(|_| format!("`{word}` is not a face vertex; {usage}"))?;
+        let in_range = index != 0 && index.unsigned_abs() <= counts[k];
+        if !in_range {
+            return Err(format!(
+                "{} index {index} in `{word}` is out of range: {} defined so far \
+                 (indices start at 1; negative ones count back from the last)",
+                WHAT[k], counts[k]
+            ));
+        }
+    }
+    Ok(parts.len() == 3 && !parts[2].is_empty())
+}
+
+/// Checks every MTL line that tobj would reject (or panic on), so the error can name it.
+fn scan_mtl(file: &str, text: &str) -> Result<(), SceneError> {
+    for (i, line) in text.lines().enumerate() {
+        let mut words = line.split_whitespace();
+        let Some(keyword) = words.next() else { continue };
+        let mut number = || words.next().and_then(|w| w.parse::<f32>().ok()).filter(|x| x.is_finite());
+        let problem = match keyword {
+            "Ka" | "Kd" | "Ks" | "Ke" | "Tf" => {
+                let valid = [number(), number(), number()].iter().all(|c| c.is_some_and(|c| c >= 0.0));
+                (!valid).then(|| format!("`{keyword}` needs three non-negative numbers (r g b)"))
+            }
+            "Ns" | "Ni" | "d" | "Tr" => number().is_none().then(|| format!("`{keyword}` needs a number")),
+            "illum" => line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|w| w.parse::<u8>().ok())
+                .is_none()
+                .then(|| "`illum` needs an illumination model number (0 to 10)".to_owned()),
+            "newmtl" | "map_Ka" | "map_Kd" | "map_Ks" | "map_Bump" | "map_bump" | "map_Ns" | "map_ns" | "map_NS"
+            | "bump" | "map_d" => {
+                let what = if keyword == "newmtl" { "material" } else { "file" };
+                (line.split_whitespace().count() < 2).then(|| format!("`{keyword}` needs a {what} name"))
+            }
+            _ => None,
+        };
+        if let Some(what) = problem {
+            return Err(SceneError::Malformed { file: file.to_owned(), line: i + 1, what });
+        }
+    }
+    Ok(())
+}
+
+/// Applies the table in the module documentation.
+fn material_from_mtl(file: &str, m: &tobj::Material, warnings: &mut Vec<String>) -> Material {
+    let param = |key: &str| -> Option<Vec<f32>> {
+        m.unknown_param.get(key).map(|v| v.split_whitespace().filter_map(|w| w.parse().ok()).collect())
+    };
+    let rgb = |v: Vec<f32>| (v.len() >= 3).then(|| Vec3::new(v[0], v[1], v[2]));
+    let kd = m.diffuse.map_or(Vec3::splat(0.8), Vec3::from_array);
+    let ks = m.specular.map(Vec3::from_array).filter(|ks| ks.max_element() > 0.0);
+    // Older tobj releases leave `Ke` among the unknown parameters.
+    let emission = m.emissive.map(Vec3::from_array).or_else(|| param("Ke").and_then(rgb)).unwrap_or(Vec3::ZERO);
+    let transmission = param("Tf").and_then(rgb);
+    let tr = param("Tr").and_then(|v| v.first().copied());
+    let illum = m.illumination_model;
+
+    let glass = matches!(illum, Some(4 | 6 | 7)) || m.dissolve.is_some_and(|d| d < 1.0) || tr.is_some_and(|t| t > 0.0);
+    let (kind, albedo, roughness) = if glass {
+        (MaterialKind::Glass, transmission.unwrap_or(Vec3::ONE), 0.0)
+    } else if matches!(illum, Some(3 | 5)) {
+        (MaterialKind::Mirror, ks.unwrap_or(Vec3::ONE), 0.0)
+    } else {
+        match (ks, m.shininess, illum) {
+            (Some(ks), Some(ns), None | Some(2)) if kd.max_element() <= 0.1 => {
+                let roughness = (2.0 / (ns.max(0.0) + 2.0)).sqrt().clamp(0.01, 1.0);
+                (MaterialKind::Glossy, ks, roughness)
+            }
+            _ => (MaterialKind::Diffuse, kd, 1.0),
+        }
+    };
+
+    let ior = match m.optical_density {
+        Some(ni) if ni > 0.0 => ni,
+        Some(ni) => {
+            warnings.push(format!("{file}: material `{}` has Ni {ni}; using 1.5", m.name));
+            1.5
+        }
+        None => 1.5,
+    };
+    if albedo.max_element() > 1.0 {
+        warnings.push(format!(
+            "{file}: material `{}` reflects more light than it receives (albedo {albedo}); clamped to 1",
+            m.name
+        ));
+    }
+    let textures = [
+        ("map_Ka", &m.ambient_texture),
+        ("map_Kd", &m.diffuse_texture),
+        ("map_Ks", &m.specular_texture),
+        ("map_Bump", &m.normal_texture),
+        ("map_Ns", &m.shininess_texture),
+        ("map_d", &m.dissolve_texture),
+    ];
+    for (keyword, texture) in textures {
+        if let Some(texture) = texture {
+            warnings.push(format!(
+                "{file}: material `{}`: textures are not supported; {keyword} `{texture}` is ignored",
+                m.name
+            ));
+        }
+    }
+
+    Material {
+        name: m.name.clone(),
+        kind,
+        albedo: albedo.clamp(Vec3::ZERO, Vec3::ONE),
+        emission,
+        roughness,
+        ior: if kind == MaterialKind::Glass { ior } else { 1.0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUAD: &str = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n";
+
+    fn load(obj: &str, mtl: &str) -> Result<Scene, SceneError> {
+        load_obj_str("test.obj", obj, &[("test.mtl", mtl)])
+    }
+
+    fn malformed_line(result: Result<Scene, SceneError>) -> (usize, String) {
+        match result {
+            Err(e @ SceneError::Malformed { line, .. }) => (line, e.to_string()),
+            other => panic!("expected a malformed-line error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn quad_is_two_triangles_with_geometric_normals_and_a_white_sky() {
+        let scene = load(&format!("{QUAD}f 1 2 3 4\n"), "").unwrap();
+        assert_eq!(scene.triangles.len(), 2);
+        assert_eq!(scene.normals[0], [Vec3::Z; 3]);
+        assert_eq!(scene.materials, vec![Material::fallback()]);
+        assert_eq!(scene.environment, Vec3::ONE, "an unlit OBJ must stay visible");
+        assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
+    }
+
+    #[test]
+    fn malformed_lines_are_reported_with_their_number() {
+        let cases = [
+            ("v 0 0 0\nv 1 x 0\n", 2, "`x` is not a number"),
+            ("v 0 0 0\nv 1 0 0\nvn 0 0\n", 3, "`vn` needs three numbers"),
+            (&format!("{QUAD}f 1 2 5\n"), 5, "position index 5"),
+            (&format!("{QUAD}f 1 2 -5\n"), 5, "position index -5"),
+            (&format!("{QUAD}f 1 0 3\n"), 5, "position index 0"),
+            (&format!("{QUAD}f 1 2\n"), 5, "at least 3 vertices"),
+            (&format!("{QUAD}f 1//1 2//1 3//1\n"), 5, "normal index 1"),
+            (&format!("{QUAD}f 1/a 2 3\n"), 5, "not a face vertex"),
+            (&format!("{QUAD}\nusemtl\nf 1 2 3\n"), 6, "`usemtl` needs a material name"),
+        ];
+        for (obj, line, what) in cases {
+            let (got, message) = malformed_line(load(obj, ""));
+            assert_eq!(got, line, "{message}");
+            assert!(message.starts_with(&format!("test.obj:{line}: ")), "{message}");
+            assert!(message.contains(what), "{message} should say {what}");
+        }
+    }
+
+    #[test]
+    fn relative_indices_and_normals_are_used() {
+        let obj = format!("{QUAD}vn 0 0 -2\nf -4//1 -3//1 -2//1\n");
+        let scene = load(&obj, "").unwrap();
+        assert_eq!(scene.triangles[0], [Vec3::ZERO, Vec3::X, Vec3::new(1.0, 1.0, 0.0)]);
+        assert_eq!(scene.normals[0], [Vec3::NEG_Z; 3], "the file's normals, normalised");
+    }
+
+    #[test]
+    fn malformed_mtl_is_an_error_naming_the_mtl_line_not_a_panic() {
+        let obj = format!("mtllib test.mtl\n{QUAD}usemtl a\nf 1 2 3\n");
+        let (line, message) = malformed_line(load(&obj, "newmtl a\nKd 0.5 0.5\n"));
+        assert_eq!(line, 2);
+        assert!(message.starts_with("test.mtl:2: `Kd` needs three"), "{message}");
+    }
+
+    #[test]
+    fn missing_mtl_and_material_are_warnings_with_the_grey_default() {
+        let obj = format!("mtllib nowhere.mtl\n{QUAD}usemtl red\nf 1 2 3\n");
+        let scene = load(&obj, "").unwrap();
+        assert_eq!(scene.materials, vec![Material::fallback()]);
+        assert_eq!(scene.warnings.len(), 2, "{:?}", scene.warnings);
+        assert!(scene.warnings[0].contains("nowhere.mtl"), "{:?}", scene.warnings);
+        assert!(scene.warnings[1].contains("test.obj:6: material `red` is not defined"), "{:?}", scene.warnings);
+
+        let obj = format!("mtllib test.mtl\n{QUAD}usemtl blue\nf 1 2 3\n");
+        let scene = load(&obj, "newmtl red\nKd 1 0 0\n").unwrap();
+        assert_eq!(scene.material_of, vec![1]);
+        assert_eq!(scene.materials[1], Material::fallback());
+        assert!(scene.warnings[0].contains("`blue` is not defined"), "{:?}", scene.warnings);
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let message = load_obj(Path::new("/no/such/dir/model.obj")).unwrap_err().to_string();
+        assert!(message.contains("/no/such/dir/model.obj"), "{message}");
+    }
+
+    #[test]
+    fn degenerate_and_non_finite_triangles_are_skipped_and_counted() {
+        let obj = format!("{QUAD}v 2 0 0\nv nan 0 0\nf 1 2 3\nf 1 2 5\nf 1 2 6\nf 1 1 3\n");
+        let scene = load(&obj, "").unwrap();
+        assert_eq!(scene.triangles.len(), 1);
+        assert_eq!(scene.skipped_triangles, 3);
+
+        let err = load(&format!("{QUAD}f 1 1 2\n"), "").unwrap_err();
+        assert!(matches!(err, SceneError::Empty { skipped: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn mtl_maps_to_each_kind() {
+        let mtl = "\
+newmtl matte\nKd 0.5 0.25 0.125\n\
+newmtl lamp\nKd 0 0 0\nKe 10 9 8\n\
+newmtl chrome\nillum 3\nKs 0.9 0.9 0.9\n\
+newmtl silver\nillum 5\n\
+newmtl window\nillum 2\nd 0.5\nNi 1.33\nTf 0.9 1 0.9\n\
+newmtl tr\nTr 0.2\n\
+newmtl plastic\nillum 2\nKd 0.01 0.01 0.01\nKs 0.7 0.7 0.7\nNs 198\n\
+newmtl painted\nKd 0.6 0.6 0.6\nKs 0.5 0.5 0.5\nNs 96\nmap_Kd wood.png\n";
+        let names = ["matte", "lamp", "chrome", "silver", "window", "tr", "plastic", "painted"];
+        let mut obj = format!("mtllib test.mtl\n{QUAD}");
+        for name in names {
+            obj += &format!("usemtl {name}\nf 1 2 3\n");
+        }
+        let scene = load(&obj, mtl).unwrap();
+        let by_name = |n: &str| scene.materials.iter().find(|m| m.name == n).unwrap().clone();
+
+        assert_eq!(by_name("matte").kind, MaterialKind::Diffuse);
+        assert_eq!(by_name("matte").albedo, Vec3::new(0.5, 0.25, 0.125));
+        assert_eq!(by_name("lamp").emission, Vec3::new(10.0, 9.0, 8.0));
+        assert_eq!((by_name("chrome").kind, by_name("chrome").albedo), (MaterialKind::Mirror, Vec3::splat(0.9)));
+        assert_eq!((by_name("silver").kind, by_name("silver").albedo), (MaterialKind::Mirror, Vec3::ONE));
+        let window = by_name("window");
+        assert_eq!((window.kind, window.ior, window.albedo), (MaterialKind::Glass, 1.33, Vec3::new(0.9, 1.0, 0.9)));
+        assert_eq!(
+            (by_name("tr").kind, by_name("tr").ior, by_name("tr").albedo),
+            (MaterialKind::Glass, 1.5, Vec3::ONE)
+        );
+        let plastic = by_name("plastic");
+        assert_eq!(plastic.kind, MaterialKind::Glossy);
+        assert!((plastic.roughness - 0.1).abs() < 1e-6, "{}", plastic.roughness);
+        assert_eq!(by_name("painted").kind, MaterialKind::Diffuse, "a bright Kd stays diffuse");
+        assert!(scene.warnings.iter().any(|w| w.contains("map_Kd `wood.png` is ignored")), "{:?}", scene.warnings);
+        assert_eq!(scene.environment, Vec3::ZERO, "a lit scene keeps its own light");
+        assert_eq!(scene.emitters(), vec![1]);
+    }
+}
