@@ -6,5 +6,8 @@
 //! that the CLI's `reap verify` and the tests share.
 
 pub mod bench;
+pub mod bvh;
 pub mod compaction;
+pub mod scene;
+pub mod trace;
 pub mod verify;

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use reap::compaction::{Algorithm, Backend, BackendKind, CpuBackend, Operation};
 use reap::verify::{self, Harness};
 
+mod render_cmd;
+
 #[derive(Parser)]
 #[command(
     name = "reap",
@@ -35,6 +37,8 @@ enum Command {
     /// Measure algorithms beside the copy roofline.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Path-trace a scene headless (wavefront, compaction after every bounce and traversal level).
+    Render(render_cmd::RenderArgs),
 }
 
 #[derive(Subcommand)]
@@ -46,6 +50,8 @@ enum BenchCommand {
         /// The --out folder of an earlier `reap bench compaction` run.
         dir: std::path::PathBuf,
     },
+    /// Path-trace scenes with every traversal mode x compaction choice: Mrays/s and compaction's share.
+    Render(render_cmd::RenderBenchArgs),
 }
 
 /// A count written plainly or as a power of two (`2^22`).
@@ -166,12 +172,15 @@ struct VerifyArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        None => {
-            print_catalog();
-            println!();
-            println!("usage: reap algorithms | reap verify [--backend cpu] [--algorithm NAME|all] ... (reap --help)");
-            Ok(true)
-        }
+        // Until the viewer exists, the main job is a render of the default scene.
+        None => match Cli::try_parse_from(["reap", "render"]) {
+            Ok(Cli { command: Some(Command::Render(mut args)) }) => {
+                println!("reap: rendering the Cornell box to render.png (`reap --help` lists every command)");
+                args.first_run = true;
+                render_cmd::run(args)
+            }
+            _ => unreachable!("`reap render` parses with its defaults"),
+        },
         Some(Command::Algorithms) => {
             print_catalog();
             Ok(true)
@@ -179,6 +188,8 @@ fn main() -> ExitCode {
         Some(Command::Verify(args)) => run_verify(args),
         Some(Command::Bench(BenchCommand::Compaction(args))) => run_bench(args),
         Some(Command::Bench(BenchCommand::Report { dir })) => rerun_report(&dir),
+        Some(Command::Render(args)) => render_cmd::run(args),
+        Some(Command::Bench(BenchCommand::Render(args))) => render_cmd::bench(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

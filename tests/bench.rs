@@ -49,6 +49,14 @@ fn bench_compaction_on_the_cpu_writes_every_file() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
         .collect();
     assert!(leftovers.is_empty(), "temporary files left behind");
+
+    // `reap bench report` draws the same report again from results.json alone.
+    std::fs::remove_file(dir.join("report.md")).expect("remove report.md");
+    std::fs::remove_file(dir.join("time_vs_density.png")).expect("remove a plot");
+    let out = reap().args(["bench", "report"]).arg(&dir).output().expect("run reap");
+    assert!(out.status.success(), "reap bench report failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.join("report.md")).expect("report.md again"), md);
+    assert!(dir.join("time_vs_density.png").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

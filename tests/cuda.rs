@@ -39,6 +39,8 @@ fn every_kernel_compiles_with_nvrtc() {
             }
         }
     }
+    // The tracer's stages do not depend on the element or keep rule.
+    jobs.push((&runtime::WAVEFRONT, Variant::new(4, KeepMode::Flags)));
     let failures: Vec<String> = jobs
         .par_iter()
         .filter_map(|(source, v)| runtime::compile(source, v, "compute_90").err().map(|e| format!("{v:?}: {e}")))
@@ -63,4 +65,54 @@ fn cuda_backend_passes_the_verify_suite_on_small_sizes() {
     if let Some(b) = gpu() {
         common::verify_small(&b);
     }
+}
+
+/// The path tracer on the GPU: every compaction choice renders the same bits,
+/// and the image agrees with the CPU engine's within noise (the arithmetic is
+/// the same; only fused multiply-adds differ).
+#[test]
+fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
+    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
+    use reap::trace::layout::{CameraLayout, Packed};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (64, 48);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut settings = RenderSettings {
+        width: w,
+        height: h,
+        spp: 4,
+        max_bounces: 6,
+        traversal: Traversal::BreadthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        max_frontier: 1 << 26,
+    };
+    let choices = Compaction::choices(&b);
+    let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let mut images = Vec::new();
+    for traversal in Traversal::ALL {
+        for c in &choices {
+            settings.traversal = traversal;
+            settings.compact_paths = Compaction::parse(c, gpu_engine.backend(), "paths").unwrap();
+            settings.compact_frontier = settings.compact_paths;
+            gpu_engine.reset().unwrap();
+            render(&mut gpu_engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{c} {traversal:?}: {e}"));
+            images.push((format!("{c} {}", traversal.name()), gpu_engine.image().unwrap()));
+        }
+    }
+    let (first_name, first) = &images[0];
+    for (name, img) in &images[1..] {
+        let same = bytemuck::cast_slice::<[f32; 4], u32>(img) == bytemuck::cast_slice::<[f32; 4], u32>(first);
+        assert!(same, "{name} renders a different image than {first_name}");
+    }
+    let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 6);
+    render(&mut cpu, &settings, |_| {}).unwrap();
+    let cpu_img = cpu.image().unwrap();
+    let mean = |img: &[[f32; 4]]| img.iter().map(|p| (p[0] + p[1] + p[2]) as f64 / p[3] as f64).sum::<f64>();
+    let (g, c) = (mean(first), mean(&cpu_img));
+    assert!((g - c).abs() <= 1e-3 * c.abs(), "GPU mean {g} vs CPU mean {c}");
 }

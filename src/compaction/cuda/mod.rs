@@ -39,6 +39,23 @@ impl<T> CudaBuffer<T> {
     pub fn len(&self) -> u64 {
         self.len
     }
+    /// Elements the allocation holds; `len` may be set anywhere up to it.
+    pub fn capacity(&self) -> u64 {
+        (self.raw.len() / std::mem::size_of::<T>().max(1)) as u64
+    }
+    /// Sets the length the library sees (a queue that shrinks and grows
+    /// between calls keeps one allocation); the contents stay as they were.
+    pub fn set_len(&mut self, len: u64) -> Result<()> {
+        if len > self.capacity() {
+            return Err(Error::LengthMismatch {
+                what: "buffer length above its capacity",
+                expected: self.capacity(),
+                actual: len,
+            });
+        }
+        self.len = len;
+        Ok(())
+    }
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -114,7 +114,11 @@ macro_rules! kernel_source {
 
 /// Headers that kernel sources `#include "…"`; resolved here because NVRTC
 /// gets one string, not a folder.
-const HEADERS: &[Source] = &[kernel_source!("compaction/common.cuh"), kernel_source!("compaction/single_pass.cuh")];
+const HEADERS: &[Source] = &[
+    kernel_source!("compaction/common.cuh"),
+    kernel_source!("compaction/single_pass.cuh"),
+    kernel_source!("trace/common.cuh"),
+];
 
 pub const LOOKBACK: Source = kernel_source!("compaction/lookback.cu");
 pub const CHAINED: Source = kernel_source!("compaction/chained.cu");
@@ -129,6 +133,9 @@ pub const REDZONE: Source = kernel_source!("compaction/redzone.cu");
 pub const SORT: Source = kernel_source!("compaction/sort.cu");
 /// The benchmark's marking phase for Redzone's competitors (seed 004 §5).
 pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu");
+
+/// The wavefront path tracer's stages (src/trace/).
+pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu");
 
 /// Every kernel source, for the compile-everything test.
 pub const SOURCES: &[Source] =
@@ -184,22 +191,25 @@ pub fn translation_unit(source: &Source, v: &Variant) -> String {
         tu.push_str(&format!("#define {name} {value}\n"));
     }
     let mut seen = Vec::new();
-    inline_includes(source.text, v, &mut seen, &mut tu);
+    inline_includes(source, v, &mut seen, &mut tu);
     tu
 }
 
 /// Appends `text` with its `#include "…"` lines replaced by the headers'
 /// text, each header once (they all `#pragma once`).
-fn inline_includes(text: &str, v: &Variant, seen: &mut Vec<&'static str>, tu: &mut String) {
-    for line in text.lines() {
+fn inline_includes(source: &Source, v: &Variant, seen: &mut Vec<&'static str>, tu: &mut String) {
+    // Includes resolve against the including file's folder, as a compiler's would.
+    let folder = source.name.rsplit_once('/').map_or("", |(f, _)| f);
+    for line in source.text.lines() {
         let include = line.trim().strip_prefix("#include \"").and_then(|r| r.strip_suffix('"'));
-        match include.and_then(|name| HEADERS.iter().find(|h| h.name.ends_with(name))) {
+        let path = include.map(|name| joined(folder, name));
+        match path.and_then(|path| HEADERS.iter().find(|h| h.name == path)) {
             Some(header) => {
                 if seen.contains(&header.name) {
                     continue;
                 }
                 seen.push(header.name);
-                inline_includes(header.text, v, seen, tu);
+                inline_includes(header, v, seen, tu);
                 // The predicate follows the common header, which declares Elem.
                 if header.name.ends_with("common.cuh") && v.keep == KeepMode::Predicate {
                     if let Some(p) = &v.predicate {
@@ -214,6 +224,21 @@ fn inline_includes(text: &str, v: &Variant, seen: &mut Vec<&'static str>, tu: &m
             }
         }
     }
+}
+
+/// `folder/name` with `..` steps taken ("bench" + "../compaction/common.cuh").
+fn joined(folder: &str, name: &str) -> String {
+    let mut parts: Vec<&str> = folder.split('/').filter(|p| !p.is_empty()).collect();
+    for part in name.split('/') {
+        match part {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
 }
 
 /// Compiles one variant to PTX for `arch` (e.g. "sm_90"; "compute_90" without a GPU).

@@ -1,0 +1,151 @@
+// Shared by the wavefront path tracer's kernels (wavefront.cu): the scene and
+// path-state layouts, the per-(pixel, sample, bounce) random numbers, and the
+// ray-box and ray-triangle tests. Each struct has a #[repr(C)] twin in
+// src/trace/layout.rs: keep the two in sync. The CPU twin of every function
+// here is in src/trace/shading.rs, with the same names.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// A dead queue slot, a dead frontier item, and a miss.
+#define TRACE_DEAD32 0xffffffffu
+#define TRACE_DEAD64 0xffffffffffffffffull
+#define TRACE_INF __int_as_float(0x7f800000)
+
+#define MAT_DIFFUSE 0
+#define MAT_MIRROR 1
+#define MAT_GLASS 2
+#define MAT_GLOSSY 3
+
+// Path flag: the last bounce was specular, so an emitter hit next is counted
+// (next-event estimation could not sample it).
+#define PATH_SPECULAR 1u
+
+struct Node {  // src/bvh/mod.rs `Node`
+    float lo[3];
+    u32 first;
+    float hi[3];
+    u32 count;
+};
+
+struct Tri {  // v0, edges v1 - v0 and v2 - v0, in BVH order
+    float v0[3];
+    u32 material;
+    float e1[3];
+    u32 pad0;
+    float e2[3];
+    u32 pad1;
+};
+
+struct Material {
+    float albedo[3];
+    u32 kind;
+    float emission[3];
+    float roughness;
+    float ior;
+    u32 emissive;
+    u32 pad[2];
+};
+
+struct Scene {
+    const Node* nodes;
+    const Tri* tris;
+    const float* normals;  // 9 floats per triangle: the three vertex normals
+    const Material* materials;
+    const u32* light_tris;  // emitting triangles
+    const float* light_cdf;  // inclusive, by area, last entry 1
+    u32 light_count;
+    float light_area;  // total emitting area
+    float env[3];  // radiance of every escaping ray
+    float eps;  // origin offset along the normal, scaled to the scene
+};
+
+struct Camera {
+    float origin[3];
+    float pad0;
+    float forward[3];  // unit
+    float pad1;
+    float right[3];  // scaled by tan(vfov / 2) * aspect
+    float pad2;
+    float up[3];  // scaled by tan(vfov / 2)
+    float pad3;
+};
+
+// Structure of arrays, indexed by path id (= pixel).
+struct Paths {
+    float4* origin;
+    float4* dir;
+    float4* throughput;
+    float4* radiance;
+    u64* hit;  // closest-hit key: float bits of t << 32 | triangle; TRACE_DEAD64 is a miss
+    float4* shadow_dir;  // w: the shadow ray's length; 0 when the path has none
+    float4* shadow_radiance;  // added when the shadow ray arrives unoccluded
+    u32* occluded;
+    u32* flags;
+};
+
+__device__ __forceinline__ float3 f3(const float* a) { return make_float3(a[0], a[1], a[2]); }
+__device__ __forceinline__ float3 f3(float4 a) { return make_float3(a.x, a.y, a.z); }
+__device__ __forceinline__ float4 f4(float3 a, float w) { return make_float4(a.x, a.y, a.z, w); }
+__device__ __forceinline__ float3 operator+(float3 a, float3 b) { return make_float3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__device__ __forceinline__ float3 operator-(float3 a, float3 b) { return make_float3(a.x - b.x, a.y - b.y, a.z - b.z); }
+__device__ __forceinline__ float3 operator-(float3 a) { return make_float3(-a.x, -a.y, -a.z); }
+__device__ __forceinline__ float3 operator*(float3 a, float3 b) { return make_float3(a.x * b.x, a.y * b.y, a.z * b.z); }
+__device__ __forceinline__ float3 operator*(float3 a, float s) { return make_float3(a.x * s, a.y * s, a.z * s); }
+__device__ __forceinline__ float dot(float3 a, float3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+__device__ __forceinline__ float3 cross(float3 a, float3 b) {
+    return make_float3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+__device__ __forceinline__ float3 normalize(float3 a) { return a * (1.0f / sqrtf(dot(a, a))); }
+__device__ __forceinline__ float max3(float3 a) { return fmaxf(a.x, fmaxf(a.y, a.z)); }
+
+// PCG hash (Jarzynski & Olano 2020).
+__device__ __forceinline__ u32 pcg(u32 v) {
+    u32 s = v * 747796405u + 2891336453u;
+    u32 w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return (w >> 22u) ^ w;
+}
+
+// A uniform number in [0, 1) that depends only on (pixel, sample, bounce,
+// dimension, seed), never on the path's queue slot: this is what makes every
+// compaction algorithm render the same image.
+__device__ __forceinline__ float rnd(u32 pixel, u32 sample, u32 bounce, u32 dim, u32 seed) {
+    u32 h = pcg(seed ^ pcg(pixel ^ pcg(sample ^ pcg(bounce * 64u + dim))));
+    return (float)(h >> 8) * (1.0f / 16777216.0f);
+}
+
+// Entry distance of the ray into the box if it enters before tmax, else -1.
+__device__ __forceinline__ float hit_box(const Node& n, float3 o, float3 inv, float tmax) {
+    float tx0 = (n.lo[0] - o.x) * inv.x, tx1 = (n.hi[0] - o.x) * inv.x;
+    float ty0 = (n.lo[1] - o.y) * inv.y, ty1 = (n.hi[1] - o.y) * inv.y;
+    float tz0 = (n.lo[2] - o.z) * inv.z, tz1 = (n.hi[2] - o.z) * inv.z;
+    float t0 = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
+    float t1 = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fminf(fmaxf(tz0, tz1), tmax));
+    return t0 <= t1 ? t0 : -1.0f;
+}
+
+// Möller-Trumbore. Degenerate triangles were dropped at load, so only det == 0
+// (a ray in the triangle's plane) is rejected.
+__device__ __forceinline__ bool hit_tri(const Tri& tr, float3 o, float3 d, float* t, float* u, float* v) {
+    float3 e1 = f3(tr.e1), e2 = f3(tr.e2);
+    float3 p = cross(d, e2);
+    float det = dot(e1, p);
+    if (det == 0.0f) return false;
+    float inv = 1.0f / det;
+    float3 s = o - f3(tr.v0);
+    *u = dot(s, p) * inv;
+    if (*u < 0.0f || *u > 1.0f) return false;
+    float3 q = cross(s, e1);
+    *v = dot(d, q) * inv;
+    if (*v < 0.0f || *u + *v > 1.0f) return false;
+    *t = dot(e2, q) * inv;
+    return *t > 0.0f && *t < TRACE_INF;  // finite: a hit at infinity has no point to shade
+}
+
+// Hits order by (t, triangle), so the closest hit is unique and both
+// traversal modes find the same one.
+__device__ __forceinline__ u64 hit_key(float t, u32 tri) { return ((u64)__float_as_uint(t) << 32) | tri; }
+__device__ __forceinline__ float key_dist(u64 key, float none) {
+    return key == TRACE_DEAD64 ? none : __uint_as_float((u32)(key >> 32));
+}

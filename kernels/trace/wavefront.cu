@@ -1,0 +1,326 @@
+// The wavefront path tracer's stages (src/trace/mod.rs runs them in order;
+// src/trace/cpu.rs is the CPU twin of each kernel). One path per pixel per
+// sample; state in structure-of-arrays indexed by path id; the live-path queue
+// holds path ids, TRACE_DEAD32 marks a dead slot, and the library's
+// compaction removes dead slots between bounces. Breadth-first traversal works
+// on a frontier of (path << 32 | node) items, TRACE_DEAD64 marking dead ones.
+#include "common.cuh"
+
+#define STACK 64
+
+__device__ __forceinline__ float3 inv_dir(float3 d) { return make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z); }
+
+// Camera rays for one sample: path i is pixel i.
+extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 sample, u32 seed,
+                                        u32* queue) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= width * height) return;
+    float x = ((float)(i % width) + rnd(i, sample, 0, 60, seed)) / (float)width;
+    float y = ((float)(i / width) + rnd(i, sample, 0, 61, seed)) / (float)height;
+    float3 d = normalize(f3(cam.forward) + f3(cam.right) * (2.0f * x - 1.0f) + f3(cam.up) * (1.0f - 2.0f * y));
+    p.origin[i] = f4(f3(cam.origin), 0.0f);
+    p.dir[i] = f4(d, 0.0f);
+    p.throughput[i] = make_float4(1.0f, 1.0f, 1.0f, 0.0f);
+    p.radiance[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    p.flags[i] = PATH_SPECULAR;  // an emitter seen directly counts
+    queue[i] = i;
+}
+
+// Triangles [first, first + count) against the ray: the closest-hit key, or
+// (any_hit) whether one lies before tmax. A closest-hit candidate at exactly
+// tmax (the best t so far) still competes on its index, so ties resolve the
+// same whatever order leaves are visited in.
+__device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, float3 d, float tmax, bool any_hit,
+                                     u64* best) {
+    for (u32 k = n.first; k < n.first + n.count; k++) {
+        float t, u, v;
+        if (hit_tri(s.tris[k], o, d, &t, &u, &v) && (t < tmax || (!any_hit && t == tmax))) {
+            if (any_hit) return true;
+            u64 key = hit_key(t, k);
+            if (key < *best) *best = key;
+        }
+    }
+    return false;
+}
+
+// Depth-first traversal with a per-ray stack, nearer child first: the
+// baseline. Closest hit into p.hit, or (shadow) the shadow ray's occlusion.
+extern "C" __global__ void trace_depth_first(Scene s, Paths p, const u32* queue, u64 n, u32 shadow) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 path = queue[i];
+    if (path == TRACE_DEAD32) return;
+    float3 o = f3(p.origin[path]);
+    float3 d;
+    float tmax;
+    if (shadow) {
+        float4 sd = p.shadow_dir[path];
+        if (sd.w <= 0.0f) return;
+        d = f3(sd);
+        tmax = sd.w;
+    } else {
+        d = f3(p.dir[path]);
+        tmax = TRACE_INF;
+    }
+    float3 inv = inv_dir(d);
+    u64 best = TRACE_DEAD64;
+    bool occluded = false;
+    u32 stack[STACK];
+    u32 sp = 0;
+    if (hit_box(s.nodes[0], o, inv, tmax) >= 0.0f) stack[sp++] = 0;
+    while (sp > 0) {
+        Node nd = s.nodes[stack[--sp]];
+        float limit = key_dist(best, tmax);
+        if (nd.count > 0) {
+            if (leaf(s, nd, o, d, limit, shadow != 0, &best)) {
+                occluded = true;
+                break;
+            }
+            continue;
+        }
+        float t0 = hit_box(s.nodes[nd.first], o, inv, limit);
+        float t1 = hit_box(s.nodes[nd.first + 1], o, inv, limit);
+        // Push the farther child first so the nearer is taken next.
+        if (t0 >= 0.0f && t1 >= 0.0f) {
+            bool near0 = t0 <= t1;
+            stack[sp++] = near0 ? nd.first + 1 : nd.first;
+            stack[sp++] = near0 ? nd.first : nd.first + 1;
+        } else if (t0 >= 0.0f) {
+            stack[sp++] = nd.first;
+        } else if (t1 >= 0.0f) {
+            stack[sp++] = nd.first + 1;
+        }
+    }
+    if (shadow) p.occluded[path] = occluded;
+    else p.hit[path] = best;
+}
+
+// Breadth-first, level 0: one item (path, root) per queued path whose ray
+// enters the root's box; dead otherwise. Resets the per-path result.
+extern "C" __global__ void trace_bf_init(Scene s, Paths p, const u32* queue, u64 n, u32 shadow, u64* frontier) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 path = queue[i];
+    u64 item = TRACE_DEAD64;
+    if (path != TRACE_DEAD32) {
+        float3 o = f3(p.origin[path]);
+        float3 d;
+        float tmax = TRACE_INF;
+        bool ray = true;
+        if (shadow) {
+            float4 sd = p.shadow_dir[path];
+            d = f3(sd);
+            tmax = sd.w;
+            ray = sd.w > 0.0f;
+            p.occluded[path] = 0;
+        } else {
+            d = f3(p.dir[path]);
+            p.hit[path] = TRACE_DEAD64;
+        }
+        if (ray && hit_box(s.nodes[0], o, inv_dir(d), tmax) >= 0.0f) item = (u64)path << 32;
+    }
+    frontier[i] = item;
+}
+
+// Breadth-first, one level: item i of the frontier writes its children that
+// the ray enters (before the path's current closest hit: farther nodes are
+// culled) to out[2i] and out[2i + 1], dead slots otherwise; a leaf tests its
+// triangles and merges its hit with an atomic min on the key, which keeps the
+// result independent of the order items run in.
+extern "C" __global__ void trace_bf_expand(Scene s, Paths p, const u64* frontier, u64 m, u32 shadow, u64* out) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    u64 item = frontier[i];
+    u64 a = TRACE_DEAD64, b = TRACE_DEAD64;
+    if (item != TRACE_DEAD64) {
+        u32 path = (u32)(item >> 32);
+        Node nd = s.nodes[(u32)item];
+        float3 o = f3(p.origin[path]);
+        float3 d;
+        float limit;
+        bool live = true;
+        if (shadow) {
+            float4 sd = p.shadow_dir[path];
+            d = f3(sd);
+            limit = sd.w;
+            // Another item of this path may have found a blocker already.
+            live = *(volatile u32*)&p.occluded[path] == 0;
+        } else {
+            d = f3(p.dir[path]);
+            limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
+        }
+        if (live && nd.count > 0) {
+            u64 best = TRACE_DEAD64;
+            if (leaf(s, nd, o, d, limit, shadow != 0, &best)) p.occluded[path] = 1;
+            else if (best != TRACE_DEAD64) atomicMin(&p.hit[path], best);
+        } else if (live) {
+            float3 inv = inv_dir(d);
+            if (hit_box(s.nodes[nd.first], o, inv, limit) >= 0.0f) a = ((u64)path << 32) | nd.first;
+            if (hit_box(s.nodes[nd.first + 1], o, inv, limit) >= 0.0f) b = ((u64)path << 32) | (nd.first + 1);
+        }
+    }
+    out[2 * i] = a;
+    out[2 * i + 1] = b;
+}
+
+__device__ __forceinline__ float3 reflect(float3 d, float3 n) { return d - n * (2.0f * dot(d, n)); }
+
+// A direction around n with density cos / pi.
+__device__ __forceinline__ float3 cosine_around(float3 n, float r1, float r2) {
+    float phi = 6.28318530718f * r1;
+    float r = sqrtf(r2);
+    float3 t = fabsf(n.x) > 0.9f ? make_float3(0.0f, 1.0f, 0.0f) : make_float3(1.0f, 0.0f, 0.0f);
+    float3 bx = normalize(cross(t, n));
+    float3 by = cross(n, bx);
+    return normalize(bx * (r * cosf(phi)) + by * (r * sinf(phi)) + n * sqrtf(fmaxf(0.0f, 1.0f - r2)));
+}
+
+// What shading one path decided.
+struct Shaded {
+    bool alive;
+    bool shadow;
+};
+
+__device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 bounce, u32 max_bounces, u32 seed) {
+    Shaded out = {false, false};
+    float3 T = f3(p.throughput[path]);
+    float3 L = f3(p.radiance[path]);
+    u64 key = p.hit[path];
+    p.shadow_dir[path] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (key == TRACE_DEAD64) {  // escaped
+        p.radiance[path] = f4(L + T * f3(s.env), 0.0f);
+        return out;
+    }
+    float3 o = f3(p.origin[path]), d = f3(p.dir[path]);
+    u32 k = (u32)key;
+    const Tri& tr = s.tris[k];
+    const Material& m = s.materials[tr.material];
+    float t, u, v;
+    hit_tri(tr, o, d, &t, &u, &v);  // again, for the barycentrics
+    t = key_dist(key, 0.0f);
+    float3 x = o + d * t;
+    float3 ng = normalize(cross(f3(tr.e1), f3(tr.e2)));
+    const float* nv = s.normals + 9 * (u64)k;
+    float3 ns = normalize(f3(nv) * (1.0f - u - v) + f3(nv + 3) * u + f3(nv + 6) * v);
+    bool front = dot(ng, d) < 0.0f;
+    if (!front) {
+        ng = -ng;
+        ns = -ns;
+    }
+    if (dot(ns, d) >= 0.0f) ns = ng;  // a shading normal facing away would leak light
+    if (m.emissive && (p.flags[path] & PATH_SPECULAR)) L = L + T * f3(m.emission);
+
+    float3 albedo = f3(m.albedo);
+    float3 wi;
+    bool above = true;  // the new ray leaves on the side the ray came from
+    u32 flags = PATH_SPECULAR;
+    if (m.kind == MAT_DIFFUSE) {
+        flags = 0;
+        if (s.light_count > 0) {  // next-event estimation: one point on one emitter, by area
+            float r = rnd(path, sample, bounce, 0, seed);
+            u32 lo = 0, hi = s.light_count - 1;
+            while (lo < hi) {
+                u32 mid = (lo + hi) / 2;
+                if (s.light_cdf[mid] <= r) lo = mid + 1;
+                else hi = mid;
+            }
+            u32 lk = s.light_tris[lo];
+            const Tri& lt = s.tris[lk];
+            float r1 = rnd(path, sample, bounce, 1, seed), r2 = rnd(path, sample, bounce, 2, seed);
+            float su = sqrtf(r1);
+            float3 lp = f3(lt.v0) + f3(lt.e1) * (su * (1.0f - r2)) + f3(lt.e2) * (su * r2);
+            float3 nl = normalize(cross(f3(lt.e1), f3(lt.e2)));
+            float3 xo = x + ng * s.eps;
+            float3 w = lp - xo;
+            float dist2 = dot(w, w);
+            float dist = sqrtf(dist2);
+            w = w * (1.0f / dist);
+            float cx = dot(ns, w), cl = fabsf(dot(nl, w));
+            if (cx > 0.0f && cl > 0.0f && dot(ng, w) > 0.0f) {
+                float3 le = f3(s.materials[lt.material].emission);
+                float g = cx * cl / dist2 * s.light_area * 0.318309886f;
+                p.shadow_dir[path] = f4(w, dist * (1.0f - 1e-4f));
+                p.shadow_radiance[path] = f4(T * albedo * le * g, 0.0f);
+                out.shadow = true;
+            }
+        }
+        wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+    } else if (m.kind == MAT_MIRROR) {
+        wi = reflect(d, ns);
+    } else if (m.kind == MAT_GLOSSY) {
+        float z = 1.0f - 2.0f * rnd(path, sample, bounce, 3, seed);
+        float phi = 6.28318530718f * rnd(path, sample, bounce, 4, seed);
+        float rr = sqrtf(fmaxf(0.0f, 1.0f - z * z));
+        float3 jitter = make_float3(rr * cosf(phi), rr * sinf(phi), z);
+        wi = normalize(reflect(d, ns) + jitter * m.roughness);
+    } else {  // glass: reflect or refract by Fresnel (Schlick)
+        float eta = front ? 1.0f / m.ior : m.ior;
+        float cosi = -dot(d, ns);
+        float sin2t = eta * eta * (1.0f - cosi * cosi);
+        float r0 = (1.0f - m.ior) / (1.0f + m.ior);
+        r0 = r0 * r0;
+        float c = 1.0f - cosi;
+        float fresnel = r0 + (1.0f - r0) * c * c * c * c * c;
+        if (sin2t >= 1.0f || rnd(path, sample, bounce, 5, seed) < fresnel) {
+            wi = reflect(d, ns);
+        } else {
+            wi = normalize(d * eta + ns * (eta * cosi - sqrtf(1.0f - sin2t)));
+            above = false;
+        }
+    }
+    T = T * albedo;
+    bool alive = above ? dot(wi, ng) > 0.0f : dot(wi, ng) < 0.0f;
+    if (alive && bounce >= 3) {  // Russian roulette
+        float q = fminf(max3(T), 0.95f);
+        if (rnd(path, sample, bounce, 6, seed) >= q) alive = false;
+        else T = T * (1.0f / q);
+    }
+    if (bounce + 1 >= max_bounces) alive = false;
+    p.radiance[path] = f4(L, 0.0f);
+    p.throughput[path] = f4(T, 0.0f);
+    p.origin[path] = f4(x + ng * (above ? s.eps : -s.eps), 0.0f);
+    p.dir[path] = f4(wi, 0.0f);
+    p.flags[path] = flags;
+    out.alive = alive;
+    return out;
+}
+
+// Shading of every queued path: next[i] keeps the path id while the path
+// lives, TRACE_DEAD32 once it escaped, was absorbed or was terminated.
+// counters[2 * bounce] counts the paths still alive, counters[2 * bounce + 1]
+// the shadow rays cast.
+extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u64 n, u32* next, u32 sample, u32 bounce,
+                                       u32 max_bounces, u32 seed, u32* counters) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    Shaded r = {false, false};
+    if (i < n) {
+        u32 path = queue[i];
+        if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, seed);
+        next[i] = r.alive ? path : TRACE_DEAD32;
+    }
+    // One atomic per block and counter (every thread reaches the barriers).
+    u32 alive = __syncthreads_count(r.alive);
+    u32 shadows = __syncthreads_count(r.shadow);
+    if (threadIdx.x == 0) {
+        if (alive) atomicAdd(&counters[2 * bounce], alive);
+        if (shadows) atomicAdd(&counters[2 * bounce + 1], shadows);
+    }
+}
+
+// Next-event estimation, last step: unoccluded shadow rays add their light.
+extern "C" __global__ void trace_nee(Paths p, const u32* queue, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 path = queue[i];
+    if (path == TRACE_DEAD32 || p.shadow_dir[path].w <= 0.0f || p.occluded[path]) return;
+    float4 L = p.radiance[path], add = p.shadow_radiance[path];
+    p.radiance[path] = make_float4(L.x + add.x, L.y + add.y, L.z + add.z, 0.0f);
+}
+
+// The sample's radiance into the per-pixel sum.
+extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 pixels) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= pixels) return;
+    float4 s = sum[i], L = p.radiance[i];
+    sum[i] = make_float4(s.x + L.x, s.y + L.y, s.z + L.z, s.w + 1.0f);
+}

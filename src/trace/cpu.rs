@@ -1,0 +1,524 @@
+//! The wavefront stages on the CPU: the twin of `kernels/trace/wavefront.cu`,
+//! one rayon loop per kernel over the same buffers in the same order, each
+//! calling the per-path function of the same name in `shading.rs` (`shade_one`
+//! for `trace_shade`, as on the GPU). It is the reference the GPU engine is
+//! checked against and what runs without a GPU.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use glam::Vec4;
+use rayon::prelude::*;
+
+use crate::compaction::{CpuBackend, Element, Error};
+use crate::trace::layout::{CameraLayout, Packed};
+use crate::trace::shading::{
+    PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_bf_expand, trace_bf_init, trace_camera,
+    trace_depth_first, trace_nee,
+};
+use crate::trace::{DEAD32, Engine, FrameEnd, StageId, TraceError, TraceResult, ms};
+
+/// The CPU engine: the scene and the path state in host memory.
+pub struct CpuEngine {
+    backend: CpuBackend,
+    scene: Packed,
+    camera: CameraLayout,
+    width: u32,
+    height: u32,
+    seed: u32,
+    max_bounces: u32,
+    paths: Paths,
+    claims: Claims,
+    sum: Vec<[f32; 4]>,
+    /// [alive, shadow rays] per bounce of the current frame.
+    counters: Vec<u32>,
+    stages: Vec<(StageId, f64)>,
+}
+
+impl CpuEngine {
+    /// An engine for `width` x `height` pixels (one path each) over `scene`,
+    /// seen through `camera`. `seed` and `max_bounces` are the render's: the
+    /// stages take them from here, as the GPU engine's do, so pass the values
+    /// of the [`RenderSettings`](crate::trace::RenderSettings) given to `render`.
+    pub fn new(
+        backend: CpuBackend,
+        scene: Packed,
+        camera: CameraLayout,
+        width: u32,
+        height: u32,
+        seed: u32,
+        max_bounces: u32,
+    ) -> Self {
+        let pixels = width as usize * height as usize;
+        CpuEngine {
+            backend,
+            scene,
+            camera,
+            width,
+            height,
+            seed,
+            max_bounces,
+            paths: Paths::new(pixels),
+            claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
+            sum: vec![[0.0; 4]; pixels],
+            counters: Vec::new(),
+            stages: Vec::new(),
+        }
+    }
+}
+
+/// Every path's state for writing, in path order, without locks: each item
+/// borrows a different index of every field.
+fn paths_mut(p: &mut Paths) -> impl IndexedParallelIterator<Item = PathMut<'_>> {
+    let fields = (
+        p.origin.par_iter_mut(),
+        p.dir.par_iter_mut(),
+        p.throughput.par_iter_mut(),
+        p.radiance.par_iter_mut(),
+        p.hit.par_iter(),
+        p.shadow_dir.par_iter_mut(),
+        p.shadow_radiance.par_iter_mut(),
+        p.occluded.par_iter(),
+        p.flags.par_iter_mut(),
+    );
+    fields.into_par_iter().map(
+        |(origin, dir, throughput, radiance, hit, shadow_dir, shadow_radiance, occluded, flags)| PathMut {
+            origin,
+            dir,
+            throughput,
+            radiance,
+            hit,
+            shadow_dir,
+            shadow_radiance,
+            occluded,
+            flags,
+        },
+    )
+}
+
+/// Who holds each path's state during a stage that writes it through a queue.
+///
+/// A queue names every live path once (the camera writes each pixel once, and
+/// compaction only drops entries), so on the GPU each thread
+/// writes its path's state without locks. The engine's methods are safe and
+/// take any queue, though, so rather than trust it, each entry claims its path
+/// with one atomic swap of the stage's epoch: a path named twice is an error,
+/// never two writers.
+struct Claims {
+    stamp: Vec<AtomicU32>,
+    epoch: u32,
+}
+
+/// Raw pointers to the path state, handed out one path at a time by [`Claims`].
+struct PathsView<'a> {
+    origin: *mut Vec4,
+    dir: *mut Vec4,
+    throughput: *mut Vec4,
+    radiance: *mut Vec4,
+    hit: &'a [AtomicU64],
+    shadow_dir: *mut Vec4,
+    shadow_radiance: *mut Vec4,
+    occluded: &'a [AtomicU32],
+    flags: *mut u32,
+    stamp: &'a [AtomicU32],
+    epoch: u32,
+    _paths: PhantomData<&'a mut Paths>,
+}
+
+// SAFETY: the pointers come from an exclusive borrow of the `Paths` held for
+// 'a, and `claim` gives each slot to one caller only.
+unsafe impl Send for PathsView<'_> {}
+unsafe impl Sync for PathsView<'_> {}
+
+impl<'a> PathsView<'a> {
+    /// Opens a new epoch: every path can be claimed once until the view drops.
+    fn new(p: &'a mut Paths, claims: &'a mut Claims) -> Self {
+        claims.epoch = claims.epoch.wrapping_add(1);
+        if claims.epoch == 0 {
+            // After 2^32 stages: clear the stamps so no old one equals the new epoch.
+            claims.stamp.iter_mut().for_each(|s| *s.get_mut() = 0);
+            claims.epoch = 1;
+        }
+        PathsView {
+            origin: p.origin.as_mut_ptr(),
+            dir: p.dir.as_mut_ptr(),
+            throughput: p.throughput.as_mut_ptr(),
+            radiance: p.radiance.as_mut_ptr(),
+            hit: &p.hit,
+            shadow_dir: p.shadow_dir.as_mut_ptr(),
+            shadow_radiance: p.shadow_radiance.as_mut_ptr(),
+            occluded: &p.occluded,
+            flags: p.flags.as_mut_ptr(),
+            stamp: &claims.stamp,
+            epoch: claims.epoch,
+            _paths: PhantomData,
+        }
+    }
+
+    /// The state of `path`, or an error if it is out of range or was claimed
+    /// already in this view.
+    fn claim(&self, path: u32) -> TraceResult<PathMut<'_>> {
+        let i = path as usize;
+        // Only atomicity matters here: of two swaps on one stamp, exactly one
+        // sees the old epoch. The data itself is ordered by rayon's joins.
+        if i >= self.stamp.len() || self.stamp[i].swap(self.epoch, Relaxed) == self.epoch {
+            return Err(TraceError::Compaction(Error::Backend(format!(
+                "a queue names path {path} twice, or a path past the last of {}: the stage that wrote it \
+                 (the camera or a compaction) broke the queue",
+                self.stamp.len()
+            ))));
+        }
+        // SAFETY: every field holds `stamp.len()` elements, so `i` is in bounds; the swap above
+        // succeeds once per path and view, so these are the only references to slot `i` while the
+        // view (which holds the exclusive borrow of the fields) lives.
+        unsafe {
+            Ok(PathMut {
+                origin: &mut *self.origin.add(i),
+                dir: &mut *self.dir.add(i),
+                throughput: &mut *self.throughput.add(i),
+                radiance: &mut *self.radiance.add(i),
+                hit: &self.hit[i],
+                shadow_dir: &mut *self.shadow_dir.add(i),
+                shadow_radiance: &mut *self.shadow_radiance.add(i),
+                occluded: &self.occluded[i],
+                flags: &mut *self.flags.add(i),
+            })
+        }
+    }
+}
+
+/// A buffer the caller sized too small for the stage.
+fn too_short(what: &'static str, expected: usize, actual: usize) -> TraceError {
+    TraceError::Compaction(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
+}
+
+/// All bits set: [`DEAD32`] and [`DEAD64`] for the queues and frontiers.
+fn dead<T: Element>() -> T {
+    let mut v = T::zeroed();
+    bytemuck::bytes_of_mut(&mut v).fill(0xff);
+    v
+}
+
+impl Engine for CpuEngine {
+    type B = CpuBackend;
+
+    fn backend(&self) -> &CpuBackend {
+        &self.backend
+    }
+
+    fn pixels(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+
+    fn bvh_depth(&self) -> u32 {
+        self.scene.depth
+    }
+
+    fn resize<T: Element>(&self, buffer: &mut Vec<T>, len: u64) -> TraceResult<()> {
+        // New slots are dead, as a poisoned GPU buffer would read.
+        buffer.resize(len as usize, dead());
+        Ok(())
+    }
+
+    fn begin_frame(&mut self) -> TraceResult<()> {
+        self.stages.clear();
+        self.counters.clear();
+        Ok(())
+    }
+
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R> {
+        let start = Instant::now();
+        let r = f(self)?;
+        self.stages.push((id, ms(start.elapsed())));
+        Ok(r)
+    }
+
+    fn end_frame(&mut self) -> TraceResult<FrameEnd> {
+        Ok((std::mem::take(&mut self.stages), std::mem::take(&mut self.counters)))
+    }
+
+    fn camera(&mut self, sample: u32, queue: &mut Vec<u32>) -> TraceResult<()> {
+        let pixels = self.pixels() as usize;
+        if queue.len() < pixels {
+            return Err(too_short("camera queue", pixels, queue.len()));
+        }
+        let (cam, width, height, seed) = (&self.camera, self.width, self.height, self.seed);
+        paths_mut(&mut self.paths).zip(&mut queue[..pixels]).enumerate().for_each(|(i, (p, q))| {
+            trace_camera(p, cam, width, height, sample, seed, i as u32);
+            *q = i as u32;
+        });
+        Ok(())
+    }
+
+    fn depth_first(&mut self, queue: &Vec<u32>, shadow: bool) -> TraceResult<()> {
+        let (s, p) = (&self.scene, &self.paths);
+        queue.par_iter().for_each_init(Vec::new, |stack, &path| {
+            if path != DEAD32 {
+                trace_depth_first(s, p, path, shadow, stack);
+            }
+        });
+        Ok(())
+    }
+
+    fn frontier_init(&mut self, queue: &Vec<u32>, shadow: bool, frontier: &mut Vec<u64>) -> TraceResult<()> {
+        if frontier.len() < queue.len() {
+            return Err(too_short("frontier", queue.len(), frontier.len()));
+        }
+        let (s, p) = (&self.scene, &self.paths);
+        frontier.par_iter_mut().zip(queue).for_each(|(item, &path)| *item = trace_bf_init(s, p, path, shadow));
+        Ok(())
+    }
+
+    fn expand(&mut self, frontier: &Vec<u64>, shadow: bool, out: &mut Vec<u64>) -> TraceResult<()> {
+        if out.len() < 2 * frontier.len() {
+            return Err(too_short("expanded frontier", 2 * frontier.len(), out.len()));
+        }
+        let (s, p) = (&self.scene, &self.paths);
+        out.par_chunks_mut(2).zip(frontier).for_each(|(pair, &item)| {
+            pair.copy_from_slice(&trace_bf_expand(s, p, item, shadow));
+        });
+        Ok(())
+    }
+
+    fn shade(&mut self, queue: &Vec<u32>, next: &mut Vec<u32>, sample: u32, bounce: u32) -> TraceResult<()> {
+        if next.len() < queue.len() {
+            return Err(too_short("next queue", queue.len(), next.len()));
+        }
+        let (s, seed, max_bounces) = (&self.scene, self.seed, self.max_bounces);
+        let view = PathsView::new(&mut self.paths, &mut self.claims);
+        let (alive, shadows) = queue
+            .par_iter()
+            .zip(next.par_iter_mut())
+            .map(|(&path, next)| {
+                let mut r = Shaded::default();
+                if path != DEAD32 {
+                    r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, seed);
+                }
+                *next = if r.alive { path } else { DEAD32 };
+                Ok::<_, TraceError>((r.alive as u32, r.shadow as u32))
+            })
+            .try_reduce(|| (0, 0), |a, b| Ok((a.0 + b.0, a.1 + b.1)))?;
+        let b = 2 * bounce as usize;
+        if self.counters.len() < b + 2 {
+            self.counters.resize(b + 2, 0);
+        }
+        self.counters[b] += alive;
+        self.counters[b + 1] += shadows;
+        Ok(())
+    }
+
+    fn nee(&mut self, queue: &Vec<u32>) -> TraceResult<()> {
+        let view = PathsView::new(&mut self.paths, &mut self.claims);
+        queue.par_iter().filter(|&&path| path != DEAD32).try_for_each(|&path| {
+            trace_nee(view.claim(path)?);
+            Ok(())
+        })
+    }
+
+    fn accumulate(&mut self) -> TraceResult<()> {
+        self.sum.par_iter_mut().zip(&self.paths.radiance).for_each(|(sum, &l)| trace_accumulate(sum, l));
+        Ok(())
+    }
+
+    fn reset(&mut self) -> TraceResult<()> {
+        self.sum.fill([0.0; 4]);
+        Ok(())
+    }
+
+    fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
+        Ok(self.sum.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Compaction, DEAD64, RenderSettings, Traversal, render};
+
+    fn engine(scene: &str, width: u32, height: u32, max_bounces: u32) -> CpuEngine {
+        let scene = crate::scene::builtin(scene).expect("a built-in scene loads");
+        let bvh = crate::bvh::build(&scene.triangles);
+        let packed = Packed::new(&scene, &bvh);
+        let camera = CameraLayout::new(&scene.camera, width, height);
+        CpuEngine::new(CpuBackend::new(), packed, camera, width, height, SEED, max_bounces)
+    }
+
+    const SEED: u32 = 7;
+
+    fn settings(width: u32, height: u32, spp: u32, max_bounces: u32, traversal: Traversal) -> RenderSettings {
+        RenderSettings {
+            width,
+            height,
+            spp,
+            max_bounces,
+            traversal,
+            compact_paths: Compaction::None,
+            compact_frontier: Compaction::None,
+            seed: SEED,
+            max_frontier: 1 << 26,
+        }
+    }
+
+    fn compaction(name: &str) -> Compaction {
+        Compaction::parse(name, &CpuBackend::new(), "test").expect("a catalog algorithm")
+    }
+
+    /// Per-pixel mean radiance (sum / samples).
+    fn means(image: &[[f32; 4]]) -> Vec<[f32; 3]> {
+        image.iter().map(|p| [p[0] / p[3], p[1] / p[3], p[2] / p[3]]).collect()
+    }
+
+    /// A diffuse sphere of albedo 1 under a sky of 1 and no light: every path
+    /// ends in the sky with weight 1, so every pixel must come out 1.
+    #[test]
+    fn furnace_renders_one_in_every_pixel() {
+        for traversal in Traversal::ALL {
+            let mut e = engine("furnace", 32, 32, 16);
+            let s = RenderSettings {
+                compact_paths: compaction("lookback"),
+                compact_frontier: compaction("lookback"),
+                ..settings(32, 32, 64, 16, traversal)
+            };
+            render(&mut e, &s, |_| {}).expect("furnace renders");
+            let image = e.image().expect("the image reads back");
+            assert!(image.iter().all(|p| p[3] == 64.0), "{traversal:?}: every pixel got 64 samples");
+            let m = means(&image);
+            let avg = m.iter().flatten().sum::<f32>() / (3 * m.len()) as f32;
+            assert!((avg - 1.0).abs() < 1e-3, "{traversal:?}: mean radiance {avg}, expected 1");
+            // The sphere is convex and its albedo exactly 1: no path may lose or gain energy.
+            let worst = m.iter().flatten().map(|v| (v - 1.0).abs()).fold(0.0f32, f32::max);
+            assert!(worst < 1e-3, "{traversal:?}: a pixel is off 1 by {worst}");
+        }
+    }
+
+    fn hits(e: &CpuEngine) -> Vec<u64> {
+        e.paths.hit.iter().map(|h| h.load(Relaxed)).collect()
+    }
+
+    fn occluded(e: &CpuEngine) -> Vec<u32> {
+        e.paths.occluded.iter().map(|o| o.load(Relaxed)).collect()
+    }
+
+    /// Breadth-first traversal of the queue's rays, level by level, dead items
+    /// dropped between levels, until none is left.
+    fn breadth_first(e: &mut CpuEngine, queue: &Vec<u32>, shadow: bool) {
+        let mut frontier = vec![DEAD64; queue.len()];
+        e.frontier_init(queue, shadow, &mut frontier).expect("init");
+        frontier.retain(|&item| item != DEAD64);
+        while !frontier.is_empty() {
+            let mut out = vec![0; 2 * frontier.len()];
+            e.expand(&frontier, shadow, &mut out).expect("expand");
+            out.retain(|&item| item != DEAD64);
+            frontier = out;
+        }
+    }
+
+    /// Both traversals must find the same closest hit (and the same shadow
+    /// occlusion) for every ray, bounce after bounce: the images can only be
+    /// identical if they do.
+    #[test]
+    fn breadth_first_and_depth_first_find_the_same_hits() {
+        let (w, h) = (48, 48);
+        let (mut bf, mut df) = (engine("cornell", w, h, 4), engine("cornell", w, h, 4));
+        let (mut q_bf, mut q_df) = (vec![0; (w * h) as usize], vec![0; (w * h) as usize]);
+        bf.camera(0, &mut q_bf).expect("camera");
+        df.camera(0, &mut q_df).expect("camera");
+        for bounce in 0..4 {
+            breadth_first(&mut bf, &q_bf, false);
+            df.depth_first(&q_df, false).expect("depth-first");
+            let found = hits(&df);
+            assert_eq!(hits(&bf), found, "closest hits differ at bounce {bounce}");
+            let live = q_df.iter().filter(|&&p| p != DEAD32).count();
+            let hit = q_df.iter().filter(|&&p| p != DEAD32 && found[p as usize] != DEAD64).count();
+            assert!(hit * 2 > live, "bounce {bounce}: only {hit} of {live} rays hit the closed box");
+
+            let (mut next_bf, mut next_df) = (vec![0; q_bf.len()], vec![0; q_df.len()]);
+            bf.shade(&q_bf, &mut next_bf, 0, bounce).expect("shade");
+            df.shade(&q_df, &mut next_df, 0, bounce).expect("shade");
+            assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
+            breadth_first(&mut bf, &q_bf, true);
+            df.depth_first(&q_df, true).expect("shadow depth-first");
+            // A path without a shadow ray keeps whatever it had; compare the ones that cast one.
+            let casts = |e: &CpuEngine| {
+                let o = occluded(e);
+                q_df.iter()
+                    .filter(|&&p| p != DEAD32 && e.paths.shadow_dir[p as usize].w > 0.0)
+                    .map(|&p| (p, o[p as usize]))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(casts(&bf), casts(&df), "shadow rays' occlusion differs at bounce {bounce}");
+            (q_bf, q_df) = (next_bf, next_df);
+        }
+    }
+
+    /// A render's image as bits, and each frame's (alive, shadow rays) per bounce.
+    type Rendered = (Vec<[u32; 4]>, Vec<(Vec<u64>, Vec<u64>)>);
+
+    fn render_bits(s: &RenderSettings) -> Rendered {
+        let mut e = engine("cornell", s.width, s.height, s.max_bounces);
+        let frames = render(&mut e, s, |_| {}).expect("cornell renders");
+        let image = e.image().expect("the image reads back");
+        let bits = image.iter().map(|p| p.map(f32::to_bits)).collect();
+        (bits, frames.into_iter().map(|f| (f.alive, f.shadow_rays)).collect())
+    }
+
+    /// Random numbers depend on (pixel, sample, bounce) and hits merge by an
+    /// order-free minimum, so neither the compaction algorithm (stable or not)
+    /// nor the traversal may change a single bit of the image.
+    #[test]
+    fn every_compaction_algorithm_renders_the_same_image() {
+        let backend = CpuBackend::new();
+        let mut reference = None;
+        for traversal in Traversal::ALL {
+            for name in Compaction::choices(&backend) {
+                let c = compaction(name);
+                let s = RenderSettings { compact_paths: c, compact_frontier: c, ..settings(32, 32, 4, 8, traversal) };
+                let got = render_bits(&s);
+                match &reference {
+                    None => reference = Some((got, traversal, name)),
+                    Some((want, t0, n0)) => {
+                        assert!(
+                            got.0 == want.0,
+                            "{traversal:?} with {name} renders another image than {t0:?} with {n0}"
+                        );
+                        assert_eq!(
+                            got.1, want.1,
+                            "{traversal:?} with {name}: other per-bounce counts than {t0:?} with {n0}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cornell_box_is_lit() {
+        let mut e = engine("cornell", 32, 32, 8);
+        let frames = render(&mut e, &settings(32, 32, 4, 8, Traversal::DepthFirst), |_| {}).expect("cornell renders");
+        let m = means(&e.image().expect("the image reads back"));
+        assert!(m.iter().flatten().all(|v| v.is_finite() && *v >= 0.0), "radiance must be finite and non-negative");
+        let avg = m.iter().flatten().sum::<f32>() / (3 * m.len()) as f32;
+        assert!(avg > 0.01, "the Cornell box comes out black (mean {avg})");
+        let f = &frames[0];
+        assert_eq!(f.queue[0], 32 * 32);
+        assert!(f.shadow_rays[0] > 0 && f.alive[0] > 0 && f.rays > f.queue[0], "{f:?}");
+    }
+
+    /// The per-path stages write without locks; a queue naming a path twice
+    /// must be refused, not become two writers of one path.
+    #[test]
+    fn a_queue_naming_a_path_twice_is_an_error_not_a_race() {
+        let mut e = engine("cornell", 8, 8, 4);
+        let mut queue = vec![0; 64];
+        e.camera(0, &mut queue).expect("camera");
+        e.depth_first(&queue, false).expect("depth-first");
+        queue[5] = 3;
+        let mut next = vec![0; 64];
+        assert!(e.shade(&queue, &mut next, 0, 0).is_err());
+        assert!(e.nee(&[DEAD32, 64].to_vec()).is_err(), "a path id past the last pixel");
+        // A fresh stage accepts every path again.
+        queue[5] = 5;
+        e.shade(&queue, &mut next, 0, 0).expect("a queue of distinct paths shades");
+    }
+}

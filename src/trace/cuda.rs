@@ -1,0 +1,359 @@
+//! The wavefront stages on the GPU: host side of `kernels/trace/wavefront.cu`.
+//! Each [`Engine`] method is one launch, written the same way (function,
+//! config, arguments in the kernel's order, a `// SAFETY:` note); stages are
+//! timed with device events and read back once per frame.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, sys};
+
+use crate::compaction::Element;
+use crate::compaction::cuda::runtime::{KeepMode, Variant, WAVEFRONT, driver_error};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer, raw_ptr};
+use crate::trace::layout::{CameraLayout, Packed};
+use crate::trace::{Buf, Engine, FrameEnd, StageId, TraceError, TraceResult};
+
+const BLOCK: u32 = 256;
+/// wavefront.cu `STACK`.
+const GPU_STACK: u32 = 64;
+/// Bytes of path state per pixel: seven float4 fields, the hit key, two u32 flags.
+const PATH_BYTES: u64 = 7 * 16 + 8 + 2 * 4;
+/// Shade counters: [alive, shadow rays] for up to 64 bounces.
+const COUNTERS: usize = 128;
+
+/// common.cuh `Scene`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SceneArgs {
+    nodes: u64,
+    tris: u64,
+    normals: u64,
+    materials: u64,
+    light_tris: u64,
+    light_cdf: u64,
+    light_count: u32,
+    light_area: f32,
+    env: [f32; 3],
+    eps: f32,
+}
+
+/// common.cuh `Paths`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct PathArgs {
+    origin: u64,
+    dir: u64,
+    throughput: u64,
+    radiance: u64,
+    hit: u64,
+    shadow_dir: u64,
+    shadow_radiance: u64,
+    occluded: u64,
+    flags: u64,
+}
+
+// SAFETY: plain repr(C) data laid out as common.cuh's structs of the same names.
+unsafe impl DeviceRepr for SceneArgs {}
+unsafe impl DeviceRepr for PathArgs {}
+unsafe impl DeviceRepr for CameraLayout {}
+
+/// The GPU engine: the scene and path state in device memory, one stream.
+pub struct CudaEngine {
+    backend: CudaBackend,
+    stream: Arc<CudaStream>,
+    width: u32,
+    height: u32,
+    seed: u32,
+    max_bounces: u32,
+    depth: u32,
+    camera: CameraLayout,
+    scene: SceneArgs,
+    paths: PathArgs,
+    sum: CudaSlice<u8>,
+    counters: CudaSlice<u32>,
+    // Owned so the addresses in `scene` and `paths` stay valid.
+    _scene_buffers: Vec<CudaSlice<u8>>,
+    _path_buffers: Vec<CudaSlice<u8>>,
+    stages: Vec<(StageId, CudaEvent, CudaEvent)>,
+    functions: Functions,
+}
+
+struct Functions {
+    camera: CudaFunction,
+    depth_first: CudaFunction,
+    bf_init: CudaFunction,
+    bf_expand: CudaFunction,
+    shade: CudaFunction,
+    nee: CudaFunction,
+    accumulate: CudaFunction,
+}
+
+fn grid(n: u64) -> LaunchConfig {
+    let blocks = n.div_ceil(BLOCK as u64).max(1);
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+}
+
+impl CudaEngine {
+    pub fn new(
+        backend: CudaBackend,
+        packed: &Packed,
+        camera: CameraLayout,
+        width: u32,
+        height: u32,
+        seed: u32,
+        max_bounces: u32,
+    ) -> TraceResult<Self> {
+        // trace_depth_first's stack holds at most one entry per level beyond the first.
+        if packed.depth >= GPU_STACK {
+            return Err(TraceError::Settings(format!(
+                "the BVH is {} levels deep and the GPU traversal stack holds {GPU_STACK}: split the scene",
+                packed.depth
+            )));
+        }
+        let stream = backend.stream().clone();
+        let pixels = width as u64 * height as u64;
+        // Path state, queues and a generous breadth-first frontier must fit beside the scene.
+        let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
+        let (free, _) = cudarc::driver::result::mem_get_info().map_err(driver_error("reading free memory"))?;
+        if need > free as u64 {
+            return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free: free as u64 });
+        }
+        let upload = |bytes: &[u8]| -> TraceResult<CudaSlice<u8>> {
+            if bytes.is_empty() {
+                return Ok(backend.zeroed(16)?);
+            }
+            Ok(stream.clone_htod(bytes).map_err(driver_error("uploading the scene"))?)
+        };
+        let scene_buffers = vec![
+            upload(bytemuck::cast_slice(&packed.nodes))?,
+            upload(bytemuck::cast_slice(&packed.tris))?,
+            upload(bytemuck::cast_slice(&packed.normals))?,
+            upload(bytemuck::cast_slice(&packed.materials))?,
+            upload(bytemuck::cast_slice(&packed.light_tris))?,
+            upload(bytemuck::cast_slice(&packed.light_cdf))?,
+        ];
+        let p = |i: usize| raw_ptr(&scene_buffers[i]);
+        let scene = SceneArgs {
+            nodes: p(0),
+            tris: p(1),
+            normals: p(2),
+            materials: p(3),
+            light_tris: p(4),
+            light_cdf: p(5),
+            light_count: packed.light_tris.len() as u32,
+            light_area: packed.light_area,
+            env: packed.env,
+            eps: packed.eps,
+        };
+        let field = |bytes: u64| backend.zeroed(pixels.max(1) * bytes);
+        let path_buffers = vec![
+            field(16)?,
+            field(16)?,
+            field(16)?,
+            field(16)?,
+            field(8)?,
+            field(16)?,
+            field(16)?,
+            field(4)?,
+            field(4)?,
+        ];
+        let q = |i: usize| raw_ptr(&path_buffers[i]);
+        let paths = PathArgs {
+            origin: q(0),
+            dir: q(1),
+            throughput: q(2),
+            radiance: q(3),
+            hit: q(4),
+            shadow_dir: q(5),
+            shadow_radiance: q(6),
+            occluded: q(7),
+            flags: q(8),
+        };
+        let sum = backend.zeroed(pixels.max(1) * 16)?;
+        let counters = stream.alloc_zeros::<u32>(COUNTERS).map_err(driver_error("allocating counters"))?;
+        // The tracer's kernels do not depend on the library's element or keep rule.
+        let v = Variant::new(4, KeepMode::Flags);
+        let f = |name: &str| backend.kernels().function(&WAVEFRONT, &v, name);
+        let functions = Functions {
+            camera: f("trace_camera")?,
+            depth_first: f("trace_depth_first")?,
+            bf_init: f("trace_bf_init")?,
+            bf_expand: f("trace_bf_expand")?,
+            shade: f("trace_shade")?,
+            nee: f("trace_nee")?,
+            accumulate: f("trace_accumulate")?,
+        };
+        Ok(CudaEngine {
+            stream,
+            width,
+            height,
+            seed,
+            max_bounces,
+            depth: packed.depth,
+            camera,
+            scene,
+            paths,
+            sum,
+            counters,
+            _scene_buffers: scene_buffers,
+            _path_buffers: path_buffers,
+            stages: Vec::new(),
+            functions,
+            backend,
+        })
+    }
+}
+
+fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> TraceError {
+    move |e| TraceError::Compaction(driver_error(name)(e))
+}
+
+impl Engine for CudaEngine {
+    type B = CudaBackend;
+
+    fn backend(&self) -> &CudaBackend {
+        &self.backend
+    }
+
+    fn pixels(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+
+    fn bvh_depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn resize<T: Element>(&self, buffer: &mut CudaBuffer<T>, len: u64) -> TraceResult<()> {
+        if len > buffer.capacity() {
+            // Growth keeps no contents: every caller overwrites the buffer next.
+            *buffer = crate::compaction::Backend::alloc(&self.backend, len.max(2 * buffer.capacity()))?;
+        }
+        buffer.set_len(len)?;
+        Ok(())
+    }
+
+    fn begin_frame(&mut self) -> TraceResult<()> {
+        self.stages.clear();
+        self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))?;
+        Ok(())
+    }
+
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R> {
+        // cudarc's events disable timing unless asked: ask.
+        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        let r = f(self)?;
+        let end = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        self.stages.push((id, start, end));
+        Ok(r)
+    }
+
+    fn end_frame(&mut self) -> TraceResult<FrameEnd> {
+        let counters = self.stream.clone_dtoh(&self.counters).map_err(launch_err("reading counters"))?;
+        let mut times = Vec::with_capacity(self.stages.len());
+        for (id, start, end) in self.stages.drain(..) {
+            end.synchronize().map_err(launch_err("waiting for a stage"))?;
+            let ms = start.elapsed_ms(&end).map_err(launch_err("reading a stage time"))?;
+            times.push((id, ms as f64));
+        }
+        Ok((times, counters))
+    }
+
+    fn camera(&mut self, sample: u32, queue: &mut Buf<Self, u32>) -> TraceResult<()> {
+        let cfg = grid(self.pixels());
+        let qp = queue.ptr();
+        let mut l = self.stream.launch_builder(&self.functions.camera);
+        l.arg(&self.paths).arg(&self.camera).arg(&self.width).arg(&self.height).arg(&sample).arg(&self.seed).arg(&qp);
+        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32*); the queue and every
+        // path field hold width * height entries.
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_camera"))
+    }
+
+    fn depth_first(&mut self, queue: &Buf<Self, u32>, shadow: bool) -> TraceResult<()> {
+        let n = queue.len();
+        let (qp, sh) = (queue.ptr(), shadow as u32);
+        let mut l = self.stream.launch_builder(&self.functions.depth_first);
+        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh);
+        // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32); the queue holds n path
+        // ids below width * height or DEAD32.
+        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_depth_first"))
+    }
+
+    fn frontier_init(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        shadow: bool,
+        frontier: &mut Buf<Self, u64>,
+    ) -> TraceResult<()> {
+        let n = queue.len();
+        let (qp, sh, fp) = (queue.ptr(), shadow as u32, frontier.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.bf_init);
+        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh).arg(&fp);
+        // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u64, u32, u64*); the frontier holds n items.
+        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_bf_init"))
+    }
+
+    fn expand(&mut self, frontier: &Buf<Self, u64>, shadow: bool, out: &mut Buf<Self, u64>) -> TraceResult<()> {
+        let m = frontier.len();
+        let (fp, sh, op) = (frontier.ptr(), shadow as u32, out.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.bf_expand);
+        l.arg(&self.scene).arg(&self.paths).arg(&fp).arg(&m).arg(&sh).arg(&op);
+        // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64, u32, u64*); `out` holds 2m items
+        // (the caller sized it) and every live item names a path and a node that exist.
+        unsafe { l.launch(grid(m)) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
+    }
+
+    fn shade(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        next: &mut Buf<Self, u32>,
+        sample: u32,
+        bounce: u32,
+    ) -> TraceResult<()> {
+        let n = queue.len();
+        let (qp, np, cp) = (queue.ptr(), next.ptr(), raw_ptr(&self.counters));
+        let mut l = self.stream.launch_builder(&self.functions.shade);
+        l.arg(&self.scene)
+            .arg(&self.paths)
+            .arg(&qp)
+            .arg(&n)
+            .arg(&np)
+            .arg(&sample)
+            .arg(&bounce)
+            .arg(&self.max_bounces)
+            .arg(&self.seed)
+            .arg(&cp);
+        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u64, u32*, u32, u32, u32, u32, u32*); `next`
+        // holds n entries and the counters 2 * 64 words (bounces are below 64).
+        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_shade"))
+    }
+
+    fn nee(&mut self, queue: &Buf<Self, u32>) -> TraceResult<()> {
+        let n = queue.len();
+        let qp = queue.ptr();
+        let mut l = self.stream.launch_builder(&self.functions.nee);
+        l.arg(&self.paths).arg(&qp).arg(&n);
+        // SAFETY: matches trace_nee(Paths, const u32*, u64).
+        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_nee"))
+    }
+
+    fn accumulate(&mut self) -> TraceResult<()> {
+        let pixels = self.pixels() as u32;
+        let sp = raw_ptr(&self.sum);
+        let mut l = self.stream.launch_builder(&self.functions.accumulate);
+        l.arg(&self.paths).arg(&sp).arg(&pixels);
+        // SAFETY: matches trace_accumulate(Paths, float4*, u32); the sum holds `pixels` float4s.
+        unsafe { l.launch(grid(pixels as u64)) }.map(drop).map_err(launch_err("launching trace_accumulate"))
+    }
+
+    fn reset(&mut self) -> TraceResult<()> {
+        self.stream.memset_zeros(&mut self.sum).map_err(launch_err("clearing the image"))
+    }
+
+    fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
+        let bytes = self.stream.clone_dtoh(&self.sum).map_err(launch_err("reading the image"))?;
+        let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
+        out.truncate(self.pixels() as usize);
+        Ok(out)
+    }
+}

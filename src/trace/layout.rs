@@ -1,0 +1,169 @@
+//! The scene as both engines read it: triangles in BVH order with their
+//! edges precomputed, vertex normals, materials, and the emitters with an
+//! area CDF for next-event estimation. The `#[repr(C)]` structs are the twins
+//! of `kernels/trace/common.cuh`: keep the two in sync.
+
+use glam::Vec3;
+
+use crate::bvh::{Bvh, Node};
+use crate::scene::{Camera, MaterialKind, Scene};
+
+/// common.cuh `Tri`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Tri {
+    pub v0: [f32; 3],
+    pub material: u32,
+    pub e1: [f32; 3],
+    pub pad0: u32,
+    pub e2: [f32; 3],
+    pub pad1: u32,
+}
+
+/// common.cuh `Material`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Material {
+    pub albedo: [f32; 3],
+    pub kind: u32,
+    pub emission: [f32; 3],
+    pub roughness: f32,
+    pub ior: f32,
+    pub emissive: u32,
+    pub pad: [u32; 2],
+}
+
+/// common.cuh `Camera`: a pinhole, with the image plane's half-extents folded
+/// into `right` and `up`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CameraLayout {
+    pub origin: [f32; 3],
+    pub pad0: f32,
+    pub forward: [f32; 3],
+    pub pad1: f32,
+    pub right: [f32; 3],
+    pub pad2: f32,
+    pub up: [f32; 3],
+    pub pad3: f32,
+}
+
+impl CameraLayout {
+    pub fn new(c: &Camera, width: u32, height: u32) -> Self {
+        let forward = (c.target - c.position).normalize_or(Vec3::Z);
+        let mut right = forward.cross(c.up).normalize_or_zero();
+        if right == Vec3::ZERO {
+            right = forward.any_orthonormal_vector();
+        }
+        let up = right.cross(forward);
+        let half_h = (c.vfov_deg.to_radians() * 0.5).tan();
+        let half_w = half_h * width as f32 / height as f32;
+        CameraLayout {
+            origin: c.position.to_array(),
+            forward: forward.to_array(),
+            right: (right * half_w).to_array(),
+            up: (up * half_h).to_array(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Everything the stages read about the scene, in BVH order.
+#[derive(Clone, Debug)]
+pub struct Packed {
+    pub nodes: Vec<Node>,
+    pub tris: Vec<Tri>,
+    /// Nine floats per triangle: its three vertex normals.
+    pub normals: Vec<f32>,
+    pub materials: Vec<Material>,
+    /// Emitting triangles (BVH positions) and the inclusive CDF of their areas.
+    pub light_tris: Vec<u32>,
+    pub light_cdf: Vec<f32>,
+    pub light_area: f32,
+    pub env: [f32; 3],
+    /// Ray origins move this far off a surface: a fixed fraction of the scene's size.
+    pub eps: f32,
+    pub depth: u32,
+}
+
+impl Packed {
+    pub fn new(scene: &Scene, bvh: &Bvh) -> Self {
+        let tris: Vec<Tri> = bvh
+            .order
+            .iter()
+            .map(|&i| {
+                let [a, b, c] = scene.triangles[i as usize];
+                Tri {
+                    v0: a.to_array(),
+                    material: scene.material_of[i as usize],
+                    e1: (b - a).to_array(),
+                    e2: (c - a).to_array(),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let normals = bvh
+            .order
+            .iter()
+            .flat_map(|&i| scene.normals[i as usize].iter().flat_map(|n| n.to_array()).collect::<Vec<_>>())
+            .collect();
+        let materials: Vec<Material> = scene
+            .materials
+            .iter()
+            .map(|m| Material {
+                albedo: m.albedo.to_array(),
+                kind: match m.kind {
+                    MaterialKind::Diffuse => 0,
+                    MaterialKind::Mirror => 1,
+                    MaterialKind::Glass => 2,
+                    MaterialKind::Glossy => 3,
+                },
+                emission: m.emission.to_array(),
+                roughness: m.roughness,
+                ior: m.ior,
+                emissive: (m.emission.max_element() > 0.0) as u32,
+                pad: [0; 2],
+            })
+            .collect();
+        let mut light_tris = Vec::new();
+        let mut areas = Vec::new();
+        for (pos, t) in tris.iter().enumerate() {
+            if materials.get(t.material as usize).is_some_and(|m| m.emissive != 0) {
+                let area = 0.5 * Vec3::from(t.e1).cross(Vec3::from(t.e2)).length();
+                light_tris.push(pos as u32);
+                areas.push(area);
+            }
+        }
+        let light_area: f32 = areas.iter().sum();
+        let mut acc = 0.0f64;
+        let mut light_cdf: Vec<f32> = areas
+            .iter()
+            .map(|a| {
+                acc += *a as f64;
+                (acc / light_area.max(f32::MIN_POSITIVE) as f64) as f32
+            })
+            .collect();
+        if let Some(last) = light_cdf.last_mut() {
+            *last = 1.0; // rounding must not leave a sample past the end
+        }
+        let (lo, hi) = scene.bounds();
+        Packed {
+            nodes: bvh.nodes.clone(),
+            tris,
+            normals,
+            materials,
+            light_tris,
+            light_cdf,
+            light_area,
+            env: scene.environment.to_array(),
+            eps: 1e-5 * (hi - lo).length().max(1e-3),
+            depth: bvh.depth,
+        }
+    }
+
+    /// Bytes the GPU needs for the scene.
+    pub fn bytes(&self) -> u64 {
+        (self.nodes.len() * 32 + self.tris.len() * (48 + 36) + self.materials.len() * 48 + self.light_tris.len() * 8)
+            as u64
+    }
+}

@@ -1,0 +1,519 @@
+//! The CPU twins of `kernels/trace/common.cuh` and of the per-path work of
+//! each kernel in `kernels/trace/wavefront.cu`: same names, same arguments in
+//! the same order, same arithmetic in the same order, f32 throughout, so the
+//! two read side by side. `cpu.rs` runs these over the queues with rayon.
+//!
+//! Integer work (the random numbers, the hit keys) is bit-identical to the
+//! GPU's; float results can differ in the last bits, because NVRTC contracts
+//! multiply-adds into FMAs and `cosf`/`sinf` round differently.
+
+use std::f32::consts::{FRAC_1_PI, TAU};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use glam::{Vec3, Vec4};
+
+use crate::bvh::Node;
+use crate::trace::layout::{CameraLayout, Packed, Tri};
+use crate::trace::{DEAD32, DEAD64};
+
+pub const MAT_DIFFUSE: u32 = 0;
+pub const MAT_MIRROR: u32 = 1;
+pub const MAT_GLASS: u32 = 2;
+pub const MAT_GLOSSY: u32 = 3;
+
+/// Path flag: the last bounce was specular, so an emitter hit next is counted
+/// (next-event estimation could not sample it).
+pub const PATH_SPECULAR: u32 = 1;
+
+/// common.cuh `Paths`: structure of arrays, indexed by path id (= pixel).
+/// The float4 fields keep the GPU's layout; only `shadow_dir` uses `w`.
+#[derive(Debug, Default)]
+pub struct Paths {
+    pub origin: Vec<Vec4>,
+    pub dir: Vec<Vec4>,
+    pub throughput: Vec<Vec4>,
+    pub radiance: Vec<Vec4>,
+    /// Closest-hit key: float bits of t << 32 | triangle; [`DEAD64`] is a miss.
+    /// Atomic because breadth-first leaves of one path merge with `fetch_min`.
+    pub hit: Vec<AtomicU64>,
+    /// w: the shadow ray's length; 0 when the path has none.
+    pub shadow_dir: Vec<Vec4>,
+    /// Added when the shadow ray arrives unoccluded.
+    pub shadow_radiance: Vec<Vec4>,
+    pub occluded: Vec<AtomicU32>,
+    pub flags: Vec<u32>,
+}
+
+impl Paths {
+    pub fn new(pixels: usize) -> Self {
+        Paths {
+            origin: vec![Vec4::ZERO; pixels],
+            dir: vec![Vec4::ZERO; pixels],
+            throughput: vec![Vec4::ZERO; pixels],
+            radiance: vec![Vec4::ZERO; pixels],
+            hit: (0..pixels).map(|_| AtomicU64::new(DEAD64)).collect(),
+            shadow_dir: vec![Vec4::ZERO; pixels],
+            shadow_radiance: vec![Vec4::ZERO; pixels],
+            occluded: (0..pixels).map(|_| AtomicU32::new(0)).collect(),
+            flags: vec![0; pixels],
+        }
+    }
+}
+
+/// One path's state, borrowed for writing: what a GPU thread reaches through
+/// `Paths` and its path id.
+pub struct PathMut<'a> {
+    pub origin: &'a mut Vec4,
+    pub dir: &'a mut Vec4,
+    pub throughput: &'a mut Vec4,
+    pub radiance: &'a mut Vec4,
+    pub hit: &'a AtomicU64,
+    pub shadow_dir: &'a mut Vec4,
+    pub shadow_radiance: &'a mut Vec4,
+    pub occluded: &'a AtomicU32,
+    pub flags: &'a mut u32,
+}
+
+#[inline]
+fn f3(a: [f32; 3]) -> Vec3 {
+    Vec3::from(a)
+}
+
+#[inline]
+fn f4(a: Vec3, w: f32) -> Vec4 {
+    a.extend(w)
+}
+
+/// common.cuh `normalize`: a times the reciprocal of its length, as the GPU rounds it.
+#[inline]
+pub fn normalize(a: Vec3) -> Vec3 {
+    a * (1.0 / a.dot(a).sqrt())
+}
+
+#[inline]
+fn max3(a: Vec3) -> f32 {
+    a.x.max(a.y.max(a.z))
+}
+
+/// PCG hash (Jarzynski & Olano 2020), in the GPU's wrapping u32 arithmetic.
+#[inline]
+pub fn pcg(v: u32) -> u32 {
+    let s = v.wrapping_mul(747796405).wrapping_add(2891336453);
+    let w = ((s >> ((s >> 28) + 4)) ^ s).wrapping_mul(277803737);
+    (w >> 22) ^ w
+}
+
+/// A uniform number in [0, 1) that depends only on (pixel, sample, bounce,
+/// dimension, seed), never on the path's queue slot: this is what makes every
+/// compaction algorithm render the same image. Bit-identical to the GPU's.
+#[inline]
+pub fn rnd(pixel: u32, sample: u32, bounce: u32, dim: u32, seed: u32) -> f32 {
+    let h = pcg(seed ^ pcg(pixel ^ pcg(sample ^ pcg(bounce.wrapping_mul(64).wrapping_add(dim)))));
+    (h >> 8) as f32 * (1.0 / 16777216.0)
+}
+
+/// Entry distance of the ray into the box if it enters before tmax, else -1.
+/// `f32::min`/`max` ignore a NaN operand as `fminf`/`fmaxf` do.
+#[inline]
+pub fn hit_box(n: &Node, o: Vec3, inv: Vec3, tmax: f32) -> f32 {
+    let (tx0, tx1) = ((n.min[0] - o.x) * inv.x, (n.max[0] - o.x) * inv.x);
+    let (ty0, ty1) = ((n.min[1] - o.y) * inv.y, (n.max[1] - o.y) * inv.y);
+    let (tz0, tz1) = ((n.min[2] - o.z) * inv.z, (n.max[2] - o.z) * inv.z);
+    let t0 = tx0.min(tx1).max(ty0.min(ty1)).max(tz0.min(tz1).max(0.0));
+    let t1 = tx0.max(tx1).min(ty0.max(ty1)).min(tz0.max(tz1).min(tmax));
+    if t0 <= t1 { t0 } else { -1.0 }
+}
+
+/// Möller-Trumbore: `(t, u, v)` of a hit in front of the origin. Degenerate
+/// triangles were dropped at load, so only det == 0 (a ray in the triangle's
+/// plane) is rejected. Rejections are tested as the GPU tests them, so a NaN
+/// passes the same ones there and here.
+#[inline]
+#[allow(clippy::manual_range_contains)] // compared as the kernel compares
+pub fn hit_tri(tr: &Tri, o: Vec3, d: Vec3) -> Option<(f32, f32, f32)> {
+    let (e1, e2) = (f3(tr.e1), f3(tr.e2));
+    let p = d.cross(e2);
+    let det = e1.dot(p);
+    if det == 0.0 {
+        return None;
+    }
+    let inv = 1.0 / det;
+    let s = o - f3(tr.v0);
+    let u = s.dot(p) * inv;
+    if u < 0.0 || u > 1.0 {
+        return None;
+    }
+    let q = s.cross(e1);
+    let v = d.dot(q) * inv;
+    if v < 0.0 || u + v > 1.0 {
+        return None;
+    }
+    let t = e2.dot(q) * inv;
+    // Finite: a hit at infinity has no point to shade.
+    (t > 0.0 && t < f32::INFINITY).then_some((t, u, v))
+}
+
+/// Hits order by (t, triangle), so the closest hit is unique and both
+/// traversal modes find the same one.
+#[inline]
+pub fn hit_key(t: f32, tri: u32) -> u64 {
+    ((t.to_bits() as u64) << 32) | tri as u64
+}
+
+#[inline]
+pub fn key_dist(key: u64, none: f32) -> f32 {
+    if key == DEAD64 { none } else { f32::from_bits((key >> 32) as u32) }
+}
+
+#[inline]
+pub fn inv_dir(d: Vec3) -> Vec3 {
+    Vec3::new(1.0 / d.x, 1.0 / d.y, 1.0 / d.z)
+}
+
+/// Camera rays for one sample: path i is pixel i. `trace_camera` for one path
+/// (the engine writes `queue[i] = i`).
+pub fn trace_camera(p: PathMut<'_>, cam: &CameraLayout, width: u32, height: u32, sample: u32, seed: u32, i: u32) {
+    let x = ((i % width) as f32 + rnd(i, sample, 0, 60, seed)) / width as f32;
+    let y = ((i / width) as f32 + rnd(i, sample, 0, 61, seed)) / height as f32;
+    let d = normalize(f3(cam.forward) + f3(cam.right) * (2.0 * x - 1.0) + f3(cam.up) * (1.0 - 2.0 * y));
+    *p.origin = f4(f3(cam.origin), 0.0);
+    *p.dir = f4(d, 0.0);
+    *p.throughput = Vec4::new(1.0, 1.0, 1.0, 0.0);
+    *p.radiance = Vec4::ZERO;
+    *p.flags = PATH_SPECULAR; // an emitter seen directly counts
+}
+
+/// Triangles [first, first + count) against the ray: the closest-hit key, or
+/// (any_hit) whether one lies before tmax. A closest-hit candidate at exactly
+/// tmax (the best t so far) still competes on its index, so ties resolve the
+/// same whatever order leaves are visited in.
+#[inline]
+pub fn leaf(s: &Packed, n: &Node, o: Vec3, d: Vec3, tmax: f32, any_hit: bool, best: &mut u64) -> bool {
+    for k in n.first..n.first + n.count {
+        if let Some((t, _, _)) = hit_tri(&s.tris[k as usize], o, d)
+            && (t < tmax || (!any_hit && t == tmax))
+        {
+            if any_hit {
+                return true;
+            }
+            let key = hit_key(t, k);
+            if key < *best {
+                *best = key;
+            }
+        }
+    }
+    false
+}
+
+/// The ray a traversal follows: the path's ray to infinity, or its shadow ray
+/// (None when the path cast none).
+#[inline]
+fn ray(p: &Paths, path: usize, shadow: bool) -> Option<(Vec3, Vec3, f32)> {
+    let o = p.origin[path].truncate();
+    if shadow {
+        let sd = p.shadow_dir[path];
+        (sd.w > 0.0).then_some((o, sd.truncate(), sd.w))
+    } else {
+        Some((o, p.dir[path].truncate(), f32::INFINITY))
+    }
+}
+
+/// Depth-first traversal with a per-ray stack, nearer child first: the
+/// baseline. Closest hit into `p.hit`, or (shadow) the shadow ray's occlusion.
+/// `trace_depth_first` for one live queue entry; `stack` is scratch (the GPU's
+/// holds 64 entries, this one grows).
+pub fn trace_depth_first(s: &Packed, p: &Paths, path: u32, shadow: bool, stack: &mut Vec<u32>) {
+    let Some((o, d, tmax)) = ray(p, path as usize, shadow) else { return };
+    let inv = inv_dir(d);
+    let mut best = DEAD64;
+    let mut occluded = false;
+    stack.clear();
+    if hit_box(&s.nodes[0], o, inv, tmax) >= 0.0 {
+        stack.push(0);
+    }
+    while let Some(top) = stack.pop() {
+        let nd = &s.nodes[top as usize];
+        let limit = key_dist(best, tmax);
+        if nd.count > 0 {
+            if leaf(s, nd, o, d, limit, shadow, &mut best) {
+                occluded = true;
+                break;
+            }
+            continue;
+        }
+        let t0 = hit_box(&s.nodes[nd.first as usize], o, inv, limit);
+        let t1 = hit_box(&s.nodes[nd.first as usize + 1], o, inv, limit);
+        // Push the farther child first so the nearer is taken next.
+        if t0 >= 0.0 && t1 >= 0.0 {
+            let near0 = t0 <= t1;
+            stack.push(if near0 { nd.first + 1 } else { nd.first });
+            stack.push(if near0 { nd.first } else { nd.first + 1 });
+        } else if t0 >= 0.0 {
+            stack.push(nd.first);
+        } else if t1 >= 0.0 {
+            stack.push(nd.first + 1);
+        }
+    }
+    if shadow {
+        p.occluded[path as usize].store(occluded as u32, Relaxed);
+    } else {
+        p.hit[path as usize].store(best, Relaxed);
+    }
+}
+
+/// Breadth-first, level 0: the item (path, root) if the queued path's ray
+/// enters the root's box, dead otherwise. Resets the per-path result.
+/// `trace_bf_init` for one queue entry.
+pub fn trace_bf_init(s: &Packed, p: &Paths, path: u32, shadow: bool) -> u64 {
+    if path == DEAD32 {
+        return DEAD64;
+    }
+    let i = path as usize;
+    if shadow {
+        p.occluded[i].store(0, Relaxed);
+    } else {
+        p.hit[i].store(DEAD64, Relaxed);
+    }
+    match ray(p, i, shadow) {
+        Some((o, d, tmax)) if hit_box(&s.nodes[0], o, inv_dir(d), tmax) >= 0.0 => (path as u64) << 32,
+        _ => DEAD64,
+    }
+}
+
+/// Breadth-first, one level, one frontier item: the children that the ray
+/// enters (before the path's current closest hit: farther nodes are culled),
+/// dead slots otherwise; a leaf tests its triangles and merges its hit with an
+/// atomic min on the key, which keeps the result independent of the order
+/// items run in. `trace_bf_expand` for one item: returns (out[2i], out[2i + 1]).
+pub fn trace_bf_expand(s: &Packed, p: &Paths, item: u64, shadow: bool) -> [u64; 2] {
+    let mut out = [DEAD64; 2];
+    if item == DEAD64 {
+        return out;
+    }
+    let path = (item >> 32) as u32;
+    let i = path as usize;
+    let nd = &s.nodes[item as u32 as usize];
+    let o = p.origin[i].truncate();
+    // Relaxed loads: the hit and the occlusion only ever tighten, so a stale
+    // value culls less but never wrongly; the stage's end (rayon's join)
+    // publishes the final values before anyone reads them.
+    let (d, limit, live) = if shadow {
+        let sd = p.shadow_dir[i];
+        // Another item of this path may have found a blocker already.
+        (sd.truncate(), sd.w, p.occluded[i].load(Relaxed) == 0)
+    } else {
+        (p.dir[i].truncate(), key_dist(p.hit[i].load(Relaxed), f32::INFINITY), true)
+    };
+    if live && nd.count > 0 {
+        let mut best = DEAD64;
+        if leaf(s, nd, o, d, limit, shadow, &mut best) {
+            p.occluded[i].store(1, Relaxed);
+        } else if best != DEAD64 {
+            p.hit[i].fetch_min(best, Relaxed);
+        }
+    } else if live {
+        let inv = inv_dir(d);
+        let base = (path as u64) << 32;
+        if hit_box(&s.nodes[nd.first as usize], o, inv, limit) >= 0.0 {
+            out[0] = base | nd.first as u64;
+        }
+        if hit_box(&s.nodes[nd.first as usize + 1], o, inv, limit) >= 0.0 {
+            out[1] = base | (nd.first + 1) as u64;
+        }
+    }
+    out
+}
+
+#[inline]
+pub fn reflect(d: Vec3, n: Vec3) -> Vec3 {
+    d - n * (2.0 * d.dot(n))
+}
+
+/// A direction around n with density cos / pi.
+#[inline]
+pub fn cosine_around(n: Vec3, r1: f32, r2: f32) -> Vec3 {
+    let phi = TAU * r1;
+    let r = r2.sqrt();
+    let t = if n.x.abs() > 0.9 { Vec3::Y } else { Vec3::X };
+    let bx = normalize(t.cross(n));
+    let by = n.cross(bx);
+    normalize(bx * (r * phi.cos()) + by * (r * phi.sin()) + n * (1.0 - r2).max(0.0).sqrt())
+}
+
+/// What shading one path decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shaded {
+    pub alive: bool,
+    pub shadow: bool,
+}
+
+/// One bounce of one path: emission, a next-event shadow ray on diffuse
+/// surfaces, the scattered ray, Russian roulette.
+pub fn shade_one(
+    s: &Packed,
+    p: PathMut<'_>,
+    path: u32,
+    sample: u32,
+    bounce: u32,
+    max_bounces: u32,
+    seed: u32,
+) -> Shaded {
+    let mut out = Shaded::default();
+    let mut throughput = p.throughput.truncate();
+    let mut radiance = p.radiance.truncate();
+    let key = p.hit.load(Relaxed);
+    *p.shadow_dir = Vec4::ZERO;
+    if key == DEAD64 {
+        // escaped
+        *p.radiance = f4(radiance + throughput * f3(s.env), 0.0);
+        return out;
+    }
+    let (o, d) = (p.origin.truncate(), p.dir.truncate());
+    let k = key as u32;
+    let tr = &s.tris[k as usize];
+    let m = &s.materials[tr.material as usize];
+    // Again, for the barycentrics: the traversal found this hit with the same
+    // arithmetic, so it hits again.
+    let (_, u, v) = hit_tri(tr, o, d).unwrap_or_default();
+    let t = key_dist(key, 0.0);
+    let x = o + d * t;
+    let mut ng = normalize(f3(tr.e1).cross(f3(tr.e2)));
+    let nv = &s.normals[9 * k as usize..9 * k as usize + 9];
+    let vn = |j: usize| Vec3::new(nv[j], nv[j + 1], nv[j + 2]);
+    let mut ns = normalize(vn(0) * (1.0 - u - v) + vn(3) * u + vn(6) * v);
+    let front = ng.dot(d) < 0.0;
+    if !front {
+        ng = -ng;
+        ns = -ns;
+    }
+    if ns.dot(d) >= 0.0 {
+        ns = ng; // a shading normal facing away would leak light
+    }
+    if m.emissive != 0 && (*p.flags & PATH_SPECULAR) != 0 {
+        radiance += throughput * f3(m.emission);
+    }
+
+    let albedo = f3(m.albedo);
+    let wi;
+    let mut above = true; // the new ray leaves on the side the ray came from
+    let mut flags = PATH_SPECULAR;
+    if m.kind == MAT_DIFFUSE {
+        flags = 0;
+        if !s.light_tris.is_empty() {
+            // next-event estimation: one point on one emitter, by area
+            let r = rnd(path, sample, bounce, 0, seed);
+            let (mut lo, mut hi) = (0usize, s.light_tris.len() - 1);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if s.light_cdf[mid] <= r {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let lt = &s.tris[s.light_tris[lo] as usize];
+            let (r1, r2) = (rnd(path, sample, bounce, 1, seed), rnd(path, sample, bounce, 2, seed));
+            let su = r1.sqrt();
+            let lp = f3(lt.v0) + f3(lt.e1) * (su * (1.0 - r2)) + f3(lt.e2) * (su * r2);
+            let nl = normalize(f3(lt.e1).cross(f3(lt.e2)));
+            let xo = x + ng * s.eps;
+            let mut w = lp - xo;
+            let dist2 = w.dot(w);
+            let dist = dist2.sqrt();
+            w *= 1.0 / dist;
+            let (cx, cl) = (ns.dot(w), nl.dot(w).abs());
+            if cx > 0.0 && cl > 0.0 && ng.dot(w) > 0.0 {
+                let le = f3(s.materials[lt.material as usize].emission);
+                let g = cx * cl / dist2 * s.light_area * FRAC_1_PI;
+                *p.shadow_dir = f4(w, dist * (1.0 - 1e-4));
+                *p.shadow_radiance = f4(throughput * albedo * le * g, 0.0);
+                out.shadow = true;
+            }
+        }
+        wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+    } else if m.kind == MAT_MIRROR {
+        wi = reflect(d, ns);
+    } else if m.kind == MAT_GLOSSY {
+        let z = 1.0 - 2.0 * rnd(path, sample, bounce, 3, seed);
+        let phi = TAU * rnd(path, sample, bounce, 4, seed);
+        let rr = (1.0 - z * z).max(0.0).sqrt();
+        let jitter = Vec3::new(rr * phi.cos(), rr * phi.sin(), z);
+        wi = normalize(reflect(d, ns) + jitter * m.roughness);
+    } else {
+        // glass: reflect or refract by Fresnel (Schlick)
+        let eta = if front { 1.0 / m.ior } else { m.ior };
+        let cosi = -d.dot(ns);
+        let sin2t = eta * eta * (1.0 - cosi * cosi);
+        let mut r0 = (1.0 - m.ior) / (1.0 + m.ior);
+        r0 = r0 * r0;
+        let c = 1.0 - cosi;
+        let fresnel = r0 + (1.0 - r0) * c * c * c * c * c;
+        if sin2t >= 1.0 || rnd(path, sample, bounce, 5, seed) < fresnel {
+            wi = reflect(d, ns);
+        } else {
+            wi = normalize(d * eta + ns * (eta * cosi - (1.0 - sin2t).sqrt()));
+            above = false;
+        }
+    }
+    throughput *= albedo;
+    let mut alive = if above { wi.dot(ng) > 0.0 } else { wi.dot(ng) < 0.0 };
+    if alive && bounce >= 3 {
+        // Russian roulette
+        let q = max3(throughput).min(0.95);
+        if rnd(path, sample, bounce, 6, seed) >= q {
+            alive = false;
+        } else {
+            throughput *= 1.0 / q;
+        }
+    }
+    if bounce + 1 >= max_bounces {
+        alive = false;
+    }
+    *p.radiance = f4(radiance, 0.0);
+    *p.throughput = f4(throughput, 0.0);
+    *p.origin = f4(x + ng * if above { s.eps } else { -s.eps }, 0.0);
+    *p.dir = f4(wi, 0.0);
+    *p.flags = flags;
+    out.alive = alive;
+    out
+}
+
+/// Next-event estimation, last step: an unoccluded shadow ray adds its light.
+/// `trace_nee` for one live queue entry.
+pub fn trace_nee(p: PathMut<'_>) {
+    if p.shadow_dir.w <= 0.0 || p.occluded.load(Relaxed) != 0 {
+        return;
+    }
+    let (l, add) = (*p.radiance, *p.shadow_radiance);
+    *p.radiance = Vec4::new(l.x + add.x, l.y + add.y, l.z + add.z, 0.0);
+}
+
+/// The sample's radiance into the pixel's sum. `trace_accumulate` for one pixel.
+#[inline]
+pub fn trace_accumulate(sum: &mut [f32; 4], l: Vec4) {
+    *sum = [sum[0] + l.x, sum[1] + l.y, sum[2] + l.z, sum[3] + 1.0];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference values from an independent u32 implementation (Python,
+    /// masking to 32 bits), so a slip in the wrapping arithmetic shows.
+    #[test]
+    fn pcg_and_rnd_match_the_reference_values() {
+        assert_eq!([0, 1, u32::MAX, 123456789].map(pcg), [129708002, 2831084092, 3861530882, 4272394698]);
+        // rnd is a 24-bit integer over 2^24: compare the integers.
+        let bits = |r: f32| r * 16777216.0;
+        assert_eq!(bits(rnd(0, 0, 0, 0, 0)), 9253448.0);
+        assert_eq!(bits(rnd(1234, 5, 3, 6, 42)), 14613819.0);
+        assert_eq!(bits(rnd(0xffff_fffe, 1000, 63, 61, 0xdead_beef)), 11500680.0);
+    }
+
+    /// The GPU's literals 6.28318530718f and 0.318309886f round to these.
+    #[test]
+    fn constants_match_the_kernel_literals() {
+        assert_eq!(TAU.to_bits(), 0x40c9_0fdb);
+        assert_eq!(FRAC_1_PI.to_bits(), 0x3ea2_f983);
+    }
+}

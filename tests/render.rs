@@ -1,0 +1,113 @@
+//! `reap render` and `reap bench render` end to end on the CPU backend (what CI
+//! runs): a small Cornell box renders, writes its image and timings, and bad
+//! input fails with a message before anything is rendered or written.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn reap() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reap"))
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reap-render-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn small(cmd: &mut Command) -> &mut Command {
+    cmd.args(["--backend", "cpu", "--width", "48", "--height", "36", "--spp", "4", "--max-bounces", "5"])
+}
+
+#[test]
+fn render_writes_a_lit_cornell_box_and_timings() {
+    let dir = temp("cornell");
+    let (png, json, csv) = (dir.join("cornell.png"), dir.join("t.json"), dir.join("t.csv"));
+    let out = small(reap().arg("render")).arg("--out").arg(&png).arg("--timings").arg(&json).output().expect("run");
+    assert!(out.status.success(), "reap render failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Mrays/s") && stdout.contains("image hash"), "{stdout}");
+
+    let img = image::open(&png).expect("a PNG").to_rgb8();
+    assert_eq!(img.dimensions(), (48, 36));
+    let mean: f64 = img.pixels().map(|p| p.0.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (48.0 * 36.0 * 3.0);
+    assert!(mean > 10.0, "the Cornell box should be lit, mean {mean}");
+    // The red and green walls: some pixel is clearly red, some clearly green.
+    let [r, g, b] = [0, 1, 2];
+    let above = |p: &image::Rgb<u8>, c: usize, o: usize| p.0[c] as i32 > p.0[o] as i32 + 12;
+    assert!(img.pixels().any(|p| above(p, r, g) && above(p, r, b)), "no red wall");
+    assert!(img.pixels().any(|p| above(p, g, r) && above(p, g, b)), "no green wall");
+
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    assert_eq!(t["frames"].as_array().map(|f| f.len()), Some(4));
+    assert_eq!(t["settings"]["traversal"], "breadth-first");
+    let frame = &t["frames"][0];
+    assert!(frame["frontier"][0].as_array().is_some_and(|l| !l.is_empty()), "frontier sizes per level");
+    assert!(frame["stages"].as_array().is_some_and(|s| s.len() > 5));
+
+    // The same render with CSV timings, depth-first and `none`: the same image.
+    let png2 = dir.join("df.png");
+    let out = small(reap().arg("render"))
+        .args(["--traversal", "depth-first", "--compact-paths", "none", "--compact-frontier", "none"])
+        .arg("--out")
+        .arg(&png2)
+        .arg("--timings")
+        .arg(&csv)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&png).unwrap(), std::fs::read(&png2).unwrap(), "depth-first + none differs");
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(text.starts_with("frame,stage,bounce,level,ms"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_render_agrees_across_algorithms_on_the_cpu() {
+    let dir = temp("bench");
+    let out = reap()
+        .args(["bench", "render", "--backend", "cpu", "--scenes", "cornell", "--width", "32", "--height", "24"])
+        .args(["--spp", "1", "--max-bounces", "4", "--algorithms", "none,lookback,atomic,horn,redzone-grid"])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "reap bench render failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("bit-identical"), "{md}");
+    let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 1 + 2 * 5, "{csv}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_fails_before_rendering() {
+    let dir = temp("bad");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--out".into(), "/nonexistent-dir/x.png".into()], "/nonexistent-dir/x.png"),
+        (vec!["--out".into(), dir.join("x.bmp").display().to_string()], ".png or .exr"),
+        (vec!["--timings".into(), dir.join("t.txt").display().to_string()], ".json or .csv"),
+        (vec!["--scene".into(), "no-such-scene".into()], "cornell"),
+        (vec!["--compact-paths".into(), "quicksort".into()], "lookback"),
+        (vec!["--traversal".into(), "sideways".into()], "depth-first"),
+        (vec!["--spp".into(), "0".into()], "--spp"),
+    ];
+    for (args, says) in cases {
+        let out = small(reap().arg("render")).args(&args).output().expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(says), "{args:?}: expected `{says}` in:\n{err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    }
+    // A malformed OBJ names its file and line.
+    let obj = dir.join("bad.obj");
+    std::fs::write(&obj, "v 0 0 0\nv 1 0 0\nv 0 1 zero\nf 1 2 3\n").unwrap();
+    let out = small(reap().arg("render")).arg("--scene").arg(&obj).output().expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("bad.obj") && err.contains(":3"), "{err}");
+    // Nothing was left behind.
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(files, vec![std::ffi::OsString::from("bad.obj")], "files left: {files:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
