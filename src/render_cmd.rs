@@ -157,6 +157,7 @@ impl RenderJob<'_> {
             compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
             compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
             seed: a.seed,
+            first_sample: 0,
             max_frontier: a.max_frontier,
         };
         s.check()?;
@@ -351,6 +352,7 @@ fn bench_scene<E: Engine>(
                 compact_paths: c,
                 compact_frontier: c,
                 seed: args.seed,
+                first_sample: 0,
                 max_frontier: args.max_frontier,
             };
             // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.

@@ -72,8 +72,8 @@ fn cuda_backend_passes_the_verify_suite_on_small_sizes() {
 /// the same; only fused multiply-adds differ).
 #[test]
 fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
-    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
     use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
     let Some(b) = gpu() else { return };
     let scene = reap::scene::builtin("cornell").expect("cornell");
     let bvh = reap::bvh::build(&scene.triangles);
@@ -89,6 +89,7 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,
         seed: 7,
+        first_sample: 0,
         max_frontier: 1 << 26,
     };
     let choices = Compaction::choices(&b);

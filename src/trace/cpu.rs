@@ -326,6 +326,10 @@ impl Engine for CpuEngine {
         Ok(())
     }
 
+    fn set_camera(&mut self, camera: CameraLayout) {
+        self.camera = camera;
+    }
+
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
         Ok(self.sum.clone())
     }
@@ -356,6 +360,7 @@ mod tests {
             compact_paths: Compaction::None,
             compact_frontier: Compaction::None,
             seed: SEED,
+            first_sample: 0,
             max_frontier: 1 << 26,
         }
     }

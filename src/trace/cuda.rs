@@ -350,6 +350,10 @@ impl Engine for CudaEngine {
         self.stream.memset_zeros(&mut self.sum).map_err(launch_err("clearing the image"))
     }
 
+    fn set_camera(&mut self, camera: CameraLayout) {
+        self.camera = camera;
+    }
+
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
         let bytes = self.stream.clone_dtoh(&self.sum).map_err(launch_err("reading the image"))?;
         let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);

@@ -141,6 +141,8 @@ pub struct RenderSettings {
     pub compact_paths: Compaction,
     pub compact_frontier: Compaction,
     pub seed: u32,
+    /// The first frame's sample index: a progressive viewer continues where it left off.
+    pub first_sample: u32,
     /// The most frontier items a level may hold (the `none` baseline grows without bound).
     pub max_frontier: u64,
 }
@@ -277,6 +279,8 @@ pub trait Engine {
     fn accumulate(&mut self) -> TraceResult<()>;
     /// Clears the per-pixel sums (a new view, or the next run of a benchmark).
     fn reset(&mut self) -> TraceResult<()>;
+    /// Moves the camera (the caller resets the sums).
+    fn set_camera(&mut self, camera: crate::trace::layout::CameraLayout);
     /// The per-pixel sums of radiance and sample counts (RGBA, A = samples).
     fn image(&self) -> TraceResult<Vec<[f32; 4]>>;
 }
@@ -317,7 +321,7 @@ pub fn render<E: Engine>(
         expanded: engine.alloc(2 * pixels)?,
     };
     let mut frames = Vec::new();
-    for sample in 0..settings.spp {
+    for sample in settings.first_sample..settings.first_sample + settings.spp {
         let f = frame(engine, settings, &mut q, sample)?;
         on_frame(&f);
         frames.push(f);
