@@ -176,6 +176,7 @@ impl RenderJob<'_> {
             settings.compact_paths.name(),
             settings.compact_frontier.name()
         );
+        warm_up(&engine, &settings)?;
         let bar = ProgressBar::new(a.spp as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} spp  {msg}  [{elapsed_precise} < {eta_precise}]")
@@ -391,4 +392,21 @@ fn bench_scene<E: Engine>(
     }
     bar.finish_and_clear();
     Ok(rows)
+}
+
+/// Compiles (NVRTC) and loads the compaction kernels the render will use, so
+/// the first frame's timings measure compaction rather than the compiler.
+fn warm_up<E: Engine>(engine: &E, settings: &RenderSettings) -> Result<()> {
+    use reap::compaction::{Keep, Report};
+    use reap::trace::{DEAD32, DEAD64};
+    let b = engine.backend();
+    if let Compaction::With(alg) = settings.compact_paths {
+        let (input, mut output) = (b.upload(&[DEAD32])?, b.alloc::<u32>(1)?);
+        b.select(alg, &input, Keep::Sentinel(DEAD32), &mut output)?.count()?;
+    }
+    if let (Compaction::With(alg), Traversal::BreadthFirst) = (settings.compact_frontier, settings.traversal) {
+        let (input, mut output) = (b.upload(&[DEAD64])?, b.alloc::<u64>(1)?);
+        b.select(alg, &input, Keep::Sentinel(DEAD64), &mut output)?.count()?;
+    }
+    Ok(())
 }
