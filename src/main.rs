@@ -170,6 +170,13 @@ struct VerifyArgs {
 }
 
 fn main() -> ExitCode {
+    // `reap … | head` should end quietly, as other command-line tools do,
+    // rather than panic in println! when the pipe closes.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of one signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
         // Until the viewer exists, the main job is a render of the default scene.
