@@ -439,6 +439,7 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
     if let cub::PeerStatus::Skipped { why } = &peer {
         println!("CUB peer skipped: {why}");
     }
+    print_rows(&rows);
 
     if let Some(dir) = run.out {
         output::write_atomically(&dir.join("results.csv"), bench::csv(&rows)?.as_bytes())?;
@@ -577,4 +578,27 @@ fn rerun_report(dir: &std::path::Path) -> Result<bool> {
     let plots = bench::plot::all(dir, &stored.rows)?;
     println!("wrote report.md and {} plot files in {} from its results.json", plots.len(), dir.display());
     Ok(true)
+}
+
+/// The measured rows as a plain table on stdout (the files under --out hold everything).
+fn print_rows(rows: &[reap::bench::Row]) {
+    println!(
+        "{:<27} {:<11} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
+        "algorithm", "operation", "bytes", "n", "density", "median ms", "% copy", "vs CUB"
+    );
+    for r in rows.iter().filter(|r| r.backend != "cub") {
+        let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
+        println!(
+            "{:<27} {:<11} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
+            r.algorithm,
+            r.operation,
+            r.element_bytes,
+            r.n,
+            r.density,
+            r.median_ms,
+            r.pct_of_copy,
+            r.vs_cub.map_or("-".to_string(), |v| format!("{v:.2}")),
+            phases.join(", ")
+        );
+    }
 }
