@@ -61,6 +61,10 @@ struct ViewArgs {
     /// Save the window, overlay included, as PNG at exit.
     #[arg(long)]
     screenshot: Option<std::path::PathBuf>,
+    /// Start "compare all" at once: every algorithm at both sites for K frames each (after one
+    /// warm-up frame), then a ranked chart.
+    #[arg(long, value_name = "K")]
+    compare_all: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -229,6 +233,7 @@ fn first_run() -> Result<bool> {
             height: 540,
             frames: None,
             screenshot: None,
+            compare_all: None,
         };
         match reap::viewer::run(opts) {
             Ok(()) => return Ok(true),
@@ -267,6 +272,7 @@ fn run_view(args: ViewArgs) -> Result<bool> {
         height: args.height,
         frames: args.frames,
         screenshot: args.screenshot,
+        compare_all: args.compare_all,
     };
     match reap::viewer::run(opts) {
         Ok(()) => Ok(true),

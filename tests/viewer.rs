@@ -21,7 +21,9 @@ fn skip_or_fail(why: &str) {
     if std::env::var("REAP_REQUIRE_VIEWER").is_ok_and(|v| v == "1") {
         panic!("REAP_REQUIRE_VIEWER=1 but the viewer cannot run: {why}");
     }
-    eprintln!("SKIPPED viewer test: {why}");
+    // Straight to stderr: the test harness captures eprintln! of a passing test.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED viewer test: {why}");
 }
 
 /// Kills the Xvfb this test started.

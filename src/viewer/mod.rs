@@ -108,6 +108,8 @@ mod app {
         pub frames: Option<u64>,
         /// Save the window, overlay included, at exit.
         pub screenshot: Option<PathBuf>,
+        /// Start "compare all" with the first frame, `K` frames per algorithm.
+        pub compare_all: Option<u32>,
     }
 
     /// Opens the window and runs until it closes (or `frames` have been drawn).
@@ -124,6 +126,10 @@ mod app {
         let event_loop = EventLoop::new().map_err(|e| ViewerError::NoDisplay(e.to_string()))?;
         let mut state = ViewerState::new(session.engine.choices());
         state.backend_note = note;
+        if let Some(k) = opts.compare_all {
+            state.compare_frames = k.max(1);
+            state.start_compare();
+        }
         let orbit = Orbit::from_camera(&session.home);
         let egui_ctx = egui::Context::default();
         // Dark whatever the desktop says: the image is the focus, and screenshots compare alike.

@@ -54,10 +54,12 @@ pub fn ui(ui: &mut egui::Ui, s: &mut ViewerState, o: &mut OverlayState, f: &Fact
         egui::ScrollArea::vertical().auto_shrink(false).show(ui, |ui| {
             header(ui, s, f);
             compaction(ui, s, o, f, &mut actions);
-            charts(ui, s);
-            table(ui, s);
             compare(ui, s);
-            scene_controls(ui, s, o, &mut actions);
+            egui::CollapsingHeader::new("charts").default_open(true).show(ui, |ui| charts(ui, s));
+            egui::CollapsingHeader::new("table").default_open(true).show(ui, |ui| table(ui, s));
+            egui::CollapsingHeader::new("scene and files")
+                .default_open(true)
+                .show(ui, |ui| scene_controls(ui, s, o, &mut actions));
         });
     });
     actions
@@ -72,6 +74,14 @@ fn header(ui: &mut egui::Ui, s: &ViewerState, f: &Facts<'_>) {
     ui.label(format!("{:.1} frames/s; compute: {}; display: {}", f.fps, f.device, f.adapter));
     if let Some(note) = &s.backend_note {
         ui.label(RichText::new(note).color(Color32::from_rgb(230, 180, 60)));
+    }
+    if let Some(last) = s.history.back() {
+        ui.label(format!(
+            "last frame {:.2} ms, compaction {:.2} ms, {:.1} Mrays/s",
+            last.stats.frame_ms,
+            last.stats.compaction_ms(),
+            last.stats.mrays_per_s()
+        ));
     }
     if let Some((error, msg)) = &s.message {
         let color = if *error { Color32::from_rgb(255, 90, 90) } else { Color32::from_rgb(120, 200, 120) };
@@ -143,13 +153,12 @@ fn compaction(ui: &mut egui::Ui, s: &mut ViewerState, o: &OverlayState, f: &Fact
 }
 
 fn charts(ui: &mut egui::Ui, s: &ViewerState) {
-    ui.separator();
     ui.label("frame time by stage (ms)");
     let names = s.stage_names();
     let frames: Vec<_> = s.chart_frames().collect();
     Plot::new("stages")
-        .height(150.0)
-        .legend(Legend::default())
+        .height(170.0)
+        .legend(Legend::default().text_style(egui::TextStyle::Small))
         .allow_scroll(false)
         .allow_drag(false)
         .include_y(0.0)
@@ -190,7 +199,6 @@ fn charts(ui: &mut egui::Ui, s: &ViewerState) {
 }
 
 fn table(ui: &mut egui::Ui, s: &ViewerState) {
-    ui.separator();
     ui.label(format!("per configuration, last {} frames: mean (min-max) ms", super::state::ROLLING_WINDOW));
     let current = s.frame_choices().label();
     egui::Grid::new("table").striped(true).num_columns(5).show(ui, |ui| {
@@ -238,7 +246,7 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
     ui.label("compare all: mean frame ms, fastest on top (compaction share darker)");
     let n = s.ranking.len();
     Plot::new("ranking")
-        .height(18.0 * n as f64 as f32 + 40.0)
+        .height(13.0 * n as f32 + 30.0)
         .allow_scroll(false)
         .allow_drag(false)
         .show_axes([true, false])
@@ -249,7 +257,7 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
                 .ranking
                 .iter()
                 .enumerate()
-                .map(|(i, r)| Bar::new(y(i), r.compaction_ms).name(&r.algorithm).width(0.8).horizontal())
+                .map(|(i, r)| Bar::new(y(i), r.compaction_ms).name(&r.algorithm).width(0.7).horizontal())
                 .collect();
             let rest: Vec<Bar> = s
                 .ranking
@@ -258,7 +266,7 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
                 .map(|(i, r)| {
                     Bar::new(y(i), (r.frame_ms - r.compaction_ms).max(0.0))
                         .name(format!("{} {:.2} ms, {:.1} Mrays/s", r.algorithm, r.frame_ms, r.mrays))
-                        .width(0.8)
+                        .width(0.7)
                         .horizontal()
                 })
                 .collect();
@@ -277,7 +285,6 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
 }
 
 fn scene_controls(ui: &mut egui::Ui, s: &mut ViewerState, o: &mut OverlayState, actions: &mut Vec<Action>) {
-    ui.separator();
     ui.horizontal(|ui| {
         ui.label("scene");
         let before = o.scene_field.clone();
