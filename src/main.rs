@@ -238,7 +238,9 @@ fn first_run() -> Result<bool> {
         match reap::viewer::run(opts) {
             Ok(()) => return Ok(true),
             Err(e) if e.is_no_display() => {
-                println!("reap: cannot open the viewer ({e}); rendering render.png headless instead (see `reap render --help`)")
+                println!(
+                    "reap: cannot open the viewer ({e}); rendering render.png headless instead (see `reap render --help`)"
+                )
             }
             Err(e) => return Err(e.into()),
         }

@@ -102,18 +102,26 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
     let img = image::open(&shot).expect("the screenshot is a PNG").to_rgb8();
     assert_eq!(img.dimensions(), (WIDTH + PANEL, HEIGHT), "the window: render plus panel");
     // The render: lit, with the Cornell box's red and green walls.
-    let render: Vec<_> = (0..HEIGHT).flat_map(|y| (0..WIDTH).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect();
-    let mean = render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
+    let render: Vec<_> =
+        (0..HEIGHT).flat_map(|y| (0..WIDTH).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect();
+    let mean =
+        render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
     assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
     let above = |p: &[u8; 3], c: usize, o: usize| p[c] as i32 > p[o] as i32 + 12;
     assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
     assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
     // The overlay: mostly egui's dark panel fill, with light text on it.
-    let panel: Vec<_> =
-        (0..HEIGHT).flat_map(|y| (WIDTH..WIDTH + PANEL).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect();
+    let panel: Vec<_> = (0..HEIGHT)
+        .flat_map(|y| (WIDTH..WIDTH + PANEL).map(move |x| (x, y)))
+        .map(|(x, y)| img.get_pixel(x, y).0)
+        .collect();
     let fill = egui_panel_fill();
     let near_fill = panel.iter().filter(|p| p.iter().zip(fill).all(|(a, b)| (*a as i32 - b as i32).abs() <= 3)).count();
-    assert!(near_fill * 2 > panel.len(), "the overlay panel is not drawn: {near_fill} of {} pixels have egui's panel fill", panel.len());
+    assert!(
+        near_fill * 2 > panel.len(),
+        "the overlay panel is not drawn: {near_fill} of {} pixels have egui's panel fill",
+        panel.len()
+    );
     let text = panel.iter().filter(|p| p.iter().all(|c| *c > 150)).count();
     assert!(text > 50, "the overlay has no text ({text} light pixels)");
     let _ = std::fs::remove_dir_all(&dir);

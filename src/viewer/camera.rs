@@ -76,7 +76,12 @@ mod tests {
 
     #[test]
     fn orbit_round_trips_the_scene_camera() {
-        let c = Camera { position: Vec3::new(1.0, 2.0, 5.0), target: Vec3::new(0.0, 1.0, 0.0), up: Vec3::Y, vfov_deg: 40.0 };
+        let c = Camera {
+            position: Vec3::new(1.0, 2.0, 5.0),
+            target: Vec3::new(0.0, 1.0, 0.0),
+            up: Vec3::Y,
+            vfov_deg: 40.0,
+        };
         let back = Orbit::from_camera(&c).camera();
         assert!((back.position - c.position).length() < 1e-4, "{back:?}");
         assert_eq!(back.target, c.target);

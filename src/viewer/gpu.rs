@@ -85,7 +85,10 @@ impl Gpu {
             apply_limit_buckets: false,
         }))
         .map_err(|e| {
-            gpu_err("no graphics adapter can draw to this window (install a Vulkan driver, e.g. mesa-vulkan-drivers)", &e)
+            gpu_err(
+                "no graphics adapter can draw to this window (install a Vulkan driver, e.g. mesa-vulkan-drivers)",
+                &e,
+            )
         })?;
         let info = adapter.get_info();
         let adapter_name = format!("{} ({:?})", info.name, info.backend);
@@ -163,11 +166,7 @@ impl Gpu {
             fragment: Some(wgpu::FragmentState {
                 module: &module,
                 entry_point: Some("fs_main"),
-                targets: &[Some(wgpu::ColorTargetState {
-                    format,
-                    blend: None,
-                    write_mask: wgpu::ColorWrites::ALL,
-                })],
+                targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
                 compilation_options: Default::default(),
             }),
             multiview_mask: None,
@@ -180,18 +179,7 @@ impl Gpu {
             mapped_at_creation: false,
         });
         let egui = egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
-        Ok(Gpu {
-            surface,
-            device,
-            queue,
-            config,
-            adapter: adapter_name,
-            pipeline,
-            layout,
-            uniform,
-            image: None,
-            egui,
-        })
+        Ok(Gpu { surface, device, queue, config, adapter: adapter_name, pipeline, layout, uniform, image: None, egui })
     }
 
     pub fn max_texture_side(&self) -> usize {
@@ -372,7 +360,9 @@ impl Gpu {
             let _ = tx.send(r);
         });
         let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| fail(format!("reading the frame back: {e}")))?;
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| fail(format!("reading the frame back: {e}")))?;
         rx.recv()
             .map_err(|e| fail(format!("reading the frame back: {e}")))?
             .map_err(|e| fail(format!("reading the frame back: {e}")))?;

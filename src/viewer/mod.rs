@@ -119,7 +119,9 @@ mod app {
         }
         #[cfg(all(unix, not(target_os = "macos")))]
         if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
-            return Err(ViewerError::NoDisplay("DISPLAY is not set (the viewer needs an X11 or XWayland display)".into()));
+            return Err(ViewerError::NoDisplay(
+                "DISPLAY is not set (the viewer needs an X11 or XWayland display)".into(),
+            ));
         }
         let (kind, backends, note) = pick_backend(opts.backend)?;
         let session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None)?;
@@ -290,7 +292,8 @@ mod app {
 
             self.window_frames += 1;
             let last = self.opts.frames.is_some_and(|n| self.window_frames >= n);
-            let shot = if last { self.opts.screenshot.clone().or(self.screenshot.take()) } else { self.screenshot.take() };
+            let shot =
+                if last { self.opts.screenshot.clone().or(self.screenshot.take()) } else { self.screenshot.take() };
             let size = window.inner_size();
             let layout = self.layout(size.width as f32, size.height as f32, out.pixels_per_point);
             let mut overlay =
@@ -353,7 +356,10 @@ mod app {
                     match Session::open(&spec, kind, w, h, s.max_bounces, None) {
                         Ok(session) => {
                             self.orbit = Orbit::from_camera(&session.home);
-                            s.message = Some((false, format!("opened {} ({} triangles)", session.scene_name, session.triangles)));
+                            s.message = Some((
+                                false,
+                                format!("opened {} ({} triangles)", session.scene_name, session.triangles),
+                            ));
                             self.session = session;
                             s.reset_accumulation();
                             s.cancel_compare();
@@ -394,7 +400,11 @@ mod app {
             let axis = |plus: KeyCode, minus: KeyCode| {
                 (self.keys.contains(&plus) as i32 - self.keys.contains(&minus) as i32) as f32 * step
             };
-            let (f, r, u) = (axis(KeyCode::KeyW, KeyCode::KeyS), axis(KeyCode::KeyD, KeyCode::KeyA), axis(KeyCode::KeyE, KeyCode::KeyQ));
+            let (f, r, u) = (
+                axis(KeyCode::KeyW, KeyCode::KeyS),
+                axis(KeyCode::KeyD, KeyCode::KeyA),
+                axis(KeyCode::KeyE, KeyCode::KeyQ),
+            );
             if (f, r, u) != (0.0, 0.0, 0.0) {
                 self.orbit.fly(f, r, u);
                 self.camera_dirty = true;

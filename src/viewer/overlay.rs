@@ -189,12 +189,15 @@ fn charts(ui: &mut egui::Ui, s: &ViewerState) {
     });
     if last.stats.frontier.iter().any(|l| !l.is_empty()) {
         ui.label("frontier items per level (last frame)");
-        Plot::new("frontier").height(110.0).legend(Legend::default()).allow_scroll(false).include_y(0.0).show(ui, |p| {
-            for (b, levels) in last.stats.frontier.iter().enumerate().take(4) {
-                let pts: Vec<[f64; 2]> = levels.iter().enumerate().map(|(l, n)| [l as f64, *n as f64]).collect();
-                p.line(Line::new(format!("bounce {b}"), pts));
-            }
-        });
+        Plot::new("frontier").height(110.0).legend(Legend::default()).allow_scroll(false).include_y(0.0).show(
+            ui,
+            |p| {
+                for (b, levels) in last.stats.frontier.iter().enumerate().take(4) {
+                    let pts: Vec<[f64; 2]> = levels.iter().enumerate().map(|(l, n)| [l as f64, *n as f64]).collect();
+                    p.line(Line::new(format!("bounce {b}"), pts));
+                }
+            },
+        );
     }
 }
 
@@ -275,11 +278,14 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
             p.bar_chart(a);
             p.bar_chart(b);
             for (i, r) in s.ranking.iter().enumerate() {
-                p.text(egui_plot::Text::new(
-                    r.algorithm.clone(),
-                    egui_plot::PlotPoint::new(0.0, y(i)),
-                    RichText::new(format!("{}. {}", i + 1, r.algorithm)).color(Color32::WHITE),
-                ).anchor(egui::Align2::LEFT_CENTER));
+                p.text(
+                    egui_plot::Text::new(
+                        r.algorithm.clone(),
+                        egui_plot::PlotPoint::new(0.0, y(i)),
+                        RichText::new(format!("{}. {}", i + 1, r.algorithm)).color(Color32::WHITE),
+                    )
+                    .anchor(egui::Align2::LEFT_CENTER),
+                );
             }
         });
 }

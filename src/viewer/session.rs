@@ -181,15 +181,9 @@ fn build_engine(
 ) -> Result<AnyEngine, ViewerError> {
     let layout = CameraLayout::new(camera, width, height);
     match kind {
-        BackendKind::Cpu => Ok(AnyEngine::Cpu(CpuEngine::new(
-            CpuBackend::new(),
-            packed.clone(),
-            layout,
-            width,
-            height,
-            1,
-            max_bounces,
-        ))),
+        BackendKind::Cpu => {
+            Ok(AnyEngine::Cpu(CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces)))
+        }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let backend = cuda_backend().map_err(ViewerError::Backend)?;

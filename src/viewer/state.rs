@@ -451,7 +451,10 @@ mod tests {
             let ms = if warm { 1000.0 } else { cost(&c.compact_paths) };
             s.record("cpu", &c, frame(ms, ms / 2.0));
         }
-        assert_eq!(order, ["lookback", "lookback", "lookback", "atomic", "atomic", "atomic", "blelloch", "blelloch", "blelloch"]);
+        assert_eq!(
+            order,
+            ["lookback", "lookback", "lookback", "atomic", "atomic", "atomic", "blelloch", "blelloch", "blelloch"]
+        );
         assert!(s.compare.is_none());
         let names: Vec<&str> = s.ranking.iter().map(|r| r.algorithm.as_str()).collect();
         assert_eq!(names, ["atomic", "lookback", "blelloch"]);
@@ -481,6 +484,10 @@ mod tests {
         assert_eq!(s.stage_names(), [stage::CAMERA, stage::COMPACT_PATHS]);
         let csv = s.timings_csv();
         assert_eq!(csv.lines().count(), 3);
-        assert!(csv.lines().nth(2).is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,lookback,lookback,compact paths,0,,1.0")));
+        assert!(
+            csv.lines()
+                .nth(2)
+                .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,lookback,lookback,compact paths,0,,1.0"))
+        );
     }
 }
