@@ -11,3 +11,4 @@ pub mod compaction;
 pub mod scene;
 pub mod trace;
 pub mod verify;
+pub mod viewer;

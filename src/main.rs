@@ -39,6 +39,32 @@ enum Command {
     Bench(BenchCommand),
     /// Path-trace a scene headless (wavefront, compaction after every bounce and traversal level).
     Render(render_cmd::RenderArgs),
+    /// Open the interactive viewer: the progressive image and an overlay comparing compaction algorithms.
+    View(ViewArgs),
+}
+
+#[derive(clap::Args)]
+struct ViewArgs {
+    /// A built-in scene's name (see `reap render --help`) or a path to an OBJ file.
+    #[arg(long, default_value = "cornell")]
+    scene: String,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// Render width in pixels (the window adds the overlay's panel).
+    #[arg(long, default_value_t = 960)]
+    width: u32,
+    #[arg(long, default_value_t = 540)]
+    height: u32,
+    /// Exit after this many frames.
+    #[arg(long)]
+    frames: Option<u64>,
+    /// Save the window, overlay included, as PNG at exit.
+    #[arg(long)]
+    screenshot: Option<std::path::PathBuf>,
+    /// Start "compare all" at once: every algorithm at both sites for K frames each (after one
+    /// warm-up frame), then a ranked chart.
+    #[arg(long, value_name = "K")]
+    compare_all: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -179,15 +205,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let outcome = match cli.command {
-        // Until the viewer exists, the main job is a render of the default scene.
-        None => match Cli::try_parse_from(["reap", "render"]) {
-            Ok(Cli { command: Some(Command::Render(mut args)) }) => {
-                println!("reap: rendering the Cornell box to render.png (`reap --help` lists every command)");
-                args.first_run = true;
-                render_cmd::run(args)
-            }
-            _ => unreachable!("`reap render` parses with its defaults"),
-        },
+        // The main job: the viewer, or where no window can open, a render of the default scene.
+        None => first_run(),
         Some(Command::Algorithms) => {
             print_catalog();
             Ok(true)
@@ -196,6 +215,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(BenchCommand::Compaction(args))) => run_bench(args),
         Some(Command::Bench(BenchCommand::Report { dir })) => rerun_report(&dir),
         Some(Command::Render(args)) => render_cmd::run(args),
+        Some(Command::View(args)) => run_view(args),
         Some(Command::Bench(BenchCommand::Render(args))) => render_cmd::bench(args),
     };
     match outcome {
@@ -206,6 +226,73 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `reap` with no arguments: the viewer on the Cornell box; without a display,
+/// the headless render it replaced, with one line saying so.
+fn first_run() -> Result<bool> {
+    #[cfg(feature = "viewer")]
+    {
+        let opts = reap::viewer::ViewOptions {
+            scene: "cornell".into(),
+            backend: None,
+            width: 960,
+            height: 540,
+            frames: None,
+            screenshot: None,
+            compare_all: None,
+        };
+        match reap::viewer::run(opts) {
+            Ok(()) => return Ok(true),
+            Err(e) if e.is_no_display() => {
+                println!(
+                    "reap: cannot open the viewer ({e}); rendering render.png headless instead (see `reap render --help`)"
+                )
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    #[cfg(not(feature = "viewer"))]
+    println!("reap: built without the viewer; rendering render.png headless (see `reap render --help`)");
+    match Cli::try_parse_from(["reap", "render"]) {
+        Ok(Cli { command: Some(Command::Render(mut args)) }) => {
+            args.first_run = true;
+            render_cmd::run(args)
+        }
+        _ => unreachable!("`reap render` parses with its defaults"),
+    }
+}
+
+#[cfg(feature = "viewer")]
+fn run_view(args: ViewArgs) -> Result<bool> {
+    use reap::viewer::session::BackendKind;
+    let backend = match args.backend {
+        BackendChoice::Auto => None,
+        BackendChoice::Cpu => Some(BackendKind::Cpu),
+        BackendChoice::Cuda => Some(BackendKind::Cuda),
+    };
+    if let Some(p) = &args.screenshot {
+        reap::trace::output::check_writable(p)?;
+    }
+    let opts = reap::viewer::ViewOptions {
+        scene: args.scene,
+        backend,
+        width: args.width,
+        height: args.height,
+        frames: args.frames,
+        screenshot: args.screenshot,
+        compare_all: args.compare_all,
+    };
+    match reap::viewer::run(opts) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_no_display() => bail!("{e}; `reap render` renders without a window"),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(not(feature = "viewer"))]
+fn run_view(_args: ViewArgs) -> Result<bool> {
+    bail!("this reap was built without the `viewer` feature; rebuild with default features, or use `reap render`")
 }
 
 fn backends_of(algorithm: Algorithm) -> Vec<&'static str> {

@@ -1,0 +1,384 @@
+//! Display through wgpu: any adapter will do (lavapipe included), since the
+//! path tracer computes on the CPU or through CUDA and only hands over its
+//! per-pixel sums. Each frame they are uploaded to an `Rgba32Float` texture,
+//! `shaders/display.wgsl` draws their mean, and egui draws the overlay on top;
+//! a screenshot draws the same two passes into an offscreen texture too and
+//! reads it back.
+
+use std::num::NonZeroU64;
+use std::path::Path;
+use std::sync::Arc;
+
+use winit::window::Window;
+
+use super::ViewerError;
+
+/// The display pass's uniform. Keep in sync with `shaders/display.wgsl` `Display`.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DisplayUniform {
+    rect: [f32; 4],
+    background: [f32; 4],
+    encode_srgb: u32,
+    pad: [u32; 3],
+}
+
+/// Where the image goes and what surrounds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// x, y, width, height in framebuffer pixels.
+    pub rect: [f32; 4],
+    pub background: [f32; 4],
+}
+
+/// What egui produced for one frame, ready for [`Gpu::present`].
+pub struct Overlay<'a> {
+    pub jobs: &'a [egui::ClippedPrimitive],
+    /// Drained by [`Gpu::present`]: egui insists every delta is applied.
+    pub textures: &'a mut egui::TexturesDelta,
+    pub pixels_per_point: f32,
+}
+
+struct Image {
+    texture: wgpu::Texture,
+    bind_group: wgpu::BindGroup,
+    width: u32,
+    height: u32,
+}
+
+pub struct Gpu {
+    surface: wgpu::Surface<'static>,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    config: wgpu::SurfaceConfiguration,
+    pub adapter: String,
+    pipeline: wgpu::RenderPipeline,
+    layout: wgpu::BindGroupLayout,
+    uniform: wgpu::Buffer,
+    image: Option<Image>,
+    egui: egui_wgpu::Renderer,
+}
+
+/// Drives a wgpu future to completion. On native backends these resolve at
+/// once, so polling with a no-op waker spares a dependency on an executor.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}
+
+impl Gpu {
+    pub fn new(window: Arc<Window>) -> Result<Self, ViewerError> {
+        let gpu_err = |what: &str, e: &dyn std::fmt::Display| ViewerError::Display(format!("{what}: {e}"));
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let size = window.inner_size();
+        let surface = instance.create_surface(window).map_err(|e| gpu_err("cannot create a wgpu surface", &e))?;
+        let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::LowPower,
+            force_fallback_adapter: false,
+            compatible_surface: Some(&surface),
+            apply_limit_buckets: false,
+        }))
+        .map_err(|e| {
+            gpu_err(
+                "no graphics adapter can draw to this window (install a Vulkan driver, e.g. mesa-vulkan-drivers)",
+                &e,
+            )
+        })?;
+        let info = adapter.get_info();
+        let adapter_name = format!("{} ({:?})", info.name, info.backend);
+        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("reap viewer"),
+            required_limits: wgpu::Limits::downlevel_webgl2_defaults().using_resolution(adapter.limits()),
+            ..Default::default()
+        }))
+        .map_err(|e| gpu_err("cannot open the graphics device", &e))?;
+
+        let caps = surface.get_capabilities(&adapter);
+        // egui blends in gamma space: it prefers a unorm target, and the
+        // display shader then encodes sRGB itself.
+        let format = caps
+            .formats
+            .iter()
+            .copied()
+            .find(|f| matches!(f, wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm))
+            .or_else(|| caps.formats.first().copied())
+            .ok_or_else(|| ViewerError::Display(format!("the adapter {adapter_name} cannot present to this window")))?;
+        let mut config = surface
+            .get_default_config(&adapter, size.width.max(1), size.height.max(1))
+            .ok_or_else(|| ViewerError::Display(format!("the adapter {adapter_name} cannot present to this window")))?;
+        config.format = format;
+        config.view_formats = vec![format];
+        config.present_mode = wgpu::PresentMode::AutoNoVsync;
+        surface.configure(&device, &config);
+
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("display.wgsl"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/display.wgsl").into()),
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("display"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: NonZeroU64::new(size_of::<DisplayUniform>() as u64),
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable: false },
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("display"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("display"),
+            layout: Some(&pipeline_layout),
+            vertex: wgpu::VertexState {
+                module: &module,
+                entry_point: Some("vs_main"),
+                buffers: &[],
+                compilation_options: Default::default(),
+            },
+            primitive: wgpu::PrimitiveState::default(),
+            depth_stencil: None,
+            multisample: wgpu::MultisampleState::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &module,
+                entry_point: Some("fs_main"),
+                targets: &[Some(wgpu::ColorTargetState { format, blend: None, write_mask: wgpu::ColorWrites::ALL })],
+                compilation_options: Default::default(),
+            }),
+            multiview_mask: None,
+            cache: None,
+        });
+        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("display uniform"),
+            size: size_of::<DisplayUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let egui = egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
+        Ok(Gpu { surface, device, queue, config, adapter: adapter_name, pipeline, layout, uniform, image: None, egui })
+    }
+
+    pub fn max_texture_side(&self) -> usize {
+        self.device.limits().max_texture_dimension_2d as usize
+    }
+
+    pub fn resize(&mut self, width: u32, height: u32) {
+        if width > 0 && height > 0 && (width, height) != (self.config.width, self.config.height) {
+            self.config.width = width;
+            self.config.height = height;
+            self.surface.configure(&self.device, &self.config);
+        }
+    }
+
+    /// Uploads the path tracer's sums (RGBA, A = samples), `width` x `height`.
+    pub fn upload(&mut self, sums: &[[f32; 4]], width: u32, height: u32) {
+        if self.image.as_ref().is_none_or(|i| (i.width, i.height) != (width, height)) {
+            let texture = self.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("path tracer sums"),
+                size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba32Float,
+                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+                view_formats: &[],
+            });
+            let view = texture.create_view(&Default::default());
+            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("display"),
+                layout: &self.layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: self.uniform.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(&view) },
+                ],
+            });
+            self.image = Some(Image { texture, bind_group, width, height });
+        }
+        let Some(image) = &self.image else { return };
+        if sums.len() != width as usize * height as usize {
+            return;
+        }
+        self.queue.write_texture(
+            image.texture.as_image_copy(),
+            bytemuck::cast_slice(sums),
+            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(width * 16), rows_per_image: None },
+            wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+        );
+    }
+
+    /// Draws the image and the overlay to the window, and when `screenshot`
+    /// is given, into an offscreen texture that is read back and saved as PNG.
+    pub fn present(
+        &mut self,
+        layout: Layout,
+        overlay: &mut Overlay<'_>,
+        screenshot: Option<&Path>,
+    ) -> Result<(), ViewerError> {
+        let format = self.config.format;
+        self.queue.write_buffer(
+            &self.uniform,
+            0,
+            bytemuck::bytes_of(&DisplayUniform {
+                rect: layout.rect,
+                background: layout.background,
+                encode_srgb: u32::from(!format.is_srgb()),
+                pad: [0; 3],
+            }),
+        );
+        for (id, deltas) in overlay.textures.set.drain() {
+            for delta in deltas {
+                self.egui.update_texture(&self.device, &self.queue, id, &delta);
+            }
+        }
+        let screen = egui_wgpu::ScreenDescriptor {
+            size_in_pixels: [self.config.width, self.config.height],
+            pixels_per_point: overlay.pixels_per_point,
+        };
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let user = self.egui.update_buffers(&self.device, &self.queue, &mut encoder, overlay.jobs, &screen);
+
+        let frame = match self.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(f) | wgpu::CurrentSurfaceTexture::Suboptimal(f) => Some(f),
+            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                self.surface.configure(&self.device, &self.config);
+                None
+            }
+            _ => None,
+        };
+        if let Some(frame) = &frame {
+            let view = frame.texture.create_view(&Default::default());
+            self.draw(&mut encoder, &view, overlay.jobs, &screen);
+        }
+        let capture = screenshot.map(|_| {
+            let texture = self.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("screenshot"),
+                size: wgpu::Extent3d { width: self.config.width, height: self.config.height, depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format,
+                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+                view_formats: &[],
+            });
+            let view = texture.create_view(&Default::default());
+            self.draw(&mut encoder, &view, overlay.jobs, &screen);
+            // Rows of a texture-to-buffer copy are padded to 256 bytes.
+            let row = self.config.width * 4;
+            let padded = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+            let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("screenshot readback"),
+                size: padded as u64 * self.config.height as u64,
+                usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+                mapped_at_creation: false,
+            });
+            encoder.copy_texture_to_buffer(
+                texture.as_image_copy(),
+                wgpu::TexelCopyBufferInfo {
+                    buffer: &buffer,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: 0,
+                        bytes_per_row: Some(padded),
+                        rows_per_image: None,
+                    },
+                },
+                texture.size(),
+            );
+            (buffer, row, padded)
+        });
+        self.queue.submit(user.into_iter().chain([encoder.finish()]));
+        // Freed only after the submit that may still use them.
+        for id in overlay.textures.free.drain() {
+            self.egui.free_texture(&id);
+        }
+        if let Some(frame) = frame {
+            self.queue.present(frame);
+        }
+        if let (Some((buffer, row, padded)), Some(path)) = (capture, screenshot) {
+            self.save(&buffer, row, padded, path)?;
+        }
+        Ok(())
+    }
+
+    fn draw(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        view: &wgpu::TextureView,
+        jobs: &[egui::ClippedPrimitive],
+        screen: &egui_wgpu::ScreenDescriptor,
+    ) {
+        let pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("image + overlay"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view,
+                resolve_target: None,
+                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
+                depth_slice: None,
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        // egui's renderer takes a 'static pass; nothing touches the encoder until it drops.
+        let mut pass = pass.forget_lifetime();
+        if let Some(image) = &self.image {
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &image.bind_group, &[]);
+            pass.draw(0..3, 0..1);
+        }
+        self.egui.render(&mut pass, jobs, screen);
+    }
+
+    fn save(&self, buffer: &wgpu::Buffer, row: u32, padded: u32, path: &Path) -> Result<(), ViewerError> {
+        let slice = buffer.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| fail(format!("reading the frame back: {e}")))?;
+        rx.recv()
+            .map_err(|e| fail(format!("reading the frame back: {e}")))?
+            .map_err(|e| fail(format!("reading the frame back: {e}")))?;
+        let bgra = matches!(self.config.format, wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb);
+        let mut rgba = Vec::with_capacity((row * self.config.height) as usize);
+        {
+            let mapped = slice.get_mapped_range().map_err(|e| fail(format!("reading the frame back: {e}")))?;
+            for line in mapped.chunks(padded as usize) {
+                for px in line[..row as usize].chunks_exact(4) {
+                    let [a, b, c, _] = [px[0], px[1], px[2], px[3]];
+                    // The window is opaque: store alpha 255 whatever the surface kept.
+                    rgba.extend_from_slice(&if bgra { [c, b, a, 255] } else { [a, b, c, 255] });
+                }
+            }
+        }
+        buffer.unmap();
+        super::write_png(path, &rgba, self.config.width, self.config.height)
+    }
+}

@@ -1,0 +1,196 @@
+//! The scene the viewer shows and the engine that traces it, on either
+//! backend: `reap render`'s flow (scene → BVH → `Packed` → engine) kept alive
+//! between frames. The engine does not depend on the compaction choice, so
+//! switching algorithms only changes the `RenderSettings` of the next frame;
+//! a new backend, resolution or bounce count builds a new engine from the
+//! same `Packed` scene.
+
+use crate::bvh;
+use crate::compaction::CpuBackend;
+use crate::scene::{self, Camera};
+use crate::trace::cpu::CpuEngine;
+use crate::trace::layout::{CameraLayout, Packed};
+use crate::trace::{Compaction, Engine, FrameStats, RenderSettings, TraceResult, render};
+
+use super::ViewerError;
+use super::state::Choices;
+
+/// Which backend computes the image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Cpu,
+    Cuda,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+/// An engine of either backend.
+#[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
+pub enum AnyEngine {
+    Cpu(CpuEngine),
+    #[cfg(feature = "cuda")]
+    Cuda(crate::trace::cuda::CudaEngine),
+}
+
+/// Runs `$body` with `$e` bound to the engine, whatever its backend.
+macro_rules! with_engine {
+    ($engine:expr, $e:ident => $body:expr) => {
+        match $engine {
+            AnyEngine::Cpu($e) => $body,
+            #[cfg(feature = "cuda")]
+            AnyEngine::Cuda($e) => $body,
+        }
+    };
+}
+
+impl AnyEngine {
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            AnyEngine::Cpu(_) => BackendKind::Cpu,
+            #[cfg(feature = "cuda")]
+            AnyEngine::Cuda(_) => BackendKind::Cuda,
+        }
+    }
+
+    /// What each compaction site offers on this backend.
+    pub fn choices(&self) -> Vec<String> {
+        with_engine!(self, e => Compaction::choices(e.backend()).into_iter().map(String::from).collect())
+    }
+
+    fn parse(&self, name: &str, site: &str) -> TraceResult<Compaction> {
+        with_engine!(self, e => Compaction::parse(name, e.backend(), site))
+    }
+}
+
+/// A loaded scene and its engine.
+pub struct Session {
+    pub scene_name: String,
+    pub triangles: usize,
+    pub bvh_depth: u32,
+    /// The scene's own camera: where "reset camera" goes.
+    pub home: Camera,
+    packed: Packed,
+    pub engine: AnyEngine,
+    pub width: u32,
+    pub height: u32,
+    pub max_bounces: u32,
+}
+
+/// Opens the CUDA backend, or says why not.
+#[cfg(feature = "cuda")]
+pub fn cuda_backend() -> Result<crate::compaction::cuda::CudaBackend, String> {
+    crate::compaction::cuda::CudaBackend::new(0).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn cuda_backend() -> Result<std::convert::Infallible, String> {
+    Err("this reap was built without the `cuda` feature".into())
+}
+
+impl Session {
+    /// Loads `spec` (a built-in name or an OBJ path) and builds an engine for it.
+    pub fn open(
+        spec: &str,
+        kind: BackendKind,
+        width: u32,
+        height: u32,
+        max_bounces: u32,
+        camera: Option<&Camera>,
+    ) -> Result<Self, ViewerError> {
+        let sc = scene::load(spec)?;
+        let tree = bvh::build(&sc.triangles);
+        let packed = Packed::new(&sc, &tree);
+        let cam = camera.copied().unwrap_or(sc.camera);
+        let engine = build_engine(kind, &packed, &cam, width, height, max_bounces)?;
+        Ok(Session {
+            scene_name: sc.name.clone(),
+            triangles: sc.triangles.len(),
+            bvh_depth: tree.depth,
+            home: sc.camera,
+            packed,
+            engine,
+            width,
+            height,
+            max_bounces,
+        })
+    }
+
+    /// A new engine for the same scene: another backend, size or bounce count.
+    pub fn rebuild(
+        &mut self,
+        kind: BackendKind,
+        width: u32,
+        height: u32,
+        max_bounces: u32,
+        camera: &Camera,
+    ) -> Result<(), ViewerError> {
+        self.engine = build_engine(kind, &self.packed, camera, width, height, max_bounces)?;
+        (self.width, self.height, self.max_bounces) = (width, height, max_bounces);
+        Ok(())
+    }
+
+    pub fn set_camera(&mut self, camera: &Camera) -> TraceResult<()> {
+        let layout = CameraLayout::new(camera, self.width, self.height);
+        with_engine!(&mut self.engine, e => {
+            e.set_camera(layout);
+            e.reset()
+        })
+    }
+
+    pub fn reset(&mut self) -> TraceResult<()> {
+        with_engine!(&mut self.engine, e => e.reset())
+    }
+
+    /// Renders `spp` samples per pixel on top of the `first_sample` already accumulated.
+    pub fn frame(&mut self, choices: &Choices, spp: u32, first_sample: u32) -> TraceResult<Vec<FrameStats>> {
+        let settings = RenderSettings {
+            width: self.width,
+            height: self.height,
+            spp,
+            max_bounces: self.max_bounces,
+            traversal: choices.traversal,
+            compact_paths: self.engine.parse(&choices.compact_paths, "compact-paths")?,
+            compact_frontier: self.engine.parse(&choices.compact_frontier, "compact-frontier")?,
+            seed: 1,
+            first_sample,
+            max_frontier: 1 << 28,
+        };
+        with_engine!(&mut self.engine, e => render(e, &settings, |_| {}))
+    }
+
+    pub fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
+        with_engine!(&self.engine, e => e.image())
+    }
+}
+
+#[allow(unused_variables)]
+fn build_engine(
+    kind: BackendKind,
+    packed: &Packed,
+    camera: &Camera,
+    width: u32,
+    height: u32,
+    max_bounces: u32,
+) -> Result<AnyEngine, ViewerError> {
+    let layout = CameraLayout::new(camera, width, height);
+    match kind {
+        BackendKind::Cpu => {
+            Ok(AnyEngine::Cpu(CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces)))
+        }
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            let backend = cuda_backend().map_err(ViewerError::Backend)?;
+            let e = crate::trace::cuda::CudaEngine::new(backend, packed, layout, width, height, 1, max_bounces)?;
+            Ok(AnyEngine::Cuda(e))
+        }
+        #[cfg(not(feature = "cuda"))]
+        BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
+    }
+}

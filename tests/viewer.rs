@@ -1,0 +1,133 @@
+//! `reap view` end to end: five frames of the Cornell box on the CPU backend,
+//! a screenshot of the window at exit, and checks that it holds both the
+//! render and the egui overlay.
+//!
+//! It needs an X display with a Vulkan (lavapipe is enough) or GL driver.
+//! Without `DISPLAY` it starts `Xvfb` itself when one is installed. Where
+//! neither works it prints "SKIPPED ..." and passes, unless
+//! `REAP_REQUIRE_VIEWER=1` (CI), where it fails.
+#![cfg(feature = "viewer")]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WIDTH: u32 = 320;
+const HEIGHT: u32 = 180;
+/// The overlay panel's width in pixels at scale 1 (src/viewer/overlay.rs `PANEL_WIDTH`).
+const PANEL: u32 = 400;
+
+fn skip_or_fail(why: &str) {
+    if std::env::var("REAP_REQUIRE_VIEWER").is_ok_and(|v| v == "1") {
+        panic!("REAP_REQUIRE_VIEWER=1 but the viewer cannot run: {why}");
+    }
+    // Straight to stderr: the test harness captures eprintln! of a passing test.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED viewer test: {why}");
+}
+
+/// Kills the Xvfb this test started.
+struct Xvfb(Child);
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The display to use: $DISPLAY, or a fresh Xvfb.
+fn display() -> Result<(String, Option<Xvfb>), String> {
+    if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
+        return Ok((d.to_string_lossy().into_owned(), None));
+    }
+    let n = 90 + std::process::id() % 500;
+    let child = Command::new("Xvfb")
+        .args([format!(":{n}"), "-screen".into(), "0".into(), "1280x800x24".into(), "-nolisten".into(), "tcp".into()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("DISPLAY is not set and Xvfb cannot start ({e}); install xvfb or run under xvfb-run"))?;
+    let x = Xvfb(child);
+    let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+    let t0 = Instant::now();
+    while !socket.exists() {
+        if t0.elapsed() > Duration::from_secs(10) {
+            return Err("Xvfb did not come up within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((format!(":{n}"), Some(x)))
+}
+
+#[test]
+fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
+    let (display, _xvfb) = match display() {
+        Ok(d) => d,
+        Err(why) => return skip_or_fail(&why),
+    };
+    let dir = std::env::temp_dir().join(format!("reap-view-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let shot = dir.join("view.png");
+    let _ = std::fs::remove_file(&shot);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reap"))
+        .args(["view", "--backend", "cpu", "--frames", "5", "--width", &WIDTH.to_string(), "--height"])
+        .arg(HEIGHT.to_string())
+        .arg("--screenshot")
+        .arg(&shot)
+        .env("DISPLAY", &display)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start reap view");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            panic!("reap view --frames 5 did not exit within 180 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() {
+        if stderr.contains("no display") || stderr.contains("adapter") || stderr.contains("present to this window") {
+            return skip_or_fail(&format!("no usable display or graphics adapter: {}", stderr.trim()));
+        }
+        panic!("reap view failed ({status}):\n{stderr}");
+    }
+
+    let img = image::open(&shot).expect("the screenshot is a PNG").to_rgb8();
+    assert_eq!(img.dimensions(), (WIDTH + PANEL, HEIGHT), "the window: render plus panel");
+    // The render: lit, with the Cornell box's red and green walls.
+    let render: Vec<_> =
+        (0..HEIGHT).flat_map(|y| (0..WIDTH).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect();
+    let mean =
+        render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
+    assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
+    let above = |p: &[u8; 3], c: usize, o: usize| p[c] as i32 > p[o] as i32 + 12;
+    assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
+    assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
+    // The overlay: mostly egui's dark panel fill, with light text on it.
+    let panel: Vec<_> = (0..HEIGHT)
+        .flat_map(|y| (WIDTH..WIDTH + PANEL).map(move |x| (x, y)))
+        .map(|(x, y)| img.get_pixel(x, y).0)
+        .collect();
+    let fill = egui_panel_fill();
+    let near_fill = panel.iter().filter(|p| p.iter().zip(fill).all(|(a, b)| (*a as i32 - b as i32).abs() <= 3)).count();
+    assert!(
+        near_fill * 2 > panel.len(),
+        "the overlay panel is not drawn: {near_fill} of {} pixels have egui's panel fill",
+        panel.len()
+    );
+    let text = panel.iter().filter(|p| p.iter().all(|c| *c > 150)).count();
+    assert!(text > 50, "the overlay has no text ({text} light pixels)");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// egui's dark theme panel fill (egui::Visuals::dark().panel_fill).
+fn egui_panel_fill() -> [u8; 3] {
+    [27, 27, 27]
+}
