@@ -15,21 +15,8 @@ use crate::trace::{Compaction, Engine, FrameStats, RenderSettings, TraceResult, 
 use super::ViewerError;
 use super::state::Choices;
 
-/// Which backend computes the image.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    Cpu,
-    Cuda,
-}
-
-impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::Cuda => "cuda",
-        }
-    }
-}
+/// Which backend computes the image: the library's own kind.
+pub use crate::compaction::BackendKind;
 
 /// An engine of either backend.
 #[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
