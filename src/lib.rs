@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod bvh;
+pub mod collide;
 pub mod compaction;
 pub mod scene;
 pub mod trace;

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use reap::compaction::{Algorithm, Backend, BackendKind, CpuBackend, Operation};
 use reap::verify::{self, Harness};
 
+mod collide_cmd;
 mod render_cmd;
 
 #[derive(Parser)]
@@ -39,7 +40,11 @@ enum Command {
     Bench(BenchCommand),
     /// Path-trace a scene headless (wavefront, compaction after every bounce and traversal level).
     Render(render_cmd::RenderArgs),
-    /// Open the interactive viewer: the progressive image and an overlay comparing compaction algorithms.
+    /// Simulate colliding rigid bodies headless (LBVH + breadth-first pair traversal, the pair frontier
+    /// compacted after every level); per-frame timings and a summary table.
+    Collide(collide_cmd::CollideArgs),
+    /// Open the interactive viewer: the progressive image (or with --collide the collision demo) and an
+    /// overlay comparing compaction algorithms.
     View(ViewArgs),
 }
 
@@ -65,6 +70,15 @@ struct ViewArgs {
     /// warm-up frame), then a ranked chart.
     #[arg(long, value_name = "K")]
     compare_all: Option<u32>,
+    /// Show the collision demo instead of the path tracer (the overlay switches between them).
+    #[arg(long)]
+    collide: bool,
+    /// With --collide: the scenario (pile, drum or gas).
+    #[arg(long, default_value = "pile", requires = "collide")]
+    scenario: String,
+    /// With --collide: how many bodies [default: 4000 on the CPU, 100000 with CUDA].
+    #[arg(long, requires = "collide", value_parser = collide_cmd::parse_bodies)]
+    bodies: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -78,6 +92,8 @@ enum BenchCommand {
     },
     /// Path-trace scenes with every traversal mode x compaction choice: Mrays/s and compaction's share.
     Render(render_cmd::RenderBenchArgs),
+    /// Collision demo per body count x sort x frontier compaction: per-frame breakdown, contacts checked equal.
+    Collide(collide_cmd::CollideBenchArgs),
 }
 
 /// A count written plainly or as a power of two (`2^22`).
@@ -217,6 +233,8 @@ fn main() -> ExitCode {
         Some(Command::Render(args)) => render_cmd::run(args),
         Some(Command::View(args)) => run_view(args),
         Some(Command::Bench(BenchCommand::Render(args))) => render_cmd::bench(args),
+        Some(Command::Collide(args)) => collide_cmd::run(args),
+        Some(Command::Bench(BenchCommand::Collide(args))) => collide_cmd::bench(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -241,6 +259,7 @@ fn first_run() -> Result<bool> {
             frames: None,
             screenshot: None,
             compare_all: None,
+            collide: None,
         };
         match reap::viewer::run(opts) {
             Ok(()) => return Ok(true),
@@ -274,6 +293,10 @@ fn run_view(args: ViewArgs) -> Result<bool> {
     if let Some(p) = &args.screenshot {
         reap::trace::output::check_writable(p)?;
     }
+    let collide = match args.collide {
+        true => Some(reap::viewer::CollideOptions { scenario: args.scenario.parse()?, bodies: args.bodies }),
+        false => None,
+    };
     let opts = reap::viewer::ViewOptions {
         scene: args.scene,
         backend,
@@ -282,6 +305,7 @@ fn run_view(args: ViewArgs) -> Result<bool> {
         frames: args.frames,
         screenshot: args.screenshot,
         compare_all: args.compare_all,
+        collide,
     };
     match reap::viewer::run(opts) {
         Ok(()) => Ok(true),

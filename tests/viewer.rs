@@ -1,6 +1,7 @@
 //! `reap view` end to end: five frames of the Cornell box on the CPU backend,
-//! a screenshot of the window at exit, and checks that it holds both the
-//! render and the egui overlay.
+//! and a few frames of the collision demo (`--collide`), each with a
+//! screenshot of the window at exit, and checks that it holds both the
+//! picture and the egui overlay.
 //!
 //! It needs an X display with a Vulkan (lavapipe is enough) or GL driver.
 //! Without `DISPLAY` it starts `Xvfb` itself when one is installed. Where
@@ -40,7 +41,9 @@ fn display() -> Result<(String, Option<Xvfb>), String> {
     if let Some(d) = std::env::var_os("DISPLAY").filter(|d| !d.is_empty()) {
         return Ok((d.to_string_lossy().into_owned(), None));
     }
-    let n = 90 + std::process::id() % 500;
+    // One display per test of this process: they run in parallel.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = 90 + (std::process::id() % 500) * 4 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4;
     let child = Command::new("Xvfb")
         .args([format!(":{n}"), "-screen".into(), "0".into(), "1280x800x24".into(), "-nolisten".into(), "tcp".into()])
         .stdout(Stdio::null())
@@ -59,18 +62,24 @@ fn display() -> Result<(String, Option<Xvfb>), String> {
     Ok((format!(":{n}"), Some(x)))
 }
 
-#[test]
-fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
+/// Runs `reap view ARGS --width W --height H --screenshot FILE --backend cpu`
+/// and returns the screenshot, or `None` where the viewer cannot run here.
+fn screenshot(name: &str, args: &[&str]) -> Option<image::RgbImage> {
     let (display, _xvfb) = match display() {
         Ok(d) => d,
-        Err(why) => return skip_or_fail(&why),
+        Err(why) => {
+            skip_or_fail(&why);
+            return None;
+        }
     };
-    let dir = std::env::temp_dir().join(format!("reap-view-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("reap-view-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let shot = dir.join("view.png");
     let _ = std::fs::remove_file(&shot);
     let mut child = Command::new(env!("CARGO_BIN_EXE_reap"))
-        .args(["view", "--backend", "cpu", "--frames", "5", "--width", &WIDTH.to_string(), "--height"])
+        .arg("view")
+        .args(args)
+        .args(["--backend", "cpu", "--width", &WIDTH.to_string(), "--height"])
         .arg(HEIGHT.to_string())
         .arg("--screenshot")
         .arg(&shot)
@@ -86,7 +95,7 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
         }
         if t0.elapsed() > Duration::from_secs(180) {
             let _ = child.kill();
-            panic!("reap view --frames 5 did not exit within 180 s");
+            panic!("reap view {args:?} did not exit within 180 s");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -94,23 +103,29 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !status.success() {
         if stderr.contains("no display") || stderr.contains("adapter") || stderr.contains("present to this window") {
-            return skip_or_fail(&format!("no usable display or graphics adapter: {}", stderr.trim()));
+            skip_or_fail(&format!("no usable display or graphics adapter: {}", stderr.trim()));
+            return None;
         }
-        panic!("reap view failed ({status}):\n{stderr}");
+        panic!("reap view {args:?} failed ({status}):\n{stderr}");
     }
-
     let img = image::open(&shot).expect("the screenshot is a PNG").to_rgb8();
-    assert_eq!(img.dimensions(), (WIDTH + PANEL, HEIGHT), "the window: render plus panel");
-    // The render: lit, with the Cornell box's red and green walls.
-    let render: Vec<_> =
-        (0..HEIGHT).flat_map(|y| (0..WIDTH).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect();
-    let mean =
-        render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
-    assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
-    let above = |p: &[u8; 3], c: usize, o: usize| p[c] as i32 > p[o] as i32 + 12;
-    assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
-    assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
-    // The overlay: mostly egui's dark panel fill, with light text on it.
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(img.dimensions(), (WIDTH + PANEL, HEIGHT), "the window: picture plus panel");
+    Some(img)
+}
+
+/// The pixels left of the panel.
+fn picture(img: &image::RgbImage) -> Vec<[u8; 3]> {
+    (0..HEIGHT).flat_map(|y| (0..WIDTH).map(move |x| (x, y))).map(|(x, y)| img.get_pixel(x, y).0).collect()
+}
+
+/// `a` exceeds `b` and `c` by a margin: a clearly red, green or blue pixel.
+fn above(p: &[u8; 3], a: usize, o: usize) -> bool {
+    p[a] as i32 > p[o] as i32 + 12
+}
+
+/// The overlay: mostly egui's dark panel fill, with light text on it.
+fn assert_overlay(img: &image::RgbImage) {
     let panel: Vec<_> = (0..HEIGHT)
         .flat_map(|y| (WIDTH..WIDTH + PANEL).map(move |x| (x, y)))
         .map(|(x, y)| img.get_pixel(x, y).0)
@@ -124,7 +139,43 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
     );
     let text = panel.iter().filter(|p| p.iter().all(|c| *c > 150)).count();
     assert!(text > 50, "the overlay has no text ({text} light pixels)");
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
+    // "Compare all" with one frame per algorithm switches the compaction
+    // algorithm every other frame, through the same state as the pickers,
+    // without restarting: the frames after a switch must still render.
+    let Some(img) = screenshot("trace", &["--frames", "5", "--compare-all", "1"]) else { return };
+    // The render: lit, with the Cornell box's red and green walls.
+    let render = picture(&img);
+    let mean =
+        render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
+    assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
+    assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
+    assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
+    assert_overlay(&img);
+}
+
+#[test]
+fn view_collide_draws_the_bodies_and_the_overlay() {
+    let args = ["--collide", "--scenario", "pile", "--bodies", "400", "--frames", "8"];
+    let Some(img) = screenshot("collide", &args) else { return };
+    let view = picture(&img);
+    // The background is a flat dark grey; bodies and outline are not.
+    let bg = view[0];
+    let drawn = view.iter().filter(|p| p.iter().zip(bg).any(|(a, b)| (*a as i32 - b as i32).abs() > 12)).count();
+    assert!(
+        drawn * 50 > view.len(),
+        "the 3D view is blank: {drawn} of {} pixels differ from the background",
+        view.len()
+    );
+    // Spheres are orange, boxes blue (shaders/collide.wgsl).
+    let spheres = view.iter().filter(|p| above(p, 0, 1) && above(p, 0, 2)).count();
+    let boxes = view.iter().filter(|p| above(p, 2, 0) && above(p, 2, 1)).count();
+    assert!(spheres > 20, "no spheres in the 3D view ({spheres} orange pixels)");
+    assert!(boxes > 20, "no boxes in the 3D view ({boxes} blue pixels)");
+    assert_overlay(&img);
 }
 
 /// egui's dark theme panel fill (egui::Visuals::dark().panel_fill).

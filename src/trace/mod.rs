@@ -22,7 +22,8 @@ pub mod shading;
 
 use std::time::Duration;
 
-use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report};
+pub use crate::compaction::Compaction;
+use crate::compaction::{Backend, Element, Keep, Report};
 
 /// A dead queue slot (a path id) and a dead frontier item ((path << 32) | node).
 pub const DEAD32: u32 = u32::MAX;
@@ -36,6 +37,8 @@ pub enum TraceError {
     Scene(#[from] crate::scene::SceneError),
     #[error("{0}")]
     Settings(String),
+    #[error(transparent)]
+    Site(#[from] crate::compaction::SiteError),
     #[error(
         "the breadth-first frontier would need {items} items ({gib:.1} GiB) at level {level} of bounce {bounce}: \
          without compaction it doubles every level. Pick an algorithm with --compact-frontier, use \
@@ -77,56 +80,6 @@ impl std::str::FromStr for Traversal {
             .into_iter()
             .find(|t| t.name() == s)
             .ok_or_else(|| TraceError::Settings(format!("unknown traversal `{s}`: use breadth-first or depth-first")))
-    }
-}
-
-/// What a compaction site does with dead items: leave them flagged in place
-/// (`none`, the baseline), or remove them with a catalog algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compaction {
-    None,
-    With(Algorithm),
-}
-
-impl Compaction {
-    pub fn name(self) -> &'static str {
-        match self {
-            Compaction::None => "none",
-            Compaction::With(a) => a.name(),
-        }
-    }
-
-    /// `none` or a catalog name that selects on `backend`.
-    pub fn parse<B: Backend>(s: &str, backend: &B, site: &str) -> TraceResult<Self> {
-        if s == "none" {
-            return Ok(Compaction::None);
-        }
-        let a: Algorithm = s.parse().map_err(|_| {
-            TraceError::Settings(format!(
-                "--{site}: unknown algorithm `{s}`; use `none` or one of: {}",
-                Self::choices(backend).join(", ")
-            ))
-        })?;
-        if !a.supports(Operation::Select) || !backend.runs(a) {
-            return Err(TraceError::Settings(format!(
-                "--{site}: `{s}` does not select on the {} backend; use one of: {}",
-                backend.kind().name(),
-                Self::choices(backend).join(", ")
-            )));
-        }
-        Ok(Compaction::With(a))
-    }
-
-    /// Every choice a site offers on `backend`: `none`, then the catalog.
-    pub fn choices<B: Backend>(backend: &B) -> Vec<&'static str> {
-        let algs = Algorithm::ALL.iter().filter(|a| a.supports(Operation::Select) && backend.runs(**a));
-        std::iter::once("none").chain(algs.map(|a| a.name())).collect()
-    }
-}
-
-impl serde::Serialize for Compaction {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
     }
 }
 

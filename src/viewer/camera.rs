@@ -1,8 +1,9 @@
 //! The viewer's camera: an orbit around a target (drag to orbit, right or
 //! middle drag to pan, wheel to zoom) that WASD flies, turned back into the
-//! scene's [`Camera`] each time it moves.
+//! scene's [`Camera`] each time it moves. The collision view draws through
+//! [`view_proj`] of the same camera, framed by [`overview`].
 
-use glam::Vec3;
+use glam::{Mat4, Vec3};
 
 use crate::scene::Camera;
 
@@ -70,6 +71,23 @@ impl Orbit {
     }
 }
 
+/// A camera that sees all of the box `min..max` from the front (+z), above
+/// and a little to the right.
+pub fn overview(min: Vec3, max: Vec3, vfov_deg: f32) -> Camera {
+    let centre = (min + max) * 0.5;
+    let radius = ((max - min) * 0.5).length().max(1e-3);
+    // Far enough that the bounding sphere fits the vertical field of view.
+    let distance = radius / (vfov_deg.to_radians() * 0.5).sin();
+    let dir = Vec3::new(0.35, 0.45, 1.0).normalize();
+    Camera { position: centre + dir * distance, target: centre, up: Vec3::Y, vfov_deg }
+}
+
+/// World to clip space for wgpu (depth 0..1, right-handed, y up).
+pub fn view_proj(c: &Camera, aspect: f32, near: f32, far: f32) -> Mat4 {
+    let proj = Mat4::perspective_rh(c.vfov_deg.to_radians(), aspect.max(1e-3), near, far);
+    proj * Mat4::look_at_rh(c.position, c.target, c.up)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +114,20 @@ mod tests {
         let mut o = Orbit::from_camera(&c);
         o.fly(1.0, 0.0, 0.0);
         assert!((o.camera().position.z - 4.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn overview_frames_the_whole_box_in_front_of_the_camera() {
+        let (min, max) = (Vec3::new(-2.0, 0.0, -1.0), Vec3::new(2.0, 3.0, 1.0));
+        let c = overview(min, max, 45.0);
+        let m = view_proj(&c, 1.0, 0.01, 100.0);
+        let centre = m.project_point3((min + max) * 0.5);
+        assert!(centre.x.abs() < 1e-4 && centre.y.abs() < 1e-4, "{centre:?}");
+        for i in 0..8 {
+            let p = Vec3::new([min.x, max.x][i & 1], [min.y, max.y][(i >> 1) & 1], [min.z, max.z][(i >> 2) & 1]);
+            let q = m.project_point3(p);
+            assert!(q.x.abs() <= 1.0 && q.y.abs() <= 1.0, "corner {p} leaves the view: {q}");
+            assert!(q.z > 0.0 && q.z < 1.0, "corner {p} outside the depth range: {q}");
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Display through wgpu: any adapter will do (lavapipe included), since the
-//! path tracer computes on the CPU or through CUDA and only hands over its
-//! per-pixel sums. Each frame they are uploaded to an `Rgba32Float` texture,
-//! `shaders/display.wgsl` draws their mean, and egui draws the overlay on top;
-//! a screenshot draws the same two passes into an offscreen texture too and
-//! reads it back.
+//! path tracer and the collision demo compute on the CPU or through CUDA and
+//! only hand over their results. For the path tracer these are per-pixel
+//! sums, uploaded each frame to an `Rgba32Float` texture whose mean
+//! `shaders/display.wgsl` draws; for the collision demo the bodies, which
+//! `bodies.rs` draws in 3D. egui draws the overlay on top; a screenshot draws
+//! the same passes into an offscreen texture too and reads it back.
 
 use std::num::NonZeroU64;
 use std::path::Path;
@@ -12,6 +13,9 @@ use std::sync::Arc;
 use winit::window::Window;
 
 use super::ViewerError;
+use super::bodies::{BodiesPass, SceneFrame};
+use super::mesh::LineVertex;
+use crate::collide::Body;
 
 /// The display pass's uniform. Keep in sync with `shaders/display.wgsl` `Display`.
 #[repr(C)]
@@ -29,6 +33,15 @@ pub struct Layout {
     /// x, y, width, height in framebuffer pixels.
     pub rect: [f32; 4],
     pub background: [f32; 4],
+}
+
+/// What the window shows left of the overlay.
+#[derive(Clone, Copy, Debug)]
+pub enum Content {
+    /// The path tracer's image, last uploaded with [`Gpu::upload`].
+    Image(Layout),
+    /// The bodies last uploaded with [`Gpu::upload_bodies`].
+    Bodies(SceneFrame),
 }
 
 /// What egui produced for one frame, ready for [`Gpu::present`].
@@ -56,6 +69,8 @@ pub struct Gpu {
     layout: wgpu::BindGroupLayout,
     uniform: wgpu::Buffer,
     image: Option<Image>,
+    /// Made on the collision view's first frame.
+    bodies: Option<BodiesPass>,
     egui: egui_wgpu::Renderer,
 }
 
@@ -179,7 +194,19 @@ impl Gpu {
             mapped_at_creation: false,
         });
         let egui = egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
-        Ok(Gpu { surface, device, queue, config, adapter: adapter_name, pipeline, layout, uniform, image: None, egui })
+        Ok(Gpu {
+            surface,
+            device,
+            queue,
+            config,
+            adapter: adapter_name,
+            pipeline,
+            layout,
+            uniform,
+            image: None,
+            bodies: None,
+            egui,
+        })
     }
 
     pub fn max_texture_side(&self) -> usize {
@@ -230,25 +257,40 @@ impl Gpu {
         );
     }
 
-    /// Draws the image and the overlay to the window, and when `screenshot`
+    /// The collision demo's bodies and its container's outline, for the next
+    /// [`Content::Bodies`] frames.
+    pub fn upload_bodies(&mut self, bodies: &[Body], lines: &[LineVertex]) {
+        let (device, format) = (&self.device, self.config.format);
+        let pass = self.bodies.get_or_insert_with(|| BodiesPass::new(device, format));
+        pass.upload(&self.device, &self.queue, bodies, lines);
+    }
+
+    /// Draws the content and the overlay to the window, and when `screenshot`
     /// is given, into an offscreen texture that is read back and saved as PNG.
     pub fn present(
         &mut self,
-        layout: Layout,
+        content: Content,
         overlay: &mut Overlay<'_>,
         screenshot: Option<&Path>,
     ) -> Result<(), ViewerError> {
         let format = self.config.format;
-        self.queue.write_buffer(
-            &self.uniform,
-            0,
-            bytemuck::bytes_of(&DisplayUniform {
-                rect: layout.rect,
-                background: layout.background,
-                encode_srgb: u32::from(!format.is_srgb()),
-                pad: [0; 3],
-            }),
-        );
+        match &content {
+            Content::Image(layout) => self.queue.write_buffer(
+                &self.uniform,
+                0,
+                bytemuck::bytes_of(&DisplayUniform {
+                    rect: layout.rect,
+                    background: layout.background,
+                    encode_srgb: u32::from(!format.is_srgb()),
+                    pad: [0; 3],
+                }),
+            ),
+            Content::Bodies(frame) => {
+                let (device, format) = (&self.device, self.config.format);
+                let pass = self.bodies.get_or_insert_with(|| BodiesPass::new(device, format));
+                pass.prepare(&self.device, &self.queue, (self.config.width, self.config.height), frame);
+            }
+        }
         for (id, deltas) in overlay.textures.set.drain() {
             for delta in deltas {
                 self.egui.update_texture(&self.device, &self.queue, id, &delta);
@@ -271,7 +313,7 @@ impl Gpu {
         };
         if let Some(frame) = &frame {
             let view = frame.texture.create_view(&Default::default());
-            self.draw(&mut encoder, &view, overlay.jobs, &screen);
+            self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
         }
         let capture = screenshot.map(|_| {
             let texture = self.device.create_texture(&wgpu::TextureDescriptor {
@@ -285,7 +327,7 @@ impl Gpu {
                 view_formats: &[],
             });
             let view = texture.create_view(&Default::default());
-            self.draw(&mut encoder, &view, overlay.jobs, &screen);
+            self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
             // Rows of a texture-to-buffer copy are padded to 256 bytes.
             let row = self.config.width * 4;
             let padded = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
@@ -327,15 +369,25 @@ impl Gpu {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         view: &wgpu::TextureView,
+        content: &Content,
         jobs: &[egui::ClippedPrimitive],
         screen: &egui_wgpu::ScreenDescriptor,
     ) {
+        // The bodies need a depth buffer, which egui's pipelines do not
+        // declare: they get a pass of their own, and the overlay loads it.
+        let load = match (content, &self.bodies) {
+            (Content::Bodies(frame), Some(bodies)) => {
+                bodies.draw(encoder, view, frame);
+                wgpu::LoadOp::Load
+            }
+            _ => wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+        };
         let pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("image + overlay"),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {
                 view,
                 resolve_target: None,
-                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
+                ops: wgpu::Operations { load, store: wgpu::StoreOp::Store },
                 depth_slice: None,
             })],
             depth_stencil_attachment: None,
@@ -345,7 +397,7 @@ impl Gpu {
         });
         // egui's renderer takes a 'static pass; nothing touches the encoder until it drops.
         let mut pass = pass.forget_lifetime();
-        if let Some(image) = &self.image {
+        if let (Content::Image(_), Some(image)) = (content, &self.image) {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &image.bind_group, &[]);
             pass.draw(0..3, 0..1);

@@ -3,12 +3,15 @@
 //! bounce, frontier size per level), the comparison table and "compare all",
 //! and the scene, camera and output controls. It edits [`ViewerState`]
 //! directly; what needs the engine or the GPU comes back as [`Action`]s.
+//! The widgets both modes share (mode switch, message line, stacked timing
+//! chart, ranking chart) are here too; `collide_overlay.rs` is the collision
+//! mode's panel.
 
 use egui::{Color32, RichText};
 use egui_plot::{Bar, BarChart, Legend, Line, Plot};
 
 use super::session::BackendKind;
-use super::state::ViewerState;
+use super::state::{Mode, ViewerState};
 use crate::trace::Traversal;
 
 /// The panel's width in points.
@@ -17,6 +20,7 @@ pub const PANEL_WIDTH: f32 = 400.0;
 /// What the overlay asks of the frame loop.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
+    SetMode(Mode),
     OpenScene(String),
     SetBackend(BackendKind),
     /// Bounces or resolution scale changed: a new engine for the same scene.
@@ -52,11 +56,16 @@ pub fn ui(ui: &mut egui::Ui, s: &mut ViewerState, o: &mut OverlayState, f: &Fact
     let mut actions = Vec::new();
     egui::Panel::right("reap overlay").exact_size(PANEL_WIDTH).resizable(false).show(ui, |ui| {
         egui::ScrollArea::vertical().auto_shrink(false).show(ui, |ui| {
+            if let Some(m) = mode_switch(ui, Mode::PathTracer) {
+                actions.push(Action::SetMode(m));
+            }
             header(ui, s, f);
             compaction(ui, s, o, f, &mut actions);
             compare(ui, s);
-            egui::CollapsingHeader::new("charts").default_open(true).show(ui, |ui| charts(ui, s));
+            // The table before the charts: it is what the comparison is about,
+            // and a screenshot of a short window should still show it.
             egui::CollapsingHeader::new("table").default_open(true).show(ui, |ui| table(ui, s));
+            egui::CollapsingHeader::new("charts").default_open(true).show(ui, |ui| charts(ui, s));
             egui::CollapsingHeader::new("scene and files")
                 .default_open(true)
                 .show(ui, |ui| scene_controls(ui, s, o, &mut actions));
@@ -83,10 +92,101 @@ fn header(ui: &mut egui::Ui, s: &ViewerState, f: &Facts<'_>) {
             last.stats.mrays_per_s()
         ));
     }
-    if let Some((error, msg)) = &s.message {
+    message(ui, &s.message);
+}
+
+/// The switch between the viewer's modes, at the top of either panel.
+pub fn mode_switch(ui: &mut egui::Ui, current: Mode) -> Option<Mode> {
+    let mut mode = current;
+    ui.horizontal(|ui| {
+        for m in Mode::ALL {
+            ui.selectable_value(&mut mode, m, m.name());
+        }
+    });
+    (mode != current).then_some(mode)
+}
+
+/// The overlay's one message line: red for errors, green for news.
+pub fn message(ui: &mut egui::Ui, msg: &Option<(bool, String)>) {
+    if let Some((error, msg)) = msg {
         let color = if *error { Color32::from_rgb(255, 90, 90) } else { Color32::from_rgb(120, 200, 120) };
         ui.label(RichText::new(msg).color(color));
     }
+}
+
+/// Bars per frame, one series stacked on the other in the given order:
+/// `series` is (name, [(frame, ms)]).
+pub fn stacked_chart(ui: &mut egui::Ui, id: &str, series: Vec<(String, Vec<(f64, f64)>)>) {
+    Plot::new(id)
+        .height(170.0)
+        .legend(Legend::default().text_style(egui::TextStyle::Small))
+        .allow_scroll(false)
+        .allow_drag(false)
+        .include_y(0.0)
+        .show(ui, |p| {
+            let mut below: Vec<BarChart> = Vec::new();
+            for (name, points) in series {
+                let bars = points.into_iter().map(|(x, ms)| Bar::new(x, ms).width(1.0)).collect();
+                let refs: Vec<&BarChart> = below.iter().collect();
+                let chart = BarChart::new(name, bars).stack_on(&refs);
+                below.push(chart);
+            }
+            for c in below {
+                p.bar_chart(c);
+            }
+        });
+}
+
+/// One algorithm in a "compare all" ranking.
+pub struct RankBar<'a> {
+    pub algorithm: &'a str,
+    pub frame_ms: f64,
+    pub compaction_ms: f64,
+    /// Shown on hover after the frame time.
+    pub detail: String,
+}
+
+/// Horizontal bars, fastest on top: compaction's share, then the rest of the frame.
+pub fn ranking_chart(ui: &mut egui::Ui, id: &str, ranking: &[RankBar<'_>]) {
+    let n = ranking.len();
+    Plot::new(id)
+        .height(13.0 * n as f32 + 30.0)
+        .allow_scroll(false)
+        .allow_drag(false)
+        .show_axes([true, false])
+        .include_x(0.0)
+        .show(ui, |p| {
+            let y = |i: usize| (n - i) as f64;
+            let compaction: Vec<Bar> = ranking
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Bar::new(y(i), r.compaction_ms).name(r.algorithm).width(0.7).horizontal())
+                .collect();
+            let rest: Vec<Bar> = ranking
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    Bar::new(y(i), (r.frame_ms - r.compaction_ms).max(0.0))
+                        .name(format!("{} {:.2} ms, {}", r.algorithm, r.frame_ms, r.detail))
+                        .width(0.7)
+                        .horizontal()
+                })
+                .collect();
+            let a = BarChart::new("compaction", compaction).color(Color32::from_rgb(200, 90, 40)).horizontal();
+            let b = BarChart::new("rest", rest).color(Color32::from_rgb(80, 130, 200)).horizontal().stack_on(&[&a]);
+            p.bar_chart(a);
+            p.bar_chart(b);
+            for (i, r) in ranking.iter().enumerate() {
+                p.text(
+                    egui_plot::Text::new(
+                        r.algorithm.to_string(),
+                        egui_plot::PlotPoint::new(0.0, y(i)),
+                        RichText::new(format!("{}. {}", i + 1, r.algorithm)).color(Color32::WHITE),
+                    )
+                    .anchor(egui::Align2::LEFT_CENTER),
+                );
+            }
+        });
 }
 
 fn compaction(ui: &mut egui::Ui, s: &mut ViewerState, o: &OverlayState, f: &Facts<'_>, actions: &mut Vec<Action>) {
@@ -156,30 +256,17 @@ fn charts(ui: &mut egui::Ui, s: &ViewerState) {
     ui.label("frame time by stage (ms)");
     let names = s.stage_names();
     let frames: Vec<_> = s.chart_frames().collect();
-    Plot::new("stages")
-        .height(170.0)
-        .legend(Legend::default().text_style(egui::TextStyle::Small))
-        .allow_scroll(false)
-        .allow_drag(false)
-        .include_y(0.0)
-        .show(ui, |p| {
-            let mut below: Vec<BarChart> = Vec::new();
-            for name in &names {
-                let bars = frames
-                    .iter()
-                    .map(|r| {
-                        let ms = r.by_stage.iter().find(|(n, _)| n == name).map_or(0.0, |(_, t)| *t);
-                        Bar::new(r.frame as f64, ms).width(1.0)
-                    })
-                    .collect();
-                let refs: Vec<&BarChart> = below.iter().collect();
-                let chart = BarChart::new(*name, bars).stack_on(&refs);
-                below.push(chart);
-            }
-            for c in below {
-                p.bar_chart(c);
-            }
-        });
+    let series = names
+        .iter()
+        .map(|name| {
+            let points = frames
+                .iter()
+                .map(|r| (r.frame as f64, r.by_stage.iter().find(|(n, _)| n == name).map_or(0.0, |(_, t)| *t)))
+                .collect();
+            (name.to_string(), points)
+        })
+        .collect();
+    stacked_chart(ui, "stages", series);
     let Some(last) = frames.last() else { return };
     ui.label("paths per bounce (last frame)");
     Plot::new("paths").height(110.0).legend(Legend::default()).allow_scroll(false).include_y(0.0).show(ui, |p| {
@@ -204,6 +291,17 @@ fn charts(ui: &mut egui::Ui, s: &ViewerState) {
 fn table(ui: &mut egui::Ui, s: &ViewerState) {
     ui.label(format!("per configuration, last {} frames: mean (min-max) ms", super::state::ROLLING_WINDOW));
     let current = s.frame_choices().label();
+    // Many rows scroll inside the table so that the charts stay on screen.
+    egui::ScrollArea::both()
+        .id_salt("table scroll")
+        .max_height(TABLE_HEIGHT)
+        .show(ui, |ui| table_grid(ui, s, &current));
+}
+
+/// The most height a comparison table takes before it scrolls.
+pub const TABLE_HEIGHT: f32 = 240.0;
+
+fn table_grid(ui: &mut egui::Ui, s: &ViewerState, current: &str) {
     egui::Grid::new("table").striped(true).num_columns(5).show(ui, |ui| {
         for h in ["configuration", "frames", "compaction", "frame", "Mrays/s"] {
             ui.label(RichText::new(h).strong());
@@ -247,47 +345,17 @@ fn compare(ui: &mut egui::Ui, s: &mut ViewerState) {
         return;
     }
     ui.label("compare all: mean frame ms, fastest on top (compaction share darker)");
-    let n = s.ranking.len();
-    Plot::new("ranking")
-        .height(13.0 * n as f32 + 30.0)
-        .allow_scroll(false)
-        .allow_drag(false)
-        .show_axes([true, false])
-        .include_x(0.0)
-        .show(ui, |p| {
-            let y = |i: usize| (n - i) as f64;
-            let compaction: Vec<Bar> = s
-                .ranking
-                .iter()
-                .enumerate()
-                .map(|(i, r)| Bar::new(y(i), r.compaction_ms).name(&r.algorithm).width(0.7).horizontal())
-                .collect();
-            let rest: Vec<Bar> = s
-                .ranking
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    Bar::new(y(i), (r.frame_ms - r.compaction_ms).max(0.0))
-                        .name(format!("{} {:.2} ms, {:.1} Mrays/s", r.algorithm, r.frame_ms, r.mrays))
-                        .width(0.7)
-                        .horizontal()
-                })
-                .collect();
-            let a = BarChart::new("compaction", compaction).color(Color32::from_rgb(200, 90, 40)).horizontal();
-            let b = BarChart::new("rest", rest).color(Color32::from_rgb(80, 130, 200)).horizontal().stack_on(&[&a]);
-            p.bar_chart(a);
-            p.bar_chart(b);
-            for (i, r) in s.ranking.iter().enumerate() {
-                p.text(
-                    egui_plot::Text::new(
-                        r.algorithm.clone(),
-                        egui_plot::PlotPoint::new(0.0, y(i)),
-                        RichText::new(format!("{}. {}", i + 1, r.algorithm)).color(Color32::WHITE),
-                    )
-                    .anchor(egui::Align2::LEFT_CENTER),
-                );
-            }
-        });
+    let bars: Vec<RankBar<'_>> = s
+        .ranking
+        .iter()
+        .map(|r| RankBar {
+            algorithm: &r.algorithm,
+            frame_ms: r.frame_ms,
+            compaction_ms: r.compaction_ms,
+            detail: format!("{:.1} Mrays/s", r.mrays),
+        })
+        .collect();
+    ranking_chart(ui, "ranking", &bars);
 }
 
 fn scene_controls(ui: &mut egui::Ui, s: &mut ViewerState, o: &mut OverlayState, actions: &mut Vec<Action>) {

@@ -52,7 +52,7 @@ impl AnyEngine {
     }
 
     fn parse(&self, name: &str, site: &str) -> TraceResult<Compaction> {
-        with_engine!(self, e => Compaction::parse(name, e.backend(), site))
+        with_engine!(self, e => Ok(Compaction::parse(name, e.backend(), site)?))
     }
 }
 

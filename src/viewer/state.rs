@@ -43,6 +43,23 @@ impl Choices {
     }
 }
 
+/// What the viewer shows: the path tracer's image or the collision demo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    PathTracer,
+    Collision,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 2] = [Mode::PathTracer, Mode::Collision];
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::PathTracer => "Path tracer",
+            Mode::Collision => "Collision",
+        }
+    }
+}
+
 /// Mean, min and max over the last `cap` values.
 #[derive(Clone, Debug)]
 pub struct Rolling {

@@ -104,13 +104,25 @@ pub struct Source {
     /// Path under `kernels/`.
     pub name: &'static str,
     pub text: &'static str,
+    /// NVRTC options of this source beyond the common ones.
+    pub options: &'static [&'static str],
 }
 
 macro_rules! kernel_source {
     ($path:literal) => {
-        Source { name: $path, text: include_str!(concat!("../../../kernels/", $path)) }
+        kernel_source!($path, &[])
+    };
+    ($path:literal, $options:expr) => {
+        Source { name: $path, text: include_str!(concat!("../../../kernels/", $path)), options: $options }
     };
 }
+
+/// IEEE single precision as the CPU computes it: no fused multiply-add
+/// (NVRTC contracts `a * b + c` by default, which rounds once instead of
+/// twice), correctly rounded division and square root, no flush of
+/// subnormals to zero. The last three are NVRTC's defaults, spelled out so
+/// that a change of defaults cannot break the CPU twin's bit-for-bit match.
+const IEEE: [&str; 4] = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"];
 
 /// Headers that kernel sources `#include "…"`; resolved here because NVRTC
 /// gets one string, not a folder.
@@ -118,6 +130,7 @@ const HEADERS: &[Source] = &[
     kernel_source!("compaction/common.cuh"),
     kernel_source!("compaction/single_pass.cuh"),
     kernel_source!("trace/common.cuh"),
+    kernel_source!("collide/common.cuh"),
 ];
 
 pub const LOOKBACK: Source = kernel_source!("compaction/lookback.cu");
@@ -137,9 +150,20 @@ pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu");
 /// The wavefront path tracer's stages (src/trace/).
 pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu");
 
-/// Every kernel source, for the compile-everything test.
+/// The collision demo's stages (src/collide/), compiled with IEEE arithmetic
+/// so that they match the CPU engine bit for bit.
+pub const COLLIDE: Source = kernel_source!("collide/collide.cu", &IEEE);
+/// The collision demo's fast radix sort (8-bit digits; integer only).
+pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
+
+/// Every library kernel source, for the compile-everything test (each is
+/// specialised by element size and keep rule).
 pub const SOURCES: &[Source] =
     &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT, MARK_REMOVED];
+
+/// The workloads' kernel sources, which do not depend on the element size or
+/// the keep rule: the compile-everything test compiles each once.
+pub const WORKLOAD_SOURCES: &[Source] = &[WAVEFRONT, COLLIDE, RADIX_SORT];
 
 /// How the keep rule is compiled into a kernel (`REAP_KEEP` in common.cuh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,7 +270,11 @@ pub fn compile(source: &Source, v: &Variant, arch: &'static str) -> Result<Ptx> 
     nvrtc_available()?;
     let opts = CompileOptions {
         arch: Some(arch),
-        options: vec!["-std=c++17".into(), "-default-device".into(), "-lineinfo".into()],
+        options: ["-std=c++17", "-default-device", "-lineinfo"]
+            .iter()
+            .chain(source.options)
+            .map(|o| o.to_string())
+            .collect(),
         name: Some(source.name.replace('/', "_")),
         ..Default::default()
     };

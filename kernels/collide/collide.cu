@@ -1,0 +1,291 @@
+// The collision demo's stages on the GPU (src/collide/mod.rs runs them in
+// order; src/collide/cpu.rs is the CPU twin of each kernel, and
+// src/collide/cuda.rs launches them). All arithmetic is common.cuh's
+// `physics`, compiled with --fmad=false so that it matches the CPU bit for bit.
+//
+// Nodes: internal 0..n-1 (root 0), leaf n-1+k for the k-th sorted code. A
+// frontier slot holds pack(node, node) or COLLIDE_DEAD64. The counters are
+// three u64 words: the live slots written by the last expand, the candidates
+// appended since pairs_init (may exceed the list's capacity), the contacts.
+#include "common.cuh"
+
+#define LIVE 0
+#define CANDIDATES 1
+#define CONTACTS 2
+
+__device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31; }
+
+// Inclusive sum over the warp's 32 lanes; every lane must call it.
+__device__ __forceinline__ u32 warp_inclusive(u32 v) {
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        u32 up = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane_id() >= (u32)d) v += up;
+    }
+    return v;
+}
+
+// Reserves `count` consecutive entries of the list behind `counter`, one
+// atomic per warp: returns the lane's first index. Every lane must call it.
+__device__ __forceinline__ u64 warp_append(u64* counter, u32 count) {
+    u32 incl = warp_inclusive(count);
+    u32 total = __shfl_sync(0xffffffffu, incl, 31);
+    u64 base = 0;
+    if (lane_id() == 31 && total) base = atomicAdd(counter, (u64)total);
+    base = __shfl_sync(0xffffffffu, base, 31);
+    return base + incl - count;
+}
+
+// codes(): the Morton code of each body's centre, ids = 0..n.
+extern "C" __global__ void collide_codes(const Body* bodies, u32 n, World w, u32* keys, u32* ids) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    keys[i] = physics::morton(physics::v3(bodies[i].pos), w);
+    ids[i] = i;
+}
+
+// build(): thread k makes leaf n-1+k (the body ids[k] and its box) and, for
+// k < n-1, internal node k (Karras 2012: its children, and their parent
+// links). It also clears internal node k's arrival flag for refit.
+extern "C" __global__ void collide_build(const u32* codes, const u32* ids, const Body* bodies, u32 n, Node* nodes,
+                                         u32* parent, u32* flags) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    u32 id = ids[k];
+    physics::V3 lo, hi;
+    physics::aabb(bodies[id], &lo, &hi);
+    Node leaf;
+    physics::store(leaf.min, lo);
+    physics::store(leaf.max, hi);
+    leaf.left = id;
+    leaf.right = COLLIDE_LEAF;
+    nodes[n - 1 + k] = leaf;
+    if (k == 0) parent[0] = COLLIDE_NONE;  // the root: node 0, internal, or the only leaf when n == 1
+    if (k + 1 < n) {
+        u32 l, r;
+        physics::karras_node(codes, (i64)n, (i64)k, &l, &r);
+        Node in;
+        in.min[0] = in.min[1] = in.min[2] = 0.0f;  // refit writes the box
+        in.max[0] = in.max[1] = in.max[2] = 0.0f;
+        in.left = l;
+        in.right = r;
+        nodes[k] = in;
+        parent[l] = k;
+        parent[r] = k;
+        flags[k] = 0;
+    }
+}
+
+// A node read around L1: another SM may have written it during this launch.
+__device__ __forceinline__ Node load_cg(const Node* p) {
+    const float4* q = (const float4*)p;
+    float4 a = __ldcg(q), b = __ldcg(q + 1);
+    Node nd;
+    nd.min[0] = a.x;
+    nd.min[1] = a.y;
+    nd.min[2] = a.z;
+    nd.left = __float_as_uint(a.w);
+    nd.max[0] = b.x;
+    nd.max[1] = b.y;
+    nd.max[2] = b.z;
+    nd.right = __float_as_uint(b.w);
+    return nd;
+}
+
+// refit(): one thread per leaf walks up; at each internal node the first
+// arrival stops and the second computes the union of both children's boxes
+// and goes on. Min and max are exact, so the result does not depend on
+// which child arrives first.
+//
+// Memory ordering: the first arrival's child box (a leaf from collide_build,
+// an earlier launch, or a box this launch computed) is stored before its
+// __threadfence() and its atomicAdd on the node's flag; the second arrival's
+// atomicAdd returns 1, so it follows the first's in the flag's order, and
+// its __threadfence() after the atomic orders its loads of the children
+// after that. Fence, atomic / atomic, fence is the PTX memory model's
+// fence-fence synchronisation, so the second arrival sees both boxes; the
+// loads also bypass L1 (ld.cg), which is not coherent across SMs.
+extern "C" __global__ void collide_refit(const u32* parent, Node* nodes, u32* flags, u32 n) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    u32 node = parent[n - 1 + k];
+    while (node != COLLIDE_NONE) {
+        __threadfence();  // publish the box below before arriving
+        if (atomicAdd(&flags[node], 1u) == 0) return;  // the sibling's thread finishes this node
+        __threadfence();  // the sibling's box is visible from here on
+        Node in = load_cg(&nodes[node]);
+        Node a = load_cg(&nodes[in.left]), b = load_cg(&nodes[in.right]);
+        physics::V3 mn, mx;
+        physics::union_(a, b, &mn, &mx);
+        physics::store(in.min, mn);
+        physics::store(in.max, mx);
+        nodes[node] = in;
+        node = parent[node];
+    }
+}
+
+// pairs_init(): the frontier becomes [(root, root)] (the host sets its length,
+// 0 under two bodies); the candidate list empties.
+extern "C" __global__ void collide_pairs_init(u64* frontier, u32 write_root, u64* counters) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (write_root) frontier[0] = pack(0, 0);
+    counters[CANDIDATES] = 0;
+}
+
+// One box test of expand: DEAD64 when the boxes miss; a leaf-leaf pair goes
+// to the thread's candidates (bodies in increasing order) and leaves its slot
+// dead; any other overlapping pair stays in the frontier.
+__device__ __forceinline__ u64 test(u32 x, const Node& nx, u32 y, const Node& ny, u64* cand, u32* nc) {
+    if (!physics::overlap(nx, ny)) return COLLIDE_DEAD64;
+    if (nx.right == COLLIDE_LEAF && ny.right == COLLIDE_LEAF) {
+        u32 bx = nx.left, by = ny.left;
+        cand[(*nc)++] = pack(bx < by ? bx : by, bx < by ? by : bx);
+        return COLLIDE_DEAD64;
+    }
+    return pack(x, y);
+}
+
+// expand(): frontier slot i writes its child pairs to out[4i..4i+4] by the
+// spec's slot rules (src/collide/mod.rs `Engine::expand`); the candidates it
+// finds are appended to `candidates` (written only below `capacity`, counted
+// always), and the live slots written are counted. Whole warps run to the
+// end (no early return) for the warp-aggregated atomics.
+extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier, u64 m, u64* out, u64* candidates,
+                                          u64 capacity, u64* counters) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 slot[4] = {COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64};
+    u64 cand[4];
+    u32 nc = 0;
+    u64 p = i < m ? frontier[i] : COLLIDE_DEAD64;
+    if (p != COLLIDE_DEAD64) {
+        u32 a = unpack_a(p), b = unpack_b(p);
+        Node na = nodes[a];
+        if (a == b) {
+            // An internal node against itself: each internal child against
+            // itself, and the two children against each other.
+            u32 l = na.left, r = na.right;
+            Node nl = nodes[l], nr = nodes[r];
+            slot[0] = nl.right != COLLIDE_LEAF ? pack(l, l) : COLLIDE_DEAD64;
+            slot[1] = nr.right != COLLIDE_LEAF ? pack(r, r) : COLLIDE_DEAD64;
+            slot[2] = test(l, nl, r, nr, cand, &nc);
+        } else {
+            Node nb = nodes[b];
+            u32 ca[2], cb[2];
+            Node nca[2], ncb[2];
+            u32 ka = 1, kb = 1;
+            if (na.right != COLLIDE_LEAF) {
+                ca[0] = na.left;
+                ca[1] = na.right;
+                nca[0] = nodes[ca[0]];
+                nca[1] = nodes[ca[1]];
+                ka = 2;
+            } else {
+                ca[0] = a;
+                nca[0] = na;
+            }
+            if (nb.right != COLLIDE_LEAF) {
+                cb[0] = nb.left;
+                cb[1] = nb.right;
+                ncb[0] = nodes[cb[0]];
+                ncb[1] = nodes[cb[1]];
+                kb = 2;
+            } else {
+                cb[0] = b;
+                ncb[0] = nb;
+            }
+#pragma unroll
+            for (u32 k = 0; k < 4; k++) {
+                u32 x = k / 2, y = k % 2;
+                if (x < ka && y < kb) slot[k] = test(ca[x], nca[x], cb[y], ncb[y], cand, &nc);
+            }
+        }
+    }
+    u64 at = warp_append(&counters[CANDIDATES], nc);
+    for (u32 c = 0; c < nc; c++) {
+        if (at + c < capacity) candidates[at + c] = cand[c];
+    }
+    u32 live = 0;
+#pragma unroll
+    for (u32 k = 0; k < 4; k++) live += slot[k] != COLLIDE_DEAD64;
+    warp_append(&counters[LIVE], live);
+    if (i < m) {
+        // 32-byte aligned: two 16-byte stores.
+        ulonglong2* o = (ulonglong2*)(out + 4 * i);
+        o[0] = make_ulonglong2(slot[0], slot[1]);
+        o[1] = make_ulonglong2(slot[2], slot[3]);
+    }
+}
+
+// narrow(): the exact shape test of each of the first `count` candidates;
+// touching pairs are appended to `contacts` (its capacity is the candidate
+// list's, so every contact fits).
+extern "C" __global__ void collide_narrow(const Body* bodies, const u64* candidates, u64 count, Contact* contacts,
+                                          u64* counters) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    Contact c;
+    bool found = false;
+    if (i < count) {
+        u64 p = candidates[i];
+        u32 a = unpack_a(p), b = unpack_b(p);
+        found = physics::collide(a, bodies[a], b, bodies[b], &c);
+    }
+    u64 at = warp_append(&counters[CONTACTS], found);
+    if (found) contacts[at] = c;
+}
+
+// solve(), first step: gravity on every body.
+extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    physics::gravity(bodies[i], w);
+}
+
+// Per-body sums of one Jacobi pass, in 2^-24 fixed point (two's complement in
+// unsigned words: integer addition is associative, so the order in which the
+// atomics land does not change the sums). The host zeroes it before each pass.
+struct Acc {
+    u64 dv[3];
+    u64 dp[3];
+    u64 count;
+};
+
+// solve(), one pass: each contact's response added to both bodies' sums.
+// Reads the velocities from before the pass (collide_apply runs after).
+extern "C" __global__ void collide_solve(const Contact* contacts, u64 count, const Body* bodies, World w, u32 first,
+                                         Acc* acc) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    Contact c = contacts[i];
+    physics::Response r = physics::contact_response(c, bodies[c.a], bodies[c.b], w, first != 0);
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        atomicAdd(&acc[c.a].dv[k], (u64)physics::to_fixed(r.r[0][k]));
+        atomicAdd(&acc[c.b].dv[k], (u64)physics::to_fixed(r.r[1][k]));
+        atomicAdd(&acc[c.a].dp[k], (u64)physics::to_fixed(r.r[2][k]));
+        atomicAdd(&acc[c.b].dp[k], (u64)physics::to_fixed(r.r[3][k]));
+    }
+    atomicAdd(&acc[c.a].count, 1ull);
+    atomicAdd(&acc[c.b].count, 1ull);
+}
+
+// solve(), end of a pass: every touched body takes the mean of its sums.
+extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, u32 first) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Acc s = acc[i];
+    u32 count = (u32)s.count;
+    if (count == 0) return;
+    Body& b = bodies[i];
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        b.vel[k] = b.vel[k] + physics::from_fixed((i64)s.dv[k], count);
+        if (first) b.pos[k] = b.pos[k] + physics::from_fixed((i64)s.dp[k], count);
+    }
+}
+
+// integrate(): positions from velocities; walls, floor and drum.
+extern "C" __global__ void collide_integrate(Body* bodies, u32 n, World w) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    physics::integrate(bodies[i], w);
+}

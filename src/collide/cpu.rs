@@ -1,0 +1,456 @@
+//! The collision stages on the CPU: the twin of `kernels/collide/`, one rayon
+//! loop per kernel over the same buffers, each calling the function of the
+//! same name in `physics.rs`. Candidates are appended through an atomic
+//! counter as on the GPU (a block at a time); the solver gathers each body's
+//! fixed-point sums instead of adding them with atomics. Integer sums are
+//! order-free and the readbacks are sorted, so the results are those of the
+//! GPU bit for bit. It is the reference the CUDA engine is checked against
+//! and what runs without a GPU.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
+use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics};
+use crate::compaction::{Backend, CpuBackend, Element, Error};
+use crate::trace::ms;
+
+/// The CPU engine: bodies, tree and lists in host memory.
+pub struct CpuCollide {
+    backend: CpuBackend,
+    world: World,
+    bodies: Vec<Body>,
+    /// Sorted Morton codes and the body id of each.
+    keys: Vec<u32>,
+    ids: Vec<u32>,
+    /// Every body's box, from `codes`; the leaves copy them.
+    boxes: Vec<([f32; 3], [f32; 3])>,
+    /// n - 1 internal nodes, then n leaves.
+    nodes: Vec<Node>,
+    /// Each node's parent; the root's is `u32::MAX`.
+    parents: Vec<AtomicU32>,
+    /// Arrivals per internal node during `refit`, and the boxes it writes
+    /// (min xyz, max xyz as f32 bits).
+    arrivals: Vec<AtomicU32>,
+    bounds: Vec<[AtomicU32; 6]>,
+    /// The candidate list (its length is the capacity) and the number appended.
+    candidates: Vec<AtomicU64>,
+    found: AtomicU64,
+    /// Live slots written by the last `expand`.
+    live: u64,
+    contacts: Vec<Contact>,
+    /// Both ends of every contact, `(contact << 1) | side` (0: a, 1: b),
+    /// grouped by body: body i's are `ends[ends_of[i - 1]..ends_of[i]]`.
+    ends: Vec<u64>,
+    ends_of: Vec<u32>,
+    /// Each contact's `physics::contact_response` in the current pass.
+    responses: Vec<[[f32; 3]; 4]>,
+    stages: Vec<(StageId, f64)>,
+}
+
+/// Frontier slots a task of `expand` walks before it appends its candidates.
+const EXPAND_BLOCK: usize = 1024;
+
+impl CpuCollide {
+    pub fn new(world: World, bodies: &[Body]) -> CollideResult<CpuCollide> {
+        let n = bodies.len();
+        if n == 0 || n > super::scenario::MAX_BODIES as usize {
+            return Err(CollideError::Settings(format!(
+                "the engine takes 1 to {} bodies, not {n}",
+                super::scenario::MAX_BODIES
+            )));
+        }
+        let capacity = (8 * n).max(1024);
+        Ok(CpuCollide {
+            backend: CpuBackend::new(),
+            world,
+            bodies: bodies.to_vec(),
+            keys: vec![0; n],
+            ids: vec![0; n],
+            boxes: vec![([0.0; 3], [0.0; 3]); n],
+            nodes: vec![Node { min: [0.0; 3], left: 0, max: [0.0; 3], right: LEAF }; 2 * n - 1],
+            parents: (0..2 * n - 1).map(|_| AtomicU32::new(u32::MAX)).collect(),
+            arrivals: (0..n - 1).map(|_| AtomicU32::new(0)).collect(),
+            bounds: (0..n - 1).map(|_| Default::default()).collect(),
+            candidates: (0..capacity).map(|_| AtomicU64::new(DEAD64)).collect(),
+            found: AtomicU64::new(0),
+            live: 0,
+            contacts: Vec::new(),
+            ends: Vec::new(),
+            ends_of: vec![0; n],
+            responses: Vec::new(),
+            stages: Vec::new(),
+        })
+    }
+
+    /// The node index of the first leaf: n - 1.
+    fn first_leaf(&self) -> u32 {
+        self.bodies.len() as u32 - 1
+    }
+
+    /// Groups the contacts' ends by body for the solver's gather.
+    fn index_contacts(&mut self) -> CollideResult<()> {
+        if self.contacts.len() >= 1 << 31 {
+            return Err(CollideError::Settings(format!("{} contacts: use fewer bodies", self.contacts.len())));
+        }
+        self.ends.clear();
+        self.ends.par_extend(self.contacts.par_iter().enumerate().flat_map_iter(|(i, c)| {
+            let i = i as u64;
+            [((c.a as u64) << 32) | i << 1, ((c.b as u64) << 32) | i << 1 | 1]
+        }));
+        self.ends.par_sort_unstable();
+        let ends = &self.ends;
+        self.ends_of.par_iter_mut().enumerate().for_each(|(i, end)| {
+            *end = ends.partition_point(|&e| (e >> 32) <= i as u64) as u32;
+        });
+        // Only the contact and side stay: the body is the group.
+        self.ends.par_iter_mut().for_each(|e| *e &= u32::MAX as u64);
+        Ok(())
+    }
+
+    /// The candidates that made it into the list.
+    fn stored(&self) -> usize {
+        (self.found.load(Relaxed) as usize).min(self.candidates.len())
+    }
+}
+
+/// A buffer the caller sized too small for the stage.
+fn too_short(what: &'static str, expected: usize, actual: usize) -> CollideError {
+    CollideError::Compaction(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
+}
+
+/// All bits set: [`DEAD64`] in a frontier.
+fn dead<T: Element>() -> T {
+    let mut v = T::zeroed();
+    bytemuck::bytes_of_mut(&mut v).fill(0xff);
+    v
+}
+
+impl Engine for CpuCollide {
+    type B = CpuBackend;
+
+    fn backend(&self) -> &CpuBackend {
+        &self.backend
+    }
+
+    fn world(&self) -> &World {
+        &self.world
+    }
+
+    fn len(&self) -> u32 {
+        self.bodies.len() as u32
+    }
+
+    fn resize<T: Element>(&self, buffer: &mut Vec<T>, len: u64) -> CollideResult<()> {
+        let len = usize::try_from(len)
+            .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} elements do not fit in memory"))))?;
+        // New slots are dead, as a poisoned GPU buffer would read.
+        buffer.resize(len, dead());
+        Ok(())
+    }
+
+    fn begin_frame(&mut self) -> CollideResult<()> {
+        self.stages.clear();
+        self.found.store(0, Relaxed);
+        self.live = 0;
+        Ok(())
+    }
+
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
+        let start = Instant::now();
+        let r = f(self)?;
+        self.stages.push((id, ms(start.elapsed())));
+        Ok(r)
+    }
+
+    fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>> {
+        Ok(std::mem::take(&mut self.stages))
+    }
+
+    fn codes(&mut self) -> CollideResult<()> {
+        let w = &self.world;
+        (&mut self.keys, &mut self.ids, &mut self.boxes).into_par_iter().zip(&self.bodies).enumerate().for_each(
+            |(i, ((key, id, aabb), b))| {
+                *aabb = physics::aabb(b);
+                *key = physics::morton(b.pos, w);
+                *id = i as u32;
+            },
+        );
+        Ok(())
+    }
+
+    fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
+        match method {
+            SortMethod::Split(alg) => {
+                self.backend.radix_sort(alg, &mut self.keys, Some(&mut self.ids))?;
+            }
+            SortMethod::Fast => {
+                // (code, id) pairs are unique, so an unstable sort orders them as a stable one would.
+                let mut pairs: Vec<u64> =
+                    self.keys.par_iter().zip(&self.ids).map(|(&k, &i)| ((k as u64) << 32) | i as u64).collect();
+                pairs.par_sort_unstable();
+                (&mut self.keys, &mut self.ids).into_par_iter().zip(&pairs).for_each(|((k, i), &p)| {
+                    (*k, *i) = unpack(p);
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn build(&mut self) -> CollideResult<()> {
+        let first = self.first_leaf() as usize;
+        let (internal, leaves) = self.nodes.split_at_mut(first);
+        let (keys, ids, boxes, parents) = (&self.keys, &self.ids, &self.boxes, &self.parents);
+        internal.par_iter_mut().enumerate().for_each(|(i, node)| {
+            let (l, r) = physics::karras_node(keys, i);
+            node.left = l;
+            node.right = r;
+            // Every node has one parent, so each slot is written once.
+            parents[l as usize].store(i as u32, Relaxed);
+            parents[r as usize].store(i as u32, Relaxed);
+        });
+        leaves.par_iter_mut().zip(ids).for_each(|(leaf, &id)| {
+            let (min, max) = boxes[id as usize];
+            *leaf = Node { min, left: id, max, right: LEAF };
+        });
+        parents[0].store(u32::MAX, Relaxed);
+        Ok(())
+    }
+
+    fn refit(&mut self) -> CollideResult<()> {
+        let first = self.first_leaf();
+        if first == 0 {
+            return Ok(());
+        }
+        let (nodes, parents, arrivals, bounds) = (&self.nodes, &self.parents, &self.arrivals, &self.bounds);
+        arrivals.par_iter().for_each(|a| a.store(0, Relaxed));
+        // The node as refit so far: leaves as built, internal boxes from `bounds`.
+        let node = |i: u32| -> Node {
+            let n = nodes[i as usize];
+            if i >= first {
+                return n;
+            }
+            let b = bounds[i as usize].each_ref().map(|x| f32::from_bits(x.load(Relaxed)));
+            Node { min: [b[0], b[1], b[2]], max: [b[3], b[4], b[5]], ..n }
+        };
+        (first..2 * first + 1).into_par_iter().for_each(|leaf| {
+            let mut i = parents[leaf as usize].load(Relaxed);
+            while i != u32::MAX {
+                // The first child to arrive stops; the second sees the first's
+                // box (AcqRel: its stores happen before its increment) and
+                // writes the union, whose stores its own increment further up
+                // publishes the same way.
+                if arrivals[i as usize].fetch_add(1, AcqRel) == 0 {
+                    return;
+                }
+                let n = nodes[i as usize];
+                let (min, max) = physics::union(&node(n.left), &node(n.right));
+                for k in 0..3 {
+                    bounds[i as usize][k].store(min[k].to_bits(), Relaxed);
+                    bounds[i as usize][3 + k].store(max[k].to_bits(), Relaxed);
+                }
+                i = parents[i as usize].load(Relaxed);
+            }
+        });
+        let bounds = &self.bounds;
+        self.nodes[..first as usize].par_iter_mut().zip(bounds).for_each(|(n, b)| {
+            let b = b.each_ref().map(|x| f32::from_bits(x.load(Relaxed)));
+            n.min = [b[0], b[1], b[2]];
+            n.max = [b[3], b[4], b[5]];
+        });
+        Ok(())
+    }
+
+    fn pairs_init(&mut self, frontier: &mut Vec<u64>) -> CollideResult<()> {
+        frontier.clear();
+        if self.bodies.len() >= 2 {
+            frontier.push(pack(0, 0));
+        }
+        self.found.store(0, Relaxed);
+        Ok(())
+    }
+
+    fn expand(&mut self, frontier: &Vec<u64>, out: &mut Vec<u64>) -> CollideResult<()> {
+        let m = frontier.len();
+        if out.len() < 4 * m {
+            return Err(too_short("expanded frontier", 4 * m, out.len()));
+        }
+        let first = self.first_leaf();
+        let (nodes, candidates, found) = (&self.nodes, &self.candidates, &self.found);
+        let internal = |x: u32| x < first;
+        // A block of pairs gathers its candidates, then claims room for them
+        // with one atomic add: the list's order is free (it is read sorted),
+        // one add per candidate would make every thread fight over the counter.
+        self.live = out[..4 * m]
+            .par_chunks_mut(4 * EXPAND_BLOCK)
+            .zip(frontier.par_chunks(EXPAND_BLOCK))
+            .map_init(Vec::new, |found_here, (out, pairs)| {
+                found_here.clear();
+                let mut test = |x: u32, y: u32| -> u64 {
+                    let (a, b) = (&nodes[x as usize], &nodes[y as usize]);
+                    if !physics::overlap(a, b) {
+                        return DEAD64;
+                    }
+                    if internal(x) || internal(y) {
+                        return pack(x, y);
+                    }
+                    found_here.push(pack(a.left.min(b.left), a.left.max(b.left)));
+                    DEAD64
+                };
+                let mut live = 0;
+                for (slots, &p) in out.chunks_exact_mut(4).zip(pairs) {
+                    slots.fill(DEAD64);
+                    if p == DEAD64 {
+                        continue;
+                    }
+                    let (a, b) = unpack(p);
+                    if a == b {
+                        let n = nodes[a as usize];
+                        let (l, r) = (n.left, n.right);
+                        if internal(l) {
+                            slots[0] = pack(l, l);
+                        }
+                        if internal(r) {
+                            slots[1] = pack(r, r);
+                        }
+                        slots[2] = test(l, r);
+                    } else {
+                        let children = |x: u32| {
+                            let n = nodes[x as usize];
+                            if internal(x) { [n.left, n.right] } else { [x, u32::MAX] }
+                        };
+                        let (ca, cb) = (children(a), children(b));
+                        for (k, slot) in slots.iter_mut().enumerate() {
+                            let (x, y) = (ca[k / 2], cb[k % 2]);
+                            if x != u32::MAX && y != u32::MAX {
+                                *slot = test(x, y);
+                            }
+                        }
+                    }
+                    live += slots.iter().filter(|&&s| s != DEAD64).count() as u64;
+                }
+                if !found_here.is_empty() {
+                    let at = found.fetch_add(found_here.len() as u64, Relaxed) as usize;
+                    // Past the capacity only the count grows: the driver then
+                    // reserves room and walks the tree again.
+                    for (slot, &c) in candidates.iter().skip(at).zip(found_here.iter()) {
+                        slot.store(c, Relaxed);
+                    }
+                }
+                live
+            })
+            .sum();
+        Ok(())
+    }
+
+    fn live(&mut self) -> CollideResult<u64> {
+        Ok(self.live)
+    }
+
+    fn candidates(&mut self) -> CollideResult<u64> {
+        Ok(self.found.load(Relaxed))
+    }
+
+    fn candidate_capacity(&self) -> u64 {
+        self.candidates.len() as u64
+    }
+
+    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
+        let n = usize::try_from(n)
+            .map_err(|_| CollideError::Compaction(Error::Backend(format!("{n} candidates do not fit in memory"))))?;
+        if n > self.candidates.len() {
+            self.candidates = (0..n).map(|_| AtomicU64::new(DEAD64)).collect();
+        }
+        Ok(())
+    }
+
+    fn narrow(&mut self) -> CollideResult<u64> {
+        let bodies = &self.bodies;
+        self.contacts = self.candidates[..self.stored()]
+            .par_iter()
+            .filter_map(|p| {
+                let (a, b) = unpack(p.load(Relaxed));
+                physics::collide(a, &bodies[a as usize], b, &bodies[b as usize])
+            })
+            .collect();
+        Ok(self.contacts.len() as u64)
+    }
+
+    fn solve(&mut self, iterations: u32) -> CollideResult<()> {
+        let w = self.world;
+        self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
+        self.index_contacts()?;
+        for it in 0..iterations {
+            let first = it == 0;
+            let bodies = &self.bodies;
+            self.contacts
+                .par_iter()
+                .map(|c| physics::contact_response(c, &bodies[c.a as usize], &bodies[c.b as usize], &w, first))
+                .collect_into_vec(&mut self.responses);
+            let (ends, ends_of, responses) = (&self.ends, &self.ends_of, &self.responses);
+            self.bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+                let count = range.len() as u32;
+                if count == 0 {
+                    return;
+                }
+                // The spec's fixed-point sums, gathered per body rather than
+                // added with atomics: integer addition (wrapping, as
+                // atomicAdd on an unsigned long long) gives the same sums in
+                // any order.
+                let (mut dv, mut dp) = ([0i64; 3], [0i64; 3]);
+                for &end in &ends[range] {
+                    let r = &responses[(end >> 1) as usize];
+                    let side = (end & 1) as usize;
+                    for k in 0..3 {
+                        dv[k] = dv[k].wrapping_add(physics::to_fixed(r[side][k]));
+                        dp[k] = dp[k].wrapping_add(physics::to_fixed(r[2 + side][k]));
+                    }
+                }
+                for k in 0..3 {
+                    b.vel[k] += physics::from_fixed(dv[k], count);
+                    if first {
+                        b.pos[k] += physics::from_fixed(dp[k], count);
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
+    fn integrate(&mut self) -> CollideResult<()> {
+        let w = self.world;
+        self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
+        Ok(())
+    }
+
+    fn bodies(&self) -> CollideResult<Vec<Body>> {
+        Ok(self.bodies.clone())
+    }
+
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        if bodies.len() != self.bodies.len() {
+            return Err(too_short("bodies", self.bodies.len(), bodies.len()));
+        }
+        self.bodies.copy_from_slice(bodies);
+        Ok(())
+    }
+
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        let mut pairs: Vec<u64> = self.candidates[..self.stored()].iter().map(|p| p.load(Relaxed)).collect();
+        pairs.par_sort_unstable();
+        Ok(pairs)
+    }
+
+    fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        let mut c = self.contacts.clone();
+        c.par_sort_unstable_by_key(|c| (c.a, c.b));
+        Ok(c)
+    }
+
+    fn nodes(&self) -> CollideResult<Vec<Node>> {
+        Ok(self.nodes.clone())
+    }
+}

@@ -1,0 +1,539 @@
+//! The collision stages on the GPU: host side of `kernels/collide/collide.cu`
+//! and of the fast radix sort `kernels/collide/radix_sort.cu`. Each
+//! [`Engine`] method enqueues its launches, each written the same way
+//! (function, config, arguments in the kernel's order, a `// SAFETY:` note);
+//! stages are timed with device events read once per frame, and the counters
+//! (live slots, candidates, contacts) stay on the device until the driver
+//! asks for one.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, sys};
+
+use crate::collide::layout::{Body, Contact, Node, World};
+use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId};
+use crate::compaction::cuda::runtime::{COLLIDE, KeepMode, RADIX_SORT, Variant, driver_error};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer, raw_ptr};
+use crate::compaction::{Algorithm, Backend, Element};
+
+const BLOCK: u32 = 256;
+/// collide.cu's counter words.
+const LIVE: usize = 0;
+const CANDIDATES: usize = 1;
+const CONTACTS: usize = 2;
+/// collide.cu `Acc`: dv[3], dp[3], count, one u64 each.
+const ACC_WORDS: u64 = 7;
+/// Morton codes are 30 bits: the fast sort sorts those (passes of 8, 8, 8, 6
+/// bits), which orders them as a sort of all 32 bits would.
+const KEY_BITS: u32 = 30;
+/// radix_sort.cu `RS_BLOCK` and `RS_RADIX`.
+const RS_BLOCK: u32 = 256;
+const RS_RADIX: u64 = 256;
+
+// SAFETY: plain repr(C) data laid out as common.cuh's `World` (both sides assert 96 bytes).
+unsafe impl DeviceRepr for World {}
+
+/// Tuning of the fast radix sort (radix_sort.cu).
+#[derive(Clone, Debug)]
+pub struct FastSortTuning {
+    /// Keys per thread per tile (`RS_ITEMS`); a tile is 256 of these.
+    pub items: u32,
+}
+
+impl Default for FastSortTuning {
+    fn default() -> Self {
+        FastSortTuning { items: 8 }
+    }
+}
+
+/// The fast sort's second key and value buffers and its digit counts.
+struct FastSort {
+    keys: CudaBuffer<u32>,
+    values: CudaBuffer<u32>,
+    /// Per pass: digit-major tile histograms, then their exclusive scan.
+    hist: CudaBuffer<u32>,
+    offsets: CudaBuffer<u32>,
+    tiles: u32,
+    histogram: CudaFunction,
+    scatter: CudaFunction,
+}
+
+struct Functions {
+    codes: CudaFunction,
+    build: CudaFunction,
+    refit: CudaFunction,
+    pairs_init: CudaFunction,
+    expand: CudaFunction,
+    narrow: CudaFunction,
+    gravity: CudaFunction,
+    solve: CudaFunction,
+    apply: CudaFunction,
+    integrate: CudaFunction,
+}
+
+/// The GPU engine: bodies, hierarchy, candidate and contact lists in device
+/// memory, one stream (the backend's).
+pub struct CudaCollide {
+    backend: CudaBackend,
+    stream: Arc<CudaStream>,
+    world: World,
+    n: u32,
+    bodies: CudaBuffer<Body>,
+    keys: CudaBuffer<u32>,
+    ids: CudaBuffer<u32>,
+    /// n - 1 internal nodes, then n leaves.
+    nodes: CudaBuffer<Node>,
+    /// Every node's parent (the root's: u32::MAX).
+    parent: CudaBuffer<u32>,
+    /// Arrivals per internal node during refit.
+    flags: CudaBuffer<u32>,
+    candidates: CudaSlice<u64>,
+    /// Contacts, 32 bytes each, as many slots as candidates.
+    contacts: CudaSlice<u8>,
+    capacity: u64,
+    acc: CudaSlice<u64>,
+    counters: CudaSlice<u64>,
+    /// Candidates found since `pairs_init`, once read.
+    found: Option<u64>,
+    /// Contacts the last `narrow` found.
+    contact_count: u64,
+    fast: FastSort,
+    stages: Vec<(StageId, CudaEvent, CudaEvent)>,
+    functions: Functions,
+}
+
+fn grid(n: u64) -> CollideResult<LaunchConfig> {
+    let blocks = u32::try_from(n.div_ceil(BLOCK as u64).max(1))
+        .map_err(|_| CollideError::Settings(format!("{n} items are more than one launch covers")))?;
+    Ok(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 })
+}
+
+fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
+    move |e| CollideError::Compaction(driver_error(name)(e))
+}
+
+/// Fails with a message that names `what` when `bytes` exceed the device's free memory.
+fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> CollideResult<()> {
+    let (free, _) = stream.context().mem_get_info().map_err(launch_err("reading free memory"))?;
+    if bytes > free as u64 {
+        return Err(CollideError::OutOfMemory { what, bytes, free: free as u64 });
+    }
+    Ok(())
+}
+
+/// Candidate (and contact) slots for `n` bodies before any frame asks for more.
+fn initial_capacity(n: u64) -> u64 {
+    (8 * n).max(1024)
+}
+
+impl CudaCollide {
+    pub fn new(backend: CudaBackend, world: World, bodies: &[Body]) -> CollideResult<Self> {
+        let n = bodies.len() as u64;
+        if n == 0 {
+            return Err(CollideError::Settings("the collision engine needs at least one body".into()));
+        }
+        // Node indices (2n - 1 of them) and pair halves are u32, u32::MAX is reserved.
+        if n > (u32::MAX / 2) as u64 {
+            return Err(CollideError::Settings(format!("{n} bodies: at most {} fit u32 node indices", u32::MAX / 2)));
+        }
+        let stream = backend.stream().clone();
+        let capacity = initial_capacity(n);
+        let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
+        // Bodies, keys and ids (twice, for the fast sort), the split sort's two
+        // interleaved copies, nodes, parents, flags, accumulators, candidates,
+        // contacts, histograms, and an allowance for the driver's two pair
+        // frontiers (4 slots of 8 bytes per live pair, about 2n pairs a level).
+        let need = n * (64 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + ACC_WORDS * 8 + 2 * 4 * 8 * 2)
+            + capacity * (8 + 32)
+            + 2 * RS_RADIX * tiles * 4;
+        check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
+        let v = Variant::new(4, KeepMode::Flags);
+        let f = |name: &str| backend.kernels().function(&COLLIDE, &v, name);
+        let functions = Functions {
+            codes: f("collide_codes")?,
+            build: f("collide_build")?,
+            refit: f("collide_refit")?,
+            pairs_init: f("collide_pairs_init")?,
+            expand: f("collide_expand")?,
+            narrow: f("collide_narrow")?,
+            gravity: f("collide_gravity")?,
+            solve: f("collide_solve")?,
+            apply: f("collide_apply")?,
+            integrate: f("collide_integrate")?,
+        };
+        let fast = FastSort::new(&backend, n, FastSortTuning::default())?;
+        let zeros = |len: u64, what: &'static str| stream.alloc_zeros::<u64>(len as usize).map_err(launch_err(what));
+        let engine = CudaCollide {
+            world,
+            n: n as u32,
+            bodies: backend.upload(bodies)?,
+            keys: backend.alloc(n)?,
+            ids: backend.alloc(n)?,
+            nodes: backend.alloc(2 * n - 1)?,
+            parent: backend.alloc(2 * n - 1)?,
+            flags: backend.alloc((n - 1).max(1))?,
+            candidates: zeros(capacity, "allocating the candidate list")?,
+            contacts: backend.zeroed(capacity * std::mem::size_of::<Contact>() as u64)?,
+            capacity,
+            acc: zeros(n * ACC_WORDS, "allocating the solver's sums")?,
+            counters: zeros(4, "allocating the counters")?,
+            found: None,
+            contact_count: 0,
+            fast,
+            stages: Vec::new(),
+            functions,
+            stream,
+            backend,
+        };
+        Ok(engine)
+    }
+
+    /// Gives the backend back (its compiled kernels with it), for the next engine.
+    pub fn into_backend(self) -> CudaBackend {
+        self.backend
+    }
+
+    /// Replaces the fast sort's tuning (recompiles its kernels on first use).
+    pub fn set_fast_sort_tuning(&mut self, tuning: FastSortTuning) -> CollideResult<()> {
+        self.fast = FastSort::new(&self.backend, self.n as u64, tuning)?;
+        Ok(())
+    }
+
+    /// One counter word, read back (waits for the work before it).
+    fn counter(&self, which: usize) -> CollideResult<u64> {
+        let v =
+            self.stream.clone_dtoh(&self.counters.slice(which..which + 1)).map_err(launch_err("reading a counter"))?;
+        Ok(v[0])
+    }
+
+    fn clear_counter(&mut self, which: usize) -> CollideResult<()> {
+        self.stream
+            .memset_zeros(&mut self.counters.slice_mut(which..which + 1))
+            .map_err(launch_err("clearing a counter"))
+    }
+
+    /// Candidates in the list: those found, up to the capacity.
+    fn stored_candidates(&self) -> CollideResult<u64> {
+        let found = match self.found {
+            Some(f) => f,
+            None => self.counter(CANDIDATES)?,
+        };
+        Ok(found.min(self.capacity))
+    }
+
+    /// LSD radix sort of the keys with the ids, 8 bits a pass (radix_sort.cu).
+    fn fast_sort(&mut self) -> CollideResult<()> {
+        let n = self.n as u64;
+        let fs = &mut self.fast;
+        let tiles = fs.tiles;
+        let cfg = LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (RS_BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let mut src = (self.keys.ptr(), self.ids.ptr());
+        let mut dst = (fs.keys.ptr(), fs.values.ptr());
+        let mut shift = 0;
+        while shift < KEY_BITS {
+            let bits = (KEY_BITS - shift).min(8);
+            let entries = (1u64 << bits) * tiles as u64;
+            fs.hist.set_len(entries)?;
+            fs.offsets.set_len(entries)?;
+            let hp = fs.hist.ptr();
+            let mut l = self.stream.launch_builder(&fs.histogram);
+            l.arg(&src.0).arg(&n).arg(&shift).arg(&bits).arg(&tiles).arg(&hp);
+            // SAFETY: matches radix_histogram(const u32*, u64, u32, u32, u32, u32*); the keys hold n entries
+            // and `hist` (1 << bits) * tiles, tiles = ceil(n / RS_TILE) with RS_TILE as compiled.
+            unsafe { l.launch(cfg) }.map_err(launch_err("launching radix_histogram"))?;
+            // The report's events and count are not needed: the pass's stage times it.
+            self.backend.exclusive_scan(Algorithm::Lookback, &fs.hist, &mut fs.offsets)?;
+            let op = fs.offsets.ptr();
+            let mut l = self.stream.launch_builder(&fs.scatter);
+            l.arg(&src.0).arg(&src.1).arg(&n).arg(&shift).arg(&bits).arg(&tiles).arg(&op).arg(&dst.0).arg(&dst.1);
+            // SAFETY: matches radix_scatter(const u32*, const u32*, u64, u32, u32, u32, const u32*, u32*, u32*);
+            // source and destination are distinct n-entry buffers, and the scanned offsets place every key
+            // below n.
+            unsafe { l.launch(cfg) }.map_err(launch_err("launching radix_scatter"))?;
+            std::mem::swap(&mut src, &mut dst);
+            shift += bits;
+        }
+        if src.0 != self.keys.ptr() {
+            // An odd number of passes left the result in the second buffers.
+            let bytes = n as usize * 4;
+            for (to, from) in [(self.keys.ptr(), src.0), (self.ids.ptr(), src.1)] {
+                // SAFETY: both device ranges hold n u32s and do not overlap.
+                let r = unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, bytes, self.stream.cu_stream()) };
+                r.result().map_err(launch_err("copying the sorted keys"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FastSort {
+    fn new(b: &CudaBackend, n: u64, t: FastSortTuning) -> CollideResult<Self> {
+        if t.items == 0 || t.items > 32 {
+            return Err(CollideError::Settings("fast sort: items per thread must be between 1 and 32".into()));
+        }
+        let tiles = n.div_ceil(RS_BLOCK as u64 * t.items as u64);
+        let tiles = u32::try_from(tiles).map_err(|_| CollideError::Settings(format!("{n} keys: too many tiles")))?;
+        let v = Variant::new(4, KeepMode::Flags).with(&[("RS_ITEMS", t.items)]);
+        let entries = RS_RADIX * tiles as u64;
+        Ok(FastSort {
+            keys: b.alloc(n)?,
+            values: b.alloc(n)?,
+            hist: b.alloc(entries)?,
+            offsets: b.alloc(entries)?,
+            tiles,
+            histogram: b.kernels().function(&RADIX_SORT, &v, "radix_histogram")?,
+            scatter: b.kernels().function(&RADIX_SORT, &v, "radix_scatter")?,
+        })
+    }
+}
+
+impl Engine for CudaCollide {
+    type B = CudaBackend;
+
+    fn backend(&self) -> &CudaBackend {
+        &self.backend
+    }
+
+    fn world(&self) -> &World {
+        &self.world
+    }
+
+    fn len(&self) -> u32 {
+        self.n
+    }
+
+    fn resize<T: Element>(&self, buffer: &mut CudaBuffer<T>, len: u64) -> CollideResult<()> {
+        if len > buffer.capacity() {
+            let bytes = len.saturating_mul(std::mem::size_of::<T>() as u64);
+            check_free(&self.stream, "the pair frontier", bytes)?;
+            // Growth keeps no contents: every caller overwrites the buffer next.
+            *buffer = self.backend.alloc(len.max(2 * buffer.capacity()))?;
+        }
+        buffer.set_len(len)?;
+        Ok(())
+    }
+
+    fn begin_frame(&mut self) -> CollideResult<()> {
+        self.stages.clear();
+        self.found = None;
+        self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))
+    }
+
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
+        // cudarc's events disable timing unless asked: ask.
+        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        let r = f(self)?;
+        let end = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        self.stages.push((id, start, end));
+        Ok(r)
+    }
+
+    fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>> {
+        let mut times = Vec::with_capacity(self.stages.len());
+        for (id, start, end) in self.stages.drain(..) {
+            end.synchronize().map_err(launch_err("waiting for a stage"))?;
+            let ms = start.elapsed_ms(&end).map_err(launch_err("reading a stage time"))?;
+            times.push((id, ms as f64));
+        }
+        Ok(times)
+    }
+
+    fn codes(&mut self) -> CollideResult<()> {
+        let (bp, kp, ip) = (self.bodies.ptr(), self.keys.ptr(), self.ids.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.codes);
+        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&kp).arg(&ip);
+        // SAFETY: matches collide_codes(const Body*, u32, World, u32*, u32*); bodies, keys and ids hold n entries.
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_codes"))
+    }
+
+    fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
+        match method {
+            SortMethod::Split(a) => {
+                self.backend.radix_sort(a, &mut self.keys, Some(&mut self.ids))?;
+                Ok(())
+            }
+            SortMethod::Fast => self.fast_sort(),
+        }
+    }
+
+    fn build(&mut self) -> CollideResult<()> {
+        let (kp, ip, bp) = (self.keys.ptr(), self.ids.ptr(), self.bodies.ptr());
+        let (np, pp, fp) = (self.nodes.ptr(), self.parent.ptr(), self.flags.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.build);
+        l.arg(&kp).arg(&ip).arg(&bp).arg(&self.n).arg(&np).arg(&pp).arg(&fp);
+        // SAFETY: matches collide_build(const u32*, const u32*, const Body*, u32, Node*, u32*, u32*); keys and ids
+        // hold n entries (ids below n), nodes and parents 2n - 1, flags n - 1 (at least 1).
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_build"))
+    }
+
+    fn refit(&mut self) -> CollideResult<()> {
+        if self.n < 2 {
+            return Ok(()); // the only node is a leaf
+        }
+        let (pp, np, fp) = (self.parent.ptr(), self.nodes.ptr(), self.flags.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.refit);
+        l.arg(&pp).arg(&np).arg(&fp).arg(&self.n);
+        // SAFETY: matches collide_refit(const u32*, Node*, u32*, u32); build linked every node to a parent
+        // below n - 1 (or none) and cleared the n - 1 flags.
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_refit"))
+    }
+
+    fn pairs_init(&mut self, frontier: &mut CudaBuffer<u64>) -> CollideResult<()> {
+        let root = self.n >= 2;
+        if root && frontier.capacity() < 1 {
+            self.resize(frontier, 1)?;
+        }
+        frontier.set_len(root as u64)?;
+        self.found = None;
+        let (fp, cp, write_root) = (frontier.ptr(), raw_ptr(&self.counters), root as u32);
+        let mut l = self.stream.launch_builder(&self.functions.pairs_init);
+        l.arg(&fp).arg(&write_root).arg(&cp);
+        // SAFETY: matches collide_pairs_init(u64*, u32, u64*); the frontier holds one slot when it is written.
+        unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
+    }
+
+    fn expand(&mut self, frontier: &CudaBuffer<u64>, out: &mut CudaBuffer<u64>) -> CollideResult<()> {
+        let m = frontier.len();
+        if out.len() < 4 * m {
+            return Err(CollideError::Settings(format!("expand: {} output slots for {m} pairs", out.len())));
+        }
+        self.clear_counter(LIVE)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let (np, fp, op) = (self.nodes.ptr(), frontier.ptr(), out.ptr());
+        let (cand, cp) = (raw_ptr(&self.candidates), raw_ptr(&self.counters));
+        let mut l = self.stream.launch_builder(&self.functions.expand);
+        l.arg(&np).arg(&fp).arg(&m).arg(&op).arg(&cand).arg(&self.capacity).arg(&cp);
+        // SAFETY: matches collide_expand(const Node*, const u64*, u64, u64*, u64*, u64, u64*); `out` holds 4m
+        // slots (checked above), the candidate list `capacity` (writes past it are skipped), and every live
+        // frontier slot names two nodes of this hierarchy.
+        unsafe { l.launch(grid(m)?) }.map(drop).map_err(launch_err("launching collide_expand"))
+    }
+
+    fn live(&mut self) -> CollideResult<u64> {
+        self.counter(LIVE)
+    }
+
+    fn candidates(&mut self) -> CollideResult<u64> {
+        let found = self.counter(CANDIDATES)?;
+        self.found = Some(found);
+        Ok(found)
+    }
+
+    fn candidate_capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
+        if n <= self.capacity {
+            return Ok(());
+        }
+        // An eighth more, so that a slowly growing contact set does not walk the tree twice each frame.
+        let capacity = n + n / 8;
+        let contact_bytes = capacity * std::mem::size_of::<Contact>() as u64;
+        check_free(&self.stream, "the candidate and contact lists", capacity * 8 + contact_bytes)?;
+        self.candidates =
+            self.stream.alloc_zeros::<u64>(capacity as usize).map_err(launch_err("growing candidates"))?;
+        self.contacts = self.backend.zeroed(contact_bytes)?;
+        self.capacity = capacity;
+        Ok(())
+    }
+
+    fn narrow(&mut self) -> CollideResult<u64> {
+        let count = self.stored_candidates()?;
+        self.clear_counter(CONTACTS)?;
+        if count > 0 {
+            let (bp, cand, ctp, cp) =
+                (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), raw_ptr(&self.counters));
+            let mut l = self.stream.launch_builder(&self.functions.narrow);
+            l.arg(&bp).arg(&cand).arg(&count).arg(&ctp).arg(&cp);
+            // SAFETY: matches collide_narrow(const Body*, const u64*, u64, Contact*, u64*); the first `count`
+            // candidates were written this frame and name bodies below n; the contact list holds `capacity` >=
+            // count entries.
+            unsafe { l.launch(grid(count)?) }.map_err(launch_err("launching collide_narrow"))?;
+        }
+        self.contact_count = self.counter(CONTACTS)?;
+        Ok(self.contact_count)
+    }
+
+    fn solve(&mut self, iterations: u32) -> CollideResult<()> {
+        let n = self.n;
+        let bp = self.bodies.ptr();
+        let mut l = self.stream.launch_builder(&self.functions.gravity);
+        l.arg(&bp).arg(&n).arg(&self.world);
+        // SAFETY: matches collide_gravity(Body*, u32, World); the bodies hold n entries.
+        unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_gravity"))?;
+        let count = self.contact_count;
+        if count == 0 {
+            return Ok(()); // no body's sums would change
+        }
+        for it in 0..iterations {
+            let first = (it == 0) as u32;
+            self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
+            let (ctp, ap) = (raw_ptr(&self.contacts), raw_ptr(&self.acc));
+            let mut l = self.stream.launch_builder(&self.functions.solve);
+            l.arg(&ctp).arg(&count).arg(&bp).arg(&self.world).arg(&first).arg(&ap);
+            // SAFETY: matches collide_solve(const Contact*, u64, const Body*, World, u32, Acc*); narrow wrote
+            // `count` contacts naming bodies below n; the sums hold 7 words per body.
+            unsafe { l.launch(grid(count)?) }.map_err(launch_err("launching collide_solve"))?;
+            let mut l = self.stream.launch_builder(&self.functions.apply);
+            l.arg(&bp).arg(&ap).arg(&n).arg(&first);
+            // SAFETY: matches collide_apply(Body*, const Acc*, u32, u32); bodies and sums hold n entries.
+            unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_apply"))?;
+        }
+        Ok(())
+    }
+
+    fn integrate(&mut self) -> CollideResult<()> {
+        let bp = self.bodies.ptr();
+        let mut l = self.stream.launch_builder(&self.functions.integrate);
+        l.arg(&bp).arg(&self.n).arg(&self.world);
+        // SAFETY: matches collide_integrate(Body*, u32, World); the bodies hold n entries.
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_integrate"))
+    }
+
+    fn bodies(&self) -> CollideResult<Vec<Body>> {
+        Ok(self.backend.download(&self.bodies)?)
+    }
+
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        if bodies.len() as u64 != self.n as u64 {
+            return Err(CollideError::Settings(format!(
+                "set_bodies: {} bodies for an engine of {}",
+                bodies.len(),
+                self.n
+            )));
+        }
+        self.bodies = self.backend.upload(bodies)?;
+        Ok(())
+    }
+
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        let count = self.stored_candidates()? as usize;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut pairs =
+            self.stream.clone_dtoh(&self.candidates.slice(..count)).map_err(launch_err("reading candidates"))?;
+        pairs.sort_unstable();
+        Ok(pairs)
+    }
+
+    fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        let count = self.counter(CONTACTS)? as usize;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = count * std::mem::size_of::<Contact>();
+        let raw = self.stream.clone_dtoh(&self.contacts.slice(..bytes)).map_err(launch_err("reading contacts"))?;
+        let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
+        contacts.sort_unstable_by_key(|c| (c.a, c.b));
+        Ok(contacts)
+    }
+
+    fn nodes(&self) -> CollideResult<Vec<Node>> {
+        Ok(self.backend.download(&self.nodes)?)
+    }
+}

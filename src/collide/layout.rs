@@ -1,0 +1,92 @@
+//! The data both engines share, laid out as `kernels/collide/common.cuh`'s
+//! structs of the same names (`#[repr(C)]`, checked sizes).
+
+use bytemuck::{Pod, Zeroable};
+
+pub const SPHERE: u32 = 0;
+pub const BOX: u32 = 1;
+/// A leaf's `right`: its `left` is a body id.
+pub const LEAF: u32 = u32::MAX;
+
+/// A rigid body. Boxes keep their spawn orientation (no angular dynamics):
+/// the solver moves centres only, which keeps it simple and stable.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct Body {
+    pub pos: [f32; 3],
+    /// [`SPHERE`] or [`BOX`].
+    pub shape: u32,
+    pub vel: [f32; 3],
+    /// 0 for an immovable body.
+    pub inv_mass: f32,
+    /// Sphere: the radius in `half[0]` (all three equal); box: half extents in its own frame.
+    pub half: [f32; 3],
+    pub pad: f32,
+    /// Orientation quaternion (x, y, z, w), unit length; identity for spheres.
+    pub rot: [f32; 4],
+}
+
+/// A node of the linear BVH: n - 1 internal nodes (0 is the root), then n
+/// leaves at n - 1 + i for the i-th sorted code.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct Node {
+    pub min: [f32; 3],
+    /// Internal: left child's node index; leaf: the body id.
+    pub left: u32,
+    pub max: [f32; 3],
+    /// Internal: right child's node index; leaf: [`LEAF`].
+    pub right: u32,
+}
+
+/// A touching pair: `normal` points from body `a` to body `b` (a < b).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct Contact {
+    pub a: u32,
+    pub b: u32,
+    /// Penetration depth, > 0.
+    pub depth: f32,
+    pub pad: u32,
+    pub normal: [f32; 3],
+    pub pad2: f32,
+}
+
+/// The container and the constants of the step, passed to every kernel.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, serde::Serialize)]
+pub struct World {
+    /// The box that holds every body (and normalises the Morton codes).
+    pub min: [f32; 3],
+    pub dt: f32,
+    pub max: [f32; 3],
+    pub restitution: f32,
+    pub gravity: [f32; 3],
+    pub friction: f32,
+    /// 1 / (max - min) per axis, computed once so both engines use the same value.
+    pub inv_extent: [f32; 3],
+    /// Penetration left uncorrected, and the fraction of the rest corrected per frame.
+    pub slop: f32,
+    pub baumgarte: f32,
+    /// A rotating drum around the z axis through (drum_x, drum_y): radius 0 for none.
+    pub drum_radius: f32,
+    pub drum_x: f32,
+    pub drum_y: f32,
+    /// Angular speed of the drum wall, rad/s (counter-clockwise seen from +z).
+    pub drum_omega: f32,
+    pub pad: [f32; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<Body>() == 64);
+const _: () = assert!(std::mem::size_of::<Node>() == 32);
+const _: () = assert!(std::mem::size_of::<Contact>() == 32);
+const _: () = assert!(std::mem::size_of::<World>() == 96);
+
+/// A pair of node (or body) indices in one frontier slot.
+pub fn pack(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+pub fn unpack(p: u64) -> (u32, u32) {
+    ((p >> 32) as u32, p as u32)
+}

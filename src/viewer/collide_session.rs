@@ -1,0 +1,163 @@
+//! The collision demo the viewer shows: a scenario's bodies in an engine of
+//! either backend, kept alive between frames with its pair frontier, stepped
+//! one [`frame`] per displayed frame. The compaction algorithm and the sort
+//! only change the next frame's [`CollideSettings`]; a new backend builds a
+//! new engine from the current bodies, so the simulation goes on.
+
+use crate::collide::cpu::CpuCollide;
+use crate::collide::scenario::{self, Scenario};
+use crate::collide::{
+    Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
+};
+
+use super::ViewerError;
+use super::collide_state::CollideChoices;
+use super::session::BackendKind;
+#[cfg(feature = "cuda")]
+use super::session::cuda_backend;
+
+/// Jacobi iterations of the solver per frame (`reap collide`'s default).
+pub const ITERATIONS: u32 = 4;
+/// The most slots a frontier level may hold: a level of `none` past it stops
+/// the frame with a message instead of allocating gigabytes.
+pub const MAX_FRONTIER: u64 = 1 << 26;
+/// The seed every scenario is built with, as `reap collide`'s default.
+pub const SEED: u64 = 1;
+
+/// An engine and the frontier buffers that belong to it.
+pub struct Live<E: Engine> {
+    engine: E,
+    frontier: Frontier<E>,
+}
+
+impl<E: Engine> Live<E> {
+    fn new(engine: E) -> CollideResult<Self> {
+        let frontier = Frontier::new(&engine)?;
+        Ok(Live { engine, frontier })
+    }
+}
+
+/// A collision engine of either backend.
+#[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
+pub enum AnyCollide {
+    Cpu(Live<CpuCollide>),
+    #[cfg(feature = "cuda")]
+    Cuda(Live<crate::collide::cuda::CudaCollide>),
+}
+
+/// Runs `$body` with `$l` bound to the [`Live`] engine, whatever its backend.
+macro_rules! with_live {
+    ($any:expr, $l:ident => $body:expr) => {
+        match $any {
+            AnyCollide::Cpu($l) => $body,
+            #[cfg(feature = "cuda")]
+            AnyCollide::Cuda($l) => $body,
+        }
+    };
+}
+
+impl AnyCollide {
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            AnyCollide::Cpu(_) => BackendKind::Cpu,
+            #[cfg(feature = "cuda")]
+            AnyCollide::Cuda(_) => BackendKind::Cuda,
+        }
+    }
+
+    /// The pair compactions this backend runs, `none` first.
+    pub fn choices(&self) -> Vec<String> {
+        with_live!(self, l => Compaction::choices(l.engine.backend()).into_iter().map(String::from).collect())
+    }
+
+    /// The sorts this backend runs, `fast` first.
+    pub fn sorts(&self) -> Vec<String> {
+        with_live!(self, l => SortMethod::choices(l.engine.backend()))
+    }
+
+    fn settings(&self, choices: &CollideChoices) -> CollideResult<CollideSettings> {
+        with_live!(self, l => {
+            let b = l.engine.backend();
+            Ok(CollideSettings {
+                compact_pairs: Compaction::parse(&choices.compact_pairs, b, "compact-pairs")?,
+                sort: SortMethod::parse(&choices.sort, b)?,
+                iterations: ITERATIONS,
+                max_frontier: MAX_FRONTIER,
+            })
+        })
+    }
+}
+
+/// A running scenario and its engine.
+pub struct CollideSession {
+    pub scenario: Scenario,
+    pub bodies: u32,
+    pub world: World,
+    pub engine: AnyCollide,
+    /// Frames stepped since the scenario was built (the drum's angle follows it).
+    pub frame_index: u32,
+    /// The bodies after the last frame: what the view draws.
+    pub shown: Vec<Body>,
+    /// "Compare all"'s starting point: the bodies and their frame index.
+    snapshot: Option<(Vec<Body>, u32)>,
+}
+
+impl CollideSession {
+    /// Builds `scenario` with `bodies` bodies on the `kind` backend.
+    pub fn open(scenario: Scenario, bodies: u32, kind: BackendKind) -> Result<Self, ViewerError> {
+        let (world, start) = scenario::build(scenario, bodies, SEED)?;
+        let engine = build_engine(kind, world, &start)?;
+        Ok(CollideSession { scenario, bodies, world, engine, frame_index: 0, shown: start, snapshot: None })
+    }
+
+    /// The same bodies, where they are now, in a new engine on `kind`.
+    pub fn rebuild(&mut self, kind: BackendKind) -> Result<(), ViewerError> {
+        self.engine = build_engine(kind, self.world, &self.shown)?;
+        self.snapshot = None;
+        Ok(())
+    }
+
+    /// One time step with `choices`; the bodies it leaves become [`Self::shown`].
+    pub fn frame(&mut self, choices: &CollideChoices) -> CollideResult<FrameStats> {
+        let settings = self.engine.settings(choices)?;
+        let index = self.frame_index;
+        let stats = with_live!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
+        self.frame_index += 1;
+        self.shown = with_live!(&self.engine, l => l.engine.bodies())?;
+        Ok(stats)
+    }
+
+    /// Remembers the bodies as they are now.
+    pub fn take_snapshot(&mut self) {
+        self.snapshot = Some((self.shown.clone(), self.frame_index));
+    }
+
+    /// Puts the remembered bodies back (nothing when none was taken).
+    pub fn restore_snapshot(&mut self) -> CollideResult<()> {
+        let Some((bodies, index)) = &self.snapshot else { return Ok(()) };
+        with_live!(&mut self.engine, l => l.engine.set_bodies(bodies))?;
+        self.shown.clone_from(bodies);
+        self.frame_index = *index;
+        Ok(())
+    }
+
+    /// Simulated seconds since the start.
+    pub fn time(&self) -> f32 {
+        self.frame_index as f32 * self.world.dt
+    }
+}
+
+#[allow(unused_variables)]
+fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyCollide, ViewerError> {
+    match kind {
+        BackendKind::Cpu => Ok(AnyCollide::Cpu(Live::new(CpuCollide::new(world, bodies)?)?)),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            let backend = cuda_backend().map_err(ViewerError::Backend)?;
+            let e = crate::collide::cuda::CudaCollide::new(backend, world, bodies)?;
+            Ok(AnyCollide::Cuda(Live::new(e)?))
+        }
+        #[cfg(not(feature = "cuda"))]
+        BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
+    }
+}

@@ -1,0 +1,357 @@
+//! The collision pipeline on the CPU: the broad phase finds exactly the
+//! brute-force set of overlapping boxes; every compaction algorithm (and
+//! `none`) and every sort give the same candidates, contacts and motion; the
+//! LBVH is well formed; long runs stay finite, in bounds and calm.
+
+use reap::collide::cpu::CpuCollide;
+use reap::collide::layout::{BOX, LEAF, pack};
+use reap::collide::scenario::{self, build};
+use reap::collide::{
+    Body, CollideError, CollideSettings, Compaction, Contact, Engine, FrameStats, Frontier, Node, Scenario, SortMethod,
+    World, frame, physics, simulate,
+};
+use reap::compaction::CpuBackend;
+
+const SEED: u64 = 7;
+
+fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
+    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: 1 << 26 }
+}
+
+fn lookback() -> CollideSettings {
+    settings(compaction("lookback"), SortMethod::Fast)
+}
+
+fn compaction(name: &str) -> Compaction {
+    Compaction::parse(name, &CpuBackend::new(), "compact-pairs").expect("a catalog algorithm")
+}
+
+fn engine(s: Scenario, n: u32) -> CpuCollide {
+    let (world, bodies) = build(s, n, SEED).expect("the scenario builds");
+    CpuCollide::new(world, &bodies).expect("the engine starts")
+}
+
+fn leaf(b: &Body) -> Node {
+    let (min, max) = physics::aabb(b);
+    Node { min, left: 0, max, right: LEAF }
+}
+
+/// Every pair of bodies whose boxes overlap, by testing all of them.
+fn brute_force(bodies: &[Body]) -> Vec<u64> {
+    let leaves: Vec<Node> = bodies.iter().map(leaf).collect();
+    let mut pairs = Vec::new();
+    for i in 0..leaves.len() {
+        for j in i + 1..leaves.len() {
+            if physics::overlap(&leaves[i], &leaves[j]) {
+                pairs.push(pack(i as u32, j as u32));
+            }
+        }
+    }
+    pairs
+}
+
+/// The contacts of the brute-force pairs, in (a, b) order.
+fn brute_contacts(bodies: &[Body], pairs: &[u64]) -> Vec<Contact> {
+    pairs
+        .iter()
+        .filter_map(|&p| {
+            let (a, b) = ((p >> 32) as u32, p as u32);
+            physics::collide(a, &bodies[a as usize], b, &bodies[b as usize])
+        })
+        .collect()
+}
+
+/// Runs one frame and checks its broad and narrow phase against brute force
+/// on the bodies it started from.
+fn check_frame(
+    e: &mut CpuCollide,
+    s: &CollideSettings,
+    f: &mut Frontier<CpuCollide>,
+    i: u32,
+    what: &str,
+) -> FrameStats {
+    let before = e.bodies().expect("bodies read back");
+    let stats = frame(e, s, f, i).expect("the frame runs");
+    let want = brute_force(&before);
+    let got = e.candidate_pairs().expect("candidates read back");
+    assert_eq!(got.len(), want.len(), "{what}: {} candidates, brute force finds {}", got.len(), want.len());
+    assert!(got == want, "{what}: the candidate set differs from brute force");
+    assert_eq!(stats.candidates, want.len() as u64, "{what}: the frame's candidate count");
+    let contacts = e.contact_list().expect("contacts read back");
+    assert!(contacts == brute_contacts(&before, &want), "{what}: the contacts differ from the exact tests");
+    assert_eq!(stats.contacts, contacts.len() as u64, "{what}: the frame's contact count");
+    stats
+}
+
+#[test]
+fn broad_phase_finds_exactly_the_brute_force_pairs() {
+    let s = lookback();
+    for scenario in Scenario::ALL {
+        for n in [1, 2, 3, 100, 2000] {
+            let mut e = engine(scenario, n);
+            let mut f = Frontier::new(&e).expect("frontier");
+            // The spawn, then a moving state every few frames.
+            for i in 0..40 {
+                if i % 8 == 0 || n <= 3 {
+                    check_frame(&mut e, &s, &mut f, i, &format!("{scenario} n={n} frame {i}"));
+                } else {
+                    frame(&mut e, &s, &mut f, i).expect("the frame runs");
+                }
+            }
+        }
+    }
+}
+
+/// Bodies stacked on one spot have equal Morton codes (Karras's index
+/// tie-break) and every pair overlaps; a row along x has every code distinct.
+#[test]
+fn broad_phase_handles_equal_codes_and_dense_clusters() {
+    let (world, bodies) = build(Scenario::Gas, 200, SEED).expect("the scenario builds");
+    let centre = [0.5 * world.max[0], 0.5 * world.max[1], 0.5 * world.max[2]];
+    let mut same = bodies.clone();
+    same.iter_mut().for_each(|b| b.pos = centre);
+    let mut row = bodies.clone();
+    row.iter_mut().enumerate().for_each(|(i, b)| b.pos = [0.5 + 0.01 * i as f32, centre[1], centre[2]]);
+    // Half on one spot, half spread: equal codes next to distinct ones.
+    let mut mixed = bodies.clone();
+    mixed.iter_mut().step_by(2).for_each(|b| b.pos = centre);
+    for (name, state) in [("one spot", same), ("a row", row), ("half on one spot", mixed)] {
+        let mut e = CpuCollide::new(world, &state).expect("the engine starts");
+        let mut f = Frontier::new(&e).expect("frontier");
+        let capacity = e.candidate_capacity();
+        let st = check_frame(&mut e, &lookback(), &mut f, 0, name);
+        assert!(st.candidates > 0, "{name}: no candidates");
+        if name == "one spot" {
+            // 19 900 pairs overflow the first list (8n): the driver grows it and walks again.
+            assert!(st.candidates > capacity && e.candidate_capacity() >= st.candidates, "{name}: no regrowth");
+        }
+        check_tree(&e, &state, name);
+    }
+}
+
+/// The candidates, the contacts, the per-level live counts and the motion
+/// must not depend on the compaction algorithm (stable or not) or the sort.
+#[test]
+fn every_compaction_and_sort_gives_the_same_pairs_and_motion() {
+    let backend = CpuBackend::new();
+    let sorts: Vec<SortMethod> = SortMethod::choices(&backend)
+        .iter()
+        .map(|s| SortMethod::parse(s, &backend).expect("a listed sort parses"))
+        .collect();
+    assert!(sorts.len() >= 2, "fast and at least one split sort: {sorts:?}");
+    // `none` leaves dead slots and quadruples the frontier every level, so it
+    // runs at the small size only.
+    for (scenario, n, frames) in [(Scenario::Pile, 60, 30), (Scenario::Drum, 2000, 12), (Scenario::Gas, 1500, 12)] {
+        type Run = (Vec<Vec<u64>>, Vec<Vec<Contact>>, Vec<Vec<u64>>, Vec<Body>);
+        let run = |s: &CollideSettings| -> Run {
+            let mut e = engine(scenario, n);
+            let mut f = Frontier::new(&e).expect("frontier");
+            let (mut cands, mut contacts, mut live) = (vec![], vec![], vec![]);
+            for i in 0..frames {
+                let st = frame(&mut e, s, &mut f, i).expect("the frame runs");
+                cands.push(e.candidate_pairs().expect("candidates"));
+                contacts.push(e.contact_list().expect("contacts"));
+                live.push(st.live);
+            }
+            (cands, contacts, live, e.bodies().expect("bodies"))
+        };
+        let reference = run(&lookback());
+        assert!(reference.0.iter().any(|c| !c.is_empty()), "{scenario}: no candidates at all");
+        let mut runs: Vec<(String, CollideSettings)> = Vec::new();
+        for name in Compaction::choices(&backend) {
+            if name == "none" && n > 100 {
+                continue;
+            }
+            runs.push((name.to_string(), settings(compaction(name), SortMethod::Fast)));
+        }
+        for &sort in &sorts {
+            runs.push((sort.name(), settings(compaction("atomic"), sort)));
+        }
+        for (what, s) in runs {
+            let got = run(&s);
+            let what = format!("{scenario} n={n} with {what}");
+            assert!(got.0 == reference.0, "{what}: other candidates than lookback + fast");
+            assert!(got.1 == reference.1, "{what}: other contacts than lookback + fast");
+            assert_eq!(got.2, reference.2, "{what}: other live pairs per level than lookback + fast");
+            let bits = |b: &[Body]| b.iter().map(|b| bytemuck::bytes_of(b).to_vec()).collect::<Vec<_>>();
+            assert!(bits(&got.3) == bits(&reference.3), "{what}: the bodies moved differently");
+        }
+    }
+}
+
+/// Every leaf is reached from the root once and every internal node too;
+/// parents are unique; internal boxes are the unions of their children's;
+/// leaves hold the bodies in Morton order with their boxes.
+fn check_tree(e: &CpuCollide, bodies: &[Body], what: &str) {
+    let nodes = e.nodes().expect("nodes read back");
+    let n = bodies.len();
+    assert_eq!(nodes.len(), 2 * n - 1, "{what}: node count");
+    let first = n - 1;
+    let mut parent = vec![u32::MAX; nodes.len()];
+    let mut stack = vec![0u32];
+    let mut reached = vec![0u32; nodes.len()];
+    while let Some(i) = stack.pop() {
+        reached[i as usize] += 1;
+        let node = nodes[i as usize];
+        if (i as usize) < first {
+            assert_ne!(node.right, LEAF, "{what}: internal node {i} marked as a leaf");
+            for c in [node.left, node.right] {
+                assert!((c as usize) < nodes.len() && c != 0, "{what}: node {i} has child {c}");
+                assert_eq!(parent[c as usize], u32::MAX, "{what}: node {c} has two parents");
+                parent[c as usize] = i;
+                let child = nodes[c as usize];
+                for k in 0..3 {
+                    assert!(node.min[k] <= child.min[k] && child.max[k] <= node.max[k], "{what}: {i} misses {c}");
+                }
+                stack.push(c);
+            }
+            let (min, max) = physics::union(&nodes[node.left as usize], &nodes[node.right as usize]);
+            assert!(node.min == min && node.max == max, "{what}: node {i} is not the union of its children");
+        } else {
+            assert_eq!(node.right, LEAF, "{what}: leaf {i} not marked");
+            let b = &bodies[node.left as usize];
+            let (min, max) = physics::aabb(b);
+            assert!(node.min == min && node.max == max, "{what}: leaf {i} has another box than body {}", node.left);
+        }
+    }
+    assert!(reached.iter().all(|&r| r == 1), "{what}: a node is reached twice or never");
+    let mut ids: Vec<u32> = nodes[first..].iter().map(|l| l.left).collect();
+    let codes: Vec<u32> = ids.iter().map(|&i| physics::morton(bodies[i as usize].pos, e.world())).collect();
+    assert!(codes.windows(2).all(|w| w[0] <= w[1]), "{what}: leaves not in Morton order");
+    ids.sort_unstable();
+    assert!(ids.iter().enumerate().all(|(i, &id)| id == i as u32), "{what}: leaves are not a permutation");
+}
+
+#[test]
+fn lbvh_is_well_formed() {
+    let backend = CpuBackend::new();
+    let split = SortMethod::parse(&SortMethod::choices(&backend)[1], &backend).expect("a split sort");
+    for scenario in Scenario::ALL {
+        for n in [1, 2, 3, 5, 100, 2000] {
+            for sort in [SortMethod::Fast, split] {
+                let mut e = engine(scenario, n);
+                let s = settings(compaction("lookback"), sort);
+                let mut f = Frontier::new(&e).expect("frontier");
+                for i in 0..4 {
+                    // The tree is built on the bodies as they enter the frame.
+                    let before = e.bodies().expect("bodies");
+                    frame(&mut e, &s, &mut f, i).expect("the frame runs");
+                    check_tree(&e, &before, &format!("{scenario} n={n} {} frame {i}", sort.name()));
+                }
+            }
+        }
+    }
+}
+
+/// The state of one world: anything non-finite, or a body outside the walls
+/// (or the drum), is a failure.
+fn check_state(world: &World, bodies: &[Body], what: &str) {
+    const TOL: f32 = 1e-3;
+    for (i, b) in bodies.iter().enumerate() {
+        let finite = b.pos.iter().chain(&b.vel).all(|x| x.is_finite());
+        assert!(finite, "{what}: body {i} is not finite: {b:?}");
+        let (min, max) = physics::aabb(b);
+        for k in 0..3 {
+            assert!(
+                min[k] >= world.min[k] - TOL && max[k] <= world.max[k] + TOL,
+                "{what}: body {i} left the world: {b:?}"
+            );
+        }
+        if world.drum_radius > 0.0 {
+            let (dx, dy) = (b.pos[0] - world.drum_x, b.pos[1] - world.drum_y);
+            let e = physics::extent(b);
+            let d = (dx * dx + dy * dy).sqrt() + e[0].max(e[1]);
+            assert!(d <= world.drum_radius + TOL, "{what}: body {i} left the drum ({d}): {b:?}");
+        }
+    }
+}
+
+fn kinetic(bodies: &[Body]) -> f64 {
+    bodies
+        .iter()
+        .filter(|b| b.inv_mass > 0.0)
+        .map(|b| 0.5 / b.inv_mass as f64 * b.vel.iter().map(|&v| v as f64 * v as f64).sum::<f64>())
+        .sum()
+}
+
+#[test]
+fn scenarios_spawn_apart_inside_the_world() {
+    for scenario in Scenario::ALL {
+        for n in [1, 2, 3, 100, 5000] {
+            let (world, bodies) = build(scenario, n, SEED).expect("the scenario builds");
+            assert_eq!(bodies.len(), n as usize);
+            check_state(&world, &bodies, &format!("{scenario} n={n} at spawn"));
+            let pairs = brute_force(&bodies);
+            let touching = brute_contacts(&bodies, &pairs);
+            assert!(touching.is_empty(), "{scenario} n={n}: bodies start in contact: {:?}", touching.first());
+            let boxes = bodies.iter().filter(|b| b.shape == BOX).count() as f64 / n as f64;
+            if n >= 1000 {
+                assert!((0.25..0.35).contains(&boxes), "{scenario}: {boxes} of the bodies are boxes");
+            }
+            for b in &bodies {
+                let q = b.rot.iter().map(|x| x * x).sum::<f32>();
+                assert!((q - 1.0).abs() < 1e-5 && b.inv_mass > 0.0, "{scenario}: {b:?}");
+            }
+            let again = build(scenario, n, SEED).expect("the scenario builds");
+            assert!(again.0 == world && again.1 == bodies, "{scenario} n={n}: not reproducible");
+        }
+        let other = build(scenario, 100, SEED + 1).expect("the scenario builds").1;
+        assert!(other != build(scenario, 100, SEED).expect("builds").1, "{scenario}: the seed is ignored");
+    }
+    for bad in [0, scenario::MAX_BODIES + 1] {
+        assert!(matches!(build(Scenario::Pile, bad, SEED), Err(CollideError::Settings(_))), "{bad} bodies");
+    }
+    assert_eq!("drum".parse::<Scenario>().expect("a scenario"), Scenario::Drum);
+    let err = "heap".parse::<Scenario>().expect_err("not a scenario").to_string();
+    assert!(err.contains("pile, drum, gas"), "{err}");
+}
+
+#[test]
+fn long_runs_stay_finite_in_bounds_and_calm() {
+    let s = lookback();
+    for (scenario, n, frames) in [(Scenario::Pile, 2000, 400), (Scenario::Drum, 2000, 300), (Scenario::Gas, 2000, 300)]
+    {
+        let mut e = engine(scenario, n);
+        let world = *e.world();
+        let ke0 = kinetic(&e.bodies().expect("bodies"));
+        let mut energy = Vec::new();
+        let mut f = Frontier::new(&e).expect("frontier");
+        for i in 0..frames {
+            frame(&mut e, &s, &mut f, i).expect("the frame runs");
+            let bodies = e.bodies().expect("bodies");
+            check_state(&world, &bodies, &format!("{scenario} frame {i}"));
+            energy.push(kinetic(&bodies));
+        }
+        let peak = energy.iter().cloned().fold(0.0, f64::max);
+        let last = *energy.last().expect("frames ran");
+        match scenario {
+            Scenario::Gas => {
+                assert!(peak <= 1.05 * ke0, "gas: kinetic energy grew from {ke0} to {peak}");
+                assert!(last > 0.2 * ke0, "gas: kinetic energy fell from {ke0} to {last}");
+            }
+            Scenario::Pile => {
+                assert!(last < 0.02 * peak, "pile: kinetic energy {last} at the end, {peak} at the peak");
+            }
+            // The drum keeps turning: its bodies never come to rest, but
+            // nothing may explode.
+            Scenario::Drum => {
+                let bound = n as f64 * 0.5 * (world.drum_omega * world.drum_radius).powi(2) as f64 * 4.0;
+                assert!(peak < bound, "drum: kinetic energy {peak}, more than {bound}");
+            }
+        }
+    }
+}
+
+#[test]
+fn simulate_reports_every_frame_and_level() {
+    let mut e = engine(Scenario::Pile, 500);
+    let mut seen = 0;
+    let stats = simulate(&mut e, &lookback(), 5, |_| seen += 1).expect("runs");
+    assert_eq!((stats.len(), seen), (5, 5));
+    for st in &stats {
+        assert_eq!(st.frontier.len(), st.live.len());
+        assert_eq!(st.frontier, st.live, "a compacted frontier holds only live pairs");
+        assert!(st.frame_ms > 0.0 && !st.stages.is_empty());
+        assert!(st.candidates >= st.contacts);
+    }
+}
