@@ -32,7 +32,7 @@ impl Compaction {
         }
         let a: Algorithm = s.parse().map_err(|_| {
             SiteError(format!(
-                "--{site}: unknown algorithm `{s}`; use `none` or one of: {}",
+                "--{site}: unknown algorithm `{s}`; use one of: {}",
                 Self::choices(backend).join(", ")
             ))
         })?;
