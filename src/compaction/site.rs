@@ -31,10 +31,7 @@ impl Compaction {
             return Ok(Compaction::None);
         }
         let a: Algorithm = s.parse().map_err(|_| {
-            SiteError(format!(
-                "--{site}: unknown algorithm `{s}`; use one of: {}",
-                Self::choices(backend).join(", ")
-            ))
+            SiteError(format!("--{site}: unknown algorithm `{s}`; use one of: {}", Self::choices(backend).join(", ")))
         })?;
         if !a.supports(Operation::Select) || !backend.runs(a) {
             return Err(SiteError(format!(
