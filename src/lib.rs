@@ -9,6 +9,7 @@ pub mod bench;
 pub mod bvh;
 pub mod collide;
 pub mod compaction;
+pub mod files;
 pub mod scene;
 pub mod trace;
 pub mod verify;

@@ -49,6 +49,12 @@ pub enum CollideError {
     Output { path: String, why: String },
 }
 
+impl From<crate::files::OutputError> for CollideError {
+    fn from(e: crate::files::OutputError) -> Self {
+        CollideError::Output { path: e.path, why: e.why }
+    }
+}
+
 pub type CollideResult<T> = std::result::Result<T, CollideError>;
 
 /// How the Morton codes are sorted before the hierarchy is built.

@@ -4,41 +4,15 @@
 //! and output paths are checked before the run starts, so a bad path never
 //! costs a simulation.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::files::write_atomically;
+pub use crate::files::{TimingsFormat, check_writable, timings_format};
 
 use crate::collide::{CollideError, CollideResult, CollideSettings, Contact, FrameStats, Part};
 
 fn fail(path: &Path, why: impl ToString) -> CollideError {
     CollideError::Output { path: path.display().to_string(), why: why.to_string() }
-}
-
-/// The timings file's format, from its extension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimingsFormat {
-    Json,
-    Csv,
-}
-
-pub fn timings_format(path: &Path) -> CollideResult<TimingsFormat> {
-    match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref() {
-        Some("json") => Ok(TimingsFormat::Json),
-        Some("csv") => Ok(TimingsFormat::Csv),
-        _ => Err(fail(path, "the timings file must end in .json or .csv")),
-    }
-}
-
-fn partial(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".partial");
-    PathBuf::from(p)
-}
-
-/// Fails now if `path` cannot be written (missing folder, no permission), by
-/// creating and removing its temporary file.
-pub fn check_writable(path: &Path) -> CollideResult<()> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, b"").map_err(|e| fail(path, e))?;
-    std::fs::remove_file(&tmp).map_err(|e| fail(path, e))
 }
 
 /// The checks `reap collide --out` runs before simulating: extension, then a
@@ -47,12 +21,6 @@ pub fn check_timings_path(path: &Path) -> CollideResult<TimingsFormat> {
     let format = timings_format(path)?;
     check_writable(path)?;
     Ok(format)
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> CollideResult<()> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, bytes).map_err(|e| fail(path, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(path, e))
 }
 
 /// The frames the means are taken over: frame 0 compiles kernels and fills
@@ -346,7 +314,7 @@ pub fn write_timings(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> Colli
         }
         TimingsFormat::Csv => timings_csv(path, run, frames)?,
     };
-    write_atomically(path, &bytes)
+    Ok(write_atomically(path, &bytes)?)
 }
 
 /// The summary table printed after `reap collide`.
@@ -813,7 +781,7 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, r
     let results = BenchResults { reap_commit: crate::bench::output::GIT_COMMIT, device, command, rows };
     let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
-    write_atomically(&dir.join("report.md"), report.as_bytes())
+    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
 }
 
 #[cfg(test)]

@@ -51,6 +51,12 @@ pub enum TraceError {
     Output { path: String, why: String },
 }
 
+impl From<crate::files::OutputError> for TraceError {
+    fn from(e: crate::files::OutputError) -> Self {
+        TraceError::Output { path: e.path, why: e.why }
+    }
+}
+
 pub type TraceResult<T> = std::result::Result<T, TraceError>;
 
 /// How rays find their closest hit.

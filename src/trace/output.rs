@@ -3,7 +3,10 @@
 //! written to a temporary name and renamed, and output paths are checked
 //! before rendering starts, so a bad path never costs a render.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::files::write_atomically;
+pub use crate::files::{TimingsFormat, check_writable, timings_format};
 
 use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult};
 
@@ -18,47 +21,12 @@ pub enum ImageFormat {
     Exr,
 }
 
-/// The timings file's format, from its extension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimingsFormat {
-    Json,
-    Csv,
-}
-
 pub fn image_format(path: &Path) -> TraceResult<ImageFormat> {
     match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref() {
         Some("png") => Ok(ImageFormat::Png),
         Some("exr") => Ok(ImageFormat::Exr),
         _ => Err(fail(path, "the image must end in .png or .exr")),
     }
-}
-
-pub fn timings_format(path: &Path) -> TraceResult<TimingsFormat> {
-    match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()).as_deref() {
-        Some("json") => Ok(TimingsFormat::Json),
-        Some("csv") => Ok(TimingsFormat::Csv),
-        _ => Err(fail(path, "the timings file must end in .json or .csv")),
-    }
-}
-
-fn partial(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".partial");
-    PathBuf::from(p)
-}
-
-/// Fails now if `path` cannot be written (missing folder, no permission), by
-/// creating and removing its temporary file.
-pub fn check_writable(path: &Path) -> TraceResult<()> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, b"").map_err(|e| fail(path, e))?;
-    std::fs::remove_file(&tmp).map_err(|e| fail(path, e))
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> TraceResult<()> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, bytes).map_err(|e| fail(path, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(path, e))
 }
 
 /// Mean radiance per pixel (sum / samples), RGB.
@@ -111,7 +79,7 @@ pub fn write_image(path: &Path, sum: &[[f32; 4]], width: u32, height: u32) -> Tr
                 .map_err(|e| fail(path, e))?
         }
     }
-    write_atomically(path, bytes.get_ref())
+    Ok(write_atomically(path, bytes.get_ref())?)
 }
 
 /// Everything a timings JSON holds.
@@ -212,7 +180,7 @@ pub fn write_timings(path: &Path, t: &Timings<'_>) -> TraceResult<()> {
             w.into_inner().map_err(|e| fail(path, e))?
         }
     };
-    write_atomically(path, &bytes)
+    Ok(write_atomically(path, &bytes)?)
 }
 
 /// The summary table printed after a render.
@@ -502,5 +470,5 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<(
     let json_path = dir.join("results.json");
     let json = serde_json::to_vec_pretty(rows).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
-    write_atomically(&dir.join("report.md"), report.as_bytes())
+    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
 }
