@@ -3,13 +3,16 @@
 //! workloads that show them at work.
 //!
 //! The library lives in [`compaction`]; [`verify`] is the correctness suite
-//! that the CLI's `reap verify` and the tests share.
+//! that the CLI's `reap verify` and the tests share. `gpu` (feature `cuda`) is
+//! the CUDA layer under the library and the workloads.
 
 pub mod bench;
 pub mod bvh;
 pub mod collide;
 pub mod compaction;
 pub mod files;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod scene;
 pub mod trace;
 pub mod verify;

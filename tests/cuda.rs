@@ -6,8 +6,9 @@
 mod common;
 
 use rayon::prelude::*;
-use reap::compaction::cuda::runtime::{self, KeepMode, SOURCES, Variant, WORKLOAD_SOURCES};
+use reap::compaction::cuda::runtime::{KeepMode, Variant};
 use reap::compaction::cuda::{CudaBackend, WORD_BELOW};
+use reap::gpu::{self, Source, Spec};
 
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1")
@@ -22,30 +23,36 @@ fn skip(why: String) {
 
 #[test]
 fn every_kernel_compiles_with_nvrtc() {
-    if let Err(e) = runtime::nvrtc_available() {
+    if let Err(e) = gpu::nvrtc_available() {
         assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
         skip(format!("SKIPPED every_kernel_compiles_with_nvrtc: {e}"));
         return;
     }
-    let mut jobs = Vec::new();
-    for source in SOURCES {
+    // Each module owns its sources: the library's and the benchmark's are
+    // specialised by element size and keep rule, the workloads' are not.
+    let specialised: Vec<&Source> =
+        reap::compaction::cuda::runtime::SOURCES.iter().chain(reap::bench::cuda::SOURCES).collect();
+    let workloads: Vec<&Source> = reap::trace::cuda::SOURCES.iter().chain(reap::collide::cuda::SOURCES).collect();
+    let mut jobs: Vec<(&Source, Spec)> = Vec::new();
+    for source in specialised {
         for elem in [4, 8, 16] {
             for keep in KeepMode::ALL {
                 let mut v = Variant::new(elem, keep);
                 if keep == KeepMode::Predicate {
                     v.predicate = Some(WORD_BELOW.into());
                 }
-                jobs.push((source, v));
+                jobs.push((source, gpu::Specialise::spec(&v)));
             }
         }
     }
-    // The workloads' stages (tracer, collision demo) do not depend on the element or keep rule.
-    for source in WORKLOAD_SOURCES {
-        jobs.push((source, Variant::new(4, KeepMode::Flags)));
+    for source in workloads {
+        jobs.push((source, Spec::default()));
     }
     let failures: Vec<String> = jobs
         .par_iter()
-        .filter_map(|(source, v)| runtime::compile(source, v, "compute_90").err().map(|e| format!("{v:?}: {e}")))
+        .filter_map(|(source, spec)| {
+            gpu::compile(source, spec, "compute_90").err().map(|e| format!("{} {:?}: {e}", source.name, spec.defines))
+        })
         .collect();
     assert!(failures.is_empty(), "{} of {} variants failed:\n{}", failures.len(), jobs.len(), failures.join("\n"));
     println!("compiled {} kernel variants with NVRTC", jobs.len());

@@ -3,7 +3,7 @@
 //
 // Each struct has a #[repr(C)] twin in layout.rs: keep the two in sync.
 // Each function in `namespace physics` repeats the Rust function of the same
-// name expression for expression, in the same order. runtime.rs compiles
+// name expression for expression, in the same order. src/collide/cuda.rs compiles
 // collide.cu with --fmad=false (and IEEE division and square root, no
 // flush-to-zero), so every add, multiply, divide and sqrt rounds as the CPU's
 // does and one state gives bit-identical results on both. Rules kept here:

@@ -4,12 +4,20 @@
 
 use std::time::Duration;
 
-use cudarc::driver::{LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::bench::{Platform, Timed};
-use crate::compaction::cuda::runtime::{KeepMode, MARK_REMOVED, Stages, Variant, driver_error};
+use crate::compaction::cuda::runtime::{self, KeepMode, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Element, Error, Result};
+use crate::gpu::{self, Source, kernel_source};
+
+/// The benchmark's marking phase for Redzone's competitors (seed 004 §5),
+/// specialised by element size like the library's kernels.
+pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu", headers: &[runtime::COMMON]);
+
+/// The harness's kernel sources, for the compile-everything test.
+pub const SOURCES: &[Source] = &[MARK_REMOVED];
 
 impl Timed for CudaBackend {
     fn copy_time(&self, bytes: u64, reps: usize) -> Result<Duration> {
@@ -26,9 +34,9 @@ impl Timed for CudaBackend {
         Platform {
             backend: "cuda".into(),
             device: self.info.name.clone(),
-            driver: kernel_driver_version(),
-            cuda_driver: cuda_driver_version(),
-            nvrtc: nvrtc_version(),
+            driver: gpu::kernel_driver_version(),
+            cuda_driver: gpu::cuda_driver_version(),
+            nvrtc: gpu::nvrtc_version(),
             arch: Some(format!("sm_{major}{minor}")),
             sms: Some(self.info.sms),
             l2_bytes: self.info.l2_bytes,
@@ -39,12 +47,8 @@ impl Timed for CudaBackend {
             return Err(Error::LengthMismatch { what: "restored buffer", expected: src.len(), actual: dst.len() });
         }
         let bytes = src.len() as usize * std::mem::size_of::<T>();
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: two live allocations of at least `bytes` bytes, ordered on the backend's stream.
-        let r = unsafe { sys::cuMemcpyDtoDAsync_v2(dst.ptr(), src.ptr(), bytes, self.stream().cu_stream()) };
-        r.result().map_err(driver_error("restoring a benchmark input"))
+        // SAFETY: two distinct live allocations of at least `bytes` bytes, ordered on the backend's stream.
+        Ok(unsafe { gpu::copy_dtod(self.stream(), dst.ptr(), src.ptr(), bytes, "restoring a benchmark input") }?)
     }
     fn mark_removed<T: Element>(&self, data: &mut CudaBuffer<T>, removal: &CudaBuffer<u64>) -> Result<Duration> {
         let k = removal.len();
@@ -66,28 +70,4 @@ impl Timed for CudaBackend {
         })?;
         st.span()
     }
-}
-
-/// The NVIDIA kernel module's version, from /proc (Linux).
-fn kernel_driver_version() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
-    let line = text.lines().next()?;
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul ..."
-    line.split_whitespace()
-        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
-        .map(String::from)
-}
-
-fn cuda_driver_version() -> Option<String> {
-    let mut v = 0i32;
-    // SAFETY: the backend opened, so libcuda is loaded; one out-parameter.
-    let r = unsafe { sys::cuDriverGetVersion(&mut v) };
-    r.result().ok().map(|_| format!("{}.{}", v / 1000, (v % 1000) / 10))
-}
-
-fn nvrtc_version() -> Option<String> {
-    let (mut major, mut minor) = (0i32, 0i32);
-    // SAFETY: the backend checked that libnvrtc loads; two out-parameters.
-    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
-    (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then(|| format!("{major}.{minor}"))
 }

@@ -14,7 +14,7 @@
 
 pub mod cub;
 #[cfg(feature = "cuda")]
-mod cuda;
+pub mod cuda;
 mod error;
 pub mod output;
 pub mod plot;

@@ -2,19 +2,29 @@
 //! and of the fast radix sort `kernels/collide/radix_sort.cu`. Each
 //! [`Engine`] method enqueues its launches, each written the same way
 //! (function, config, arguments in the kernel's order, a `// SAFETY:` note);
-//! stages are timed with device events read once per frame, and the counters
-//! (live slots, candidates, contacts) stay on the device until the driver
-//! asks for one.
+//! stages are timed by the GPU layer's [`Timer`], read once per frame, and
+//! the counters (live slots, candidates, contacts) stay on the device until
+//! the driver asks for one.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId};
-use crate::compaction::cuda::runtime::{COLLIDE, KeepMode, RADIX_SORT, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, CudaBuffer, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend, Element};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+
+/// The layouts of layout.rs and the arithmetic of physics.rs.
+pub const COMMON: Source = kernel_source!("collide/common.cuh");
+/// The collision stages, compiled with IEEE arithmetic so that they match the
+/// CPU engine bit for bit.
+pub const COLLIDE: Source = kernel_source!("collide/collide.cu", headers: &[COMMON], options: IEEE);
+/// The fast radix sort (8-bit digits; integer only).
+pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
+/// The collision demo's kernel sources, for the compile-everything test.
+pub const SOURCES: &[Source] = &[COLLIDE, RADIX_SORT];
 
 const BLOCK: u32 = 256;
 /// collide.cu's counter words.
@@ -98,25 +108,23 @@ pub struct CudaCollide {
     /// Contacts the last `narrow` found.
     contact_count: u64,
     fast: FastSort,
-    stages: Vec<(StageId, CudaEvent, CudaEvent)>,
+    timer: Timer<StageId>,
     functions: Functions,
 }
 
 fn grid(n: u64) -> CollideResult<LaunchConfig> {
-    let blocks = u32::try_from(n.div_ceil(BLOCK as u64).max(1))
-        .map_err(|_| CollideError::Settings(format!("{n} items are more than one launch covers")))?;
-    Ok(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 })
+    Ok(gpu::grid(n, BLOCK)?)
 }
 
 fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
-    move |e| CollideError::Compaction(driver_error(name)(e))
+    move |e| CollideError::Gpu(gpu::driver_error(name)(e))
 }
 
 /// Fails with a message that names `what` when `bytes` exceed the device's free memory.
 fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> CollideResult<()> {
-    let (free, _) = stream.context().mem_get_info().map_err(launch_err("reading free memory"))?;
-    if bytes > free as u64 {
-        return Err(CollideError::OutOfMemory { what, bytes, free: free as u64 });
+    let free = gpu::free_memory(stream)?;
+    if bytes > free {
+        return Err(CollideError::OutOfMemory { what, bytes, free });
     }
     Ok(())
 }
@@ -147,8 +155,7 @@ impl CudaCollide {
             + capacity * (8 + 32)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
-        let v = Variant::new(4, KeepMode::Flags);
-        let f = |name: &str| backend.kernels().function(&COLLIDE, &v, name);
+        let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
         let functions = Functions {
             codes: f("collide_codes")?,
             build: f("collide_build")?,
@@ -180,7 +187,7 @@ impl CudaCollide {
             found: None,
             contact_count: 0,
             fast,
-            stages: Vec::new(),
+            timer: Timer::new(&stream),
             functions,
             stream,
             backend,
@@ -201,8 +208,7 @@ impl CudaCollide {
 
     /// One counter word, read back (waits for the work before it).
     fn counter(&self, which: usize) -> CollideResult<u64> {
-        let v =
-            self.stream.clone_dtoh(&self.counters.slice(which..which + 1)).map_err(launch_err("reading a counter"))?;
+        let v = gpu::dtoh(&self.stream, &self.counters.slice(which..which + 1), "reading a counter")?;
         Ok(v[0])
     }
 
@@ -258,8 +264,7 @@ impl CudaCollide {
             let bytes = n as usize * 4;
             for (to, from) in [(self.keys.ptr(), src.0), (self.ids.ptr(), src.1)] {
                 // SAFETY: both device ranges hold n u32s and do not overlap.
-                let r = unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, bytes, self.stream.cu_stream()) };
-                r.result().map_err(launch_err("copying the sorted keys"))?;
+                unsafe { gpu::copy_dtod(&self.stream, to, from, bytes, "copying the sorted keys") }?;
             }
         }
         Ok(())
@@ -273,7 +278,7 @@ impl FastSort {
         }
         let tiles = n.div_ceil(RS_BLOCK as u64 * t.items as u64);
         let tiles = u32::try_from(tiles).map_err(|_| CollideError::Settings(format!("{n} keys: too many tiles")))?;
-        let v = Variant::new(4, KeepMode::Flags).with(&[("RS_ITEMS", t.items)]);
+        let v = Spec::default().with(&[("RS_ITEMS", t.items)]);
         let entries = RS_RADIX * tiles as u64;
         Ok(FastSort {
             keys: b.alloc(n)?,
@@ -314,28 +319,22 @@ impl Engine for CudaCollide {
     }
 
     fn begin_frame(&mut self) -> CollideResult<()> {
-        self.stages.clear();
+        self.timer.clear();
         self.found = None;
         self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))
     }
 
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        // cudarc's events disable timing unless asked: ask.
-        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        let started = self.timer.start()?;
         let r = f(self)?;
-        let end = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
-        self.stages.push((id, start, end));
+        self.timer.stop(id, started)?;
         Ok(r)
     }
 
     fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>> {
-        let mut times = Vec::with_capacity(self.stages.len());
-        for (id, start, end) in self.stages.drain(..) {
-            end.synchronize().map_err(launch_err("waiting for a stage"))?;
-            let ms = start.elapsed_ms(&end).map_err(launch_err("reading a stage time"))?;
-            times.push((id, ms as f64));
-        }
+        // One wait, for the last stage (integrate): the frame is then complete.
+        let times = self.timer.times_ms()?;
+        self.timer.clear();
         Ok(times)
     }
 
@@ -515,8 +514,7 @@ impl Engine for CudaCollide {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let mut pairs =
-            self.stream.clone_dtoh(&self.candidates.slice(..count)).map_err(launch_err("reading candidates"))?;
+        let mut pairs = gpu::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
         pairs.sort_unstable();
         Ok(pairs)
     }
@@ -527,7 +525,7 @@ impl Engine for CudaCollide {
             return Ok(Vec::new());
         }
         let bytes = count * std::mem::size_of::<Contact>();
-        let raw = self.stream.clone_dtoh(&self.contacts.slice(..bytes)).map_err(launch_err("reading contacts"))?;
+        let raw = gpu::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
         let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
         contacts.sort_unstable_by_key(|c| (c.a, c.b));
         Ok(contacts)

@@ -33,6 +33,9 @@ pub const DEAD64: u64 = u64::MAX;
 pub enum CollideError {
     #[error(transparent)]
     Compaction(#[from] crate::compaction::Error),
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::Error),
     #[error(transparent)]
     Site(#[from] crate::compaction::SiteError),
     #[error("{0}")]

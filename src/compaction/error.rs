@@ -28,14 +28,10 @@ pub enum Error {
     #[error("invalid tuning for `{algorithm}`: {why}")]
     Tuning { algorithm: &'static str, why: String },
 
-    #[error("the CUDA backend cannot run here: {what}. {how}")]
-    CudaUnavailable { what: String, how: &'static str },
-
-    #[error("NVRTC could not compile kernels/{kernel} ({options}):\n{log}")]
-    Compile { kernel: String, options: String, log: String },
-
-    #[error("CUDA driver error in {during}: {error}")]
-    Driver { during: &'static str, error: String },
+    /// The CUDA layer's errors: libraries missing, NVRTC, the driver.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::Error),
 
     #[error("{0}")]
     Backend(String),

@@ -1,17 +1,24 @@
 //! The wavefront stages on the GPU: host side of `kernels/trace/wavefront.cu`.
 //! Each [`Engine`] method is one launch, written the same way (function,
 //! config, arguments in the kernel's order, a `// SAFETY:` note); stages are
-//! timed with device events and read back once per frame.
+//! timed by the GPU layer's [`Timer`] and read back once per frame.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::compaction::Element;
-use crate::compaction::cuda::runtime::{KeepMode, Variant, WAVEFRONT, driver_error};
-use crate::compaction::cuda::{CudaBackend, CudaBuffer, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer};
+use crate::gpu::{self, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Buf, Engine, FrameEnd, StageId, TraceError, TraceResult};
+
+/// The tracer's layouts (twins of layout.rs) and shared device functions.
+pub const COMMON: Source = kernel_source!("trace/common.cuh");
+/// The wavefront stages.
+pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON]);
+/// The tracer's kernel sources, for the compile-everything test.
+pub const SOURCES: &[Source] = &[WAVEFRONT];
 
 const BLOCK: u32 = 256;
 /// wavefront.cu `STACK`.
@@ -74,7 +81,7 @@ pub struct CudaEngine {
     // Owned so the addresses in `scene` and `paths` stay valid.
     _scene_buffers: Vec<CudaSlice<u8>>,
     _path_buffers: Vec<CudaSlice<u8>>,
-    stages: Vec<(StageId, CudaEvent, CudaEvent)>,
+    timer: Timer<StageId>,
     functions: Functions,
 }
 
@@ -88,9 +95,8 @@ struct Functions {
     accumulate: CudaFunction,
 }
 
-fn grid(n: u64) -> LaunchConfig {
-    let blocks = n.div_ceil(BLOCK as u64).max(1);
-    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
+fn grid(n: u64) -> TraceResult<LaunchConfig> {
+    Ok(gpu::grid(n, BLOCK)?)
 }
 
 impl CudaEngine {
@@ -114,15 +120,15 @@ impl CudaEngine {
         let pixels = width as u64 * height as u64;
         // Path state, queues and a generous breadth-first frontier must fit beside the scene.
         let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
-        let (free, _) = cudarc::driver::result::mem_get_info().map_err(driver_error("reading free memory"))?;
-        if need > free as u64 {
-            return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free: free as u64 });
+        let free = gpu::free_memory(&stream)?;
+        if need > free {
+            return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free });
         }
         let upload = |bytes: &[u8]| -> TraceResult<CudaSlice<u8>> {
             if bytes.is_empty() {
                 return Ok(backend.zeroed(16)?);
             }
-            Ok(stream.clone_htod(bytes).map_err(driver_error("uploading the scene"))?)
+            Ok(gpu::htod(&stream, bytes, "uploading the scene")?)
         };
         let scene_buffers = vec![
             upload(bytemuck::cast_slice(&packed.nodes))?,
@@ -170,10 +176,8 @@ impl CudaEngine {
             flags: q(8),
         };
         let sum = backend.zeroed(pixels.max(1) * 16)?;
-        let counters = stream.alloc_zeros::<u32>(COUNTERS).map_err(driver_error("allocating counters"))?;
-        // The tracer's kernels do not depend on the library's element or keep rule.
-        let v = Variant::new(4, KeepMode::Flags);
-        let f = |name: &str| backend.kernels().function(&WAVEFRONT, &v, name);
+        let counters = stream.alloc_zeros::<u32>(COUNTERS).map_err(gpu::driver_error("allocating counters"))?;
+        let f = |name: &str| backend.kernels().function(&WAVEFRONT, &Spec::default(), name);
         let functions = Functions {
             camera: f("trace_camera")?,
             depth_first: f("trace_depth_first")?,
@@ -183,6 +187,7 @@ impl CudaEngine {
             nee: f("trace_nee")?,
             accumulate: f("trace_accumulate")?,
         };
+        let timer = Timer::new(&stream);
         Ok(CudaEngine {
             stream,
             width,
@@ -197,7 +202,7 @@ impl CudaEngine {
             counters,
             _scene_buffers: scene_buffers,
             _path_buffers: path_buffers,
-            stages: Vec::new(),
+            timer,
             functions,
             backend,
         })
@@ -205,7 +210,7 @@ impl CudaEngine {
 }
 
 fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> TraceError {
-    move |e| TraceError::Compaction(driver_error(name)(e))
+    move |e| TraceError::Gpu(gpu::driver_error(name)(e))
 }
 
 impl Engine for CudaEngine {
@@ -233,34 +238,29 @@ impl Engine for CudaEngine {
     }
 
     fn begin_frame(&mut self) -> TraceResult<()> {
-        self.stages.clear();
+        self.timer.clear();
         self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))?;
         Ok(())
     }
 
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R> {
-        // cudarc's events disable timing unless asked: ask.
-        let timed = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
+        let started = self.timer.start()?;
         let r = f(self)?;
-        let end = self.stream.record_event(timed).map_err(launch_err("recording a timing event"))?;
-        self.stages.push((id, start, end));
+        self.timer.stop(id, started)?;
         Ok(r)
     }
 
     fn end_frame(&mut self) -> TraceResult<FrameEnd> {
-        let counters = self.stream.clone_dtoh(&self.counters).map_err(launch_err("reading counters"))?;
-        let mut times = Vec::with_capacity(self.stages.len());
-        for (id, start, end) in self.stages.drain(..) {
-            end.synchronize().map_err(launch_err("waiting for a stage"))?;
-            let ms = start.elapsed_ms(&end).map_err(launch_err("reading a stage time"))?;
-            times.push((id, ms as f64));
-        }
+        // The counters are read after the last stage (accumulate), so this one
+        // wait also completes the frame; the times are read once after it.
+        let counters = gpu::dtoh(&self.stream, &self.counters, "reading counters")?;
+        let times = self.timer.times_ms()?;
+        self.timer.clear();
         Ok((times, counters))
     }
 
     fn camera(&mut self, sample: u32, queue: &mut Buf<Self, u32>) -> TraceResult<()> {
-        let cfg = grid(self.pixels());
+        let cfg = grid(self.pixels())?;
         let qp = queue.ptr();
         let mut l = self.stream.launch_builder(&self.functions.camera);
         l.arg(&self.paths).arg(&self.camera).arg(&self.width).arg(&self.height).arg(&sample).arg(&self.seed).arg(&qp);
@@ -276,7 +276,7 @@ impl Engine for CudaEngine {
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh);
         // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32); the queue holds n path
         // ids below width * height or DEAD32.
-        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_depth_first"))
+        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }
 
     fn frontier_init(
@@ -290,7 +290,7 @@ impl Engine for CudaEngine {
         let mut l = self.stream.launch_builder(&self.functions.bf_init);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh).arg(&fp);
         // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u64, u32, u64*); the frontier holds n items.
-        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_bf_init"))
+        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_bf_init"))
     }
 
     fn expand(&mut self, frontier: &Buf<Self, u64>, shadow: bool, out: &mut Buf<Self, u64>) -> TraceResult<()> {
@@ -300,7 +300,7 @@ impl Engine for CudaEngine {
         l.arg(&self.scene).arg(&self.paths).arg(&fp).arg(&m).arg(&sh).arg(&op);
         // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64, u32, u64*); `out` holds 2m items
         // (the caller sized it) and every live item names a path and a node that exist.
-        unsafe { l.launch(grid(m)) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
+        unsafe { l.launch(grid(m)?) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
     }
 
     fn shade(
@@ -325,7 +325,7 @@ impl Engine for CudaEngine {
             .arg(&cp);
         // SAFETY: matches trace_shade(Scene, Paths, const u32*, u64, u32*, u32, u32, u32, u32, u32*); `next`
         // holds n entries and the counters 2 * 64 words (bounces are below 64).
-        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_shade"))
+        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
 
     fn nee(&mut self, queue: &Buf<Self, u32>) -> TraceResult<()> {
@@ -334,7 +334,7 @@ impl Engine for CudaEngine {
         let mut l = self.stream.launch_builder(&self.functions.nee);
         l.arg(&self.paths).arg(&qp).arg(&n);
         // SAFETY: matches trace_nee(Paths, const u32*, u64).
-        unsafe { l.launch(grid(n)) }.map(drop).map_err(launch_err("launching trace_nee"))
+        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_nee"))
     }
 
     fn accumulate(&mut self) -> TraceResult<()> {
@@ -343,7 +343,7 @@ impl Engine for CudaEngine {
         let mut l = self.stream.launch_builder(&self.functions.accumulate);
         l.arg(&self.paths).arg(&sp).arg(&pixels);
         // SAFETY: matches trace_accumulate(Paths, float4*, u32); the sum holds `pixels` float4s.
-        unsafe { l.launch(grid(pixels as u64)) }.map(drop).map_err(launch_err("launching trace_accumulate"))
+        unsafe { l.launch(grid(pixels as u64)?) }.map(drop).map_err(launch_err("launching trace_accumulate"))
     }
 
     fn reset(&mut self) -> TraceResult<()> {
@@ -355,7 +355,7 @@ impl Engine for CudaEngine {
     }
 
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
-        let bytes = self.stream.clone_dtoh(&self.sum).map_err(launch_err("reading the image"))?;
+        let bytes = gpu::dtoh(&self.stream, &self.sum, "reading the image")?;
         let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
         out.truncate(self.pixels() as usize);
         Ok(out)

@@ -33,6 +33,9 @@ pub const DEAD64: u64 = u64::MAX;
 pub enum TraceError {
     #[error(transparent)]
     Compaction(#[from] crate::compaction::Error),
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::Error),
     #[error(transparent)]
     Scene(#[from] crate::scene::SceneError),
     #[error("{0}")]

@@ -7,12 +7,13 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
 
 use crate::compaction::{
     Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
     check_element,
 };
+use crate::gpu;
 
 pub mod atomic;
 pub mod billeter;
@@ -110,7 +111,7 @@ impl Report for CudaReport {
     fn count(&self) -> Result<u64> {
         match &self.count {
             Some(c) => {
-                let v = c.stream().clone_dtoh(c).map_err(driver_error("reading a count"))?;
+                let v = gpu::dtoh(c.stream(), c, "reading a count")?;
                 Ok(v[0])
             }
             None => Ok(self.host_count),
@@ -132,14 +133,7 @@ impl CudaReport {
     }
 }
 
-/// What a device reports about itself, for tuning.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub sms: u32,
-    pub compute_capability: (i32, i32),
-    pub l2_bytes: u64,
-}
+pub use crate::gpu::DeviceInfo;
 
 /// Every CUDA algorithm's tuning, one plain struct per algorithm.
 #[derive(Clone, Debug, Default)]
@@ -217,34 +211,7 @@ pub struct CudaBackend {
 impl CudaBackend {
     /// Opens device `ordinal`, or says what is missing.
     pub fn new(ordinal: usize) -> Result<Self> {
-        runtime::driver_available()?;
-        runtime::nvrtc_available()?;
-        let count = CudaContext::device_count().map_err(|e| Error::CudaUnavailable {
-            what: format!("the CUDA driver did not start ({e})"),
-            how: "Check `nvidia-smi`; or use `--backend cpu`.",
-        })?;
-        if (count as usize) <= ordinal {
-            return Err(Error::CudaUnavailable {
-                what: format!("no CUDA device {ordinal} ({count} found)"),
-                how: "Check `nvidia-smi`; or use `--backend cpu`.",
-            });
-        }
-        let ctx = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
-        // One stream and no sharing across streams: cudarc's per-buffer events
-        // would only add host work to every launch.
-        // SAFETY: all work of this backend goes through `stream`, in order.
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(driver_error("creating a stream"))?;
-        let attr = |a| ctx.attribute(a).map_err(driver_error("reading a device attribute"));
-        let info = DeviceInfo {
-            name: ctx.name().map_err(driver_error("reading the device name"))?,
-            sms: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            compute_capability: ctx.compute_capability().map_err(driver_error("reading the compute capability"))?,
-            l2_bytes: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
-        };
-        keep_pool_memory(&ctx);
-        let (major, minor) = info.compute_capability;
-        let kernels = Kernels::new(ctx.clone(), runtime::arch_name(major, minor));
+        let gpu::Device { stream, info, kernels, .. } = gpu::Device::open(ordinal)?;
         let mut tuning = CudaTuning::default();
         // `REAP_CUDA_TUNING="lookback.vecs=8,atomic.items=8"` overrides defaults for experiments.
         if let Ok(list) = std::env::var("REAP_CUDA_TUNING") {
@@ -329,7 +296,7 @@ impl CudaBackend {
     }
 
     pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(driver_error("synchronising"))
+        Ok(gpu::synchronize(&self.stream, "synchronising")?)
     }
 
     fn keep_args<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<(Variant, KeepArgs)> {
@@ -383,23 +350,6 @@ impl CudaBackend {
     }
 }
 
-/// Keeps freed pool memory in the pool rather than returning it to the OS at
-/// every synchronisation, so per-call scratch costs no allocation in steady state.
-fn keep_pool_memory(ctx: &Arc<CudaContext>) {
-    // SAFETY: plain driver calls on this context's device; failures only cost speed.
-    unsafe {
-        let mut pool = std::ptr::null_mut();
-        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS {
-            let mut threshold: u64 = u64::MAX;
-            sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut threshold as *mut u64).cast(),
-            );
-        }
-    }
-}
-
 impl Backend for CudaBackend {
     type Buffer<T: Element> = CudaBuffer<T>;
     type Predicate<T: Element> = CudaPredicate;
@@ -415,11 +365,7 @@ impl Backend for CudaBackend {
 
     fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let raw = if bytes.is_empty() {
-            self.scratch(1)?
-        } else {
-            self.stream.clone_htod(bytes).map_err(driver_error("uploading"))?
-        };
+        let raw = if bytes.is_empty() { self.scratch(1)? } else { gpu::htod(&self.stream, bytes, "uploading")? };
         Ok(CudaBuffer { raw, len: data.len() as u64, _t: PhantomData })
     }
 
@@ -438,8 +384,8 @@ impl Backend for CudaBackend {
         if n > 0 {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
             let len = bytes.len();
-            self.stream.memcpy_dtoh(&buffer.raw.slice(..len), bytes).map_err(driver_error("downloading"))?;
-            self.synchronize()?;
+            // To pageable memory the copy returns when done: no separate wait.
+            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
         }
         Ok(host)
     }
@@ -600,10 +546,7 @@ impl Backend for CudaBackend {
     }
 }
 
-pub(crate) fn raw_ptr<T>(s: &CudaSlice<T>) -> u64 {
-    let (p, _guard) = s.device_ptr(s.stream());
-    p
-}
+pub(crate) use crate::gpu::ptr as raw_ptr;
 
 /// The verify suite's predicate as CUDA source.
 pub const WORD_BELOW: &str = "__device__ bool reap_predicate(const Elem& x, const unsigned long long* p) \
