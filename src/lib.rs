@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod bvh;
+pub mod clocks;
 pub mod collide;
 pub mod compaction;
 pub mod files;

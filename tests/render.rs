@@ -28,6 +28,8 @@ fn render_writes_a_lit_cornell_box_and_timings() {
     assert!(out.status.success(), "reap render failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Mrays/s") && stdout.contains("image hash"), "{stdout}");
+    // The wall clock holds every stage and the host work between them.
+    assert!(stdout.contains("summed stages") && stdout.contains("the wall clock exceeds the summed stage times by"));
 
     let img = image::open(&png).expect("a PNG").to_rgb8();
     assert_eq!(img.dimensions(), (48, 36));
@@ -45,6 +47,14 @@ fn render_writes_a_lit_cornell_box_and_timings() {
     let frame = &t["frames"][0];
     assert!(frame["frontier"][0].as_array().is_some_and(|l| !l.is_empty()), "frontier sizes per level");
     assert!(frame["stages"].as_array().is_some_and(|s| s.len() > 5));
+    for f in t["frames"].as_array().unwrap() {
+        let (wall, stages) = (f["wall_ms"].as_f64().expect("wall_ms"), f["frame_ms"].as_f64().expect("frame_ms"));
+        assert!(stages > 0.0 && wall >= stages * (1.0 - 1e-9), "wall clock {wall} ms below its stages' {stages} ms");
+    }
+    let summary = &t["summary"];
+    assert!(summary["wall_ms"].as_f64() >= summary["frame_ms"].as_f64(), "{summary}");
+    assert!(summary["wall_mrays_per_s"].as_f64().is_some_and(|r| r > 0.0), "{summary}");
+    assert!(summary["wall_gap_percent"].as_f64().is_some_and(|g| g >= 0.0), "{summary}");
 
     // The same render with CSV timings, depth-first and `none`: the same image.
     let png2 = dir.join("df.png");
@@ -60,6 +70,7 @@ fn render_writes_a_lit_cornell_box_and_timings() {
     assert_eq!(std::fs::read(&png).unwrap(), std::fs::read(&png2).unwrap(), "depth-first + none differs");
     let text = std::fs::read_to_string(&csv).expect("csv");
     assert!(text.starts_with("frame,stage,bounce,level,ms"), "{text}");
+    assert!(text.lines().next().is_some_and(|h| h.ends_with(",frame_ms,wall_ms")), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -76,8 +87,20 @@ fn bench_render_agrees_across_algorithms_on_the_cpu() {
     assert!(out.status.success(), "reap bench render failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
     assert!(md.contains("bit-identical"), "{md}");
+    assert!(md.contains("| Mrays/s (wall) | wall ms | Mrays/s (stages) | stages ms | gap |"), "{md}");
+    assert!(md.contains("Clocks: over the configurations that ran, the wall clock exceeds"), "{md}");
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
     assert_eq!(csv.lines().count(), 1 + 2 * 5, "{csv}");
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let header = r.headers().expect("header").clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+    let (wall, stages, gap) = (col("wall_ms"), col("frame_ms"), col("wall_gap_percent"));
+    col("wall_mrays_per_s");
+    for row in r.records() {
+        let row = row.expect("row");
+        let ms = |i: usize| row[i].parse::<f64>().unwrap_or_else(|_| panic!("{row:?}"));
+        assert!(ms(wall) >= ms(stages) && ms(gap) >= 0.0, "{row:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

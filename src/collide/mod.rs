@@ -216,8 +216,11 @@ pub struct FrameStats {
     pub candidates: u64,
     /// Candidates whose shapes touch: the narrow phase's output.
     pub contacts: u64,
-    /// Sum of the stages, ms.
+    /// Sum of the stages, ms (device events on a GPU).
     pub frame_ms: f64,
+    /// Wall clock, ms: host time from the frame's start until its results
+    /// are complete (after `end_frame` has waited for the device).
+    pub wall_ms: f64,
 }
 
 impl FrameStats {
@@ -316,6 +319,7 @@ impl<E: Engine> Frontier<E> {
 pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, index: u32) -> CollideResult<FrameStats> {
     s.check()?;
     let mut stats = FrameStats { frame: index, ..Default::default() };
+    let clock = std::time::Instant::now();
     e.begin_frame()?;
     e.stage(StageId::frame(stage::CODES), |e| e.codes())?;
     e.stage(StageId::frame(stage::SORT), |e| e.sort(s.sort))?;
@@ -338,6 +342,7 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
     e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations))?;
     e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate())?;
     stats.stages = e.end_frame()?;
+    stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
     stats.pairs_tested = stats.live.iter().sum();
     stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
     Ok(stats)

@@ -807,6 +807,7 @@ mod tests {
         FrameStats {
             frame: i,
             frame_ms: 7.0 * ms,
+            wall_ms: 8.0 * ms,
             stages,
             frontier: vec![1, 3],
             live: vec![1, 3],

@@ -189,8 +189,11 @@ pub struct FrameStats {
     pub shadow_frontier: Vec<Vec<u64>>,
     /// Rays traced: paths entering each bounce plus shadow rays.
     pub rays: u64,
-    /// Sum of the stages, ms.
+    /// Sum of the stages, ms (device events on a GPU).
     pub frame_ms: f64,
+    /// Wall clock, ms: host time from the frame's start until its results
+    /// are complete (after `end_frame` has waited for the device).
+    pub wall_ms: f64,
 }
 
 impl FrameStats {
@@ -198,8 +201,13 @@ impl FrameStats {
         // + 0.0: an empty f64 sum is -0.0, which would print as "-0.000".
         self.stages.iter().filter(|(s, _)| s.is_compaction()).map(|(_, t)| t).sum::<f64>() + 0.0
     }
+    /// Rays per second by the summed stages.
     pub fn mrays_per_s(&self) -> f64 {
-        if self.frame_ms > 0.0 { self.rays as f64 / (self.frame_ms * 1e3) } else { 0.0 }
+        crate::clocks::millions_per_s(self.rays as f64, self.frame_ms)
+    }
+    /// Rays per second by the wall clock.
+    pub fn wall_mrays_per_s(&self) -> f64 {
+        crate::clocks::millions_per_s(self.rays as f64, self.wall_ms)
     }
 }
 
@@ -295,6 +303,7 @@ pub fn render<E: Engine>(
 /// shadow rays → next-event → compact the live paths }, then accumulate.
 fn frame<E: Engine>(e: &mut E, s: &RenderSettings, q: &mut Queues<E>, sample: u32) -> TraceResult<FrameStats> {
     let mut stats = FrameStats { sample, ..Default::default() };
+    let clock = std::time::Instant::now();
     e.begin_frame()?;
     let pixels = e.pixels();
     e.resize(&mut q.queue, pixels)?;
@@ -345,6 +354,7 @@ fn frame<E: Engine>(e: &mut E, s: &RenderSettings, q: &mut Queues<E>, sample: u3
     }
     e.stage(StageId::frame(stage::ACCUMULATE), |e| e.accumulate())?;
     let (stages, counters) = e.end_frame()?;
+    stats.wall_ms = ms(clock.elapsed());
     let bounces = stats.queue.len();
     stats.alive = (0..bounces).map(|b| counters.get(2 * b).copied().unwrap_or(0) as u64).collect();
     stats.shadow_rays = (0..bounces).map(|b| counters.get(2 * b + 1).copied().unwrap_or(0) as u64).collect();

@@ -1,0 +1,55 @@
+//! A frame's two clocks, and how the reports compare them.
+//!
+//! The wall clock is host time from a frame's start until its results are
+//! complete (after the frame's end has waited for the device). The summed
+//! stages are each stage's own time added up: device events on a GPU, host
+//! time per stage on the CPU. The events do not see launch overhead, host
+//! work between stages, or the host waiting for a count before it can size
+//! the next launch; the gap between the two clocks is that time.
+
+/// Millions of items per second for `items` in `ms` (0 when no time passed).
+pub fn millions_per_s(items: f64, ms: f64) -> f64 {
+    if ms > 0.0 { items / (ms * 1e3) } else { 0.0 }
+}
+
+/// How far the wall clock exceeds the summed stages, in percent of the
+/// latter (negative when it is below them); `None` without stage time.
+pub fn gap_percent(wall_ms: f64, stages_ms: f64) -> Option<f64> {
+    (stages_ms > 0.0 && wall_ms.is_finite()).then(|| 100.0 * (wall_ms - stages_ms) / stages_ms)
+}
+
+/// The gap as a table cell: `+14.3 %`, or `–` without stage time.
+pub fn gap_cell(wall_ms: f64, stages_ms: f64) -> String {
+    gap_percent(wall_ms, stages_ms).map_or_else(|| "–".into(), |g| format!("{g:+.1} %"))
+}
+
+/// The gap as a sentence for reports.
+pub fn gap_sentence(wall_ms: f64, stages_ms: f64) -> String {
+    match gap_percent(wall_ms, stages_ms) {
+        None => "no stage time was recorded to compare the wall clock with".into(),
+        Some(g) if g >= 0.0 => format!("the wall clock exceeds the summed stage times by {g:.1} %"),
+        Some(g) => format!("the wall clock is {:.1} % below the summed stage times", -g),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gap_is_relative_to_the_summed_stages() {
+        assert_eq!(gap_percent(29.6, 25.9).map(|g| (g * 10.0).round() / 10.0), Some(14.3));
+        assert_eq!(gap_percent(1.0, 0.0), None);
+        assert_eq!(gap_cell(12.0, 10.0), "+20.0 %");
+        assert_eq!(gap_cell(9.0, 10.0), "-10.0 %");
+        assert_eq!(gap_cell(9.0, 0.0), "–");
+        assert_eq!(gap_sentence(12.0, 10.0), "the wall clock exceeds the summed stage times by 20.0 %");
+        assert_eq!(gap_sentence(9.0, 10.0), "the wall clock is 10.0 % below the summed stage times");
+    }
+
+    #[test]
+    fn rates_need_time() {
+        assert_eq!(millions_per_s(2e6, 1.0), 2000.0);
+        assert_eq!(millions_per_s(5.0, 0.0), 0.0);
+    }
+}
