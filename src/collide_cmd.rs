@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use reap::collide::output::{self, BenchRow, Run, Summary};
+use reap::collide::bench::{self, BenchRow};
+use reap::collide::output::{self, Run, Summary};
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, World, cpu::CpuCollide,
     scenario, simulate,
@@ -289,13 +290,13 @@ pub fn bench(args: CollideBenchArgs) -> Result<bool> {
             }
         }
     }
-    let md = output::bench_report(&rows, &device, &command);
-    println!("{}", output::bench_table(&rows));
+    let md = bench::bench_report(&rows, &device, &command);
+    println!("{}", bench::bench_table(&rows));
     if let Some(dir) = &args.out {
-        output::write_bench(dir, &rows, &device, &command, &md)?;
+        bench::write_bench(dir, &rows, &device, &command, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }
-    let diff = output::disagreements(&rows);
+    let diff = bench::disagreements(&rows);
     for d in &diff {
         eprintln!("error: {d}");
     }
@@ -393,7 +394,7 @@ fn last_frame_sets<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<Strin
     if frames.is_empty() {
         return Ok(String::new());
     }
-    Ok(output::set_hash(&engine.candidate_pairs()?, &engine.contact_list()?))
+    Ok(bench::set_hash(&engine.candidate_pairs()?, &engine.contact_list()?))
 }
 
 fn single_line(r: &BenchRow) -> String {

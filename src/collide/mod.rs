@@ -13,6 +13,7 @@
 //! without FMA contraction), so one state gives the same contacts on both.
 //! The frontier is compacted only through [`Backend::select`].
 
+pub mod bench;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -1,0 +1,476 @@
+//! What `reap bench collide` leaves behind: one row per configuration, the
+//! agreement check across compaction choices, the table printed, report.md,
+//! results.csv and results.json. (Split from output.rs, which keeps what
+//! `reap collide` writes, to keep each file to one job.)
+
+use std::path::Path;
+
+use crate::collide::output::{PartTimes, Run, Summary};
+use crate::collide::{CollideError, CollideResult, Contact, FrameStats, Part};
+use crate::files::write_atomically;
+
+fn fail(path: &Path, why: impl ToString) -> CollideError {
+    CollideError::Output { path: path.display().to_string(), why: why.to_string() }
+}
+
+/// A hash of a frame's sorted candidate pairs and contacts: equal hashes mean
+/// the broad and narrow phases found exactly the same sets.
+pub fn set_hash(pairs: &[u64], contacts: &[Contact]) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    let mut mix = |w: u64| {
+        h ^= w;
+        h = h.wrapping_mul(0x100000001b3);
+    };
+    mix(pairs.len() as u64);
+    pairs.iter().for_each(|p| mix(*p));
+    mix(contacts.len() as u64);
+    bytemuck::cast_slice::<Contact, u32>(contacts).iter().for_each(|w| mix(*w as u64));
+    format!("{h:016x}")
+}
+
+/// One configuration of `reap bench collide`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BenchRow {
+    pub backend: String,
+    pub scenario: String,
+    pub bodies: u32,
+    pub seed: u64,
+    pub sort: String,
+    /// The frontier's compaction algorithm, or `none`.
+    pub compaction: String,
+    pub iterations: u32,
+    /// Frames run (the means leave out frame 0 when there are more).
+    pub frames: u32,
+    pub parts: PartTimes,
+    pub broad_ms: f64,
+    pub broad_ms_min: f64,
+    pub frame_ms: f64,
+    pub levels: usize,
+    pub peak_frontier: u64,
+    pub pairs_tested: f64,
+    pub candidates: f64,
+    pub contacts: f64,
+    /// Every frame's counts, warm-up included: compared across algorithms.
+    pub candidates_per_frame: Vec<u64>,
+    pub contacts_per_frame: Vec<u64>,
+    /// [`set_hash`] of the last frame.
+    pub last_frame_sets: String,
+    /// Why the configuration could not run (a `none` frontier that outgrew its limit).
+    pub error: Option<String>,
+}
+
+impl BenchRow {
+    fn base(run: &Run<'_>, frames: u32) -> Self {
+        BenchRow {
+            backend: run.backend.into(),
+            scenario: run.scenario.into(),
+            bodies: run.bodies,
+            seed: run.seed,
+            sort: run.settings.sort.name(),
+            compaction: run.settings.compact_pairs.name().into(),
+            iterations: run.settings.iterations,
+            frames,
+            parts: PartTimes::default(),
+            broad_ms: 0.0,
+            broad_ms_min: 0.0,
+            frame_ms: 0.0,
+            levels: 0,
+            peak_frontier: 0,
+            pairs_tested: 0.0,
+            candidates: 0.0,
+            contacts: 0.0,
+            candidates_per_frame: Vec::new(),
+            contacts_per_frame: Vec::new(),
+            last_frame_sets: String::new(),
+            error: None,
+        }
+    }
+
+    pub fn measured(run: &Run<'_>, frames: &[FrameStats], last_frame_sets: String) -> Self {
+        let s = Summary::of(frames);
+        BenchRow {
+            parts: s.parts,
+            broad_ms: s.broad_ms,
+            broad_ms_min: s.broad_ms_min,
+            frame_ms: s.frame_ms,
+            levels: s.levels,
+            peak_frontier: s.peak_frontier,
+            pairs_tested: s.pairs_tested,
+            candidates: s.candidates,
+            contacts: s.contacts,
+            candidates_per_frame: frames.iter().map(|f| f.candidates).collect(),
+            contacts_per_frame: frames.iter().map(|f| f.contacts).collect(),
+            last_frame_sets,
+            ..Self::base(run, frames.len() as u32)
+        }
+    }
+
+    pub fn failed(run: &Run<'_>, frames: u32, why: String) -> Self {
+        BenchRow { error: Some(why), ..Self::base(run, frames) }
+    }
+
+    fn group(&self) -> (&str, &str, u32, &str) {
+        (&self.backend, &self.scenario, self.bodies, &self.sort)
+    }
+}
+
+/// Where measured rows of one (backend, scenario, bodies, sort) disagree on
+/// the per-frame candidate or contact counts or on the last frame's sets: one
+/// line per row that differs from its group's first. Empty when all agree.
+pub fn disagreements(rows: &[BenchRow]) -> Vec<String> {
+    let ok: Vec<&BenchRow> = rows.iter().filter(|r| r.error.is_none()).collect();
+    let mut out = Vec::new();
+    for (i, r) in ok.iter().enumerate() {
+        let Some(first) = ok[..i].iter().find(|o| o.group() == r.group()) else { continue };
+        let what = if r.candidates_per_frame != first.candidates_per_frame {
+            "candidates per frame"
+        } else if r.contacts_per_frame != first.contacts_per_frame {
+            "contacts per frame"
+        } else if r.last_frame_sets != first.last_frame_sets {
+            "the last frame's candidate and contact sets"
+        } else {
+            continue;
+        };
+        out.push(format!(
+            "{} bodies, sort {}: `{}` and `{}` differ in {what}",
+            r.bodies, r.sort, first.compaction, r.compaction
+        ));
+    }
+    out
+}
+
+/// Whether every sort method found the same sets too (the same order by
+/// construction, so the same tree): reported, not required.
+fn sorts_agree(rows: &[BenchRow]) -> bool {
+    let ok: Vec<&BenchRow> = rows.iter().filter(|r| r.error.is_none()).collect();
+    ok.iter().all(|r| {
+        ok.iter().filter(|o| o.backend == r.backend && o.scenario == r.scenario && o.bodies == r.bodies).all(|o| {
+            o.candidates_per_frame == r.candidates_per_frame
+                && o.contacts_per_frame == r.contacts_per_frame
+                && o.last_frame_sets == r.last_frame_sets
+        })
+    })
+}
+
+/// The plain-text table printed after `reap bench collide`.
+pub fn bench_table(rows: &[BenchRow]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>8} {:<21} {:<27} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>11} {:>10} {:>9}",
+        "bodies",
+        "sort",
+        "compaction",
+        "build",
+        "traverse",
+        "compact",
+        "narrow",
+        "solve",
+        "broad",
+        "frame ms",
+        "levels",
+        "peak front",
+        "candidates",
+        "contacts"
+    );
+    for r in rows {
+        match &r.error {
+            Some(e) => {
+                let _ = writeln!(out, "{:>8} {:<21} {:<27} did not run: {e}", r.bodies, r.sort, r.compaction);
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:<21} {:<27} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>6} {:>11} {:>10.0} {:>9.0}",
+                    r.bodies,
+                    r.sort,
+                    r.compaction,
+                    r.parts.build,
+                    r.parts.traverse,
+                    r.parts.compact,
+                    r.parts.narrow,
+                    r.parts.solve,
+                    r.broad_ms,
+                    r.frame_ms,
+                    r.levels,
+                    r.peak_frontier,
+                    r.candidates,
+                    r.contacts
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The broad-phase target of issue 7 at a million bodies, ms.
+pub const TARGET_BROAD_MS: f64 = 5.0;
+
+fn fastest<'a>(rows: impl Iterator<Item = &'a BenchRow>) -> Option<&'a BenchRow> {
+    rows.filter(|r| r.error.is_none()).min_by(|a, b| a.broad_ms.total_cmp(&b.broad_ms))
+}
+
+/// report.md of `reap bench collide`: a per-frame breakdown table per body
+/// count, the fastest algorithm, the 5 ms target and the agreement check.
+pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "# reap bench collide: {device}\n");
+    let _ = writeln!(s, "Command: `{command}`\n");
+    let _ = writeln!(s, "reap commit `{}`.\n", crate::bench::output::GIT_COMMIT);
+    let _ = writeln!(
+        s,
+        "Each configuration starts from the same seeded scenario and runs its frames; the times are means per \
+         frame in ms over every frame but the first (a warm-up), measured per stage (device events on a GPU). \
+         build = AABBs, Morton codes, sort, LBVH and bounds; traverse = the breadth-first pair expansion, level \
+         by level; compact = compacting the pair frontier after each level with the named algorithm (`none` \
+         leaves dead slots in place, so the frontier grows fourfold per level); broad = build + traverse + \
+         compact, the part issue 7 targets at {TARGET_BROAD_MS} ms for a million bodies. \"peak front\" is the \
+         largest frontier level in slots; candidates are leaf pairs whose boxes overlap, contacts those whose \
+         shapes touch (means per frame).\n"
+    );
+    let mut groups: Vec<(&str, &str, u32)> = Vec::new();
+    for r in rows {
+        let g = (r.backend.as_str(), r.scenario.as_str(), r.bodies);
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    for (backend, scenario, bodies) in &groups {
+        let at: Vec<&BenchRow> =
+            rows.iter().filter(|r| r.backend == *backend && r.scenario == *scenario && r.bodies == *bodies).collect();
+        let first = at[0];
+        let _ = writeln!(
+            s,
+            "## {scenario}, {bodies} bodies ({backend}, {} frames, {} solver iterations, seed {})\n",
+            first.frames, first.iterations, first.seed
+        );
+        let _ = writeln!(
+            s,
+            "| sort | compaction | build | traverse | compact | narrow | solve | broad | frame | levels | peak front | \
+             pairs tested | candidates | contacts |"
+        );
+        let _ = writeln!(
+            s,
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for r in &at {
+            match &r.error {
+                Some(e) => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | `{}` | – | – | – | – | – | – | – | – | – | – | – | did not run: {e} |",
+                        r.sort, r.compaction
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | `{}` | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | **{:.3}** | {:.3} | {} | {} | {:.0} | {:.0} | {:.0} |",
+                        r.sort,
+                        r.compaction,
+                        r.parts.build,
+                        r.parts.traverse,
+                        r.parts.compact,
+                        r.parts.narrow,
+                        r.parts.solve,
+                        r.broad_ms,
+                        r.frame_ms,
+                        r.levels,
+                        r.peak_frontier,
+                        r.pairs_tested,
+                        r.candidates,
+                        r.contacts
+                    );
+                }
+            }
+        }
+        let _ = writeln!(s);
+        let mut sorts: Vec<&str> = Vec::new();
+        for r in &at {
+            if !sorts.contains(&r.sort.as_str()) {
+                sorts.push(&r.sort);
+            }
+        }
+        for sort in sorts {
+            let of_sort = || at.iter().copied().filter(|r| r.sort == sort);
+            let best = fastest(of_sort().filter(|r| r.compaction != "none"));
+            let none = of_sort().find(|r| r.compaction == "none");
+            if let Some(b) = best {
+                let vs = match none {
+                    Some(n) if n.error.is_none() => {
+                        format!("; `none` takes {:.3} ms ({:.2}x)", n.broad_ms, n.broad_ms / b.broad_ms.max(1e-9))
+                    }
+                    Some(_) => "; `none` did not run (its frontier outgrew the limit)".into(),
+                    None => String::new(),
+                };
+                let _ = writeln!(
+                    s,
+                    "- sort {sort}: fastest broad phase with `{}`, {:.3} ms (compaction {:.3} ms, frame {:.3} ms){vs}.",
+                    b.compaction, b.broad_ms, b.parts.compact, b.frame_ms
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+
+    let _ = writeln!(s, "## Summary\n");
+    let compacted = || rows.iter().filter(|r| r.compaction != "none");
+    match fastest(compacted()) {
+        None => {
+            let _ = writeln!(s, "- No compacting configuration ran.");
+        }
+        Some(_) => {
+            // Fastest per body count: the algorithm that wins most often is the headline.
+            let mut wins: Vec<(&str, u32)> = Vec::new();
+            for (backend, scenario, bodies) in &groups {
+                let best = fastest(
+                    compacted().filter(|r| r.backend == *backend && r.scenario == *scenario && r.bodies == *bodies),
+                );
+                if let Some(b) = best {
+                    let _ = writeln!(
+                        s,
+                        "- {bodies} bodies ({scenario}, {backend}): fastest is `{}` with sort {}, broad phase {:.3} ms.",
+                        b.compaction, b.sort, b.broad_ms
+                    );
+                    match wins.iter_mut().find(|(c, _)| *c == b.compaction) {
+                        Some((_, k)) => *k += 1,
+                        None => wins.push((&b.compaction, 1)),
+                    }
+                }
+            }
+            if let Some((alg, k)) = wins.iter().max_by_key(|(_, k)| *k) {
+                let _ = writeln!(s, "- Fastest overall: `{alg}` (fastest at {k} of {} body counts).", groups.len());
+            }
+        }
+    }
+    let million: Vec<&BenchRow> = compacted().filter(|r| r.bodies >= 1_000_000).collect();
+    match fastest(million.iter().copied()) {
+        Some(b) => {
+            let verdict = if b.broad_ms <= TARGET_BROAD_MS { "meets" } else { "misses" };
+            let _ = writeln!(
+                s,
+                "- 5 ms target at {} bodies: the best broad phase (`{}`, sort {}) takes {:.3} ms per frame (best \
+                 frame {:.3} ms): it **{verdict}** the {TARGET_BROAD_MS} ms target.",
+                b.bodies, b.compaction, b.sort, b.broad_ms, b.broad_ms_min
+            );
+        }
+        None => {
+            let _ = writeln!(s, "- 5 ms target: no configuration with a million bodies or more ran.");
+        }
+    }
+    let diff = disagreements(rows);
+    if diff.is_empty() {
+        let also = if sorts_agree(rows) { ", and every sort method found the same ones" } else { "" };
+        let _ = writeln!(
+            s,
+            "- Agreement: every compaction choice found the same candidates and contacts in every frame for each \
+             body count and sort (counts per frame and the last frame's sets){also}."
+        );
+    } else {
+        let _ = writeln!(s, "- Agreement: **compaction choices disagree**:");
+        for d in diff {
+            let _ = writeln!(s, "  - {d}");
+        }
+    }
+    s
+}
+
+/// The results file of `reap bench collide` (results.json).
+#[derive(serde::Serialize)]
+struct BenchResults<'a> {
+    reap_commit: &'static str,
+    device: &'a str,
+    command: &'a str,
+    rows: &'a [BenchRow],
+}
+
+/// Writes DIR/results.csv, results.json and report.md.
+pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, report: &str) -> CollideResult<()> {
+    let csv_path = dir.join("results.csv");
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| fail(&csv_path, e);
+    let mut header: Vec<String> =
+        ["backend", "scenario", "bodies", "seed", "sort", "compaction", "iterations", "frames"]
+            .map(String::from)
+            .to_vec();
+    header.extend(Part::ALL.iter().map(|p| format!("{}_ms", p.name())));
+    header.extend(
+        [
+            "broad_ms",
+            "broad_ms_min",
+            "frame_ms",
+            "levels",
+            "peak_frontier",
+            "pairs_tested",
+            "candidates",
+            "contacts",
+            "last_frame_sets",
+            "error",
+        ]
+        .map(String::from),
+    );
+    w.write_record(&header).map_err(err)?;
+    for r in rows {
+        let mut row = vec![
+            r.backend.clone(),
+            r.scenario.clone(),
+            r.bodies.to_string(),
+            r.seed.to_string(),
+            r.sort.clone(),
+            r.compaction.clone(),
+            r.iterations.to_string(),
+            r.frames.to_string(),
+        ];
+        row.extend(Part::ALL.iter().map(|p| format!("{:.4}", r.parts.get(*p))));
+        row.extend([
+            format!("{:.4}", r.broad_ms),
+            format!("{:.4}", r.broad_ms_min),
+            format!("{:.4}", r.frame_ms),
+            r.levels.to_string(),
+            r.peak_frontier.to_string(),
+            format!("{:.0}", r.pairs_tested),
+            format!("{:.1}", r.candidates),
+            format!("{:.1}", r.contacts),
+            r.last_frame_sets.clone(),
+            r.error.clone().unwrap_or_default(),
+        ]);
+        w.write_record(&row).map_err(err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| fail(&csv_path, e))?;
+    write_atomically(&csv_path, &bytes)?;
+    let json_path = dir.join("results.json");
+    let results = BenchResults { reap_commit: crate::bench::output::GIT_COMMIT, device, command, rows };
+    let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
+    write_atomically(&json_path, &json)?;
+    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collide::output::tests::{frame, settings};
+    use crate::compaction::{Algorithm, Compaction};
+
+    #[test]
+    fn disagreeing_counts_are_reported() {
+        let a = settings(Compaction::With(Algorithm::ALL[0]));
+        let b = settings(Compaction::None);
+        let run = |s| Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: s };
+        let rows = vec![
+            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into()),
+            BenchRow::measured(&run(&b), &[frame(0, 1.0, 4)], "x".into()),
+            BenchRow::failed(&run(&b), 1, "too large".into()),
+        ];
+        assert!(disagreements(&rows).is_empty());
+        let md = bench_report(&rows, "test", "reap bench collide");
+        assert!(md.contains("Agreement: every compaction choice"), "{md}");
+        assert!(md.contains("did not run: too large"), "{md}");
+        let rows = vec![
+            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into()),
+            BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into()),
+        ];
+        assert_eq!(disagreements(&rows).len(), 1);
+    }
+}
