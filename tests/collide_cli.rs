@@ -33,7 +33,18 @@ fn collide_writes_every_frame_as_json_and_csv() {
     let out = small(&mut reap()).arg("--out").arg(&json).output().expect("run");
     assert!(out.status.success(), "reap collide failed:\n{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for says in ["build", "traverse", "compact", "narrow", "solve", "broad phase", "peak frontier", "contacts"] {
+    for says in [
+        "build",
+        "traverse",
+        "compact",
+        "narrow",
+        "solve",
+        "broad phase",
+        "peak frontier",
+        "contacts",
+        "frame, wall clock",
+        "the wall clock exceeds the summed stage times by",
+    ] {
         assert!(stdout.contains(says), "summary lacks `{says}`:\n{stdout}");
     }
 
@@ -42,6 +53,7 @@ fn collide_writes_every_frame_as_json_and_csv() {
     assert_eq!(t["settings"]["compact_pairs"], "lookback");
     assert_eq!(t["settings"]["sort"], "fast");
     assert_eq!(t["summary"]["frames"], 4, "frame 0 is left out of the means");
+    assert!(t["summary"]["wall_gap_percent"].as_f64().is_some_and(|g| g >= 0.0), "{}", t["summary"]);
     let frames = t["frames"].as_array().expect("frames");
     assert_eq!(frames.len(), 5);
     for (i, f) in frames.iter().enumerate() {
@@ -59,6 +71,8 @@ fn collide_writes_every_frame_as_json_and_csv() {
         }
         assert!(f["broad_ms"].as_f64().is_some_and(|ms| ms > 0.0));
         assert!(f["frame_ms"].as_f64() >= f["broad_ms"].as_f64());
+        // The wall clock holds every stage and the host work between them.
+        assert!(f["wall_ms"].as_f64() >= f["frame_ms"].as_f64(), "{f}");
         let frontier = f["frontier"].as_array().expect("frontier");
         assert!(!frontier.is_empty() && frontier[0] == 1, "the traversal starts at (root, root): {frontier:?}");
         assert_eq!(f["live"].as_array().map(|l| l.len()), Some(frontier.len()));
@@ -88,6 +102,7 @@ fn collide_writes_every_frame_as_json_and_csv() {
         "solve_ms",
         "broad_ms",
         "frame_ms",
+        "wall_ms",
         "levels",
         "pairs_tested",
         "candidates",
@@ -165,7 +180,15 @@ fn bench_collide_writes_its_report_and_agrees_across_algorithms() {
     assert!(stdout.contains("lookback") && stdout.contains("atomic"), "{stdout}");
 
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
-    for says in ["## pile, 300 bodies", "| sort | compaction |", "fastest", "5 ms target", "Agreement: every"] {
+    for says in [
+        "## pile, 300 bodies",
+        "| sort | compaction |",
+        "| frame | wall | gap |",
+        "Clocks: over the configurations that ran",
+        "fastest",
+        "5 ms target",
+        "Agreement: every",
+    ] {
         assert!(md.contains(says), "report lacks `{says}`:\n{md}");
     }
     // Two sorts (the default fast,split:lookback) x three choices.
@@ -175,6 +198,9 @@ fn bench_collide_writes_its_report_and_agrees_across_algorithms() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("results.json")).expect("JSON");
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 6);
+    let header = csv.lines().next().unwrap_or_default();
+    assert!(header.contains(",frame_ms,wall_ms,wall_gap_percent,"), "{header}");
+    assert!(rows.iter().filter(|r| r["error"].is_null()).all(|r| r["wall_ms"].as_f64() >= r["frame_ms"].as_f64()));
     let compacted: Vec<_> = rows.iter().filter(|r| r["compaction"] != "none").collect();
     assert!(compacted.iter().all(|r| r["error"].is_null() && r["candidates_per_frame"].as_array().unwrap().len() == 2));
     assert!(compacted.windows(2).all(|w| w[0]["candidates_per_frame"] == w[1]["candidates_per_frame"]));

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use crate::clocks::{gap_cell, gap_percent, gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
 use crate::collide::{CollideError, CollideResult, Contact, FrameStats, Part};
 use crate::files::write_atomically;
@@ -44,7 +45,10 @@ pub struct BenchRow {
     pub parts: PartTimes,
     pub broad_ms: f64,
     pub broad_ms_min: f64,
+    /// The stages summed, ms per frame (device events on a GPU).
     pub frame_ms: f64,
+    /// The wall clock, ms per frame.
+    pub wall_ms: f64,
     pub levels: usize,
     pub peak_frontier: u64,
     pub pairs_tested: f64,
@@ -74,6 +78,7 @@ impl BenchRow {
             broad_ms: 0.0,
             broad_ms_min: 0.0,
             frame_ms: 0.0,
+            wall_ms: 0.0,
             levels: 0,
             peak_frontier: 0,
             pairs_tested: 0.0,
@@ -93,6 +98,7 @@ impl BenchRow {
             broad_ms: s.broad_ms,
             broad_ms_min: s.broad_ms_min,
             frame_ms: s.frame_ms,
+            wall_ms: s.wall_ms,
             levels: s.levels,
             peak_frontier: s.peak_frontier,
             pairs_tested: s.pairs_tested,
@@ -158,7 +164,7 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>8} {:<21} {:<27} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>11} {:>10} {:>9}",
+        "{:>8} {:<21} {:<27} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>6} {:>11} {:>10} {:>9}",
         "bodies",
         "sort",
         "compaction",
@@ -169,6 +175,8 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
         "solve",
         "broad",
         "frame ms",
+        "wall ms",
+        "gap",
         "levels",
         "peak front",
         "candidates",
@@ -182,7 +190,7 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
             None => {
                 let _ = writeln!(
                     out,
-                    "{:>8} {:<21} {:<27} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>6} {:>11} {:>10.0} {:>9.0}",
+                    "{:>8} {:<21} {:<27} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>11} {:>10.0} {:>9.0}",
                     r.bodies,
                     r.sort,
                     r.compaction,
@@ -193,6 +201,8 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
                     r.parts.solve,
                     r.broad_ms,
                     r.frame_ms,
+                    r.wall_ms,
+                    gap_cell(r.wall_ms, r.frame_ms),
                     r.levels,
                     r.peak_frontier,
                     r.candidates,
@@ -222,7 +232,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let _ = writeln!(
         s,
         "Each configuration starts from the same seeded scenario and runs its frames; the times are means per \
-         frame in ms over every frame but the first (a warm-up), measured per stage (device events on a GPU). \
+         frame in ms over every frame but the first (a warm-up), measured per stage (device events on a GPU) and \
+         summed; \"wall\" is the frame's wall clock (host time from its start until its results are complete) \
+         and \"gap\" how far it exceeds the summed stages (launch overhead, host work between stages, and the \
+         host waiting for counts). \
          build = AABBs, Morton codes, sort, LBVH and bounds; traverse = the breadth-first pair expansion, level \
          by level; compact = compacting the pair frontier after each level with the named algorithm (`none` \
          leaves dead slots in place, so the frontier grows fourfold per level); broad = build + traverse + \
@@ -248,26 +261,28 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         );
         let _ = writeln!(
             s,
-            "| sort | compaction | build | traverse | compact | narrow | solve | broad | frame | levels | peak front | \
-             pairs tested | candidates | contacts |"
+            "| sort | compaction | build | traverse | compact | narrow | solve | broad | frame | wall | gap | levels | \
+             peak front | pairs tested | candidates | contacts |"
         );
         let _ = writeln!(
             s,
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | \
+             ---: |"
         );
         for r in &at {
             match &r.error {
                 Some(e) => {
                     let _ = writeln!(
                         s,
-                        "| {} | `{}` | – | – | – | – | – | – | – | – | – | – | – | did not run: {e} |",
+                        "| {} | `{}` | – | – | – | – | – | – | – | – | – | – | – | – | – | did not run: {e} |",
                         r.sort, r.compaction
                     );
                 }
                 None => {
                     let _ = writeln!(
                         s,
-                        "| {} | `{}` | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | **{:.3}** | {:.3} | {} | {} | {:.0} | {:.0} | {:.0} |",
+                        "| {} | `{}` | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | **{:.3}** | {:.3} | {:.3} | {} | {} | {} | {:.0} \
+                         | {:.0} | {:.0} |",
                         r.sort,
                         r.compaction,
                         r.parts.build,
@@ -277,6 +292,8 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                         r.parts.solve,
                         r.broad_ms,
                         r.frame_ms,
+                        r.wall_ms,
+                        gap_cell(r.wall_ms, r.frame_ms),
                         r.levels,
                         r.peak_frontier,
                         r.pairs_tested,
@@ -307,10 +324,18 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 };
                 let _ = writeln!(
                     s,
-                    "- sort {sort}: fastest broad phase with `{}`, {:.3} ms (compaction {:.3} ms, frame {:.3} ms){vs}.",
-                    b.compaction, b.broad_ms, b.parts.compact, b.frame_ms
+                    "- sort {sort}: fastest broad phase with `{}`, {:.3} ms (compaction {:.3} ms, frame {:.3} ms summed, \
+                     {:.3} ms by wall clock){vs}.",
+                    b.compaction, b.broad_ms, b.parts.compact, b.frame_ms, b.wall_ms
                 );
             }
+        }
+        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
+        if !ran.is_empty() {
+            let n = ran.len() as f64;
+            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
+            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
+            let _ = writeln!(s, "- Clocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
         }
         let _ = writeln!(s);
     }
@@ -401,6 +426,8 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, r
             "broad_ms",
             "broad_ms_min",
             "frame_ms",
+            "wall_ms",
+            "wall_gap_percent",
             "levels",
             "peak_frontier",
             "pairs_tested",
@@ -428,6 +455,8 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, r
             format!("{:.4}", r.broad_ms),
             format!("{:.4}", r.broad_ms_min),
             format!("{:.4}", r.frame_ms),
+            format!("{:.4}", r.wall_ms),
+            gap_percent(r.wall_ms, r.frame_ms).map(|g| format!("{g:.2}")).unwrap_or_default(),
             r.levels.to_string(),
             r.peak_frontier.to_string(),
             format!("{:.0}", r.pairs_tested),
@@ -467,6 +496,9 @@ mod tests {
         let md = bench_report(&rows, "test", "reap bench collide");
         assert!(md.contains("Agreement: every compaction choice"), "{md}");
         assert!(md.contains("did not run: too large"), "{md}");
+        // frame(): 7 ms summed, 8 ms by wall clock.
+        assert!(md.contains("| 7.000 | 8.000 | +14.3 % |"), "{md}");
+        assert!(md.contains("- Clocks: over the configurations that ran, the wall clock exceeds"), "{md}");
         let rows = vec![
             BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into()),
             BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into()),
