@@ -77,8 +77,13 @@ fn header(ui: &mut egui::Ui, s: &CollideState, f: &CollideFacts<'_>) {
     }
     if let Some(last) = s.history.back() {
         ui.label(format!(
-            "last frame {:.2} ms (broad phase {:.2}, compaction {:.2}); {} levels",
+            "last frame {:.2} ms by wall clock; its stages {:.2} ms (wall clock {})",
+            last.stats.wall_ms,
             last.stats.frame_ms,
+            crate::clocks::gap_cell(last.stats.wall_ms, last.stats.frame_ms)
+        ));
+        ui.label(format!(
+            "broad phase {:.2} ms, compaction {:.2} ms; {} levels",
             last.stats.broad_ms(),
             last.stats.part_ms(Part::Compact),
             last.stats.frontier.len()

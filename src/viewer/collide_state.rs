@@ -305,13 +305,13 @@ impl CollideState {
     /// Every kept frame, one row per stage (level where it applies).
     pub fn timings_csv(&self) -> String {
         let mut s = String::from(
-            "frame,backend,scenario,bodies,compact_pairs,sort,stage,level,part,ms,frame_ms,pairs_tested,candidates,contacts\n",
+            "frame,backend,scenario,bodies,compact_pairs,sort,stage,level,part,ms,frame_ms,wall_ms,pairs_tested,candidates,contacts\n",
         );
         for r in &self.history {
             for (id, ms) in &r.stats.stages {
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{}",
                     r.frame,
                     r.backend,
                     r.scenario,
@@ -323,6 +323,7 @@ impl CollideState {
                     id.part().name(),
                     ms,
                     r.stats.frame_ms,
+                    r.stats.wall_ms,
                     r.stats.pairs_tested,
                     r.stats.candidates,
                     r.stats.contacts
@@ -357,6 +358,7 @@ mod tests {
             candidates,
             contacts: candidates / 2,
             frame_ms,
+            wall_ms: frame_ms + 0.5,
             ..Default::default()
         }
     }
@@ -454,6 +456,8 @@ mod tests {
         assert!(lines[0].starts_with("frame,backend,scenario,bodies,compact_pairs,sort,stage,level,part,ms"));
         assert!(lines[1].starts_with("1,cpu,pile,100,lookback,fast,sort,,build,3.0"), "{}", lines[1]);
         assert!(lines[4].starts_with("2,cuda,gas,500,lookback,fast,compact pairs,1,compact,0.5"), "{}", lines[4]);
+        assert!(lines[0].contains(",ms,frame_ms,wall_ms,pairs_tested,"), "{}", lines[0]);
+        assert!(lines[4].contains(",2.000000,2.500000,"), "{}", lines[4]);
         assert_eq!(s.chart_frames().count(), 2);
     }
 }

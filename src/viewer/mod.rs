@@ -321,8 +321,8 @@ mod app {
             self.dirty = true;
         }
 
-        /// One simulation step as the state plans it; the time it took.
-        fn step(&mut self) -> Option<f64> {
+        /// One simulation step as the state plans it: its stages summed and its wall clock, ms.
+        fn step(&mut self) -> Option<(f64, f64)> {
             if self.state.paused {
                 return None;
             }
@@ -338,7 +338,7 @@ mod app {
             };
             match ready.and_then(|()| self.session.frame(&plan.choices)) {
                 Ok(stats) => {
-                    let ms = stats.frame_ms;
+                    let ms = (stats.frame_ms, stats.wall_ms);
                     self.state.record(backend, &plan.choices, stats);
                     self.dirty = true;
                     Some(ms)
@@ -567,7 +567,7 @@ mod app {
             match tr.session.frame(&choices, tr.state.spp_per_frame, tr.state.accumulated) {
                 Ok(frames) => {
                     for f in frames {
-                        self.clock.record_engine(f.frame_ms);
+                        self.clock.record_engine(f.frame_ms, f.wall_ms);
                         tr.state.record(backend, &choices, f);
                     }
                 }
@@ -596,8 +596,8 @@ mod app {
         fn step_collide(&mut self, parts: &mut [Duration; 4]) {
             let Some(c) = &mut self.collide else { return };
             let t = Instant::now();
-            if let Some(ms) = c.step() {
-                self.clock.record_engine(ms);
+            if let Some((stages_ms, wall_ms)) = c.step() {
+                self.clock.record_engine(stages_ms, wall_ms);
             }
             parts[0] = t.elapsed();
             if c.dirty {

@@ -85,11 +85,14 @@ fn header(ui: &mut egui::Ui, s: &ViewerState, f: &Facts<'_>) {
         ui.label(RichText::new(note).color(Color32::from_rgb(230, 180, 60)));
     }
     if let Some(last) = s.history.back() {
+        let st = &last.stats;
+        ui.label(format!("last frame {:.2} ms by wall clock, {:.1} Mrays/s", st.wall_ms, st.wall_mrays_per_s()));
         ui.label(format!(
-            "last frame {:.2} ms, compaction {:.2} ms, {:.1} Mrays/s",
-            last.stats.frame_ms,
-            last.stats.compaction_ms(),
-            last.stats.mrays_per_s()
+            "its stages {:.2} ms, {:.1} Mrays/s (wall clock {}); compaction {:.2} ms",
+            st.frame_ms,
+            st.mrays_per_s(),
+            crate::clocks::gap_cell(st.wall_ms, st.frame_ms),
+            st.compaction_ms()
         ));
     }
     message(ui, &s.message);

@@ -355,14 +355,14 @@ impl ViewerState {
     /// Every kept frame, one row per stage (bounce and level where they apply).
     pub fn timings_csv(&self) -> String {
         let mut s = String::from(
-            "frame,sample,backend,traversal,compact_paths,compact_frontier,stage,bounce,level,ms,frame_ms,rays\n",
+            "frame,sample,backend,traversal,compact_paths,compact_frontier,stage,bounce,level,ms,frame_ms,wall_ms,rays\n",
         );
         let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
         for r in &self.history {
             for (id, ms) in &r.stats.stages {
                 let _ = writeln!(
                     s,
-                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{}",
+                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
                     r.frame,
                     r.stats.sample,
                     r.backend,
@@ -374,6 +374,7 @@ impl ViewerState {
                     opt(id.level),
                     ms,
                     r.stats.frame_ms,
+                    r.stats.wall_ms,
                     r.stats.rays
                 );
             }
@@ -399,6 +400,7 @@ mod tests {
             ],
             rays: 1000,
             frame_ms,
+            wall_ms: frame_ms + 0.5,
             ..Default::default()
         }
     }
@@ -506,5 +508,10 @@ mod tests {
                 .nth(2)
                 .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,lookback,lookback,compact paths,0,,1.0"))
         );
+        assert!(
+            csv.starts_with("frame,sample,")
+                && csv.lines().next().is_some_and(|h| h.ends_with(",frame_ms,wall_ms,rays"))
+        );
+        assert!(csv.lines().nth(2).is_some_and(|l| l.ends_with(",4.000000,4.500000,1000")), "{csv}");
     }
 }
