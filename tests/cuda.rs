@@ -127,6 +127,77 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
     assert!((g - c).abs() <= 1e-3 * c.abs(), "GPU mean {g} vs CPU mean {c}");
 }
 
+/// Every host wait goes through the GPU layer's counted helpers: a call that
+/// only enqueues makes none, each read-back exactly one.
+#[test]
+fn cuda_host_waits_are_counted() {
+    use reap::compaction::{Algorithm, Backend, Keep, Report};
+    use reap::gpu::SyncMark;
+    let Some(b) = gpu() else { return };
+    let data: Vec<u32> = (0..100_000u32).map(|i| if i % 3 == 0 { u32::MAX } else { i }).collect();
+    let mark = SyncMark::now();
+    let input = b.upload(&data).expect("upload");
+    assert_eq!(mark.on_this_thread(), 1, "an upload from pageable memory counts once");
+    let mut output = b.alloc::<u32>(data.len() as u64).expect("alloc");
+    // Compile outside the measurement: loading a module is not a host wait on the stream.
+    b.select(Algorithm::Lookback, &input, Keep::Sentinel(u32::MAX), &mut output).expect("warm-up").count().unwrap();
+    let mark = SyncMark::now();
+    let report = b.select(Algorithm::Lookback, &input, Keep::Sentinel(u32::MAX), &mut output).expect("select");
+    assert_eq!(mark.on_this_thread(), 0, "select only enqueues");
+    let kept = report.count().expect("count");
+    assert_eq!(kept, data.iter().filter(|&&x| x != u32::MAX).count() as u64);
+    assert_eq!(mark.on_this_thread(), 1, "reading the count is one wait");
+    report.phases().expect("phases");
+    assert_eq!(mark.on_this_thread(), 2, "reading every phase's time is one wait");
+    b.download(&output).expect("download");
+    b.synchronize().expect("synchronize");
+    assert_eq!(mark.on_this_thread(), 4);
+    assert!(mark.in_process() >= 4);
+}
+
+/// A depth-first frame waits for the device only at its end (the shade
+/// counters and the stage times) and once per bounce whose live paths it
+/// compacts: the count sizes the next bounce. The breadth-first loop of issue
+/// 12 is to bring every frame down to the two waits at its end.
+#[test]
+fn cuda_frame_host_waits_are_the_frame_end_and_each_count_read() {
+    use reap::compaction::Algorithm;
+    use reap::gpu::SyncMark;
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, RenderSettings, Traversal, cuda::CudaEngine, render};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (64, 48);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let mut settings = RenderSettings {
+        width: w,
+        height: h,
+        spp: 1,
+        max_bounces: 6,
+        traversal: Traversal::DepthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        first_sample: 0,
+        max_frontier: 1 << 26,
+    };
+    for compact in [Compaction::None, Compaction::With(Algorithm::Lookback)] {
+        settings.compact_paths = compact;
+        render(&mut engine, &settings, |_| {}).expect("warm-up frame");
+        let mark = SyncMark::now();
+        let frames = render(&mut engine, &settings, |_| {}).expect("frame");
+        let reads = match compact {
+            Compaction::None => 0,
+            Compaction::With(_) => frames[0].queue.len() as u64,
+        };
+        assert_eq!(mark.on_this_thread(), 2 + reads, "{}", compact.name());
+        assert!(frames[0].wall_ms >= frames[0].frame_ms, "the wall clock holds the frame's stages");
+    }
+}
+
 // ---- The collision demo (issue 7): the GPU engine against brute force, the
 // CPU engine, and itself under every compaction choice and both sorts. The
 // kernels are compiled without FMA contraction, so results are compared bit
