@@ -2,16 +2,22 @@
 //! compiled by NVRTC for the device's own architecture on first use.
 //!
 //! Every call only enqueues work on the backend's stream: counts stay on the
-//! device and stage times stay in events until the caller asks for them.
+//! device and stage times stay in events until the caller asks for them. The
+//! counted calls (`select_counted`, …) take the length from the device too:
+//! launches and scratch are sized from the capacity, and every kernel reads n
+//! through its `Extent` (common.cuh).
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
 
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
-    check_element,
+    Algorithm, Backend, BackendKind, Element, Error, Keep, Lens, Operation, PhaseTime, Report, Result, ScanElement,
+    SortKey, check_element,
 };
 
 pub mod atomic;
@@ -99,21 +105,31 @@ pub struct KeepArgs {
 // SAFETY: plain repr(C) data with the same layout as common.cuh's KeepArgs.
 unsafe impl DeviceRepr for KeepArgs {}
 
+/// Where a run's count is.
+enum Count {
+    /// A device word of the run's own.
+    Device(CudaSlice<u64>),
+    /// Known on the host (a sort's is its length).
+    Host(u64),
+    /// A counted call's: this word of the caller's lens buffer.
+    Lens(u64),
+}
+
 /// A run on the GPU: the count in device memory and the stages' events.
 pub struct CudaReport {
-    count: Option<CudaSlice<u64>>,
-    host_count: u64,
+    count: Count,
     stages: Stages,
 }
 
 impl Report for CudaReport {
     fn count(&self) -> Result<u64> {
         match &self.count {
-            Some(c) => {
+            Count::Device(c) => {
                 let v = c.stream().clone_dtoh(c).map_err(driver_error("reading a count"))?;
                 Ok(v[0])
             }
-            None => Ok(self.host_count),
+            Count::Host(n) => Ok(*n),
+            Count::Lens(word) => Err(Error::CountInLens { word: *word }),
         }
     }
     fn phases(&self) -> Result<Vec<PhaseTime>> {
@@ -126,9 +142,13 @@ impl Report for CudaReport {
 
 impl CudaReport {
     /// The device word that holds the count, so the next launch can be sized
-    /// from it without a host round trip.
+    /// from it without a host round trip (none for a sort, whose count is its
+    /// length, or a counted call, whose count is in its lens word).
     pub fn device_count(&self) -> Option<&CudaSlice<u64>> {
-        self.count.as_ref()
+        match &self.count {
+            Count::Device(c) => Some(c),
+            _ => None,
+        }
     }
 }
 
@@ -187,10 +207,34 @@ impl CudaTuning {
     }
 }
 
+/// How many elements a call covers (common.cuh `Extent`; keep the two in
+/// sync): the capacity, which sizes launches and scratch, and for a counted
+/// call the device address of the length word (0 for a host length).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extent {
+    pub cap: u64,
+    pub len: u64,
+}
+
+// SAFETY: plain repr(C) data with the layout of common.cuh's Extent (a u64 and a pointer).
+unsafe impl DeviceRepr for Extent {}
+
+impl Extent {
+    /// n elements, known on the host.
+    pub fn host(n: u64) -> Extent {
+        Extent { cap: n, len: 0 }
+    }
+    /// Whether the length is read on the device.
+    pub fn is_counted(&self) -> bool {
+        self.len != 0
+    }
+}
+
 /// Device addresses of one call.
 #[derive(Clone, Copy, Debug)]
 pub struct Io {
-    pub n: u64,
+    pub ext: Extent,
     pub input: u64,
     pub output: u64,
     /// One u64 on the device, zeroed: the count (or a scan's total) goes here.
@@ -207,7 +251,9 @@ struct TileStates {
 
 /// The CUDA backend on one device and one stream.
 pub struct CudaBackend {
-    tile_states: std::sync::Mutex<TileStates>,
+    tile_states: Mutex<TileStates>,
+    /// Resident blocks per kernel specialisation (persistent grids), asked of the driver once.
+    resident: Mutex<HashMap<(String, Variant), u32>>,
     stream: Arc<CudaStream>,
     kernels: Kernels,
     pub info: DeviceInfo,
@@ -256,7 +302,7 @@ impl CudaBackend {
                 tuning.set(key.trim(), value.trim())?;
             }
         }
-        Ok(CudaBackend { tile_states: Default::default(), stream, kernels, info, tuning })
+        Ok(CudaBackend { tile_states: Default::default(), resident: Default::default(), stream, kernels, info, tuning })
     }
 
     /// Whether the CUDA backend has the algorithm (no device needed to ask).
@@ -328,6 +374,22 @@ impl CudaBackend {
         Ok((raw_ptr(s.buffer.as_ref().expect("allocated above")), s.epoch))
     }
 
+    /// How many blocks of `f` (named `name`, specialised as `v`, launched
+    /// with `block` threads and no dynamic shared memory) the whole device
+    /// holds at once: the grid of a persistent launch.
+    pub(crate) fn resident_blocks(&self, f: &CudaFunction, name: &str, v: &Variant, block: u32) -> Result<u32> {
+        let mut cache = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&blocks) = cache.get(&(name.to_string(), v.clone())) {
+            return Ok(blocks);
+        }
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .map_err(driver_error("asking the occupancy of a kernel"))?;
+        let blocks = per_sm.max(1).saturating_mul(self.info.sms.max(1));
+        cache.insert((name.to_string(), v.clone()), blocks);
+        Ok(blocks)
+    }
+
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(driver_error("synchronising"))
     }
@@ -355,6 +417,82 @@ impl CudaBackend {
             }
         };
         Ok((variant, args))
+    }
+
+    /// The checks every select and partition makes, and the kernels'
+    /// specialisation and keep rule. `input`'s length is the capacity of a counted call.
+    fn compact_args<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        op: Operation,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &CudaBuffer<T>,
+    ) -> Result<(Variant, KeepArgs)> {
+        check_element::<T>()?;
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(op) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        self.keep_args(input.len, keep)
+    }
+
+    fn scan_args<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &CudaBuffer<S>,
+    ) -> Result<Variant> {
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        Ok(Variant::new(std::mem::size_of::<S>(), KeepMode::Flags))
+    }
+
+    /// The device addresses of a counted call over a capacity of `cap`
+    /// elements. Zeroes the count word in stream order (a memset, not a copy
+    /// from the host), so that it reads 0 after a device length of 0 whatever
+    /// the kernels skip, and so that the algorithms that add to their count
+    /// (atomic) start from 0, as with the host-length calls' fresh word.
+    fn counted_io(&self, cap: u64, input: u64, output: u64, lens: &mut Lens<'_, Self>) -> Result<Io> {
+        lens.check(lens.words.len)?;
+        let at = 8 * lens.output as usize;
+        let mut word = lens.words.raw.slice_mut(at..at + 8);
+        self.stream.memset_zeros(&mut word).map_err(driver_error("zeroing the count word"))?;
+        let base = lens.words.ptr();
+        Ok(Io { ext: Extent { cap, len: base + 8 * lens.input }, input, output, count: base + 8 * lens.output })
+    }
+
+    fn select_raw(&self, algorithm: Algorithm, v: &Variant, args: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st),
+            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st),
+            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st),
+            Algorithm::Horn => horn::select(self, v, args, io, st),
+            Algorithm::Sengupta => sengupta::select(self, v, args, io, st),
+            Algorithm::Blelloch => blelloch::select(self, v, args, io, st),
+            Algorithm::Roger => roger::select(self, v, args, io, st),
+            Algorithm::Atomic => atomic::select(self, v, args, io, st),
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st),
+            Algorithm::Sequential | Algorithm::Stencil => Err(self.not_here(algorithm)),
+        }
+    }
+
+    fn scan_raw(&self, algorithm: Algorithm, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st),
+            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st),
+            Algorithm::Billeter(_) => billeter::scan(self, v, io, st),
+            Algorithm::Horn => horn::scan(self, v, io, st),
+            Algorithm::Sengupta => sengupta::scan(self, v, io, st),
+            Algorithm::Blelloch => blelloch::scan(self, v, io, st),
+            _ => Err(self.not_here(algorithm)),
+        }
     }
 
     /// Partition by device addresses, for the backend's own multi-pass users (sort).
@@ -455,31 +593,12 @@ impl Backend for CudaBackend {
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
-        check_element::<T>()?;
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let (variant, args) = self.keep_args(input.len, keep)?;
+        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
         let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
         let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        let (v, st_) = (&variant, &mut st);
-        match algorithm {
-            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st_)?,
-            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st_)?,
-            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st_)?,
-            Algorithm::Horn => horn::select(self, v, args, io, st_)?,
-            Algorithm::Sengupta => sengupta::select(self, v, args, io, st_)?,
-            Algorithm::Blelloch => blelloch::select(self, v, args, io, st_)?,
-            Algorithm::Roger => roger::select(self, v, args, io, st_)?,
-            Algorithm::Atomic => atomic::select(self, v, args, io, st_)?,
-            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st_)?,
-            Algorithm::Sequential | Algorithm::Stencil => return Err(self.not_here(algorithm)),
-        }
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.select_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
     }
 
     fn partition<T: Element>(
@@ -489,19 +608,12 @@ impl Backend for CudaBackend {
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
-        check_element::<T>()?;
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !algorithm.supports(Operation::Partition) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let (variant, args) = self.keep_args(input.len, keep)?;
+        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
         let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
         let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
         self.partition_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+        Ok(CudaReport { count: Count::Device(count), stages: st })
     }
 
     fn exclusive_scan<S: ScanElement>(
@@ -510,27 +622,56 @@ impl Backend for CudaBackend {
         input: &CudaBuffer<S>,
         output: &mut CudaBuffer<S>,
     ) -> Result<CudaReport> {
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let variant = Variant::new(std::mem::size_of::<S>(), KeepMode::Flags);
+        let variant = self.scan_args(algorithm, input, output)?;
         let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the total"))?;
         let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        let (v, st_) = (&variant, &mut st);
-        match algorithm {
-            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st_)?,
-            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st_)?,
-            Algorithm::Billeter(_) => billeter::scan(self, v, io, st_)?,
-            Algorithm::Horn => horn::scan(self, v, io, st_)?,
-            Algorithm::Sengupta => sengupta::scan(self, v, io, st_)?,
-            Algorithm::Blelloch => blelloch::scan(self, v, io, st_)?,
-            _ => return Err(self.not_here(algorithm)),
-        }
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.scan_raw(algorithm, &variant, io, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+
+    fn select_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.select_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+    }
+
+    fn partition_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+    }
+
+    fn exclusive_scan_counted<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let variant = self.scan_args(algorithm, input, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.scan_raw(algorithm, &variant, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
     }
 
     fn radix_sort<K: SortKey>(
@@ -549,7 +690,7 @@ impl Backend for CudaBackend {
         }
         let mut st = Stages::new(&self.stream);
         sort::radix_sort(self, algorithm, keys, values, &mut st)?;
-        Ok(CudaReport { count: None, host_count: keys.len, stages: st })
+        Ok(CudaReport { count: Count::Host(keys.len), stages: st })
     }
 
     fn remove<T: Element>(
@@ -596,7 +737,7 @@ impl Backend for CudaBackend {
             raw_ptr(&count),
             &mut st,
         )?;
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
+        Ok(CudaReport { count: Count::Device(count), stages: st })
     }
 }
 
