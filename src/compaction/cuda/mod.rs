@@ -754,4 +754,21 @@ impl crate::verify::Harness for CudaBackend {
     fn word_below<T: Element>(&self, threshold: u64) -> Box<CudaPredicate> {
         Box::new(CudaPredicate::new(WORD_BELOW, [threshold, 0]))
     }
+
+    fn upload_guarded<T: Element>(&self, data: &[T], len: u64) -> Result<CudaBuffer<T>> {
+        let mut buffer = self.upload(data)?;
+        buffer.set_len(len)?;
+        Ok(buffer)
+    }
+
+    fn download_guarded<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); buffer.capacity() as usize];
+        if !host.is_empty() {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            self.stream.memcpy_dtoh(&buffer.raw.slice(..len), bytes).map_err(driver_error("downloading"))?;
+            self.synchronize()?;
+        }
+        Ok(host)
+    }
 }
