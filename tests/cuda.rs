@@ -69,6 +69,32 @@ fn cuda_backend_passes_the_verify_suite_on_small_sizes() {
     }
 }
 
+/// A counted single-pass launch is at most the resident grid, so at small
+/// sizes each block takes one tile and the loop over drawn tiles never turns;
+/// with two or three blocks it turns many times, and the counter rewind (the
+/// launch's last draw) is exercised on every call.
+#[test]
+fn counted_single_pass_blocks_loop_over_many_tiles() {
+    use reap::compaction::{Algorithm, Operation};
+    let Some(mut b) = gpu() else { return };
+    for grid in [1, 2, 3] {
+        b.tuning.single_pass.counted_grid = grid;
+        let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
+        cfg.operations = vec![Operation::Select, Operation::Partition, Operation::Scan];
+        cfg.sizes = vec![1, 4097, 65_553, 300_007];
+        cfg.densities = vec![0.5];
+        cfg.seed = grid as u64;
+        let mut failures = Vec::new();
+        let summary = reap::verify::run(&b, &cfg, |case, outcome| {
+            if let Err(e) = outcome {
+                failures.push(format!("{case}: {e}"));
+            }
+        });
+        assert!(failures.is_empty(), "counted grid {grid}: {} failed:\n{}", summary.failed, failures.join("\n"));
+        assert!(summary.passed > 0);
+    }
+}
+
 /// The counted lookback costs what the host-length call costs: the same
 /// device time (events) within 5 % + 2 µs, and no more host time to enqueue,
 /// at 2^20..2^28 u32 elements with half kept; and it finds the same count.

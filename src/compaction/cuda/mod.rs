@@ -183,6 +183,7 @@ impl CudaTuning {
         match key {
             "lookback.block" | "chained.block" => self.single_pass.block = int()?,
             "lookback.vecs" | "chained.vecs" => self.single_pass.vecs = int()?,
+            "lookback.counted_grid" | "chained.counted_grid" => self.single_pass.counted_grid = int()?,
             "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
             "billeter.processors" => self.billeter.processors = Some(int()?),
             "billeter.warps_per_block" => self.billeter.warps_per_block = int()?,

@@ -40,13 +40,17 @@ pub struct SinglePassTuning {
     pub block: u32,
     /// 16-byte vectors each thread loads per tile.
     pub vecs: u32,
+    /// Blocks of a counted launch, which loop over the tiles: 0 for as many
+    /// as the device holds at once. A few make every block loop over many
+    /// tiles at small sizes (tests, sanitizer runs).
+    pub counted_grid: u32,
 }
 
 impl Default for SinglePassTuning {
     fn default() -> Self {
         // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
         // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
-        SinglePassTuning { block: 128, vecs: 8 }
+        SinglePassTuning { block: 128, vecs: 8, counted_grid: 0 }
     }
 }
 
@@ -85,7 +89,11 @@ fn grid(
     if !io.ext.is_counted() {
         return Ok(tiles);
     }
-    let grid = b.resident_blocks(f, name, v, t.block)?.min(tiles);
+    let resident = match t.counted_grid {
+        0 => b.resident_blocks(f, name, v, t.block)?,
+        blocks => blocks,
+    };
+    let grid = resident.min(tiles);
     if tiles.checked_add(grid).is_none() {
         return Err(Error::Backend(format!(
             "{tiles} tiles and {grid} blocks overflow the 32-bit tile counter; raise the tile size"
