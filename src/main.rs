@@ -195,7 +195,9 @@ struct VerifyArgs {
     #[arg(long, value_delimiter = ',')]
     operations: Vec<String>,
     /// Element counts, comma separated (default: sizes around every block boundary up to 1,000,003;
-    /// on CUDA also 2^24+7 and 2^28). Sizes above 2^21 run a reduced matrix.
+    /// on CUDA also 2^24+7, 2^28 and 2^31+2^24+4099). Sizes above 2^21 run a reduced matrix; sizes
+    /// above 2^31 run only the counted select, partition and scan. Each size is also the capacity of
+    /// the counted cases, whose lengths are 0, 1, cap-1, cap, below cap and above it.
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<u64>,
     /// Fractions kept (or removed, for Redzone), comma separated, each in [0, 1].
@@ -391,8 +393,9 @@ fn run_verify(args: VerifyArgs) -> Result<bool> {
             {
                 println!("device: {} ({} SMs)", cuda.info.name, cuda.info.sms);
                 if !sizes_given {
-                    // The GPU suite also covers the sizes only a GPU checks quickly.
-                    cfg.sizes.extend([(1 << 24) + 7, 1 << 28]);
+                    // The GPU suite also covers the sizes only a GPU checks quickly, and
+                    // counted lengths past 2^31.
+                    cfg.sizes.extend([(1 << 24) + 7, 1 << 28, verify::Config::ABOVE_2_31]);
                 }
                 return Ok(verify_on(&cuda, &cfg, args.verbose));
             }

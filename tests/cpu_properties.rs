@@ -2,6 +2,8 @@
 //! algorithm × element size × keep rule over random sizes, densities and
 //! patterns (stable: identical output; unstable: same multiset; all: same
 //! count), plus partition, scan and sort against std, and Redzone's errors.
+//! The counted entry points run the same properties with the length in a lens
+//! word: any length up to the capacity and beyond it (clamped), stale content past it.
 
 mod common;
 
@@ -32,6 +34,23 @@ fn size() -> impl Strategy<Value = u64> {
     ]
 }
 
+/// A counted call's length word for a capacity: any length up to it, the
+/// edges, or one above it (clamped).
+fn length_word(cap: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        0..=cap,
+        Just(0),
+        Just(cap),
+        Just(cap.saturating_sub(1)),
+        prop_oneof![Just(cap + 1), Just(u64::MAX), cap..=cap.saturating_mul(2)],
+    ]
+}
+
+/// A capacity and a length word for it.
+fn counted_size() -> impl Strategy<Value = (u64, u64)> {
+    size().prop_flat_map(|cap| (Just(cap), length_word(cap)))
+}
+
 fn rule() -> impl Strategy<Value = Rule> {
     proptest::sample::select(Rule::ALL.to_vec())
 }
@@ -50,6 +69,25 @@ fn compact(
         4 => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),
         8 => verify::compact_case::<_, u64>(&b, alg, op, n, rule, pat, seed),
         _ => verify::compact_case::<_, [u32; 4]>(&b, alg, op, n, rule, pat, seed),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn counted(
+    op: Operation,
+    alg: Algorithm,
+    es: usize,
+    cap: u64,
+    len: u64,
+    rule: Rule,
+    pat: Pattern,
+    seed: u64,
+) -> Result<(), String> {
+    let b = CpuBackend::new();
+    match es {
+        4 => verify::counted_compact_case::<_, u32>(&b, alg, op, cap, len, rule, pat, seed),
+        8 => verify::counted_compact_case::<_, u64>(&b, alg, op, cap, len, rule, pat, seed),
+        _ => verify::counted_compact_case::<_, [u32; 4]>(&b, alg, op, cap, len, rule, pat, seed),
     }
 }
 
@@ -81,6 +119,33 @@ proptest! {
         let b = CpuBackend::new();
         verify::scan_case::<_, u32>(&b, alg, n, seed).map_err(TestCaseError::fail)?;
         verify::scan_case::<_, u64>(&b, alg, n, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn counted_select_matches_the_sequential_reference(
+        alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
+        (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
+    ) {
+        counted(Operation::Select, alg, es, cap, len, rule, pat, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn counted_partition_keeps_both_halves_in_order(
+        alg in algorithm().prop_filter("partition", |a| a.supports(Operation::Partition)),
+        es in proptest::sample::select(vec![4usize, 8, 16]),
+        (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
+    ) {
+        counted(Operation::Partition, alg, es, cap, len, rule, pat, seed).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn counted_scan_matches_std(
+        alg in algorithm().prop_filter("scan", |a| a.supports(Operation::Scan)),
+        (cap, len) in counted_size(), seed in any::<u64>(),
+    ) {
+        let b = CpuBackend::new();
+        verify::counted_scan_case::<_, u32>(&b, alg, cap, len, seed).map_err(TestCaseError::fail)?;
+        verify::counted_scan_case::<_, u64>(&b, alg, cap, len, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]

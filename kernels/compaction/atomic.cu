@@ -13,8 +13,10 @@
 #endif
 
 // The count is the caller's zeroed device word; it ends holding the survivors.
-// blockDim.x must be a multiple of 32.
-extern "C" __global__ void atomic_select(u64 n, const Elem* in, KeepArgs keep, Elem* out, u64* count) {
+// blockDim.x must be a multiple of 32. The grid strides, so it is sized once
+// for the capacity and a counted call's shorter length only ends the loop sooner.
+extern "C" __global__ void atomic_select(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count) {
+    const u64 n = extent_n(ext);
     const u64 span = 32ull * REAP_AT_ITEMS;
     u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     u64 warps = ((u64)gridDim.x * blockDim.x) >> 5;

@@ -19,6 +19,11 @@
 // Each warp only ever synchronises with itself (__syncwarp), so warps beyond
 // P return at once, and every loop is bounded by warp-uniform values so the
 // full-mask shuffles and ballots always see all 32 lanes.
+//
+// A counted call's P is sized for the capacity; the groups come from the
+// device length. Where P exceeds the groups, processor_range gives the first
+// processors one group each, exactly the ranges P = groups would give, and the
+// rest empty ranges: they count 0 and move nothing.
 #include "common.cuh"
 
 // Warps per block of the count, move, sum and prefix kernels.
@@ -68,10 +73,11 @@ __device__ __forceinline__ T warp_sum(T v) {
 // instruction today. Words are gathered 32 at a time, lane k holding the k-th,
 // so they leave as one coalesced store instead of 32 single-word ones.
 template <bool POPC>
-__device__ __forceinline__ void count(u64 n, const Elem* in, const KeepArgs& keep, u64 procs, u64* counts,
+__device__ __forceinline__ void count(Extent ext, const Elem* in, const KeepArgs& keep, u64 procs, u64* counts,
                                       u32* masks) {
     u64 p = processor_id();
     if (p >= procs) return;  // whole warp
+    u64 n = extent_n(ext);
     u32 lane = reap_lane();
     Range r = processor_range((n + 31) / 32, procs, p);
     u64 c = 0;
@@ -217,15 +223,17 @@ struct Writer {
 // rejected ones follow all kept ones: the rejected elements before this range
 // number range_start - offsets[p], so they start at *total + that (§5.3).
 template <bool POPC, int MODE, bool PARTITION>
-__device__ __forceinline__ void move(u64 n, const Elem* in, const KeepArgs& keep, Elem* out, const u64* total,
+__device__ __forceinline__ void move(Extent ext, const Elem* in, const KeepArgs& keep, Elem* out, const u64* total,
                                      u64 procs, const u64* counts, const u64* offsets, const u32* masks,
                                      double staged_ratio) {
     __shared__ Elem s_buf[REAP_BILLETER_WARPS][PARTITION ? 2 : 1][32];
     u64 p = processor_id();
     if (p >= procs) return;  // whole warp; nothing below syncs the block
+    u64 n = extent_n(ext);
     u32 lane = reap_lane(), warp = threadIdx.x >> 5;
     Range r = processor_range((n + 31) / 32, procs, p);
-    u64 start = r.g0 * 32, len = min(r.g1 * 32, n) - start;
+    // An empty range past the last group (counted calls) starts at n, not beyond it.
+    u64 start = min(r.g0 * 32, n), len = min(r.g1 * 32, n) - start;
     u64 kept = counts[p], at = offsets[p];
     // Selective (§4.2): dense streams gain from staging (contiguous stores of
     // whole groups), sparse ones only pay its shared-memory round trip.
@@ -273,12 +281,12 @@ __device__ __forceinline__ void move(u64 n, const Elem* in, const KeepArgs& keep
 }
 
 extern "C" __global__ void __launch_bounds__(BT_THREADS)
-    billeter_prefix_count(u64 n, const Elem* in, KeepArgs keep, u64 procs, u64* counts, u32* masks) {
-    count<false>(n, in, keep, procs, counts, masks);
+    billeter_prefix_count(Extent ext, const Elem* in, KeepArgs keep, u64 procs, u64* counts, u32* masks) {
+    count<false>(ext, in, keep, procs, counts, masks);
 }
 extern "C" __global__ void __launch_bounds__(BT_THREADS)
-    billeter_popc_count(u64 n, const Elem* in, KeepArgs keep, u64 procs, u64* counts, u32* masks) {
-    count<true>(n, in, keep, procs, counts, masks);
+    billeter_popc_count(Extent ext, const Elem* in, KeepArgs keep, u64 procs, u64* counts, u32* masks) {
+    count<true>(ext, in, keep, procs, counts, masks);
 }
 extern "C" __global__ void __launch_bounds__(BT_SCAN_THREADS)
     billeter_scan_counts(u64 procs, const u64* counts, u64* offsets, u64* total) {
@@ -288,9 +296,9 @@ extern "C" __global__ void __launch_bounds__(BT_SCAN_THREADS)
 // billeter_{prefix,popc}_{scattered,staged,buffered,selective}_{select,partition}.
 #define BT_MOVE(NAME, POPC, MODE, PARTITION)                                                                    \
     extern "C" __global__ void __launch_bounds__(BT_THREADS)                                                   \
-        NAME(u64 n, const Elem* in, KeepArgs keep, Elem* out, const u64* total, u64 procs, const u64* counts,  \
-             const u64* offsets, const u32* masks, double staged_ratio) {                                      \
-        move<POPC, MODE, PARTITION>(n, in, keep, out, total, procs, counts, offsets, masks, staged_ratio);      \
+        NAME(Extent ext, const Elem* in, KeepArgs keep, Elem* out, const u64* total, u64 procs,               \
+             const u64* counts, const u64* offsets, const u32* masks, double staged_ratio) {                   \
+        move<POPC, MODE, PARTITION>(ext, in, keep, out, total, procs, counts, offsets, masks, staged_ratio);    \
     }
 #define BT_MOVES(SIMD, POPC, OUTPUT, MODE)                                      \
     BT_MOVE(billeter_##SIMD##_##OUTPUT##_select, POPC, MODE, false)            \
@@ -308,9 +316,11 @@ BT_MOVES(popc, true, selective, OUT_SELECTIVE)
 // Global prefix sum (§5.2) of u32 or u64 values, wrapping as the CPU does.
 
 // Phase 1: each lane sums its column of the range; one reduction per warp.
-extern "C" __global__ void __launch_bounds__(BT_THREADS) billeter_sum(u64 n, const Elem* in, u64 procs, Elem* sums) {
+extern "C" __global__ void __launch_bounds__(BT_THREADS)
+    billeter_sum(Extent ext, const Elem* in, u64 procs, Elem* sums) {
     u64 p = processor_id();
     if (p >= procs) return;
+    u64 n = extent_n(ext);
     u32 lane = reap_lane();
     Range r = processor_range((n + 31) / 32, procs, p);
     Elem s = 0;
@@ -336,9 +346,10 @@ extern "C" __global__ void __launch_bounds__(BT_SCAN_THREADS)
 // Phase 3: a warp prefix sum per group plus the running offset; every group
 // is read and written as one whole, aligned 32-element access.
 extern "C" __global__ void __launch_bounds__(BT_THREADS)
-    billeter_prefix(u64 n, const Elem* in, Elem* out, u64 procs, const Elem* offsets) {
+    billeter_prefix(Extent ext, const Elem* in, Elem* out, u64 procs, const Elem* offsets) {
     u64 p = processor_id();
     if (p >= procs) return;
+    u64 n = extent_n(ext);
     u32 lane = reap_lane();
     Range r = processor_range((n + 31) / 32, procs, p);
     Elem carry = offsets[p];

@@ -10,6 +10,11 @@
 // prefix from the finished level above as the root and runs Blelloch's
 // exclusive down-sweep (swap and add), leaving the exclusive scan of all n.
 // Levels are separate launches: a tile reads sums that other blocks write.
+//
+// The host launches the levels of the capacity's tree; each kernel works out
+// from the device length which levels n's tree has (a counted call's n may
+// have fewer), returns at once above its top, and treats its top as the top:
+// the one tile whose total is the count.
 #include "common.cuh"
 
 #ifndef REAP_BLOCK
@@ -20,15 +25,37 @@
 #define GRID_STRIDE(k, n) \
     for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (u64)gridDim.x * blockDim.x)
 
+// The top level of the tree over n leaves: level l + 1 holds one sum per
+// tile of level l, up to the first level that fits one tile.
+__device__ __forceinline__ u32 blelloch_top(u64 n) {
+    u32 top = 0;
+    for (u64 m = n; m > TILE; m = (m + TILE - 1) / TILE) top++;
+    return top;
+}
+
+// Values at level l of the tree over n leaves.
+__device__ __forceinline__ u64 blelloch_len(u64 n, u32 l) {
+    for (u32 i = 0; i < l; i++) n = (n + TILE - 1) / TILE;
+    return n;
+}
+
 // Up-sweep of one level of m values: `tree` (which may be `src`: a tile
 // reads all of its values before writing any) gets each tile's partial sums,
 // `sums[tile]` its total; at the top (one tile) `count` gets the total instead.
-// Values past m are zeros, so a short last tile's total is still exact.
+// Values past m are zeros, so a short last tile's total is still exact, and
+// a top of no values (n = 0) still writes its count, 0.
 template <typename In, typename S>
-__device__ __forceinline__ void blelloch_up_sweep(u64 m, const In* src, S* tree, S* sums, u64* count) {
+__device__ __forceinline__ void blelloch_up_sweep(Extent ext, u32 level, const In* src, S* tree, S* sums,
+                                                  u64* count) {
     __shared__ S xy[TILE];
+    u64 n = extent_n(ext);
+    u32 top = blelloch_top(n);
+    if (level > top) return;  // whole grid: n's tree is lower than the capacity's
+    u64 m = blelloch_len(n, level);
     u32 t = threadIdx.x;
-    u64 tiles = m / TILE + (m % TILE != 0);
+    u64 tiles = level == top ? 1 : m / TILE + (m % TILE != 0);
+    if (level == top) sums = nullptr;
+    else count = nullptr;
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {  // uniform per block
         u64 start = tile * TILE;
         xy[t] = start + t < m ? (S)src[start + t] : (S)0;
@@ -51,12 +78,17 @@ __device__ __forceinline__ void blelloch_up_sweep(u64 m, const In* src, S* tree,
 }
 
 // Down-sweep of one level: `tree` holds the up-sweep's partial sums and
-// becomes the exclusive scan; `prefix[tile]` (null at the top: 0) is what
+// becomes the exclusive scan; `prefix[tile]` (ignored at the top: 0) is what
 // precedes each tile. Slots past m reload as zeros: the sweep carries them
 // only into slots past m, which are not written back.
 template <typename S>
-__device__ __forceinline__ void blelloch_down_sweep(u64 m, S* tree, const S* prefix) {
+__device__ __forceinline__ void blelloch_down_sweep(Extent ext, u32 level, S* tree, const S* prefix) {
     __shared__ S xy[TILE];
+    u64 n = extent_n(ext);
+    u32 top = blelloch_top(n);
+    if (level > top) return;
+    u64 m = blelloch_len(n, level);
+    if (level == top) prefix = nullptr;
     u32 t = threadIdx.x;
     u64 tiles = m / TILE + (m % TILE != 0);
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -84,8 +116,9 @@ __device__ __forceinline__ void blelloch_down_sweep(u64 m, S* tree, const S* pre
 // Each element moves itself to its offset: kept ones to offsets[i], rejected
 // ones (with split) after all kept ones, to kept + (i - offsets[i]).
 template <typename S>
-__device__ __forceinline__ void blelloch_scatter(u64 n, const Elem* in, const u32* flags, const S* offsets,
+__device__ __forceinline__ void blelloch_scatter(Extent ext, const Elem* in, const u32* flags, const S* offsets,
                                                  const u64* count, Elem* out, u32 split) {
+    u64 n = extent_n(ext);
     u64 kept = *count;
     GRID_STRIDE(i, n) {
         u64 before = (u64)offsets[i];
@@ -96,17 +129,18 @@ __device__ __forceinline__ void blelloch_scatter(u64 n, const Elem* in, const u3
 
 #define BLELLOCH_UP_SWEEP(IN, S)                                                                           \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                              \
-        blelloch_up_sweep_##IN##_##S(u64 m, const IN* src, S* tree, S* sums, u64* count) {                 \
-        blelloch_up_sweep<IN, S>(m, src, tree, sums, count);                                               \
+        blelloch_up_sweep_##IN##_##S(Extent ext, u32 level, const IN* src, S* tree, S* sums, u64* count) { \
+        blelloch_up_sweep<IN, S>(ext, level, src, tree, sums, count);                                      \
     }
 #define BLELLOCH_SUM(S)                                                                                    \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                              \
-        blelloch_down_sweep_##S(u64 m, S* tree, const S* prefix) {                                          \
-        blelloch_down_sweep<S>(m, tree, prefix);                                                           \
+        blelloch_down_sweep_##S(Extent ext, u32 level, S* tree, const S* prefix) {                         \
+        blelloch_down_sweep<S>(ext, level, tree, prefix);                                                  \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK) blelloch_scatter_##S(                         \
-        u64 n, const Elem* in, const u32* flags, const S* offsets, const u64* count, Elem* out, u32 split) { \
-        blelloch_scatter<S>(n, in, flags, offsets, count, out, split);                                     \
+        Extent ext, const Elem* in, const u32* flags, const S* offsets, const u64* count, Elem* out,       \
+        u32 split) {                                                                                       \
+        blelloch_scatter<S>(ext, in, flags, offsets, count, out, split);                                   \
     }
 
 BLELLOCH_UP_SWEEP(u32, u32)

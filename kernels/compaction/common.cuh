@@ -31,6 +31,23 @@ struct KeepArgs {
     u64 param[2];
 };
 
+// How many elements a kernel works on. `cap` is what the host sized the
+// launch and the buffers for; a counted call (`select_counted`, …) also
+// passes `len`, the device word holding the length, so the host never reads
+// it: threads and tiles past it exit early. The host-length calls pass a null
+// `len`. Keep in sync with `Extent` in src/compaction/cuda/mod.rs.
+struct Extent {
+    u64 cap;
+    const u64* len;
+};
+
+// The length: the device word clamped to the capacity, or the capacity.
+__device__ __forceinline__ u64 extent_n(const Extent& e) {
+    if (e.len == nullptr) return e.cap;
+    u64 n = *e.len;
+    return n < e.cap ? n : e.cap;
+}
+
 __device__ __forceinline__ u32 reap_word0(const u32& x) { return x; }
 __device__ __forceinline__ u32 reap_word0(const u64& x) { return (u32)x; }
 __device__ __forceinline__ u32 reap_word0(const uint4& x) { return x.x; }

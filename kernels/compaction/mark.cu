@@ -1,18 +1,20 @@
 // Phase-1 kernels shared by several algorithms: the flag-consuming ones
 // (horn, sengupta, blelloch, roger) start by marking, and Redzone's select
 // starts by listing the rejected indices, as seed 004 §5 adds to every
-// competitor.
+// competitor. All grid-stride over the extent's length.
 #include "common.cuh"
 
 // flags[i] = 1 if element i survives, else 0 (one u32 per element, what the scans read).
-extern "C" __global__ void mark_flags(u64 n, const Elem* in, KeepArgs keep, u32* flags) {
+extern "C" __global__ void mark_flags(Extent ext, const Elem* in, KeepArgs keep, u32* flags) {
+    u64 n = extent_n(ext);
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         flags[i] = reap_keep(in[i], i, keep) ? 1u : 0u;
 }
 
 // Appends the index of every rejected element to `list` (any order), one
 // atomic per warp: seed 004's phase 1.
-extern "C" __global__ void mark_rejected(u64 n, const Elem* in, KeepArgs keep, u64* list, u64* len) {
+extern "C" __global__ void mark_rejected(Extent ext, const Elem* in, KeepArgs keep, u64* list, u64* len) {
+    u64 n = extent_n(ext);
     u64 stride = (u64)gridDim.x * blockDim.x;
     // Whole warps iterate together so the ballot sees every lane.
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
@@ -27,6 +29,7 @@ extern "C" __global__ void mark_rejected(u64 n, const Elem* in, KeepArgs keep, u
 }
 
 // out[i] = in[i] (Redzone compacts a copy in place).
-extern "C" __global__ void copy_elems(u64 n, const Elem* in, Elem* out) {
+extern "C" __global__ void copy_elems(Extent ext, const Elem* in, Elem* out) {
+    u64 n = extent_n(ext);
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) out[i] = in[i];
 }

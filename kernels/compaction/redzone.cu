@@ -22,7 +22,8 @@
 // so every kernel reads it from `k_ptr`; `remove` knows k on the host and
 // passes a null `k_ptr` with k in `k_host`. Grids are sized on the host from
 // an upper bound of k, and every index is checked against n and k, so even a
-// bad removal list cannot make a kernel touch memory outside its buffers.
+// bad removal list cannot make a kernel touch memory outside its buffers. n
+// comes as an Extent: a counted select's n is on the device as well.
 #include "common.cuh"
 
 // Threads per block and items per thread per step of redzone_fill.
@@ -64,8 +65,9 @@ __device__ __forceinline__ u64 rz_block_exclusive(u64 v, u64* total) {
 
 // Phase 1 (Alg. 1 lines 3-4). `marks` holds ceil(k / 32) zeroed words. Also
 // writes the survivors' count n - k, the one result the host may wait for.
-extern "C" __global__ void redzone_mark(u64 n, const u64* removal, const u64* k_ptr, u64 k_host, u32* marks,
+extern "C" __global__ void redzone_mark(Extent ext, const u64* removal, const u64* k_ptr, u64 k_host, u32* marks,
                                         u64* count) {
+    u64 n = extent_n(ext);
     u64 k = rz_k(k_ptr, k_host, n);
     if (blockIdx.x == 0 && threadIdx.x == 0) *count = n - k;
     if (k == 0 || k == n) return;  // line 1: nothing moves
@@ -93,8 +95,9 @@ extern "C" __global__ void redzone_mark(u64 n, const u64* removal, const u64* k_
 // scan's barriers, and later steps read only beyond it. For the same reason
 // r_out may be `removal` itself (select passes its own list).
 extern "C" __global__ void __launch_bounds__(REAP_RZ_BLOCK)
-    redzone_fill(u64 n, Elem* data, const u64* removal, const u64* k_ptr, u64 k_host, const u32* marks, u64* r_out,
-                 u64* j_counts, u64* k_counts) {
+    redzone_fill(Extent ext, Elem* data, const u64* removal, const u64* k_ptr, u64 k_host, const u32* marks,
+                 u64* r_out, u64* j_counts, u64* k_counts) {
+    u64 n = extent_n(ext);
     u64 k = rz_k(k_ptr, k_host, n);
     u64 jp = 0, kp = 0;
     // k and the batch bounds are the same in every thread, so the barriers
@@ -150,8 +153,9 @@ extern "C" __global__ void __launch_bounds__(REAP_RZ_BLOCK)
 
 // Phase 3 of Alg. 1 (lines 16-17): Z'[t] fills hole R'[t]. One block, as the
 // whole of Alg. 1. |Z'| = |R'| (Lemma 4.2); min guards a bad list.
-extern "C" __global__ void redzone_block_orphans(u64 n, Elem* data, const u64* k_ptr, u64 k_host, const u64* r_out,
-                                                 const u64* j_count, const u64* k_count) {
+extern "C" __global__ void redzone_block_orphans(Extent ext, Elem* data, const u64* k_ptr, u64 k_host,
+                                                 const u64* r_out, const u64* j_count, const u64* k_count) {
+    u64 n = extent_n(ext);
     u64 k = rz_k(k_ptr, k_host, n);
     if (k == 0 || k == n) return;
     u64 z = n - k;
@@ -207,8 +211,9 @@ __device__ __forceinline__ u64 rz_load_balance(const u64* S, u32 blocks, u64 t, 
 
 // Phase 3 of Alg. 2 (lines 16-22): every orphan number t, grid-stride, finds
 // its source and its destination with Alg. 3. No thread depends on another.
-extern "C" __global__ void redzone_grid_orphans(u64 n, Elem* data, const u64* k_ptr, u64 k_host, const u64* r_out,
-                                                const u64* J, const u64* K, u32 blocks) {
+extern "C" __global__ void redzone_grid_orphans(Extent ext, Elem* data, const u64* k_ptr, u64 k_host,
+                                                const u64* r_out, const u64* J, const u64* K, u32 blocks) {
+    u64 n = extent_n(ext);
     u64 k = rz_k(k_ptr, k_host, n);
     if (k == 0 || k == n) return;
     u64 z = n - k;

@@ -10,6 +10,10 @@
 // of the blocks' empty counts (blelloch.cu, §III-C "global sum") gives each
 // block's displacement, and the concatenation moves every block's run into
 // place, the work the paper does by line drawing.
+//
+// Grids are sized from the capacity's blocks; the kernels loop over the
+// device length's. A counted call's global sum covers a derived length, the
+// number of blocks, which roger_sum_inside_blocks leaves in a device word.
 #include "common.cuh"
 
 #ifndef REAP_S
@@ -53,10 +57,14 @@ __device__ __forceinline__ u32 roger_len(u64 n, u64 blk) {
 // and counts[blk] = the block's empty elements (its last pSum term). The
 // scan is by warp shuffles, where the paper's fragments ran Blelloch's [5].
 template <typename S>
-__device__ __forceinline__ void roger_sum_inside_blocks(u64 n, const u32* flags, u32* psum, S* counts) {
+__device__ __forceinline__ void roger_sum_inside_blocks(Extent ext, const u32* flags, u32* psum, S* counts,
+                                                        u64* blocks_len) {
     __shared__ u32 s_warp[WARPS];
+    u64 n = extent_n(ext);
     u32 t = threadIdx.x, warp = t >> 5;
     u64 blocks = n / REAP_S + (n % REAP_S != 0);
+    // The global sum's length: read by the launches after this one.
+    if (blocks_len && blockIdx.x == 0 && t == 0) *blocks_len = blocks;
     for (u64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {  // uniform per block
         u32 len = roger_len(n, blk);
         u64 i = blk * REAP_S + t;
@@ -81,9 +89,10 @@ __device__ __forceinline__ void roger_sum_inside_blocks(u64 n, const u32* flags,
 // Dichotomic search: thread i of a block gathers the element for position i
 // of its reduced block: kept elements first, then (split) rejected ones.
 // pSum and flags are staged in shared memory, the texture the paper reads.
-__device__ __forceinline__ void roger_gather_blocks(u64 n, const Elem* in, const u32* flags, const u32* psum,
+__device__ __forceinline__ void roger_gather_blocks(Extent ext, const Elem* in, const u32* flags, const u32* psum,
                                                     Elem* reduced, u32 split) {
     __shared__ u32 s_psum[REAP_S], s_flag[REAP_S];
+    u64 n = extent_n(ext);
     int t = threadIdx.x;
     u64 blocks = n / REAP_S + (n % REAP_S != 0);
     for (u64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
@@ -108,8 +117,10 @@ __device__ __forceinline__ void roger_gather_blocks(u64 n, const Elem* in, const
 // elements of the blocks before it (blk * s - empty_before); with split, the
 // rejected run after all kept elements and the rejected ones before it.
 template <typename S>
-__device__ __forceinline__ void roger_concatenation(u64 n, const Elem* reduced, const S* counts, const S* empty_before,
-                                                    const u64* empty_total, Elem* out, u64* count, u32 split) {
+__device__ __forceinline__ void roger_concatenation(Extent ext, const Elem* reduced, const S* counts,
+                                                    const S* empty_before, const u64* empty_total, Elem* out,
+                                                    u64* count, u32 split) {
+    u64 n = extent_n(ext);
     u64 kept = n - *empty_total;
     u32 k = threadIdx.x;
     u64 blocks = n / REAP_S + (n % REAP_S != 0);
@@ -123,19 +134,19 @@ __device__ __forceinline__ void roger_concatenation(u64 n, const Elem* reduced, 
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-    roger_dichotomic_search(u64 n, const Elem* in, const u32* flags, const u32* psum, Elem* reduced, u32 split) {
-    roger_gather_blocks(n, in, flags, psum, reduced, split);
+    roger_dichotomic_search(Extent ext, const Elem* in, const u32* flags, const u32* psum, Elem* reduced, u32 split) {
+    roger_gather_blocks(ext, in, flags, psum, reduced, split);
 }
 
 #define ROGER_SUM(S)                                                                                        \
     extern "C" __global__ void __launch_bounds__(THREADS)                                                  \
-        roger_sum_inside_blocks_##S(u64 n, const u32* flags, u32* psum, S* counts) {                        \
-        roger_sum_inside_blocks<S>(n, flags, psum, counts);                                                 \
+        roger_sum_inside_blocks_##S(Extent ext, const u32* flags, u32* psum, S* counts, u64* blocks_len) {  \
+        roger_sum_inside_blocks<S>(ext, flags, psum, counts, blocks_len);                                   \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS)                                                  \
-        roger_concatenation_##S(u64 n, const Elem* reduced, const S* counts, const S* empty_before,         \
+        roger_concatenation_##S(Extent ext, const Elem* reduced, const S* counts, const S* empty_before,    \
                                 const u64* empty_total, Elem* out, u64* count, u32 split) {                 \
-        roger_concatenation<S>(n, reduced, counts, empty_before, empty_total, out, count, split);           \
+        roger_concatenation<S>(ext, reduced, counts, empty_before, empty_total, out, count, split);          \
     }
 
 ROGER_SUM(u32)

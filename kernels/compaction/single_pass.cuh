@@ -203,28 +203,60 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
     if (tile == tiles - 1 && threadIdx.x == 0) *count = prefix + kept;
 }
 
-// One tile per block. (A persistent block that prefetched its next tile was
-// measured 1.8x slower on an H200: the prefetched tile's aggregate is
-// published only after the current tile is done, and look-backs queue behind it.)
+// Which tiles a launch covers. With a host length the grid is one block per
+// tile and each block draws one id. A counted launch is at most the resident
+// grid and each block draws ids until it draws one past the live tiles (a
+// capacity-sized grid of empty blocks would cost tens of µs at 2^28): every
+// block then makes exactly one draw past them, so the launch makes
+// tiles + gridDim.x draws and knows its last one on the device. A block draws
+// its next id only after finishing its tile, never prefetching (a persistent
+// block that prefetched was measured 1.8x slower on an H200: the prefetched
+// tile's aggregate is published only after the current tile is done, and
+// look-backs queue behind it), so a tile only waits on tiles whose blocks
+// are running.
+struct TileLoop {
+    u32 tiles;      // live tiles
+    u32 last_draw;  // the id drawn last, by the block that rewinds the counter
+    bool persistent;
+};
+
+__device__ __forceinline__ TileLoop tile_loop(const Extent& ext, u64 n) {
+    TileLoop t;
+    t.tiles = (u32)((n + TILE - 1) / TILE);
+    t.persistent = ext.len != nullptr;
+    // The host checks that tiles + grid of the capacity fit in 32 bits.
+    t.last_draw = t.persistent ? t.tiles + gridDim.x - 1 : t.tiles - 1;
+    return t;
+}
+
+__device__ __forceinline__ u32 following_tile(u32* counter, const TileLoop& t) {
+    return t.persistent ? next_tile(counter, t.last_draw) : t.tiles;
+}
+
 template <typename Protocol, bool PARTITION>
-__device__ __forceinline__ void compact_tiles(u64 n, const Elem* in, KeepArgs keep, Elem* out, u64* count,
+__device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                               u64* state, u32* counter, u32 epoch, const u64* kept_total) {
     __shared__ Elem s_out[TILE];
     __shared__ u32 s_warp[WARPS];
-    u32 tiles = (u32)((n + TILE - 1) / TILE);
+    u64 n = extent_n(ext);
+    TileLoop t = tile_loop(ext, n);
     // Parameters out of param space: a predicate takes their address, which
     // would otherwise spill the whole argument struct to local memory.
     KeepArgs k = keep;
-    Elem x[REAP_VECS][REAP_VEC];
-    u32 tile = next_tile(counter, tiles - 1);  // grid = tiles: one draw per block
-    load_tile(in, (u64)tile * TILE, n, x);
-    compact_one<Protocol, PARTITION>(tile, tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
+    // next_tile's barrier also keeps the previous tile's reads of s_out and
+    // s_warp ahead of the next tile's writes.
+    for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
+        Elem x[REAP_VECS][REAP_VEC];
+        load_tile(in, (u64)tile * TILE, n, x);
+        compact_one<Protocol, PARTITION>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
+    }
 }
 
 // Counts survivors (partition needs the kept total before it places the
 // rejected half). Grid-stride; one atomic per block.
-__device__ __forceinline__ void count_kept(u64 n, const Elem* in, KeepArgs keep, u64* total) {
+__device__ __forceinline__ void count_kept(Extent ext, const Elem* in, KeepArgs keep, u64* total) {
     __shared__ u32 s_warp[WARPS];
+    u64 n = extent_n(ext);
     u64 c = 0;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
         c += reap_keep(in[i], i, keep) ? 1 : 0;
@@ -243,35 +275,37 @@ __device__ __forceinline__ void count_kept(u64 n, const Elem* in, KeepArgs keep,
 // bits, so status and value live in separate words here: the value is written
 // first and the flag released after it; readers acquire the flag first.
 template <typename Protocol>
-__device__ __forceinline__ void scan_tile(u64 n, const Elem* in, Elem* out, u64* total, u32* flags, u64* values,
-                                          u32* counter) {
+__device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags,
+                                           u64* values, u32* counter) {
     __shared__ Elem s_warp[WARPS];
-    // One tile per block here (grid = tiles): one draw per block.
-    u32 tile = next_tile(counter, gridDim.x - 1);
-    u64 base = (u64)tile * TILE;
-    Elem x[REAP_VECS][REAP_VEC], r[REAP_VECS][REAP_VEC];
-    load_tile(in, base, n, x);
-#pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
-#pragma unroll
-        for (u32 e = 0; e < REAP_VEC; e++)
-            if (base + item_index(j, e) >= n) x[j][e] = 0;
-    Elem agg = rank_tile<Elem>(x, r, s_warp);
     __shared__ Elem s_prefix;
-    if (threadIdx.x < 32) {
-        Elem p = Protocol::scan_prefix(flags, values, tile, agg);
-        if (threadIdx.x == 0) s_prefix = p;
-    }
-    __syncthreads();
-    Elem prefix = s_prefix;
+    u64 n = extent_n(ext);
+    TileLoop t = tile_loop(ext, n);
+    for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
+        u64 base = (u64)tile * TILE;
+        Elem x[REAP_VECS][REAP_VEC], r[REAP_VECS][REAP_VEC];
+        load_tile(in, base, n, x);
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
+        for (u32 j = 0; j < REAP_VECS; j++)
 #pragma unroll
-        for (u32 e = 0; e < REAP_VEC; e++) {
-            u64 i = base + item_index(j, e);
-            if (i < n) out[i] = prefix + r[j][e];
+            for (u32 e = 0; e < REAP_VEC; e++)
+                if (base + item_index(j, e) >= n) x[j][e] = 0;
+        Elem agg = rank_tile<Elem>(x, r, s_warp);
+        if (threadIdx.x < 32) {
+            Elem p = Protocol::scan_prefix(flags, values, tile, agg);
+            if (threadIdx.x == 0) s_prefix = p;
         }
-    if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + agg);
+        __syncthreads();
+        Elem prefix = s_prefix;
+#pragma unroll
+        for (u32 j = 0; j < REAP_VECS; j++)
+#pragma unroll
+            for (u32 e = 0; e < REAP_VEC; e++) {
+                u64 i = base + item_index(j, e);
+                if (i < n) out[i] = prefix + r[j][e];
+            }
+        if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + agg);
+    }
 }
 #endif
 
@@ -279,8 +313,8 @@ __device__ __forceinline__ void scan_tile(u64 n, const Elem* in, Elem* out, u64*
 #if REAP_ELEM_BYTES != 16
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)                                                                  \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                            \
-        NAME##_scan(u64 n, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter) { \
-        scan_tile<PROTOCOL>(n, in, out, total, flags, values, counter);                                  \
+        NAME##_scan(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter) { \
+        scan_tiles<PROTOCOL>(ext, in, out, total, flags, values, counter);                               \
     }
 #else
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)
@@ -288,17 +322,17 @@ __device__ __forceinline__ void scan_tile(u64 n, const Elem* in, Elem* out, u64*
 
 #define REAP_SINGLE_PASS_ENTRIES(NAME, PROTOCOL)                                                          \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
-        NAME##_select(u64 n, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state, u32* counter,  \
-                      u32 epoch) {                                                                        \
-        compact_tiles<PROTOCOL, false>(n, in, keep, out, count, state, counter, epoch, nullptr);          \
+        NAME##_select(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,        \
+                      u32* counter, u32 epoch) {                                                          \
+        compact_tiles<PROTOCOL, false>(ext, in, keep, out, count, state, counter, epoch, nullptr);        \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
-        NAME##_partition(u64 n, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state, u32* counter, \
-                         u32 epoch, const u64* kept_total) {                                              \
-        compact_tiles<PROTOCOL, true>(n, in, keep, out, count, state, counter, epoch, kept_total);        \
+        NAME##_partition(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,     \
+                         u32* counter, u32 epoch, const u64* kept_total) {                                \
+        compact_tiles<PROTOCOL, true>(ext, in, keep, out, count, state, counter, epoch, kept_total);      \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
-        NAME##_count(u64 n, const Elem* in, KeepArgs keep, u64* total) {                                  \
-        count_kept(n, in, keep, total);                                                                   \
+        NAME##_count(Extent ext, const Elem* in, KeepArgs keep, u64* total) {                             \
+        count_kept(ext, in, keep, total);                                                                 \
     }                                                                                                     \
     REAP_SCAN_ENTRY(NAME, PROTOCOL)

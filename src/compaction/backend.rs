@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::compaction::{Algorithm, Element, Result, ScanElement, SortKey};
+use crate::compaction::{Algorithm, Element, Error, Result, ScanElement, SortKey};
 
 /// Which backend a run used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,6 +39,33 @@ impl<B: Backend + ?Sized, T: Element> Clone for Keep<'_, B, T> {
 }
 impl<B: Backend + ?Sized, T: Element> Copy for Keep<'_, B, T> {}
 
+/// Where a counted call reads its input's length and writes its count: two
+/// words of one u64 buffer of the backend, so that a loop keeps every level's
+/// lengths in one array and never reads them on the host between calls.
+pub struct Lens<'a, B: Backend + ?Sized> {
+    pub words: &'a mut B::Buffer<u64>,
+    /// Index of the word holding the input's length n.
+    pub input: u64,
+    /// Index of the word that receives the count.
+    pub output: u64,
+}
+
+impl<B: Backend + ?Sized> Lens<'_, B> {
+    /// Both indices inside a buffer of `words` words, and distinct: the
+    /// count must not overwrite the length that the same call reads.
+    pub fn check(&self, words: u64) -> Result<()> {
+        for (which, word) in [("input length", self.input), ("count", self.output)] {
+            if word >= words {
+                return Err(Error::LensOutOfRange { which, word, words });
+            }
+        }
+        if self.input == self.output {
+            return Err(Error::LensAliased { word: self.input });
+        }
+        Ok(())
+    }
+}
+
 /// One named phase of a run and how long it took (device events on a GPU).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseTime {
@@ -50,7 +77,8 @@ pub struct PhaseTime {
 /// phase times stay in events until asked for; asking may synchronise.
 pub trait Report {
     /// Elements kept (select, partition: the split point), elements left
-    /// (remove), or the scan's total.
+    /// (remove), or the scan's total. A counted call (`*_counted`) leaves its
+    /// count in its [`Lens`] word instead and answers [`Error::CountInLens`].
     fn count(&self) -> Result<u64>;
     /// The run's phases in order, named as in the algorithm's paper.
     fn phases(&self) -> Result<Vec<PhaseTime>>;
@@ -111,6 +139,47 @@ pub trait Backend {
         algorithm: Algorithm,
         input: &Self::Buffer<S>,
         output: &mut Self::Buffer<S>,
+    ) -> Result<Self::Report>;
+
+    /// [`Backend::select`] with the length on the backend's side: `input`'s
+    /// length is its capacity (`output` and a `Keep::Flags` buffer hold as
+    /// many), the call compacts the first `n = min(words[lens.input],
+    /// capacity)` elements (a length above the capacity is clamped to it) and
+    /// writes the kept count to `words[lens.output]`, also when n is 0. On a
+    /// GPU it only enqueues work sized from the capacity: no host
+    /// synchronisation, no read of n or of the count. Nothing at or past n in
+    /// `output` is specified, nothing past the capacity is touched, and the
+    /// report's `count()` is an error that points at the word. The two words
+    /// must differ.
+    fn select_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Self::Buffer<T>,
+        lens: Lens<'_, Self>,
+    ) -> Result<Self::Report>;
+
+    /// [`Backend::partition`] of the first n elements, read and counted as in
+    /// [`Backend::select_counted`]: the kept count (the split point) goes to
+    /// `words[lens.output]`, the rejected elements to `output[count..n]`.
+    fn partition_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Self::Buffer<T>,
+        lens: Lens<'_, Self>,
+    ) -> Result<Self::Report>;
+
+    /// [`Backend::exclusive_scan`] of the first n values, n read as in
+    /// [`Backend::select_counted`]; the total of those n goes to `words[lens.output]`.
+    fn exclusive_scan_counted<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<S>,
+        output: &mut Self::Buffer<S>,
+        lens: Lens<'_, Self>,
     ) -> Result<Self::Report>;
 
     /// Radix sort by repeated split (one split per key bit), stable; `values`

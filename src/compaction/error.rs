@@ -25,6 +25,18 @@ pub enum Error {
     #[error("removal-index list: index {index} appears more than once (positions {first} and {second})")]
     RemovalDuplicate { index: u64, first: u64, second: u64 },
 
+    #[error("lens: the {which} word {word} is outside the lens buffer of {words} words")]
+    LensOutOfRange { which: &'static str, word: u64, words: u64 },
+
+    #[error("lens: the input length and the count are both word {word}; give the count its own word")]
+    LensAliased { word: u64 },
+
+    #[error(
+        "a counted call leaves its count in word {word} of its lens buffer, where the backend computes: read \
+         that word (download the buffer, or hand it to the next call) instead of asking the report"
+    )]
+    CountInLens { word: u64 },
+
     #[error("invalid tuning for `{algorithm}`: {why}")]
     Tuning { algorithm: &'static str, why: String },
 

@@ -8,8 +8,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
-    check_element, same_bits,
+    Algorithm, Backend, BackendKind, Element, Error, Keep, Lens, Operation, PhaseTime, Report, Result, ScanElement,
+    SortKey, check_element, same_bits,
 };
 
 pub mod atomic;
@@ -56,11 +56,17 @@ impl CpuBackend {
 pub struct CpuReport {
     pub count: u64,
     pub phases: Vec<PhaseTime>,
+    /// A counted call's lens word, where the count went (as on a GPU, the
+    /// report does not hand it out).
+    pub count_word: Option<u64>,
 }
 
 impl Report for CpuReport {
     fn count(&self) -> Result<u64> {
-        Ok(self.count)
+        match self.count_word {
+            Some(word) => Err(Error::CountInLens { word }),
+            None => Ok(self.count),
+        }
     }
     fn phases(&self) -> Result<Vec<PhaseTime>> {
         Ok(self.phases.clone())
@@ -86,7 +92,7 @@ impl Phases {
     }
 
     fn report(self, count: usize) -> CpuReport {
-        CpuReport { count: count as u64, phases: self.0 }
+        CpuReport { count: count as u64, phases: self.0, count_word: None }
     }
 }
 
@@ -240,6 +246,80 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// Select over whole slices (the flags hold at least `input.len()`). One
+    /// monomorphised call per rule, so the hot loops never go through a `dyn`
+    /// for flags or sentinels.
+    fn select_n<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &[T],
+        keep: Keep<'_, Self, T>,
+        output: &mut [T],
+    ) -> Result<CpuReport> {
+        match keep {
+            Keep::Flags(flags) => self.select_by(algorithm, input, &|i| flags[i] != 0, output),
+            Keep::Sentinel(v) => self.select_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
+            Keep::Predicate(p) => self.select_by(algorithm, input, &|i| p(&input[i]), output),
+        }
+    }
+
+    fn partition_n<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &[T],
+        keep: Keep<'_, Self, T>,
+        output: &mut [T],
+    ) -> Result<CpuReport> {
+        match keep {
+            Keep::Flags(flags) => self.partition_by(algorithm, input, &|i| flags[i] != 0, output),
+            Keep::Sentinel(v) => self.partition_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
+            Keep::Predicate(p) => self.partition_by(algorithm, input, &|i| p(&input[i]), output),
+        }
+    }
+
+    fn scan_n<S: ScanElement>(&self, algorithm: Algorithm, input: &[S], output: &mut [S]) -> Result<CpuReport> {
+        if !algorithm.supports(Operation::Scan) {
+            return Err(unsupported(algorithm, Operation::Scan));
+        }
+        let t = &self.tuning;
+        let mut ph = Phases::default();
+        let total = match algorithm {
+            Algorithm::Sequential => sequential::scan(input, output, &mut ph),
+            Algorithm::Horn => horn::scan(input, output, &mut ph),
+            Algorithm::Sengupta => sengupta::scan(&t.sengupta, input, output, &mut ph),
+            Algorithm::Blelloch => blelloch::scan(input, output, &mut ph),
+            Algorithm::Billeter(_) => billeter::scan(&t.billeter, input, output, &mut ph),
+            Algorithm::Chained => lookback::scan(lookback::Chaining::Chained, &t.single_pass, input, output, &mut ph),
+            Algorithm::Lookback => {
+                lookback::scan(lookback::Chaining::Decoupled, &t.single_pass, input, output, &mut ph)
+            }
+            _ => return Err(unsupported(algorithm, Operation::Scan)),
+        };
+        Ok(CpuReport { count: total.to_u64(), phases: ph.0, count_word: None })
+    }
+}
+
+fn check_flags<T: Element>(keep: &Keep<'_, CpuBackend, T>, len: usize) -> Result<()> {
+    match keep {
+        Keep::Flags(flags) => check_len("flags", len, flags.len()),
+        _ => Ok(()),
+    }
+}
+
+/// A counted call's n: the input word, clamped to the capacity.
+fn counted_len(lens: &Lens<'_, CpuBackend>, capacity: usize) -> Result<usize> {
+    lens.check(lens.words.len() as u64)?;
+    Ok(lens.words[lens.input as usize].min(capacity as u64) as usize)
+}
+
+/// Moves the count of a run over the first n elements into its lens word.
+fn counted(mut report: CpuReport, lens: Lens<'_, CpuBackend>) -> CpuReport {
+    lens.words[lens.output as usize] = report.count;
+    report.count_word = Some(lens.output);
+    report
+}
+
 impl Backend for CpuBackend {
     type Buffer<T: Element> = Vec<T>;
     type Predicate<T: Element> = dyn Fn(&T) -> bool + Sync;
@@ -279,16 +359,8 @@ impl Backend for CpuBackend {
     ) -> Result<CpuReport> {
         check_element::<T>()?;
         check_len("output", input.len(), output.len())?;
-        // One monomorphised call per rule, so the hot loops never go through a
-        // `dyn` for flags or sentinels.
-        match keep {
-            Keep::Flags(flags) => {
-                check_len("flags", input.len(), flags.len())?;
-                self.select_by(algorithm, input, &|i| flags[i] != 0, output)
-            }
-            Keep::Sentinel(v) => self.select_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
-            Keep::Predicate(p) => self.select_by(algorithm, input, &|i| p(&input[i]), output),
-        }
+        check_flags(&keep, input.len())?;
+        self.select_n(algorithm, input, keep, output)
     }
 
     fn partition<T: Element>(
@@ -300,14 +372,8 @@ impl Backend for CpuBackend {
     ) -> Result<CpuReport> {
         check_element::<T>()?;
         check_len("output", input.len(), output.len())?;
-        match keep {
-            Keep::Flags(flags) => {
-                check_len("flags", input.len(), flags.len())?;
-                self.partition_by(algorithm, input, &|i| flags[i] != 0, output)
-            }
-            Keep::Sentinel(v) => self.partition_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
-            Keep::Predicate(p) => self.partition_by(algorithm, input, &|i| p(&input[i]), output),
-        }
+        check_flags(&keep, input.len())?;
+        self.partition_n(algorithm, input, keep, output)
     }
 
     fn exclusive_scan<S: ScanElement>(
@@ -317,24 +383,52 @@ impl Backend for CpuBackend {
         output: &mut Vec<S>,
     ) -> Result<CpuReport> {
         check_len("output", input.len(), output.len())?;
-        if !algorithm.supports(Operation::Scan) {
-            return Err(unsupported(algorithm, Operation::Scan));
-        }
-        let t = &self.tuning;
-        let mut ph = Phases::default();
-        let total = match algorithm {
-            Algorithm::Sequential => sequential::scan(input, output, &mut ph),
-            Algorithm::Horn => horn::scan(input, output, &mut ph),
-            Algorithm::Sengupta => sengupta::scan(&t.sengupta, input, output, &mut ph),
-            Algorithm::Blelloch => blelloch::scan(input, output, &mut ph),
-            Algorithm::Billeter(_) => billeter::scan(&t.billeter, input, output, &mut ph),
-            Algorithm::Chained => lookback::scan(lookback::Chaining::Chained, &t.single_pass, input, output, &mut ph),
-            Algorithm::Lookback => {
-                lookback::scan(lookback::Chaining::Decoupled, &t.single_pass, input, output, &mut ph)
-            }
-            _ => return Err(unsupported(algorithm, Operation::Scan)),
-        };
-        Ok(CpuReport { count: total.to_u64(), phases: ph.0 })
+        self.scan_n(algorithm, input, output)
+    }
+
+    fn select_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Vec<T>,
+        lens: Lens<'_, Self>,
+    ) -> Result<CpuReport> {
+        check_element::<T>()?;
+        check_len("output", input.len(), output.len())?;
+        check_flags(&keep, input.len())?;
+        let n = counted_len(&lens, input.len())?;
+        let report = self.select_n(algorithm, &input[..n], keep, &mut output[..n])?;
+        Ok(counted(report, lens))
+    }
+
+    fn partition_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Vec<T>,
+        lens: Lens<'_, Self>,
+    ) -> Result<CpuReport> {
+        check_element::<T>()?;
+        check_len("output", input.len(), output.len())?;
+        check_flags(&keep, input.len())?;
+        let n = counted_len(&lens, input.len())?;
+        let report = self.partition_n(algorithm, &input[..n], keep, &mut output[..n])?;
+        Ok(counted(report, lens))
+    }
+
+    fn exclusive_scan_counted<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<S>,
+        output: &mut Vec<S>,
+        lens: Lens<'_, Self>,
+    ) -> Result<CpuReport> {
+        check_len("output", input.len(), output.len())?;
+        let n = counted_len(&lens, input.len())?;
+        let report = self.scan_n(algorithm, &input[..n], &mut output[..n])?;
+        Ok(counted(report, lens))
     }
 
     fn radix_sort<K: SortKey>(
@@ -380,5 +474,93 @@ impl Backend for CpuBackend {
         let mut ph = Phases::default();
         let count = redzone::remove(algorithm, &self.tuning.redzone, data, removal, &mut ph);
         Ok(ph.report(count))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lens(words: &mut Vec<u64>, input: u64, output: u64) -> Lens<'_, CpuBackend> {
+        Lens { words, input, output }
+    }
+
+    #[test]
+    fn counted_calls_read_the_length_word_and_write_the_count_word() {
+        let b = CpuBackend::new();
+        let input: Vec<u32> = (0..100).collect();
+        let keep = |x: &u32| x % 3 == 0;
+        let pred: &(dyn Fn(&u32) -> bool + Sync) = &keep;
+        for alg in Algorithm::ALL {
+            // n = 40 of a capacity of 100; the other words stay as they were.
+            let mut words = vec![7, 40, u64::MAX, 9];
+            let mut out = vec![u32::MAX; 100];
+            let r = b.select_counted(alg, &input, Keep::Predicate(pred), &mut out, lens(&mut words, 1, 2)).unwrap();
+            let want: Vec<u32> = (0..40).filter(|x| x % 3 == 0).collect();
+            assert_eq!(words, [7, 40, want.len() as u64, 9], "{alg}");
+            let mut got = out[..want.len()].to_vec();
+            if !alg.stable() {
+                got.sort_unstable();
+            }
+            assert_eq!(got, want, "{alg}");
+            assert!(out[40..].iter().all(|&x| x == u32::MAX), "{alg} wrote past n");
+            assert!(matches!(r.count(), Err(Error::CountInLens { word: 2 })), "{alg}");
+            assert!(!r.phases().unwrap().is_empty(), "{alg}: phases still work");
+            if alg.supports(Operation::Partition) {
+                let mut words = vec![40, 0];
+                b.partition_counted(alg, &input, Keep::Predicate(pred), &mut out, lens(&mut words, 0, 1)).unwrap();
+                let rejected = (0..40).filter(|x| x % 3 != 0);
+                let want_split: Vec<u32> = want.iter().copied().chain(rejected).collect();
+                assert_eq!(words[1], want.len() as u64, "{alg}");
+                assert_eq!(out[..40], want_split, "{alg}");
+            }
+            if alg.supports(Operation::Scan) {
+                let values: Vec<u64> = (1..=100).collect();
+                let mut sums = vec![0; 100];
+                let mut words = vec![0, 10];
+                b.exclusive_scan_counted(alg, &values, &mut sums, lens(&mut words, 1, 0)).unwrap();
+                assert_eq!(words[0], 55, "{alg}: the total of the first 10");
+                assert_eq!(sums[..10], [0, 1, 3, 6, 10, 15, 21, 28, 36, 45], "{alg}");
+            }
+        }
+    }
+
+    #[test]
+    fn counted_lengths_above_the_capacity_are_clamped() {
+        let b = CpuBackend::new();
+        let input: Vec<u64> = (0..50).collect();
+        let mut out = vec![0; 50];
+        for len in [50, 51, u64::MAX] {
+            let mut words = vec![len, 0];
+            b.select_counted(Algorithm::Lookback, &input, Keep::Sentinel(7), &mut out, lens(&mut words, 0, 1)).unwrap();
+            assert_eq!(words, [len, 49], "length {len}");
+            let mut words = vec![0, len];
+            b.exclusive_scan_counted(Algorithm::Blelloch, &input, &mut out, lens(&mut words, 1, 0)).unwrap();
+            assert_eq!(words, [49 * 50 / 2, len], "length {len}");
+        }
+        // Length 0 still writes the count.
+        let mut words = vec![0, 123];
+        b.select_counted(Algorithm::Horn, &input, Keep::Sentinel(7), &mut out, lens(&mut words, 0, 1)).unwrap();
+        assert_eq!(words, [0, 0]);
+    }
+
+    #[test]
+    fn counted_calls_reject_one_word_for_both_and_words_out_of_range() {
+        let b = CpuBackend::new();
+        let input: Vec<u32> = (0..10).collect();
+        let mut out = vec![u32::MAX; 10];
+        let mut words = vec![5, 5];
+        let err = b.select_counted(Algorithm::Atomic, &input, Keep::Sentinel(1), &mut out, lens(&mut words, 1, 1));
+        assert!(matches!(err, Err(Error::LensAliased { word: 1 })), "{err:?}");
+        let err = b.partition_counted(Algorithm::Roger, &input, Keep::Sentinel(1), &mut out, lens(&mut words, 0, 2));
+        assert!(matches!(err, Err(Error::LensOutOfRange { which: "count", word: 2, words: 2 })), "{err:?}");
+        let err = b.exclusive_scan_counted(Algorithm::Horn, &input, &mut out, lens(&mut words, 9, 0));
+        assert!(matches!(err, Err(Error::LensOutOfRange { which: "input length", .. })), "{err:?}");
+        assert_eq!(words, [5, 5], "a rejected call leaves the words alone");
+        assert!(out.iter().all(|&x| x == u32::MAX), "a rejected call leaves the output alone");
+        // The capacity rules of the host-length calls hold too.
+        let mut short = vec![0u32; 9];
+        let err = b.select_counted(Algorithm::Lookback, &input, Keep::Sentinel(1), &mut short, lens(&mut words, 0, 1));
+        assert!(matches!(err, Err(Error::LengthMismatch { what: "output", .. })), "{err:?}");
     }
 }

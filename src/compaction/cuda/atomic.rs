@@ -32,22 +32,22 @@ impl Default for AtomicTuning {
 
 /// Unstable select by warp-aggregated atomic append; the count goes to `*io.count`.
 pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
     let t = &b.tuning.atomic;
     let block = t.block.clamp(32, 1024) / 32 * 32;
     let items = t.items.max(1);
     let v = v.with(&[("REAP_AT_ITEMS", items)]);
     let per_block = block as u64 * items as u64;
-    let blocks = io.n.div_ceil(per_block).clamp(1, (b.info.sms * t.blocks_per_sm.max(1)) as u64) as u32;
+    let blocks = io.ext.cap.div_ceil(per_block).clamp(1, (b.info.sms * t.blocks_per_sm.max(1)) as u64) as u32;
     let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
     let f = b.kernels().function(&ATOMIC, &v, "atomic_select")?;
     st.run("append", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&io.n).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count);
-        // SAFETY: matches `atomic_select(u64, const Elem*, KeepArgs, Elem*, u64*)`; input and output hold
-        // n elements, count is one zeroed u64, and the block is a whole number of warps.
+        l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count);
+        // SAFETY: matches `atomic_select(Extent, const Elem*, KeepArgs, Elem*, u64*)`; input and output hold
+        // the extent's capacity of elements, count is one zeroed u64, and the block is a whole number of warps.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching atomic_select"))
     })
 }

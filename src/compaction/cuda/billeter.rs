@@ -6,6 +6,8 @@
 //!
 //! Every call only enqueues kernels: phase 2 writes the count (or the scan's
 //! total) to `io.count` on the device, and phase 3 of a split reads it there.
+//! P and the scratch are sized from the capacity; the kernels cut the ranges
+//! from the device length (billeter.cu).
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
@@ -55,7 +57,8 @@ impl BilleterTuning {
         v.with(&[("REAP_BILLETER_WARPS", self.warps_per_block.max(1)), ("REAP_BILLETER_UNROLL", self.unroll.max(1))])
     }
 
-    /// P for `n` elements on `b`: at least 1, at most one processor per group.
+    /// P for `n` elements on `b` (a counted call's capacity): at least 1, at
+    /// most one processor per group.
     fn processors(&self, b: &CudaBackend, n: u64) -> u64 {
         let p = self.processors.unwrap_or_else(|| self.processors_per_sm.saturating_mul(b.info.sms));
         (p.max(1) as u64).min(n.div_ceil(LANES).max(1))
@@ -108,14 +111,14 @@ fn compact(
     split: bool,
     st: &mut Stages,
 ) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
     let t = &b.tuning.billeter;
     let v = t.specialise(v);
-    let procs = t.processors(b, io.n);
+    let procs = t.processors(b, io.ext.cap);
     let cfg = t.config(procs)?;
-    let groups = io.n.div_ceil(LANES);
+    let groups = io.ext.cap.div_ceil(LANES);
     let popc = alg.simd == CompactSimd::Popc;
     // Counts and offsets (one u64 per processor), then popc's ballot words
     // (one u32 per group). Every word is written before it is read.
@@ -133,9 +136,9 @@ fn compact(
 
     st.run("count", || {
         let mut l = b.stream().launch_builder(&f_count);
-        l.arg(&io.n).arg(&io.input).arg(&keep).arg(&procs).arg(&counts).arg(&masks);
-        // SAFETY: matches `billeter_*_count(u64, const Elem*, KeepArgs, u64, u64*, u32*)`; input holds n
-        // elements, counts `procs` u64 and masks (popc only; unused by prefix) one u32 per group.
+        l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&procs).arg(&counts).arg(&masks);
+        // SAFETY: matches `billeter_*_count(Extent, const Elem*, KeepArgs, u64, u64*, u32*)`; input holds the
+        // capacity's elements, counts `procs` u64 and masks (popc only; unused by prefix) one u32 per group.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching billeter count"))
     })?;
 
@@ -149,11 +152,11 @@ fn compact(
 
     st.run("move", || {
         let mut l = b.stream().launch_builder(&f_move);
-        l.arg(&io.n).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count);
+        l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count);
         l.arg(&procs).arg(&counts).arg(&offsets).arg(&masks).arg(&t.staged_ratio);
-        // SAFETY: matches `BT_MOVE` in billeter.cu: (u64, const Elem*, KeepArgs, Elem*, const u64*, u64,
-        // const u64*, const u64*, const u32*, double); input and output hold n elements, the scratch
-        // words were all written by the two kernels before on this stream.
+        // SAFETY: matches `BT_MOVE` in billeter.cu: (Extent, const Elem*, KeepArgs, Elem*, const u64*, u64,
+        // const u64*, const u64*, const u32*, double); input and output hold the capacity's elements, the
+        // scratch words were all written by the two kernels before on this stream.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching billeter move"))
     })?;
     drop(scratch); // freed in stream order, after the kernels
@@ -162,7 +165,7 @@ fn compact(
 
 /// Exclusive scan of u32 or u64 values (§5.2); the total goes to `io.count`.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
+    if io.ext.cap == 0 {
         return Ok(());
     }
     if v.elem_bytes != 4 && v.elem_bytes != 8 {
@@ -170,7 +173,7 @@ pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()>
     }
     let t = &b.tuning.billeter;
     let v = t.specialise(v);
-    let procs = t.processors(b, io.n);
+    let procs = t.processors(b, io.ext.cap);
     let cfg = t.config(procs)?;
     // Sums and offsets, one value each per processor, 8 bytes wide at most.
     let scratch = b.scratch(procs * 16)?;
@@ -183,8 +186,9 @@ pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()>
 
     st.run("sum", || {
         let mut l = b.stream().launch_builder(&f_sum);
-        l.arg(&io.n).arg(&io.input).arg(&procs).arg(&sums);
-        // SAFETY: matches `billeter_sum(u64, const Elem*, u64, Elem*)`; input holds n values, sums `procs`.
+        l.arg(&io.ext).arg(&io.input).arg(&procs).arg(&sums);
+        // SAFETY: matches `billeter_sum(Extent, const Elem*, u64, Elem*)`; input holds the capacity's values,
+        // sums `procs`.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching billeter sum"))
     })?;
 
@@ -198,9 +202,9 @@ pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()>
 
     st.run("prefix", || {
         let mut l = b.stream().launch_builder(&f_prefix);
-        l.arg(&io.n).arg(&io.input).arg(&io.output).arg(&procs).arg(&offsets);
-        // SAFETY: matches `billeter_prefix(u64, const Elem*, Elem*, u64, const Elem*)`; input and output
-        // hold n values, offsets `procs`, written by the scan before on this stream.
+        l.arg(&io.ext).arg(&io.input).arg(&io.output).arg(&procs).arg(&offsets);
+        // SAFETY: matches `billeter_prefix(Extent, const Elem*, Elem*, u64, const Elem*)`; input and output
+        // hold the capacity's values, offsets `procs`, written by the scan before on this stream.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching billeter prefix"))
     })?;
     drop(scratch);

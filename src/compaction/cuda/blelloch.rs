@@ -17,7 +17,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::horn::{self, Sum};
 use crate::compaction::cuda::runtime::{BLELLOCH, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `blelloch` (`REAP_BLOCK` in blelloch.cu).
@@ -63,26 +63,26 @@ pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut 
 
 /// Exclusive scan, total to `io.count`: the tree is built in the output itself.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the total was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the total was zeroed
     }
     let t = &b.tuning.blelloch;
-    let tree = Tree::new(b, t, v, Sum::for_scan(v.elem_bytes)?, io.n)?;
+    let tree = Tree::new(b, t, v, Sum::for_scan(v.elem_bytes)?, io.ext)?;
     st.run("up-sweep", || tree.up_sweep(b, io.input, false, io.output, io.count))?;
     st.run("down-sweep", || tree.down_sweep(b, io.output))?;
     Ok(())
 }
 
 fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
-    let (t, n) = (&b.tuning.blelloch, io.n);
-    let sum = Sum::for_count(n);
-    let tree = Tree::new(b, t, v, sum, n)?;
-    let (flag_buf, offset_buf) = (b.scratch(n * 4)?, b.scratch(n * sum.bytes())?);
+    let (t, ext, cap) = (&b.tuning.blelloch, io.ext, io.ext.cap);
+    let sum = Sum::for_count(cap);
+    let tree = Tree::new(b, t, v, sum, ext)?;
+    let (flag_buf, offset_buf) = (b.scratch(cap * 4)?, b.scratch(cap * sum.bytes())?);
     let (flags, offsets) = (raw_ptr(&flag_buf), raw_ptr(&offset_buf));
-    mark::flags(b, v, keep, n, io.input, flags, st)?;
+    mark::flags(b, v, keep, ext, io.input, flags, st)?;
     // The up-sweep's top level writes the kept count, which the scatter reads.
     st.run("up-sweep", || tree.up_sweep(b, flags, true, offsets, io.count))?;
     st.run("down-sweep", || tree.down_sweep(b, offsets))?;
@@ -90,36 +90,38 @@ fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st
     st.run("scatter", || {
         let split = split as u32;
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&io.input).arg(&flags).arg(&offsets).arg(&io.count).arg(&io.output).arg(&split);
-        let blocks = n.div_ceil(t.block as u64).clamp(1, b.info.sms as u64 * t.blocks_per_sm.max(1) as u64);
+        l.arg(&ext).arg(&io.input).arg(&flags).arg(&offsets).arg(&io.count).arg(&io.output).arg(&split);
+        let blocks = cap.div_ceil(t.block as u64).clamp(1, b.info.sms as u64 * t.blocks_per_sm.max(1) as u64);
         let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: matches `blelloch_scatter_S(u64, const Elem*, const u32*, const S*, const u64*, Elem*, u32)`;
-        // input and output hold n elements, flags n u32, offsets n sums, count one u64.
+        // SAFETY: matches `blelloch_scatter_S(Extent, const Elem*, const u32*, const S*, const u64*, Elem*,
+        // u32)`; input and output hold the capacity's elements, flags as many u32, offsets as many sums,
+        // count one u64.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching blelloch_scatter"))
     })?;
     drop((flag_buf, offset_buf, tree)); // freed in stream order, after the kernels
     Ok(())
 }
 
-/// The levels of a multi-level tree scan over `n` leaves: level 0 is the
-/// leaves themselves, level L + 1 holds one sum per tile of level L, up to the
-/// first level that fits one tile.
+/// The levels of a multi-level tree scan over the extent's leaves: level 0
+/// is the leaves themselves, level L + 1 holds one sum per tile of level L,
+/// up to the first level that fits one tile. Sized for the capacity; the
+/// kernels find the levels of the device length's tree (blelloch.cu).
 pub(super) struct Tree {
     variant: Variant,
     sum: Sum,
     block: u32,
     /// (length, device address) of levels 1.., in `_levels`.
     levels: Vec<(u64, u64)>,
-    n: u64,
+    leaves: Extent,
     _levels: CudaSlice<u8>,
 }
 
 impl Tree {
-    /// Allocates the levels above n > 0 leaves.
-    pub(super) fn new(b: &CudaBackend, t: &BlellochTuning, v: &Variant, sum: Sum, n: u64) -> Result<Tree> {
+    /// Allocates the levels above a capacity of `leaves.cap` > 0 leaves.
+    pub(super) fn new(b: &CudaBackend, t: &BlellochTuning, v: &Variant, sum: Sum, leaves: Extent) -> Result<Tree> {
         let variant = t.variant(v)?;
         let mut lens = Vec::new();
-        let mut m = n;
+        let mut m = leaves.cap;
         while m > t.tile() {
             m = m.div_ceil(t.tile());
             lens.push(m);
@@ -134,12 +136,17 @@ impl Tree {
                 level
             })
             .collect();
-        Ok(Tree { variant, sum, block: t.block, levels, n, _levels: buf })
+        Ok(Tree { variant, sum, block: t.block, levels, leaves, _levels: buf })
     }
 
-    /// (length, address) of level `l`, where level 0 is `leaves`.
+    /// (capacity, address) of level `l`, where level 0 is `leaves`.
     fn level(&self, l: usize, leaves: u64) -> (u64, u64) {
-        if l == 0 { (self.n, leaves) } else { self.levels[l - 1] }
+        if l == 0 { (self.leaves.cap, leaves) } else { self.levels[l - 1] }
+    }
+
+    /// Level `l + 1`'s address, where level `l`'s tile totals go, or null at the capacity's top.
+    fn above(&self, l: usize) -> u64 {
+        self.levels.get(l).map_or(0, |&(_, at)| at)
     }
 
     fn config(&self, m: u64) -> LaunchConfig {
@@ -159,17 +166,17 @@ impl Tree {
             &format!("blelloch_up_sweep_{}_{s}", if flags { "u32" } else { s }),
         )?;
         let above = b.kernels().function(&BLELLOCH, &self.variant, &format!("blelloch_up_sweep_{s}_{s}"))?;
-        let top = self.levels.len();
-        for l in 0..=top {
+        for l in 0..=self.levels.len() {
             let (m, tree) = self.level(l, dst);
             let (f, input) = if l == 0 { (&first, src) } else { (&above, tree) };
-            // Tile totals go to the level above; the top's single total is the count.
-            let (sums, total) = if l < top { (self.levels[l].1, 0u64) } else { (0u64, count) };
+            // Tile totals go to the level above; n's top level writes the count instead.
+            let (sums, level) = (self.above(l), l as u32);
             let mut lb = b.stream().launch_builder(f);
-            lb.arg(&m).arg(&input).arg(&tree).arg(&sums).arg(&total);
-            // SAFETY: matches `blelloch_up_sweep_IN_S(u64, const IN*, S*, S*, u64*)`; input and tree hold m
-            // values (the same buffer above level 0: each tile reads all of its values before writing),
-            // sums ceil(m / tile) sums or null, total one u64 or null.
+            lb.arg(&self.leaves).arg(&level).arg(&input).arg(&tree).arg(&sums).arg(&count);
+            // SAFETY: matches `blelloch_up_sweep_IN_S(Extent, u32, const IN*, S*, S*, u64*)`; input and tree
+            // hold level l's capacity of values (the same buffer above level 0: each tile reads all of its
+            // values before writing), sums one sum per tile of it (null only at the capacity's top, which
+            // is n's top too when it is reached), count one u64.
             unsafe { lb.launch(self.config(m)) }.map_err(driver_error("launching blelloch_up_sweep"))?;
         }
         Ok(())
@@ -179,15 +186,14 @@ impl Tree {
     /// holds the exclusive scan of the n values.
     pub(super) fn down_sweep(&self, b: &CudaBackend, dst: u64) -> Result<()> {
         let f = b.kernels().function(&BLELLOCH, &self.variant, &format!("blelloch_down_sweep_{}", self.sum.name()))?;
-        let top = self.levels.len();
-        for l in (0..=top).rev() {
+        for l in (0..=self.levels.len()).rev() {
             let (m, tree) = self.level(l, dst);
-            // The top's root prefix is 0 (null); below, the level above is finished.
-            let prefix = if l < top { self.levels[l].1 } else { 0u64 };
+            // Below n's top, the level above is finished; its words are each tile's prefix.
+            let (prefix, level) = (self.above(l), l as u32);
             let mut lb = b.stream().launch_builder(&f);
-            lb.arg(&m).arg(&tree).arg(&prefix);
-            // SAFETY: matches `blelloch_down_sweep_S(u64, S*, const S*)`; tree holds m sums, prefix
-            // ceil(m / tile) sums in another buffer, or null.
+            lb.arg(&self.leaves).arg(&level).arg(&tree).arg(&prefix);
+            // SAFETY: matches `blelloch_down_sweep_S(Extent, u32, S*, const S*)`; tree holds level l's capacity
+            // of sums, prefix one sum per tile of it in another buffer (null only at the capacity's top).
             unsafe { lb.launch(self.config(m)) }.map_err(driver_error("launching blelloch_down_sweep"))?;
         }
         Ok(())

@@ -14,7 +14,7 @@
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::runtime::{HORN, KeepMode, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of the map-style kernels (`REAP_BLOCK` in horn.cu).
@@ -38,9 +38,9 @@ impl HornTuning {
         flag_variant(v).with(&[("REAP_BLOCK", self.block)])
     }
 
-    /// Grid-stride launch over n items.
-    pub(super) fn config(&self, b: &CudaBackend, n: u64) -> LaunchConfig {
-        let blocks = n.div_ceil(self.block as u64).clamp(1, b.info.sms as u64 * self.blocks_per_sm.max(1) as u64);
+    /// Grid-stride launch over up to `cap` items.
+    pub(super) fn config(&self, b: &CudaBackend, cap: u64) -> LaunchConfig {
+        let blocks = cap.div_ceil(self.block as u64).clamp(1, b.info.sms as u64 * self.blocks_per_sm.max(1) as u64);
         LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (self.block, 1, 1), shared_mem_bytes: 0 }
     }
 }
@@ -129,93 +129,97 @@ pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut 
 /// Exclusive scan, total to `io.count`: Horn's inclusive scan of the input
 /// shifted right by one slot, written straight into the output.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the total was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the total was zeroed
     }
     let t = &b.tuning.horn;
     let sum = Sum::for_scan(v.elem_bytes)?;
-    let tmp = b.scratch(io.n * sum.bytes())?;
+    let tmp = b.scratch(io.ext.cap * sum.bytes())?;
     st.run("prefix sum scan", || {
-        hillis_steele(b, t, v, sum, io.n, Source::Shifted(io.input), io.output, raw_ptr(&tmp))?;
-        total(b, t, v, sum, io.n, io.input, io.output, io.count)
+        hillis_steele(b, t, v, sum, io.ext, Source::Shifted(io.input), io.output, raw_ptr(&tmp))?;
+        total(b, t, v, sum, io.ext, io.input, io.output, io.count)
     })?;
     drop(tmp); // freed in stream order, after the kernels
     Ok(())
 }
 
 fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
-    let (t, n) = (&b.tuning.horn, io.n);
-    let sum = Sum::for_count(n);
-    let flags = b.scratch(n * 4)?;
-    let (sums, tmp) = (b.scratch(n * sum.bytes())?, b.scratch(n * sum.bytes())?);
-    mark::flags(b, v, keep, n, io.input, raw_ptr(&flags), st)?;
+    let (t, ext, cap) = (&b.tuning.horn, io.ext, io.ext.cap);
+    let sum = Sum::for_count(cap);
+    let flags = b.scratch(cap * 4)?;
+    let (sums, tmp) = (b.scratch(cap * sum.bytes())?, b.scratch(cap * sum.bytes())?);
+    mark::flags(b, v, keep, ext, io.input, raw_ptr(&flags), st)?;
     st.run("prefix sum scan", || {
-        hillis_steele(b, t, v, sum, n, Source::Flags(raw_ptr(&flags)), raw_ptr(&sums), raw_ptr(&tmp))
+        hillis_steele(b, t, v, sum, ext, Source::Flags(raw_ptr(&flags)), raw_ptr(&sums), raw_ptr(&tmp))
     })?;
-    st.run("dichotomic search", || gather(b, t, v, sum, n, io.input, raw_ptr(&sums), io.output, io.count, split))?;
+    st.run("dichotomic search", || gather(b, t, v, sum, ext, io.input, raw_ptr(&sums), io.output, io.count, split))?;
     drop((flags, sums, tmp));
     Ok(())
 }
 
 /// Enqueues Horn's scan (002 Algorithm 2): the inclusive scan of `x` (n
 /// values) into `out` (n sums), one launch per pass, ping-ponging through
-/// `tmp` (n sums). Buffers start in the order that leaves the last pass in `out`.
+/// `tmp` (n sums). Buffers start in the order that leaves the last pass in
+/// `out`. The passes are sized from the extent's capacity (cap > 0); a
+/// shorter device length skips the passes it does not need (horn.cu).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn hillis_steele(
     b: &CudaBackend,
     t: &HornTuning,
     v: &Variant,
     sum: Sum,
-    n: u64,
+    ext: Extent,
     x: Source,
     out: u64,
     tmp: u64,
 ) -> Result<()> {
     let hv = t.variant(v);
-    let cfg = t.config(b, n);
+    let cfg = t.config(b, ext.cap);
     // ceil(log2 n) passes, but at least the first, which also copies x for n = 1.
-    let passes = (u64::BITS - n.saturating_sub(1).leading_zeros()).max(1);
+    let passes = (u64::BITS - ext.cap.saturating_sub(1).leading_zeros()).max(1);
     let target = |p: u32| if (passes - 1 - p) % 2 == 0 { out } else { tmp };
 
     let first = b.kernels().function(&HORN, &hv, &format!("horn_first_{}_{}", x.name(sum), sum.name()))?;
     let (src, shift, dst) = (x.ptr(), x.shift(), target(0));
     let mut l = b.stream().launch_builder(&first);
-    l.arg(&n).arg(&src).arg(&shift).arg(&dst);
-    // SAFETY: matches `horn_first_IN_S(u64, const IN*, u32, S*)`; x holds n values of IN, dst n sums.
+    l.arg(&ext).arg(&src).arg(&shift).arg(&dst);
+    // SAFETY: matches `horn_first_IN_S(Extent, const IN*, u32, S*)`; x holds the capacity's values of IN,
+    // dst as many sums.
     unsafe { l.launch(cfg) }.map_err(driver_error("launching horn_first"))?;
 
     let pass = b.kernels().function(&HORN, &hv, &format!("horn_pass_{}", sum.name()))?;
     for p in 1..passes {
         let (src, dst, offset) = (target(p - 1), target(p), 1u64 << p);
         let mut l = b.stream().launch_builder(&pass);
-        l.arg(&n).arg(&src).arg(&dst).arg(&offset);
-        // SAFETY: matches `horn_pass_S(u64, const S*, S*, u64)`; src and dst are the two distinct
-        // n-sum buffers, so no element is read after being overwritten in the same launch.
+        l.arg(&ext).arg(&src).arg(&dst).arg(&offset).arg(&passes);
+        // SAFETY: matches `horn_pass_S(Extent, const S*, S*, u64, u32)`; src and dst are the two distinct
+        // buffers of the capacity's sums, so no element is read after being overwritten in the same launch.
         unsafe { l.launch(cfg) }.map_err(driver_error("launching horn_pass"))?;
     }
     Ok(())
 }
 
-/// Enqueues `*total = out[n - 1] + input[n - 1]`, an exclusive scan's total (n > 0).
+/// Enqueues `*total = out[n - 1] + input[n - 1]`, an exclusive scan's total (0 when n = 0).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn total(
     b: &CudaBackend,
     t: &HornTuning,
     v: &Variant,
     sum: Sum,
-    n: u64,
+    ext: Extent,
     input: u64,
     out: u64,
     total: u64,
 ) -> Result<()> {
     let f = b.kernels().function(&HORN, &t.variant(v), &format!("horn_total_{}", sum.name()))?;
     let mut l = b.stream().launch_builder(&f);
-    l.arg(&n).arg(&input).arg(&out).arg(&total);
+    l.arg(&ext).arg(&input).arg(&out).arg(&total);
     let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
-    // SAFETY: matches `horn_total_S(u64, const S*, const S*, u64*)`; input and out hold n > 0 values.
+    // SAFETY: matches `horn_total_S(Extent, const S*, const S*, u64*)`; input and out hold the capacity's
+    // values, of which the kernel reads only the n-th.
     unsafe { l.launch(one) }.map(drop).map_err(driver_error("launching horn_total"))
 }
 
@@ -228,7 +232,7 @@ pub(super) fn gather(
     t: &HornTuning,
     v: &Variant,
     sum: Sum,
-    n: u64,
+    ext: Extent,
     input: u64,
     sums: u64,
     output: u64,
@@ -238,8 +242,8 @@ pub(super) fn gather(
     let f = b.kernels().function(&HORN, &t.variant(v), &format!("horn_gather_{}", sum.name()))?;
     let split = split as u32;
     let mut l = b.stream().launch_builder(&f);
-    l.arg(&n).arg(&input).arg(&sums).arg(&output).arg(&count).arg(&split);
-    // SAFETY: matches `horn_gather_S(u64, const Elem*, const S*, Elem*, u64*, u32)`; input and output
-    // hold n elements, sums n > 0 sums, count one u64.
-    unsafe { l.launch(t.config(b, n)) }.map(drop).map_err(driver_error("launching horn_gather"))
+    l.arg(&ext).arg(&input).arg(&sums).arg(&output).arg(&count).arg(&split);
+    // SAFETY: matches `horn_gather_S(Extent, const Elem*, const S*, Elem*, u64*, u32)`; input, output and
+    // sums hold the capacity's elements and sums, count is one u64.
+    unsafe { l.launch(t.config(b, ext.cap)) }.map(drop).map_err(driver_error("launching horn_gather"))
 }

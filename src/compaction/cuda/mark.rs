@@ -5,11 +5,11 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::Result;
 use crate::compaction::cuda::runtime::{MARK, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, KeepArgs};
+use crate::compaction::cuda::{CudaBackend, Extent, KeepArgs};
 
-fn grid_stride(b: &CudaBackend, n: u64) -> LaunchConfig {
+fn grid_stride(b: &CudaBackend, cap: u64) -> LaunchConfig {
     // Enough blocks to fill every SM several times over, no more: grid-stride loops do the rest.
-    let blocks = n.div_ceil(256).clamp(1, b.info.sms as u64 * 16) as u32;
+    let blocks = cap.div_ceil(256).clamp(1, b.info.sms as u64 * 16) as u32;
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
@@ -18,20 +18,21 @@ pub fn flags(
     b: &CudaBackend,
     v: &Variant,
     keep: KeepArgs,
-    n: u64,
+    ext: Extent,
     input: u64,
     flags: u64,
     st: &mut Stages,
 ) -> Result<()> {
-    if n == 0 {
+    if ext.cap == 0 {
         return Ok(());
     }
     let f = b.kernels().function(&MARK, v, "mark_flags")?;
     st.run("mark", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&input).arg(&keep).arg(&flags);
-        // SAFETY: matches `mark_flags(u64, const Elem*, KeepArgs, u32*)`; input holds n elements, flags n u32.
-        unsafe { l.launch(grid_stride(b, n)) }.map(drop).map_err(driver_error("launching mark_flags"))
+        l.arg(&ext).arg(&input).arg(&keep).arg(&flags);
+        // SAFETY: matches `mark_flags(Extent, const Elem*, KeepArgs, u32*)`; input holds the capacity's
+        // elements, flags as many u32.
+        unsafe { l.launch(grid_stride(b, ext.cap)) }.map(drop).map_err(driver_error("launching mark_flags"))
     })
 }
 
@@ -40,34 +41,35 @@ pub fn rejected(
     b: &CudaBackend,
     v: &Variant,
     keep: KeepArgs,
-    n: u64,
+    ext: Extent,
     input: u64,
     list: u64,
     len: u64,
     st: &mut Stages,
 ) -> Result<()> {
-    if n == 0 {
+    if ext.cap == 0 {
         return Ok(());
     }
     let f = b.kernels().function(&MARK, v, "mark_rejected")?;
     st.run("mark", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&input).arg(&keep).arg(&list).arg(&len);
-        // SAFETY: matches `mark_rejected(u64, const Elem*, KeepArgs, u64*, u64*)`; list holds n u64.
-        unsafe { l.launch(grid_stride(b, n)) }.map(drop).map_err(driver_error("launching mark_rejected"))
+        l.arg(&ext).arg(&input).arg(&keep).arg(&list).arg(&len);
+        // SAFETY: matches `mark_rejected(Extent, const Elem*, KeepArgs, u64*, u64*)`; input holds the
+        // capacity's elements, list as many u64, len one.
+        unsafe { l.launch(grid_stride(b, ext.cap)) }.map(drop).map_err(driver_error("launching mark_rejected"))
     })
 }
 
 /// Stage "copy": `output[..n] = input[..n]`.
-pub fn copy(b: &CudaBackend, v: &Variant, n: u64, input: u64, output: u64, st: &mut Stages) -> Result<()> {
-    if n == 0 {
+pub fn copy(b: &CudaBackend, v: &Variant, ext: Extent, input: u64, output: u64, st: &mut Stages) -> Result<()> {
+    if ext.cap == 0 {
         return Ok(());
     }
     let f = b.kernels().function(&MARK, v, "copy_elems")?;
     st.run("copy", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&input).arg(&output);
-        // SAFETY: matches `copy_elems(u64, const Elem*, Elem*)`; both hold n elements.
-        unsafe { l.launch(grid_stride(b, n)) }.map(drop).map_err(driver_error("launching copy_elems"))
+        l.arg(&ext).arg(&input).arg(&output);
+        // SAFETY: matches `copy_elems(Extent, const Elem*, Elem*)`; both hold the capacity's elements.
+        unsafe { l.launch(grid_stride(b, ext.cap)) }.map(drop).map_err(driver_error("launching copy_elems"))
     })
 }

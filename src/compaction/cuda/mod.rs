@@ -2,20 +2,25 @@
 //! compiled by NVRTC for the device's own architecture on first use.
 //!
 //! Every call only enqueues work on the backend's stream: counts stay on the
-//! device and stage times stay in events until the caller asks for them.
+//! device and stage times stay in events until the caller asks for them. The
+//! counted calls (`select_counted`, …) take the length from the device too:
+//! launches and scratch are sized from the capacity, and every kernel reads n
+//! through its `Extent` (common.cuh). The `Backend` implementation, with each
+//! call's checks and the dispatch by catalog name, is in backend.rs.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-use crate::compaction::{
-    Algorithm, Backend, BackendKind, Element, Error, Keep, Operation, PhaseTime, Report, Result, ScanElement, SortKey,
-    check_element,
-};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+
+use crate::compaction::{Algorithm, Backend, Element, Error, PhaseTime, Report, Result};
 use crate::gpu;
 
 pub mod atomic;
+mod backend;
 pub mod billeter;
 pub mod blelloch;
 pub mod horn;
@@ -27,7 +32,7 @@ pub mod sengupta;
 pub mod single_pass;
 pub mod sort;
 
-use runtime::{KeepMode, Kernels, Stages, Variant, driver_error};
+use runtime::{Kernels, Stages, Variant, driver_error};
 
 /// A device buffer of `len` elements of `T`.
 pub struct CudaBuffer<T> {
@@ -100,21 +105,31 @@ pub struct KeepArgs {
 // SAFETY: plain repr(C) data with the same layout as common.cuh's KeepArgs.
 unsafe impl DeviceRepr for KeepArgs {}
 
+/// Where a run's count is.
+enum Count {
+    /// A device word of the run's own.
+    Device(CudaSlice<u64>),
+    /// Known on the host (a sort's is its length).
+    Host(u64),
+    /// A counted call's: this word of the caller's lens buffer.
+    Lens(u64),
+}
+
 /// A run on the GPU: the count in device memory and the stages' events.
 pub struct CudaReport {
-    count: Option<CudaSlice<u64>>,
-    host_count: u64,
+    count: Count,
     stages: Stages,
 }
 
 impl Report for CudaReport {
     fn count(&self) -> Result<u64> {
         match &self.count {
-            Some(c) => {
+            Count::Device(c) => {
                 let v = gpu::dtoh(c.stream(), c, "reading a count")?;
                 Ok(v[0])
             }
-            None => Ok(self.host_count),
+            Count::Host(n) => Ok(*n),
+            Count::Lens(word) => Err(Error::CountInLens { word: *word }),
         }
     }
     fn phases(&self) -> Result<Vec<PhaseTime>> {
@@ -127,9 +142,13 @@ impl Report for CudaReport {
 
 impl CudaReport {
     /// The device word that holds the count, so the next launch can be sized
-    /// from it without a host round trip.
+    /// from it without a host round trip (none for a sort, whose count is its
+    /// length, or a counted call, whose count is in its lens word).
     pub fn device_count(&self) -> Option<&CudaSlice<u64>> {
-        self.count.as_ref()
+        match &self.count {
+            Count::Device(c) => Some(c),
+            _ => None,
+        }
     }
 }
 
@@ -157,6 +176,7 @@ impl CudaTuning {
         match key {
             "lookback.block" | "chained.block" => self.single_pass.block = int()?,
             "lookback.vecs" | "chained.vecs" => self.single_pass.vecs = int()?,
+            "lookback.counted_grid" | "chained.counted_grid" => self.single_pass.counted_grid = int()?,
             "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
             "billeter.processors" => self.billeter.processors = Some(int()?),
             "billeter.warps_per_block" => self.billeter.warps_per_block = int()?,
@@ -181,10 +201,34 @@ impl CudaTuning {
     }
 }
 
+/// How many elements a call covers (common.cuh `Extent`; keep the two in
+/// sync): the capacity, which sizes launches and scratch, and for a counted
+/// call the device address of the length word (0 for a host length).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extent {
+    pub cap: u64,
+    pub len: u64,
+}
+
+// SAFETY: plain repr(C) data with the layout of common.cuh's Extent (a u64 and a pointer).
+unsafe impl DeviceRepr for Extent {}
+
+impl Extent {
+    /// n elements, known on the host.
+    pub fn host(n: u64) -> Extent {
+        Extent { cap: n, len: 0 }
+    }
+    /// Whether the length is read on the device.
+    pub fn is_counted(&self) -> bool {
+        self.len != 0
+    }
+}
+
 /// Device addresses of one call.
 #[derive(Clone, Copy, Debug)]
 pub struct Io {
-    pub n: u64,
+    pub ext: Extent,
     pub input: u64,
     pub output: u64,
     /// One u64 on the device, zeroed: the count (or a scan's total) goes here.
@@ -201,7 +245,9 @@ struct TileStates {
 
 /// The CUDA backend on one device and one stream.
 pub struct CudaBackend {
-    tile_states: std::sync::Mutex<TileStates>,
+    tile_states: Mutex<TileStates>,
+    /// Resident blocks per kernel specialisation (persistent grids), asked of the driver once.
+    resident: Mutex<HashMap<(String, Variant), u32>>,
     stream: Arc<CudaStream>,
     kernels: Kernels,
     pub info: DeviceInfo,
@@ -223,7 +269,7 @@ impl CudaBackend {
                 tuning.set(key.trim(), value.trim())?;
             }
         }
-        Ok(CudaBackend { tile_states: Default::default(), stream, kernels, info, tuning })
+        Ok(CudaBackend { tile_states: Default::default(), resident: Default::default(), stream, kernels, info, tuning })
     }
 
     /// Whether the CUDA backend has the algorithm (no device needed to ask).
@@ -295,254 +341,24 @@ impl CudaBackend {
         Ok((raw_ptr(s.buffer.as_ref().expect("allocated above")), s.epoch))
     }
 
+    /// How many blocks of `f` (named `name`, specialised as `v`, launched
+    /// with `block` threads and no dynamic shared memory) the whole device
+    /// holds at once: the grid of a persistent launch.
+    pub(crate) fn resident_blocks(&self, f: &CudaFunction, name: &str, v: &Variant, block: u32) -> Result<u32> {
+        let mut cache = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&blocks) = cache.get(&(name.to_string(), v.clone())) {
+            return Ok(blocks);
+        }
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .map_err(driver_error("asking the occupancy of a kernel"))?;
+        let blocks = per_sm.max(1).saturating_mul(self.info.sms.max(1));
+        cache.insert((name.to_string(), v.clone()), blocks);
+        Ok(blocks)
+    }
+
     pub fn synchronize(&self) -> Result<()> {
         Ok(gpu::synchronize(&self.stream, "synchronising")?)
-    }
-
-    fn keep_args<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<(Variant, KeepArgs)> {
-        let size = std::mem::size_of::<T>();
-        let mut args = KeepArgs::default();
-        let variant = match keep {
-            Keep::Flags(flags) => {
-                if flags.len() != n {
-                    return Err(Error::LengthMismatch { what: "flags", expected: n, actual: flags.len() });
-                }
-                args.flags = flags.ptr();
-                Variant::new(size, KeepMode::Flags)
-            }
-            Keep::Sentinel(v) => {
-                bytemuck::cast_slice_mut::<u32, u8>(&mut args.sentinel)[..size].copy_from_slice(bytemuck::bytes_of(&v));
-                Variant::new(size, KeepMode::Sentinel)
-            }
-            Keep::Predicate(p) => {
-                args.param = p.params;
-                let mut v = Variant::new(size, KeepMode::Predicate);
-                v.predicate = Some(p.source.clone());
-                v
-            }
-        };
-        Ok((variant, args))
-    }
-
-    /// Partition by device addresses, for the backend's own multi-pass users (sort).
-    pub(crate) fn partition_raw(
-        &self,
-        algorithm: Algorithm,
-        v: &Variant,
-        args: KeepArgs,
-        io: Io,
-        st: &mut Stages,
-    ) -> Result<()> {
-        match algorithm {
-            Algorithm::Lookback => single_pass::partition(self, single_pass::Chaining::Decoupled, v, args, io, st),
-            Algorithm::Chained => single_pass::partition(self, single_pass::Chaining::Chained, v, args, io, st),
-            Algorithm::Billeter(b) => billeter::partition(self, b, v, args, io, st),
-            Algorithm::Horn => horn::partition(self, v, args, io, st),
-            Algorithm::Sengupta => sengupta::partition(self, v, args, io, st),
-            Algorithm::Blelloch => blelloch::partition(self, v, args, io, st),
-            Algorithm::Roger => roger::partition(self, v, args, io, st),
-            _ => Err(self.not_here(algorithm)),
-        }
-    }
-
-    fn not_here(&self, algorithm: Algorithm) -> Error {
-        Error::NotOnBackend { algorithm: algorithm.name(), backend: "cuda" }
-    }
-}
-
-impl Backend for CudaBackend {
-    type Buffer<T: Element> = CudaBuffer<T>;
-    type Predicate<T: Element> = CudaPredicate;
-    type Report = CudaReport;
-
-    fn kind(&self) -> BackendKind {
-        BackendKind::Cuda
-    }
-
-    fn runs(&self, algorithm: Algorithm) -> bool {
-        Self::implements(algorithm)
-    }
-
-    fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
-        let bytes: &[u8] = bytemuck::cast_slice(data);
-        let raw = if bytes.is_empty() { self.scratch(1)? } else { gpu::htod(&self.stream, bytes, "uploading")? };
-        Ok(CudaBuffer { raw, len: data.len() as u64, _t: PhantomData })
-    }
-
-    fn alloc<T: Element>(&self, len: u64) -> Result<CudaBuffer<T>> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::LengthMismatch {
-            what: "allocation (bytes overflow)",
-            expected: u64::MAX,
-            actual: len,
-        })?;
-        Ok(CudaBuffer { raw: self.scratch(bytes)?, len, _t: PhantomData })
-    }
-
-    fn download<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let n = buffer.len as usize;
-        let mut host = vec![T::zeroed(); n];
-        if n > 0 {
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-            let len = bytes.len();
-            // To pageable memory the copy returns when done: no separate wait.
-            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
-        }
-        Ok(host)
-    }
-
-    fn len<T: Element>(&self, buffer: &CudaBuffer<T>) -> u64 {
-        buffer.len
-    }
-
-    fn select<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-    ) -> Result<CudaReport> {
-        check_element::<T>()?;
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let (variant, args) = self.keep_args(input.len, keep)?;
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        let (v, st_) = (&variant, &mut st);
-        match algorithm {
-            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st_)?,
-            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st_)?,
-            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st_)?,
-            Algorithm::Horn => horn::select(self, v, args, io, st_)?,
-            Algorithm::Sengupta => sengupta::select(self, v, args, io, st_)?,
-            Algorithm::Blelloch => blelloch::select(self, v, args, io, st_)?,
-            Algorithm::Roger => roger::select(self, v, args, io, st_)?,
-            Algorithm::Atomic => atomic::select(self, v, args, io, st_)?,
-            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st_)?,
-            Algorithm::Sequential | Algorithm::Stencil => return Err(self.not_here(algorithm)),
-        }
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
-    }
-
-    fn partition<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-    ) -> Result<CudaReport> {
-        check_element::<T>()?;
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !algorithm.supports(Operation::Partition) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let (variant, args) = self.keep_args(input.len, keep)?;
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
-    }
-
-    fn exclusive_scan<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<S>,
-        output: &mut CudaBuffer<S>,
-    ) -> Result<CudaReport> {
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        let variant = Variant::new(std::mem::size_of::<S>(), KeepMode::Flags);
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the total"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { n: input.len, input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        let (v, st_) = (&variant, &mut st);
-        match algorithm {
-            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st_)?,
-            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st_)?,
-            Algorithm::Billeter(_) => billeter::scan(self, v, io, st_)?,
-            Algorithm::Horn => horn::scan(self, v, io, st_)?,
-            Algorithm::Sengupta => sengupta::scan(self, v, io, st_)?,
-            Algorithm::Blelloch => blelloch::scan(self, v, io, st_)?,
-            _ => return Err(self.not_here(algorithm)),
-        }
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
-    }
-
-    fn radix_sort<K: SortKey>(
-        &self,
-        algorithm: Algorithm,
-        keys: &mut CudaBuffer<K>,
-        values: Option<&mut CudaBuffer<u32>>,
-    ) -> Result<CudaReport> {
-        if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
-        if let Some(v) = &values {
-            if v.len != keys.len {
-                return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
-            }
-        }
-        let mut st = Stages::new(&self.stream);
-        sort::radix_sort(self, algorithm, keys, values, &mut st)?;
-        Ok(CudaReport { count: None, host_count: keys.len, stages: st })
-    }
-
-    fn remove<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        data: &mut CudaBuffer<T>,
-        removal: &CudaBuffer<u64>,
-    ) -> Result<CudaReport> {
-        // The list is checked on the host: O(k), and a bad list must never reach the kernels.
-        let list = self.download(removal)?;
-        crate::compaction::cpu::check_removal(&list, data.len as usize)?;
-        // SAFETY: checked just above.
-        unsafe { self.remove_unchecked(algorithm, data, removal) }
-    }
-
-    unsafe fn remove_unchecked<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        data: &mut CudaBuffer<T>,
-        removal: &CudaBuffer<u64>,
-    ) -> Result<CudaReport> {
-        check_element::<T>()?;
-        if !algorithm.supports(Operation::Remove) {
-            return Err(self.not_here(algorithm));
-        }
-        if removal.len > data.len {
-            return Err(Error::LengthMismatch {
-                what: "removal-index list (at most one entry per element)",
-                expected: data.len,
-                actual: removal.len,
-            });
-        }
-        let variant = Variant::new(std::mem::size_of::<T>(), KeepMode::Flags);
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
-        let mut st = Stages::new(&self.stream);
-        redzone::remove(
-            self,
-            algorithm,
-            &variant,
-            data.ptr(),
-            data.len,
-            removal.ptr(),
-            removal.len,
-            raw_ptr(&count),
-            &mut st,
-        )?;
-        Ok(CudaReport { count: Some(count), host_count: 0, stages: st })
     }
 }
 
@@ -555,5 +371,22 @@ pub const WORD_BELOW: &str = "__device__ bool reap_predicate(const Elem& x, cons
 impl crate::verify::Harness for CudaBackend {
     fn word_below<T: Element>(&self, threshold: u64) -> Box<CudaPredicate> {
         Box::new(CudaPredicate::new(WORD_BELOW, [threshold, 0]))
+    }
+
+    fn upload_guarded<T: Element>(&self, data: &[T], len: u64) -> Result<CudaBuffer<T>> {
+        let mut buffer = self.upload(data)?;
+        buffer.set_len(len)?;
+        Ok(buffer)
+    }
+
+    fn download_guarded<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); buffer.capacity() as usize];
+        if !host.is_empty() {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            // To pageable memory the copy returns when done: no separate wait.
+            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
+        }
+        Ok(host)
     }
 }

@@ -21,8 +21,9 @@
 //!
 //! k stays on the device: in `select` the mark pass counts the rejected
 //! elements, so every kernel reads k from a device word and grids are sized
-//! from an upper bound (n); nothing is read back mid-call. `remove` knows k on
-//! the host and passes it by value.
+//! from an upper bound (n, or a counted call's capacity, whose n is on the
+//! device too); nothing is read back mid-call. `remove` knows k on the host
+//! and passes it by value.
 //!
 //! Destination orphans R' cannot live in place in `remove`'s list (the caller
 //! lends it read-only), so they go to an O(k) scratch list; `select` owns its
@@ -32,7 +33,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::mark;
 use crate::compaction::cuda::runtime::{KeepMode, REDZONE, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, raw_ptr};
 use crate::compaction::{Algorithm, Error, Result};
 
 /// Redzone's tuning (`REAP_RZ_BLOCK`, `REAP_RZ_ITEMS` in redzone.cu).
@@ -59,7 +60,8 @@ impl Default for RedzoneTuning {
 /// One Redzone run's device addresses.
 struct Job {
     data: u64,
-    n: u64,
+    /// The data's length (on the device for a counted select).
+    ext: Extent,
     removal: u64,
     /// The device word holding k, or 0 when k is `k_bound` itself (remove).
     k_ptr: u64,
@@ -87,7 +89,7 @@ pub fn remove(
         return Ok(()); // k = 0 too; the count was allocated zeroed
     }
     let r_out = b.scratch(bytes_of_u64s(k)?)?;
-    let job = Job { data, n, removal, k_ptr: 0, k_bound: k.min(n), r_out: raw_ptr(&r_out), count };
+    let job = Job { data, ext: Extent::host(n), removal, k_ptr: 0, k_bound: k.min(n), r_out: raw_ptr(&r_out), count };
     run(b, alg, v, &job, st)?;
     drop(r_out); // freed in stream order, after the kernels
     Ok(())
@@ -95,20 +97,20 @@ pub fn remove(
 
 /// Select through Redzone: mark the rejected indices, copy, remove in place.
 pub fn select(b: &CudaBackend, alg: Algorithm, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
     let k_word = b.zeroed(8)?;
-    let list = b.scratch(bytes_of_u64s(io.n)?)?;
+    let list = b.scratch(bytes_of_u64s(io.ext.cap)?)?;
     let (k_ptr, list_ptr) = (raw_ptr(&k_word), raw_ptr(&list));
-    mark::rejected(b, v, keep, io.n, io.input, list_ptr, k_ptr, st)?;
-    mark::copy(b, v, io.n, io.input, io.output, st)?;
+    mark::rejected(b, v, keep, io.ext, io.input, list_ptr, k_ptr, st)?;
+    mark::copy(b, v, io.ext, io.input, io.output, st)?;
     let job = Job {
         data: io.output,
-        n: io.n,
+        ext: io.ext,
         removal: list_ptr,
         k_ptr,
-        k_bound: io.n,
+        k_bound: io.ext.cap,
         // In place: redzone_fill writes R' only over list entries it has read.
         r_out: list_ptr,
         count: io.count,
@@ -162,16 +164,16 @@ fn run(b: &CudaBackend, alg: Algorithm, v: &Variant, job: &Job, st: &mut Stages)
         1
     };
     let blocks_u32 = blocks as u32;
-    let Job { data, n, removal, k_ptr, k_bound, r_out, count } = *job;
+    let Job { data, ext, removal, k_ptr, k_bound, r_out, count } = *job;
 
     let marks = st.run("mark red zone", || {
         // One bit per red-zone slot, zeroed in stream order before the kernel.
         let marks = b.zeroed(k_bound.div_ceil(32) * 4)?;
         let m = raw_ptr(&marks);
         let mut l = b.stream().launch_builder(&f_mark);
-        l.arg(&n).arg(&removal).arg(&k_ptr).arg(&k_bound).arg(&m).arg(&count);
+        l.arg(&ext).arg(&removal).arg(&k_ptr).arg(&k_bound).arg(&m).arg(&count);
         let cfg = config(if grid { stride_blocks(b, k_bound, threads) } else { 1 }, threads);
-        // SAFETY: matches `redzone_mark(u64, const u64*, const u64*, u64, u32*, u64*)`; removal holds
+        // SAFETY: matches `redzone_mark(Extent, const u64*, const u64*, u64, u32*, u64*)`; removal holds
         // k <= k_bound u64 (k_ptr is null or one u64), marks ceil(k_bound / 32) zeroed u32, count one u64.
         unsafe { l.launch(cfg) }.map_err(driver_error("launching redzone_mark"))?;
         Ok(marks)
@@ -184,8 +186,8 @@ fn run(b: &CudaBackend, alg: Algorithm, v: &Variant, job: &Job, st: &mut Stages)
     let m = raw_ptr(&marks);
     st.run("fill holes", || {
         let mut l = b.stream().launch_builder(&f_fill);
-        l.arg(&n).arg(&data).arg(&removal).arg(&k_ptr).arg(&k_bound).arg(&m).arg(&r_out).arg(&jc).arg(&kc);
-        // SAFETY: matches `redzone_fill(u64, Elem*, const u64*, const u64*, u64, const u32*, u64*, u64*,
+        l.arg(&ext).arg(&data).arg(&removal).arg(&k_ptr).arg(&k_bound).arg(&m).arg(&r_out).arg(&jc).arg(&kc);
+        // SAFETY: matches `redzone_fill(Extent, Elem*, const u64*, const u64*, u64, const u32*, u64*, u64*,
         // u64*)` launched with REAP_RZ_BLOCK threads; data holds n elements, removal and r_out k <= k_bound
         // u64, and the counts blocks + 1 u64 each; the kernel writes the first `blocks` of each.
         unsafe { l.launch(config(blocks, threads)) }.map(drop).map_err(driver_error("launching redzone_fill"))
@@ -194,8 +196,8 @@ fn run(b: &CudaBackend, alg: Algorithm, v: &Variant, job: &Job, st: &mut Stages)
     st.run("process orphans", || {
         let Some(f_scan) = &f_scan else {
             let mut l = b.stream().launch_builder(&f_pair);
-            l.arg(&n).arg(&data).arg(&k_ptr).arg(&k_bound).arg(&r_out).arg(&jc).arg(&kc);
-            // SAFETY: matches `redzone_block_orphans(u64, Elem*, const u64*, u64, const u64*, const u64*,
+            l.arg(&ext).arg(&data).arg(&k_ptr).arg(&k_bound).arg(&r_out).arg(&jc).arg(&kc);
+            // SAFETY: matches `redzone_block_orphans(Extent, Elem*, const u64*, u64, const u64*, const u64*,
             // const u64*)`; jc and kc hold the one block's counts, written by redzone_fill.
             return unsafe { l.launch(config(1, threads)) }
                 .map(drop)
@@ -208,8 +210,8 @@ fn run(b: &CudaBackend, alg: Algorithm, v: &Variant, job: &Job, st: &mut Stages)
         unsafe { l.launch(config(1, threads)) }.map_err(driver_error("launching redzone_grid_scan"))?;
         // At most k / 2 pairs (Lemma 4.2: each pair holds a source and a destination orphan).
         let mut l = b.stream().launch_builder(&f_pair);
-        l.arg(&n).arg(&data).arg(&k_ptr).arg(&k_bound).arg(&r_out).arg(&jc).arg(&kc).arg(&blocks_u32);
-        // SAFETY: matches `redzone_grid_orphans(u64, Elem*, const u64*, u64, const u64*, const u64*,
+        l.arg(&ext).arg(&data).arg(&k_ptr).arg(&k_bound).arg(&r_out).arg(&jc).arg(&kc).arg(&blocks_u32);
+        // SAFETY: matches `redzone_grid_orphans(Extent, Elem*, const u64*, u64, const u64*, const u64*,
         // const u64*, u32)`; J and K are the scanned counts with their totals at index `blocks`.
         unsafe { l.launch(config(stride_blocks(b, k_bound.div_ceil(2), threads), threads)) }
             .map(drop)

@@ -14,7 +14,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use crate::compaction::cuda::blelloch::Tree;
 use crate::compaction::cuda::horn::{self, Sum};
 use crate::compaction::cuda::runtime::{ROGER, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `roger` (`REAP_S` in roger.cu).
@@ -44,28 +44,35 @@ pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut 
 }
 
 fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
-    let (t, n) = (&b.tuning.roger, io.n);
+    let (t, ext, cap) = (&b.tuning.roger, io.ext, io.ext.cap);
     let s = t.block;
     if !(1..=1024).contains(&s) {
         return Err(Error::Backend(format!("roger's block size s must be 1 to 1024, not {s}")));
     }
     let rv = horn::flag_variant(v).with(&[("REAP_S", s)]);
-    let blocks = n.div_ceil(s as u64);
+    let blocks = cap.div_ceil(s as u64);
     // Block counts and their scan reach n: u64 sums from 2^32 elements on.
-    let sum = Sum::for_count(n);
+    let sum = Sum::for_count(cap);
     let bufs = [
-        b.scratch(n * 4)?,                   // flags
-        b.scratch(n * 4)?,                   // pSum
-        b.scratch(n * v.elem_bytes as u64)?, // the reduced blocks
-        b.scratch(blocks * sum.bytes())?,    // empty elements per block
-        b.scratch(blocks * sum.bytes())?,    // empty elements before each block
-        b.scratch(8)?,                       // all empty elements (the global sum's top level writes it)
+        b.scratch(cap * 4)?,                   // flags
+        b.scratch(cap * 4)?,                   // pSum
+        b.scratch(cap * v.elem_bytes as u64)?, // the reduced blocks
+        b.scratch(blocks * sum.bytes())?,      // empty elements per block
+        b.scratch(blocks * sum.bytes())?,      // empty elements before each block
+        b.scratch(8)?,                         // all empty elements (the global sum's top level writes it)
+        b.scratch(8)?,                         // a counted call's number of blocks
     ];
-    let [flags, psum, reduced, counts, empty_before, empty_total] = bufs.each_ref().map(raw_ptr);
-    let tree = Tree::new(b, &b.tuning.blelloch, v, sum, blocks)?;
+    let [flags, psum, reduced, counts, empty_before, empty_total, blocks_word] = bufs.each_ref().map(raw_ptr);
+    // The global sum runs over the blocks: counted, their number is on the device too.
+    let (block_ext, blocks_len) = if ext.is_counted() {
+        (Extent { cap: blocks, len: blocks_word }, blocks_word)
+    } else {
+        (Extent::host(blocks), 0)
+    };
+    let tree = Tree::new(b, &b.tuning.blelloch, v, sum, block_ext)?;
     let split = split as u32;
     // One CUDA block per block of s, up to the grid's limit; the kernels loop over the rest.
     let cfg = LaunchConfig {
@@ -74,21 +81,21 @@ fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st
         shared_mem_bytes: 0,
     };
 
-    mark::flags(b, v, keep, n, io.input, flags, st)?;
+    mark::flags(b, v, keep, ext, io.input, flags, st)?;
     let f = b.kernels().function(&ROGER, &rv, &format!("roger_sum_inside_blocks_{}", sum.name()))?;
     st.run("sum inside blocks", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&flags).arg(&psum).arg(&counts);
-        // SAFETY: matches `roger_sum_inside_blocks_S(u64, const u32*, u32*, S*)`; flags and psum hold n
-        // u32, counts one sum per block.
+        l.arg(&ext).arg(&flags).arg(&psum).arg(&counts).arg(&blocks_len);
+        // SAFETY: matches `roger_sum_inside_blocks_S(Extent, const u32*, u32*, S*, u64*)`; flags and psum
+        // hold the capacity's u32, counts one sum per block of it, blocks_len one u64 or null.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_sum_inside_blocks"))
     })?;
     let f = b.kernels().function(&ROGER, &rv, "roger_dichotomic_search")?;
     st.run("dichotomic search", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&io.input).arg(&flags).arg(&psum).arg(&reduced).arg(&split);
-        // SAFETY: matches `roger_dichotomic_search(u64, const Elem*, const u32*, const u32*, Elem*, u32)`;
-        // input and reduced hold n elements, flags and psum n u32.
+        l.arg(&ext).arg(&io.input).arg(&flags).arg(&psum).arg(&reduced).arg(&split);
+        // SAFETY: matches `roger_dichotomic_search(Extent, const Elem*, const u32*, const u32*, Elem*, u32)`;
+        // input and reduced hold the capacity's elements, flags and psum as many u32.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_dichotomic_search"))
     })?;
     st.run("global sum", || {
@@ -98,11 +105,11 @@ fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st
     let f = b.kernels().function(&ROGER, &rv, &format!("roger_concatenation_{}", sum.name()))?;
     st.run("concatenation", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&n).arg(&reduced).arg(&counts).arg(&empty_before).arg(&empty_total).arg(&io.output).arg(&io.count);
+        l.arg(&ext).arg(&reduced).arg(&counts).arg(&empty_before).arg(&empty_total).arg(&io.output).arg(&io.count);
         l.arg(&split);
-        // SAFETY: matches `roger_concatenation_S(u64, const Elem*, const S*, const S*, const u64*, Elem*, u64*,
-        // u32)`; reduced and output hold n elements, counts and empty_before one sum per block, empty_total
-        // and count one u64 each.
+        // SAFETY: matches `roger_concatenation_S(Extent, const Elem*, const S*, const S*, const u64*, Elem*,
+        // u64*, u32)`; reduced and output hold the capacity's elements, counts and empty_before one sum per
+        // block of it, empty_total and count one u64 each.
         unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching roger_concatenation"))
     })?;
     drop((bufs, tree)); // freed in stream order, after the kernels

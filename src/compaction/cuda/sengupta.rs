@@ -10,12 +10,12 @@
 //! horn.cu). The scan is O(n) work, the gather still O(n log n). Its CPU twin
 //! is src/compaction/cpu/sengupta.rs.
 
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::Result;
 use crate::compaction::cuda::horn::{self, HornTuning, Source, Sum};
 use crate::compaction::cuda::runtime::{SENGUPTA, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, mark, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 
 /// Tuning of `sengupta` (`REAP_BLOCK` in sengupta.cu and, for its Horn
 /// passes and gather, in horn.cu).
@@ -58,40 +58,47 @@ pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut 
 /// Exclusive scan, total to `io.count`: the hybrid scan of the input shifted
 /// right by one slot, written straight into the output.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the total was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the total was zeroed
     }
     let t = &b.tuning.sengupta;
     let sum = Sum::for_scan(v.elem_bytes)?;
-    hybrid_scan(b, t, v, sum, io.n, Source::Shifted(io.input), io.output, Some(io.count), st)
+    hybrid_scan(b, t, v, sum, io.ext, Source::Shifted(io.input), io.output, Some(io.count), st)
 }
 
 fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
-    let (t, n) = (&b.tuning.sengupta, io.n);
-    let sum = Sum::for_count(n);
-    let (flags, sums) = (b.scratch(n * 4)?, b.scratch(n * sum.bytes())?);
-    mark::flags(b, v, keep, n, io.input, raw_ptr(&flags), st)?;
-    hybrid_scan(b, t, v, sum, n, Source::Flags(raw_ptr(&flags)), raw_ptr(&sums), None, st)?;
+    let (t, ext) = (&b.tuning.sengupta, io.ext);
+    let sum = Sum::for_count(ext.cap);
+    let (flags, sums) = (b.scratch(ext.cap * 4)?, b.scratch(ext.cap * sum.bytes())?);
+    mark::flags(b, v, keep, ext, io.input, raw_ptr(&flags), st)?;
+    hybrid_scan(b, t, v, sum, ext, Source::Flags(raw_ptr(&flags)), raw_ptr(&sums), None, st)?;
     st.run("dichotomic search", || {
-        horn::gather(b, &t.horn(), v, sum, n, io.input, raw_ptr(&sums), io.output, io.count, split)
+        horn::gather(b, &t.horn(), v, sum, ext, io.input, raw_ptr(&sums), io.output, io.count, split)
     })?;
     drop((flags, sums)); // freed in stream order, after the kernels
     Ok(())
 }
 
-/// Enqueues the hybrid scan (002 §2.4): the inclusive scan of `x` (n > 0
-/// values) into `out` (n sums), timed as the paper's three stages. With
-/// `total`, `x` is shifted and the exclusive scan's total goes there too.
+/// Enqueues the hybrid scan (002 §2.4): the inclusive scan of `x` (n values,
+/// capacity > 0) into `out` (n sums), timed as the paper's three stages.
+/// With `total`, `x` is shifted and the exclusive scan's total goes there too.
+///
+/// Levels, scratch and launches are sized from the capacity; the kernels skip
+/// the levels a counted call's n does not need (sengupta.cu). The last level n
+/// needs lands in `top`, and Horn's scan runs over it, or over x itself when n
+/// needs no level: with a host length the host knows which and enqueues that
+/// one; counted, it enqueues both, and `sengupta_plan` gives each its length
+/// on the device (0 for the one n does not use).
 #[allow(clippy::too_many_arguments)]
 fn hybrid_scan(
     b: &CudaBackend,
     t: &SenguptaTuning,
     v: &Variant,
     sum: Sum,
-    n: u64,
+    ext: Extent,
     x: Source,
     out: u64,
     total: Option<u64>,
@@ -99,17 +106,21 @@ fn hybrid_scan(
 ) -> Result<()> {
     let ht = t.horn();
     let sv = horn::flag_variant(v).with(&[("REAP_BLOCK", t.block)]);
-    let p = t.degree_of_parallelism.max(1);
-    // lens[d] is the length of the paper's a_{d+1}: a_d[i] = a_{d-1}[2i] + a_{d-1}[2i + 1].
+    let (p, cap) = (t.degree_of_parallelism.max(1), ext.cap);
+    // lens[d] is the length of the paper's a_{d+1} (for the capacity):
+    // a_d[i] = a_{d-1}[2i] + a_{d-1}[2i + 1].
     let mut lens = Vec::new();
-    let mut len = n;
+    let mut len = cap;
     while len > p {
         len = len.div_ceil(2);
         lens.push(len);
     }
-    let top = len; // what Horn's scan covers: the last level, or x itself
-    // The levels back to back, then the scanned top and Horn's other buffer.
-    let words: u64 = lens.iter().sum::<u64>() + 2 * top;
+    // What Horn's scan covers: x itself (at most p values), or `top` (the
+    // last level, at most p values and at most the first level's length).
+    let direct = cap.min(p);
+    let top = lens.first().map_or(0, |&l| l.min(p));
+    // The levels back to back, then `top`, its scan, and Horn's other buffer.
+    let words: u64 = lens.iter().sum::<u64>() + 2 * top + direct;
     let scratch = b.scratch(words * sum.bytes())?;
     let mut at = raw_ptr(&scratch);
     let level: Vec<u64> = lens
@@ -120,27 +131,56 @@ fn hybrid_scan(
             p
         })
         .collect();
-    let (top_scan, tmp) = (at, at + top * sum.bytes());
+    let (top_in, top_scan, tmp) = (at, at + top * sum.bytes(), at + 2 * top * sum.bytes());
+    // Which Horn scans run, over what.
+    let counted = ext.is_counted() && !lens.is_empty();
+    let plan = if counted { Some(b.scratch(16)?) } else { None };
+    let (direct_ext, top_ext) = match (&plan, lens.last()) {
+        (Some(plan), _) => {
+            (Some(Extent { cap: direct, len: raw_ptr(plan) }), Some(Extent { cap: top, len: raw_ptr(plan) + 8 }))
+        }
+        // A host length needing no level, or a counted capacity that never does.
+        (None, None) => (Some(ext), None),
+        (None, Some(&last)) => (None, Some(Extent::host(last))),
+    };
 
     let reduce = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_reduce_{}_{}", x.name(sum), sum.name()))?;
     let reduce_up = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_reduce_{0}_{0}", sum.name()))?;
+    let f_plan = match plan {
+        Some(_) => Some(b.kernels().function(&SENGUPTA, &sv, "sengupta_plan")?),
+        None => None,
+    };
     st.run("reduce", || {
+        if let (Some(plan), Some(f_plan)) = (&plan, &f_plan) {
+            let plan = raw_ptr(plan);
+            let mut l = b.stream().launch_builder(f_plan);
+            l.arg(&ext).arg(&p).arg(&plan);
+            let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: matches `sengupta_plan(Extent, u64, u64*)`; plan is two u64 of scratch.
+            unsafe { l.launch(one) }.map_err(driver_error("launching sengupta_plan"))?;
+        }
         for (d, (&next, &len)) in level.iter().zip(&lens).enumerate() {
             // Level 1 reads x; each later level the one below it.
-            let (f, src, shift, len_in) =
-                if d == 0 { (&reduce, x.ptr(), x.shift(), n) } else { (&reduce_up, level[d - 1], 0, lens[d - 1]) };
+            let (f, src, shift) = if d == 0 { (&reduce, x.ptr(), x.shift()) } else { (&reduce_up, level[d - 1], 0) };
+            let d = d as u32;
             let mut l = b.stream().launch_builder(f);
-            l.arg(&len_in).arg(&src).arg(&shift).arg(&next);
-            // SAFETY: matches `sengupta_reduce_IN_S(u64, const IN*, u32, S*)`; src holds len_in values,
-            // next ceil(len_in / 2) = len sums, in a different buffer.
+            l.arg(&ext).arg(&d).arg(&p).arg(&src).arg(&shift).arg(&next).arg(&top_in);
+            // SAFETY: matches `sengupta_reduce_IN_S(Extent, u32, u64, const IN*, u32, S*, S*)`; src holds the
+            // level below (the capacity's values of x, or lens[d - 1] sums), next lens[d] sums and top_in
+            // `top` >= the kernel's last level, both in another buffer.
             unsafe { l.launch(ht.config(b, len)) }.map_err(driver_error("launching sengupta_reduce"))?;
         }
         Ok(())
     })?;
 
-    st.run("horn scan", || match level.last() {
-        None => horn::hillis_steele(b, &ht, v, sum, n, x, out, tmp),
-        Some(&a) => horn::hillis_steele(b, &ht, v, sum, top, Source::Values(a), top_scan, tmp),
+    st.run("horn scan", || {
+        if let Some(e) = direct_ext {
+            horn::hillis_steele(b, &ht, v, sum, e, x, out, tmp)?;
+        }
+        if let Some(e) = top_ext {
+            horn::hillis_steele(b, &ht, v, sum, e, Source::Values(top_in), top_scan, tmp)?;
+        }
+        Ok(())
     })?;
 
     let down = b.kernels().function(&SENGUPTA, &sv, &format!("sengupta_down_sweep_{}_{}", x.name(sum), sum.name()))?;
@@ -148,24 +188,24 @@ fn hybrid_scan(
     st.run("down-sweep", || {
         // From the top down, level d (0 is x itself) reads the scanned level d + 1.
         for d in (0..level.len()).rev() {
-            let up = if d + 1 == level.len() { top_scan } else { level[d] };
             let (f, a, shift, dst, len) = if d == 0 {
-                (&down, x.ptr(), x.shift(), out, n)
+                (&down, x.ptr(), x.shift(), out, cap)
             } else {
                 (&down_up, level[d - 1], 0, level[d - 1], lens[d - 1])
             };
+            let (up, d) = (level[d], d as u32);
             let mut l = b.stream().launch_builder(f);
-            l.arg(&len).arg(&a).arg(&shift).arg(&up).arg(&dst);
-            // SAFETY: matches `sengupta_down_sweep_IN_S(u64, const IN*, u32, const S*, S*)`; a and dst
-            // hold len values (the same buffer above level 0: each thread touches only its own slot), up
-            // ceil(len / 2) sums in another buffer.
+            l.arg(&ext).arg(&d).arg(&p).arg(&a).arg(&shift).arg(&up).arg(&top_scan).arg(&dst);
+            // SAFETY: matches `sengupta_down_sweep_IN_S(Extent, u32, u64, const IN*, u32, const S*, const S*,
+            // S*)`; a and dst hold len values (the same buffer above level 0: each thread touches only its
+            // own slot), up ceil(len / 2) sums and top_scan `top` sums, in other buffers.
             unsafe { l.launch(ht.config(b, len)) }.map_err(driver_error("launching sengupta_down_sweep"))?;
         }
         match total {
-            Some(count) => horn::total(b, &ht, v, sum, n, x.ptr(), out, count),
+            Some(count) => horn::total(b, &ht, v, sum, ext, x.ptr(), out, count),
             None => Ok(()),
         }
     })?;
-    drop(scratch);
+    drop((scratch, plan));
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! which share kernels/compaction/single_pass.cuh and differ only in how a
 //! tile learns its prefix.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::runtime::{CHAINED, LOOKBACK, Source, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
@@ -40,13 +40,17 @@ pub struct SinglePassTuning {
     pub block: u32,
     /// 16-byte vectors each thread loads per tile.
     pub vecs: u32,
+    /// Blocks of a counted launch, which loop over the tiles: 0 for as many
+    /// as the device holds at once. A few make every block loop over many
+    /// tiles at small sizes (tests, sanitizer runs).
+    pub counted_grid: u32,
 }
 
 impl Default for SinglePassTuning {
     fn default() -> Self {
         // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
         // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
-        SinglePassTuning { block: 128, vecs: 8 }
+        SinglePassTuning { block: 128, vecs: 8, counted_grid: 0 }
     }
 }
 
@@ -69,6 +73,35 @@ fn config(t: &SinglePassTuning, grid: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 }
 }
 
+/// The grid of a single-pass launch over `tiles` tiles (of the capacity):
+/// one block per tile with a host length; counted, at most the blocks that
+/// are resident at once, which loop over the live tiles (single_pass.cuh
+/// `TileLoop`). Such a launch draws tiles + grid tile ids from a 32-bit counter.
+fn grid(
+    b: &CudaBackend,
+    t: &SinglePassTuning,
+    io: &Io,
+    f: &CudaFunction,
+    name: &str,
+    v: &Variant,
+    tiles: u32,
+) -> Result<u32> {
+    if !io.ext.is_counted() {
+        return Ok(tiles);
+    }
+    let resident = match t.counted_grid {
+        0 => b.resident_blocks(f, name, v, t.block)?,
+        blocks => blocks,
+    };
+    let grid = resident.min(tiles);
+    if tiles.checked_add(grid).is_none() {
+        return Err(Error::Backend(format!(
+            "{tiles} tiles and {grid} blocks overflow the 32-bit tile counter; raise the tile size"
+        )));
+    }
+    Ok(grid)
+}
+
 pub fn select(b: &CudaBackend, c: Chaining, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
     compact(b, c, v, keep, io, false, st)
 }
@@ -86,41 +119,42 @@ fn compact(
     split: bool,
     st: &mut Stages,
 ) -> Result<()> {
-    if io.n == 0 {
-        return Ok(()); // the count was allocated zeroed
+    if io.ext.cap == 0 {
+        return Ok(()); // the count was zeroed
     }
     let t = &b.tuning.single_pass;
     let v = t.specialise(v);
-    let grid = tiles(io.n, t.tile(v.elem_bytes))?;
-    let (words, epoch) = b.tile_states(grid as u64)?;
+    let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
+    let (words, epoch) = b.tile_states(tiles as u64)?;
     let counter = words;
     let state = words + 8;
+    let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
+    let f = b.kernels().function(c.source(), &v, &name)?;
+    let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Partition needs the kept total before any tile places a rejected element.
     let total = if split { Some(b.zeroed(8)?) } else { None };
     let kept_total = total.as_ref().map(raw_ptr).unwrap_or(0);
     if split {
         let f = b.kernels().function(c.source(), &v, &format!("{}_count", c.name()))?;
-        let grid = (b.info.sms * 8).min(grid);
+        let grid = (b.info.sms * 8).min(tiles);
         st.run("count", || {
             let mut l = b.stream().launch_builder(&f);
-            l.arg(&io.n).arg(&io.input).arg(&keep).arg(&kept_total);
-            // SAFETY: matches `NAME_count(u64, const Elem*, KeepArgs, u64*)`; input holds n elements and
-            // kept_total is a zeroed u64.
+            l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&kept_total);
+            // SAFETY: matches `NAME_count(Extent, const Elem*, KeepArgs, u64*)`; input holds the extent's
+            // capacity of elements (and `len`, if set, is one u64) and kept_total is a zeroed u64.
             unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching count"))
         })?;
     }
-    let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
-    let f = b.kernels().function(c.source(), &v, &name)?;
     st.run("single-pass", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&io.n).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count).arg(&state).arg(&counter);
+        l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count).arg(&state).arg(&counter);
         l.arg(&epoch);
         if split {
             l.arg(&kept_total);
         }
-        // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold n
-        // elements, state holds a word per tile (older epochs read as invalid), counter is 0 between
-        // calls, count is one u64.
+        // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold the
+        // capacity's elements, state a word per tile of it (older epochs read as invalid), counter is 0
+        // between calls (the launch's last draw rewinds it), count is one u64.
         unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the single pass"))
     })?;
     drop(total); // freed in stream order, after the kernels
@@ -128,23 +162,25 @@ fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.n == 0 {
+    if io.ext.cap == 0 {
         return Ok(());
     }
     let t = &b.tuning.single_pass;
     let v = t.specialise(v);
-    let grid = tiles(io.n, t.tile(v.elem_bytes))?;
+    let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
+    let name = format!("{}_scan", c.name());
+    let f = b.kernels().function(c.source(), &v, &name)?;
+    let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Flags (u32 per tile), values (two u64 per tile), the tile counter.
-    let scratch = st.run("init", || b.zeroed(grid as u64 * 4 + grid as u64 * 16 + 16))?;
+    let scratch = st.run("init", || b.zeroed(tiles as u64 * 4 + tiles as u64 * 16 + 16))?;
     let flags = raw_ptr(&scratch);
-    let values = (flags + grid as u64 * 4).next_multiple_of(8);
-    let counter = values + grid as u64 * 16;
-    let f = b.kernels().function(c.source(), &v, &format!("{}_scan", c.name()))?;
+    let values = (flags + tiles as u64 * 4).next_multiple_of(8);
+    let counter = values + tiles as u64 * 16;
     st.run("single-pass", || {
         let mut l = b.stream().launch_builder(&f);
-        l.arg(&io.n).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
-        // SAFETY: matches `NAME_scan(u64, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
-        // the flags, values and counter laid out above, zeroed.
+        l.arg(&io.ext).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
+        // SAFETY: matches `NAME_scan(Extent, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
+        // the flags, values and counter of every tile of the capacity, laid out above, zeroed.
         unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the scan"))
     })?;
     drop(scratch);

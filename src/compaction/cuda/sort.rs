@@ -5,7 +5,7 @@
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::runtime::{KeepMode, SORT, Stages, Variant, driver_error};
-use crate::compaction::cuda::{CudaBackend, CudaBuffer, Io, KeepArgs, raw_ptr};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer, Extent, Io, KeepArgs, raw_ptr};
 use crate::compaction::{Algorithm, Result, SortKey};
 
 pub fn radix_sort<K: SortKey>(
@@ -63,7 +63,7 @@ pub fn radix_sort<K: SortKey>(
         let mut scratch_stages = Stages::new(b.stream());
         for bit in 0..K::BITS {
             let keep = KeepArgs { param: [bit as u64, 0], ..KeepArgs::default() };
-            let io = Io { n, input: raw_ptr(&a), output: raw_ptr(&c), count: raw_ptr(&count) };
+            let io = Io { ext: Extent::host(n), input: raw_ptr(&a), output: raw_ptr(&c), count: raw_ptr(&count) };
             b.partition_raw(algorithm, &v, keep, io, &mut scratch_stages)?;
             std::mem::swap(&mut a, &mut c);
         }

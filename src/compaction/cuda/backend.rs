@@ -1,0 +1,342 @@
+//! The `Backend` trait over the CUDA backend: each call's checks, the
+//! device addresses it hands the algorithms (an `Io`, whose `Extent` carries a
+//! counted call's length word), and the dispatch by catalog name.
+
+use std::marker::PhantomData;
+
+use crate::compaction::cuda::runtime::{KeepMode, Stages, Variant, driver_error};
+use crate::compaction::cuda::{
+    Count, CudaBackend, CudaBuffer, CudaPredicate, CudaReport, Extent, Io, KeepArgs, atomic, billeter, blelloch, horn,
+    raw_ptr, redzone, roger, sengupta, single_pass, sort,
+};
+use crate::compaction::{
+    Algorithm, Backend, BackendKind, Element, Error, Keep, Lens, Operation, Result, ScanElement, SortKey, check_element,
+};
+use crate::gpu;
+
+impl CudaBackend {
+    fn keep_args<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<(Variant, KeepArgs)> {
+        let size = std::mem::size_of::<T>();
+        let mut args = KeepArgs::default();
+        let variant = match keep {
+            Keep::Flags(flags) => {
+                if flags.len() != n {
+                    return Err(Error::LengthMismatch { what: "flags", expected: n, actual: flags.len() });
+                }
+                args.flags = flags.ptr();
+                Variant::new(size, KeepMode::Flags)
+            }
+            Keep::Sentinel(v) => {
+                bytemuck::cast_slice_mut::<u32, u8>(&mut args.sentinel)[..size].copy_from_slice(bytemuck::bytes_of(&v));
+                Variant::new(size, KeepMode::Sentinel)
+            }
+            Keep::Predicate(p) => {
+                args.param = p.params;
+                let mut v = Variant::new(size, KeepMode::Predicate);
+                v.predicate = Some(p.source.clone());
+                v
+            }
+        };
+        Ok((variant, args))
+    }
+
+    /// The checks every select and partition makes, and the kernels'
+    /// specialisation and keep rule. `input`'s length is the capacity of a counted call.
+    fn compact_args<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        op: Operation,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &CudaBuffer<T>,
+    ) -> Result<(Variant, KeepArgs)> {
+        check_element::<T>()?;
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(op) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        self.keep_args(input.len, keep)
+    }
+
+    fn scan_args<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &CudaBuffer<S>,
+    ) -> Result<Variant> {
+        if output.len != input.len {
+            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        }
+        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        Ok(Variant::new(std::mem::size_of::<S>(), KeepMode::Flags))
+    }
+
+    /// The device addresses of a counted call over a capacity of `cap`
+    /// elements. Zeroes the count word in stream order (a memset, not a copy
+    /// from the host), so that it reads 0 after a device length of 0 whatever
+    /// the kernels skip, and so that the algorithms that add to their count
+    /// (atomic) start from 0, as with the host-length calls' fresh word.
+    fn counted_io(&self, cap: u64, input: u64, output: u64, lens: &mut Lens<'_, Self>) -> Result<Io> {
+        lens.check(lens.words.len)?;
+        let at = 8 * lens.output as usize;
+        let mut word = lens.words.raw.slice_mut(at..at + 8);
+        self.stream.memset_zeros(&mut word).map_err(driver_error("zeroing the count word"))?;
+        let base = lens.words.ptr();
+        Ok(Io { ext: Extent { cap, len: base + 8 * lens.input }, input, output, count: base + 8 * lens.output })
+    }
+
+    fn select_raw(&self, algorithm: Algorithm, v: &Variant, args: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st),
+            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st),
+            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st),
+            Algorithm::Horn => horn::select(self, v, args, io, st),
+            Algorithm::Sengupta => sengupta::select(self, v, args, io, st),
+            Algorithm::Blelloch => blelloch::select(self, v, args, io, st),
+            Algorithm::Roger => roger::select(self, v, args, io, st),
+            Algorithm::Atomic => atomic::select(self, v, args, io, st),
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st),
+            Algorithm::Sequential | Algorithm::Stencil => Err(self.not_here(algorithm)),
+        }
+    }
+
+    fn scan_raw(&self, algorithm: Algorithm, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st),
+            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st),
+            Algorithm::Billeter(_) => billeter::scan(self, v, io, st),
+            Algorithm::Horn => horn::scan(self, v, io, st),
+            Algorithm::Sengupta => sengupta::scan(self, v, io, st),
+            Algorithm::Blelloch => blelloch::scan(self, v, io, st),
+            _ => Err(self.not_here(algorithm)),
+        }
+    }
+
+    /// Partition by device addresses, for the backend's own multi-pass users (sort).
+    pub(crate) fn partition_raw(
+        &self,
+        algorithm: Algorithm,
+        v: &Variant,
+        args: KeepArgs,
+        io: Io,
+        st: &mut Stages,
+    ) -> Result<()> {
+        match algorithm {
+            Algorithm::Lookback => single_pass::partition(self, single_pass::Chaining::Decoupled, v, args, io, st),
+            Algorithm::Chained => single_pass::partition(self, single_pass::Chaining::Chained, v, args, io, st),
+            Algorithm::Billeter(b) => billeter::partition(self, b, v, args, io, st),
+            Algorithm::Horn => horn::partition(self, v, args, io, st),
+            Algorithm::Sengupta => sengupta::partition(self, v, args, io, st),
+            Algorithm::Blelloch => blelloch::partition(self, v, args, io, st),
+            Algorithm::Roger => roger::partition(self, v, args, io, st),
+            _ => Err(self.not_here(algorithm)),
+        }
+    }
+
+    fn not_here(&self, algorithm: Algorithm) -> Error {
+        Error::NotOnBackend { algorithm: algorithm.name(), backend: "cuda" }
+    }
+}
+
+impl Backend for CudaBackend {
+    type Buffer<T: Element> = CudaBuffer<T>;
+    type Predicate<T: Element> = CudaPredicate;
+    type Report = CudaReport;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn runs(&self, algorithm: Algorithm) -> bool {
+        Self::implements(algorithm)
+    }
+
+    fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let raw = if bytes.is_empty() { self.scratch(1)? } else { gpu::htod(&self.stream, bytes, "uploading")? };
+        Ok(CudaBuffer { raw, len: data.len() as u64, _t: PhantomData })
+    }
+
+    fn alloc<T: Element>(&self, len: u64) -> Result<CudaBuffer<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::LengthMismatch {
+            what: "allocation (bytes overflow)",
+            expected: u64::MAX,
+            actual: len,
+        })?;
+        Ok(CudaBuffer { raw: self.scratch(bytes)?, len, _t: PhantomData })
+    }
+
+    fn download<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        let n = buffer.len as usize;
+        let mut host = vec![T::zeroed(); n];
+        if n > 0 {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            // To pageable memory the copy returns when done: no separate wait.
+            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
+        }
+        Ok(host)
+    }
+
+    fn len<T: Element>(&self, buffer: &CudaBuffer<T>) -> u64 {
+        buffer.len
+    }
+
+    fn select<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.select_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+
+    fn partition<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+
+    fn exclusive_scan<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+    ) -> Result<CudaReport> {
+        let variant = self.scan_args(algorithm, input, output)?;
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the total"))?;
+        let mut st = Stages::new(&self.stream);
+        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
+        self.scan_raw(algorithm, &variant, io, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+
+    fn select_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.select_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+    }
+
+    fn partition_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut CudaBuffer<T>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+    }
+
+    fn exclusive_scan_counted<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+        mut lens: Lens<'_, Self>,
+    ) -> Result<CudaReport> {
+        let variant = self.scan_args(algorithm, input, output)?;
+        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        self.scan_raw(algorithm, &variant, io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+    }
+
+    fn radix_sort<K: SortKey>(
+        &self,
+        algorithm: Algorithm,
+        keys: &mut CudaBuffer<K>,
+        values: Option<&mut CudaBuffer<u32>>,
+    ) -> Result<CudaReport> {
+        if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        if let Some(v) = &values {
+            if v.len != keys.len {
+                return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
+            }
+        }
+        let mut st = Stages::new(&self.stream);
+        sort::radix_sort(self, algorithm, keys, values, &mut st)?;
+        Ok(CudaReport { count: Count::Host(keys.len), stages: st })
+    }
+
+    fn remove<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut CudaBuffer<T>,
+        removal: &CudaBuffer<u64>,
+    ) -> Result<CudaReport> {
+        // The list is checked on the host: O(k), and a bad list must never reach the kernels.
+        let list = self.download(removal)?;
+        crate::compaction::cpu::check_removal(&list, data.len as usize)?;
+        // SAFETY: checked just above.
+        unsafe { self.remove_unchecked(algorithm, data, removal) }
+    }
+
+    unsafe fn remove_unchecked<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        data: &mut CudaBuffer<T>,
+        removal: &CudaBuffer<u64>,
+    ) -> Result<CudaReport> {
+        check_element::<T>()?;
+        if !algorithm.supports(Operation::Remove) {
+            return Err(self.not_here(algorithm));
+        }
+        if removal.len > data.len {
+            return Err(Error::LengthMismatch {
+                what: "removal-index list (at most one entry per element)",
+                expected: data.len,
+                actual: removal.len,
+            });
+        }
+        let variant = Variant::new(std::mem::size_of::<T>(), KeepMode::Flags);
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
+        let mut st = Stages::new(&self.stream);
+        redzone::remove(
+            self,
+            algorithm,
+            &variant,
+            data.ptr(),
+            data.len,
+            removal.ptr(),
+            removal.len,
+            raw_ptr(&count),
+            &mut st,
+        )?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+}

@@ -1,0 +1,214 @@
+//! The suite's cases through the host-length entry points: select,
+//! partition, scan, sort and remove of n elements, against the reference.
+
+use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report, ScanElement, SortKey, check_element};
+use crate::verify::{Harness, POISON, Pattern, Rule, THRESHOLD, first_word};
+
+pub(crate) fn element<T: Element>(first: u32, rng: &mut fastrand::Rng) -> T {
+    let words = std::mem::size_of::<T>() / 4;
+    let mut w = [0u32; 4];
+    w[0] = first;
+    for x in w.iter_mut().take(words).skip(1) {
+        *x = rng.u32(..);
+    }
+    bytemuck::pod_read_unaligned(&bytemuck::cast_slice::<u32, u8>(&w)[..std::mem::size_of::<T>()])
+}
+
+fn poisoned<B: Backend, T: Element>(backend: &B, n: usize) -> Result<B::Buffer<T>, String> {
+    let bytes = vec![POISON; n * std::mem::size_of::<T>()];
+    let host: Vec<T> = bytes.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect();
+    backend.upload(&host).map_err(|e| e.to_string())
+}
+
+pub(crate) fn bytes_eq<T: Element>(a: &[T], b: &[T]) -> bool {
+    bytemuck::cast_slice::<T, u8>(a) == bytemuck::cast_slice::<T, u8>(b)
+}
+
+/// The elements in byte order, for multiset comparisons. Sorts the elements
+/// themselves (no allocation per element): the GPU suite compares 2^28 of them.
+fn sorted_bytes<T: Element>(v: &[T]) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut s = v.to_vec();
+    s.par_sort_unstable_by(|a, b| bytemuck::bytes_of(a).cmp(bytemuck::bytes_of(b)));
+    s
+}
+
+/// Whether two slices hold the same multiset of elements.
+pub(crate) fn same_multiset<T: Element>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len() && bytes_eq(&sorted_bytes(a), &sorted_bytes(b))
+}
+
+/// First position where two outputs differ, for a readable failure.
+pub(crate) fn first_diff<T: Element>(got: &[T], want: &[T]) -> String {
+    let at = got.iter().zip(want).position(|(a, b)| bytemuck::bytes_of(a) != bytemuck::bytes_of(b));
+    match at {
+        Some(i) => {
+            format!("first difference at {i}: got word {:#x}, want {:#x}", first_word(&got[i]), first_word(&want[i]))
+        }
+        None => format!("lengths {} vs {}", got.len(), want.len()),
+    }
+}
+
+pub fn compact_case<B: Harness, T: Element>(
+    backend: &B,
+    alg: Algorithm,
+    op: Operation,
+    n: u64,
+    rule: Rule,
+    pattern: Pattern,
+    seed: u64,
+) -> Result<(), String> {
+    check_element::<T>().map_err(|e| e.to_string())?;
+    let n = n as usize;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let keep = pattern.flags(n, &mut rng);
+    let sentinel: T = element(u32::MAX, &mut rng);
+    let input: Vec<T> = keep
+        .iter()
+        .map(|&k| match (k, rule) {
+            (true, _) => element(rng.u32(..THRESHOLD), &mut rng),
+            (false, Rule::Sentinel) => sentinel,
+            (false, _) => element(rng.u32(THRESHOLD..), &mut rng),
+        })
+        .collect();
+    let kept: Vec<T> = input.iter().zip(&keep).filter(|(_, k)| **k).map(|(x, _)| *x).collect();
+    let rejected: Vec<T> = input.iter().zip(&keep).filter(|(_, k)| !**k).map(|(x, _)| *x).collect();
+
+    let d_input = backend.upload(&input).map_err(|e| e.to_string())?;
+    let mut d_out = poisoned::<B, T>(backend, n)?;
+    let flags: Vec<u8> = keep.iter().map(|&k| if k { 1 + rng.u8(..254) } else { 0 }).collect();
+    let d_flags = backend.upload(&flags).map_err(|e| e.to_string())?;
+    let pred = backend.word_below::<T>(THRESHOLD as u64);
+    let rule: Keep<'_, B, T> = match rule {
+        Rule::Flags => Keep::Flags(&d_flags),
+        Rule::Sentinel => Keep::Sentinel(sentinel),
+        Rule::Predicate => Keep::Predicate(&*pred),
+    };
+    let report = match op {
+        Operation::Select => backend.select(alg, &d_input, rule, &mut d_out),
+        _ => backend.partition(alg, &d_input, rule, &mut d_out),
+    }
+    .map_err(|e| e.to_string())?;
+    let count = report.count().map_err(|e| e.to_string())? as usize;
+    let out = backend.download(&d_out).map_err(|e| e.to_string())?;
+    if count != kept.len() {
+        return Err(format!("count {count}, want {}", kept.len()));
+    }
+    let got = &out[..count];
+    if alg.stable() {
+        if !bytes_eq(got, &kept) {
+            return Err(format!("kept elements differ from the reference: {}", first_diff(got, &kept)));
+        }
+    } else if !same_multiset(got, &kept) {
+        return Err("kept elements are not the reference's multiset".into());
+    }
+    if op == Operation::Partition && !bytes_eq(&out[count..], &rejected) {
+        return Err(format!("rejected half differs from the reference: {}", first_diff(&out[count..], &rejected)));
+    }
+    Ok(())
+}
+
+pub fn scan_case<B: Harness, S: ScanElement>(backend: &B, alg: Algorithm, n: u64, seed: u64) -> Result<(), String> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // Large values, so wrap-around is exercised too.
+    let input: Vec<S> = (0..n).map(|_| S::from_u64(rng.u64(1..))).collect();
+    let mut want = Vec::with_capacity(input.len());
+    let mut sum = S::ZERO;
+    for &x in &input {
+        want.push(sum);
+        sum = sum.add(x);
+    }
+    let d_in = backend.upload(&input).map_err(|e| e.to_string())?;
+    let mut d_out = poisoned::<B, S>(backend, n as usize)?;
+    let report = backend.exclusive_scan(alg, &d_in, &mut d_out).map_err(|e| e.to_string())?;
+    let total = report.count().map_err(|e| e.to_string())?;
+    let got = backend.download(&d_out).map_err(|e| e.to_string())?;
+    if got != want {
+        let i = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
+        return Err(format!("scan differs at {i}: got {:?}, want {:?}", got.get(i), want.get(i)));
+    }
+    if total != sum.to_u64() {
+        return Err(format!("total {total}, want {}", sum.to_u64()));
+    }
+    Ok(())
+}
+
+pub fn sort_case<B: Harness, K: SortKey + ScanElement>(
+    backend: &B,
+    alg: Algorithm,
+    n: u64,
+    pairs: bool,
+    seed: u64,
+) -> Result<(), String> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    // Few distinct high keys as well as full-range ones, so stability matters.
+    let keys: Vec<K> =
+        (0..n).map(|_| if rng.bool() { K::from_u64(rng.u64(..)) } else { K::from_u64(rng.u64(..8) << 20) }).collect();
+    let values: Vec<u32> = (0..n as u32).collect();
+    let mut want: Vec<(K, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    want.sort_by_key(|p| p.0);
+    let mut d_keys = backend.upload(&keys).map_err(|e| e.to_string())?;
+    let mut d_values = backend.upload(&values).map_err(|e| e.to_string())?;
+    backend.radix_sort(alg, &mut d_keys, if pairs { Some(&mut d_values) } else { None }).map_err(|e| e.to_string())?;
+    let got_keys = backend.download(&d_keys).map_err(|e| e.to_string())?;
+    if got_keys.iter().ne(want.iter().map(|p| &p.0)) {
+        return Err("keys are not sorted like the reference".into());
+    }
+    if pairs {
+        let got_values = backend.download(&d_values).map_err(|e| e.to_string())?;
+        if got_values.iter().ne(want.iter().map(|p| &p.1)) {
+            return Err("values did not follow their keys stably".into());
+        }
+    }
+    Ok(())
+}
+
+/// Orders of a removal-index list; Redzone must not depend on it.
+#[derive(Clone, Copy, Debug)]
+pub enum RemovalOrder {
+    Shuffled,
+    Ascending,
+    Descending,
+}
+
+impl RemovalOrder {
+    pub const ALL: [RemovalOrder; 3] = [RemovalOrder::Shuffled, RemovalOrder::Ascending, RemovalOrder::Descending];
+}
+
+pub fn remove_case<B: Harness, T: Element>(
+    backend: &B,
+    alg: Algorithm,
+    n: u64,
+    density: f64,
+    order: RemovalOrder,
+    seed: u64,
+) -> Result<(), String> {
+    let n = n as usize;
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let data: Vec<T> = (0..n).map(|_| element(rng.u32(..), &mut rng)).collect();
+    let mut removal: Vec<u64> = (0..n as u64).collect();
+    rng.shuffle(&mut removal);
+    removal.truncate((density * n as f64).round() as usize);
+    match order {
+        RemovalOrder::Shuffled => {}
+        RemovalOrder::Ascending => removal.sort_unstable(),
+        RemovalOrder::Descending => removal.sort_unstable_by(|a, b| b.cmp(a)),
+    }
+    let mut gone = vec![false; n];
+    for &i in &removal {
+        gone[i as usize] = true;
+    }
+    let want: Vec<T> = data.iter().zip(&gone).filter(|(_, g)| !**g).map(|(x, _)| *x).collect();
+    let mut d_data = backend.upload(&data).map_err(|e| e.to_string())?;
+    let d_removal = backend.upload(&removal).map_err(|e| e.to_string())?;
+    let report = backend.remove(alg, &mut d_data, &d_removal).map_err(|e| e.to_string())?;
+    let count = report.count().map_err(|e| e.to_string())? as usize;
+    if count != want.len() {
+        return Err(format!("count {count}, want {}", want.len()));
+    }
+    let got = backend.download(&d_data).map_err(|e| e.to_string())?;
+    if !same_multiset(&got[..count], &want) {
+        return Err("survivors are not the reference's multiset".into());
+    }
+    Ok(())
+}
