@@ -149,6 +149,9 @@ pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu");
 
 /// The wavefront path tracer's stages (src/trace/).
 pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu");
+/// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
+/// its twin), with IEEE arithmetic so that it rounds as the CPU does.
+pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", &IEEE);
 
 /// The collision demo's stages (src/collide/), compiled with IEEE arithmetic
 /// so that they match the CPU engine bit for bit.
@@ -163,7 +166,7 @@ pub const SOURCES: &[Source] =
 
 /// The workloads' kernel sources, which do not depend on the element size or
 /// the keep rule: the compile-everything test compiles each once.
-pub const WORKLOAD_SOURCES: &[Source] = &[WAVEFRONT, COLLIDE, RADIX_SORT];
+pub const WORKLOAD_SOURCES: &[Source] = &[WAVEFRONT, TONEMAP, COLLIDE, RADIX_SORT];
 
 /// How the keep rule is compiled into a kernel (`REAP_KEEP` in common.cuh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
