@@ -579,12 +579,14 @@ mod app {
                 }
             }
             parts[0] = t.elapsed();
+            // The hand-off: the engine's 8-bit image (converted and read back
+            // by the engine) uploaded to the display texture.
             let t = Instant::now();
-            match tr.session.image() {
-                Ok(sums) => {
-                    let (w, h) = (tr.session.width, tr.session.height);
+            let (w, h) = (tr.session.width, tr.session.height);
+            match tr.session.rgba8() {
+                Ok(rgba) => {
                     if let Some(gpu) = &mut self.gpu {
-                        gpu.upload(&sums, w, h);
+                        gpu.upload(rgba, w, h);
                     }
                 }
                 Err(e) => tr.state.message = Some((true, e.to_string())),
