@@ -6,8 +6,8 @@
 //! The layers, from the window inwards:
 //! - `mod.rs`: the winit event loop; each redraw computes one frame of the
 //!   mode shown, runs its overlay and presents.
-//! - `gpu.rs` + `shaders/display.wgsl`: wgpu display of the accumulated sums
-//!   and the overlay, and screenshots; `bodies.rs` + `shaders/collide.wgsl`:
+//! - `gpu.rs` + `shaders/display.wgsl`: wgpu display of the engine's 8-bit
+//!   image (`Engine::rgba8`) and the overlay, and screenshots; `bodies.rs` + `shaders/collide.wgsl`:
 //!   the bodies as instanced meshes with a depth buffer.
 //! - `overlay.rs`, `collide_overlay.rs`: the egui widgets of each mode; they
 //!   edit the state and return actions.
