@@ -307,6 +307,60 @@ fn cuda_frame_host_waits_are_the_frame_end_and_each_count_read() {
     }
 }
 
+/// The viewer's hand-off: the 8-bit image the GPU converts and reads back
+/// through its pinned staging buffer, against the CPU twin of the conversion
+/// (src/trace/tonemap.rs) on the same sums. The two may differ by one step
+/// where CUDA's `powf` rounds differently from the CPU's; nowhere by more.
+/// Read after more samples too, so the reused staging buffer is seen to
+/// follow the sums. An odd size leaves the last block partly empty.
+#[test]
+fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cuda::CudaEngine, render, tonemap};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (61, 59);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut e = CudaEngine::new(b, &packed, camera, w, h, 3, 6).expect("engine");
+    let black = e.rgba8().expect("the image before any sample").to_vec();
+    assert_eq!(black.len(), (w * h) as usize);
+    assert!(black.iter().all(|p| *p == [0, 0, 0, 255]), "no sample yet: every pixel black and opaque");
+    let mut first_sample = 0;
+    let mut shown = Vec::new();
+    for spp in [1, 3] {
+        let settings = RenderSettings {
+            width: w,
+            height: h,
+            spp,
+            max_bounces: 6,
+            traversal: Traversal::DepthFirst,
+            compact_paths: Compaction::None,
+            compact_frontier: Compaction::None,
+            seed: 3,
+            first_sample,
+            max_frontier: 1 << 26,
+        };
+        render(&mut e, &settings, |_| {}).expect("render");
+        first_sample += spp;
+        let want: Vec<[u8; 4]> = e.image().expect("sums").into_iter().map(tonemap::trace_tonemap).collect();
+        let got = e.rgba8().expect("the 8-bit image").to_vec();
+        assert_eq!(got.len(), want.len());
+        let mut off_by_one = 0;
+        for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+            let worst = g.iter().zip(c).map(|(a, b)| (*a as i32 - *b as i32).abs()).max().unwrap_or(0);
+            assert!(worst <= 1 && g[3] == 255, "pixel {i} after {first_sample} spp: GPU {g:?}, CPU twin {c:?}");
+            off_by_one += (worst == 1) as usize;
+        }
+        assert!(off_by_one * 100 <= got.len(), "{off_by_one} of {} pixels differ from the CPU twin", got.len());
+        let lit = got.iter().filter(|p| p[0] > 40 || p[1] > 40 || p[2] > 40).count();
+        assert!(lit * 2 > got.len(), "the Cornell box is lit: {lit} of {} pixels", got.len());
+        shown.push(got);
+    }
+    assert_ne!(shown[0], shown[1], "the staging buffer follows the sums after more samples");
+}
+
 // ---- The collision demo (issue 7): the GPU engine against brute force, the
 // CPU engine, and itself under every compaction choice and both sorts. The
 // kernels are compiled without FMA contraction, so results are compared bit

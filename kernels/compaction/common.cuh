@@ -1,7 +1,8 @@
 // Shared by every compaction kernel. NVRTC compiles each kernel file with
 // REAP_ELEM_BYTES (4, 8, 16), REAP_KEEP (the keep rule) and REAP_KEY_BYTES
-// defined (src/compaction/cuda/runtime.rs, `translation_unit`); a user's
-// predicate source is inserted right after this header.
+// defined (`Variant` in src/compaction/cuda/runtime.rs; src/gpu/compile.rs
+// `translation_unit` assembles the source); a user's predicate source is
+// inserted right after this header.
 #pragma once
 
 typedef unsigned char u8;

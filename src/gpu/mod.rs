@@ -21,7 +21,7 @@ mod timer;
 pub use compile::{IEEE, Kernels, Source, Spec, Specialise, arch_name, compile, translation_unit};
 pub use device::{Device, DeviceInfo, copy_dtod, free_memory, grid, ptr};
 pub use library::{cuda_driver_version, driver_available, kernel_driver_version, nvrtc_available, nvrtc_version};
-pub use sync::{SyncMark, dtoh, dtoh_into, host_syncs, htod, synchronize, thread_host_syncs};
+pub use sync::{SyncMark, dtoh, dtoh_into, host_syncs, htod, pinned, synchronize, thread_host_syncs};
 pub use timer::{Started, Timer};
 
 /// The GPU layer's errors. Each message says what went wrong and what to do.

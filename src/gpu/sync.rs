@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice};
 
 use super::{Result, driver_error};
 
@@ -85,6 +85,15 @@ pub fn htod<T: DeviceRepr>(stream: &Arc<CudaStream>, src: &[T], during: &'static
 /// Waits for everything enqueued on `stream`.
 pub fn synchronize(stream: &CudaStream, during: &'static str) -> Result<()> {
     waits(|| stream.synchronize()).map_err(driver_error(during))
+}
+
+/// Waits for the copies enqueued into page-locked `buffer`, then lends its
+/// contents (the viewer's hand-off).
+pub fn pinned<'a, T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    buffer: &'a PinnedHostSlice<T>,
+    during: &'static str,
+) -> Result<&'a [T]> {
+    waits(|| buffer.as_slice()).map_err(driver_error(during))
 }
 
 /// Waits for `event` (the timer's read-back).

@@ -1,8 +1,9 @@
-//! The wavefront stages on the CPU: the twin of `kernels/trace/wavefront.cu`,
-//! one rayon loop per kernel over the same buffers in the same order, each
-//! calling the per-path function of the same name in `shading.rs` (`shade_one`
-//! for `trace_shade`, as on the GPU). It is the reference the GPU engine is
-//! checked against and what runs without a GPU.
+//! The wavefront stages on the CPU: the twin of `kernels/trace/wavefront.cu`
+//! (and of `tonemap.cu`), one rayon loop per kernel over the same buffers in
+//! the same order, each calling the per-path function of the same name in
+//! `shading.rs` or `tonemap.rs` (`shade_one` for `trace_shade`, as on the
+//! GPU). It is the reference the GPU engine is checked against and what runs
+//! without a GPU.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -17,6 +18,7 @@ use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_bf_expand, trace_bf_init, trace_camera,
     trace_depth_first, trace_nee,
 };
+use crate::trace::tonemap::tonemap;
 use crate::trace::{DEAD32, Engine, FrameEnd, StageId, TraceError, TraceResult, ms};
 
 /// The CPU engine: the scene and the path state in host memory.
@@ -31,6 +33,8 @@ pub struct CpuEngine {
     paths: Paths,
     claims: Claims,
     sum: Vec<[f32; 4]>,
+    /// The image as shown (`rgba8`), rewritten from `sum` on each call.
+    rgba: Vec<[u8; 4]>,
     /// [alive, shadow rays] per bounce of the current frame.
     counters: Vec<u32>,
     stages: Vec<(StageId, f64)>,
@@ -62,6 +66,7 @@ impl CpuEngine {
             paths: Paths::new(pixels),
             claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
             sum: vec![[0.0; 4]; pixels],
+            rgba: vec![[0; 4]; pixels],
             counters: Vec::new(),
             stages: Vec::new(),
         }
@@ -332,6 +337,11 @@ impl Engine for CpuEngine {
 
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
         Ok(self.sum.clone())
+    }
+
+    fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
+        tonemap(&self.sum, &mut self.rgba);
+        Ok(&self.rgba)
     }
 }
 

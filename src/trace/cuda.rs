@@ -1,15 +1,17 @@
 //! The wavefront stages on the GPU: host side of `kernels/trace/wavefront.cu`.
 //! Each [`Engine`] method is one launch, written the same way (function,
 //! config, arguments in the kernel's order, a `// SAFETY:` note); stages are
-//! timed by the GPU layer's [`Timer`] and read back once per frame.
+//! timed by the GPU layer's [`Timer`] and read back once per frame. The
+//! viewer's image leaves through [`Handoff`]: `kernels/trace/tonemap.cu`, then
+//! one copy into page-locked memory.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg};
 
 use crate::compaction::Element;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::gpu::{self, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Buf, Engine, FrameEnd, StageId, TraceError, TraceResult};
 
@@ -17,8 +19,11 @@ use crate::trace::{Buf, Engine, FrameEnd, StageId, TraceError, TraceResult};
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
 /// The wavefront stages.
 pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON]);
+/// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
+/// its twin), with IEEE arithmetic so that it rounds as the CPU does.
+pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
 /// The tracer's kernel sources, for the compile-everything test.
-pub const SOURCES: &[Source] = &[WAVEFRONT];
+pub const SOURCES: &[Source] = &[WAVEFRONT, TONEMAP];
 
 const BLOCK: u32 = 256;
 /// wavefront.cu `STACK`.
@@ -83,6 +88,42 @@ pub struct CudaEngine {
     _path_buffers: Vec<CudaSlice<u8>>,
     timer: Timer<StageId>,
     functions: Functions,
+    /// Made by the first `rgba8` call: `reap render` never needs it.
+    handoff: Option<Handoff>,
+}
+
+/// The viewer's image on its way to the display: the 8-bit image on the
+/// device and the page-locked host buffer it is copied into, allocated once
+/// per engine, i.e. per image size. From pinned memory the copy is one DMA
+/// enqueued on the stream, where a pageable destination would be staged
+/// through the driver's bounce buffer; the host waits for it once, then hands
+/// the bytes to wgpu.
+///
+/// Where the display adapter is this same GPU, sharing the image would skip
+/// the host entirely (a Vulkan image's memory exported and imported with
+/// `cuImportExternalMemory`). That cross-API interop needs wgpu-hal's Vulkan
+/// internals and matching the two devices by UUID, and the headless NVIDIA
+/// machines cannot present with their Vulkan driver anyway (their display is
+/// lavapipe on the CPU), so it is left out: every adapter gets the host path.
+struct Handoff {
+    tonemap: CudaFunction,
+    rgba: CudaSlice<u32>,
+    staging: PinnedHostSlice<u32>,
+}
+
+impl Handoff {
+    fn new(backend: &CudaBackend, pixels: usize) -> TraceResult<Self> {
+        let tonemap = backend.kernels().function(&TONEMAP, &Spec::default(), "trace_tonemap")?;
+        let stream = backend.stream();
+        let rgba = stream.alloc_zeros::<u32>(pixels.max(1)).map_err(launch_err("allocating the display image"))?;
+        // Flags 0, not cudarc's default write-combined memory: the host reads
+        // this buffer, and reads of write-combined memory bypass the cache.
+        // SAFETY: the memory starts uninitialised; `rgba8` reads it only after
+        // a copy of the whole device image has landed in it.
+        let staging = unsafe { stream.context().alloc_pinned_with_flags::<u32>(pixels.max(1), 0) }
+            .map_err(launch_err("allocating page-locked memory for the display image"))?;
+        Ok(Handoff { tonemap, rgba, staging })
+    }
 }
 
 struct Functions {
@@ -204,6 +245,7 @@ impl CudaEngine {
             _path_buffers: path_buffers,
             timer,
             functions,
+            handoff: None,
             backend,
         })
     }
@@ -359,5 +401,25 @@ impl Engine for CudaEngine {
         let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
         out.truncate(self.pixels() as usize);
         Ok(out)
+    }
+
+    fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
+        let pixels = self.pixels() as usize;
+        let h = match self.handoff.take() {
+            Some(h) => h,
+            None => Handoff::new(&self.backend, pixels)?,
+        };
+        let h = self.handoff.insert(h);
+        let (sp, rp, n) = (raw_ptr(&self.sum), raw_ptr(&h.rgba), pixels as u32);
+        let mut l = self.stream.launch_builder(&h.tonemap);
+        l.arg(&sp).arg(&rp).arg(&n);
+        // SAFETY: matches trace_tonemap(const float4*, uchar4*, u32); the sum holds `pixels` float4s and
+        // `rgba` `pixels` words.
+        unsafe { l.launch(grid(pixels as u64)?) }.map_err(launch_err("launching trace_tonemap"))?;
+        // Enqueued behind the kernel on the same stream; into pinned memory it does not block the host.
+        self.stream.memcpy_dtoh(&h.rgba, &mut h.staging).map_err(launch_err("reading the display image"))?;
+        // The one wait of the hand-off: for the copy's completion event.
+        let words = gpu::pinned(&h.staging, "waiting for the display image")?;
+        Ok(bytemuck::cast_slice(&words[..pixels]))
     }
 }

@@ -19,6 +19,7 @@ pub mod cuda;
 pub mod layout;
 pub mod output;
 pub mod shading;
+pub mod tonemap;
 
 use std::time::Duration;
 
@@ -253,6 +254,11 @@ pub trait Engine {
     fn set_camera(&mut self, camera: crate::trace::layout::CameraLayout);
     /// The per-pixel sums of radiance and sample counts (RGBA, A = samples).
     fn image(&self) -> TraceResult<Vec<[f32; 4]>>;
+    /// The image as the viewer shows it: per pixel the mean radiance,
+    /// clamped and sRGB-encoded to 8 bits, alpha opaque ([`tonemap`]). Computed
+    /// where the sums live (`kernels/trace/tonemap.cu` on a GPU), so that only
+    /// these 4 bytes a pixel cross to the host.
+    fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]>;
 }
 
 /// A buffer of an engine's compaction backend.

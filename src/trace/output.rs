@@ -9,7 +9,7 @@ use crate::clocks::{gap_cell, gap_percent, gap_sentence, millions_per_s};
 use crate::files::write_atomically;
 pub use crate::files::{TimingsFormat, check_writable, timings_format};
 
-use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult};
+use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult, tonemap};
 
 fn fail(path: &Path, why: impl ToString) -> TraceError {
     TraceError::Output { path: path.display().to_string(), why: why.to_string() }
@@ -32,12 +32,7 @@ pub fn image_format(path: &Path) -> TraceResult<ImageFormat> {
 
 /// Mean radiance per pixel (sum / samples), RGB.
 pub fn mean(sum: &[[f32; 4]]) -> Vec<[f32; 3]> {
-    sum.iter()
-        .map(|p| {
-            let w = if p[3] > 0.0 { 1.0 / p[3] } else { 0.0 };
-            [p[0] * w, p[1] * w, p[2] * w]
-        })
-        .collect()
+    sum.iter().map(|&p| tonemap::mean(p)).collect()
 }
 
 /// FNV-1a over the accumulated sums' bits: equal hashes mean bit-identical renders.
@@ -50,18 +45,12 @@ pub fn hash(sum: &[[f32; 4]]) -> u64 {
     h
 }
 
-fn srgb(linear: f32) -> u8 {
-    let c = linear.clamp(0.0, 1.0);
-    let s = if c <= 0.0031308 { 12.92 * c } else { 1.055 * c.powf(1.0 / 2.4) - 0.055 };
-    (s * 255.0 + 0.5) as u8
-}
-
-/// 8-bit sRGB of the mean radiance (clamped: no tone curve, so a furnace stays exactly white).
+/// 8-bit sRGB of the mean radiance, as the viewer shows it (`tonemap.rs`:
+/// clamped, no tone curve, so a furnace stays exactly white).
 pub fn to_rgb8(sum: &[[f32; 4]], width: u32, height: u32) -> image::RgbImage {
-    let m = mean(sum);
     image::RgbImage::from_fn(width, height, |x, y| {
-        let p = m[(y * width + x) as usize];
-        image::Rgb([srgb(p[0]), srgb(p[1]), srgb(p[2])])
+        let [r, g, b, _] = tonemap::trace_tonemap(sum[(y * width + x) as usize]);
+        image::Rgb([r, g, b])
     })
 }
 

@@ -1,11 +1,13 @@
-//! Where a viewer frame's time goes: the engine's stages, reading the image
-//! back, the overlay, and presenting. `reap view --frames N` prints the
-//! breakdown at exit, which is how the frame rate in the README is measured.
+//! Where a viewer frame's time goes: the engine's stages, handing its image
+//! to the display (converting it to 8 bits and reading it back where the
+//! engine is a GPU, then uploading it; the bodies in collision mode), the
+//! overlay, and presenting. `reap view --frames N` prints the breakdown at
+//! exit, which is how the frame rate in the README is measured.
 
 use std::time::Duration;
 
 /// The parts of one window frame, in the order they run.
-pub const PARTS: [&str; 4] = ["render", "image readback", "overlay", "present"];
+pub const PARTS: [&str; 4] = ["render", "hand-off", "overlay", "present"];
 
 #[derive(Clone, Debug, Default)]
 pub struct FrameClock {

@@ -1,9 +1,9 @@
 //! Display through wgpu: any adapter will do (lavapipe included), since the
 //! path tracer and the collision demo compute on the CPU or through CUDA and
-//! only hand over their results. For the path tracer these are per-pixel
-//! sums, uploaded each frame to an `Rgba32Float` texture whose mean
-//! `shaders/display.wgsl` draws; for the collision demo the bodies, which
-//! `bodies.rs` draws in 3D. egui draws the overlay on top; a screenshot draws
+//! only hand over their results. For the path tracer this is the 8-bit sRGB
+//! image the engine converted where it computes (`Engine::rgba8`), uploaded
+//! each frame to an RGBA8 texture that `shaders/display.wgsl` copies to the
+//! window; for the collision demo the bodies, which `bodies.rs` draws in 3D. egui draws the overlay on top; a screenshot draws
 //! the same passes into an offscreen texture too and reads it back.
 
 use std::num::NonZeroU64;
@@ -23,8 +23,6 @@ use crate::collide::Body;
 struct DisplayUniform {
     rect: [f32; 4],
     background: [f32; 4],
-    encode_srgb: u32,
-    pad: [u32; 3],
 }
 
 /// Where the image goes and what surrounds it.
@@ -115,8 +113,8 @@ impl Gpu {
         .map_err(|e| gpu_err("cannot open the graphics device", &e))?;
 
         let caps = surface.get_capabilities(&adapter);
-        // egui blends in gamma space: it prefers a unorm target, and the
-        // display shader then encodes sRGB itself.
+        // egui blends in gamma space: it prefers a unorm target, which then
+        // gets the image's sRGB bytes as they are.
         let format = caps
             .formats
             .iter()
@@ -221,16 +219,24 @@ impl Gpu {
         }
     }
 
-    /// Uploads the path tracer's sums (RGBA, A = samples), `width` x `height`.
-    pub fn upload(&mut self, sums: &[[f32; 4]], width: u32, height: u32) {
+    /// Uploads the path tracer's image (8-bit sRGB RGBA), `width` x `height`.
+    pub fn upload(&mut self, rgba: &[[u8; 4]], width: u32, height: u32) {
         if self.image.as_ref().is_none_or(|i| (i.width, i.height) != (width, height)) {
+            // The bytes are sRGB-encoded already: a unorm target gets them as
+            // they are, an sRGB target gets them decoded here and encoded by
+            // the target (shaders/display.wgsl).
+            let format = if self.config.format.is_srgb() {
+                wgpu::TextureFormat::Rgba8UnormSrgb
+            } else {
+                wgpu::TextureFormat::Rgba8Unorm
+            };
             let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("path tracer sums"),
+                label: Some("path tracer image"),
                 size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
                 mip_level_count: 1,
                 sample_count: 1,
                 dimension: wgpu::TextureDimension::D2,
-                format: wgpu::TextureFormat::Rgba32Float,
+                format,
                 usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
                 view_formats: &[],
             });
@@ -246,13 +252,13 @@ impl Gpu {
             self.image = Some(Image { texture, bind_group, width, height });
         }
         let Some(image) = &self.image else { return };
-        if sums.len() != width as usize * height as usize {
+        if rgba.len() != width as usize * height as usize {
             return;
         }
         self.queue.write_texture(
             image.texture.as_image_copy(),
-            bytemuck::cast_slice(sums),
-            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(width * 16), rows_per_image: None },
+            rgba.as_flattened(),
+            wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(width * 4), rows_per_image: None },
             wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
         );
     }
@@ -278,12 +284,7 @@ impl Gpu {
             Content::Image(layout) => self.queue.write_buffer(
                 &self.uniform,
                 0,
-                bytemuck::bytes_of(&DisplayUniform {
-                    rect: layout.rect,
-                    background: layout.background,
-                    encode_srgb: u32::from(!format.is_srgb()),
-                    pad: [0; 3],
-                }),
+                bytemuck::bytes_of(&DisplayUniform { rect: layout.rect, background: layout.background }),
             ),
             Content::Bodies(frame) => {
                 let (device, format) = (&self.device, self.config.format);

@@ -6,8 +6,8 @@
 //! The layers, from the window inwards:
 //! - `mod.rs`: the winit event loop; each redraw computes one frame of the
 //!   mode shown, runs its overlay and presents.
-//! - `gpu.rs` + `shaders/display.wgsl`: wgpu display of the accumulated sums
-//!   and the overlay, and screenshots; `bodies.rs` + `shaders/collide.wgsl`:
+//! - `gpu.rs` + `shaders/display.wgsl`: wgpu display of the engine's 8-bit
+//!   image (`Engine::rgba8`) and the overlay, and screenshots; `bodies.rs` + `shaders/collide.wgsl`:
 //!   the bodies as instanced meshes with a depth buffer.
 //! - `overlay.rs`, `collide_overlay.rs`: the egui widgets of each mode; they
 //!   edit the state and return actions.
@@ -579,12 +579,14 @@ mod app {
                 }
             }
             parts[0] = t.elapsed();
+            // The hand-off: the engine's 8-bit image (converted and read back
+            // by the engine) uploaded to the display texture.
             let t = Instant::now();
-            match tr.session.image() {
-                Ok(sums) => {
-                    let (w, h) = (tr.session.width, tr.session.height);
+            let (w, h) = (tr.session.width, tr.session.height);
+            match tr.session.rgba8() {
+                Ok(rgba) => {
                     if let Some(gpu) = &mut self.gpu {
-                        gpu.upload(&sums, w, h);
+                        gpu.upload(rgba, w, h);
                     }
                 }
                 Err(e) => tr.state.message = Some((true, e.to_string())),

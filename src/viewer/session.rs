@@ -152,8 +152,10 @@ impl Session {
         with_engine!(&mut self.engine, e => render(e, &settings, |_| {}))
     }
 
-    pub fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
-        with_engine!(&self.engine, e => e.image())
+    /// The image as shown, 8-bit sRGB RGBA, converted where the engine
+    /// computes: on a GPU only these bytes come back to the host.
+    pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
+        with_engine!(&mut self.engine, e => e.rgba8())
     }
 }
 
