@@ -12,6 +12,7 @@ pub mod clocks;
 pub mod collide;
 pub mod compaction;
 pub mod files;
+pub mod frontier;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod scene;

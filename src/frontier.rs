@@ -1,0 +1,371 @@
+//! One breadth-first level loop, shared by the tracer (rays against BVH
+//! nodes) and the collider (node pairs): { compact → expand } for a bounded
+//! number of levels, with every length on the device.
+//!
+//! Mechanism, and why: capacity-sized launches over a bounded number of
+//! levels. Every level's lengths live in one per-frame `u64` array of the
+//! backend (the *words*); each kernel reads its input length from a word and
+//! writes its output length to another, threads past the length exit, and the
+//! compaction is the library's counted call ([`Backend::select_counted`]). The
+//! host enqueues the whole loop without reading anything and reads the words
+//! once after the frame. Chosen over a CUDA graph per frame (the frontier's
+//! capacity and the level bound change between frames, and a graph would hide
+//! the per-level stage events the reports are built from), conditional graph
+//! nodes (same, plus CUDA ≥ 12.4 only) and a persistent kernel (one kernel
+//! could not call the library's compaction algorithms, which are the point of
+//! the project). The price is the launches of levels past the natural depth,
+//! whose frontier is empty: that fixed per-level overhead is reported.
+//!
+//! A level cannot grow past the capacity fixed before the frame: an expand
+//! whose output would not fit writes nothing, sets [`status::OVERFLOW`] and
+//! records the capacity it needed ([`NEEDED`]); an expand at the last level
+//! that still emits live items sets [`status::UNFINISHED`]. Stages that
+//! change persistent state (the tracer's accumulate, the collider's solver
+//! and integration) do nothing on the device when the status word is set, so
+//! the driver can redo the frame with a larger capacity or bound.
+
+use crate::compaction::{Algorithm, Backend, Keep, Lens};
+
+/// The loop's device side for CUDA workloads: list it in a kernel source's
+/// `headers` and `#include "../frontier.cuh"` (includes resolve from the
+/// including file's folder).
+#[cfg(feature = "cuda")]
+pub const CUDA_HEADER: crate::gpu::Source = crate::gpu::kernel_source!("frontier.cuh");
+
+/// Word of the status flags ([`status`]).
+pub const STATUS: u64 = 0;
+/// Word of the largest frontier capacity an overflowing expand needed.
+pub const NEEDED: u64 = 1;
+/// The first word a workload may use for its own lengths and counters.
+pub const FIRST_FREE: u64 = 2;
+
+/// Flags of the status word, set on the device (atomic or).
+pub mod status {
+    /// An expand's output would not fit the frontier's capacity.
+    pub const OVERFLOW: u64 = 1;
+    /// The frontier still held live items after the last level of the bound.
+    pub const UNFINISHED: u64 = 2;
+    /// The collider's candidate list overflowed.
+    pub const CANDIDATES: u64 = 4;
+}
+
+/// Dead frontier slot (every workload's items are u64).
+pub const DEAD: u64 = u64::MAX;
+
+/// Hands out word indices of a frame's word array, in order.
+#[derive(Clone, Copy, Debug)]
+pub struct WordAlloc {
+    next: u64,
+}
+
+impl Default for WordAlloc {
+    fn default() -> Self {
+        WordAlloc { next: FIRST_FREE }
+    }
+}
+
+impl WordAlloc {
+    /// The first of `n` consecutive words.
+    pub fn take(&mut self, n: u64) -> u64 {
+        let first = self.next;
+        self.next += n;
+        first
+    }
+    /// Words handed out so far (the array's length must be at least this).
+    pub fn used(&self) -> u64 {
+        self.next
+    }
+    /// The words of one run of `levels` levels.
+    pub fn levels(&mut self, levels: u32) -> LevelWords {
+        LevelWords { first: self.take(LevelWords::count(levels)), levels }
+    }
+}
+
+/// Where one run of the loop keeps its lengths: per level l (0 = what the
+/// workload's init wrote) the slots written (`len`), the live ones among them
+/// (`live`), and, under compaction, the length after compacting (`kept`).
+#[derive(Clone, Copy, Debug)]
+pub struct LevelWords {
+    first: u64,
+    levels: u32,
+}
+
+impl LevelWords {
+    /// Words needed for `levels` expansions.
+    pub fn count(levels: u32) -> u64 {
+        3 * (levels as u64 + 1)
+    }
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+    pub fn len(&self, level: u32) -> u64 {
+        self.first + 3 * level as u64
+    }
+    pub fn live(&self, level: u32) -> u64 {
+        self.first + 3 * level as u64 + 1
+    }
+    pub fn kept(&self, level: u32) -> u64 {
+        self.first + 3 * level as u64 + 2
+    }
+    /// The frontier entering each level, from the words read after the
+    /// frame: the compacted length under compaction, else the slots (dead
+    /// included); up to the first level without a live item.
+    pub fn sizes(&self, words: &[u64], compacted: bool) -> Vec<u64> {
+        let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+        (0..=self.levels)
+            .take_while(|&l| word(self.live(l)) > 0)
+            .map(|l| if compacted { word(self.kept(l)) } else { word(self.len(l)) })
+            .collect()
+    }
+    /// Live items entering each level, as [`LevelWords::sizes`].
+    pub fn live_counts(&self, words: &[u64]) -> Vec<u64> {
+        let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+        (0..=self.levels).map(|l| word(self.live(l))).take_while(|&n| n > 0).collect()
+    }
+}
+
+/// One expansion's words (frontier.cuh `FrontierLevel`, passed by value): its input's length and live count, where its
+/// output's length and live count go, whether it is the last of the bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expand {
+    pub level: u32,
+    pub input_len: u64,
+    pub input_live: u64,
+    pub output_len: u64,
+    pub output_live: u64,
+    pub last: bool,
+}
+
+/// Names of the loop's stages in the workload's reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Names {
+    pub expand: &'static str,
+    pub compact: &'static str,
+}
+
+/// What one run of the loop does.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Expansions at most (the bound).
+    pub levels: u32,
+    /// The frontier's compaction, or `None` to keep the dead slots.
+    pub compaction: Option<Algorithm>,
+    pub names: Names,
+}
+
+/// The workload's side of the loop. An expand reads n from
+/// `words[input_len]` (0 when `words[input_live]` is 0: the input held no
+/// live item), writes `fan_out × n` slots to `output` (dead ones [`DEAD`]),
+/// adds the live ones to `words[output_live]` and sets `words[output_len]`;
+/// on overflow it follows the module's rules.
+pub trait Levels {
+    type B: Backend;
+    type Error: From<crate::compaction::Error>;
+    fn backend(&self) -> &Self::B;
+    /// Runs `f` as the stage `name` of level `level`, timed.
+    fn level_stage(
+        &mut self,
+        name: &'static str,
+        level: u32,
+        f: &mut dyn FnMut(&mut Self) -> Result<(), Self::Error>,
+    ) -> Result<(), Self::Error>;
+    fn expand(
+        &mut self,
+        at: Expand,
+        input: &Buf<Self::B>,
+        output: &mut Buf<Self::B>,
+        words: &mut Buf<Self::B>,
+    ) -> Result<(), Self::Error>;
+}
+
+/// A frontier buffer of the backend.
+pub type Buf<B> = <B as Backend>::Buffer<u64>;
+
+/// The loop's two buffers, each of the frontier's capacity; the workload's
+/// init writes level 0 into [`Frontier::front_mut`].
+pub struct Frontier<B: Backend> {
+    front: Buf<B>,
+    back: Buf<B>,
+    capacity: u64,
+}
+
+impl<B: Backend> Frontier<B> {
+    pub fn new(backend: &B, capacity: u64) -> crate::compaction::Result<Self> {
+        let capacity = capacity.max(1);
+        Ok(Frontier { front: backend.alloc(capacity)?, back: backend.alloc(capacity)?, capacity })
+    }
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    pub fn front_mut(&mut self) -> &mut Buf<B> {
+        &mut self.front
+    }
+    pub fn front(&self) -> &Buf<B> {
+        &self.front
+    }
+}
+
+/// Runs the levels after the workload's init wrote level 0 (its items in
+/// `f.front`, `words[at.len(0)]` and `words[at.live(0)]`): per level, compact
+/// the frontier (unless `plan.compaction` is `None`), then expand it. Only
+/// enqueues work: reads nothing back.
+pub fn run<W: Levels>(
+    w: &mut W,
+    f: &mut Frontier<W::B>,
+    words: &mut Buf<W::B>,
+    at: LevelWords,
+    plan: &Plan,
+) -> Result<(), W::Error> {
+    for level in 0..plan.levels.min(at.levels()) {
+        let input_len = match plan.compaction {
+            None => at.len(level),
+            Some(alg) => {
+                let (front, back) = (&f.front, &mut f.back);
+                w.level_stage(plan.names.compact, level, &mut |w| {
+                    let lens = Lens { words: &mut *words, input: at.len(level), output: at.kept(level) };
+                    w.backend().select_counted(alg, front, Keep::Sentinel(DEAD), back, lens)?;
+                    Ok(())
+                })?;
+                std::mem::swap(&mut f.front, &mut f.back);
+                at.kept(level)
+            }
+        };
+        let e = Expand {
+            level,
+            input_len,
+            input_live: at.live(level),
+            output_len: at.len(level + 1),
+            output_live: at.live(level + 1),
+            last: level + 1 == plan.levels.min(at.levels()),
+        };
+        let (front, back) = (&f.front, &mut f.back);
+        w.level_stage(plan.names.expand, level, &mut |w| w.expand(e, front, back, words))?;
+        std::mem::swap(&mut f.front, &mut f.back);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::{CpuBackend, Error};
+
+    /// A heap-ordered tree of `nodes` nodes walked from the root: every node
+    /// emits its children that exist, and each visit is recorded, so the
+    /// loop's bookkeeping shows in what the walk saw.
+    struct Tree {
+        backend: CpuBackend,
+        nodes: u64,
+        visited: Vec<u64>,
+        stages: Vec<(&'static str, u32)>,
+    }
+
+    impl Levels for Tree {
+        type B = CpuBackend;
+        type Error = Error;
+        fn backend(&self) -> &CpuBackend {
+            &self.backend
+        }
+        fn level_stage(
+            &mut self,
+            name: &'static str,
+            level: u32,
+            f: &mut dyn FnMut(&mut Self) -> Result<(), Error>,
+        ) -> Result<(), Error> {
+            self.stages.push((name, level));
+            f(self)
+        }
+        fn expand(
+            &mut self,
+            at: Expand,
+            input: &Vec<u64>,
+            output: &mut Vec<u64>,
+            words: &mut Vec<u64>,
+        ) -> Result<(), Error> {
+            let n = if words[at.input_live as usize] == 0 {
+                0
+            } else {
+                words[at.input_len as usize].min(input.len() as u64)
+            };
+            if 2 * n > output.len() as u64 {
+                words[STATUS as usize] |= status::OVERFLOW;
+                words[NEEDED as usize] = words[NEEDED as usize].max(2 * n);
+                words[at.output_len as usize] = 0;
+                return Ok(());
+            }
+            let mut live = 0;
+            for (i, &item) in input[..n as usize].iter().enumerate() {
+                for c in 0..2 {
+                    let child = if item == DEAD { DEAD } else { 2 * item + 1 + c };
+                    let slot = if child < self.nodes { child } else { DEAD };
+                    if item != DEAD && c == 0 {
+                        self.visited.push(item);
+                    }
+                    live += (slot != DEAD) as u64;
+                    output[2 * i + c as usize] = slot;
+                }
+            }
+            words[at.output_len as usize] = 2 * n;
+            words[at.output_live as usize] += live;
+            if at.last && live > 0 {
+                words[STATUS as usize] |= status::UNFINISHED;
+            }
+            Ok(())
+        }
+    }
+
+    fn walk(nodes: u64, levels: u32, capacity: u64, compaction: Option<Algorithm>) -> (Tree, Vec<u64>, LevelWords) {
+        let backend = CpuBackend::new();
+        let mut t = Tree { backend, nodes, visited: Vec::new(), stages: Vec::new() };
+        let mut alloc = WordAlloc::default();
+        let at = alloc.levels(levels);
+        let mut words = vec![0u64; alloc.used() as usize];
+        let mut f = Frontier::new(&t.backend, capacity).expect("frontier");
+        f.front_mut()[0] = 0;
+        words[at.len(0) as usize] = 1;
+        words[at.live(0) as usize] = 1;
+        let plan = Plan { levels, compaction, names: Names { expand: "expand", compact: "compact" } };
+        run(&mut t, &mut f, &mut words, at, &plan).expect("run");
+        t.visited.sort_unstable();
+        (t, words, at)
+    }
+
+    #[test]
+    fn every_node_is_visited_once_with_and_without_compaction() {
+        // 100 nodes: depth 7 (levels 0..=6).
+        for compaction in [None, Some(Algorithm::Lookback), Some(Algorithm::Atomic)] {
+            let (t, words, at) = walk(100, 8, 1 << 12, compaction);
+            assert_eq!(t.visited, (0..100).collect::<Vec<_>>(), "{compaction:?}");
+            assert_eq!(words[STATUS as usize], 0, "{compaction:?}");
+            assert_eq!(at.live_counts(&words), vec![1, 2, 4, 8, 16, 32, 37], "{compaction:?}");
+            let sizes = at.sizes(&words, compaction.is_some());
+            match compaction {
+                None => assert_eq!(sizes, vec![1, 2, 4, 8, 16, 32, 64]),
+                Some(_) => assert_eq!(sizes, vec![1, 2, 4, 8, 16, 32, 37]),
+            }
+        }
+    }
+
+    #[test]
+    fn stages_alternate_compact_and_expand_for_every_level_of_the_bound() {
+        let (t, _, _) = walk(100, 9, 1 << 12, Some(Algorithm::Lookback));
+        let want: Vec<_> = (0..9).flat_map(|l| [("compact", l), ("expand", l)]).collect();
+        assert_eq!(t.stages, want);
+    }
+
+    #[test]
+    fn a_bound_below_the_depth_is_reported_unfinished() {
+        let (t, words, _) = walk(100, 5, 1 << 12, Some(Algorithm::Lookback));
+        assert_eq!(words[STATUS as usize], status::UNFINISHED);
+        assert_eq!(t.visited.len(), 31, "levels 0..5 of the tree");
+    }
+
+    #[test]
+    fn an_overflow_stops_the_walk_and_says_what_was_needed() {
+        // Without compaction the slots double every level: 64 > 40.
+        let (t, words, _) = walk(100, 8, 40, None);
+        assert_eq!(words[STATUS as usize], status::OVERFLOW);
+        assert_eq!(words[NEEDED as usize], 64);
+        assert!(t.visited.len() < 100);
+    }
+}
