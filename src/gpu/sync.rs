@@ -87,13 +87,17 @@ pub fn synchronize(stream: &CudaStream, during: &'static str) -> Result<()> {
     waits(|| stream.synchronize()).map_err(driver_error(during))
 }
 
-/// Waits for the copies enqueued into page-locked `buffer`, then lends its
-/// contents (the viewer's hand-off).
+/// Waits for the copies enqueued on `stream` into page-locked `buffer`, then
+/// lends its contents (the viewer's hand-off). The wait is on the stream:
+/// with event tracking off (gpu::Device), cudarc records no event of its own
+/// for a copy into pinned memory, so `as_slice` alone would not wait.
 pub fn pinned<'a, T: DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    stream: &CudaStream,
     buffer: &'a PinnedHostSlice<T>,
     during: &'static str,
 ) -> Result<&'a [T]> {
-    waits(|| buffer.as_slice()).map_err(driver_error(during))
+    waits(|| stream.synchronize()).map_err(driver_error(during))?;
+    buffer.as_slice().map_err(driver_error(during))
 }
 
 /// Waits for `event` (the timer's read-back).

@@ -418,8 +418,8 @@ impl Engine for CudaEngine {
         unsafe { l.launch(grid(pixels as u64)?) }.map_err(launch_err("launching trace_tonemap"))?;
         // Enqueued behind the kernel on the same stream; into pinned memory it does not block the host.
         self.stream.memcpy_dtoh(&h.rgba, &mut h.staging).map_err(launch_err("reading the display image"))?;
-        // The one wait of the hand-off: for the copy's completion event.
-        let words = gpu::pinned(&h.staging, "waiting for the display image")?;
+        // The one wait of the hand-off: for the stream, so for the copy.
+        let words = gpu::pinned(&self.stream, &h.staging, "waiting for the display image")?;
         Ok(bytemuck::cast_slice(&words[..pixels]))
     }
 }
