@@ -328,7 +328,7 @@ fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
             assert_eq!(f.queue[0], (w * h) as u64, "{what}: the counts come from the words");
             assert!(f.alive[0] > 0 && f.shadow_rays[0] > 0, "{what}: {f:?}");
             if traversal == Traversal::BreadthFirst {
-                assert!(f.frontier[0].len() > 1 && f.shadow_frontier[0].len() > 0, "{what}: levels recorded");
+                assert!(f.frontier[0].len() > 1 && !f.shadow_frontier[0].is_empty(), "{what}: levels recorded");
             }
         }
     }

@@ -6,7 +6,12 @@
 //! a list of named stages over two queues. The stages themselves live in an
 //! [`Engine`]: `cpu.rs` runs them with rayon, `cuda.rs` launches the kernels of
 //! `kernels/trace/wavefront.cu`; both take the same buffers in the same order.
-//! The compaction sites call the library only through [`Backend::select`].
+//! The compaction sites call the library only through
+//! [`Backend::select_counted`]: every length and count of a frame is a word
+//! of one device array ([`frontier::WordAlloc`]), read by the host once after
+//! the frame, so nothing inside a frame waits for the device. Breadth-first
+//! traversal is the shared level loop of [`frontier`], each expansion
+//! descending [`RenderSettings::descend`] BVH levels.
 //!
 //! Every path's random numbers depend on (pixel, sample, bounce) alone, and
 //! closest hits are merged by an order-independent minimum, so every
