@@ -187,12 +187,45 @@ pub struct Frontier<B: Backend> {
     front: Buf<B>,
     back: Buf<B>,
     capacity: u64,
+    /// Poisoned slots past the capacity ([`Frontier::guarded`]).
+    guard: u64,
 }
+
+/// What the guard slots of [`Frontier::guarded`] hold.
+pub const POISON: u64 = 0x0bad_f00d_dead_beef;
 
 impl<B: Backend> Frontier<B> {
     pub fn new(backend: &B, capacity: u64) -> crate::compaction::Result<Self> {
         let capacity = capacity.max(1);
-        Ok(Frontier { front: backend.alloc(capacity)?, back: backend.alloc(capacity)?, capacity })
+        Ok(Frontier { front: backend.alloc(capacity)?, back: backend.alloc(capacity)?, capacity, guard: 0 })
+    }
+    /// A frontier whose buffers hold `guard` slots of [`POISON`] past the
+    /// capacity, so that a test can see that nothing wrote past it
+    /// ([`Frontier::guard_intact`]). The buffers are uploaded from the host
+    /// (made before a frame, not inside one). The library's counted calls see
+    /// the buffers' whole length as their capacity, but they read and write
+    /// only below their length words, which the workload keeps within the
+    /// capacity. `guard` 0 is [`Frontier::new`].
+    pub fn guarded(backend: &B, capacity: u64, guard: u64) -> crate::compaction::Result<Self> {
+        if guard == 0 {
+            return Self::new(backend, capacity);
+        }
+        let capacity = capacity.max(1);
+        let mut host = vec![DEAD; (capacity + guard) as usize];
+        host[capacity as usize..].fill(POISON);
+        Ok(Frontier { front: backend.upload(&host)?, back: backend.upload(&host)?, capacity, guard })
+    }
+    /// Whether both buffers' guard slots still hold the poison (reads them
+    /// back: for tests, after a frame).
+    pub fn guard_intact(&self, backend: &B) -> crate::compaction::Result<bool> {
+        for buffer in [&self.front, &self.back] {
+            let host = backend.download(buffer)?;
+            let guard = host.get(self.capacity as usize..).unwrap_or(&[]);
+            if guard.len() as u64 != self.guard || guard.iter().any(|&x| x != POISON) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
     pub fn capacity(&self) -> u64 {
         self.capacity

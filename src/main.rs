@@ -79,6 +79,9 @@ struct ViewArgs {
     /// With --collide: how many bodies [default: 4000 on the CPU, 100000 with CUDA].
     #[arg(long, requires = "collide", value_parser = collide_cmd::parse_bodies)]
     bodies: Option<u32>,
+    /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    descend: u32,
 }
 
 #[derive(Subcommand)]
@@ -262,6 +265,7 @@ fn first_run() -> Result<bool> {
             screenshot: None,
             compare_all: None,
             collide: None,
+            descend: reap::trace::DESCEND,
         };
         match reap::viewer::run(opts) {
             Ok(()) => return Ok(true),
@@ -308,6 +312,7 @@ fn run_view(args: ViewArgs) -> Result<bool> {
         screenshot: args.screenshot,
         compare_all: args.compare_all,
         collide,
+        descend: args.descend,
     };
     match reap::viewer::run(opts) {
         Ok(()) => Ok(true),

@@ -53,6 +53,10 @@ pub struct RenderArgs {
     /// The most items a breadth-first frontier level may hold (the `none` baseline doubles per level).
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
+    /// BVH levels one breadth-first expansion descends (1 to 5): each level's items fan out to 2^K
+    /// slots, so a deeper descent makes fewer, fuller levels.
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    pub descend: u32,
     /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.
     #[arg(skip)]
     pub first_run: bool,
@@ -159,6 +163,7 @@ impl RenderJob<'_> {
             seed: a.seed,
             first_sample: 0,
             max_frontier: a.max_frontier,
+            descend: a.descend,
         };
         s.check()?;
         Ok(s)
@@ -249,6 +254,9 @@ pub struct RenderBenchArgs {
     pub seed: u32,
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
+    /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    pub descend: u32,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -360,6 +368,7 @@ fn bench_scene<E: Engine>(
                 seed: args.seed,
                 first_sample: 0,
                 max_frontier: args.max_frontier,
+                descend: args.descend,
             };
             // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
             let warm = RenderSettings { spp: 1, ..settings.clone() };

@@ -209,6 +209,7 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
         seed: 7,
         first_sample: 0,
         max_frontier: 1 << 26,
+        descend: reap::trace::DESCEND,
     };
     let choices = Compaction::choices(&b);
     let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
@@ -223,6 +224,18 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
             images.push((format!("{c} {}", traversal.name()), gpu_engine.image().unwrap()));
         }
     }
+    // Any descent depth, with and without frontier compaction, renders the same bits.
+    settings.traversal = Traversal::BreadthFirst;
+    for descend in [1, 5] {
+        for c in ["none", "lookback"] {
+            settings.descend = descend;
+            settings.compact_frontier = Compaction::parse(c, gpu_engine.backend(), "frontier").unwrap();
+            gpu_engine.reset().unwrap();
+            render(&mut gpu_engine, &settings, |_| {}).unwrap_or_else(|e| panic!("descend {descend} {c}: {e}"));
+            images.push((format!("descend {descend} frontier {c}"), gpu_engine.image().unwrap()));
+        }
+    }
+    settings.descend = reap::trace::DESCEND;
     let (first_name, first) = &images[0];
     for (name, img) in &images[1..] {
         let same = bytemuck::cast_slice::<[f32; 4], u32>(img) == bytemuck::cast_slice::<[f32; 4], u32>(first);
@@ -264,12 +277,12 @@ fn cuda_host_waits_are_counted() {
     assert!(mark.in_process() >= 4);
 }
 
-/// A depth-first frame waits for the device only at its end (the shade
-/// counters and the stage times) and once per bounce whose live paths it
-/// compacts: the count sizes the next bounce. The breadth-first loop of issue
-/// 12 is to bring every frame down to the two waits at its end.
+/// A frame runs on the device from its start to its end: the host waits
+/// exactly twice per frame, both at the end (the frame's words, then the
+/// stage times), for both traversals, with and without compaction at either
+/// site. No count is read inside the frame, so none sizes a launch.
 #[test]
-fn cuda_frame_host_waits_are_the_frame_end_and_each_count_read() {
+fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
     use reap::compaction::Algorithm;
     use reap::gpu::SyncMark;
     use reap::trace::layout::{CameraLayout, Packed};
@@ -281,10 +294,10 @@ fn cuda_frame_host_waits_are_the_frame_end_and_each_count_read() {
     let (w, h) = (64, 48);
     let camera = CameraLayout::new(&scene.camera, w, h);
     let mut engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
-    let mut settings = RenderSettings {
+    let base = RenderSettings {
         width: w,
         height: h,
-        spp: 1,
+        spp: 3,
         max_bounces: 6,
         traversal: Traversal::DepthFirst,
         compact_paths: Compaction::None,
@@ -292,19 +305,76 @@ fn cuda_frame_host_waits_are_the_frame_end_and_each_count_read() {
         seed: 7,
         first_sample: 0,
         max_frontier: 1 << 26,
+        descend: reap::trace::DESCEND,
     };
-    for compact in [Compaction::None, Compaction::With(Algorithm::Lookback)] {
-        settings.compact_paths = compact;
-        render(&mut engine, &settings, |_| {}).expect("warm-up frame");
-        let mark = SyncMark::now();
-        let frames = render(&mut engine, &settings, |_| {}).expect("frame");
-        let reads = match compact {
-            Compaction::None => 0,
-            Compaction::With(_) => frames[0].queue.len() as u64,
-        };
-        assert_eq!(mark.on_this_thread(), 2 + reads, "{}", compact.name());
-        assert!(frames[0].wall_ms >= frames[0].frame_ms, "the wall clock holds the frame's stages");
+    let lookback = Compaction::With(Algorithm::Lookback);
+    for traversal in Traversal::ALL {
+        for compact in [Compaction::None, lookback] {
+            let settings =
+                RenderSettings { traversal, compact_paths: compact, compact_frontier: compact, ..base.clone() };
+            let what = format!("{} {}", traversal.name(), compact.name());
+            // The warm-up compiles the kernels and lets the frontier grow to what a frame needs.
+            render(&mut engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{what} warm-up: {e}"));
+            let mark = SyncMark::now();
+            let frames = render(&mut engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                mark.on_this_thread(),
+                2 * frames.len() as u64,
+                "{what}: host waits for {} frames",
+                frames.len()
+            );
+            let f = &frames[0];
+            assert!(f.wall_ms >= f.frame_ms, "{what}: the wall clock holds the frame's stages");
+            assert_eq!(f.queue[0], (w * h) as u64, "{what}: the counts come from the words");
+            assert!(f.alive[0] > 0 && f.shadow_rays[0] > 0, "{what}: {f:?}");
+            if traversal == Traversal::BreadthFirst {
+                assert!(f.frontier[0].len() > 1 && !f.shadow_frontier[0].is_empty(), "{what}: levels recorded");
+            }
+        }
     }
+}
+
+/// A frame whose frontier would pass --max-frontier returns the clear
+/// error, and nothing is written past the frontier's capacity (a poisoned
+/// guard region is read back intact); the failed frame accumulates nothing.
+#[test]
+fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{
+        Compaction, Engine, RenderSettings, TraceError, Traversal, cuda::CudaEngine, frontier_guard, guard_frontier,
+        render,
+    };
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (32, 32);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut e = CudaEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+    guard_frontier(&mut e, 1 << 16).expect("guard");
+    let settings = RenderSettings {
+        width: w,
+        height: h,
+        spp: 1,
+        max_bounces: 4,
+        traversal: Traversal::BreadthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        first_sample: 0,
+        max_frontier: 3000,
+        descend: reap::trace::DESCEND,
+    };
+    match render(&mut e, &settings, |_| {}) {
+        Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
+            assert!(items > 3000 && err.to_string().contains("--max-frontier"), "{err}");
+        }
+        other => panic!("expected FrontierTooLarge, got {other:?}"),
+    }
+    let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+    assert_eq!(capacity, 3000);
+    assert!(intact, "a slot past the frontier's capacity was written");
+    assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "a failed frame accumulated");
 }
 
 /// The viewer's hand-off: the 8-bit image the GPU converts and reads back
@@ -341,6 +411,7 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
             seed: 3,
             first_sample,
             max_frontier: 1 << 26,
+            descend: reap::trace::DESCEND,
         };
         render(&mut e, &settings, |_| {}).expect("render");
         first_sample += spp;

@@ -3,17 +3,52 @@
 // sample; state in structure-of-arrays indexed by path id; the live-path queue
 // holds path ids, TRACE_DEAD32 marks a dead slot, and the library's
 // compaction removes dead slots between bounces. Breadth-first traversal works
-// on a frontier of (path << 32 | node) items, TRACE_DEAD64 marking dead ones.
+// on a frontier of (path << 32 | node) items, TRACE_DEAD64 marking dead ones,
+// through the shared level loop (frontier.cuh, src/frontier.rs).
+//
+// Nothing here takes a length from the host: every kernel over a queue or a
+// frontier reads it from a word of the frame's u64 array (`words`) and is
+// launched for the buffer's capacity with a grid-stride loop, so threads past
+// the length do nothing and the host never waits inside a frame.
 #include "common.cuh"
+#include "../frontier.cuh"
 
 #define STACK 64
+// A descent of at most 5 levels keeps at most one pending sibling per level
+// plus the node in hand (shading.rs DESCEND_STACK).
+#define DESCEND_STACK 8
+
+// The grid-stride loop every kernel over a device length uses.
+#define FOR_EACH(i, n) for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)
+
+// A queue's or frontier's length: its word, clamped to the buffer's capacity.
+__device__ __forceinline__ u64 length(const u64* words, u64 word, u64 capacity) {
+    u64 n = words[word];
+    return n < capacity ? n : capacity;
+}
+
+// Adds a block's sum of `v` to *word with one atomic. Every thread of the
+// block calls it; the barriers order the shared sum's reset, adds and read.
+// Called twice in a row it stays race-free: only thread 0 reads the sum after
+// the last barrier, and the next call's reset is thread 0's own write.
+__device__ __forceinline__ void block_add(u64* word, u32 v) {
+    __shared__ u32 sum;
+    if (threadIdx.x == 0) sum = 0;
+    __syncthreads();
+    u32 warp = __reduce_add_sync(0xffffffffu, v);
+    if ((threadIdx.x & 31) == 0 && warp) atomicAdd(&sum, warp);
+    __syncthreads();
+    if (threadIdx.x == 0 && sum) atomicAdd(word, (u64)sum);
+}
 
 __device__ __forceinline__ float3 inv_dir(float3 d) { return make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z); }
 
-// Camera rays for one sample: path i is pixel i.
+// Camera rays for one sample: path i is pixel i; the queue holds every path
+// and its length word becomes the pixel count.
 extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 sample, u32 seed,
-                                        u32* queue) {
+                                        u32* queue, u64* words, u64 queue_len) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) words[queue_len] = (u64)width * height;
     if (i >= width * height) return;
     float x = ((float)(i % width) + rnd(i, sample, 0, 60, seed)) / (float)width;
     float y = ((float)(i / width) + rnd(i, sample, 0, 61, seed)) / (float)height;
@@ -45,11 +80,7 @@ __device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, fl
 
 // Depth-first traversal with a per-ray stack, nearer child first: the
 // baseline. Closest hit into p.hit, or (shadow) the shadow ray's occlusion.
-extern "C" __global__ void trace_depth_first(Scene s, Paths p, const u32* queue, u64 n, u32 shadow) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 path = queue[i];
-    if (path == TRACE_DEAD32) return;
+__device__ void depth_first_one(const Scene& s, Paths& p, u32 path, u32 shadow) {
     float3 o = f3(p.origin[path]);
     float3 d;
     float tmax;
@@ -95,72 +126,143 @@ extern "C" __global__ void trace_depth_first(Scene s, Paths p, const u32* queue,
     else p.hit[path] = best;
 }
 
-// Breadth-first, level 0: one item (path, root) per queued path whose ray
-// enters the root's box; dead otherwise. Resets the per-path result.
-extern "C" __global__ void trace_bf_init(Scene s, Paths p, const u32* queue, u64 n, u32 shadow, u64* frontier) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 path = queue[i];
-    u64 item = TRACE_DEAD64;
-    if (path != TRACE_DEAD32) {
-        float3 o = f3(p.origin[path]);
-        float3 d;
-        float tmax = TRACE_INF;
-        bool ray = true;
-        if (shadow) {
-            float4 sd = p.shadow_dir[path];
-            d = f3(sd);
-            tmax = sd.w;
-            ray = sd.w > 0.0f;
-            p.occluded[path] = 0;
-        } else {
-            d = f3(p.dir[path]);
-            p.hit[path] = TRACE_DEAD64;
-        }
-        if (ray && hit_box(s.nodes[0], o, inv_dir(d), tmax) >= 0.0f) item = (u64)path << 32;
+extern "C" __global__ void trace_depth_first(Scene s, Paths p, const u32* queue, u64 capacity, u32 shadow,
+                                             const u64* words, u64 queue_len) {
+    u64 n = length(words, queue_len, capacity);
+    FOR_EACH(i, n) {
+        u32 path = queue[i];
+        if (path != TRACE_DEAD32) depth_first_one(s, p, path, shadow);
     }
-    frontier[i] = item;
 }
 
-// Breadth-first, one level: item i of the frontier writes its children that
-// the ray enters (before the path's current closest hit: farther nodes are
-// culled) to out[2i] and out[2i + 1], dead slots otherwise; a leaf tests its
-// triangles and merges its hit with an atomic min on the key, which keeps the
-// result independent of the order items run in.
-extern "C" __global__ void trace_bf_expand(Scene s, Paths p, const u64* frontier, u64 m, u32 shadow, u64* out) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= m) return;
-    u64 item = frontier[i];
-    u64 a = TRACE_DEAD64, b = TRACE_DEAD64;
-    if (item != TRACE_DEAD64) {
-        u32 path = (u32)(item >> 32);
-        Node nd = s.nodes[(u32)item];
-        float3 o = f3(p.origin[path]);
-        float3 d;
-        float limit;
-        bool live = true;
-        if (shadow) {
-            float4 sd = p.shadow_dir[path];
-            d = f3(sd);
-            limit = sd.w;
-            // Another item of this path may have found a blocker already.
-            live = *(volatile u32*)&p.occluded[path] == 0;
-        } else {
-            d = f3(p.dir[path]);
-            limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
+// Breadth-first, level 0, one queue entry: the item (path, root) if the
+// path's ray enters the root's box, dead otherwise. Resets the per-path result.
+__device__ u64 bf_init_one(const Scene& s, Paths& p, u32 path, u32 shadow) {
+    if (path == TRACE_DEAD32) return TRACE_DEAD64;
+    float3 o = f3(p.origin[path]);
+    float3 d;
+    float tmax = TRACE_INF;
+    bool ray = true;
+    if (shadow) {
+        float4 sd = p.shadow_dir[path];
+        d = f3(sd);
+        tmax = sd.w;
+        ray = sd.w > 0.0f;
+        p.occluded[path] = 0;
+    } else {
+        d = f3(p.dir[path]);
+        p.hit[path] = TRACE_DEAD64;
+    }
+    return ray && hit_box(s.nodes[0], o, inv_dir(d), tmax) >= 0.0f ? (u64)path << 32 : TRACE_DEAD64;
+}
+
+// Level 0 of the loop: n = the queue's length (`at.input_len`), written to
+// frontier[0, n) with the length and live count into the level's words; an
+// n past the capacity writes nothing and sets the overflow (frontier_fits).
+extern "C" __global__ void trace_bf_init(Scene s, Paths p, const u32* queue, u32 shadow, u64* frontier,
+                                         u64 capacity, u64* words, FrontierLevel at) {
+    u64 n = frontier_n(words, at);
+    if (!frontier_fits(words, at, n, 1, capacity)) return;
+    u32 live = 0;
+    FOR_EACH(i, n) {
+        u64 item = bf_init_one(s, p, queue[i], shadow);
+        frontier[i] = item;
+        live += item != TRACE_DEAD64;
+    }
+    frontier_count_live(words, at, live);
+}
+
+// Breadth-first, one frontier item: descends `descend` BVH levels below the
+// item's node, nearer child first, culling boxes the ray enters only past
+// the path's closest hit so far. A leaf met on the way is intersected at
+// once and merges its hit with an atomic min on the key (a shadow ray's
+// blocker sets the occlusion and ends the item), which keeps the result
+// independent of the order items run in; an internal node reached at depth
+// `descend` goes to the slot of out[0, 2^descend) named by its left/right
+// turns (first turn highest), every other slot is dead. Returns the live slots.
+__device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32 descend, u64* out) {
+    u32 fan = 1u << descend;
+    for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
+    if (item == TRACE_DEAD64) return 0;
+    u32 path = (u32)(item >> 32);
+    float3 o = f3(p.origin[path]);
+    float3 d;
+    float limit;
+    if (shadow) {
+        // Another item of this path may have found a blocker already.
+        if (*(volatile u32*)&p.occluded[path] != 0) return 0;
+        float4 sd = p.shadow_dir[path];
+        d = f3(sd);
+        limit = sd.w;
+    } else {
+        d = f3(p.dir[path]);
+        limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
+    }
+    float3 inv = inv_dir(d);
+    u64 base = (u64)path << 32;
+    u64 best = TRACE_DEAD64;
+    u32 live = 0;
+    // (node, depth below the item, turns taken)
+    u32 st_node[DESCEND_STACK], st_depth[DESCEND_STACK], st_turns[DESCEND_STACK];
+    st_node[0] = (u32)item;
+    st_depth[0] = 0;
+    st_turns[0] = 0;
+    u32 sp = 1;
+    while (sp > 0) {
+        sp--;
+        u32 node = st_node[sp], depth = st_depth[sp], turns = st_turns[sp];
+        Node nd = s.nodes[node];
+        float lim = key_dist(best, limit);
+        if (nd.count > 0) {
+            if (leaf(s, nd, o, d, lim, shadow != 0, &best)) {
+                p.occluded[path] = 1;
+                for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
+                return 0;
+            }
+            continue;
         }
-        if (live && nd.count > 0) {
-            u64 best = TRACE_DEAD64;
-            if (leaf(s, nd, o, d, limit, shadow != 0, &best)) p.occluded[path] = 1;
-            else if (best != TRACE_DEAD64) atomicMin(&p.hit[path], best);
-        } else if (live) {
-            float3 inv = inv_dir(d);
-            if (hit_box(s.nodes[nd.first], o, inv, limit) >= 0.0f) a = ((u64)path << 32) | nd.first;
-            if (hit_box(s.nodes[nd.first + 1], o, inv, limit) >= 0.0f) b = ((u64)path << 32) | (nd.first + 1);
+        if (depth == descend) {
+            out[turns] = base | node;
+            live++;
+            continue;
+        }
+        float t0 = hit_box(s.nodes[nd.first], o, inv, lim);
+        float t1 = hit_box(s.nodes[nd.first + 1], o, inv, lim);
+        // Push the farther child first so the nearer is taken next.
+        bool h0 = t0 >= 0.0f, h1 = t1 >= 0.0f;
+        bool near0 = t0 <= t1;
+        if (h0 && h1) {
+            u32 far = near0 ? 1 : 0;
+            st_node[sp] = nd.first + far;
+            st_depth[sp] = depth + 1;
+            st_turns[sp] = 2 * turns + far;
+            st_node[sp + 1] = nd.first + (1 - far);
+            st_depth[sp + 1] = depth + 1;
+            st_turns[sp + 1] = 2 * turns + (1 - far);
+            sp += 2;
+        } else if (h0 || h1) {
+            u32 c = h0 ? 0 : 1;
+            st_node[sp] = nd.first + c;
+            st_depth[sp] = depth + 1;
+            st_turns[sp] = 2 * turns + c;
+            sp++;
         }
     }
-    out[2 * i] = a;
-    out[2 * i + 1] = b;
+    if (!shadow && best != TRACE_DEAD64) atomicMin(&p.hit[path], best);
+    return live;
+}
+
+// One level of the loop: n items (frontier_n) each write 2^descend slots of
+// `output`; nothing is written when they would not fit the capacity.
+extern "C" __global__ void trace_bf_expand(Scene s, Paths p, const u64* input, u64* output, u64 capacity,
+                                           u32 shadow, u32 descend, u64* words, FrontierLevel at) {
+    u64 n = frontier_n(words, at);
+    if (n > capacity) n = capacity;
+    u64 fan = 1ull << descend;
+    if (!frontier_fits(words, at, n, fan, capacity)) return;
+    u32 live = 0;
+    FOR_EACH(i, n) live += bf_expand_one(s, p, input[i], shadow, descend, output + i * fan);
+    frontier_count_live(words, at, live);
 }
 
 __device__ __forceinline__ float3 reflect(float3 d, float3 n) { return d - n * (2.0f * dot(d, n)); }
@@ -287,40 +389,41 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
 
 // Shading of every queued path: next[i] keeps the path id while the path
 // lives, TRACE_DEAD32 once it escaped, was absorbed or was terminated.
-// counters[2 * bounce] counts the paths still alive, counters[2 * bounce + 1]
-// the shadow rays cast.
-extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u64 n, u32* next, u32 sample, u32 bounce,
-                                       u32 max_bounces, u32 seed, u32* counters) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    Shaded r = {false, false};
-    if (i < n) {
+// words[alive] counts the paths still alive, words[shadows] the shadow rays cast.
+extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample,
+                                       u32 bounce, u32 max_bounces, u32 seed, u64* words, u64 queue_len, u64 alive,
+                                       u64 shadows) {
+    u64 n = length(words, queue_len, capacity);
+    u32 lives = 0, casts = 0;
+    FOR_EACH(i, n) {
         u32 path = queue[i];
+        Shaded r = {false, false};
         if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, seed);
         next[i] = r.alive ? path : TRACE_DEAD32;
+        lives += r.alive;
+        casts += r.shadow;
     }
     // One atomic per block and counter (every thread reaches the barriers).
-    u32 alive = __syncthreads_count(r.alive);
-    u32 shadows = __syncthreads_count(r.shadow);
-    if (threadIdx.x == 0) {
-        if (alive) atomicAdd(&counters[2 * bounce], alive);
-        if (shadows) atomicAdd(&counters[2 * bounce + 1], shadows);
-    }
+    block_add(&words[alive], lives);
+    block_add(&words[shadows], casts);
 }
 
 // Next-event estimation, last step: unoccluded shadow rays add their light.
-extern "C" __global__ void trace_nee(Paths p, const u32* queue, u64 n) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 path = queue[i];
-    if (path == TRACE_DEAD32 || p.shadow_dir[path].w <= 0.0f || p.occluded[path]) return;
-    float4 L = p.radiance[path], add = p.shadow_radiance[path];
-    p.radiance[path] = make_float4(L.x + add.x, L.y + add.y, L.z + add.z, 0.0f);
+extern "C" __global__ void trace_nee(Paths p, const u32* queue, u64 capacity, const u64* words, u64 queue_len) {
+    u64 n = length(words, queue_len, capacity);
+    FOR_EACH(i, n) {
+        u32 path = queue[i];
+        if (path == TRACE_DEAD32 || p.shadow_dir[path].w <= 0.0f || p.occluded[path]) continue;
+        float4 L = p.radiance[path], add = p.shadow_radiance[path];
+        p.radiance[path] = make_float4(L.x + add.x, L.y + add.y, L.z + add.z, 0.0f);
+    }
 }
 
-// The sample's radiance into the per-pixel sum.
-extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 pixels) {
+// The sample's radiance into the per-pixel sum, unless the frame failed (a
+// frontier overflow: the host redoes the frame or reports it).
+extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 pixels, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= pixels) return;
+    if (i >= pixels || !frontier_ok(words)) return;
     float4 s = sum[i], L = p.radiance[i];
     sum[i] = make_float4(s.x + L.x, s.y + L.y, s.z + L.z, s.w + 1.0f);
 }

@@ -12,14 +12,15 @@ use std::time::Instant;
 use glam::Vec4;
 use rayon::prelude::*;
 
-use crate::compaction::{CpuBackend, Element, Error};
+use crate::compaction::{CpuBackend, Error};
+use crate::frontier::{Expand, NEEDED, STATUS, status};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_bf_expand, trace_bf_init, trace_camera,
     trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, FrameEnd, StageId, TraceError, TraceResult, ms};
+use crate::trace::{DEAD32, DEAD64, Engine, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work, ms};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -35,9 +36,8 @@ pub struct CpuEngine {
     sum: Vec<[f32; 4]>,
     /// The image as shown (`rgba8`), rewritten from `sum` on each call.
     rgba: Vec<[u8; 4]>,
-    /// [alive, shadow rays] per bounce of the current frame.
-    counters: Vec<u32>,
     stages: Vec<(StageId, f64)>,
+    work: Option<Work<CpuEngine>>,
 }
 
 impl CpuEngine {
@@ -67,8 +67,8 @@ impl CpuEngine {
             claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
             sum: vec![[0.0; 4]; pixels],
             rgba: vec![[0; 4]; pixels],
-            counters: Vec::new(),
             stages: Vec::new(),
+            work: None,
         }
     }
 }
@@ -198,15 +198,48 @@ fn too_short(what: &'static str, expected: usize, actual: usize) -> TraceError {
     TraceError::Compaction(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
 }
 
-/// All bits set: [`DEAD32`] and [`DEAD64`] for the queues and frontiers.
-fn dead<T: Element>() -> T {
-    let mut v = T::zeroed();
-    bytemuck::bytes_of_mut(&mut v).fill(0xff);
-    v
+/// How many items a stage over a queue or frontier reads: the length word,
+/// clamped to the buffer's capacity (as the kernels clamp it).
+fn n_of(words: &[u64], word: u64, capacity: usize) -> usize {
+    words.get(word as usize).copied().unwrap_or(0).min(capacity as u64) as usize
+}
+
+/// frontier.cuh `frontier_fits`: whether `fan_out × n` slots fit; if not,
+/// the status says so, the need is recorded, and the output is empty.
+fn frontier_fits(words: &mut [u64], at: Expand, n: u64, fan_out: u64, capacity: u64) -> bool {
+    let fits = n <= capacity / fan_out;
+    words[at.output_len as usize] = if fits { n * fan_out } else { 0 };
+    if !fits {
+        words[STATUS as usize] |= status::OVERFLOW;
+        words[NEEDED as usize] = words[NEEDED as usize].max(n * fan_out);
+    }
+    fits
+}
+
+/// frontier.cuh `frontier_count_live`.
+fn frontier_count_live(words: &mut [u64], at: Expand, live: u64) {
+    words[at.output_live as usize] += live;
+    if at.last && live > 0 {
+        words[STATUS as usize] |= status::UNFINISHED;
+    }
+}
+
+/// frontier.cuh `frontier_n`.
+fn frontier_n(words: &[u64], at: Expand) -> u64 {
+    if words[at.input_live as usize] == 0 { 0 } else { words[at.input_len as usize] }
+}
+
+/// Every word a stage names must exist.
+fn check_words(words: &[u64], at: &[u64]) -> TraceResult<()> {
+    match at.iter().find(|&&w| w as usize >= words.len()) {
+        Some(&w) => Err(too_short("frame words", w as usize + 1, words.len())),
+        None => Ok(()),
+    }
 }
 
 impl Engine for CpuEngine {
     type B = CpuBackend;
+    type Mark = Instant;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
@@ -220,45 +253,52 @@ impl Engine for CpuEngine {
         self.scene.depth
     }
 
-    fn resize<T: Element>(&self, buffer: &mut Vec<T>, len: u64) -> TraceResult<()> {
-        // New slots are dead, as a poisoned GPU buffer would read.
-        buffer.resize(len as usize, dead());
-        Ok(())
+    fn free_memory(&self) -> TraceResult<Option<u64>> {
+        Ok(None)
     }
 
-    fn begin_frame(&mut self) -> TraceResult<()> {
+    fn work(&mut self) -> &mut Option<Work<Self>> {
+        &mut self.work
+    }
+
+    fn begin_frame(&mut self, words: &mut Vec<u64>) -> TraceResult<()> {
         self.stages.clear();
-        self.counters.clear();
+        words.fill(0);
         Ok(())
     }
 
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R> {
-        let start = Instant::now();
-        let r = f(self)?;
-        self.stages.push((id, ms(start.elapsed())));
-        Ok(r)
+    fn stage_begin(&mut self) -> TraceResult<Instant> {
+        Ok(Instant::now())
     }
 
-    fn end_frame(&mut self) -> TraceResult<FrameEnd> {
-        Ok((std::mem::take(&mut self.stages), std::mem::take(&mut self.counters)))
+    fn stage_end(&mut self, id: StageId, mark: Instant) -> TraceResult<()> {
+        self.stages.push((id, ms(mark.elapsed())));
+        Ok(())
     }
 
-    fn camera(&mut self, sample: u32, queue: &mut Vec<u32>) -> TraceResult<()> {
+    fn end_frame(&mut self, words: &Vec<u64>) -> TraceResult<FrameEnd> {
+        Ok((std::mem::take(&mut self.stages), words.clone()))
+    }
+
+    fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
         let pixels = self.pixels() as usize;
         if queue.len() < pixels {
             return Err(too_short("camera queue", pixels, queue.len()));
         }
+        check_words(words, &[queue_len])?;
         let (cam, width, height, seed) = (&self.camera, self.width, self.height, self.seed);
         paths_mut(&mut self.paths).zip(&mut queue[..pixels]).enumerate().for_each(|(i, (p, q))| {
             trace_camera(p, cam, width, height, sample, seed, i as u32);
             *q = i as u32;
         });
+        words[queue_len as usize] = pixels as u64;
         Ok(())
     }
 
-    fn depth_first(&mut self, queue: &Vec<u32>, shadow: bool) -> TraceResult<()> {
+    fn depth_first(&mut self, queue: &Vec<u32>, shadow: bool, words: &Vec<u64>, queue_len: u64) -> TraceResult<()> {
+        let n = n_of(words, queue_len, queue.len());
         let (s, p) = (&self.scene, &self.paths);
-        queue.par_iter().for_each_init(Vec::new, |stack, &path| {
+        queue[..n].par_iter().for_each_init(Vec::new, |stack, &path| {
             if path != DEAD32 {
                 trace_depth_first(s, p, path, shadow, stack);
             }
@@ -266,62 +306,113 @@ impl Engine for CpuEngine {
         Ok(())
     }
 
-    fn frontier_init(&mut self, queue: &Vec<u32>, shadow: bool, frontier: &mut Vec<u64>) -> TraceResult<()> {
-        if frontier.len() < queue.len() {
-            return Err(too_short("frontier", queue.len(), frontier.len()));
+    fn frontier_init(
+        &mut self,
+        queue: &Vec<u32>,
+        shadow: bool,
+        frontier: &mut Vec<u64>,
+        capacity: u64,
+        words: &mut Vec<u64>,
+        at: Expand,
+    ) -> TraceResult<()> {
+        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
+        if (frontier.len() as u64) < capacity {
+            return Err(too_short("frontier", capacity as usize, frontier.len()));
+        }
+        let n = frontier_n(words, at).min(queue.len() as u64);
+        if !frontier_fits(words, at, n, 1, capacity) {
+            return Ok(());
         }
         let (s, p) = (&self.scene, &self.paths);
-        frontier.par_iter_mut().zip(queue).for_each(|(item, &path)| *item = trace_bf_init(s, p, path, shadow));
+        let live: u64 = frontier[..n as usize]
+            .par_iter_mut()
+            .zip(&queue[..n as usize])
+            .map(|(item, &path)| {
+                *item = trace_bf_init(s, p, path, shadow);
+                (*item != DEAD64) as u64
+            })
+            .sum();
+        frontier_count_live(words, at, live);
         Ok(())
     }
 
-    fn expand(&mut self, frontier: &Vec<u64>, shadow: bool, out: &mut Vec<u64>) -> TraceResult<()> {
-        if out.len() < 2 * frontier.len() {
-            return Err(too_short("expanded frontier", 2 * frontier.len(), out.len()));
+    fn expand(
+        &mut self,
+        input: &Vec<u64>,
+        output: &mut Vec<u64>,
+        capacity: u64,
+        shadow: bool,
+        descend: u32,
+        words: &mut Vec<u64>,
+        at: Expand,
+    ) -> TraceResult<()> {
+        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
+        if (output.len() as u64) < capacity {
+            return Err(too_short("frontier", capacity as usize, output.len()));
+        }
+        let fan = 1usize << descend;
+        let n = frontier_n(words, at).min(capacity).min(input.len() as u64);
+        if !frontier_fits(words, at, n, fan as u64, capacity) {
+            return Ok(());
         }
         let (s, p) = (&self.scene, &self.paths);
-        out.par_chunks_mut(2).zip(frontier).for_each(|(pair, &item)| {
-            pair.copy_from_slice(&trace_bf_expand(s, p, item, shadow));
-        });
+        let live: u64 = output[..n as usize * fan]
+            .par_chunks_mut(fan)
+            .zip(&input[..n as usize])
+            .map(|(slots, &item)| trace_bf_expand(s, p, item, shadow, descend, slots) as u64)
+            .sum();
+        frontier_count_live(words, at, live);
         Ok(())
     }
 
-    fn shade(&mut self, queue: &Vec<u32>, next: &mut Vec<u32>, sample: u32, bounce: u32) -> TraceResult<()> {
-        if next.len() < queue.len() {
-            return Err(too_short("next queue", queue.len(), next.len()));
+    fn shade(
+        &mut self,
+        queue: &Vec<u32>,
+        next: &mut Vec<u32>,
+        sample: u32,
+        bounce: u32,
+        words: &mut Vec<u64>,
+        queue_len: u64,
+        counts: ShadeWords,
+    ) -> TraceResult<()> {
+        check_words(words, &[queue_len, counts.alive, counts.shadow])?;
+        let n = n_of(words, queue_len, queue.len());
+        if next.len() < n {
+            return Err(too_short("next queue", n, next.len()));
         }
         let (s, seed, max_bounces) = (&self.scene, self.seed, self.max_bounces);
         let view = PathsView::new(&mut self.paths, &mut self.claims);
-        let (alive, shadows) = queue
+        let (alive, shadows) = queue[..n]
             .par_iter()
-            .zip(next.par_iter_mut())
+            .zip(next[..n].par_iter_mut())
             .map(|(&path, next)| {
                 let mut r = Shaded::default();
                 if path != DEAD32 {
                     r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, seed);
                 }
                 *next = if r.alive { path } else { DEAD32 };
-                Ok::<_, TraceError>((r.alive as u32, r.shadow as u32))
+                Ok::<_, TraceError>((r.alive as u64, r.shadow as u64))
             })
             .try_reduce(|| (0, 0), |a, b| Ok((a.0 + b.0, a.1 + b.1)))?;
-        let b = 2 * bounce as usize;
-        if self.counters.len() < b + 2 {
-            self.counters.resize(b + 2, 0);
-        }
-        self.counters[b] += alive;
-        self.counters[b + 1] += shadows;
+        words[counts.alive as usize] += alive;
+        words[counts.shadow as usize] += shadows;
         Ok(())
     }
 
-    fn nee(&mut self, queue: &Vec<u32>) -> TraceResult<()> {
+    fn nee(&mut self, queue: &Vec<u32>, words: &Vec<u64>, queue_len: u64) -> TraceResult<()> {
+        let n = n_of(words, queue_len, queue.len());
         let view = PathsView::new(&mut self.paths, &mut self.claims);
-        queue.par_iter().filter(|&&path| path != DEAD32).try_for_each(|&path| {
+        queue[..n].par_iter().filter(|&&path| path != DEAD32).try_for_each(|&path| {
             trace_nee(view.claim(path)?);
             Ok(())
         })
     }
 
-    fn accumulate(&mut self) -> TraceResult<()> {
+    fn accumulate(&mut self, words: &Vec<u64>) -> TraceResult<()> {
+        // frontier.cuh `frontier_ok`: a failed frame is redone or reported, never summed.
+        if words.get(STATUS as usize).copied().unwrap_or(0) != 0 {
+            return Ok(());
+        }
         self.sum.par_iter_mut().zip(&self.paths.radiance).for_each(|(sum, &l)| trace_accumulate(sum, l));
         Ok(())
     }
@@ -348,7 +439,9 @@ impl Engine for CpuEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Compaction, DEAD64, RenderSettings, Traversal, render};
+    use crate::trace::{
+        Compaction, DESCEND, MAX_DESCEND, RenderSettings, Traversal, frontier_guard, guard_frontier, render,
+    };
 
     fn engine(scene: &str, width: u32, height: u32, max_bounces: u32) -> CpuEngine {
         let scene = crate::scene::builtin(scene).expect("a built-in scene loads");
@@ -359,6 +452,9 @@ mod tests {
     }
 
     const SEED: u32 = 7;
+    /// Test words of a queue's length and of shading's counts (0 and 1 are the status's).
+    const Q: u64 = 2;
+    const COUNTS: ShadeWords = ShadeWords { alive: 3, shadow: 4 };
 
     fn settings(width: u32, height: u32, spp: u32, max_bounces: u32, traversal: Traversal) -> RenderSettings {
         RenderSettings {
@@ -372,6 +468,7 @@ mod tests {
             seed: SEED,
             first_sample: 0,
             max_frontier: 1 << 26,
+            descend: DESCEND,
         }
     }
 
@@ -415,16 +512,34 @@ mod tests {
         e.paths.occluded.iter().map(|o| o.load(Relaxed)).collect()
     }
 
-    /// Breadth-first traversal of the queue's rays, level by level, dead items
-    /// dropped between levels, until none is left.
-    fn breadth_first(e: &mut CpuEngine, queue: &Vec<u32>, shadow: bool) {
+    /// Breadth-first traversal of the queue's rays, `descend` BVH levels per
+    /// expansion, dead items dropped between levels, until none is left.
+    fn breadth_first(e: &mut CpuEngine, queue: &Vec<u32>, shadow: bool, descend: u32) {
+        // Words: status, needed, the queue's length, then the output's and the input's length and live count.
+        let mut words = vec![0, 0, queue.len() as u64, 0, 0, 0, 0];
+        let at = |input| Expand {
+            level: 0,
+            input_len: input,
+            input_live: input + 1,
+            output_len: 3,
+            output_live: 4,
+            last: false,
+        };
         let mut frontier = vec![DEAD64; queue.len()];
-        e.frontier_init(queue, shadow, &mut frontier).expect("init");
+        let mut level0 = at(2);
+        level0.input_live = 2;
+        e.frontier_init(queue, shadow, &mut frontier, queue.len() as u64, &mut words, level0).expect("init");
+        assert_eq!(words[3], queue.len() as u64);
         frontier.retain(|&item| item != DEAD64);
+        assert_eq!(words[4], frontier.len() as u64, "init counts its live items");
         while !frontier.is_empty() {
-            let mut out = vec![0; 2 * frontier.len()];
-            e.expand(&frontier, shadow, &mut out).expect("expand");
+            let capacity = frontier.len() << descend;
+            (words[3], words[4], words[5], words[6]) = (0, 0, frontier.len() as u64, frontier.len() as u64);
+            let mut out = vec![0; capacity];
+            e.expand(&frontier, &mut out, capacity as u64, shadow, descend, &mut words, at(5)).expect("expand");
+            assert_eq!((words[0], words[3]), (0, capacity as u64), "an expansion that fits");
             out.retain(|&item| item != DEAD64);
+            assert_eq!(words[4], out.len() as u64, "expand counts its live items");
             frontier = out;
         }
     }
@@ -435,13 +550,16 @@ mod tests {
     #[test]
     fn breadth_first_and_depth_first_find_the_same_hits() {
         let (w, h) = (48, 48);
-        let (mut bf, mut df) = (engine("cornell", w, h, 4), engine("cornell", w, h, 4));
+        let (mut bf, mut df) = (engine("cornell", w, h, 5), engine("cornell", w, h, 5));
         let (mut q_bf, mut q_df) = (vec![0; (w * h) as usize], vec![0; (w * h) as usize]);
-        bf.camera(0, &mut q_bf).expect("camera");
-        df.camera(0, &mut q_df).expect("camera");
-        for bounce in 0..4 {
-            breadth_first(&mut bf, &q_bf, false);
-            df.depth_first(&q_df, false).expect("depth-first");
+        let mut words = vec![0; 8];
+        bf.camera(0, &mut q_bf, &mut words, Q).expect("camera");
+        df.camera(0, &mut q_df, &mut words, Q).expect("camera");
+        for bounce in 0..5 {
+            // Every descent depth, bounce by bounce: all must find the depth-first hits.
+            let descend = bounce % MAX_DESCEND + 1;
+            breadth_first(&mut bf, &q_bf, false, descend);
+            df.depth_first(&q_df, false, &words, Q).expect("depth-first");
             let found = hits(&df);
             assert_eq!(hits(&bf), found, "closest hits differ at bounce {bounce}");
             let live = q_df.iter().filter(|&&p| p != DEAD32).count();
@@ -449,11 +567,11 @@ mod tests {
             assert!(hit * 2 > live, "bounce {bounce}: only {hit} of {live} rays hit the closed box");
 
             let (mut next_bf, mut next_df) = (vec![0; q_bf.len()], vec![0; q_df.len()]);
-            bf.shade(&q_bf, &mut next_bf, 0, bounce).expect("shade");
-            df.shade(&q_df, &mut next_df, 0, bounce).expect("shade");
+            bf.shade(&q_bf, &mut next_bf, 0, bounce, &mut words, Q, COUNTS).expect("shade");
+            df.shade(&q_df, &mut next_df, 0, bounce, &mut words, Q, COUNTS).expect("shade");
             assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
-            breadth_first(&mut bf, &q_bf, true);
-            df.depth_first(&q_df, true).expect("shadow depth-first");
+            breadth_first(&mut bf, &q_bf, true, descend);
+            df.depth_first(&q_df, true, &words, Q).expect("shadow depth-first");
             // A path without a shadow ray keeps whatever it had; compare the ones that cast one.
             let casts = |e: &CpuEngine| {
                 let o = occluded(e);
@@ -507,6 +625,80 @@ mod tests {
         }
     }
 
+    /// However many BVH levels one expansion descends, the image and the
+    /// per-bounce counts are those of depth-first traversal, bit for bit,
+    /// with and without frontier compaction.
+    #[test]
+    fn every_descent_depth_renders_the_depth_first_image() {
+        let base = settings(24, 24, 2, 6, Traversal::DepthFirst);
+        let want = render_bits(&base);
+        for descend in 1..=MAX_DESCEND {
+            for c in [Compaction::None, compaction("lookback")] {
+                let s =
+                    RenderSettings { traversal: Traversal::BreadthFirst, compact_frontier: c, descend, ..base.clone() };
+                let got = render_bits(&s);
+                assert!(got.0 == want.0, "descend {descend}, {}: another image than depth-first", c.name());
+                assert_eq!(got.1, want.1, "descend {descend}, {}: other per-bounce counts", c.name());
+            }
+        }
+    }
+
+    /// The level bound is exact: a run ends at the BVH's depth, so the last
+    /// expansion emits nothing (the frame's status would say otherwise).
+    #[test]
+    fn the_level_bound_covers_the_bvh_exactly() {
+        use crate::trace::levels;
+        assert_eq!([1, 2, 3, 4, 10].map(|d| levels(d, 1)), [1, 1, 2, 3, 9]);
+        assert_eq!([1, 2, 3, 4, 5, 10].map(|d| levels(d, 3)), [1, 1, 1, 1, 2, 3]);
+        let mut e = engine("cornell", 16, 16, 4);
+        let depth = e.bvh_depth();
+        for descend in 1..=MAX_DESCEND {
+            let s = RenderSettings { descend, ..settings(16, 16, 1, 4, Traversal::BreadthFirst) };
+            let f = &render(&mut e, &s, |_| {}).expect("renders")[0];
+            let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
+            assert_eq!(deepest, levels(depth, descend), "descend {descend}, BVH depth {depth}: levels entered");
+        }
+    }
+
+    /// A frontier that outgrows its first capacity is grown on the host after
+    /// the frame and the frame is redone: the image is as if it had fitted.
+    #[test]
+    fn an_overflowing_frame_is_redone_with_a_larger_frontier() {
+        let mut e = engine("cornell", 24, 24, 4);
+        // `none` keeps every dead slot: 8 × pixels (the first guess) cannot hold level 2.
+        let s = settings(24, 24, 1, 4, Traversal::BreadthFirst);
+        let frames = render(&mut e, &s, |_| {}).expect("renders after growing");
+        let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+        assert!(capacity > 8 * 24 * 24, "the frontier grew: capacity {capacity}");
+        assert!(intact);
+        let image = e.image().expect("image");
+        let mut df = engine("cornell", 24, 24, 4);
+        let dfs = render(&mut df, &settings(24, 24, 1, 4, Traversal::DepthFirst), |_| {}).expect("renders");
+        assert!(image == df.image().expect("image"), "the redone frame renders the depth-first image");
+        assert!(image.iter().all(|p| p[3] == 1.0), "one sample, accumulated once");
+        assert_eq!((&frames[0].alive, &frames[0].shadow_rays), (&dfs[0].alive, &dfs[0].shadow_rays));
+    }
+
+    /// A frame whose frontier would pass --max-frontier returns the clear
+    /// error, accumulates nothing, and writes nothing past the capacity.
+    #[test]
+    fn a_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
+        let mut e = engine("cornell", 32, 32, 4);
+        guard_frontier(&mut e, 4096).expect("guard");
+        let s = RenderSettings { max_frontier: 3000, ..settings(32, 32, 1, 4, Traversal::BreadthFirst) };
+        match render(&mut e, &s, |_| {}) {
+            Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
+                assert!(items > 3000, "{err}");
+                assert!(err.to_string().contains("--max-frontier"), "{err}");
+            }
+            other => panic!("expected FrontierTooLarge, got {other:?}"),
+        }
+        let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+        assert_eq!(capacity, 3000);
+        assert!(intact, "a slot past the frontier's capacity was written");
+        assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "a failed frame accumulated");
+    }
+
     #[test]
     fn cornell_box_is_lit() {
         let mut e = engine("cornell", 32, 32, 8);
@@ -526,14 +718,16 @@ mod tests {
     fn a_queue_naming_a_path_twice_is_an_error_not_a_race() {
         let mut e = engine("cornell", 8, 8, 4);
         let mut queue = vec![0; 64];
-        e.camera(0, &mut queue).expect("camera");
-        e.depth_first(&queue, false).expect("depth-first");
+        let mut words = vec![0; 8];
+        e.camera(0, &mut queue, &mut words, Q).expect("camera");
+        e.depth_first(&queue, false, &words, Q).expect("depth-first");
         queue[5] = 3;
         let mut next = vec![0; 64];
-        assert!(e.shade(&queue, &mut next, 0, 0).is_err());
-        assert!(e.nee(&[DEAD32, 64].to_vec()).is_err(), "a path id past the last pixel");
+        assert!(e.shade(&queue, &mut next, 0, 0, &mut words, Q, COUNTS).is_err());
+        let two = vec![0, 0, 2];
+        assert!(e.nee(&[DEAD32, 64].to_vec(), &two, Q).is_err(), "a path id past the last pixel");
         // A fresh stage accepts every path again.
         queue[5] = 5;
-        e.shade(&queue, &mut next, 0, 0).expect("a queue of distinct paths shades");
+        e.shade(&queue, &mut next, 0, 0, &mut words, Q, COUNTS).expect("a queue of distinct paths shades");
     }
 }

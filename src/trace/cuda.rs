@@ -7,18 +7,20 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg, sys,
+};
 
-use crate::compaction::Element;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::frontier::Expand;
+use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Buf, Engine, FrameEnd, StageId, TraceError, TraceResult};
+use crate::trace::{Buf, Engine, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work};
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
 /// The wavefront stages.
-pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON]);
+pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON, crate::frontier::CUDA_HEADER]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
@@ -30,8 +32,8 @@ const BLOCK: u32 = 256;
 const GPU_STACK: u32 = 64;
 /// Bytes of path state per pixel: seven float4 fields, the hit key, two u32 flags.
 const PATH_BYTES: u64 = 7 * 16 + 8 + 2 * 4;
-/// Shade counters: [alive, shadow rays] for up to 64 bounces.
-const COUNTERS: usize = 128;
+/// Blocks per SM of a launch over a device length (grid-stride beyond them).
+const STRIDED_BLOCKS_PER_SM: u32 = 8;
 
 /// common.cuh `Scene`.
 #[repr(C)]
@@ -82,7 +84,6 @@ pub struct CudaEngine {
     scene: SceneArgs,
     paths: PathArgs,
     sum: CudaSlice<u8>,
-    counters: CudaSlice<u32>,
     // Owned so the addresses in `scene` and `paths` stay valid.
     _scene_buffers: Vec<CudaSlice<u8>>,
     _path_buffers: Vec<CudaSlice<u8>>,
@@ -90,6 +91,7 @@ pub struct CudaEngine {
     functions: Functions,
     /// Made by the first `rgba8` call: `reap render` never needs it.
     handoff: Option<Handoff>,
+    work: Option<Work<CudaEngine>>,
 }
 
 /// The viewer's image on its way to the display: the 8-bit image on the
@@ -217,7 +219,6 @@ impl CudaEngine {
             flags: q(8),
         };
         let sum = backend.zeroed(pixels.max(1) * 16)?;
-        let counters = stream.alloc_zeros::<u32>(COUNTERS).map_err(gpu::driver_error("allocating counters"))?;
         let f = |name: &str| backend.kernels().function(&WAVEFRONT, &Spec::default(), name);
         let functions = Functions {
             camera: f("trace_camera")?,
@@ -240,12 +241,12 @@ impl CudaEngine {
             scene,
             paths,
             sum,
-            counters,
             _scene_buffers: scene_buffers,
             _path_buffers: path_buffers,
             timer,
             functions,
             handoff: None,
+            work: None,
             backend,
         })
     }
@@ -255,8 +256,65 @@ fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Tra
     move |e| TraceError::Gpu(gpu::driver_error(name)(e))
 }
 
+impl CudaEngine {
+    /// A launch over a buffer of `capacity` items whose length the kernel
+    /// reads from a word: blocks for the capacity, at most 8 per SM, the
+    /// kernel's grid-stride loop covering the rest. Sized from what the host
+    /// knows before the frame, so a launch never waits for a count.
+    fn strided(&self, capacity: u64) -> TraceResult<LaunchConfig> {
+        let mut cfg = grid(capacity)?;
+        cfg.grid_dim.0 = cfg.grid_dim.0.min(self.backend.info.sms.max(1).saturating_mul(STRIDED_BLOCKS_PER_SM));
+        Ok(cfg)
+    }
+}
+
+/// frontier.cuh `FrontierLevel`: keep in sync.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct LevelArgs {
+    input_len: u64,
+    input_live: u64,
+    output_len: u64,
+    output_live: u64,
+    last: u32,
+    pad: u32,
+}
+
+impl From<Expand> for LevelArgs {
+    fn from(at: Expand) -> Self {
+        LevelArgs {
+            input_len: at.input_len,
+            input_live: at.input_live,
+            output_len: at.output_len,
+            output_live: at.output_live,
+            last: at.last as u32,
+            pad: 0,
+        }
+    }
+}
+
+// SAFETY: plain repr(C) data laid out as frontier.cuh's FrontierLevel.
+unsafe impl DeviceRepr for LevelArgs {}
+
+/// The words a stage names must lie in the frame's word buffer.
+fn check_words(words: &CudaBuffer<u64>, at: &[u64]) -> TraceResult<()> {
+    match at.iter().find(|&&w| w >= words.len()) {
+        Some(&w) => Err(TraceError::Compaction(crate::compaction::Error::LengthMismatch {
+            what: "frame words",
+            expected: w + 1,
+            actual: words.len(),
+        })),
+        None => Ok(()),
+    }
+}
+
+fn level_words(at: &Expand) -> [u64; 4] {
+    [at.input_len, at.input_live, at.output_len, at.output_live]
+}
+
 impl Engine for CudaEngine {
     type B = CudaBackend;
+    type Mark = Started;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
@@ -270,55 +328,86 @@ impl Engine for CudaEngine {
         self.depth
     }
 
-    fn resize<T: Element>(&self, buffer: &mut CudaBuffer<T>, len: u64) -> TraceResult<()> {
-        if len > buffer.capacity() {
-            // Growth keeps no contents: every caller overwrites the buffer next.
-            *buffer = crate::compaction::Backend::alloc(&self.backend, len.max(2 * buffer.capacity()))?;
-        }
-        buffer.set_len(len)?;
-        Ok(())
+    fn free_memory(&self) -> TraceResult<Option<u64>> {
+        Ok(Some(gpu::free_memory(&self.stream)?))
     }
 
-    fn begin_frame(&mut self) -> TraceResult<()> {
+    fn work(&mut self) -> &mut Option<Work<Self>> {
+        &mut self.work
+    }
+
+    fn begin_frame(&mut self, words: &mut Buf<Self, u64>) -> TraceResult<()> {
         self.timer.clear();
-        self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))?;
+        let bytes = words.capacity() as usize * 8;
+        if bytes > 0 {
+            // SAFETY: the range is the words buffer's own allocation; enqueued on
+            // the stream every stage of the frame runs on, so it lands before them.
+            let r = unsafe { sys::cuMemsetD8Async(words.ptr(), 0, bytes, self.stream.cu_stream()) };
+            r.result().map_err(launch_err("clearing the frame's words"))?;
+        }
         Ok(())
     }
 
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R> {
-        let started = self.timer.start()?;
-        let r = f(self)?;
-        self.timer.stop(id, started)?;
-        Ok(r)
+    fn stage_begin(&mut self) -> TraceResult<Started> {
+        Ok(self.timer.start()?)
     }
 
-    fn end_frame(&mut self) -> TraceResult<FrameEnd> {
-        // The counters are read after the last stage (accumulate), so this one
+    fn stage_end(&mut self, id: StageId, mark: Started) -> TraceResult<()> {
+        Ok(self.timer.stop(id, mark)?)
+    }
+
+    fn end_frame(&mut self, words: &Buf<Self, u64>) -> TraceResult<FrameEnd> {
+        // The words are read after the last stage (accumulate), so this one
         // wait also completes the frame; the times are read once after it.
-        let counters = gpu::dtoh(&self.stream, &self.counters, "reading counters")?;
+        let words = crate::compaction::Backend::download(&self.backend, words)?;
         let times = self.timer.times_ms()?;
         self.timer.clear();
-        Ok((times, counters))
+        Ok((times, words))
     }
 
-    fn camera(&mut self, sample: u32, queue: &mut Buf<Self, u32>) -> TraceResult<()> {
+    fn camera(
+        &mut self,
+        sample: u32,
+        queue: &mut Buf<Self, u32>,
+        words: &mut Buf<Self, u64>,
+        queue_len: u64,
+    ) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        if queue.len() < self.pixels() {
+            return Err(TraceError::Settings("the camera's queue holds fewer entries than pixels".into()));
+        }
         let cfg = grid(self.pixels())?;
-        let qp = queue.ptr();
+        let (qp, wp) = (queue.ptr(), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.camera);
-        l.arg(&self.paths).arg(&self.camera).arg(&self.width).arg(&self.height).arg(&sample).arg(&self.seed).arg(&qp);
-        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32*); the queue and every
-        // path field hold width * height entries.
+        l.arg(&self.paths)
+            .arg(&self.camera)
+            .arg(&self.width)
+            .arg(&self.height)
+            .arg(&sample)
+            .arg(&self.seed)
+            .arg(&qp)
+            .arg(&wp)
+            .arg(&queue_len);
+        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32*, u64*, u64); the queue and
+        // every path field hold width * height entries, `queue_len` is a word of the buffer.
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_camera"))
     }
 
-    fn depth_first(&mut self, queue: &Buf<Self, u32>, shadow: bool) -> TraceResult<()> {
-        let n = queue.len();
-        let (qp, sh) = (queue.ptr(), shadow as u32);
+    fn depth_first(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        shadow: bool,
+        words: &Buf<Self, u64>,
+        queue_len: u64,
+    ) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        let capacity = queue.len();
+        let (qp, sh, wp) = (queue.ptr(), shadow as u32, words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.depth_first);
-        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh);
-        // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32); the queue holds n path
-        // ids below width * height or DEAD32.
-        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
+        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
+        // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64); the
+        // kernel reads at most `capacity` queue entries, each a path id below width * height or DEAD32.
+        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }
 
     fn frontier_init(
@@ -326,23 +415,51 @@ impl Engine for CudaEngine {
         queue: &Buf<Self, u32>,
         shadow: bool,
         frontier: &mut Buf<Self, u64>,
+        capacity: u64,
+        words: &mut Buf<Self, u64>,
+        at: Expand,
     ) -> TraceResult<()> {
-        let n = queue.len();
-        let (qp, sh, fp) = (queue.ptr(), shadow as u32, frontier.ptr());
+        check_words(words, &level_words(&at))?;
+        if frontier.len() < capacity {
+            return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
+        }
+        let (qp, sh, fp, wp, la) = (queue.ptr(), shadow as u32, frontier.ptr(), words.ptr(), LevelArgs::from(at));
         let mut l = self.stream.launch_builder(&self.functions.bf_init);
-        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&n).arg(&sh).arg(&fp);
-        // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u64, u32, u64*); the frontier holds n items.
-        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_bf_init"))
+        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&sh).arg(&fp).arg(&capacity).arg(&wp).arg(&la);
+        // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u32, u64*, u64, u64*, FrontierLevel); the
+        // kernel writes frontier[0, n) only when n <= capacity, and n (the queue's length word) is at
+        // most the queue's length, so it reads no queue entry past it.
+        unsafe { l.launch(self.strided(queue.len().min(capacity))?) }
+            .map(drop)
+            .map_err(launch_err("launching trace_bf_init"))
     }
 
-    fn expand(&mut self, frontier: &Buf<Self, u64>, shadow: bool, out: &mut Buf<Self, u64>) -> TraceResult<()> {
-        let m = frontier.len();
-        let (fp, sh, op) = (frontier.ptr(), shadow as u32, out.ptr());
+    fn expand(
+        &mut self,
+        input: &Buf<Self, u64>,
+        output: &mut Buf<Self, u64>,
+        capacity: u64,
+        shadow: bool,
+        descend: u32,
+        words: &mut Buf<Self, u64>,
+        at: Expand,
+    ) -> TraceResult<()> {
+        check_words(words, &level_words(&at))?;
+        if input.len() < capacity || output.len() < capacity {
+            return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
+        }
+        if descend == 0 || descend > crate::trace::MAX_DESCEND {
+            return Err(TraceError::Settings(format!("descend {descend} is outside 1..=5")));
+        }
+        let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), LevelArgs::from(at));
         let mut l = self.stream.launch_builder(&self.functions.bf_expand);
-        l.arg(&self.scene).arg(&self.paths).arg(&fp).arg(&m).arg(&sh).arg(&op);
-        // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64, u32, u64*); `out` holds 2m items
-        // (the caller sized it) and every live item names a path and a node that exist.
-        unsafe { l.launch(grid(m)?) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
+        l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh).arg(&descend).arg(&wp).arg(&la);
+        // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel);
+        // the kernel clamps n to the capacity and writes output[0, n << descend) only when that fits it;
+        // every live item names a path and a node that exist (init and earlier expansions wrote them).
+        unsafe { l.launch(self.strided(capacity >> descend)?) }
+            .map(drop)
+            .map_err(launch_err("launching trace_bf_expand"))
     }
 
     fn shade(
@@ -351,40 +468,51 @@ impl Engine for CudaEngine {
         next: &mut Buf<Self, u32>,
         sample: u32,
         bounce: u32,
+        words: &mut Buf<Self, u64>,
+        queue_len: u64,
+        counts: ShadeWords,
     ) -> TraceResult<()> {
-        let n = queue.len();
-        let (qp, np, cp) = (queue.ptr(), next.ptr(), raw_ptr(&self.counters));
+        check_words(words, &[queue_len, counts.alive, counts.shadow])?;
+        let capacity = queue.len().min(next.len());
+        let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.shade);
         l.arg(&self.scene)
             .arg(&self.paths)
             .arg(&qp)
-            .arg(&n)
             .arg(&np)
+            .arg(&capacity)
             .arg(&sample)
             .arg(&bounce)
             .arg(&self.max_bounces)
             .arg(&self.seed)
-            .arg(&cp);
-        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u64, u32*, u32, u32, u32, u32, u32*); `next`
-        // holds n entries and the counters 2 * 64 words (bounces are below 64).
-        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_shade"))
+            .arg(&wp)
+            .arg(&queue_len)
+            .arg(&counts.alive)
+            .arg(&counts.shadow);
+        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u64*, u64, u64,
+        // u64); the kernel touches at most `capacity` entries of the queue and of `next`, and the three
+        // words lie in the buffer (checked above).
+        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
 
-    fn nee(&mut self, queue: &Buf<Self, u32>) -> TraceResult<()> {
-        let n = queue.len();
-        let qp = queue.ptr();
+    fn nee(&mut self, queue: &Buf<Self, u32>, words: &Buf<Self, u64>, queue_len: u64) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        let capacity = queue.len();
+        let (qp, wp) = (queue.ptr(), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.nee);
-        l.arg(&self.paths).arg(&qp).arg(&n);
-        // SAFETY: matches trace_nee(Paths, const u32*, u64).
-        unsafe { l.launch(grid(n)?) }.map(drop).map_err(launch_err("launching trace_nee"))
+        l.arg(&self.paths).arg(&qp).arg(&capacity).arg(&wp).arg(&queue_len);
+        // SAFETY: matches trace_nee(Paths, const u32*, u64, const u64*, u64).
+        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_nee"))
     }
 
-    fn accumulate(&mut self) -> TraceResult<()> {
+    fn accumulate(&mut self, words: &Buf<Self, u64>) -> TraceResult<()> {
+        check_words(words, &[crate::frontier::STATUS])?;
         let pixels = self.pixels() as u32;
-        let sp = raw_ptr(&self.sum);
+        let (sp, wp) = (raw_ptr(&self.sum), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.accumulate);
-        l.arg(&self.paths).arg(&sp).arg(&pixels);
-        // SAFETY: matches trace_accumulate(Paths, float4*, u32); the sum holds `pixels` float4s.
+        l.arg(&self.paths).arg(&sp).arg(&pixels).arg(&wp);
+        // SAFETY: matches trace_accumulate(Paths, float4*, u32, const u64*); the sum holds `pixels` float4s
+        // and the words their status word.
         unsafe { l.launch(grid(pixels as u64)?) }.map(drop).map_err(launch_err("launching trace_accumulate"))
     }
 

@@ -6,7 +6,12 @@
 //! a list of named stages over two queues. The stages themselves live in an
 //! [`Engine`]: `cpu.rs` runs them with rayon, `cuda.rs` launches the kernels of
 //! `kernels/trace/wavefront.cu`; both take the same buffers in the same order.
-//! The compaction sites call the library only through [`Backend::select`].
+//! The compaction sites call the library only through
+//! [`Backend::select_counted`]: every length and count of a frame is a word
+//! of one device array ([`frontier::WordAlloc`]), read by the host once after
+//! the frame, so nothing inside a frame waits for the device. Breadth-first
+//! traversal is the shared level loop of [`frontier`], each expansion
+//! descending [`RenderSettings::descend`] BVH levels.
 //!
 //! Every path's random numbers depend on (pixel, sample, bounce) alone, and
 //! closest hits are merged by an order-independent minimum, so every
@@ -24,7 +29,8 @@ pub mod tonemap;
 use std::time::Duration;
 
 pub use crate::compaction::Compaction;
-use crate::compaction::{Backend, Element, Keep, Report};
+use crate::compaction::{Backend, Element, Keep, Lens};
+use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS, WordAlloc};
 
 /// A dead queue slot (a path id) and a dead frontier item ((path << 32) | node).
 pub const DEAD32: u32 = u32::MAX;
@@ -44,11 +50,12 @@ pub enum TraceError {
     #[error(transparent)]
     Site(#[from] crate::compaction::SiteError),
     #[error(
-        "the breadth-first frontier would need {items} items ({gib:.1} GiB) at level {level} of bounce {bounce}: \
-         without compaction it doubles every level. Pick an algorithm with --compact-frontier, use \
-         --traversal depth-first, or render fewer pixels"
+        "the breadth-first frontier would need {items} items ({gib:.1} GiB) at level {level} of bounce {bounce}, \
+         more than --max-frontier {max}: without compaction it grows by the fan-out every level. Raise \
+         --max-frontier, pick an algorithm with --compact-frontier, lower --descend, use --traversal \
+         depth-first, or render fewer pixels"
     )]
-    FrontierTooLarge { items: u64, gib: f64, level: u32, bounce: u32 },
+    FrontierTooLarge { items: u64, gib: f64, level: u32, bounce: u32, max: u64 },
     #[error("the scene needs {bytes} bytes of GPU memory ({what}) and the device has {free} free: use a smaller scene")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error("cannot write {path}: {why}")]
@@ -108,7 +115,14 @@ pub struct RenderSettings {
     pub first_sample: u32,
     /// The most frontier items a level may hold (the `none` baseline grows without bound).
     pub max_frontier: u64,
+    /// BVH levels one breadth-first expansion descends (fan-out 2^descend).
+    pub descend: u32,
 }
+
+/// The default of [`RenderSettings::descend`]: 3 levels, fan-out 8.
+pub const DESCEND: u32 = 3;
+/// The deepest descent per expansion (wavefront.cu `DESCEND_STACK` holds it).
+pub const MAX_DESCEND: u32 = 5;
 
 impl RenderSettings {
     pub fn check(&self) -> TraceResult<()> {
@@ -124,6 +138,9 @@ impl RenderSettings {
         }
         if self.max_bounces == 0 || self.max_bounces > 64 {
             return bad("--max-bounces must be between 1 and 64");
+        }
+        if self.descend == 0 || self.descend > MAX_DESCEND {
+            return bad("--descend must be between 1 and 5");
         }
         Ok(())
     }
@@ -213,41 +230,116 @@ impl FrameStats {
 }
 
 /// What an engine reports at a frame's end: each stage with its time in ms,
-/// and the shade counters.
-pub type FrameEnd = (Vec<(StageId, f64)>, Vec<u32>);
+/// and the frame's words.
+pub type FrameEnd = (Vec<(StageId, f64)>, Vec<u64>);
 
 /// The stages of the wavefront tracer on one backend. Buffers are the
-/// compaction backend's own, so compaction needs no copies.
+/// compaction backend's own, so compaction needs no copies. Every stage over
+/// a queue or a frontier reads its length from a word of the frame's word
+/// array (`words`, zeroed by `begin_frame`) and is launched for the buffer's
+/// capacity: nothing inside a frame waits for the device.
 pub trait Engine {
     type B: Backend;
+    /// A started stage's timing mark.
+    type Mark;
     fn backend(&self) -> &Self::B;
     fn pixels(&self) -> u64;
-    /// Levels of the BVH (a leaf root is 1): where a `none` frontier ends.
+    /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
-    /// Sets a work buffer's length, growing its allocation when needed.
-    fn resize<T: Element>(&self, buffer: &mut Buf<Self, T>, len: u64) -> TraceResult<()>;
     fn alloc<T: Element>(&self, len: u64) -> TraceResult<Buf<Self, T>> {
         Ok(self.backend().alloc(len)?)
     }
+    /// Free device memory in bytes, where the engine's memory is limited
+    /// apart from the host's (a GPU); `None` on the CPU.
+    fn free_memory(&self) -> TraceResult<Option<u64>>;
+    /// The work buffers of [`render`], kept by the engine across frames and
+    /// calls, so that the frontier's learned capacity survives them.
+    fn work(&mut self) -> &mut Option<Work<Self>>
+    where
+        Self: Sized;
 
-    /// Starts a frame: zeroes the per-bounce counters.
-    fn begin_frame(&mut self) -> TraceResult<()>;
+    /// Starts a frame: zeroes the frame's words (one fill, no host copy).
+    fn begin_frame(&mut self, words: &mut Buf<Self, u64>) -> TraceResult<()>;
+    /// Starts timing a stage.
+    fn stage_begin(&mut self) -> TraceResult<Self::Mark>;
+    /// Ends the stage started at `mark`, naming it.
+    fn stage_end(&mut self, id: StageId, mark: Self::Mark) -> TraceResult<()>;
     /// Runs `f` as the named stage, timing it.
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R>;
-    /// Ends a frame: the stages' times in ms and the shade counters
-    /// ([alive, shadow rays] per bounce).
-    fn end_frame(&mut self) -> TraceResult<FrameEnd>;
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R>
+    where
+        Self: Sized,
+    {
+        let mark = self.stage_begin()?;
+        let r = f(self)?;
+        self.stage_end(id, mark)?;
+        Ok(r)
+    }
+    /// Ends a frame: the stages' times in ms and the frame's words, read
+    /// back once each (on a GPU the frame's only two host waits).
+    fn end_frame(&mut self, words: &Buf<Self, u64>) -> TraceResult<FrameEnd>;
 
-    fn camera(&mut self, sample: u32, queue: &mut Buf<Self, u32>) -> TraceResult<()>;
-    fn depth_first(&mut self, queue: &Buf<Self, u32>, shadow: bool) -> TraceResult<()>;
-    fn frontier_init(&mut self, queue: &Buf<Self, u32>, shadow: bool, frontier: &mut Buf<Self, u64>)
-    -> TraceResult<()>;
-    /// `out` holds twice the frontier's length.
-    fn expand(&mut self, frontier: &Buf<Self, u64>, shadow: bool, out: &mut Buf<Self, u64>) -> TraceResult<()>;
-    fn shade(&mut self, queue: &Buf<Self, u32>, next: &mut Buf<Self, u32>, sample: u32, bounce: u32)
-    -> TraceResult<()>;
-    fn nee(&mut self, queue: &Buf<Self, u32>) -> TraceResult<()>;
-    fn accumulate(&mut self) -> TraceResult<()>;
+    /// Camera rays into every path; the queue holds every path and
+    /// `words[queue_len]` becomes the pixel count.
+    fn camera(
+        &mut self,
+        sample: u32,
+        queue: &mut Buf<Self, u32>,
+        words: &mut Buf<Self, u64>,
+        queue_len: u64,
+    ) -> TraceResult<()>;
+    fn depth_first(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        shadow: bool,
+        words: &Buf<Self, u64>,
+        queue_len: u64,
+    ) -> TraceResult<()>;
+    /// Level 0 of the breadth-first loop: one item per queued path whose ray
+    /// enters the root's box, dead otherwise, into `frontier[..n]`; the
+    /// level's length and live count into `words[at.output_len]` and
+    /// `words[at.output_live]` (`at.input_len` holds n). Writes nothing when
+    /// n exceeds `capacity` (an overflow, [`frontier::status`]).
+    fn frontier_init(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        shadow: bool,
+        frontier: &mut Buf<Self, u64>,
+        capacity: u64,
+        words: &mut Buf<Self, u64>,
+        at: frontier::Expand,
+    ) -> TraceResult<()>;
+    /// One level: each item descends `descend` BVH levels, intersecting the
+    /// leaves it meets and emitting the internal nodes it reaches at that
+    /// depth into its 2^descend slots of `output` (the rules of
+    /// [`frontier::Levels`]).
+    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
+    fn expand(
+        &mut self,
+        input: &Buf<Self, u64>,
+        output: &mut Buf<Self, u64>,
+        capacity: u64,
+        shadow: bool,
+        descend: u32,
+        words: &mut Buf<Self, u64>,
+        at: frontier::Expand,
+    ) -> TraceResult<()>;
+    /// Shades the queue's paths into `next` (dead slots where a path ended)
+    /// and adds the paths still alive and the shadow rays cast to their words.
+    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
+    fn shade(
+        &mut self,
+        queue: &Buf<Self, u32>,
+        next: &mut Buf<Self, u32>,
+        sample: u32,
+        bounce: u32,
+        words: &mut Buf<Self, u64>,
+        queue_len: u64,
+        counts: ShadeWords,
+    ) -> TraceResult<()>;
+    fn nee(&mut self, queue: &Buf<Self, u32>, words: &Buf<Self, u64>, queue_len: u64) -> TraceResult<()>;
+    /// The sample into the per-pixel sums, unless the frame's status says it
+    /// failed (it is then redone or reported).
+    fn accumulate(&mut self, words: &Buf<Self, u64>) -> TraceResult<()>;
     /// Clears the per-pixel sums (a new view, or the next run of a benchmark).
     fn reset(&mut self) -> TraceResult<()>;
     /// Moves the camera (the caller resets the sums).
@@ -264,16 +356,103 @@ pub trait Engine {
 /// A buffer of an engine's compaction backend.
 pub type Buf<E, T> = <<E as Engine>::B as Backend>::Buffer<T>;
 
-fn len<E: Engine + ?Sized, T: Element>(e: &E, b: &Buf<E, T>) -> u64 {
-    e.backend().len(b)
+/// Where shading adds its counts (wavefront.cu `trace_shade`'s two words).
+#[derive(Clone, Copy, Debug)]
+pub struct ShadeWords {
+    pub alive: u64,
+    pub shadow: u64,
 }
 
-/// The work buffers of a render, kept across frames.
-struct Queues<E: Engine> {
+/// The words of one bounce.
+#[derive(Clone, Copy, Debug)]
+struct BounceWords {
+    /// The queue's length entering the bounce.
+    queue: u64,
+    /// Where compacting the live paths writes the next bounce's queue length.
+    next: u64,
+    counts: ShadeWords,
+    /// The breadth-first runs (rays, shadow rays).
+    rays: Option<(LevelWords, LevelWords)>,
+}
+
+/// Every word of a frame: what each stage reads and writes, and what the
+/// stats are computed from after the frame.
+struct FrameWords {
+    bounces: Vec<BounceWords>,
+    used: u64,
+}
+
+impl FrameWords {
+    fn plan(s: &RenderSettings, levels: u32) -> Self {
+        let mut a = WordAlloc::default();
+        let mut queue = a.take(1);
+        let mut bounces = Vec::new();
+        for _ in 0..s.max_bounces {
+            // Under `none` the queue keeps its dead slots and its length.
+            let next = match s.compact_paths {
+                Compaction::None => queue,
+                Compaction::With(_) => a.take(1),
+            };
+            let counts = ShadeWords { alive: a.take(1), shadow: a.take(1) };
+            let rays = match s.traversal {
+                Traversal::DepthFirst => None,
+                Traversal::BreadthFirst => Some((a.levels(levels), a.levels(levels))),
+            };
+            bounces.push(BounceWords { queue, next, counts, rays });
+            queue = next;
+        }
+        FrameWords { bounces, used: a.used() }
+    }
+}
+
+/// The work buffers of a render, kept by the engine across frames and calls
+/// ([`Engine::work`]).
+pub struct Work<E: Engine> {
     queue: Buf<E, u32>,
     next: Buf<E, u32>,
-    frontier: Buf<E, u64>,
-    expanded: Buf<E, u64>,
+    /// The frame's words (their count varies with the settings: regrown when short).
+    words: Buf<E, u64>,
+    frontier: Option<Frontier<E::B>>,
+    /// Slots past the frontier's capacity that are poisoned when it is
+    /// allocated and can be checked after a frame (tests; 0 in renders).
+    guard: u64,
+}
+
+impl<E: Engine> Work<E> {
+    fn new(e: &E) -> TraceResult<Self> {
+        let pixels = e.pixels();
+        Ok(Work { queue: e.alloc(pixels)?, next: e.alloc(pixels)?, words: e.alloc(0)?, frontier: None, guard: 0 })
+    }
+}
+
+/// The engine's work buffers, made on first use.
+fn work<E: Engine>(e: &mut E) -> TraceResult<Work<E>> {
+    match e.work().take() {
+        Some(w) => Ok(w),
+        None => Work::new(e),
+    }
+}
+
+/// Tests: from now on the engine allocates its breadth-first frontier with
+/// `guard` poisoned slots past its capacity ([`Frontier::guarded`]).
+pub fn guard_frontier<E: Engine>(e: &mut E, guard: u64) -> TraceResult<()> {
+    let mut w = work(e)?;
+    w.guard = guard;
+    w.frontier = None;
+    *e.work() = Some(w);
+    Ok(())
+}
+
+/// Tests: the capacity of the engine's frontier and whether its guard slots
+/// still hold the poison (`None` before any breadth-first frame).
+pub fn frontier_guard<E: Engine>(e: &mut E) -> TraceResult<Option<(u64, bool)>> {
+    let w = work(e)?;
+    let r = match &w.frontier {
+        Some(f) => Some((f.capacity(), f.guard_intact(e.backend())?)),
+        None => None,
+    };
+    *e.work() = Some(w);
+    Ok(r)
 }
 
 /// Renders `settings.spp` frames; `on_frame` sees each frame's stats as it ends.
@@ -290,150 +469,260 @@ pub fn render<E: Engine>(
             settings.pixels()
         )));
     }
-    let mut q = Queues::<E> {
-        queue: engine.alloc(pixels)?,
-        next: engine.alloc(pixels)?,
-        frontier: engine.alloc(pixels)?,
-        expanded: engine.alloc(2 * pixels)?,
-    };
+    let mut w = work(engine)?;
     let mut frames = Vec::new();
-    for sample in settings.first_sample..settings.first_sample + settings.spp {
-        let f = frame(engine, settings, &mut q, sample)?;
-        on_frame(&f);
-        frames.push(f);
+    let mut run = || {
+        for sample in settings.first_sample..settings.first_sample + settings.spp {
+            let f = frame_that_fits(engine, settings, &mut w, sample)?;
+            on_frame(&f);
+            frames.push(f);
+        }
+        Ok(())
+    };
+    let r: TraceResult<()> = run();
+    *engine.work() = Some(w);
+    r.map(|()| frames)
+}
+
+/// Breadth-first levels per run: each expansion descends `descend` BVH
+/// levels, leaves are intersected where met, so items past level 0 are
+/// internal nodes at depth 1 + level × descend (the root at depth 1), and the
+/// deepest internal nodes sit at depth − 1. Exact: a run's last expansion
+/// emits nothing.
+pub fn levels(depth: u32, descend: u32) -> u32 {
+    1 + depth.saturating_sub(2) / descend.max(1)
+}
+
+/// One frame, redone from its start with a larger frontier while the device
+/// says the frontier overflowed and `--max-frontier` and the memory allow it.
+/// The failed attempt accumulated nothing, so the image is as if it fitted.
+fn frame_that_fits<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, sample: u32) -> TraceResult<FrameStats> {
+    let fan = 1u64 << s.descend;
+    loop {
+        if s.traversal == Traversal::BreadthFirst {
+            // The first guess: every level at most fan-out × pixels; kept across frames.
+            let first = fan.saturating_mul(e.pixels()).min(s.max_frontier);
+            let keep = w.frontier.as_ref().is_some_and(|f| f.capacity() <= s.max_frontier);
+            if !keep {
+                make_frontier(e, w, first)?;
+            }
+        }
+        let (stats, words) = frame(e, s, w, sample)?;
+        let status = words.get(STATUS as usize).copied().unwrap_or(0);
+        if status == 0 {
+            return Ok(stats);
+        }
+        let fw = FrameWords::plan(s, levels(e.bvh_depth(), s.descend));
+        if status & frontier::status::OVERFLOW == 0 {
+            return Err(TraceError::Settings(format!(
+                "the breadth-first loop ended with live items after its {} levels (status {status:#x}): \
+                 the level bound from the BVH depth {} is wrong",
+                levels(e.bvh_depth(), s.descend),
+                e.bvh_depth()
+            )));
+        }
+        let needed = words.get(NEEDED as usize).copied().unwrap_or(0);
+        let (bounce, level) = overflowed_at(&fw, &words, s.compact_frontier);
+        let capacity = w.frontier.as_ref().map_or(0, |f| f.capacity());
+        if needed > s.max_frontier || needed <= capacity {
+            let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
+            return Err(TraceError::FrontierTooLarge { items: needed, gib, level, bounce, max: s.max_frontier });
+        }
+        make_frontier(e, w, needed.next_power_of_two().min(s.max_frontier))?;
     }
-    Ok(frames)
+}
+
+/// Replaces the work's frontier with one of `capacity` items, if the
+/// engine's memory holds it (the old one is freed first).
+fn make_frontier<E: Engine>(e: &E, w: &mut Work<E>, capacity: u64) -> TraceResult<()> {
+    let bytes = |f: u64| 2 * (f + w.guard) * 8;
+    if let Some(free) = e.free_memory()? {
+        let free = free + w.frontier.as_ref().map_or(0, |f| bytes(f.capacity()));
+        if bytes(capacity) > free {
+            return Err(TraceError::OutOfMemory { what: "the breadth-first frontier", bytes: bytes(capacity), free });
+        }
+    }
+    w.frontier = None;
+    w.frontier = Some(Frontier::guarded(e.backend(), capacity, w.guard)?);
+    Ok(())
+}
+
+/// The first (bounce, level) whose frontier did not fit: a level entered
+/// with live items whose expansion wrote nothing (or, at level 0, a queue
+/// that init could not hold).
+fn overflowed_at(fw: &FrameWords, words: &[u64], compaction: Compaction) -> (u32, u32) {
+    let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+    for (b, bw) in fw.bounces.iter().enumerate() {
+        let Some((rays, shadows)) = bw.rays else { continue };
+        for at in [rays, shadows] {
+            if word(bw.queue) > 0 && word(at.len(0)) == 0 {
+                return (b as u32, 0);
+            }
+            for l in 0..at.levels() {
+                let entered = match compaction {
+                    Compaction::None => word(at.len(l)),
+                    Compaction::With(_) => word(at.kept(l)),
+                };
+                if word(at.live(l)) > 0 && entered > 0 && word(at.len(l + 1)) == 0 {
+                    return (b as u32, l + 1);
+                }
+            }
+        }
+    }
+    (0, 0)
 }
 
 /// One sample per pixel: camera rays, then per bounce { traverse → shade →
 /// shadow rays → next-event → compact the live paths }, then accumulate.
-fn frame<E: Engine>(e: &mut E, s: &RenderSettings, q: &mut Queues<E>, sample: u32) -> TraceResult<FrameStats> {
+/// Every length is a word; the host reads the words and the stage times once,
+/// after the frame.
+fn frame<E: Engine>(
+    e: &mut E,
+    s: &RenderSettings,
+    w: &mut Work<E>,
+    sample: u32,
+) -> TraceResult<(FrameStats, Vec<u64>)> {
     let mut stats = FrameStats { sample, ..Default::default() };
     let clock = std::time::Instant::now();
-    e.begin_frame()?;
-    let pixels = e.pixels();
-    e.resize(&mut q.queue, pixels)?;
-    e.stage(StageId::frame(stage::CAMERA), |e| e.camera(sample, &mut q.queue))?;
-    for bounce in 0..s.max_bounces {
-        let n = len(e, &q.queue);
-        if n == 0 {
-            break;
-        }
-        stats.queue.push(n);
+    let levels = levels(e.bvh_depth(), s.descend);
+    let fw = FrameWords::plan(s, levels);
+    if e.backend().len(&w.words) < fw.used {
+        w.words = e.alloc(fw.used)?;
+    }
+    e.begin_frame(&mut w.words)?;
+    let first = fw.bounces[0].queue;
+    e.stage(StageId::frame(stage::CAMERA), |e| e.camera(sample, &mut w.queue, &mut w.words, first))?;
+    for (bounce, bw) in fw.bounces.iter().enumerate() {
+        let bounce = bounce as u32;
         // Closest hits.
-        match s.traversal {
-            Traversal::DepthFirst => {
-                e.stage(StageId::bounce(stage::TRAVERSE, bounce), |e| e.depth_first(&q.queue, false))?;
-                stats.frontier.push(Vec::new());
-            }
-            Traversal::BreadthFirst => {
-                let sizes = breadth_first(e, s, q, bounce, false)?;
-                stats.frontier.push(sizes);
-            }
+        match bw.rays {
+            None => e.stage(StageId::bounce(stage::TRAVERSE, bounce), |e| {
+                e.depth_first(&w.queue, false, &w.words, bw.queue)
+            })?,
+            Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
-        e.resize(&mut q.next, n)?;
-        e.stage(StageId::bounce(stage::SHADE, bounce), |e| e.shade(&q.queue, &mut q.next, sample, bounce))?;
+        e.stage(StageId::bounce(stage::SHADE, bounce), |e| {
+            e.shade(&w.queue, &mut w.next, sample, bounce, &mut w.words, bw.queue, bw.counts)
+        })?;
         // Shadow rays of next-event estimation, then their light.
-        match s.traversal {
-            Traversal::DepthFirst => {
-                e.stage(StageId::bounce(stage::SHADOW_TRAVERSE, bounce), |e| e.depth_first(&q.queue, true))?;
-                stats.shadow_frontier.push(Vec::new());
-            }
-            Traversal::BreadthFirst => {
-                let sizes = breadth_first(e, s, q, bounce, true)?;
-                stats.shadow_frontier.push(sizes);
-            }
+        match bw.rays {
+            None => e.stage(StageId::bounce(stage::SHADOW_TRAVERSE, bounce), |e| {
+                e.depth_first(&w.queue, true, &w.words, bw.queue)
+            })?,
+            Some((_, shadows)) => breadth_first(e, s, w, bounce, bw.queue, shadows, true)?,
         }
-        e.stage(StageId::bounce(stage::NEE, bounce), |e| e.nee(&q.queue))?;
+        e.stage(StageId::bounce(stage::NEE, bounce), |e| e.nee(&w.queue, &w.words, bw.queue))?;
         // Dead paths leave the queue.
         match s.compact_paths {
-            Compaction::None => std::mem::swap(&mut q.queue, &mut q.next),
+            Compaction::None => std::mem::swap(&mut w.queue, &mut w.next),
             Compaction::With(alg) => {
-                e.resize(&mut q.queue, n)?;
-                let kept = e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
-                    let r = e.backend().select(alg, &q.next, Keep::Sentinel(DEAD32), &mut q.queue)?;
-                    Ok(r.count()?)
+                e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
+                    let lens = Lens { words: &mut w.words, input: bw.queue, output: bw.next };
+                    e.backend().select_counted(alg, &w.next, Keep::Sentinel(DEAD32), &mut w.queue, lens)?;
+                    Ok(())
                 })?;
-                e.resize(&mut q.queue, kept)?;
             }
         }
     }
-    e.stage(StageId::frame(stage::ACCUMULATE), |e| e.accumulate())?;
-    let (stages, counters) = e.end_frame()?;
+    e.stage(StageId::frame(stage::ACCUMULATE), |e| e.accumulate(&w.words))?;
+    let (stages, words) = e.end_frame(&w.words)?;
     stats.wall_ms = ms(clock.elapsed());
-    let bounces = stats.queue.len();
-    stats.alive = (0..bounces).map(|b| counters.get(2 * b).copied().unwrap_or(0) as u64).collect();
-    stats.shadow_rays = (0..bounces).map(|b| counters.get(2 * b + 1).copied().unwrap_or(0) as u64).collect();
+    let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+    stats.queue = fw.bounces.iter().map(|b| word(b.queue)).take_while(|&n| n > 0).collect();
+    let bounces = &fw.bounces[..stats.queue.len()];
+    stats.alive = bounces.iter().map(|b| word(b.counts.alive)).collect();
+    stats.shadow_rays = bounces.iter().map(|b| word(b.counts.shadow)).collect();
+    let compacted = matches!(s.compact_frontier, Compaction::With(_));
+    for b in bounces {
+        let (rays, shadows) = match b.rays {
+            Some((r, sh)) => (r.sizes(&words, compacted), sh.sizes(&words, compacted)),
+            None => (Vec::new(), Vec::new()),
+        };
+        stats.frontier.push(rays);
+        stats.shadow_frontier.push(shadows);
+    }
     // Under `none` the queue keeps dead slots: count rays from the live paths.
-    let live_in: Vec<u64> = (0..bounces).map(|b| if b == 0 { pixels } else { stats.alive[b - 1] }).collect();
+    let pixels = e.pixels();
+    let live_in: Vec<u64> = (0..bounces.len()).map(|b| if b == 0 { pixels } else { stats.alive[b - 1] }).collect();
     stats.rays = live_in.iter().sum::<u64>() + stats.shadow_rays.iter().sum::<u64>();
     stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
     stats.stages = stages;
-    Ok(stats)
+    Ok((stats, words))
 }
 
-/// Breadth-first traversal of the queued paths' rays (or shadow rays): level
-/// by level, each item's children that its ray enters go to the next
-/// frontier, which is then compacted. Returns the frontier size per level.
+/// Breadth-first traversal of the queued paths' rays (or shadow rays) through
+/// the shared level loop ([`frontier::run`]): init writes level 0, then per
+/// level the frontier is compacted and expanded by `descend` BVH levels.
 fn breadth_first<E: Engine>(
     e: &mut E,
     s: &RenderSettings,
-    q: &mut Queues<E>,
+    w: &mut Work<E>,
     bounce: u32,
+    queue_len: u64,
+    at: LevelWords,
     shadow: bool,
-) -> TraceResult<Vec<u64>> {
+) -> TraceResult<()> {
     let (init, expand, compact) = if shadow {
         (stage::SHADOW_INIT, stage::SHADOW_EXPAND, stage::COMPACT_SHADOW_FRONTIER)
     } else {
         (stage::FRONTIER_INIT, stage::EXPAND, stage::COMPACT_FRONTIER)
     };
-    let n = len(e, &q.queue);
-    e.resize(&mut q.frontier, n)?;
-    e.stage(StageId::bounce(init, bounce), |e| e.frontier_init(&q.queue, shadow, &mut q.frontier))?;
-    let mut sizes = Vec::new();
-    // Level 0's items are the roots; compacting them first drops the rays that miss the scene.
-    let mut m = compact_frontier(e, s, q, bounce, 0, compact)?;
-    let mut level = 0;
-    while m > 0 {
-        sizes.push(m);
-        if 2 * m > s.max_frontier {
-            let gib = (2 * m * 8) as f64 / (1u64 << 30) as f64;
-            return Err(TraceError::FrontierTooLarge { items: 2 * m, gib, level, bounce });
-        }
-        e.resize(&mut q.expanded, 2 * m)?;
-        e.stage(StageId::level(expand, bounce, level), |e| e.expand(&q.frontier, shadow, &mut q.expanded))?;
-        std::mem::swap(&mut q.frontier, &mut q.expanded);
-        level += 1;
-        m = compact_frontier(e, s, q, bounce, level, compact)?;
-    }
-    Ok(sizes)
+    let f = w.frontier.as_mut().ok_or_else(|| TraceError::Settings("no breadth-first frontier was made".into()))?;
+    let capacity = f.capacity();
+    // Level 0's length word is read as the "input" of init: the queue's.
+    let level0 = frontier::Expand {
+        level: 0,
+        input_len: queue_len,
+        input_live: queue_len,
+        output_len: at.len(0),
+        output_live: at.live(0),
+        last: false,
+    };
+    e.stage(StageId::bounce(init, bounce), |e| {
+        e.frontier_init(&w.queue, shadow, f.front_mut(), capacity, &mut w.words, level0)
+    })?;
+    let compaction = match s.compact_frontier {
+        Compaction::None => None,
+        Compaction::With(alg) => Some(alg),
+    };
+    let plan = Plan { levels: at.levels(), compaction, names: Names { expand, compact } };
+    let mut run = Run { e, bounce, shadow, descend: s.descend, capacity };
+    frontier::run(&mut run, f, &mut w.words, at, &plan)
 }
 
-/// Compacts `q.frontier` in place (through `q.expanded`); returns its new length.
-fn compact_frontier<E: Engine>(
-    e: &mut E,
-    s: &RenderSettings,
-    q: &mut Queues<E>,
+/// The tracer's side of the level loop, for one run (a bounce's rays or shadow rays).
+struct Run<'a, E: Engine> {
+    e: &'a mut E,
     bounce: u32,
-    level: u32,
-    name: &'static str,
-) -> TraceResult<u64> {
-    let m = len(e, &q.frontier);
-    match s.compact_frontier {
-        // Dead items stay: the next level reads and doubles them, and the
-        // frontier ends only when a level holds no live item, which `none`
-        // cannot see without a count; it stops at the tree's depth instead.
-        Compaction::None => Ok(if level >= e.bvh_depth() { 0 } else { m }),
-        Compaction::With(alg) => {
-            e.resize(&mut q.expanded, m)?;
-            let kept = e.stage(StageId::level(name, bounce, level), |e| {
-                let r = e.backend().select(alg, &q.frontier, Keep::Sentinel(DEAD64), &mut q.expanded)?;
-                Ok(r.count()?)
-            })?;
-            std::mem::swap(&mut q.frontier, &mut q.expanded);
-            e.resize(&mut q.frontier, kept)?;
-            Ok(kept)
-        }
+    shadow: bool,
+    descend: u32,
+    capacity: u64,
+}
+
+impl<E: Engine> Levels for Run<'_, E> {
+    type B = E::B;
+    type Error = TraceError;
+    fn backend(&self) -> &E::B {
+        self.e.backend()
+    }
+    fn level_stage(
+        &mut self,
+        name: &'static str,
+        level: u32,
+        f: &mut dyn FnMut(&mut Self) -> TraceResult<()>,
+    ) -> TraceResult<()> {
+        let mark = self.e.stage_begin()?;
+        f(self)?;
+        self.e.stage_end(StageId::level(name, self.bounce, level), mark)
+    }
+    fn expand(
+        &mut self,
+        at: frontier::Expand,
+        input: &Buf<E, u64>,
+        output: &mut Buf<E, u64>,
+        words: &mut Buf<E, u64>,
+    ) -> TraceResult<()> {
+        self.e.expand(input, output, self.capacity, self.shadow, self.descend, words, at)
     }
 }
 

@@ -247,6 +247,8 @@ pub struct BenchRow {
     pub spp: u32,
     pub max_bounces: u32,
     pub traversal: String,
+    /// BVH levels one breadth-first expansion descends (the setting; unused by depth-first).
+    pub descend: u32,
     /// The algorithm at both sites (paths and frontier), or `none`.
     pub compaction: String,
     /// The stages summed, ms per frame (device events on a GPU).
@@ -279,6 +281,7 @@ impl BenchRow {
             spp: s.spp,
             max_bounces: s.max_bounces,
             traversal: s.traversal.name().into(),
+            descend: s.descend,
             compaction: s.compact_paths.name().into(),
             frame_ms: 0.0,
             wall_ms: 0.0,
@@ -397,8 +400,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         let first = at[0];
         let _ = writeln!(
             s,
-            "## {scene}: {} triangles, BVH depth {}, {}x{}, {} spp, {} bounces\n",
-            first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces
+            "## {scene}: {} triangles, BVH depth {}, {}x{}, {} spp, {} bounces, breadth-first descends {} BVH \
+             levels per expansion\n",
+            first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces, first.descend
         );
         let _ = writeln!(
             s,
@@ -497,6 +501,7 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<(
         "spp",
         "max_bounces",
         "traversal",
+        "descend",
         "compaction",
         "mrays_per_s",
         "frame_ms",
@@ -521,6 +526,7 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<(
             r.spp.to_string(),
             r.max_bounces.to_string(),
             r.traversal.clone(),
+            r.descend.to_string(),
             r.compaction.clone(),
             format!("{:.3}", r.mrays_per_s),
             format!("{:.4}", r.frame_ms),

@@ -280,48 +280,87 @@ pub fn trace_bf_init(s: &Packed, p: &Paths, path: u32, shadow: bool) -> u64 {
     }
 }
 
-/// Breadth-first, one level, one frontier item: the children that the ray
-/// enters (before the path's current closest hit: farther nodes are culled),
-/// dead slots otherwise; a leaf tests its triangles and merges its hit with an
-/// atomic min on the key, which keeps the result independent of the order
-/// items run in. `trace_bf_expand` for one item: returns (out[2i], out[2i + 1]).
-pub fn trace_bf_expand(s: &Packed, p: &Paths, item: u64, shadow: bool) -> [u64; 2] {
-    let mut out = [DEAD64; 2];
+/// wavefront.cu `DESCEND_STACK`: a descent of at most `MAX_DESCEND` levels
+/// keeps at most one pending sibling per level plus the node in hand.
+pub const DESCEND_STACK: usize = 8;
+
+/// Breadth-first, one level, one frontier item: descends `descend` BVH levels
+/// below the item's node, nearer child first, culling boxes the ray enters
+/// only past the path's closest hit so far. A leaf met on the way is
+/// intersected at once and merges its hit with an atomic min on the key (a
+/// shadow ray's blocker sets the occlusion and ends the item), which keeps the
+/// result independent of the order items run in; an internal node reached at
+/// depth `descend` goes to the slot of `out` (2^descend slots) named by its
+/// left/right turns, every other slot is dead. Returns the live slots.
+/// `trace_bf_expand` for one item.
+pub fn trace_bf_expand(s: &Packed, p: &Paths, item: u64, shadow: bool, descend: u32, out: &mut [u64]) -> u32 {
+    out.fill(DEAD64);
     if item == DEAD64 {
-        return out;
+        return 0;
     }
     let path = (item >> 32) as u32;
     let i = path as usize;
-    let nd = &s.nodes[item as u32 as usize];
     let o = p.origin[i].truncate();
     // Relaxed loads: the hit and the occlusion only ever tighten, so a stale
     // value culls less but never wrongly; the stage's end (rayon's join)
     // publishes the final values before anyone reads them.
-    let (d, limit, live) = if shadow {
-        let sd = p.shadow_dir[i];
+    let (d, limit) = if shadow {
         // Another item of this path may have found a blocker already.
-        (sd.truncate(), sd.w, p.occluded[i].load(Relaxed) == 0)
+        if p.occluded[i].load(Relaxed) != 0 {
+            return 0;
+        }
+        let sd = p.shadow_dir[i];
+        (sd.truncate(), sd.w)
     } else {
-        (p.dir[i].truncate(), key_dist(p.hit[i].load(Relaxed), f32::INFINITY), true)
+        (p.dir[i].truncate(), key_dist(p.hit[i].load(Relaxed), f32::INFINITY))
     };
-    if live && nd.count > 0 {
-        let mut best = DEAD64;
-        if leaf(s, nd, o, d, limit, shadow, &mut best) {
-            p.occluded[i].store(1, Relaxed);
-        } else if best != DEAD64 {
-            p.hit[i].fetch_min(best, Relaxed);
+    let inv = inv_dir(d);
+    let base = (path as u64) << 32;
+    let mut best = DEAD64;
+    let mut live = 0;
+    // (node, depth below the item, turns taken: bit per level, first turn highest)
+    let mut stack = [(0u32, 0u32, 0u32); DESCEND_STACK];
+    stack[0] = (item as u32, 0, 0);
+    let mut sp = 1;
+    while sp > 0 {
+        sp -= 1;
+        let (node, depth, turns) = stack[sp];
+        let nd = &s.nodes[node as usize];
+        let lim = key_dist(best, limit);
+        if nd.count > 0 {
+            if leaf(s, nd, o, d, lim, shadow, &mut best) {
+                p.occluded[i].store(1, Relaxed);
+                out.fill(DEAD64);
+                return 0;
+            }
+            continue;
         }
-    } else if live {
-        let inv = inv_dir(d);
-        let base = (path as u64) << 32;
-        if hit_box(&s.nodes[nd.first as usize], o, inv, limit) >= 0.0 {
-            out[0] = base | nd.first as u64;
+        if depth == descend {
+            out[turns as usize] = base | node as u64;
+            live += 1;
+            continue;
         }
-        if hit_box(&s.nodes[nd.first as usize + 1], o, inv, limit) >= 0.0 {
-            out[1] = base | (nd.first + 1) as u64;
+        let t0 = hit_box(&s.nodes[nd.first as usize], o, inv, lim);
+        let t1 = hit_box(&s.nodes[nd.first as usize + 1], o, inv, lim);
+        let (c0, c1) = ((nd.first, depth + 1, 2 * turns), (nd.first + 1, depth + 1, 2 * turns + 1));
+        // Push the farther child first so the nearer is taken next.
+        if t0 >= 0.0 && t1 >= 0.0 {
+            let near0 = t0 <= t1;
+            stack[sp] = if near0 { c1 } else { c0 };
+            stack[sp + 1] = if near0 { c0 } else { c1 };
+            sp += 2;
+        } else if t0 >= 0.0 {
+            stack[sp] = c0;
+            sp += 1;
+        } else if t1 >= 0.0 {
+            stack[sp] = c1;
+            sp += 1;
         }
     }
-    out
+    if !shadow && best != DEAD64 {
+        p.hit[i].fetch_min(best, Relaxed);
+    }
+    live
 }
 
 #[inline]

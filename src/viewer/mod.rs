@@ -136,6 +136,8 @@ mod app {
         pub compare_all: Option<u32>,
         /// Start in the collision demo rather than the path tracer.
         pub collide: Option<CollideOptions>,
+        /// BVH levels one breadth-first expansion descends.
+        pub descend: u32,
     }
 
     /// The collision demo's workload.
@@ -257,7 +259,8 @@ mod app {
 
     impl Tracer {
         fn open(opts: &ViewOptions, kind: BackendKind, backends: &[BackendKind]) -> Result<Self, ViewerError> {
-            let session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None)?;
+            let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None)?;
+            session.descend = opts.descend;
             Ok(Tracer {
                 state: ViewerState::new(session.engine.choices()),
                 overlay: OverlayState {
@@ -710,7 +713,8 @@ mod app {
                     }
                     let kind = tr.session.engine.kind();
                     match Session::open(&spec, kind, w, h, s.max_bounces, None) {
-                        Ok(session) => {
+                        Ok(mut session) => {
+                            session.descend = tr.session.descend;
                             tr.orbit = Orbit::from_camera(&session.home);
                             s.message = Some((
                                 false,

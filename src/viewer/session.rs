@@ -68,6 +68,8 @@ pub struct Session {
     pub width: u32,
     pub height: u32,
     pub max_bounces: u32,
+    /// BVH levels one breadth-first expansion descends (`--descend`).
+    pub descend: u32,
 }
 
 /// Opens the CUDA backend, or says why not.
@@ -106,6 +108,7 @@ impl Session {
             width,
             height,
             max_bounces,
+            descend: crate::trace::DESCEND,
         })
     }
 
@@ -148,6 +151,7 @@ impl Session {
             seed: 1,
             first_sample,
             max_frontier: 1 << 28,
+            descend: self.descend,
         };
         with_engine!(&mut self.engine, e => render(e, &settings, |_| {}))
     }
