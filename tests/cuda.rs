@@ -588,21 +588,23 @@ mod collide {
         let mut e = CudaCollide::new(b, world, &bodies).expect("engine");
         let mut cpu = CpuCollide::new(world, &bodies).expect("cpu engine");
         let mut trees = Vec::new();
+        // The build stages alone: a frame's words, none of them used.
+        let (mut words, mut cpu_words) = (e.alloc::<u64>(4).unwrap(), vec![0u64; 4]);
         for sort in [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)] {
-            e.begin_frame().unwrap();
+            e.begin_frame(&mut words, 4).unwrap();
             e.codes().unwrap();
             e.sort(sort).unwrap();
             e.build().unwrap();
             e.refit().unwrap();
-            e.end_frame().unwrap();
+            e.end_frame(&words).unwrap();
             trees.push((sort.name(), e.nodes().unwrap()));
         }
-        cpu.begin_frame().unwrap();
+        cpu.begin_frame(&mut cpu_words, 4).unwrap();
         cpu.codes().unwrap();
         cpu.sort(SortMethod::Fast).unwrap();
         cpu.build().unwrap();
         cpu.refit().unwrap();
-        cpu.end_frame().unwrap();
+        cpu.end_frame(&cpu_words).unwrap();
         let want = cpu.nodes().unwrap();
         for (name, tree) in &trees {
             assert!(*tree == want, "sort {name} on the GPU builds another hierarchy than the CPU");
