@@ -355,3 +355,29 @@ fn simulate_reports_every_frame_and_level() {
         assert!(st.candidates >= st.contacts);
     }
 }
+
+#[path = "common/collide_redo.rs"]
+mod redo;
+
+/// A settled pile: bodies at rest on each other, many contacts.
+fn settled_pile(n: u32, frames: u32) -> (CpuCollide, Vec<Body>) {
+    let mut e = engine(Scenario::Pile, n);
+    simulate(&mut e, &lookback(), frames, |_| {}).expect("the pile settles");
+    let state = e.bodies().expect("bodies");
+    (e, state)
+}
+
+#[test]
+fn short_frames_are_redone_and_find_the_same() {
+    let (mut e, state) = settled_pile(1500, 60);
+    redo::short_frames_are_redone_and_find_the_same(&mut e, &lookback(), &state);
+    // `none` keeps every dead slot: a small pile.
+    let (mut e, state) = settled_pile(150, 80);
+    redo::short_frames_are_redone_and_find_the_same(&mut e, &settings(Compaction::None, SortMethod::Fast), &state);
+}
+
+#[test]
+fn an_overflowing_frontier_is_refused_and_moves_no_body() {
+    let (mut e, state) = settled_pile(500, 30);
+    redo::an_overflowing_frontier_is_refused_and_moves_no_body(&mut e, &state);
+}

@@ -437,8 +437,11 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
 // kernels are compiled without FMA contraction, so results are compared bit
 // for bit, several frames included.
 
+#[path = "common/collide_redo.rs"]
+mod collide_redo;
+
 mod collide {
-    use super::gpu;
+    use super::{collide_redo, gpu};
     use reap::collide::cpu::CpuCollide;
     use reap::collide::cuda::CudaCollide;
     use reap::collide::layout::{Body, Contact, LEAF, Node, World, pack};
@@ -645,6 +648,55 @@ mod collide {
         }
     }
 
+    /// A steady-state frame waits on the device twice, both in `end_frame`
+    /// (the words, the stage times): the pair walk, the narrow phase and the
+    /// solver read every count on the device, with compaction or without.
+    #[test]
+    fn cuda_collide_frame_waits_twice() {
+        use reap::gpu::SyncMark;
+        let Some(b) = gpu() else { return };
+        let steady = |e: &mut CudaCollide, s: &CollideSettings, state: &[Body]| {
+            let what = format!("{} {} on {} bodies", s.compact_pairs.name(), s.sort.name(), state.len());
+            e.set_bodies(state).expect("set_bodies");
+            let mut f = Frontier::new(e).expect("frontier");
+            // Warm-up: compiles the kernels, sizes the frontier, the lists and the level bound.
+            for i in 0..3 {
+                frame(e, s, &mut f, i).expect("warm-up frame");
+            }
+            let mark = SyncMark::now();
+            let st = frame(e, s, &mut f, 3).expect("frame");
+            assert_eq!(f.attempts(), 1, "{what}: the measured frame was redone");
+            assert_eq!(mark.on_this_thread(), 2, "{what}: host waits in one frame");
+            assert!(st.contacts > 0 && st.live.len() > 2, "{what}: the frame found nothing: {:?}", st.live);
+            assert!(st.wall_ms >= st.frame_ms, "{what}: the wall clock holds the frame's stages");
+        };
+        let (mut e, _, state) = settled(b, 3000, 40);
+        steady(&mut e, &lookback(), &state);
+        steady(&mut e, &settings(Compaction::With(Algorithm::Atomic), SortMethod::Split(Algorithm::Lookback)), &state);
+        // `none` keeps every dead slot: a small pile.
+        let (mut e, _, state) = settled(e.into_backend(), 200, 60);
+        steady(&mut e, &settings(Compaction::None, SortMethod::Fast), &state);
+    }
+
+    /// tests/common/collide_redo.rs on the GPU: short frames are redone and
+    /// find what the CPU finds; an overflow is refused without moving a body.
+    #[test]
+    fn cuda_collide_redoes_short_frames_and_refuses_overflow() {
+        let Some(b) = gpu() else { return };
+        let (mut e, world, state) = settled(b, 1500, 60);
+        collide_redo::short_frames_are_redone_and_find_the_same(&mut e, &lookback(), &state);
+        let mut cpu = CpuCollide::new(world, &state).expect("cpu engine");
+        let (want, got) = (one_frame(&mut cpu, &lookback(), &state), one_frame(&mut e, &lookback(), &state));
+        assert_same("cuda after redone frames", &got, &want, "the CPU");
+        collide_redo::an_overflowing_frontier_is_refused_and_moves_no_body(&mut e, &state);
+        let (mut e, _, state) = settled(e.into_backend(), 150, 80);
+        collide_redo::short_frames_are_redone_and_find_the_same(
+            &mut e,
+            &settings(Compaction::None, SortMethod::Fast),
+            &state,
+        );
+    }
+
     /// The fast sort orders equal codes by body id, as the split sort does,
     /// across tiles (2048 keys) and with long runs of equal digits.
     #[test]
@@ -659,21 +711,23 @@ mod collide {
         let mut e = CudaCollide::new(b, world, &bodies).expect("engine");
         let mut cpu = CpuCollide::new(world, &bodies).expect("cpu engine");
         let mut trees = Vec::new();
+        // The build stages alone: a frame's words, none of them used.
+        let (mut words, mut cpu_words) = (e.alloc::<u64>(4).unwrap(), vec![0u64; 4]);
         for sort in [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)] {
-            e.begin_frame().unwrap();
+            e.begin_frame(&mut words, 4).unwrap();
             e.codes().unwrap();
             e.sort(sort).unwrap();
             e.build().unwrap();
             e.refit().unwrap();
-            e.end_frame().unwrap();
+            e.end_frame(&words).unwrap();
             trees.push((sort.name(), e.nodes().unwrap()));
         }
-        cpu.begin_frame().unwrap();
+        cpu.begin_frame(&mut cpu_words, 4).unwrap();
         cpu.codes().unwrap();
         cpu.sort(SortMethod::Fast).unwrap();
         cpu.build().unwrap();
         cpu.refit().unwrap();
-        cpu.end_frame().unwrap();
+        cpu.end_frame(&cpu_words).unwrap();
         let want = cpu.nodes().unwrap();
         for (name, tree) in &trees {
             assert!(*tree == want, "sort {name} on the GPU builds another hierarchy than the CPU");

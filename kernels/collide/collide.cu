@@ -4,14 +4,16 @@
 // `physics`, compiled with --fmad=false so that it matches the CPU bit for bit.
 //
 // Nodes: internal 0..n-1 (root 0), leaf n-1+k for the k-th sorted code. A
-// frontier slot holds pack(node, node) or COLLIDE_DEAD64. The counters are
-// three u64 words: the live slots written by the last expand, the candidates
-// appended since pairs_init (may exceed the list's capacity), the contacts.
+// frontier slot holds pack(node, node) or COLLIDE_DEAD64. Every count of a
+// frame is a word of the frame's u64 array (`words`, frontier.cuh): the pair
+// walk's lengths per level, the candidates appended since pairs_init (may
+// exceed the list's capacity; word `cand_word`), the contacts (`contact_word`).
+// The host reads them after the frame: kernels over a count read it here and
+// loop over it with a grid sized from the capacity (grid-stride), and the
+// stages that move bodies do nothing once the frame's status is set (the
+// host then redoes the frame from the same bodies).
 #include "common.cuh"
-
-#define LIVE 0
-#define CANDIDATES 1
-#define CONTACTS 2
+#include "../frontier.cuh"
 
 __device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31; }
 
@@ -124,12 +126,14 @@ extern "C" __global__ void collide_refit(const u32* parent, Node* nodes, u32* fl
     }
 }
 
-// pairs_init(): the frontier becomes [(root, root)] (the host sets its length,
-// 0 under two bodies); the candidate list empties.
-extern "C" __global__ void collide_pairs_init(u64* frontier, u32 write_root, u64* counters) {
+// pairs_init(): level 0 of the walk is [(root, root)], length and live count
+// 1 (0 under two bodies). The frame's memset emptied the candidate list.
+extern "C" __global__ void collide_pairs_init(u64* frontier, u32 write_root, u64* words, u64 len_word,
+                                              u64 live_word) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     if (write_root) frontier[0] = pack(0, 0);
-    counters[CANDIDATES] = 0;
+    words[len_word] = write_root;
+    words[live_word] = write_root;
 }
 
 // One box test of expand: DEAD64 when the boxes miss; a leaf-leaf pair goes
@@ -145,18 +149,16 @@ __device__ __forceinline__ u64 test(u32 x, const Node& nx, u32 y, const Node& ny
     return pack(x, y);
 }
 
-// expand(): frontier slot i writes its child pairs to out[4i..4i+4] by the
-// spec's slot rules (src/collide/mod.rs `Engine::expand`); the candidates it
-// finds are appended to `candidates` (written only below `capacity`, counted
-// always), and the live slots written are counted. Whole warps run to the
-// end (no early return) for the warp-aggregated atomics.
-extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier, u64 m, u64* out, u64* candidates,
-                                          u64 capacity, u64* counters) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+// One pair of expand: pair i of n (none past n: the lane still takes part
+// in the warp's appends) writes its slots, appends its candidates and adds
+// its live slots to `live`; a candidate past the list sets `lost`.
+__device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontier, u64 n, u64 i, u64* out,
+                                           u64* candidates, u64 cand_capacity, u64* cand_count, u32* live,
+                                           bool* lost) {
     u64 slot[4] = {COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64};
     u64 cand[4];
     u32 nc = 0;
-    u64 p = i < m ? frontier[i] : COLLIDE_DEAD64;
+    u64 p = i < n ? frontier[i] : COLLIDE_DEAD64;
     if (p != COLLIDE_DEAD64) {
         u32 a = unpack_a(p), b = unpack_b(p);
         Node na = nodes[a];
@@ -200,15 +202,17 @@ extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier
             }
         }
     }
-    u64 at = warp_append(&counters[CANDIDATES], nc);
+    u64 first = warp_append(cand_count, nc);
     for (u32 c = 0; c < nc; c++) {
-        if (at + c < capacity) candidates[at + c] = cand[c];
+        if (first + c < cand_capacity) {
+            candidates[first + c] = cand[c];
+        } else {
+            *lost = true;
+        }
     }
-    u32 live = 0;
 #pragma unroll
-    for (u32 k = 0; k < 4; k++) live += slot[k] != COLLIDE_DEAD64;
-    warp_append(&counters[LIVE], live);
-    if (i < m) {
+    for (u32 k = 0; k < 4; k++) *live += slot[k] != COLLIDE_DEAD64;
+    if (i < n) {
         // 32-byte aligned: two 16-byte stores.
         ulonglong2* o = (ulonglong2*)(out + 4 * i);
         o[0] = make_ulonglong2(slot[0], slot[1]);
@@ -216,27 +220,60 @@ extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier
     }
 }
 
-// narrow(): the exact shape test of each of the first `count` candidates;
-// touching pairs are appended to `contacts` (its capacity is the candidate
-// list's, so every contact fits).
-extern "C" __global__ void collide_narrow(const Body* bodies, const u64* candidates, u64 count, Contact* contacts,
-                                          u64* counters) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    Contact c;
-    bool found = false;
-    if (i < count) {
-        u64 p = candidates[i];
-        u32 a = unpack_a(p), b = unpack_b(p);
-        found = physics::collide(a, bodies[a], b, bodies[b], &c);
+// expand(): one level of the pair walk (frontier.cuh's rules). Its n input
+// pairs (n from the words) each write their child pairs to out[4i..4i+4] by
+// the spec's slot rules (src/collide/mod.rs `Engine::expand`), or nothing at
+// all when 4n slots do not fit `capacity`; the candidates found are appended
+// to `candidates` (written only below `cand_capacity`, counted always, an
+// overflow flagged in the status), and the live slots written are counted.
+// Grid-stride over n; the loop's bound is the same for a whole block, so
+// whole warps run every pass (warp-aggregated atomics) and every thread
+// reaches frontier_count_live.
+extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier, u64 capacity, FrontierLevel at,
+                                          u64* out, u64* candidates, u64 cand_capacity, u64* words, u64 cand_word) {
+    u64 n = frontier_n(words, at);
+    if (n > capacity) n = capacity;
+    if (!frontier_fits(words, at, n, 4, capacity)) return;
+    u32 live = 0;
+    bool lost = false;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
+        u64 i = base + threadIdx.x;
+        expand_one(nodes, frontier, n, i, out, candidates, cand_capacity, &words[cand_word], &live, &lost);
     }
-    u64 at = warp_append(&counters[CONTACTS], found);
-    if (found) contacts[at] = c;
+    if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
+    frontier_count_live(words, at, live);
 }
 
-// solve(), first step: gravity on every body.
-extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w) {
+// narrow(): the exact shape test of each stored candidate (those counted in
+// words[cand_word], up to the list's capacity); touching pairs are appended
+// to `contacts` (its capacity is the candidate list's, so every contact fits)
+// and counted in words[contact_word]. Skipped when the frame is redone.
+// Grid-stride with a block-uniform bound, for the warp-aggregated append.
+extern "C" __global__ void collide_narrow(const Body* bodies, const u64* candidates, u64 cand_capacity,
+                                          Contact* contacts, u64* words, u64 cand_word, u64 contact_word) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[cand_word];
+    if (count > cand_capacity) count = cand_capacity;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < count; base += stride) {
+        u64 i = base + threadIdx.x;
+        Contact c;
+        bool found = false;
+        if (i < count) {
+            u64 p = candidates[i];
+            u32 a = unpack_a(p), b = unpack_b(p);
+            found = physics::collide(a, bodies[a], b, bodies[b], &c);
+        }
+        u64 at = warp_append(&words[contact_word], found);
+        if (found) contacts[at] = c;
+    }
+}
+
+// solve(), first step: gravity on every body (not when the frame is redone).
+extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || !frontier_ok(words)) return;
     physics::gravity(bodies[i], w);
 }
 
@@ -249,13 +286,8 @@ struct Acc {
     u64 count;
 };
 
-// solve(), one pass: each contact's response added to both bodies' sums.
-// Reads the velocities from before the pass (collide_apply runs after).
-extern "C" __global__ void collide_solve(const Contact* contacts, u64 count, const Body* bodies, World w, u32 first,
-                                         Acc* acc) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    Contact c = contacts[i];
+// One contact's response added to both bodies' sums.
+__device__ __forceinline__ void solve_one(Contact c, const Body* bodies, const World& w, u32 first, Acc* acc) {
     physics::Response r = physics::contact_response(c, bodies[c.a], bodies[c.b], w, first != 0);
 #pragma unroll
     for (int k = 0; k < 3; k++) {
@@ -268,10 +300,22 @@ extern "C" __global__ void collide_solve(const Contact* contacts, u64 count, con
     atomicAdd(&acc[c.b].count, 1ull);
 }
 
+// solve(), one pass: each contact's response (words[contact_word] of them)
+// added to both bodies' sums. Reads the velocities from before the pass
+// (collide_apply runs after). Grid-stride; nothing when the frame is redone.
+extern "C" __global__ void collide_solve(const Contact* contacts, const u64* words, u64 contact_word,
+                                         const Body* bodies, World w, u32 first, Acc* acc) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        solve_one(contacts[i], bodies, w, first, acc);
+    }
+}
+
 // solve(), end of a pass: every touched body takes the mean of its sums.
-extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, u32 first) {
+extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, u32 first, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || !frontier_ok(words)) return;
     Acc s = acc[i];
     u32 count = (u32)s.count;
     if (count == 0) return;
@@ -283,9 +327,10 @@ extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, u3
     }
 }
 
-// integrate(): positions from velocities; walls, floor and drum.
-extern "C" __global__ void collide_integrate(Body* bodies, u32 n, World w) {
+// integrate(): positions from velocities; walls, floor and drum (not when
+// the frame is redone).
+extern "C" __global__ void collide_integrate(Body* bodies, u32 n, World w, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || !frontier_ok(words)) return;
     physics::integrate(bodies[i], w);
 }

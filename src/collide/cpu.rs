@@ -13,8 +13,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
-use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics};
-use crate::compaction::{Backend, CpuBackend, Element, Error};
+use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
+use crate::compaction::{Backend, CpuBackend, Error};
+use crate::frontier::{self, Expand, LevelWords, status};
 use crate::trace::ms;
 
 /// The CPU engine: bodies, tree and lists in host memory.
@@ -35,11 +36,10 @@ pub struct CpuCollide {
     /// (min xyz, max xyz as f32 bits).
     arrivals: Vec<AtomicU32>,
     bounds: Vec<[AtomicU32; 6]>,
-    /// The candidate list (its length is the capacity) and the number appended.
+    /// The candidate list (its length is the capacity).
     candidates: Vec<AtomicU64>,
-    found: AtomicU64,
-    /// Live slots written by the last `expand`.
-    live: u64,
+    /// Candidates the last frame appended, from its words (for the readbacks).
+    found: u64,
     contacts: Vec<Contact>,
     /// Both ends of every contact, `(contact << 1) | side` (0: a, 1: b),
     /// grouped by body: body i's are `ends[ends_of[i - 1]..ends_of[i]]`.
@@ -75,8 +75,7 @@ impl CpuCollide {
             arrivals: (0..n - 1).map(|_| AtomicU32::new(0)).collect(),
             bounds: (0..n - 1).map(|_| Default::default()).collect(),
             candidates: (0..capacity).map(|_| AtomicU64::new(DEAD64)).collect(),
-            found: AtomicU64::new(0),
-            live: 0,
+            found: 0,
             contacts: Vec::new(),
             ends: Vec::new(),
             ends_of: vec![0; n],
@@ -110,10 +109,35 @@ impl CpuCollide {
         Ok(())
     }
 
-    /// The candidates that made it into the list.
+    /// The candidates of the last frame that made it into the list.
     fn stored(&self) -> usize {
-        (self.found.load(Relaxed) as usize).min(self.candidates.len())
+        (self.found as usize).min(self.candidates.len())
     }
+}
+
+// The CPU twins of kernels/frontier.cuh's helpers.
+
+/// `frontier_n`: the expansion's input length, 0 after a level without a live item.
+fn level_n(words: &[u64], at: Expand) -> u64 {
+    if words[at.input_live as usize] == 0 { 0 } else { words[at.input_len as usize] }
+}
+
+/// `frontier_fits`: whether `fan_out * n` slots fit; if not, the status
+/// says so, the needed size is recorded and the output is empty.
+fn level_fits(words: &mut [u64], at: Expand, n: u64, fan_out: u64, capacity: u64) -> bool {
+    let fits = n <= capacity / fan_out;
+    words[at.output_len as usize] = if fits { n * fan_out } else { 0 };
+    if !fits {
+        words[frontier::STATUS as usize] |= status::OVERFLOW;
+        let needed = &mut words[frontier::NEEDED as usize];
+        *needed = (*needed).max(n * fan_out);
+    }
+    fits
+}
+
+/// `frontier_ok`: whether a stage that changes the bodies may run.
+fn frame_ok(words: &[u64]) -> bool {
+    words[frontier::STATUS as usize] == 0
 }
 
 /// A buffer the caller sized too small for the stage.
@@ -121,15 +145,9 @@ fn too_short(what: &'static str, expected: usize, actual: usize) -> CollideError
     CollideError::Compaction(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
 }
 
-/// All bits set: [`DEAD64`] in a frontier.
-fn dead<T: Element>() -> T {
-    let mut v = T::zeroed();
-    bytemuck::bytes_of_mut(&mut v).fill(0xff);
-    v
-}
-
 impl Engine for CpuCollide {
     type B = CpuBackend;
+    type Started = Instant;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
@@ -143,30 +161,31 @@ impl Engine for CpuCollide {
         self.bodies.len() as u32
     }
 
-    fn resize<T: Element>(&self, buffer: &mut Vec<T>, len: u64) -> CollideResult<()> {
-        let len = usize::try_from(len)
-            .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} elements do not fit in memory"))))?;
-        // New slots are dead, as a poisoned GPU buffer would read.
-        buffer.resize(len, dead());
-        Ok(())
+    fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<CpuBackend>> {
+        Ok(frontier::Frontier::new(&self.backend, capacity)?)
     }
 
-    fn begin_frame(&mut self) -> CollideResult<()> {
+    fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64) -> CollideResult<()> {
         self.stages.clear();
-        self.found.store(0, Relaxed);
-        self.live = 0;
+        let len = usize::try_from(len)
+            .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} words do not fit in memory"))))?;
+        words.clear();
+        words.resize(len, 0);
         Ok(())
     }
 
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        let start = Instant::now();
-        let r = f(self)?;
-        self.stages.push((id, ms(start.elapsed())));
-        Ok(r)
+    fn start_stage(&mut self) -> CollideResult<Instant> {
+        Ok(Instant::now())
     }
 
-    fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>> {
-        Ok(std::mem::take(&mut self.stages))
+    fn stop_stage(&mut self, id: StageId, started: Instant) -> CollideResult<()> {
+        self.stages.push((id, ms(started.elapsed())));
+        Ok(())
+    }
+
+    fn end_frame(&mut self, words: &Vec<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+        self.found = words[words::CANDIDATES as usize];
+        Ok((std::mem::take(&mut self.stages), words.clone()))
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -263,29 +282,32 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn pairs_init(&mut self, frontier: &mut Vec<u64>) -> CollideResult<()> {
-        frontier.clear();
-        if self.bodies.len() >= 2 {
-            frontier.push(pack(0, 0));
+    fn pairs_init(&mut self, frontier: &mut Vec<u64>, words: &mut Vec<u64>, at: LevelWords) -> CollideResult<()> {
+        let root = self.bodies.len() >= 2;
+        if root {
+            frontier[0] = pack(0, 0);
         }
-        self.found.store(0, Relaxed);
+        words[at.len(0) as usize] = root as u64;
+        words[at.live(0) as usize] = root as u64;
         Ok(())
     }
 
-    fn expand(&mut self, frontier: &Vec<u64>, out: &mut Vec<u64>) -> CollideResult<()> {
-        let m = frontier.len();
-        if out.len() < 4 * m {
-            return Err(too_short("expanded frontier", 4 * m, out.len()));
+    fn expand(&mut self, at: Expand, input: &Vec<u64>, out: &mut Vec<u64>, words: &mut Vec<u64>) -> CollideResult<()> {
+        let m = level_n(words, at).min(input.len() as u64);
+        if !level_fits(words, at, m, 4, out.len() as u64) {
+            return Ok(());
         }
+        let m = m as usize;
         let first = self.first_leaf();
-        let (nodes, candidates, found) = (&self.nodes, &self.candidates, &self.found);
+        let (nodes, candidates) = (&self.nodes, &self.candidates);
+        let found = AtomicU64::new(words[words::CANDIDATES as usize]);
         let internal = |x: u32| x < first;
         // A block of pairs gathers its candidates, then claims room for them
         // with one atomic add: the list's order is free (it is read sorted),
         // one add per candidate would make every thread fight over the counter.
-        self.live = out[..4 * m]
+        let live: u64 = out[..4 * m]
             .par_chunks_mut(4 * EXPAND_BLOCK)
-            .zip(frontier.par_chunks(EXPAND_BLOCK))
+            .zip(input[..m].par_chunks(EXPAND_BLOCK))
             .map_init(Vec::new, |found_here, (out, pairs)| {
                 found_here.clear();
                 let mut test = |x: u32, y: u32| -> u64 {
@@ -333,8 +355,8 @@ impl Engine for CpuCollide {
                 }
                 if !found_here.is_empty() {
                     let at = found.fetch_add(found_here.len() as u64, Relaxed) as usize;
-                    // Past the capacity only the count grows: the driver then
-                    // reserves room and walks the tree again.
+                    // Past the capacity only the count grows: the status
+                    // then says so, and the driver reserves room and redoes the frame.
                     for (slot, &c) in candidates.iter().skip(at).zip(found_here.iter()) {
                         slot.store(c, Relaxed);
                     }
@@ -342,43 +364,52 @@ impl Engine for CpuCollide {
                 live
             })
             .sum();
+        let found = found.into_inner();
+        words[words::CANDIDATES as usize] = found;
+        if found > candidates.len() as u64 {
+            words[frontier::STATUS as usize] |= status::CANDIDATES;
+        }
+        words[at.output_live as usize] += live;
+        if at.last && live > 0 {
+            words[frontier::STATUS as usize] |= status::UNFINISHED;
+        }
         Ok(())
-    }
-
-    fn live(&mut self) -> CollideResult<u64> {
-        Ok(self.live)
-    }
-
-    fn candidates(&mut self) -> CollideResult<u64> {
-        Ok(self.found.load(Relaxed))
     }
 
     fn candidate_capacity(&self) -> u64 {
         self.candidates.len() as u64
     }
 
-    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
-        let n = usize::try_from(n)
+    fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
+        let n = usize::try_from(n.max(1))
             .map_err(|_| CollideError::Compaction(Error::Backend(format!("{n} candidates do not fit in memory"))))?;
-        if n > self.candidates.len() {
-            self.candidates = (0..n).map(|_| AtomicU64::new(DEAD64)).collect();
-        }
+        self.candidates = (0..n).map(|_| AtomicU64::new(DEAD64)).collect();
+        self.found = 0;
         Ok(())
     }
 
-    fn narrow(&mut self) -> CollideResult<u64> {
+    fn narrow(&mut self, words: &mut Vec<u64>) -> CollideResult<()> {
+        if !frame_ok(words) {
+            self.contacts.clear();
+            return Ok(()); // the frame is redone: its candidates are incomplete
+        }
         let bodies = &self.bodies;
-        self.contacts = self.candidates[..self.stored()]
+        let stored = (words[words::CANDIDATES as usize] as usize).min(self.candidates.len());
+        self.contacts = self.candidates[..stored]
             .par_iter()
             .filter_map(|p| {
                 let (a, b) = unpack(p.load(Relaxed));
                 physics::collide(a, &bodies[a as usize], b, &bodies[b as usize])
             })
             .collect();
-        Ok(self.contacts.len() as u64)
+        words[words::CONTACTS as usize] = self.contacts.len() as u64;
+        Ok(())
     }
 
-    fn solve(&mut self, iterations: u32) -> CollideResult<()> {
+    fn solve(&mut self, iterations: u32, words: &Vec<u64>) -> CollideResult<()> {
+        if !frame_ok(words) {
+            return Ok(()); // the frame is redone: the bodies stay as they were
+        }
         let w = self.world;
         self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
         self.index_contacts()?;
@@ -420,7 +451,10 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn integrate(&mut self) -> CollideResult<()> {
+    fn integrate(&mut self, words: &Vec<u64>) -> CollideResult<()> {
+        if !frame_ok(words) {
+            return Ok(());
+        }
         let w = self.world;
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
         Ok(())

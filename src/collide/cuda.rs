@@ -3,34 +3,39 @@
 //! [`Engine`] method enqueues its launches, each written the same way
 //! (function, config, arguments in the kernel's order, a `// SAFETY:` note);
 //! stages are timed by the GPU layer's [`Timer`], read once per frame, and
-//! the counters (live slots, candidates, contacts) stay on the device until
-//! the driver asks for one.
+//! every count of a frame (the walk's lengths, candidates, contacts) is a
+//! word of the driver's word array, read once in [`Engine::end_frame`].
+//! Kernels over a device count are launched from the capacity (grid-stride,
+//! at most [`RESIDENT_BLOCKS_PER_SM`] blocks per SM), so nothing inside a
+//! frame waits for the host or the host for the device.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId};
+use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, words};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::compaction::{Algorithm, Backend, Element};
-use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::compaction::{Algorithm, Backend};
+use crate::frontier::{self, Expand, LevelWords};
+use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics.rs.
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
 /// The collision stages, compiled with IEEE arithmetic so that they match the
 /// CPU engine bit for bit.
-pub const COLLIDE: Source = kernel_source!("collide/collide.cu", headers: &[COMMON], options: IEEE);
+pub const COLLIDE: Source =
+    kernel_source!("collide/collide.cu", headers: &[COMMON, frontier::CUDA_HEADER], options: IEEE);
 /// The fast radix sort (8-bit digits; integer only).
 pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
 /// The collision demo's kernel sources, for the compile-everything test.
 pub const SOURCES: &[Source] = &[COLLIDE, RADIX_SORT];
 
 const BLOCK: u32 = 256;
-/// collide.cu's counter words.
-const LIVE: usize = 0;
-const CANDIDATES: usize = 1;
-const CONTACTS: usize = 2;
+/// Blocks per SM of a launch over a device count (grid-stride): enough to
+/// fill the device, few enough that a level with an empty frontier costs
+/// little more than the launch.
+pub const RESIDENT_BLOCKS_PER_SM: u32 = 8;
 /// collide.cu `Acc`: dv[3], dp[3], count, one u64 each.
 const ACC_WORDS: u64 = 7;
 /// Morton codes are 30 bits: the fast sort sorts those (passes of 8, 8, 8, 6
@@ -42,6 +47,34 @@ const RS_RADIX: u64 = 256;
 
 // SAFETY: plain repr(C) data laid out as common.cuh's `World` (both sides assert 96 bytes).
 unsafe impl DeviceRepr for World {}
+
+/// frontier.cuh `FrontierLevel` (keep in sync): an [`Expand`] as a kernel argument.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    input_len: u64,
+    input_live: u64,
+    output_len: u64,
+    output_live: u64,
+    last: u32,
+    pad: u32,
+}
+
+// SAFETY: plain repr(C) data laid out as frontier.cuh's `FrontierLevel` (four u64, two u32).
+unsafe impl DeviceRepr for Level {}
+
+impl From<Expand> for Level {
+    fn from(e: Expand) -> Self {
+        Level {
+            input_len: e.input_len,
+            input_live: e.input_live,
+            output_len: e.output_len,
+            output_live: e.output_live,
+            last: e.last as u32,
+            pad: 0,
+        }
+    }
+}
 
 /// Tuning of the fast radix sort (radix_sort.cu).
 #[derive(Clone, Debug)]
@@ -102,10 +135,8 @@ pub struct CudaCollide {
     contacts: CudaSlice<u8>,
     capacity: u64,
     acc: CudaSlice<u64>,
-    counters: CudaSlice<u64>,
-    /// Candidates found since `pairs_init`, once read.
-    found: Option<u64>,
-    /// Contacts the last `narrow` found.
+    /// The last frame's candidates found and contacts, from its words (for the readbacks).
+    found: u64,
     contact_count: u64,
     fast: FastSort,
     timer: Timer<StageId>,
@@ -114,6 +145,14 @@ pub struct CudaCollide {
 
 fn grid(n: u64) -> CollideResult<LaunchConfig> {
     Ok(gpu::grid(n, BLOCK)?)
+}
+
+/// A grid-stride launch over at most `capacity` items whose count is on the
+/// device: blocks for the capacity, at most [`RESIDENT_BLOCKS_PER_SM`] per SM.
+fn strided(capacity: u64, sms: u32) -> LaunchConfig {
+    let most = sms.max(1) as u64 * RESIDENT_BLOCKS_PER_SM as u64;
+    let blocks = capacity.div_ceil(BLOCK as u64).clamp(1, most) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
 fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
@@ -132,6 +171,17 @@ fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> Colli
 /// Candidate (and contact) slots for `n` bodies before any frame asks for more.
 fn initial_capacity(n: u64) -> u64 {
     (8 * n).max(1024)
+}
+
+/// Enqueues zeroes over a buffer's `len` words (stream-ordered, no host wait).
+fn zero_words(stream: &CudaStream, words: &CudaBuffer<u64>) -> CollideResult<()> {
+    if words.len() == 0 {
+        return Ok(());
+    }
+    // SAFETY: the range is the buffer's first `len` words, inside its allocation of this stream's context.
+    let r =
+        unsafe { cudarc::driver::sys::cuMemsetD32Async(words.ptr(), 0, 2 * words.len() as usize, stream.cu_stream()) };
+    r.result().map_err(|e| CollideError::Gpu(gpu::driver_error("zeroing the frame's words")(e)))
 }
 
 impl CudaCollide {
@@ -183,8 +233,7 @@ impl CudaCollide {
             contacts: backend.zeroed(capacity * std::mem::size_of::<Contact>() as u64)?,
             capacity,
             acc: zeros(n * ACC_WORDS, "allocating the solver's sums")?,
-            counters: zeros(4, "allocating the counters")?,
-            found: None,
+            found: 0,
             contact_count: 0,
             fast,
             timer: Timer::new(&stream),
@@ -206,25 +255,14 @@ impl CudaCollide {
         Ok(())
     }
 
-    /// One counter word, read back (waits for the work before it).
-    fn counter(&self, which: usize) -> CollideResult<u64> {
-        let v = gpu::dtoh(&self.stream, &self.counters.slice(which..which + 1), "reading a counter")?;
-        Ok(v[0])
+    /// The last frame's candidates in the list: those found, up to the capacity.
+    fn stored_candidates(&self) -> u64 {
+        self.found.min(self.capacity)
     }
 
-    fn clear_counter(&mut self, which: usize) -> CollideResult<()> {
-        self.stream
-            .memset_zeros(&mut self.counters.slice_mut(which..which + 1))
-            .map_err(launch_err("clearing a counter"))
-    }
-
-    /// Candidates in the list: those found, up to the capacity.
-    fn stored_candidates(&self) -> CollideResult<u64> {
-        let found = match self.found {
-            Some(f) => f,
-            None => self.counter(CANDIDATES)?,
-        };
-        Ok(found.min(self.capacity))
+    /// A grid-stride launch over a device count of at most `capacity`.
+    fn strided(&self, capacity: u64) -> LaunchConfig {
+        strided(capacity, self.backend.info.sms)
     }
 
     /// LSD radix sort of the keys with the ids, 8 bits a pass (radix_sort.cu).
@@ -294,6 +332,7 @@ impl FastSort {
 
 impl Engine for CudaCollide {
     type B = CudaBackend;
+    type Started = Started;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
@@ -307,35 +346,37 @@ impl Engine for CudaCollide {
         self.n
     }
 
-    fn resize<T: Element>(&self, buffer: &mut CudaBuffer<T>, len: u64) -> CollideResult<()> {
-        if len > buffer.capacity() {
-            let bytes = len.saturating_mul(std::mem::size_of::<T>() as u64);
-            check_free(&self.stream, "the pair frontier", bytes)?;
-            // Growth keeps no contents: every caller overwrites the buffer next.
-            *buffer = self.backend.alloc(len.max(2 * buffer.capacity()))?;
-        }
-        buffer.set_len(len)?;
-        Ok(())
+    fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<CudaBackend>> {
+        check_free(&self.stream, "the pair frontier", capacity.max(1).saturating_mul(2 * 8))?;
+        Ok(frontier::Frontier::new(&self.backend, capacity)?)
     }
 
-    fn begin_frame(&mut self) -> CollideResult<()> {
+    fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64) -> CollideResult<()> {
         self.timer.clear();
-        self.found = None;
-        self.stream.memset_zeros(&mut self.counters).map_err(launch_err("clearing counters"))
+        if words.capacity() < len {
+            *words = self.backend.alloc(len)?;
+        }
+        words.set_len(len)?;
+        zero_words(&self.stream, words)
     }
 
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        let started = self.timer.start()?;
-        let r = f(self)?;
-        self.timer.stop(id, started)?;
-        Ok(r)
+    fn start_stage(&mut self) -> CollideResult<Started> {
+        Ok(self.timer.start()?)
     }
 
-    fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>> {
-        // One wait, for the last stage (integrate): the frame is then complete.
+    fn stop_stage(&mut self, id: StageId, started: Started) -> CollideResult<()> {
+        Ok(self.timer.stop(id, started)?)
+    }
+
+    fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+        // The frame's two host waits: the words (the copy returns when the
+        // frame's work before it is done), then the stage times.
+        let w = self.backend.download(words)?;
         let times = self.timer.times_ms()?;
         self.timer.clear();
-        Ok(times)
+        self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
+        self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
+        Ok((times, w))
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -378,118 +419,106 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_refit"))
     }
 
-    fn pairs_init(&mut self, frontier: &mut CudaBuffer<u64>) -> CollideResult<()> {
-        let root = self.n >= 2;
-        if root && frontier.capacity() < 1 {
-            self.resize(frontier, 1)?;
-        }
-        frontier.set_len(root as u64)?;
-        self.found = None;
-        let (fp, cp, write_root) = (frontier.ptr(), raw_ptr(&self.counters), root as u32);
+    fn pairs_init(
+        &mut self,
+        frontier: &mut CudaBuffer<u64>,
+        words: &mut CudaBuffer<u64>,
+        at: LevelWords,
+    ) -> CollideResult<()> {
+        let (fp, wp, write_root) = (frontier.ptr(), words.ptr(), (self.n >= 2) as u32);
+        let (len_word, live_word) = (at.len(0), at.live(0));
         let mut l = self.stream.launch_builder(&self.functions.pairs_init);
-        l.arg(&fp).arg(&write_root).arg(&cp);
-        // SAFETY: matches collide_pairs_init(u64*, u32, u64*); the frontier holds one slot when it is written.
+        l.arg(&fp).arg(&write_root).arg(&wp).arg(&len_word).arg(&live_word);
+        // SAFETY: matches collide_pairs_init(u64*, u32, u64*, u64, u64); the frontier holds at least one slot
+        // (frontier::Frontier's capacity is at least 1) and both words lie in the frame's array.
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn expand(&mut self, frontier: &CudaBuffer<u64>, out: &mut CudaBuffer<u64>) -> CollideResult<()> {
-        let m = frontier.len();
-        if out.len() < 4 * m {
-            return Err(CollideError::Settings(format!("expand: {} output slots for {m} pairs", out.len())));
-        }
-        self.clear_counter(LIVE)?;
-        if m == 0 {
-            return Ok(());
-        }
-        let (np, fp, op) = (self.nodes.ptr(), frontier.ptr(), out.ptr());
-        let (cand, cp) = (raw_ptr(&self.candidates), raw_ptr(&self.counters));
+    fn expand(
+        &mut self,
+        at: Expand,
+        input: &CudaBuffer<u64>,
+        output: &mut CudaBuffer<u64>,
+        words: &mut CudaBuffer<u64>,
+    ) -> CollideResult<()> {
+        // The kernel reads n from the words; both buffers hold `capacity` slots.
+        let capacity = input.len().min(output.len());
+        let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());
+        let cand = raw_ptr(&self.candidates);
+        let (level, cand_word) = (Level::from(at), words::CANDIDATES);
         let mut l = self.stream.launch_builder(&self.functions.expand);
-        l.arg(&np).arg(&fp).arg(&m).arg(&op).arg(&cand).arg(&self.capacity).arg(&cp);
-        // SAFETY: matches collide_expand(const Node*, const u64*, u64, u64*, u64*, u64, u64*); `out` holds 4m
-        // slots (checked above), the candidate list `capacity` (writes past it are skipped), and every live
-        // frontier slot names two nodes of this hierarchy.
-        unsafe { l.launch(grid(m)?) }.map(drop).map_err(launch_err("launching collide_expand"))
-    }
-
-    fn live(&mut self) -> CollideResult<u64> {
-        self.counter(LIVE)
-    }
-
-    fn candidates(&mut self) -> CollideResult<u64> {
-        let found = self.counter(CANDIDATES)?;
-        self.found = Some(found);
-        Ok(found)
+        l.arg(&np).arg(&ip).arg(&capacity).arg(&level).arg(&op).arg(&cand).arg(&self.capacity).arg(&wp).arg(&cand_word);
+        // SAFETY: matches collide_expand(const Node*, const u64*, u64, FrontierLevel, u64*, u64*, u64, u64*, u64);
+        // input and output hold `capacity` slots and the kernel reads at most that many and writes 4n only when
+        // 4n <= capacity; the candidate list holds `self.capacity` (writes past it are skipped); every word
+        // index lies in the frame's array; every live slot names two nodes of this hierarchy.
+        let cfg = self.strided(capacity / 4);
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching collide_expand"))
     }
 
     fn candidate_capacity(&self) -> u64 {
         self.capacity
     }
 
-    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
-        if n <= self.capacity {
-            return Ok(());
-        }
-        // An eighth more, so that a slowly growing contact set does not walk the tree twice each frame.
-        let capacity = n + n / 8;
+    fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
+        let capacity = n.max(1);
         let contact_bytes = capacity * std::mem::size_of::<Contact>() as u64;
+        // Free the old lists before asking for the new ones.
+        self.candidates = self.stream.alloc_zeros::<u64>(1).map_err(launch_err("shrinking candidates"))?;
+        self.contacts = self.backend.zeroed(1)?;
         check_free(&self.stream, "the candidate and contact lists", capacity * 8 + contact_bytes)?;
         self.candidates =
             self.stream.alloc_zeros::<u64>(capacity as usize).map_err(launch_err("growing candidates"))?;
         self.contacts = self.backend.zeroed(contact_bytes)?;
         self.capacity = capacity;
+        self.found = 0;
+        self.contact_count = 0;
         Ok(())
     }
 
-    fn narrow(&mut self) -> CollideResult<u64> {
-        let count = self.stored_candidates()?;
-        self.clear_counter(CONTACTS)?;
-        if count > 0 {
-            let (bp, cand, ctp, cp) =
-                (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), raw_ptr(&self.counters));
-            let mut l = self.stream.launch_builder(&self.functions.narrow);
-            l.arg(&bp).arg(&cand).arg(&count).arg(&ctp).arg(&cp);
-            // SAFETY: matches collide_narrow(const Body*, const u64*, u64, Contact*, u64*); the first `count`
-            // candidates were written this frame and name bodies below n; the contact list holds `capacity` >=
-            // count entries.
-            unsafe { l.launch(grid(count)?) }.map_err(launch_err("launching collide_narrow"))?;
-        }
-        self.contact_count = self.counter(CONTACTS)?;
-        Ok(self.contact_count)
+    fn narrow(&mut self, words: &mut CudaBuffer<u64>) -> CollideResult<()> {
+        let (bp, cand, ctp, wp) = (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
+        let (cand_word, contact_word) = (words::CANDIDATES, words::CONTACTS);
+        let mut l = self.stream.launch_builder(&self.functions.narrow);
+        l.arg(&bp).arg(&cand).arg(&self.capacity).arg(&ctp).arg(&wp).arg(&cand_word).arg(&contact_word);
+        // SAFETY: matches collide_narrow(const Body*, const u64*, u64, Contact*, u64*, u64, u64); the kernel reads
+        // at most `capacity` candidates, written this frame and naming bodies below n; the contact list holds
+        // `capacity` entries, one per candidate at most; both words lie in the frame's array.
+        unsafe { l.launch(self.strided(self.capacity)) }.map(drop).map_err(launch_err("launching collide_narrow"))
     }
 
-    fn solve(&mut self, iterations: u32) -> CollideResult<()> {
+    fn solve(&mut self, iterations: u32, words: &CudaBuffer<u64>) -> CollideResult<()> {
         let n = self.n;
-        let bp = self.bodies.ptr();
+        let (bp, wp) = (self.bodies.ptr(), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.gravity);
-        l.arg(&bp).arg(&n).arg(&self.world);
-        // SAFETY: matches collide_gravity(Body*, u32, World); the bodies hold n entries.
+        l.arg(&bp).arg(&n).arg(&self.world).arg(&wp);
+        // SAFETY: matches collide_gravity(Body*, u32, World, const u64*); the bodies hold n entries.
         unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_gravity"))?;
-        let count = self.contact_count;
-        if count == 0 {
-            return Ok(()); // no body's sums would change
-        }
+        // The contact count is on the device: every pass runs, over nothing when there is no contact.
+        let contact_word = words::CONTACTS;
         for it in 0..iterations {
             let first = (it == 0) as u32;
             self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
             let (ctp, ap) = (raw_ptr(&self.contacts), raw_ptr(&self.acc));
             let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&count).arg(&bp).arg(&self.world).arg(&first).arg(&ap);
-            // SAFETY: matches collide_solve(const Contact*, u64, const Body*, World, u32, Acc*); narrow wrote
-            // `count` contacts naming bodies below n; the sums hold 7 words per body.
-            unsafe { l.launch(grid(count)?) }.map_err(launch_err("launching collide_solve"))?;
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&self.world).arg(&first).arg(&ap);
+            // SAFETY: matches collide_solve(const Contact*, const u64*, u64, const Body*, World, u32, Acc*);
+            // narrow wrote words[CONTACTS] <= capacity contacts naming bodies below n; the sums hold 7 words
+            // per body.
+            unsafe { l.launch(self.strided(self.capacity)) }.map_err(launch_err("launching collide_solve"))?;
             let mut l = self.stream.launch_builder(&self.functions.apply);
-            l.arg(&bp).arg(&ap).arg(&n).arg(&first);
-            // SAFETY: matches collide_apply(Body*, const Acc*, u32, u32); bodies and sums hold n entries.
+            l.arg(&bp).arg(&ap).arg(&n).arg(&first).arg(&wp);
+            // SAFETY: matches collide_apply(Body*, const Acc*, u32, u32, const u64*); bodies and sums hold n entries.
             unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_apply"))?;
         }
         Ok(())
     }
 
-    fn integrate(&mut self) -> CollideResult<()> {
-        let bp = self.bodies.ptr();
+    fn integrate(&mut self, words: &CudaBuffer<u64>) -> CollideResult<()> {
+        let (bp, wp) = (self.bodies.ptr(), words.ptr());
         let mut l = self.stream.launch_builder(&self.functions.integrate);
-        l.arg(&bp).arg(&self.n).arg(&self.world);
-        // SAFETY: matches collide_integrate(Body*, u32, World); the bodies hold n entries.
+        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&wp);
+        // SAFETY: matches collide_integrate(Body*, u32, World, const u64*); the bodies hold n entries.
         unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_integrate"))
     }
 
@@ -510,7 +539,7 @@ impl Engine for CudaCollide {
     }
 
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let count = self.stored_candidates()? as usize;
+        let count = self.stored_candidates() as usize;
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -520,7 +549,7 @@ impl Engine for CudaCollide {
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let count = self.counter(CONTACTS)? as usize;
+        let count = self.contact_count.min(self.capacity) as usize;
         if count == 0 {
             return Ok(Vec::new());
         }

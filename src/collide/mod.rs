@@ -11,7 +11,11 @@
 //! `cpu.rs` runs them with rayon, `cuda.rs` launches `kernels/collide/`. Both
 //! use the arithmetic of `physics.rs` in the same order (NVRTC compiles
 //! without FMA contraction), so one state gives the same contacts on both.
-//! The frontier is compacted only through [`Backend::select`].
+//! The pair walk is the shared breadth-first loop ([`crate::frontier`]): the
+//! frontier is compacted only through [`Backend::select_counted`], every
+//! length and count of a frame lives in one array of device words, and the
+//! host reads them once, after the frame (a GPU frame waits on the device
+//! twice: the words and the stage times).
 
 pub mod bench;
 pub mod cpu;
@@ -23,7 +27,8 @@ pub mod physics;
 pub mod scenario;
 
 pub use crate::compaction::Compaction;
-use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report};
+use crate::compaction::{Algorithm, Backend, Element, Operation};
+use crate::frontier;
 pub use layout::{Body, Contact, Node, World};
 pub use scenario::Scenario;
 
@@ -238,25 +243,40 @@ impl FrameStats {
 
 /// The stages of the collision pipeline on one backend. The engine owns the
 /// bodies, the tree, the candidate and contact lists; the driver owns the
-/// pair frontier, so that compaction is visible here and nowhere else.
+/// pair frontier and the frame's words (every count of a frame, one `u64`
+/// array of the backend: see [`words`]), so that compaction and every length
+/// are visible here. Kernels read their lengths from the words: nothing of a
+/// frame is read on the host before [`Engine::end_frame`].
 pub trait Engine {
     type B: Backend;
+    /// Where a timed stage started.
+    type Started;
     fn backend(&self) -> &Self::B;
     fn world(&self) -> &World;
     /// Number of bodies.
     fn len(&self) -> u32;
-    /// Sets a work buffer's length, growing its allocation when needed.
-    fn resize<T: Element>(&self, buffer: &mut Buf<Self, T>, len: u64) -> CollideResult<()>;
     fn alloc<T: Element>(&self, len: u64) -> CollideResult<Buf<Self, T>> {
         Ok(self.backend().alloc(len)?)
     }
+    /// The pair frontier's two buffers of `capacity` slots (refused when the
+    /// device lacks the memory).
+    fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<Self::B>>;
 
-    /// Starts a frame: zeroes the counters.
-    fn begin_frame(&mut self) -> CollideResult<()>;
+    /// Starts a frame: `words` holds at least `len` words (grown if needed),
+    /// all zero (a memset on a GPU).
+    fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;
+    fn start_stage(&mut self) -> CollideResult<Self::Started>;
+    fn stop_stage(&mut self, id: StageId, started: Self::Started) -> CollideResult<()>;
     /// Runs `f` as the named stage, timing it.
-    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R>;
-    /// Ends a frame: the stages' times in ms.
-    fn end_frame(&mut self) -> CollideResult<Vec<(StageId, f64)>>;
+    fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
+        let started = self.start_stage()?;
+        let r = f(self)?;
+        self.stop_stage(id, started)?;
+        Ok(r)
+    }
+    /// Ends a frame: waits for it once, reads the words once and the stage
+    /// times once (a GPU frame's only two host waits).
+    fn end_frame(&mut self, words: &Buf<Self, u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)>;
 
     /// Each body's AABB and the Morton code of its centre (30 bits, world
     /// bounds), with ids = 0..n.
@@ -268,28 +288,51 @@ pub trait Engine {
     fn build(&mut self) -> CollideResult<()>;
     /// The internal nodes' boxes, bottom-up.
     fn refit(&mut self) -> CollideResult<()>;
-    /// The frontier becomes [(root, root)] (empty under two bodies); clears
-    /// the candidate list.
-    fn pairs_init(&mut self, frontier: &mut Buf<Self, u64>) -> CollideResult<()>;
-    /// One level: every pair's child pairs whose boxes overlap go to
-    /// `out[4i..4i+4]` (dead slots are [`DEAD64`]); leaf-leaf ones go to the
-    /// candidate list instead. `out` holds four times the frontier's length.
-    fn expand(&mut self, frontier: &Buf<Self, u64>, out: &mut Buf<Self, u64>) -> CollideResult<()>;
-    /// Live slots the last `expand` wrote (what `none` ends on).
-    fn live(&mut self) -> CollideResult<u64>;
-    /// Candidates emitted since `pairs_init` (may exceed the capacity).
-    fn candidates(&mut self) -> CollideResult<u64>;
+    /// Level 0 of the pair walk: `frontier[0] = (root, root)` and its length
+    /// and live words 1 (both 0 under two bodies).
+    fn pairs_init(
+        &mut self,
+        frontier: &mut Buf<Self, u64>,
+        words: &mut Buf<Self, u64>,
+        at: frontier::LevelWords,
+    ) -> CollideResult<()>;
+    /// One level (the loop's rules, `frontier.rs` [`frontier::Levels`]): each
+    /// of the n input pairs writes its child pairs whose boxes overlap to
+    /// `output[4i..4i+4]` (dead slots [`DEAD64`]), or nothing at all when 4n
+    /// slots do not fit the capacity; leaf-leaf pairs are appended to the
+    /// candidate list instead (written below its capacity, counted in
+    /// `words[words::CANDIDATES]` always, an overflow sets
+    /// [`frontier::status::CANDIDATES`]).
+    fn expand(
+        &mut self,
+        at: frontier::Expand,
+        input: &Buf<Self, u64>,
+        output: &mut Buf<Self, u64>,
+        words: &mut Buf<Self, u64>,
+    ) -> CollideResult<()>;
     fn candidate_capacity(&self) -> u64;
-    /// Grows the candidate list (and the contact list with it) to hold `n`.
-    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()>;
-    /// Exact shape tests of the candidates; returns the contacts found.
-    fn narrow(&mut self) -> CollideResult<u64>;
-    /// Gravity, then `iterations` Jacobi passes over the contacts.
-    fn solve(&mut self, iterations: u32) -> CollideResult<()>;
-    /// Positions from velocities; walls, floor and drum.
-    fn integrate(&mut self) -> CollideResult<()>;
+    /// Replaces the candidate list (and the contact list with it) by one of
+    /// `n` slots; its contents are lost.
+    fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()>;
+    /// Grows the candidate list to hold `n`, with an eighth to spare so that
+    /// a slowly growing contact set does not redo every frame.
+    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
+        if n <= self.candidate_capacity() {
+            return Ok(());
+        }
+        self.set_candidate_capacity(n + n / 8)
+    }
+    /// Exact shape tests of the stored candidates (their count from the
+    /// words); the contacts found are counted in `words[words::CONTACTS]`.
+    fn narrow(&mut self, words: &mut Buf<Self, u64>) -> CollideResult<()>;
+    /// Gravity, then `iterations` Jacobi passes over the contacts; nothing
+    /// when the frame's status is set.
+    fn solve(&mut self, iterations: u32, words: &Buf<Self, u64>) -> CollideResult<()>;
+    /// Positions from velocities; walls, floor and drum; nothing when the
+    /// frame's status is set.
+    fn integrate(&mut self, words: &Buf<Self, u64>) -> CollideResult<()>;
 
-    /// Reading back, for tests, the viewer and the reports.
+    /// Reading back, for tests, the viewer and the reports (after a frame).
     fn bodies(&self) -> CollideResult<Vec<Body>>;
     /// Replaces the bodies (same count): a test runs both backends from one state.
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()>;
@@ -304,96 +347,207 @@ pub trait Engine {
 /// A buffer of an engine's compaction backend.
 pub type Buf<E, T> = <<E as Engine>::B as Backend>::Buffer<T>;
 
-/// The frontier's two buffers, kept across frames.
+/// The collider's words of a frame, after the loop's status and needed size
+/// (`frontier::WordAlloc` hands them out in this order; collide.cu receives
+/// the indices as arguments).
+pub mod words {
+    /// Candidates appended since pairs_init (may exceed the list's capacity).
+    pub const CANDIDATES: u64 = crate::frontier::FIRST_FREE;
+    /// Contacts the narrow phase found.
+    pub const CONTACTS: u64 = crate::frontier::FIRST_FREE + 1;
+}
+
+/// The words of a frame whose walk is bounded by `levels`: the level words
+/// and the array's length.
+fn layout(levels: u32) -> (frontier::LevelWords, u64) {
+    let mut alloc = frontier::WordAlloc::default();
+    let (candidates, contacts) = (alloc.take(1), alloc.take(1));
+    debug_assert_eq!((candidates, contacts), (words::CANDIDATES, words::CONTACTS));
+    let at = alloc.levels(levels);
+    (at, alloc.used())
+}
+
+/// The first frame's level bound: deeper than any LBVH of 30-bit codes over
+/// bodies spread in space needs (a deeper one is redone with a larger bound).
+pub const FIRST_BOUND: u32 = 64;
+/// Levels past the last frame's depth that a frame may walk before it is
+/// redone with a larger bound: bodies move little between frames.
+pub const BOUND_MARGIN: u32 = 4;
+/// No tree of u32 node indices is deeper: a bound past it is a bug.
+const MOST_LEVELS: u32 = 1 << 16;
+
+/// What the driver keeps across frames: the pair frontier (its capacity only
+/// grows), the frame's words, and the level bound.
 pub struct Frontier<E: Engine + ?Sized> {
-    pairs: Buf<E, u64>,
-    expanded: Buf<E, u64>,
+    pairs: Option<frontier::Frontier<E::B>>,
+    words: Buf<E, u64>,
+    /// The next frame's bound on expansions.
+    bound: u32,
+    /// Attempts the last frame took (1 unless it was redone).
+    attempts: u32,
 }
 
 impl<E: Engine> Frontier<E> {
     pub fn new(e: &E) -> CollideResult<Self> {
-        Ok(Frontier { pairs: e.alloc(1)?, expanded: e.alloc(4)? })
+        let (_, len) = layout(FIRST_BOUND);
+        Ok(Frontier { pairs: None, words: e.alloc(len)?, bound: FIRST_BOUND, attempts: 0 })
+    }
+    /// Slots per frontier buffer (0 before the first frame).
+    pub fn capacity(&self) -> u64 {
+        self.pairs.as_ref().map_or(0, |p| p.capacity())
+    }
+    /// The next frame's level bound.
+    pub fn bound(&self) -> u32 {
+        self.bound
+    }
+    /// Sets the next frame's level bound (a frame that needs more is redone).
+    pub fn set_bound(&mut self, levels: u32) {
+        self.bound = levels.clamp(1, MOST_LEVELS);
+    }
+    /// Replaces the frontier by one of `capacity` slots (a frame that needs
+    /// more grows it and is redone).
+    pub fn set_capacity(&mut self, e: &E, capacity: u64) -> CollideResult<()> {
+        self.pairs = None; // free the old buffers first
+        self.pairs = Some(e.new_frontier(capacity)?);
+        Ok(())
+    }
+    /// How many times the last frame ran (1 unless it was redone).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
     }
 }
 
+/// The loop's view of an engine: its expand and its stage timer.
+struct Walk<'a, E: Engine>(&'a mut E);
+
+impl<E: Engine> frontier::Levels for Walk<'_, E> {
+    type B = E::B;
+    type Error = CollideError;
+    fn backend(&self) -> &E::B {
+        self.0.backend()
+    }
+    fn level_stage(
+        &mut self,
+        name: &'static str,
+        level: u32,
+        f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
+    ) -> CollideResult<()> {
+        let started = self.0.start_stage()?;
+        f(self)?;
+        self.0.stop_stage(StageId::level(name, level), started)
+    }
+    fn expand(
+        &mut self,
+        at: frontier::Expand,
+        input: &Buf<E, u64>,
+        output: &mut Buf<E, u64>,
+        words: &mut Buf<E, u64>,
+    ) -> CollideResult<()> {
+        self.0.expand(at, input, output, words)
+    }
+}
+
+/// Frontier slots for `n` bodies before any frame asks for more: about two
+/// live pairs per body at the widest level, four slots each.
+fn initial_capacity(n: u32) -> u64 {
+    (8 * n as u64).max(1024)
+}
+
 /// One time step: build the tree, find the pairs, resolve the contacts, move.
+///
+/// The whole frame is enqueued without reading anything back; `end_frame`
+/// then reads the words once. A frame whose frontier overflowed, whose walk
+/// did not end within the bound, or whose candidate list overflowed did not
+/// move a body (those stages check the status on the device): the driver
+/// grows what was short and runs it again from the start.
 pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, index: u32) -> CollideResult<FrameStats> {
     s.check()?;
-    let mut stats = FrameStats { frame: index, ..Default::default() };
     let clock = std::time::Instant::now();
-    e.begin_frame()?;
+    if f.pairs.is_none() {
+        f.set_capacity(e, initial_capacity(e.len()).min(s.max_frontier))?;
+    }
+    f.attempts = 0;
+    loop {
+        f.attempts += 1;
+        let (at, len) = layout(f.bound);
+        let (stages, w) = enqueue_frame(e, s, f, at, len)?;
+        let status = w[frontier::STATUS as usize];
+        if status == 0 {
+            // The next bound follows the depth this frame reached.
+            let depth = at.live_counts(&w).len() as u32;
+            f.bound = (depth + BOUND_MARGIN).min(MOST_LEVELS);
+            let live = at.live_counts(&w);
+            let mut stats = FrameStats {
+                frame: index,
+                frontier: at.sizes(&w, s.compact_pairs != Compaction::None),
+                pairs_tested: live.iter().sum(),
+                live,
+                candidates: w[words::CANDIDATES as usize],
+                contacts: w[words::CONTACTS as usize],
+                ..Default::default()
+            };
+            stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
+            stats.stages = stages;
+            // From the first attempt's start: a redone frame's wall clock says so.
+            stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
+            return Ok(stats);
+        }
+        if status & frontier::status::OVERFLOW != 0 {
+            let needed = w[frontier::NEEDED as usize];
+            if needed > s.max_frontier {
+                // The overflowing expand left no live pair: it was the level after the last live one.
+                let level = at.live_counts(&w).len().saturating_sub(1) as u32;
+                let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
+                return Err(CollideError::FrontierTooLarge { items: needed, gib, level });
+            }
+            // Twice the old capacity when that is more: `none` grows fourfold a level.
+            let grown = needed.max(2 * f.capacity()).min(s.max_frontier);
+            if f.set_capacity(e, grown).is_err() {
+                f.set_capacity(e, needed)?;
+            }
+        }
+        if status & frontier::status::UNFINISHED != 0 {
+            if f.bound >= MOST_LEVELS {
+                return Err(CollideError::Settings(format!("the pair walk did not end in {MOST_LEVELS} levels")));
+            }
+            f.set_bound(2 * f.bound);
+        }
+        if status & frontier::status::CANDIDATES != 0 {
+            e.reserve_candidates(w[words::CANDIDATES as usize])?;
+        }
+    }
+}
+
+/// Enqueues one attempt at a frame with the walk bounded by `at`, then ends
+/// it: the stage times and the words.
+fn enqueue_frame<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    f: &mut Frontier<E>,
+    at: frontier::LevelWords,
+    len: u64,
+) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+    let Frontier { pairs, words, .. } = f;
+    let pairs = pairs.as_mut().ok_or_else(|| CollideError::Settings("the frontier has no buffers".into()))?;
+    e.begin_frame(words, len)?;
     e.stage(StageId::frame(stage::CODES), |e| e.codes())?;
     e.stage(StageId::frame(stage::SORT), |e| e.sort(s.sort))?;
     e.stage(StageId::frame(stage::BUILD), |e| e.build())?;
     e.stage(StageId::frame(stage::REFIT), |e| e.refit())?;
-    loop {
-        stats.frontier.clear();
-        stats.live.clear();
-        broad_phase(e, s, f, &mut stats)?;
-        let found = e.candidates()?;
-        if found <= e.candidate_capacity() {
-            stats.candidates = found;
-            break;
-        }
-        // The list overflowed: grow it and walk the tree again (rare: the
-        // capacity only grows).
-        e.reserve_candidates(found)?;
-    }
-    stats.contacts = e.stage(StageId::frame(stage::NARROW), |e| e.narrow())?;
-    e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations))?;
-    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate())?;
-    stats.stages = e.end_frame()?;
-    stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
-    stats.pairs_tested = stats.live.iter().sum();
-    stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
-    Ok(stats)
-}
-
-/// The breadth-first pair traversal: level by level, every live pair's
-/// overlapping child pairs go to the next frontier, which is then compacted.
-fn broad_phase<E: Engine>(
-    e: &mut E,
-    s: &CollideSettings,
-    f: &mut Frontier<E>,
-    stats: &mut FrameStats,
-) -> CollideResult<()> {
-    e.resize(&mut f.pairs, 1)?;
-    e.stage(StageId::frame(stage::PAIRS_INIT), |e| e.pairs_init(&mut f.pairs))?;
-    let mut m = e.backend().len(&f.pairs);
-    let mut live = m;
-    let mut level = 0;
-    while live > 0 {
-        stats.frontier.push(m);
-        stats.live.push(live);
-        if 4 * m > s.max_frontier {
-            let gib = (4 * m * 8) as f64 / (1u64 << 30) as f64;
-            return Err(CollideError::FrontierTooLarge { items: 4 * m, gib, level });
-        }
-        e.resize(&mut f.expanded, 4 * m)?;
-        e.stage(StageId::level(stage::EXPAND, level), |e| e.expand(&f.pairs, &mut f.expanded))?;
-        std::mem::swap(&mut f.pairs, &mut f.expanded);
-        level += 1;
-        match s.compact_pairs {
-            // Dead slots stay and are read (and quadrupled) by the next level;
-            // the frontier ends when a level writes no live slot.
-            Compaction::None => {
-                m = 4 * m;
-                live = e.live()?;
-            }
-            Compaction::With(alg) => {
-                e.resize(&mut f.expanded, 4 * m)?;
-                let kept = e.stage(StageId::level(stage::COMPACT_PAIRS, level), |e| {
-                    let r = e.backend().select(alg, &f.pairs, Keep::Sentinel(DEAD64), &mut f.expanded)?;
-                    Ok(r.count()?)
-                })?;
-                std::mem::swap(&mut f.pairs, &mut f.expanded);
-                e.resize(&mut f.pairs, kept)?;
-                m = kept;
-                live = kept;
-            }
-        }
-    }
-    Ok(())
+    e.stage(StageId::frame(stage::PAIRS_INIT), |e| e.pairs_init(pairs.front_mut(), words, at))?;
+    let plan = frontier::Plan {
+        levels: at.levels(),
+        compaction: match s.compact_pairs {
+            Compaction::None => None,
+            Compaction::With(alg) => Some(alg),
+        },
+        names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS },
+    };
+    frontier::run(&mut Walk(&mut *e), pairs, words, at, &plan)?;
+    e.stage(StageId::frame(stage::NARROW), |e| e.narrow(words))?;
+    e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations, words))?;
+    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))?;
+    e.end_frame(words)
 }
 
 /// Runs `frames` frames; `on_frame` sees each frame's stats as it ends.
