@@ -40,18 +40,14 @@ __device__ __forceinline__ bool frontier_fits(unsigned long long* words, Frontie
     return fits;
 }
 
-// Adds a block's live slots to the output's live count (one atomic per
-// block); at the last level of the bound, a live slot means unfinished.
-// Every thread of the block must call it.
+// Adds the calling warp's live slots to the output's live count (one atomic
+// per warp, no shared memory, no barrier); at the last level of the bound, a
+// live slot means unfinished.
 __device__ __forceinline__ void frontier_count_live(unsigned long long* words, FrontierLevel at, unsigned int live) {
-    __shared__ unsigned int block_live;
-    if (threadIdx.x == 0) block_live = 0;
-    __syncthreads();
-    unsigned int warp = __reduce_add_sync(0xffffffffu, live);
-    if ((threadIdx.x & 31) == 0 && warp) atomicAdd(&block_live, warp);
-    __syncthreads();
-    if (threadIdx.x == 0 && block_live) {
-        atomicAdd(&words[at.output_live], (unsigned long long)block_live);
+    unsigned int lanes = __activemask();
+    unsigned int warp = __reduce_add_sync(lanes, live);
+    if ((threadIdx.x & 31) == __ffs(lanes) - 1 && warp) {
+        atomicAdd(&words[at.output_live], (unsigned long long)warp);
         if (at.last) atomicOr(&words[FRONTIER_STATUS], FRONTIER_UNFINISHED);
     }
 }

@@ -27,18 +27,12 @@ __device__ __forceinline__ u64 length(const u64* words, u64 word, u64 capacity) 
     return n < capacity ? n : capacity;
 }
 
-// Adds a block's sum of `v` to *word with one atomic. Every thread of the
-// block calls it; the barriers order the shared sum's reset, adds and read.
-// Called twice in a row it stays race-free: only thread 0 reads the sum after
-// the last barrier, and the next call's reset is thread 0's own write.
-__device__ __forceinline__ void block_add(u64* word, u32 v) {
-    __shared__ u32 sum;
-    if (threadIdx.x == 0) sum = 0;
-    __syncthreads();
-    u32 warp = __reduce_add_sync(0xffffffffu, v);
-    if ((threadIdx.x & 31) == 0 && warp) atomicAdd(&sum, warp);
-    __syncthreads();
-    if (threadIdx.x == 0 && sum) atomicAdd(word, (u64)sum);
+// Adds the calling warp's sum of `v` to *word with one atomic per warp. No
+// shared memory and no barrier: callers may have lanes that already left.
+__device__ __forceinline__ void warp_add(u64* word, u32 v) {
+    u32 lanes = __activemask();
+    u32 warp = __reduce_add_sync(lanes, v);
+    if ((threadIdx.x & 31) == __ffs(lanes) - 1 && warp) atomicAdd(word, (u64)warp);
 }
 
 __device__ __forceinline__ float3 inv_dir(float3 d) { return make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z); }
@@ -404,8 +398,8 @@ extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u32* 
         casts += r.shadow;
     }
     // One atomic per block and counter (every thread reaches the barriers).
-    block_add(&words[alive], lives);
-    block_add(&words[shadows], casts);
+    warp_add(&words[alive], lives);
+    warp_add(&words[shadows], casts);
 }
 
 // Next-event estimation, last step: unoccluded shadow rays add their light.

@@ -32,8 +32,14 @@ const BLOCK: u32 = 256;
 const GPU_STACK: u32 = 64;
 /// Bytes of path state per pixel: seven float4 fields, the hit key, two u32 flags.
 const PATH_BYTES: u64 = 7 * 16 + 8 + 2 * 4;
-/// Blocks per SM of a launch over a device length (grid-stride beyond them).
-const STRIDED_BLOCKS_PER_SM: u32 = 8;
+/// Blocks per SM of a launch over a frontier's device length (grid-stride
+/// beyond them): a frontier's capacity can be tens of millions of slots,
+/// most of them past the length, and empty blocks still cost launch time;
+/// 32 a SM keep a million threads, enough that a level's items rarely queue
+/// behind each other. The path queue's kernels do not need the cap: their
+/// capacity is the pixel count, and a depth-first ray's cost varies too much
+/// for one thread to take several in turn.
+const STRIDED_BLOCKS_PER_SM: u32 = 32;
 
 /// common.cuh `Scene`.
 #[repr(C)]
@@ -258,8 +264,9 @@ fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Tra
 
 impl CudaEngine {
     /// A launch over a buffer of `capacity` items whose length the kernel
-    /// reads from a word: blocks for the capacity, at most 8 per SM, the
-    /// kernel's grid-stride loop covering the rest. Sized from what the host
+    /// reads from a word: blocks for the capacity, at most
+    /// [`STRIDED_BLOCKS_PER_SM`] per SM, the kernel's grid-stride loop covering
+    /// the rest. Sized from what the host
     /// knows before the frame, so a launch never waits for a count.
     fn strided(&self, capacity: u64) -> TraceResult<LaunchConfig> {
         let mut cfg = grid(capacity)?;
@@ -407,7 +414,7 @@ impl Engine for CudaEngine {
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
         // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64); the
         // kernel reads at most `capacity` queue entries, each a path id below width * height or DEAD32.
-        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
+        unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }
 
     fn frontier_init(
@@ -429,9 +436,7 @@ impl Engine for CudaEngine {
         // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u32, u64*, u64, u64*, FrontierLevel); the
         // kernel writes frontier[0, n) only when n <= capacity, and n (the queue's length word) is at
         // most the queue's length, so it reads no queue entry past it.
-        unsafe { l.launch(self.strided(queue.len().min(capacity))?) }
-            .map(drop)
-            .map_err(launch_err("launching trace_bf_init"))
+        unsafe { l.launch(grid(queue.len().min(capacity))?) }.map(drop).map_err(launch_err("launching trace_bf_init"))
     }
 
     fn expand(
@@ -492,7 +497,7 @@ impl Engine for CudaEngine {
         // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u64*, u64, u64,
         // u64); the kernel touches at most `capacity` entries of the queue and of `next`, and the three
         // words lie in the buffer (checked above).
-        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
+        unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
 
     fn nee(&mut self, queue: &Buf<Self, u32>, words: &Buf<Self, u64>, queue_len: u64) -> TraceResult<()> {
@@ -502,7 +507,7 @@ impl Engine for CudaEngine {
         let mut l = self.stream.launch_builder(&self.functions.nee);
         l.arg(&self.paths).arg(&qp).arg(&capacity).arg(&wp).arg(&queue_len);
         // SAFETY: matches trace_nee(Paths, const u32*, u64, const u64*, u64).
-        unsafe { l.launch(self.strided(capacity)?) }.map(drop).map_err(launch_err("launching trace_nee"))
+        unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_nee"))
     }
 
     fn accumulate(&mut self, words: &Buf<Self, u64>) -> TraceResult<()> {

@@ -119,8 +119,12 @@ pub struct RenderSettings {
     pub descend: u32,
 }
 
-/// The default of [`RenderSettings::descend`]: 3 levels, fan-out 8.
-pub const DESCEND: u32 = 3;
+/// The default of [`RenderSettings::descend`]: 2 levels, fan-out 4. Measured
+/// on an H100 (sphereflake 1920x1080, 8 bounces, `lookback`; README): k = 1..5
+/// gave 303, 370, 332, 216, 153 Mrays/s by wall clock. Deeper descents halve
+/// the levels but write 2^k slots per item, most of them dead, which the
+/// compaction then reads.
+pub const DESCEND: u32 = 2;
 /// The deepest descent per expansion (wavefront.cu `DESCEND_STACK` holds it).
 pub const MAX_DESCEND: u32 = 5;
 
