@@ -11,11 +11,14 @@
 #define FRONTIER_CANDIDATES 4ull
 #define FRONTIER_DEAD 0xffffffffffffffffull
 
-// One expansion's words (frontier.rs `Expand`), passed by value.
+// One expansion's words, passed by value: frontier.rs `DeviceLevel` (made
+// from an `Expand`), keep in sync. frontier.rs `host` is the CPU twin of the
+// functions below.
 struct FrontierLevel {
     unsigned long long input_len, input_live, output_len, output_live;
     unsigned int last, pad;
 };
+static_assert(sizeof(FrontierLevel) == 40, "FrontierLevel: keep in sync with frontier.rs DeviceLevel");
 
 // Items the expansion reads: the input's length, or 0 when the level before
 // held no live item (the `none` loop ends there without a host read).

@@ -124,8 +124,9 @@ impl LevelWords {
     }
 }
 
-/// One expansion's words (frontier.cuh `FrontierLevel`, passed by value): its input's length and live count, where its
-/// output's length and live count go, whether it is the last of the bound.
+/// One expansion's words (frontier.cuh `FrontierLevel`, passed by value as a
+/// `DeviceLevel`): its input's length and live count, where its output's
+/// length and live count go, whether it is the last of the bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expand {
     pub level: u32,
@@ -134,6 +135,88 @@ pub struct Expand {
     pub output_len: u64,
     pub output_live: u64,
     pub last: bool,
+}
+
+/// An [`Expand`] as a kernel argument: frontier.cuh `FrontierLevel`, keep in
+/// sync (both sides assert 40 bytes). The level number stays on the host.
+#[cfg(feature = "cuda")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceLevel {
+    input_len: u64,
+    input_live: u64,
+    output_len: u64,
+    output_live: u64,
+    last: u32,
+    pad: u32,
+}
+
+#[cfg(feature = "cuda")]
+const _: () = assert!(std::mem::size_of::<DeviceLevel>() == 40);
+
+// SAFETY: plain repr(C) data laid out as frontier.cuh's `FrontierLevel` (four u64, two u32).
+#[cfg(feature = "cuda")]
+unsafe impl cudarc::driver::DeviceRepr for DeviceLevel {}
+
+#[cfg(feature = "cuda")]
+impl From<Expand> for DeviceLevel {
+    fn from(at: Expand) -> Self {
+        DeviceLevel {
+            input_len: at.input_len,
+            input_live: at.input_live,
+            output_len: at.output_len,
+            output_live: at.output_live,
+            last: at.last as u32,
+            pad: 0,
+        }
+    }
+}
+
+/// The CPU twin of frontier.cuh's device functions (`frontier_n` is [`n`],
+/// and so on), for the workloads' CPU engines: same rules, one thread. The
+/// words an [`Expand`] names must lie in `words` (the callers check them, or
+/// made the array themselves).
+///
+/// [`n`]: host::n
+pub mod host {
+    use super::{Expand, NEEDED, STATUS, status};
+
+    /// Items the expansion reads: the input's length, or 0 when the level
+    /// before held no live item. The device reads past nothing because its
+    /// launches cover the capacity; a caller here clamps `n` to the slice it
+    /// indexes.
+    pub fn n(words: &[u64], at: Expand) -> u64 {
+        if words[at.input_live as usize] == 0 { 0 } else { words[at.input_len as usize] }
+    }
+
+    /// Whether `fan_out × n` slots fit `capacity`; if not, the status says
+    /// so, the need is recorded (the largest of the frame's) and the output
+    /// is empty. Sets the output's length either way.
+    pub fn fits(words: &mut [u64], at: Expand, n: u64, fan_out: u64, capacity: u64) -> bool {
+        let fits = n <= capacity / fan_out;
+        words[at.output_len as usize] = if fits { n * fan_out } else { 0 };
+        if !fits {
+            words[STATUS as usize] |= status::OVERFLOW;
+            words[NEEDED as usize] = words[NEEDED as usize].max(n * fan_out);
+        }
+        fits
+    }
+
+    /// Adds the expansion's live slots to the output's live count; at the
+    /// last level of the bound, a live slot means unfinished.
+    pub fn count_live(words: &mut [u64], at: Expand, live: u64) {
+        words[at.output_live as usize] += live;
+        if at.last && live > 0 {
+            words[STATUS as usize] |= status::UNFINISHED;
+        }
+    }
+
+    /// Whether a stage that changes persistent state may run: not after an
+    /// overflow or an unfinished loop. An array without a status word (no
+    /// level ran) has nothing to report.
+    pub fn ok(words: &[u64]) -> bool {
+        words.get(STATUS as usize).copied().unwrap_or(0) == 0
+    }
 }
 
 /// Names of the loop's stages in the workload's reports.
@@ -315,15 +398,8 @@ mod tests {
             output: &mut Vec<u64>,
             words: &mut Vec<u64>,
         ) -> Result<(), Error> {
-            let n = if words[at.input_live as usize] == 0 {
-                0
-            } else {
-                words[at.input_len as usize].min(input.len() as u64)
-            };
-            if 2 * n > output.len() as u64 {
-                words[STATUS as usize] |= status::OVERFLOW;
-                words[NEEDED as usize] = words[NEEDED as usize].max(2 * n);
-                words[at.output_len as usize] = 0;
+            let n = host::n(words, at).min(input.len() as u64);
+            if !host::fits(words, at, n, 2, output.len() as u64) {
                 return Ok(());
             }
             let mut live = 0;
@@ -338,11 +414,7 @@ mod tests {
                     output[2 * i + c as usize] = slot;
                 }
             }
-            words[at.output_len as usize] = 2 * n;
-            words[at.output_live as usize] += live;
-            if at.last && live > 0 {
-                words[STATUS as usize] |= status::UNFINISHED;
-            }
+            host::count_live(words, at, live);
             Ok(())
         }
     }

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
-use crate::frontier::{self, Expand, LevelWords, status};
+use crate::frontier::{self, Expand, LevelWords, host, status};
 use crate::trace::ms;
 
 /// The CPU engine: bodies, tree and lists in host memory.
@@ -113,31 +113,6 @@ impl CpuCollide {
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
     }
-}
-
-// The CPU twins of kernels/frontier.cuh's helpers.
-
-/// `frontier_n`: the expansion's input length, 0 after a level without a live item.
-fn level_n(words: &[u64], at: Expand) -> u64 {
-    if words[at.input_live as usize] == 0 { 0 } else { words[at.input_len as usize] }
-}
-
-/// `frontier_fits`: whether `fan_out * n` slots fit; if not, the status
-/// says so, the needed size is recorded and the output is empty.
-fn level_fits(words: &mut [u64], at: Expand, n: u64, fan_out: u64, capacity: u64) -> bool {
-    let fits = n <= capacity / fan_out;
-    words[at.output_len as usize] = if fits { n * fan_out } else { 0 };
-    if !fits {
-        words[frontier::STATUS as usize] |= status::OVERFLOW;
-        let needed = &mut words[frontier::NEEDED as usize];
-        *needed = (*needed).max(n * fan_out);
-    }
-    fits
-}
-
-/// `frontier_ok`: whether a stage that changes the bodies may run.
-fn frame_ok(words: &[u64]) -> bool {
-    words[frontier::STATUS as usize] == 0
 }
 
 /// A buffer the caller sized too small for the stage.
@@ -293,8 +268,8 @@ impl Engine for CpuCollide {
     }
 
     fn expand(&mut self, at: Expand, input: &Vec<u64>, out: &mut Vec<u64>, words: &mut Vec<u64>) -> CollideResult<()> {
-        let m = level_n(words, at).min(input.len() as u64);
-        if !level_fits(words, at, m, 4, out.len() as u64) {
+        let m = host::n(words, at).min(input.len() as u64);
+        if !host::fits(words, at, m, 4, out.len() as u64) {
             return Ok(());
         }
         let m = m as usize;
@@ -369,10 +344,7 @@ impl Engine for CpuCollide {
         if found > candidates.len() as u64 {
             words[frontier::STATUS as usize] |= status::CANDIDATES;
         }
-        words[at.output_live as usize] += live;
-        if at.last && live > 0 {
-            words[frontier::STATUS as usize] |= status::UNFINISHED;
-        }
+        host::count_live(words, at, live);
         Ok(())
     }
 
@@ -389,7 +361,7 @@ impl Engine for CpuCollide {
     }
 
     fn narrow(&mut self, words: &mut Vec<u64>) -> CollideResult<()> {
-        if !frame_ok(words) {
+        if !host::ok(words) {
             self.contacts.clear();
             return Ok(()); // the frame is redone: its candidates are incomplete
         }
@@ -407,7 +379,7 @@ impl Engine for CpuCollide {
     }
 
     fn solve(&mut self, iterations: u32, words: &Vec<u64>) -> CollideResult<()> {
-        if !frame_ok(words) {
+        if !host::ok(words) {
             return Ok(()); // the frame is redone: the bodies stay as they were
         }
         let w = self.world;
@@ -452,7 +424,7 @@ impl Engine for CpuCollide {
     }
 
     fn integrate(&mut self, words: &Vec<u64>) -> CollideResult<()> {
-        if !frame_ok(words) {
+        if !host::ok(words) {
             return Ok(());
         }
         let w = self.world;

@@ -17,7 +17,7 @@ use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, words};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, Expand, LevelWords};
+use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics.rs.
@@ -47,34 +47,6 @@ const RS_RADIX: u64 = 256;
 
 // SAFETY: plain repr(C) data laid out as common.cuh's `World` (both sides assert 96 bytes).
 unsafe impl DeviceRepr for World {}
-
-/// frontier.cuh `FrontierLevel` (keep in sync): an [`Expand`] as a kernel argument.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct Level {
-    input_len: u64,
-    input_live: u64,
-    output_len: u64,
-    output_live: u64,
-    last: u32,
-    pad: u32,
-}
-
-// SAFETY: plain repr(C) data laid out as frontier.cuh's `FrontierLevel` (four u64, two u32).
-unsafe impl DeviceRepr for Level {}
-
-impl From<Expand> for Level {
-    fn from(e: Expand) -> Self {
-        Level {
-            input_len: e.input_len,
-            input_live: e.input_live,
-            output_len: e.output_len,
-            output_live: e.output_live,
-            last: e.last as u32,
-            pad: 0,
-        }
-    }
-}
 
 /// Tuning of the fast radix sort (radix_sort.cu).
 #[derive(Clone, Debug)]
@@ -445,7 +417,7 @@ impl Engine for CudaCollide {
         let capacity = input.len().min(output.len());
         let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());
         let cand = raw_ptr(&self.candidates);
-        let (level, cand_word) = (Level::from(at), words::CANDIDATES);
+        let (level, cand_word) = (DeviceLevel::from(at), words::CANDIDATES);
         let mut l = self.stream.launch_builder(&self.functions.expand);
         l.arg(&np).arg(&ip).arg(&capacity).arg(&level).arg(&op).arg(&cand).arg(&self.capacity).arg(&wp).arg(&cand_word);
         // SAFETY: matches collide_expand(const Node*, const u64*, u64, FrontierLevel, u64*, u64*, u64, u64*, u64);

@@ -13,7 +13,7 @@ use glam::Vec4;
 use rayon::prelude::*;
 
 use crate::compaction::{CpuBackend, Error};
-use crate::frontier::{Expand, NEEDED, STATUS, status};
+use crate::frontier::{Expand, host};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_bf_expand, trace_bf_init, trace_camera,
@@ -204,31 +204,6 @@ fn n_of(words: &[u64], word: u64, capacity: usize) -> usize {
     words.get(word as usize).copied().unwrap_or(0).min(capacity as u64) as usize
 }
 
-/// frontier.cuh `frontier_fits`: whether `fan_out × n` slots fit; if not,
-/// the status says so, the need is recorded, and the output is empty.
-fn frontier_fits(words: &mut [u64], at: Expand, n: u64, fan_out: u64, capacity: u64) -> bool {
-    let fits = n <= capacity / fan_out;
-    words[at.output_len as usize] = if fits { n * fan_out } else { 0 };
-    if !fits {
-        words[STATUS as usize] |= status::OVERFLOW;
-        words[NEEDED as usize] = words[NEEDED as usize].max(n * fan_out);
-    }
-    fits
-}
-
-/// frontier.cuh `frontier_count_live`.
-fn frontier_count_live(words: &mut [u64], at: Expand, live: u64) {
-    words[at.output_live as usize] += live;
-    if at.last && live > 0 {
-        words[STATUS as usize] |= status::UNFINISHED;
-    }
-}
-
-/// frontier.cuh `frontier_n`.
-fn frontier_n(words: &[u64], at: Expand) -> u64 {
-    if words[at.input_live as usize] == 0 { 0 } else { words[at.input_len as usize] }
-}
-
 /// Every word a stage names must exist.
 fn check_words(words: &[u64], at: &[u64]) -> TraceResult<()> {
     match at.iter().find(|&&w| w as usize >= words.len()) {
@@ -319,8 +294,8 @@ impl Engine for CpuEngine {
         if (frontier.len() as u64) < capacity {
             return Err(too_short("frontier", capacity as usize, frontier.len()));
         }
-        let n = frontier_n(words, at).min(queue.len() as u64);
-        if !frontier_fits(words, at, n, 1, capacity) {
+        let n = host::n(words, at).min(queue.len() as u64);
+        if !host::fits(words, at, n, 1, capacity) {
             return Ok(());
         }
         let (s, p) = (&self.scene, &self.paths);
@@ -332,7 +307,7 @@ impl Engine for CpuEngine {
                 (*item != DEAD64) as u64
             })
             .sum();
-        frontier_count_live(words, at, live);
+        host::count_live(words, at, live);
         Ok(())
     }
 
@@ -351,8 +326,8 @@ impl Engine for CpuEngine {
             return Err(too_short("frontier", capacity as usize, output.len()));
         }
         let fan = 1usize << descend;
-        let n = frontier_n(words, at).min(capacity).min(input.len() as u64);
-        if !frontier_fits(words, at, n, fan as u64, capacity) {
+        let n = host::n(words, at).min(capacity).min(input.len() as u64);
+        if !host::fits(words, at, n, fan as u64, capacity) {
             return Ok(());
         }
         let (s, p) = (&self.scene, &self.paths);
@@ -361,7 +336,7 @@ impl Engine for CpuEngine {
             .zip(&input[..n as usize])
             .map(|(slots, &item)| trace_bf_expand(s, p, item, shadow, descend, slots) as u64)
             .sum();
-        frontier_count_live(words, at, live);
+        host::count_live(words, at, live);
         Ok(())
     }
 
@@ -409,8 +384,8 @@ impl Engine for CpuEngine {
     }
 
     fn accumulate(&mut self, words: &Vec<u64>) -> TraceResult<()> {
-        // frontier.cuh `frontier_ok`: a failed frame is redone or reported, never summed.
-        if words.get(STATUS as usize).copied().unwrap_or(0) != 0 {
+        // A failed frame is redone or reported, never summed.
+        if !host::ok(words) {
             return Ok(());
         }
         self.sum.par_iter_mut().zip(&self.paths.radiance).for_each(|(sum, &l)| trace_accumulate(sum, l));

@@ -12,7 +12,7 @@ use cudarc::driver::{
 };
 
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::frontier::Expand;
+use crate::frontier::{DeviceLevel, Expand};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Buf, Engine, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work};
@@ -275,34 +275,6 @@ impl CudaEngine {
     }
 }
 
-/// frontier.cuh `FrontierLevel`: keep in sync.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct LevelArgs {
-    input_len: u64,
-    input_live: u64,
-    output_len: u64,
-    output_live: u64,
-    last: u32,
-    pad: u32,
-}
-
-impl From<Expand> for LevelArgs {
-    fn from(at: Expand) -> Self {
-        LevelArgs {
-            input_len: at.input_len,
-            input_live: at.input_live,
-            output_len: at.output_len,
-            output_live: at.output_live,
-            last: at.last as u32,
-            pad: 0,
-        }
-    }
-}
-
-// SAFETY: plain repr(C) data laid out as frontier.cuh's FrontierLevel.
-unsafe impl DeviceRepr for LevelArgs {}
-
 /// The words a stage names must lie in the frame's word buffer.
 fn check_words(words: &CudaBuffer<u64>, at: &[u64]) -> TraceResult<()> {
     match at.iter().find(|&&w| w >= words.len()) {
@@ -430,7 +402,7 @@ impl Engine for CudaEngine {
         if frontier.len() < capacity {
             return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
         }
-        let (qp, sh, fp, wp, la) = (queue.ptr(), shadow as u32, frontier.ptr(), words.ptr(), LevelArgs::from(at));
+        let (qp, sh, fp, wp, la) = (queue.ptr(), shadow as u32, frontier.ptr(), words.ptr(), DeviceLevel::from(at));
         let mut l = self.stream.launch_builder(&self.functions.bf_init);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&sh).arg(&fp).arg(&capacity).arg(&wp).arg(&la);
         // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u32, u64*, u64, u64*, FrontierLevel); the
@@ -456,7 +428,7 @@ impl Engine for CudaEngine {
         if descend == 0 || descend > crate::trace::MAX_DESCEND {
             return Err(TraceError::Settings(format!("descend {descend} is outside 1..=5")));
         }
-        let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), LevelArgs::from(at));
+        let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), DeviceLevel::from(at));
         let mut l = self.stream.launch_builder(&self.functions.bf_expand);
         l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh).arg(&descend).arg(&wp).arg(&la);
         // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel);
