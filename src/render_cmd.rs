@@ -98,14 +98,14 @@ pub fn run(mut args: RenderArgs) -> Result<bool> {
         rayon::current_num_threads()
     );
     let packed = Packed::new(&sc, &tree);
-    let camera = CameraLayout::new(&sc.camera, args.width, args.height);
-    let ctx = RenderJob { args: &args, scene: &sc, tree: &tree, traversal };
 
     #[allow(unused_variables, unreachable_code)]
     match open_cuda(args.backend)? {
         Some(cuda) => {
             #[cfg(feature = "cuda")]
             {
+                let camera = CameraLayout::new(&sc.camera, args.width, args.height);
+                let ctx = RenderJob { args: &args, scene: &sc, tree: &tree, traversal };
                 let device = cuda.info.name.clone();
                 let settings = ctx.settings(&cuda)?;
                 let engine = reap::trace::cuda::CudaEngine::new(
