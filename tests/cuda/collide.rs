@@ -1,0 +1,304 @@
+//! The collision demo (issue 7): the GPU engine against brute force, the
+//! CPU engine, and itself under every compaction choice and both sorts. The
+//! kernels are compiled without FMA contraction, so results are compared bit
+//! for bit, several frames included.
+
+#[path = "../common/collide_redo.rs"]
+mod collide_redo;
+
+use super::gpu;
+use reap::collide::cpu::CpuCollide;
+use reap::collide::cuda::CudaCollide;
+use reap::collide::layout::{Body, Contact, LEAF, Node, World, pack};
+use reap::collide::scenario::{self, Scenario};
+use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame, physics};
+use reap::compaction::Algorithm;
+use reap::compaction::cuda::CudaBackend;
+
+/// `none` quadruples the frontier every level: room for a small tree's depth.
+const MAX_FRONTIER: u64 = 1 << 28;
+
+fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
+    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: MAX_FRONTIER }
+}
+
+fn lookback() -> CollideSettings {
+    settings(Compaction::With(Algorithm::Lookback), SortMethod::Fast)
+}
+
+/// Every leaf pair whose boxes overlap, by testing all n² / 2 of them.
+fn brute_force(bodies: &[Body]) -> Vec<u64> {
+    let leaves: Vec<Node> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let (min, max) = physics::aabb(b);
+            Node { min, left: i as u32, max, right: LEAF }
+        })
+        .collect();
+    let mut pairs = Vec::new();
+    for i in 0..leaves.len() {
+        for j in i + 1..leaves.len() {
+            if physics::overlap(&leaves[i], &leaves[j]) {
+                pairs.push(pack(i as u32, j as u32));
+            }
+        }
+    }
+    pairs
+}
+
+fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
+    bytemuck::cast_slice(v)
+}
+
+fn first_difference(a: &[Body], b: &[Body]) -> String {
+    let differs = |(x, y): (&Body, &Body)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
+    match a.iter().zip(b).position(differs) {
+        Some(i) => format!("body {i}: {:?} vs {:?}", a[i], b[i]),
+        None => format!("{} vs {} bodies", a.len(), b.len()),
+    }
+}
+
+/// One frame from `state`: what it found and where it left the bodies.
+struct Outcome {
+    stats: FrameStats,
+    candidates: Vec<u64>,
+    contacts: Vec<Contact>,
+    nodes: Vec<Node>,
+    after: Vec<Body>,
+}
+
+fn one_frame<E: Engine>(e: &mut E, s: &CollideSettings, state: &[Body]) -> Outcome {
+    e.set_bodies(state).expect("set_bodies");
+    let mut f = Frontier::new(e).expect("frontier");
+    let stats =
+        frame(e, s, &mut f, 0).unwrap_or_else(|err| panic!("{} {}: {err}", s.compact_pairs.name(), s.sort.name()));
+    Outcome {
+        stats,
+        candidates: e.candidate_pairs().expect("candidates"),
+        contacts: e.contact_list().expect("contacts"),
+        nodes: e.nodes().expect("nodes"),
+        after: e.bodies().expect("bodies"),
+    }
+}
+
+/// A state with many contacts: a pile that has fallen for a while.
+fn settled(b: CudaBackend, n: u32, frames: u32) -> (CudaCollide, World, Vec<Body>) {
+    let (world, bodies) = scenario::build(Scenario::Pile, n, 3).expect("scenario");
+    let mut e = CudaCollide::new(b, world, &bodies).expect("engine");
+    let s = lookback();
+    let mut f = Frontier::new(&e).expect("frontier");
+    for i in 0..frames {
+        frame(&mut e, &s, &mut f, i).expect("frame");
+    }
+    let state = e.bodies().expect("bodies");
+    (e, world, state)
+}
+
+fn assert_same(name: &str, got: &Outcome, want: &Outcome, want_name: &str) {
+    assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from {want_name}");
+    assert!(
+        bits(&got.contacts) == bits(&want.contacts),
+        "{name}: contacts differ from {want_name} ({} vs {})",
+        got.contacts.len(),
+        want.contacts.len()
+    );
+    // Nodes compare as floats: a box bound of zero may carry either sign (min / max of ±0).
+    assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from {want_name}'s");
+    assert_eq!(got.stats.candidates, want.stats.candidates, "{name}");
+    assert_eq!(got.stats.contacts, want.stats.contacts, "{name}");
+    assert!(
+        bits(&got.after) == bits(&want.after),
+        "{name} vs {want_name}: {}",
+        first_difference(&got.after, &want.after)
+    );
+}
+
+#[test]
+fn cuda_collide_broad_phase_is_brute_force() {
+    let Some(mut b) = gpu() else { return };
+    for sc in Scenario::ALL {
+        for n in [1, 2, 3, 50, 700] {
+            let (world, bodies) = scenario::build(sc, n, 11).expect("scenario");
+            let mut e = CudaCollide::new(b, world, &bodies).expect("engine");
+            let s = lookback();
+            let mut f = Frontier::new(&e).expect("frontier");
+            // A fresh spawn has no touching pair: the frames after it have some.
+            for i in 0..30 {
+                let before = e.bodies().expect("bodies");
+                frame(&mut e, &s, &mut f, i).expect("frame");
+                let found = e.candidate_pairs().expect("candidates");
+                assert_eq!(found, brute_force(&before), "{} n={n} frame {i}", sc.name());
+            }
+            b = e.into_backend();
+        }
+    }
+    let (mut e, _, state) = settled(b, 1000, 60);
+    let got = one_frame(&mut e, &lookback(), &state);
+    let want = brute_force(&state);
+    assert!(!want.is_empty(), "the settled pile has no overlapping pair");
+    assert_eq!(got.candidates, want, "the settled pile");
+}
+
+#[test]
+fn cuda_collide_is_the_same_under_every_compaction_and_sort() {
+    let Some(b) = gpu() else { return };
+    let choices: Vec<&str> = Compaction::choices(&b);
+    let sorts = SortMethod::choices(&b);
+    // Small, so that `none` (4^level slots) stays within MAX_FRONTIER.
+    let (mut e, _, state) = settled(b, 200, 80);
+    let reference = one_frame(&mut e, &lookback(), &state);
+    assert!(reference.stats.contacts > 0, "the settled pile has no contact");
+    for c in &choices {
+        let s = settings(Compaction::parse(c, e.backend(), "compact-pairs").unwrap(), SortMethod::Fast);
+        let got = one_frame(&mut e, &s, &state);
+        assert_same(&format!("compaction {c}"), &got, &reference, "lookback");
+        assert_eq!(got.stats.live, reference.stats.live, "compaction {c}: live pairs per level");
+        if *c != "none" {
+            assert_eq!(got.stats.frontier, reference.stats.frontier, "compaction {c}: frontier sizes");
+        }
+    }
+    for sort in &sorts {
+        let s = settings(Compaction::With(Algorithm::Lookback), SortMethod::parse(sort, e.backend()).unwrap());
+        let got = one_frame(&mut e, &s, &state);
+        assert_same(&format!("sort {sort}"), &got, &reference, "fast");
+    }
+}
+
+#[test]
+fn cuda_collide_matches_the_cpu_engine_on_one_frame() {
+    let Some(b) = gpu() else { return };
+    let (mut e, world, state) = settled(b, 3000, 60);
+    let mut cpu = CpuCollide::new(world, &state).expect("cpu engine");
+    for s in [lookback(), settings(Compaction::With(Algorithm::Atomic), SortMethod::Split(Algorithm::Lookback))] {
+        let got = one_frame(&mut e, &s, &state);
+        let want = one_frame(&mut cpu, &lookback(), &state);
+        assert!(want.stats.contacts > 0, "the settled pile has no contact");
+        assert_same(&format!("cuda {} {}", s.compact_pairs.name(), s.sort.name()), &got, &want, "the CPU");
+        assert_eq!(got.stats.live, want.stats.live, "live pairs per level");
+    }
+    // `none` on both, on a pile small enough for it.
+    let (mut e, world, state) = settled(e.into_backend(), 200, 80);
+    let mut cpu = CpuCollide::new(world, &state).expect("cpu engine");
+    let none = settings(Compaction::None, SortMethod::Fast);
+    let (got, want) = (one_frame(&mut e, &none, &state), one_frame(&mut cpu, &none, &state));
+    assert_same("cuda none", &got, &want, "the CPU's none");
+    assert_eq!(got.stats.frontier, want.stats.frontier, "none: frontier sizes");
+    assert_eq!(got.stats.live, want.stats.live, "none: live pairs per level");
+}
+
+/// Bit-identical trajectories: the GPU adds the solver's fixed-point sums
+/// in another order than the CPU, which integer addition does not see, and
+/// every float operation rounds as the CPU's does (no FMA contraction).
+#[test]
+fn cuda_collide_simulates_bit_identical_to_the_cpu() {
+    let Some(mut b) = gpu() else { return };
+    for sc in Scenario::ALL {
+        let (world, bodies) = scenario::build(sc, 1500, 5).expect("scenario");
+        let mut g = CudaCollide::new(b, world, &bodies).expect("engine");
+        let mut c = CpuCollide::new(world, &bodies).expect("cpu engine");
+        let s = lookback();
+        let (mut fg, mut fc) = (Frontier::new(&g).unwrap(), Frontier::new(&c).unwrap());
+        let mut contacts = 0;
+        for i in 0..60 {
+            let sg = frame(&mut g, &s, &mut fg, i).expect("gpu frame");
+            let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
+            assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{} frame {i}", sc.name());
+            let (bg, bc) = (g.bodies().unwrap(), c.bodies().unwrap());
+            assert!(bits(&bg) == bits(&bc), "{} frame {i}: {}", sc.name(), first_difference(&bg, &bc));
+            contacts += sg.contacts;
+        }
+        assert!(contacts > 0, "{}: 60 frames without a contact test nothing", sc.name());
+        b = g.into_backend();
+    }
+}
+
+/// A steady-state frame waits on the device twice, both in `end_frame`
+/// (the words, the stage times): the pair walk, the narrow phase and the
+/// solver read every count on the device, with compaction or without.
+#[test]
+fn cuda_collide_frame_waits_twice() {
+    use reap::gpu::SyncMark;
+    let Some(b) = gpu() else { return };
+    let steady = |e: &mut CudaCollide, s: &CollideSettings, state: &[Body]| {
+        let what = format!("{} {} on {} bodies", s.compact_pairs.name(), s.sort.name(), state.len());
+        e.set_bodies(state).expect("set_bodies");
+        let mut f = Frontier::new(e).expect("frontier");
+        // Warm-up: compiles the kernels, sizes the frontier, the lists and the level bound.
+        for i in 0..3 {
+            frame(e, s, &mut f, i).expect("warm-up frame");
+        }
+        let mark = SyncMark::now();
+        let st = frame(e, s, &mut f, 3).expect("frame");
+        assert_eq!(f.attempts(), 1, "{what}: the measured frame was redone");
+        assert_eq!(mark.on_this_thread(), 2, "{what}: host waits in one frame");
+        assert!(st.contacts > 0 && st.live.len() > 2, "{what}: the frame found nothing: {:?}", st.live);
+        assert!(st.wall_ms >= st.frame_ms, "{what}: the wall clock holds the frame's stages");
+    };
+    let (mut e, _, state) = settled(b, 3000, 40);
+    steady(&mut e, &lookback(), &state);
+    steady(&mut e, &settings(Compaction::With(Algorithm::Atomic), SortMethod::Split(Algorithm::Lookback)), &state);
+    // `none` keeps every dead slot: a small pile.
+    let (mut e, _, state) = settled(e.into_backend(), 200, 60);
+    steady(&mut e, &settings(Compaction::None, SortMethod::Fast), &state);
+}
+
+/// tests/common/collide_redo.rs on the GPU: short frames are redone and
+/// find what the CPU finds; an overflow is refused without moving a body.
+#[test]
+fn cuda_collide_redoes_short_frames_and_refuses_overflow() {
+    let Some(b) = gpu() else { return };
+    let (mut e, world, state) = settled(b, 1500, 60);
+    collide_redo::short_frames_are_redone_and_find_the_same(&mut e, &lookback(), &state);
+    let mut cpu = CpuCollide::new(world, &state).expect("cpu engine");
+    let (want, got) = (one_frame(&mut cpu, &lookback(), &state), one_frame(&mut e, &lookback(), &state));
+    assert_same("cuda after redone frames", &got, &want, "the CPU");
+    collide_redo::an_overflowing_frontier_is_refused_and_moves_no_body(&mut e, &state);
+    let (mut e, _, state) = settled(e.into_backend(), 150, 80);
+    collide_redo::short_frames_are_redone_and_find_the_same(
+        &mut e,
+        &settings(Compaction::None, SortMethod::Fast),
+        &state,
+    );
+}
+
+/// The fast sort orders equal codes by body id, as the split sort does,
+/// across tiles (2048 keys) and with long runs of equal digits.
+#[test]
+fn cuda_fast_sort_equals_the_split_sort() {
+    let Some(b) = gpu() else { return };
+    let (world, mut bodies) = scenario::build(Scenario::Gas, 9000, 2).expect("scenario");
+    // Put the bodies on 37 points, so that most Morton codes repeat.
+    for (i, body) in bodies.iter_mut().enumerate() {
+        let k = (i * 7919 % 37) as f32;
+        body.pos = [world.min[0] + 1.0 + k * 0.5, world.min[1] + 1.0 + (k * 0.3) % 2.0, world.min[2] + 1.0];
+    }
+    let mut e = CudaCollide::new(b, world, &bodies).expect("engine");
+    let mut cpu = CpuCollide::new(world, &bodies).expect("cpu engine");
+    let mut trees = Vec::new();
+    // The build stages alone: a frame's words, none of them used.
+    let (mut words, mut cpu_words) = (e.alloc::<u64>(4).unwrap(), vec![0u64; 4]);
+    for sort in [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)] {
+        e.begin_frame(&mut words, 4).unwrap();
+        e.codes().unwrap();
+        e.sort(sort).unwrap();
+        e.build().unwrap();
+        e.refit().unwrap();
+        e.end_frame(&words).unwrap();
+        trees.push((sort.name(), e.nodes().unwrap()));
+    }
+    cpu.begin_frame(&mut cpu_words, 4).unwrap();
+    cpu.codes().unwrap();
+    cpu.sort(SortMethod::Fast).unwrap();
+    cpu.build().unwrap();
+    cpu.refit().unwrap();
+    cpu.end_frame(&cpu_words).unwrap();
+    let want = cpu.nodes().unwrap();
+    for (name, tree) in &trees {
+        assert!(*tree == want, "sort {name} on the GPU builds another hierarchy than the CPU");
+    }
+    let n = bodies.len();
+    let mut leaves: Vec<u32> = want[n - 1..].iter().map(|l| l.left).collect();
+    leaves.sort_unstable();
+    assert_eq!(leaves, (0..n as u32).collect::<Vec<_>>(), "the leaves are not a permutation of the bodies");
+}

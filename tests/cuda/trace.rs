@@ -1,0 +1,225 @@
+//! The path tracer on the GPU: its images against the CPU engine and itself,
+//! its host waits per frame, its frontier bound and its 8-bit hand-off.
+
+use super::gpu;
+
+/// The path tracer on the GPU: every compaction choice renders the same bits,
+/// and the image agrees with the CPU engine's within noise (the arithmetic is
+/// the same; only fused multiply-adds differ).
+#[test]
+fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (64, 48);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut settings = RenderSettings {
+        width: w,
+        height: h,
+        spp: 4,
+        max_bounces: 6,
+        traversal: Traversal::BreadthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        first_sample: 0,
+        max_frontier: 1 << 26,
+        descend: reap::trace::DESCEND,
+    };
+    let choices = Compaction::choices(&b);
+    let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let mut images = Vec::new();
+    for traversal in Traversal::ALL {
+        for c in &choices {
+            settings.traversal = traversal;
+            settings.compact_paths = Compaction::parse(c, gpu_engine.backend(), "paths").unwrap();
+            settings.compact_frontier = settings.compact_paths;
+            gpu_engine.reset().unwrap();
+            render(&mut gpu_engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{c} {traversal:?}: {e}"));
+            images.push((format!("{c} {}", traversal.name()), gpu_engine.image().unwrap()));
+        }
+    }
+    // Any descent depth, with and without frontier compaction, renders the same bits.
+    settings.traversal = Traversal::BreadthFirst;
+    for descend in [1, 5] {
+        for c in ["none", "lookback"] {
+            settings.descend = descend;
+            settings.compact_frontier = Compaction::parse(c, gpu_engine.backend(), "frontier").unwrap();
+            gpu_engine.reset().unwrap();
+            render(&mut gpu_engine, &settings, |_| {}).unwrap_or_else(|e| panic!("descend {descend} {c}: {e}"));
+            images.push((format!("descend {descend} frontier {c}"), gpu_engine.image().unwrap()));
+        }
+    }
+    settings.descend = reap::trace::DESCEND;
+    let (first_name, first) = &images[0];
+    for (name, img) in &images[1..] {
+        let same = bytemuck::cast_slice::<[f32; 4], u32>(img) == bytemuck::cast_slice::<[f32; 4], u32>(first);
+        assert!(same, "{name} renders a different image than {first_name}");
+    }
+    let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 6);
+    render(&mut cpu, &settings, |_| {}).unwrap();
+    let cpu_img = cpu.image().unwrap();
+    let mean = |img: &[[f32; 4]]| img.iter().map(|p| (p[0] + p[1] + p[2]) as f64 / p[3] as f64).sum::<f64>();
+    let (g, c) = (mean(first), mean(&cpu_img));
+    assert!((g - c).abs() <= 1e-3 * c.abs(), "GPU mean {g} vs CPU mean {c}");
+}
+
+/// Every host wait goes through the GPU layer's counted helpers: a call that
+/// only enqueues makes none, each read-back exactly one.
+/// A frame runs on the device from its start to its end: the host waits
+/// exactly twice per frame, both at the end (the frame's words, then the
+/// stage times), for both traversals, with and without compaction at either
+/// site. No count is read inside the frame, so none sizes a launch.
+#[test]
+fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
+    use reap::compaction::Algorithm;
+    use reap::gpu::SyncMark;
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, RenderSettings, Traversal, cuda::CudaEngine, render};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (64, 48);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let base = RenderSettings {
+        width: w,
+        height: h,
+        spp: 3,
+        max_bounces: 6,
+        traversal: Traversal::DepthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        first_sample: 0,
+        max_frontier: 1 << 26,
+        descend: reap::trace::DESCEND,
+    };
+    let lookback = Compaction::With(Algorithm::Lookback);
+    for traversal in Traversal::ALL {
+        for compact in [Compaction::None, lookback] {
+            let settings =
+                RenderSettings { traversal, compact_paths: compact, compact_frontier: compact, ..base.clone() };
+            let what = format!("{} {}", traversal.name(), compact.name());
+            // The warm-up compiles the kernels and lets the frontier grow to what a frame needs.
+            render(&mut engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{what} warm-up: {e}"));
+            let mark = SyncMark::now();
+            let frames = render(&mut engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                mark.on_this_thread(),
+                2 * frames.len() as u64,
+                "{what}: host waits for {} frames",
+                frames.len()
+            );
+            let f = &frames[0];
+            assert!(f.wall_ms >= f.frame_ms, "{what}: the wall clock holds the frame's stages");
+            assert_eq!(f.queue[0], (w * h) as u64, "{what}: the counts come from the words");
+            assert!(f.alive[0] > 0 && f.shadow_rays[0] > 0, "{what}: {f:?}");
+            if traversal == Traversal::BreadthFirst {
+                assert!(f.frontier[0].len() > 1 && !f.shadow_frontier[0].is_empty(), "{what}: levels recorded");
+            }
+        }
+    }
+}
+
+/// A frame whose frontier would pass --max-frontier returns the clear
+/// error, and nothing is written past the frontier's capacity (a poisoned
+/// guard region is read back intact); the failed frame accumulates nothing.
+#[test]
+fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{
+        Compaction, Engine, RenderSettings, TraceError, Traversal, cuda::CudaEngine, frontier_guard, guard_frontier,
+        render,
+    };
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (32, 32);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut e = CudaEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+    guard_frontier(&mut e, 1 << 16).expect("guard");
+    let settings = RenderSettings {
+        width: w,
+        height: h,
+        spp: 1,
+        max_bounces: 4,
+        traversal: Traversal::BreadthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed: 7,
+        first_sample: 0,
+        max_frontier: 3000,
+        descend: reap::trace::DESCEND,
+    };
+    match render(&mut e, &settings, |_| {}) {
+        Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
+            assert!(items > 3000 && err.to_string().contains("--max-frontier"), "{err}");
+        }
+        other => panic!("expected FrontierTooLarge, got {other:?}"),
+    }
+    let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+    assert_eq!(capacity, 3000);
+    assert!(intact, "a slot past the frontier's capacity was written");
+    assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "a failed frame accumulated");
+}
+
+/// The viewer's hand-off: the 8-bit image the GPU converts and reads back
+/// through its pinned staging buffer, against the CPU twin of the conversion
+/// (src/trace/tonemap.rs) on the same sums. The two may differ by one step
+/// where CUDA's `powf` rounds differently from the CPU's; nowhere by more.
+/// Read after more samples too, so the reused staging buffer is seen to
+/// follow the sums. An odd size leaves the last block partly empty.
+#[test]
+fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
+    use reap::trace::layout::{CameraLayout, Packed};
+    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cuda::CudaEngine, render, tonemap};
+    let Some(b) = gpu() else { return };
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (61, 59);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut e = CudaEngine::new(b, &packed, camera, w, h, 3, 6).expect("engine");
+    let black = e.rgba8().expect("the image before any sample").to_vec();
+    assert_eq!(black.len(), (w * h) as usize);
+    assert!(black.iter().all(|p| *p == [0, 0, 0, 255]), "no sample yet: every pixel black and opaque");
+    let mut first_sample = 0;
+    let mut shown = Vec::new();
+    for spp in [1, 3] {
+        let settings = RenderSettings {
+            width: w,
+            height: h,
+            spp,
+            max_bounces: 6,
+            traversal: Traversal::DepthFirst,
+            compact_paths: Compaction::None,
+            compact_frontier: Compaction::None,
+            seed: 3,
+            first_sample,
+            max_frontier: 1 << 26,
+            descend: reap::trace::DESCEND,
+        };
+        render(&mut e, &settings, |_| {}).expect("render");
+        first_sample += spp;
+        let want: Vec<[u8; 4]> = e.image().expect("sums").into_iter().map(tonemap::trace_tonemap).collect();
+        let got = e.rgba8().expect("the 8-bit image").to_vec();
+        assert_eq!(got.len(), want.len());
+        let mut off_by_one = 0;
+        for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+            let worst = g.iter().zip(c).map(|(a, b)| (*a as i32 - *b as i32).abs()).max().unwrap_or(0);
+            assert!(worst <= 1 && g[3] == 255, "pixel {i} after {first_sample} spp: GPU {g:?}, CPU twin {c:?}");
+            off_by_one += (worst == 1) as usize;
+        }
+        assert!(off_by_one * 100 <= got.len(), "{off_by_one} of {} pixels differ from the CPU twin", got.len());
+        let lit = got.iter().filter(|p| p[0] > 40 || p[1] > 40 || p[2] > 40).count();
+        assert!(lit * 2 > got.len(), "the Cornell box is lit: {lit} of {} pixels", got.len());
+        shown.push(got);
+    }
+    assert_ne!(shown[0], shown[1], "the staging buffer follows the sums after more samples");
+}
