@@ -1,5 +1,5 @@
 // The wavefront path tracer's stages (src/trace/mod.rs runs them in order;
-// src/trace/cpu.rs is the CPU twin of each kernel). One path per pixel per
+// src/trace/cpu/ is the CPU twin of each kernel). One path per pixel per
 // sample; state in structure-of-arrays indexed by path id; the live-path queue
 // holds path ids, TRACE_DEAD32 marks a dead slot, and the library's
 // compaction removes dead slots between bounces. Breadth-first traversal works

@@ -1,7 +1,7 @@
 //! The CPU twins of `kernels/trace/common.cuh` and of the per-path work of
 //! each kernel in `kernels/trace/wavefront.cu`: same names, same arguments in
 //! the same order, same arithmetic in the same order, f32 throughout, so the
-//! two read side by side. `cpu.rs` runs these over the queues with rayon.
+//! two read side by side. `cpu/` runs these over the queues with rayon.
 //!
 //! Integer work (the random numbers, the hit keys) is bit-identical to the
 //! GPU's; float results can differ in the last bits, because NVRTC contracts

@@ -1,0 +1,203 @@
+//! The tracer's breadth-first traversal: the bound on a run's levels, the
+//! frontier it runs in (sized on the first frame, grown and the frame redone
+//! when the device reports an overflow, guarded in tests), and each bounce's
+//! run of the shared level loop of [`frontier`] through the [`Engine`]'s init
+//! and expand stages. [`render`](super::render) and [`frame`] are the pipeline
+//! around it.
+
+use super::{
+    Buf, Compaction, Engine, FrameStats, FrameWords, RenderSettings, StageId, TraceError, TraceResult, Traversal, Work,
+    frame, stage, work,
+};
+use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS};
+
+/// Tests: from now on the engine allocates its breadth-first frontier with
+/// `guard` poisoned slots past its capacity ([`Frontier::guarded`]).
+pub fn guard_frontier<E: Engine>(e: &mut E, guard: u64) -> TraceResult<()> {
+    let mut w = work(e)?;
+    w.guard = guard;
+    w.frontier = None;
+    *e.work() = Some(w);
+    Ok(())
+}
+
+/// Tests: the capacity of the engine's frontier and whether its guard slots
+/// still hold the poison (`None` before any breadth-first frame).
+pub fn frontier_guard<E: Engine>(e: &mut E) -> TraceResult<Option<(u64, bool)>> {
+    let w = work(e)?;
+    let r = match &w.frontier {
+        Some(f) => Some((f.capacity(), f.guard_intact(e.backend())?)),
+        None => None,
+    };
+    *e.work() = Some(w);
+    Ok(r)
+}
+
+/// Breadth-first levels per run: each expansion descends `descend` BVH
+/// levels, leaves are intersected where met, so items past level 0 are
+/// internal nodes at depth 1 + level × descend (the root at depth 1), and the
+/// deepest internal nodes sit at depth − 1. Exact: a run's last expansion
+/// emits nothing.
+pub fn levels(depth: u32, descend: u32) -> u32 {
+    1 + depth.saturating_sub(2) / descend.max(1)
+}
+
+/// One frame, redone from its start with a larger frontier while the device
+/// says the frontier overflowed and `--max-frontier` and the memory allow it.
+/// The failed attempt accumulated nothing, so the image is as if it fitted.
+pub(super) fn frame_that_fits<E: Engine>(
+    e: &mut E,
+    s: &RenderSettings,
+    w: &mut Work<E>,
+    sample: u32,
+) -> TraceResult<FrameStats> {
+    let fan = 1u64 << s.descend;
+    loop {
+        if s.traversal == Traversal::BreadthFirst {
+            // The first guess: every level at most fan-out × pixels; kept across frames.
+            let first = fan.saturating_mul(e.pixels()).min(s.max_frontier);
+            let keep = w.frontier.as_ref().is_some_and(|f| f.capacity() <= s.max_frontier);
+            if !keep {
+                make_frontier(e, w, first)?;
+            }
+        }
+        let (stats, words) = frame(e, s, w, sample)?;
+        let status = words.get(STATUS as usize).copied().unwrap_or(0);
+        if status == 0 {
+            return Ok(stats);
+        }
+        let fw = FrameWords::plan(s, levels(e.bvh_depth(), s.descend));
+        if status & frontier::status::OVERFLOW == 0 {
+            return Err(TraceError::Settings(format!(
+                "the breadth-first loop ended with live items after its {} levels (status {status:#x}): \
+                 the level bound from the BVH depth {} is wrong",
+                levels(e.bvh_depth(), s.descend),
+                e.bvh_depth()
+            )));
+        }
+        let needed = words.get(NEEDED as usize).copied().unwrap_or(0);
+        let (bounce, level) = overflowed_at(&fw, &words, s.compact_frontier);
+        let capacity = w.frontier.as_ref().map_or(0, |f| f.capacity());
+        if needed > s.max_frontier || needed <= capacity {
+            let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
+            return Err(TraceError::FrontierTooLarge { items: needed, gib, level, bounce, max: s.max_frontier });
+        }
+        make_frontier(e, w, needed.next_power_of_two().min(s.max_frontier))?;
+    }
+}
+
+/// Replaces the work's frontier with one of `capacity` items, if the
+/// engine's memory holds it (the old one is freed first).
+fn make_frontier<E: Engine>(e: &E, w: &mut Work<E>, capacity: u64) -> TraceResult<()> {
+    let bytes = |f: u64| 2 * (f + w.guard) * 8;
+    if let Some(free) = e.free_memory()? {
+        let free = free + w.frontier.as_ref().map_or(0, |f| bytes(f.capacity()));
+        if bytes(capacity) > free {
+            return Err(TraceError::OutOfMemory { what: "the breadth-first frontier", bytes: bytes(capacity), free });
+        }
+    }
+    w.frontier = None;
+    w.frontier = Some(Frontier::guarded(e.backend(), capacity, w.guard)?);
+    Ok(())
+}
+
+/// The first (bounce, level) whose frontier did not fit: a level entered
+/// with live items whose expansion wrote nothing (or, at level 0, a queue
+/// that init could not hold).
+fn overflowed_at(fw: &FrameWords, words: &[u64], compaction: Compaction) -> (u32, u32) {
+    let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+    for (b, bw) in fw.bounces.iter().enumerate() {
+        let Some((rays, shadows)) = bw.rays else { continue };
+        for at in [rays, shadows] {
+            if word(bw.queue) > 0 && word(at.len(0)) == 0 {
+                return (b as u32, 0);
+            }
+            for l in 0..at.levels() {
+                let entered = match compaction {
+                    Compaction::None => word(at.len(l)),
+                    Compaction::With(_) => word(at.kept(l)),
+                };
+                if word(at.live(l)) > 0 && entered > 0 && word(at.len(l + 1)) == 0 {
+                    return (b as u32, l + 1);
+                }
+            }
+        }
+    }
+    (0, 0)
+}
+
+/// Breadth-first traversal of the queued paths' rays (or shadow rays) through
+/// the shared level loop ([`frontier::run`]): init writes level 0, then per
+/// level the frontier is compacted and expanded by `descend` BVH levels.
+pub(super) fn breadth_first<E: Engine>(
+    e: &mut E,
+    s: &RenderSettings,
+    w: &mut Work<E>,
+    bounce: u32,
+    queue_len: u64,
+    at: LevelWords,
+    shadow: bool,
+) -> TraceResult<()> {
+    let (init, expand, compact) = if shadow {
+        (stage::SHADOW_INIT, stage::SHADOW_EXPAND, stage::COMPACT_SHADOW_FRONTIER)
+    } else {
+        (stage::FRONTIER_INIT, stage::EXPAND, stage::COMPACT_FRONTIER)
+    };
+    let f = w.frontier.as_mut().ok_or_else(|| TraceError::Settings("no breadth-first frontier was made".into()))?;
+    let capacity = f.capacity();
+    // Level 0's length word is read as the "input" of init: the queue's.
+    let level0 = frontier::Expand {
+        level: 0,
+        input_len: queue_len,
+        input_live: queue_len,
+        output_len: at.len(0),
+        output_live: at.live(0),
+        last: false,
+    };
+    e.stage(StageId::bounce(init, bounce), |e| {
+        e.frontier_init(&w.queue, shadow, f.front_mut(), capacity, &mut w.words, level0)
+    })?;
+    let compaction = match s.compact_frontier {
+        Compaction::None => None,
+        Compaction::With(alg) => Some(alg),
+    };
+    let plan = Plan { levels: at.levels(), compaction, names: Names { expand, compact } };
+    let mut run = Run { e, bounce, shadow, descend: s.descend, capacity };
+    frontier::run(&mut run, f, &mut w.words, at, &plan)
+}
+
+/// The tracer's side of the level loop, for one run (a bounce's rays or shadow rays).
+struct Run<'a, E: Engine> {
+    e: &'a mut E,
+    bounce: u32,
+    shadow: bool,
+    descend: u32,
+    capacity: u64,
+}
+
+impl<E: Engine> Levels for Run<'_, E> {
+    type B = E::B;
+    type Error = TraceError;
+    fn backend(&self) -> &E::B {
+        self.e.backend()
+    }
+    fn level_stage(
+        &mut self,
+        name: &'static str,
+        level: u32,
+        f: &mut dyn FnMut(&mut Self) -> TraceResult<()>,
+    ) -> TraceResult<()> {
+        let mark = self.e.stage_begin()?;
+        f(self)?;
+        self.e.stage_end(StageId::level(name, self.bounce, level), mark)
+    }
+    fn expand(
+        &mut self,
+        at: frontier::Expand,
+        input: &Buf<E, u64>,
+        output: &mut Buf<E, u64>,
+        words: &mut Buf<E, u64>,
+    ) -> TraceResult<()> {
+        self.e.expand(input, output, self.capacity, self.shadow, self.descend, words, at)
+    }
+}

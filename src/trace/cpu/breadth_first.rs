@@ -1,0 +1,243 @@
+//! The CPU twins of the breadth-first kernels of `kernels/trace/wavefront.cu`
+//! (`trace_bf_init`, `trace_bf_expand`), each a rayon loop over the same
+//! buffers in the same order calling the per-item function of the same name
+//! in `shading.rs`; and the tests of breadth-first traversal and of the
+//! frontier's level bound, growth and guard on the CPU engine.
+
+use rayon::prelude::*;
+
+use super::{CpuEngine, check_words, too_short};
+use crate::frontier::{Expand, host};
+use crate::trace::shading::{trace_bf_expand, trace_bf_init};
+use crate::trace::{DEAD64, TraceResult};
+
+impl CpuEngine {
+    /// `trace_bf_init`: [`Engine::frontier_init`](crate::trace::Engine::frontier_init).
+    pub(super) fn bf_init(
+        &mut self,
+        queue: &[u32],
+        shadow: bool,
+        frontier: &mut [u64],
+        capacity: u64,
+        words: &mut [u64],
+        at: Expand,
+    ) -> TraceResult<()> {
+        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
+        if (frontier.len() as u64) < capacity {
+            return Err(too_short("frontier", capacity as usize, frontier.len()));
+        }
+        let n = host::n(words, at).min(queue.len() as u64);
+        if !host::fits(words, at, n, 1, capacity) {
+            return Ok(());
+        }
+        let (s, p) = (&self.scene, &self.paths);
+        let live: u64 = frontier[..n as usize]
+            .par_iter_mut()
+            .zip(&queue[..n as usize])
+            .map(|(item, &path)| {
+                *item = trace_bf_init(s, p, path, shadow);
+                (*item != DEAD64) as u64
+            })
+            .sum();
+        host::count_live(words, at, live);
+        Ok(())
+    }
+
+    /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
+    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
+    pub(super) fn bf_expand(
+        &mut self,
+        input: &[u64],
+        output: &mut [u64],
+        capacity: u64,
+        shadow: bool,
+        descend: u32,
+        words: &mut [u64],
+        at: Expand,
+    ) -> TraceResult<()> {
+        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
+        if (output.len() as u64) < capacity {
+            return Err(too_short("frontier", capacity as usize, output.len()));
+        }
+        let fan = 1usize << descend;
+        let n = host::n(words, at).min(capacity).min(input.len() as u64);
+        if !host::fits(words, at, n, fan as u64, capacity) {
+            return Ok(());
+        }
+        let (s, p) = (&self.scene, &self.paths);
+        let live: u64 = output[..n as usize * fan]
+            .par_chunks_mut(fan)
+            .zip(&input[..n as usize])
+            .map(|(slots, &item)| trace_bf_expand(s, p, item, shadow, descend, slots) as u64)
+            .sum();
+        host::count_live(words, at, live);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use super::super::tests::{COUNTS, Q, compaction, engine, render_bits, settings};
+    use super::*;
+    use crate::trace::{
+        Compaction, DEAD32, Engine, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard, guard_frontier,
+        render,
+    };
+
+    fn hits(e: &CpuEngine) -> Vec<u64> {
+        e.paths.hit.iter().map(|h| h.load(Relaxed)).collect()
+    }
+
+    fn occluded(e: &CpuEngine) -> Vec<u32> {
+        e.paths.occluded.iter().map(|o| o.load(Relaxed)).collect()
+    }
+
+    /// Breadth-first traversal of the queue's rays, `descend` BVH levels per
+    /// expansion, dead items dropped between levels, until none is left.
+    fn breadth_first(e: &mut CpuEngine, queue: &Vec<u32>, shadow: bool, descend: u32) {
+        // Words: status, needed, the queue's length, then the output's and the input's length and live count.
+        let mut words = vec![0, 0, queue.len() as u64, 0, 0, 0, 0];
+        let at = |input| Expand {
+            level: 0,
+            input_len: input,
+            input_live: input + 1,
+            output_len: 3,
+            output_live: 4,
+            last: false,
+        };
+        let mut frontier = vec![DEAD64; queue.len()];
+        let mut level0 = at(2);
+        level0.input_live = 2;
+        e.frontier_init(queue, shadow, &mut frontier, queue.len() as u64, &mut words, level0).expect("init");
+        assert_eq!(words[3], queue.len() as u64);
+        frontier.retain(|&item| item != DEAD64);
+        assert_eq!(words[4], frontier.len() as u64, "init counts its live items");
+        while !frontier.is_empty() {
+            let capacity = frontier.len() << descend;
+            (words[3], words[4], words[5], words[6]) = (0, 0, frontier.len() as u64, frontier.len() as u64);
+            let mut out = vec![0; capacity];
+            e.expand(&frontier, &mut out, capacity as u64, shadow, descend, &mut words, at(5)).expect("expand");
+            assert_eq!((words[0], words[3]), (0, capacity as u64), "an expansion that fits");
+            out.retain(|&item| item != DEAD64);
+            assert_eq!(words[4], out.len() as u64, "expand counts its live items");
+            frontier = out;
+        }
+    }
+
+    /// Both traversals must find the same closest hit (and the same shadow
+    /// occlusion) for every ray, bounce after bounce: the images can only be
+    /// identical if they do.
+    #[test]
+    fn breadth_first_and_depth_first_find_the_same_hits() {
+        let (w, h) = (48, 48);
+        let (mut bf, mut df) = (engine("cornell", w, h, 5), engine("cornell", w, h, 5));
+        let (mut q_bf, mut q_df) = (vec![0; (w * h) as usize], vec![0; (w * h) as usize]);
+        let mut words = vec![0; 8];
+        bf.camera(0, &mut q_bf, &mut words, Q).expect("camera");
+        df.camera(0, &mut q_df, &mut words, Q).expect("camera");
+        for bounce in 0..5 {
+            // Every descent depth, bounce by bounce: all must find the depth-first hits.
+            let descend = bounce % MAX_DESCEND + 1;
+            breadth_first(&mut bf, &q_bf, false, descend);
+            df.depth_first(&q_df, false, &words, Q).expect("depth-first");
+            let found = hits(&df);
+            assert_eq!(hits(&bf), found, "closest hits differ at bounce {bounce}");
+            let live = q_df.iter().filter(|&&p| p != DEAD32).count();
+            let hit = q_df.iter().filter(|&&p| p != DEAD32 && found[p as usize] != DEAD64).count();
+            assert!(hit * 2 > live, "bounce {bounce}: only {hit} of {live} rays hit the closed box");
+
+            let (mut next_bf, mut next_df) = (vec![0; q_bf.len()], vec![0; q_df.len()]);
+            bf.shade(&q_bf, &mut next_bf, 0, bounce, &mut words, Q, COUNTS).expect("shade");
+            df.shade(&q_df, &mut next_df, 0, bounce, &mut words, Q, COUNTS).expect("shade");
+            assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
+            breadth_first(&mut bf, &q_bf, true, descend);
+            df.depth_first(&q_df, true, &words, Q).expect("shadow depth-first");
+            // A path without a shadow ray keeps whatever it had; compare the ones that cast one.
+            let casts = |e: &CpuEngine| {
+                let o = occluded(e);
+                q_df.iter()
+                    .filter(|&&p| p != DEAD32 && e.paths.shadow_dir[p as usize].w > 0.0)
+                    .map(|&p| (p, o[p as usize]))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(casts(&bf), casts(&df), "shadow rays' occlusion differs at bounce {bounce}");
+            (q_bf, q_df) = (next_bf, next_df);
+        }
+    }
+
+    /// However many BVH levels one expansion descends, the image and the
+    /// per-bounce counts are those of depth-first traversal, bit for bit,
+    /// with and without frontier compaction.
+    #[test]
+    fn every_descent_depth_renders_the_depth_first_image() {
+        let base = settings(24, 24, 2, 6, Traversal::DepthFirst);
+        let want = render_bits(&base);
+        for descend in 1..=MAX_DESCEND {
+            for c in [Compaction::None, compaction("lookback")] {
+                let s =
+                    RenderSettings { traversal: Traversal::BreadthFirst, compact_frontier: c, descend, ..base.clone() };
+                let got = render_bits(&s);
+                assert!(got.0 == want.0, "descend {descend}, {}: another image than depth-first", c.name());
+                assert_eq!(got.1, want.1, "descend {descend}, {}: other per-bounce counts", c.name());
+            }
+        }
+    }
+
+    /// The level bound is exact: a run ends at the BVH's depth, so the last
+    /// expansion emits nothing (the frame's status would say otherwise).
+    #[test]
+    fn the_level_bound_covers_the_bvh_exactly() {
+        use crate::trace::levels;
+        assert_eq!([1, 2, 3, 4, 10].map(|d| levels(d, 1)), [1, 1, 2, 3, 9]);
+        assert_eq!([1, 2, 3, 4, 5, 10].map(|d| levels(d, 3)), [1, 1, 1, 1, 2, 3]);
+        let mut e = engine("cornell", 16, 16, 4);
+        let depth = e.bvh_depth();
+        for descend in 1..=MAX_DESCEND {
+            let s = RenderSettings { descend, ..settings(16, 16, 1, 4, Traversal::BreadthFirst) };
+            let f = &render(&mut e, &s, |_| {}).expect("renders")[0];
+            let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
+            assert_eq!(deepest, levels(depth, descend), "descend {descend}, BVH depth {depth}: levels entered");
+        }
+    }
+
+    /// A frontier that outgrows its first capacity is grown on the host after
+    /// the frame and the frame is redone: the image is as if it had fitted.
+    #[test]
+    fn an_overflowing_frame_is_redone_with_a_larger_frontier() {
+        let mut e = engine("cornell", 24, 24, 4);
+        // `none` keeps every dead slot: 8 × pixels (the first guess) cannot hold level 2.
+        let s = settings(24, 24, 1, 4, Traversal::BreadthFirst);
+        let frames = render(&mut e, &s, |_| {}).expect("renders after growing");
+        let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+        assert!(capacity > 8 * 24 * 24, "the frontier grew: capacity {capacity}");
+        assert!(intact);
+        let image = e.image().expect("image");
+        let mut df = engine("cornell", 24, 24, 4);
+        let dfs = render(&mut df, &settings(24, 24, 1, 4, Traversal::DepthFirst), |_| {}).expect("renders");
+        assert!(image == df.image().expect("image"), "the redone frame renders the depth-first image");
+        assert!(image.iter().all(|p| p[3] == 1.0), "one sample, accumulated once");
+        assert_eq!((&frames[0].alive, &frames[0].shadow_rays), (&dfs[0].alive, &dfs[0].shadow_rays));
+    }
+
+    /// A frame whose frontier would pass --max-frontier returns the clear
+    /// error, accumulates nothing, and writes nothing past the capacity.
+    #[test]
+    fn a_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
+        let mut e = engine("cornell", 32, 32, 4);
+        guard_frontier(&mut e, 4096).expect("guard");
+        let s = RenderSettings { max_frontier: 3000, ..settings(32, 32, 1, 4, Traversal::BreadthFirst) };
+        match render(&mut e, &s, |_| {}) {
+            Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
+                assert!(items > 3000, "{err}");
+                assert!(err.to_string().contains("--max-frontier"), "{err}");
+            }
+            other => panic!("expected FrontierTooLarge, got {other:?}"),
+        }
+        let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+        assert_eq!(capacity, 3000);
+        assert!(intact, "a slot past the frontier's capacity was written");
+        assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "a failed frame accumulated");
+    }
+}
