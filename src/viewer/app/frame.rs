@@ -1,0 +1,199 @@
+//! One window frame: the camera, one frame of the mode shown (a render or a
+//! simulation step, uploaded to the GPU), the overlay, and presenting.
+
+use super::*;
+
+impl App {
+    /// One window frame: camera, one frame of the mode shown, the overlay, present.
+    pub(super) fn redraw(&mut self, el: &ActiveEventLoop) {
+        let (Some(window), Some(_)) = (self.window.clone(), self.gpu.as_ref()) else { return };
+        let now = Instant::now();
+        let dt = now.duration_since(self.last_frame).as_secs_f64();
+        self.last_frame = now;
+        if dt > 0.0 {
+            self.fps = if self.fps == 0.0 { 1.0 / dt } else { 0.9 * self.fps + 0.1 / dt };
+        }
+        self.fly(dt as f32);
+        let mut parts = [Duration::ZERO; 4];
+        match self.mode {
+            Mode::PathTracer => self.step_tracer(&mut parts),
+            Mode::Collision => self.step_collide(&mut parts),
+        }
+
+        // The overlay.
+        let t = Instant::now();
+        let Some(egui_winit) = &mut self.egui_winit else { return };
+        let raw = egui_winit.take_egui_input(&window);
+        let adapter = self.gpu.as_ref().map_or("", |g| g.adapter.as_str());
+        let fps = self.fps;
+        let device = |kind: BackendKind| match kind {
+            BackendKind::Cpu => "CPU (rayon)",
+            BackendKind::Cuda => "CUDA",
+        };
+        let mut actions = Actions::Tracer(Vec::new());
+        let mut out = match (self.mode, &mut self.tracer, &mut self.collide) {
+            (Mode::PathTracer, Some(t), _) => {
+                let facts = Facts {
+                    backend: t.session.engine.kind(),
+                    device: device(t.session.engine.kind()),
+                    adapter,
+                    scene: &t.session.scene_name,
+                    triangles: t.session.triangles,
+                    width: t.session.width,
+                    height: t.session.height,
+                    fps,
+                };
+                let (state, ov) = (&mut t.state, &mut t.overlay);
+                self.egui_ctx.run_ui(raw, |ui| actions = Actions::Tracer(overlay::ui(ui, state, ov, &facts)))
+            }
+            (Mode::Collision, _, Some(c)) => {
+                let facts = CollideFacts {
+                    backend: c.session.engine.kind(),
+                    device: device(c.session.engine.kind()),
+                    adapter,
+                    scenario: c.session.scenario,
+                    bodies: c.session.bodies,
+                    frame: c.session.frame_index,
+                    time: c.session.time(),
+                    fps,
+                };
+                let (state, ov) = (&mut c.state, &mut c.overlay);
+                self.egui_ctx.run_ui(raw, |ui| {
+                    actions = Actions::Collide(collide_overlay::ui(ui, state, ov, &facts));
+                })
+            }
+            _ => return,
+        };
+        egui_winit.handle_platform_output(&window, out.platform_output);
+        let jobs = self.egui_ctx.tessellate(out.shapes, out.pixels_per_point);
+        parts[2] = t.elapsed();
+
+        self.window_frames += 1;
+        let last = self.opts.frames.is_some_and(|n| self.window_frames >= n);
+        let shot = if last { self.opts.screenshot.clone().or(self.screenshot.take()) } else { self.screenshot.take() };
+        let size = window.inner_size();
+        let content = self.content(size.width as f32, size.height as f32, out.pixels_per_point);
+        let mut overlay =
+            Overlay { jobs: &jobs, textures: &mut out.textures_delta, pixels_per_point: out.pixels_per_point };
+        let t = Instant::now();
+        let presented = self.gpu.as_mut().map(|gpu| gpu.present(content, &mut overlay, shot.as_deref()));
+        parts[3] = t.elapsed();
+        self.clock.record(Duration::from_secs_f64(dt), parts);
+        // Whatever present did not apply (it failed early) is dropped on purpose.
+        out.textures_delta.clear();
+        if let Some(presented) = presented {
+            match presented {
+                Ok(()) => {
+                    if let Some(p) = &shot {
+                        self.say(false, format!("saved {}", p.display()));
+                    }
+                }
+                Err(e) if last => return self.fail(el, e),
+                Err(e) => self.say(true, e.to_string()),
+            }
+        }
+        match actions {
+            Actions::Tracer(a) => a.into_iter().for_each(|a| self.act(a)),
+            Actions::Collide(a) => a.into_iter().for_each(|a| self.act_collide(a)),
+        }
+        if last {
+            el.exit();
+        }
+    }
+
+    /// The path tracer: camera, one render, the image to the GPU.
+    pub(super) fn step_tracer(&mut self, parts: &mut [Duration; 4]) {
+        let Some(tr) = &mut self.tracer else { return };
+        if tr.camera_dirty {
+            tr.camera_dirty = false;
+            if let Err(e) = tr.session.set_camera(&tr.orbit.camera()) {
+                tr.state.message = Some((true, e.to_string()));
+            }
+            tr.state.reset_accumulation();
+        }
+        if tr.state.paused {
+            return;
+        }
+        let t = Instant::now();
+        let choices = tr.state.frame_choices();
+        let backend = tr.session.engine.kind().name();
+        match tr.session.frame(&choices, tr.state.spp_per_frame, tr.state.accumulated) {
+            Ok(frames) => {
+                for f in frames {
+                    self.clock.record_engine(f.frame_ms, f.wall_ms);
+                    tr.state.record(backend, &choices, f);
+                }
+            }
+            Err(e) => {
+                // A configuration that cannot run (e.g. a frontier too large) pauses instead of crashing.
+                tr.state.message = Some((true, e.to_string()));
+                tr.state.paused = true;
+                tr.state.cancel_compare();
+            }
+        }
+        parts[0] = t.elapsed();
+        // The hand-off: the engine's 8-bit image (converted and read back
+        // by the engine) uploaded to the display texture.
+        let t = Instant::now();
+        let (w, h) = (tr.session.width, tr.session.height);
+        match tr.session.rgba8() {
+            Ok(rgba) => {
+                if let Some(gpu) = &mut self.gpu {
+                    gpu.upload(rgba, w, h);
+                }
+            }
+            Err(e) => tr.state.message = Some((true, e.to_string())),
+        }
+        parts[1] = t.elapsed();
+    }
+
+    /// The collision demo: one step, the bodies to the GPU.
+    pub(super) fn step_collide(&mut self, parts: &mut [Duration; 4]) {
+        let Some(c) = &mut self.collide else { return };
+        let t = Instant::now();
+        if let Some((stages_ms, wall_ms)) = c.step() {
+            self.clock.record_engine(stages_ms, wall_ms);
+        }
+        parts[0] = t.elapsed();
+        if c.dirty {
+            let t = Instant::now();
+            c.dirty = false;
+            let w = &c.session.world;
+            let lines = world_lines(w, w.drum_omega * c.session.time());
+            if let Some(gpu) = &mut self.gpu {
+                gpu.upload_bodies(&c.session.shown, &lines);
+            }
+            parts[1] = t.elapsed();
+        }
+    }
+
+    /// What goes left of the panel: the image fitted with its aspect
+    /// kept, or the 3D view filling the area.
+    pub(super) fn content(&self, w: f32, h: f32, ppp: f32) -> Content {
+        let area_w = (w - PANEL_WIDTH * ppp).max(1.0);
+        let background = [0.08, 0.08, 0.08, 1.0];
+        match (self.mode, &self.collide) {
+            (Mode::Collision, Some(c)) => {
+                let camera = c.orbit.camera();
+                let radius = (Vec3::from(c.session.world.max) - Vec3::from(c.session.world.min)).length() * 0.5;
+                // Depth32Float keeps a 1e-3 near plane precise enough for any zoom here.
+                let near = (radius * 1e-3).max(1e-4);
+                let far = c.orbit.distance + 4.0 * radius;
+                Content::Bodies(SceneFrame {
+                    view_proj: view_proj(&camera, area_w / h.max(1.0), near, far),
+                    viewport: [0.0, 0.0, area_w, h.max(1.0)],
+                    background,
+                    hot_speed: c.hot_speed,
+                })
+            }
+            _ => {
+                let aspect = self.opts.width as f32 / self.opts.height as f32;
+                let (iw, ih) = if area_w / h > aspect { (h * aspect, h) } else { (area_w, area_w / aspect) };
+                Content::Image(Layout {
+                    rect: [(area_w - iw) * 0.5, (h - ih) * 0.5, iw.max(1.0), ih.max(1.0)],
+                    background,
+                })
+            }
+        }
+    }
+}
