@@ -12,7 +12,7 @@ use reap::compaction::{Backend, CpuBackend};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
-use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, render};
+use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, render};
 
 use crate::{BackendChoice, open_cuda};
 
@@ -29,8 +29,14 @@ pub struct RenderArgs {
     /// Samples per pixel (one wavefront frame each).
     #[arg(long, default_value_t = 64)]
     pub spp: u32,
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
+    /// ray leaving the last one is still traced for the light or sky it finds.
     #[arg(long, default_value_t = 8)]
     pub max_bounces: u32,
+    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
+    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
+    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
+    pub estimator: Estimator,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// breadth-first (a compacted frontier of (path, node) items per level) or depth-first (a stack per ray).
@@ -141,6 +147,11 @@ pub fn run(mut args: RenderArgs) -> Result<bool> {
     }
 }
 
+/// `--estimator`: a catalog name of [`Estimator`].
+fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
+    s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
+}
+
 /// What the backend-independent half of a render needs.
 struct RenderJob<'a> {
     args: &'a RenderArgs,
@@ -157,6 +168,7 @@ impl RenderJob<'_> {
             height: a.height,
             spp: a.spp,
             max_bounces: a.max_bounces,
+            estimator: a.estimator,
             traversal: self.traversal,
             compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
             compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
@@ -172,11 +184,13 @@ impl RenderJob<'_> {
     fn go<E: Engine>(&self, mut engine: E, settings: RenderSettings, backend: &str, device: &str) -> Result<bool> {
         let a = self.args;
         println!(
-            "rendering {}x{}, {} spp, {} bounces on {device}: {} traversal, paths compacted by {}, frontier by {}",
+            "rendering {}x{}, {} spp, {} bounces, {} estimator on {device}: {} traversal, paths compacted by {}, \
+             frontier by {}",
             a.width,
             a.height,
             a.spp,
             a.max_bounces,
+            settings.estimator,
             settings.traversal.name(),
             settings.compact_paths.name(),
             settings.compact_frontier.name()
@@ -239,8 +253,14 @@ pub struct RenderBenchArgs {
     /// Frames (one sample per pixel each) per configuration, after one warm-up frame.
     #[arg(long, default_value_t = 4)]
     pub spp: u32,
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
+    /// ray leaving the last one is still traced for the light or sky it finds.
     #[arg(long, default_value_t = 8)]
     pub max_bounces: u32,
+    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
+    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
+    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
+    pub estimator: Estimator,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Traversal modes, comma separated.
@@ -362,6 +382,7 @@ fn bench_scene<E: Engine>(
                 height: args.height,
                 spp: args.spp,
                 max_bounces: args.max_bounces,
+                estimator: args.estimator,
                 traversal,
                 compact_paths: c,
                 compact_frontier: c,

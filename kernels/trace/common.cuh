@@ -18,9 +18,15 @@ typedef unsigned long long u64;
 #define MAT_GLASS 2
 #define MAT_GLOSSY 3
 
-// Path flag: the last bounce was specular, so an emitter hit next is counted
-// (next-event estimation could not sample it).
+// Path flag: the last bounce was a delta one (or the camera's), so an emitter
+// hit next is counted fully: next-event estimation could not sample it. After
+// a non-delta bounce dir.w holds the sampled direction's solid-angle pdf.
 #define PATH_SPECULAR 1u
+
+// trace_shade's estimator (src/trace/estimator.rs `Estimator`).
+#define ESTIMATOR_MIS 0u
+#define ESTIMATOR_LIGHT 1u
+#define ESTIMATOR_BSDF 2u
 
 struct Node {  // src/bvh/mod.rs `Node`
     float lo[3];
@@ -54,9 +60,9 @@ struct Scene {
     const float* normals;  // 9 floats per triangle: the three vertex normals
     const Material* materials;
     const u32* light_tris;  // emitting triangles
-    const float* light_cdf;  // inclusive, by area, last entry 1
+    const float* light_cdf;  // inclusive, by power luminance(Le) * area, last entry 1
     u32 light_count;
-    float light_area;  // total emitting area
+    float light_power;  // P_total = sum of luminance(Le) * area: an emitter point's area pdf is luminance(Le) / P_total
     float env[3];  // radiance of every escaping ray
     float eps;  // origin offset along the normal, scaled to the scene
 };
@@ -75,7 +81,7 @@ struct Camera {
 // Structure of arrays, indexed by path id (= pixel).
 struct Paths {
     float4* origin;
-    float4* dir;
+    float4* dir;  // w: the solid-angle pdf of the BSDF sample that chose it; 0 after the camera or a delta bounce
     float4* throughput;
     float4* radiance;
     u64* hit;  // closest-hit key: float bits of t << 32 | triangle; TRACE_DEAD64 is a miss

@@ -11,6 +11,7 @@
 // launched for the buffer's capacity with a grid-stride loop, so threads past
 // the length do nothing and the host never waits inside a frame.
 #include "common.cuh"
+#include "bsdf.cuh"
 #include "../frontier.cuh"
 
 #define STACK 64
@@ -259,35 +260,31 @@ extern "C" __global__ void trace_bf_expand(Scene s, Paths p, const u64* input, u
     frontier_count_live(words, at, live);
 }
 
-__device__ __forceinline__ float3 reflect(float3 d, float3 n) { return d - n * (2.0f * dot(d, n)); }
-
-// A direction around n with density cos / pi.
-__device__ __forceinline__ float3 cosine_around(float3 n, float r1, float r2) {
-    float phi = 6.28318530718f * r1;
-    float r = sqrtf(r2);
-    float3 t = fabsf(n.x) > 0.9f ? make_float3(0.0f, 1.0f, 0.0f) : make_float3(1.0f, 0.0f, 0.0f);
-    float3 bx = normalize(cross(t, n));
-    float3 by = cross(n, bx);
-    return normalize(bx * (r * cosf(phi)) + by * (r * sinf(phi)) + n * sqrtf(fmaxf(0.0f, 1.0f - r2)));
-}
-
 // What shading one path decided.
 struct Shaded {
     bool alive;
     bool shadow;
 };
 
-__device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 bounce, u32 max_bounces, u32 seed) {
+// One vertex of one path: the emission found (weighted by the estimator),
+// then, below max_bounces, a next-event shadow ray on diffuse and glossy
+// surfaces, the scattered ray and Russian roulette. Stage max_bounces only
+// counts the emission or environment the last scattered ray found (pbrt-v4's
+// maxdepth).
+__device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 bounce, u32 max_bounces,
+                            u32 estimator, u32 seed) {
     Shaded out = {false, false};
     float3 T = f3(p.throughput[path]);
     float3 L = f3(p.radiance[path]);
     u64 key = p.hit[path];
     p.shadow_dir[path] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (key == TRACE_DEAD64) {  // escaped
+    if (key == TRACE_DEAD64) {  // escaped: the environment is never sampled by next-event estimation
         p.radiance[path] = f4(L + T * f3(s.env), 0.0f);
         return out;
     }
-    float3 o = f3(p.origin[path]), d = f3(p.dir[path]);
+    float4 d4 = p.dir[path];
+    float3 o = f3(p.origin[path]), d = f3(d4);
+    float pdf_bsdf = d4.w;  // the solid-angle pdf that chose d; 0 after the camera or a delta bounce
     u32 k = (u32)key;
     const Tri& tr = s.tris[k];
     const Material& m = s.materials[tr.material];
@@ -298,57 +295,61 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     float3 ng = normalize(cross(f3(tr.e1), f3(tr.e2)));
     const float* nv = s.normals + 9 * (u64)k;
     float3 ns = normalize(f3(nv) * (1.0f - u - v) + f3(nv + 3) * u + f3(nv + 6) * v);
-    bool front = dot(ng, d) < 0.0f;
+    // Emitters emit on the side e1 x e2 points to (counter-clockwise winding) only.
+    float cos_light = -dot(ng, d);
+    bool front = cos_light > 0.0f;
     if (!front) {
         ng = -ng;
         ns = -ns;
     }
     if (dot(ns, d) >= 0.0f) ns = ng;  // a shading normal facing away would leak light
-    if (m.emissive && (p.flags[path] & PATH_SPECULAR)) L = L + T * f3(m.emission);
+    if (m.emissive && front) {
+        float3 le = f3(m.emission);
+        float w = emission_weight(s, le, p.flags[path], pdf_bsdf, t, cos_light, estimator);
+        L = L + T * le * w;
+    }
+    if (bounce >= max_bounces) {
+        p.radiance[path] = f4(L, 0.0f);
+        return out;
+    }
 
     float3 albedo = f3(m.albedo);
-    float3 wi;
-    bool above = true;  // the new ray leaves on the side the ray came from
-    u32 flags = PATH_SPECULAR;
-    if (m.kind == MAT_DIFFUSE) {
-        flags = 0;
-        if (s.light_count > 0) {  // next-event estimation: one point on one emitter, by area
-            float r = rnd(path, sample, bounce, 0, seed);
-            u32 lo = 0, hi = s.light_count - 1;
-            while (lo < hi) {
-                u32 mid = (lo + hi) / 2;
-                if (s.light_cdf[mid] <= r) lo = mid + 1;
-                else hi = mid;
-            }
-            u32 lk = s.light_tris[lo];
-            const Tri& lt = s.tris[lk];
-            float r1 = rnd(path, sample, bounce, 1, seed), r2 = rnd(path, sample, bounce, 2, seed);
-            float su = sqrtf(r1);
-            float3 lp = f3(lt.v0) + f3(lt.e1) * (su * (1.0f - r2)) + f3(lt.e2) * (su * r2);
-            float3 nl = normalize(cross(f3(lt.e1), f3(lt.e2)));
-            float3 xo = x + ng * s.eps;
-            float3 w = lp - xo;
-            float dist2 = dot(w, w);
-            float dist = sqrtf(dist2);
-            w = w * (1.0f / dist);
-            float cx = dot(ns, w), cl = fabsf(dot(nl, w));
-            if (cx > 0.0f && cl > 0.0f && dot(ng, w) > 0.0f) {
-                float3 le = f3(s.materials[lt.material].emission);
-                float g = cx * cl / dist2 * s.light_area * 0.318309886f;
-                p.shadow_dir[path] = f4(w, dist * (1.0f - 1e-4f));
-                p.shadow_radiance[path] = f4(T * albedo * le * g, 0.0f);
-                out.shadow = true;
-            }
+    float3 wo = -d;
+    bool delta = m.kind == MAT_MIRROR || m.kind == MAT_GLASS;
+    if (!delta && estimator != ESTIMATOR_BSDF && s.light_count > 0) {
+        // next-event estimation: one point on one emitter, by power
+        float r = rnd(path, sample, bounce, 0, seed), r1 = rnd(path, sample, bounce, 1, seed),
+              r2 = rnd(path, sample, bounce, 2, seed);
+        float3 nl, le;
+        float3 lp = sample_light(s, r, r1, r2, &nl, &le);
+        float3 xo = x + ng * s.eps;
+        float3 w = lp - xo;
+        float dist2 = dot(w, w);
+        float dist = sqrtf(dist2);
+        w = w * (1.0f / dist);
+        float cx = dot(ns, w), cl = -dot(nl, w);  // cl > 0: the shading point sees the emitter's lit side
+        if (cx > 0.0f && cl > 0.0f && dot(ng, w) > 0.0f) {
+            float pdf_light = light_pdf(s, le) * dist2 / cl;
+            float pdf_b;
+            float3 f = bsdf_eval(m, ns, wo, w, &pdf_b);
+            float mis = estimator == ESTIMATOR_MIS ? power_heuristic(pdf_light, pdf_b) : 1.0f;
+            p.shadow_dir[path] = f4(w, dist * (1.0f - 1e-4f));
+            p.shadow_radiance[path] = f4(T * f * le * (mis / pdf_light), 0.0f);
+            out.shadow = true;
         }
+    }
+    float3 wi;
+    float3 weight = albedo;  // f * cos / pdf of the sampled direction
+    float pdf = 0.0f;  // its solid-angle pdf; 0 for a delta bounce
+    bool above = true;  // the new ray leaves on the side the ray came from
+    if (m.kind == MAT_DIFFUSE) {
         wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+        pdf = fmaxf(dot(ns, wi), 0.0f) * TRACE_PI_INV;
+    } else if (m.kind == MAT_GLOSSY) {
+        wi = glossy_sample(m, ns, wo, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed), &weight,
+                           &pdf);
     } else if (m.kind == MAT_MIRROR) {
         wi = reflect(d, ns);
-    } else if (m.kind == MAT_GLOSSY) {
-        float z = 1.0f - 2.0f * rnd(path, sample, bounce, 3, seed);
-        float phi = 6.28318530718f * rnd(path, sample, bounce, 4, seed);
-        float rr = sqrtf(fmaxf(0.0f, 1.0f - z * z));
-        float3 jitter = make_float3(rr * cosf(phi), rr * sinf(phi), z);
-        wi = normalize(reflect(d, ns) + jitter * m.roughness);
     } else {  // glass: reflect or refract by Fresnel (Schlick)
         float eta = front ? 1.0f / m.ior : m.ior;
         float cosi = -dot(d, ns);
@@ -364,19 +365,18 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
             above = false;
         }
     }
-    T = T * albedo;
-    bool alive = above ? dot(wi, ng) > 0.0f : dot(wi, ng) < 0.0f;
+    T = T * weight;
+    bool alive = max3(weight) > 0.0f && (above ? dot(wi, ng) > 0.0f : dot(wi, ng) < 0.0f);
     if (alive && bounce >= 3) {  // Russian roulette
         float q = fminf(max3(T), 0.95f);
         if (rnd(path, sample, bounce, 6, seed) >= q) alive = false;
         else T = T * (1.0f / q);
     }
-    if (bounce + 1 >= max_bounces) alive = false;
     p.radiance[path] = f4(L, 0.0f);
     p.throughput[path] = f4(T, 0.0f);
     p.origin[path] = f4(x + ng * (above ? s.eps : -s.eps), 0.0f);
-    p.dir[path] = f4(wi, 0.0f);
-    p.flags[path] = flags;
+    p.dir[path] = f4(wi, pdf);
+    p.flags[path] = delta ? PATH_SPECULAR : 0u;
     out.alive = alive;
     return out;
 }
@@ -385,14 +385,14 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
 // lives, TRACE_DEAD32 once it escaped, was absorbed or was terminated.
 // words[alive] counts the paths still alive, words[shadows] the shadow rays cast.
 extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample,
-                                       u32 bounce, u32 max_bounces, u32 seed, u64* words, u64 queue_len, u64 alive,
-                                       u64 shadows) {
+                                       u32 bounce, u32 max_bounces, u32 estimator, u32 seed, u64* words,
+                                       u64 queue_len, u64 alive, u64 shadows) {
     u64 n = length(words, queue_len, capacity);
     u32 lives = 0, casts = 0;
     FOR_EACH(i, n) {
         u32 path = queue[i];
         Shaded r = {false, false};
-        if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, seed);
+        if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, estimator, seed);
         next[i] = r.alive ? path : TRACE_DEAD32;
         lives += r.alive;
         casts += r.shadow;

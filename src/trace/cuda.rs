@@ -15,12 +15,15 @@ use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::frontier::{DeviceLevel, Expand};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Buf, Engine, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work};
+use crate::trace::{Buf, Engine, Estimator, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work};
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
+/// The BSDFs, light sampling and MIS weights (src/trace/bsdf.rs is its twin).
+pub const BSDF: Source = kernel_source!("trace/bsdf.cuh", headers: &[COMMON]);
 /// The wavefront stages.
-pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON, crate::frontier::CUDA_HEADER]);
+pub const WAVEFRONT: Source =
+    kernel_source!("trace/wavefront.cu", headers: &[COMMON, BSDF, crate::frontier::CUDA_HEADER]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
@@ -52,7 +55,7 @@ struct SceneArgs {
     light_tris: u64,
     light_cdf: u64,
     light_count: u32,
-    light_area: f32,
+    light_power: f32,
     env: [f32; 3],
     eps: f32,
 }
@@ -196,7 +199,7 @@ impl CudaEngine {
             light_tris: p(4),
             light_cdf: p(5),
             light_count: packed.light_tris.len() as u32,
-            light_area: packed.light_area,
+            light_power: packed.light_power,
             env: packed.env,
             eps: packed.eps,
         };
@@ -445,6 +448,7 @@ impl Engine for CudaEngine {
         next: &mut Buf<Self, u32>,
         sample: u32,
         bounce: u32,
+        estimator: Estimator,
         words: &mut Buf<Self, u64>,
         queue_len: u64,
         counts: ShadeWords,
@@ -452,6 +456,7 @@ impl Engine for CudaEngine {
         check_words(words, &[queue_len, counts.alive, counts.shadow])?;
         let capacity = queue.len().min(next.len());
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
+        let estimator = estimator as u32;
         let mut l = self.stream.launch_builder(&self.functions.shade);
         l.arg(&self.scene)
             .arg(&self.paths)
@@ -461,13 +466,14 @@ impl Engine for CudaEngine {
             .arg(&sample)
             .arg(&bounce)
             .arg(&self.max_bounces)
+            .arg(&estimator)
             .arg(&self.seed)
             .arg(&wp)
             .arg(&queue_len)
             .arg(&counts.alive)
             .arg(&counts.shadow);
-        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u64*, u64, u64,
-        // u64); the kernel touches at most `capacity` entries of the queue and of `next`, and the three
+        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u32, u64*, u64,
+        // u64, u64); the kernel touches at most `capacity` entries of the queue and of `next`, and the three
         // words lie in the buffer (checked above).
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
     }

@@ -1,12 +1,13 @@
 //! The scene as both engines read it: triangles in BVH order with their
 //! edges precomputed, vertex normals, materials, and the emitters with an
-//! area CDF for next-event estimation. The `#[repr(C)]` structs are the twins
+//! power CDF for next-event estimation. The `#[repr(C)]` structs are the twins
 //! of `kernels/trace/common.cuh`: keep the two in sync.
 
 use glam::Vec3;
 
 use crate::bvh::{Bvh, Node};
 use crate::scene::{Camera, MaterialKind, Scene};
+use crate::trace::bsdf::luminance;
 
 /// common.cuh `Tri`.
 #[repr(C)]
@@ -76,10 +77,15 @@ pub struct Packed {
     /// Nine floats per triangle: its three vertex normals.
     pub normals: Vec<f32>,
     pub materials: Vec<Material>,
-    /// Emitting triangles (BVH positions) and the inclusive CDF of their areas.
+    /// Emitting triangles (BVH positions) and the inclusive CDF of their
+    /// powers luminance(Le)·area: next-event estimation picks a triangle by
+    /// power, then a uniform point on it.
     pub light_tris: Vec<u32>,
     pub light_cdf: Vec<f32>,
-    pub light_area: f32,
+    /// P_total = Σ luminance(Le)·area over the emitters. Every emitter
+    /// point's area pdf is then luminance(Le) / P_total, which an emitter hit
+    /// evaluates without a table lookup (`bsdf::light_pdf`).
+    pub light_power: f32,
     pub env: [f32; 3],
     /// Ray origins move this far off a surface: a fixed fraction of the scene's size.
     pub eps: f32,
@@ -121,26 +127,30 @@ impl Packed {
                 emission: m.emission.to_array(),
                 roughness: m.roughness,
                 ior: m.ior,
-                emissive: (m.emission.max_element() > 0.0) as u32,
+                // The same test as the light list's below, so every emitter a ray can hit is one NEE can pick.
+                emissive: (m.emission.max_element() > 0.0 && luminance(m.emission) > 0.0) as u32,
                 pad: [0; 2],
             })
             .collect();
         let mut light_tris = Vec::new();
-        let mut areas = Vec::new();
+        let mut powers = Vec::new();
         for (pos, t) in tris.iter().enumerate() {
-            if materials.get(t.material as usize).is_some_and(|m| m.emissive != 0) {
+            if let Some(m) = materials.get(t.material as usize).filter(|m| m.emissive != 0) {
                 let area = 0.5 * Vec3::from(t.e1).cross(Vec3::from(t.e2)).length();
-                light_tris.push(pos as u32);
-                areas.push(area);
+                let power = luminance(Vec3::from(m.emission)) * area;
+                if power > 0.0 {
+                    light_tris.push(pos as u32);
+                    powers.push(power);
+                }
             }
         }
-        let light_area: f32 = areas.iter().sum();
+        let light_power: f32 = powers.iter().sum();
         let mut acc = 0.0f64;
-        let mut light_cdf: Vec<f32> = areas
+        let mut light_cdf: Vec<f32> = powers
             .iter()
             .map(|a| {
                 acc += *a as f64;
-                (acc / light_area.max(f32::MIN_POSITIVE) as f64) as f32
+                (acc / light_power.max(f32::MIN_POSITIVE) as f64) as f32
             })
             .collect();
         if let Some(last) = light_cdf.last_mut() {
@@ -154,7 +164,7 @@ impl Packed {
             materials,
             light_tris,
             light_cdf,
-            light_area,
+            light_power,
             env: scene.environment.to_array(),
             eps: 1e-5 * (hi - lo).length().max(1e-3),
             depth: bvh.depth,

@@ -19,9 +19,11 @@
 //! backend.
 
 mod breadth_first;
+pub mod bsdf;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod estimator;
 pub mod layout;
 pub mod output;
 pub mod shading;
@@ -35,6 +37,7 @@ use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
 
 use breadth_first::{breadth_first, frame_that_fits};
 pub use breadth_first::{frontier_guard, guard_frontier, levels};
+pub use estimator::Estimator;
 
 /// A dead queue slot (a path id) and a dead frontier item ((path << 32) | node).
 pub const DEAD32: u32 = u32::MAX;
@@ -110,7 +113,13 @@ pub struct RenderSettings {
     pub height: u32,
     /// Samples per pixel: one wavefront frame each.
     pub spp: u32,
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each of the N
+    /// gets next-event estimation, and the ray leaving the N-th is still
+    /// traced for the emitter or environment it finds, so a frame runs N + 1
+    /// trace-and-shade stages.
     pub max_bounces: u32,
+    /// How direct light is estimated at diffuse and glossy vertices.
+    pub estimator: Estimator,
     pub traversal: Traversal,
     pub compact_paths: Compaction,
     pub compact_frontier: Compaction,
@@ -340,6 +349,7 @@ pub trait Engine {
         next: &mut Buf<Self, u32>,
         sample: u32,
         bounce: u32,
+        estimator: Estimator,
         words: &mut Buf<Self, u64>,
         queue_len: u64,
         counts: ShadeWords,
@@ -395,7 +405,8 @@ impl FrameWords {
         let mut a = WordAlloc::default();
         let mut queue = a.take(1);
         let mut bounces = Vec::new();
-        for _ in 0..s.max_bounces {
+        // max_bounces scattering stages and one last for the emission found
+        for _ in 0..=s.max_bounces {
             // Under `none` the queue keeps its dead slots and its length.
             let next = match s.compact_paths {
                 Compaction::None => queue,
@@ -471,7 +482,9 @@ pub fn render<E: Engine>(
 }
 
 /// One sample per pixel: camera rays, then per bounce { traverse → shade →
-/// shadow rays → next-event → compact the live paths }, then accumulate.
+/// shadow rays → next-event → compact the live paths }, then one last
+/// traverse → shade that only counts what the last scattered rays found,
+/// then accumulate.
 /// Every length is a word; the host reads the words and the stage times once,
 /// after the frame.
 fn frame<E: Engine>(
@@ -500,8 +513,11 @@ fn frame<E: Engine>(
             Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
         e.stage(StageId::bounce(stage::SHADE, bounce), |e| {
-            e.shade(&w.queue, &mut w.next, sample, bounce, &mut w.words, bw.queue, bw.counts)
+            e.shade(&w.queue, &mut w.next, sample, bounce, s.estimator, &mut w.words, bw.queue, bw.counts)
         })?;
+        if bounce == s.max_bounces {
+            break; // the last stage casts no shadow rays and ends every path
+        }
         // Shadow rays of next-event estimation, then their light.
         match bw.rays {
             None => e.stage(StageId::bounce(stage::SHADOW_TRAVERSE, bounce), |e| {

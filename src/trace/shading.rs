@@ -7,26 +7,32 @@
 //! GPU's; float results can differ in the last bits, because NVRTC contracts
 //! multiply-adds into FMAs and `cosf`/`sinf` round differently.
 
-use std::f32::consts::{FRAC_1_PI, TAU};
+use std::f32::consts::FRAC_1_PI;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use glam::{Vec3, Vec4};
 
 use crate::bvh::Node;
+use crate::trace::bsdf::{
+    bsdf_eval, cosine_around, emission_weight, glossy_sample, light_pdf, power_heuristic, reflect, sample_light,
+};
 use crate::trace::layout::{CameraLayout, Packed, Tri};
-use crate::trace::{DEAD32, DEAD64};
+use crate::trace::{DEAD32, DEAD64, Estimator};
 
 pub const MAT_DIFFUSE: u32 = 0;
 pub const MAT_MIRROR: u32 = 1;
 pub const MAT_GLASS: u32 = 2;
 pub const MAT_GLOSSY: u32 = 3;
 
-/// Path flag: the last bounce was specular, so an emitter hit next is counted
-/// (next-event estimation could not sample it).
+/// Path flag: the last bounce was a delta one (or the camera's), so an
+/// emitter hit next is counted fully: next-event estimation could not sample
+/// it. After a non-delta bounce `dir.w` holds the sampled direction's pdf.
 pub const PATH_SPECULAR: u32 = 1;
 
 /// common.cuh `Paths`: structure of arrays, indexed by path id (= pixel).
-/// The float4 fields keep the GPU's layout; only `shadow_dir` uses `w`.
+/// The float4 fields keep the GPU's layout; `dir.w` is the solid-angle pdf of
+/// the BSDF sample that chose the ray (0: camera or delta), `shadow_dir.w`
+/// the shadow ray's length.
 #[derive(Debug, Default)]
 pub struct Paths {
     pub origin: Vec<Vec4>,
@@ -363,22 +369,6 @@ pub fn trace_bf_expand(s: &Packed, p: &Paths, item: u64, shadow: bool, descend: 
     live
 }
 
-#[inline]
-pub fn reflect(d: Vec3, n: Vec3) -> Vec3 {
-    d - n * (2.0 * d.dot(n))
-}
-
-/// A direction around n with density cos / pi.
-#[inline]
-pub fn cosine_around(n: Vec3, r1: f32, r2: f32) -> Vec3 {
-    let phi = TAU * r1;
-    let r = r2.sqrt();
-    let t = if n.x.abs() > 0.9 { Vec3::Y } else { Vec3::X };
-    let bx = normalize(t.cross(n));
-    let by = n.cross(bx);
-    normalize(bx * (r * phi.cos()) + by * (r * phi.sin()) + n * (1.0 - r2).max(0.0).sqrt())
-}
-
 /// What shading one path decided.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Shaded {
@@ -386,8 +376,12 @@ pub struct Shaded {
     pub shadow: bool,
 }
 
-/// One bounce of one path: emission, a next-event shadow ray on diffuse
-/// surfaces, the scattered ray, Russian roulette.
+/// One vertex of one path: the emission found (weighted by `estimator`),
+/// then, below `max_bounces`, a next-event shadow ray on diffuse and glossy
+/// surfaces, the scattered ray and Russian roulette. Stage `max_bounces` is
+/// the (max_bounces + 1)-th: it only counts the emission or the environment
+/// the last scattered ray found (pbrt-v4's maxdepth).
+#[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
 pub fn shade_one(
     s: &Packed,
     p: PathMut<'_>,
@@ -395,6 +389,7 @@ pub fn shade_one(
     sample: u32,
     bounce: u32,
     max_bounces: u32,
+    estimator: Estimator,
     seed: u32,
 ) -> Shaded {
     let mut out = Shaded::default();
@@ -403,11 +398,12 @@ pub fn shade_one(
     let key = p.hit.load(Relaxed);
     *p.shadow_dir = Vec4::ZERO;
     if key == DEAD64 {
-        // escaped
+        // escaped: the environment is never sampled by next-event estimation
         *p.radiance = f4(radiance + throughput * f3(s.env), 0.0);
         return out;
     }
     let (o, d) = (p.origin.truncate(), p.dir.truncate());
+    let pdf_bsdf = p.dir.w; // the solid-angle pdf that chose d; 0 after the camera or a delta bounce
     let k = key as u32;
     let tr = &s.tris[k as usize];
     let m = &s.materials[tr.material as usize];
@@ -420,7 +416,9 @@ pub fn shade_one(
     let nv = &s.normals[9 * k as usize..9 * k as usize + 9];
     let vn = |j: usize| Vec3::new(nv[j], nv[j + 1], nv[j + 2]);
     let mut ns = normalize(vn(0) * (1.0 - u - v) + vn(3) * u + vn(6) * v);
-    let front = ng.dot(d) < 0.0;
+    // Emitters emit on the side e1×e2 points to (counter-clockwise winding) only.
+    let cos_light = -ng.dot(d);
+    let front = cos_light > 0.0;
     if !front {
         ng = -ng;
         ns = -ns;
@@ -428,56 +426,55 @@ pub fn shade_one(
     if ns.dot(d) >= 0.0 {
         ns = ng; // a shading normal facing away would leak light
     }
-    if m.emissive != 0 && (*p.flags & PATH_SPECULAR) != 0 {
-        radiance += throughput * f3(m.emission);
+    if m.emissive != 0 && front {
+        let le = f3(m.emission);
+        let w = emission_weight(s, le, *p.flags, pdf_bsdf, t, cos_light, estimator);
+        radiance += throughput * le * w;
+    }
+    if bounce >= max_bounces {
+        *p.radiance = f4(radiance, 0.0);
+        return out;
     }
 
     let albedo = f3(m.albedo);
-    let wi;
-    let mut above = true; // the new ray leaves on the side the ray came from
-    let mut flags = PATH_SPECULAR;
-    if m.kind == MAT_DIFFUSE {
-        flags = 0;
-        if !s.light_tris.is_empty() {
-            // next-event estimation: one point on one emitter, by area
-            let r = rnd(path, sample, bounce, 0, seed);
-            let (mut lo, mut hi) = (0usize, s.light_tris.len() - 1);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if s.light_cdf[mid] <= r {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            let lt = &s.tris[s.light_tris[lo] as usize];
-            let (r1, r2) = (rnd(path, sample, bounce, 1, seed), rnd(path, sample, bounce, 2, seed));
-            let su = r1.sqrt();
-            let lp = f3(lt.v0) + f3(lt.e1) * (su * (1.0 - r2)) + f3(lt.e2) * (su * r2);
-            let nl = normalize(f3(lt.e1).cross(f3(lt.e2)));
-            let xo = x + ng * s.eps;
-            let mut w = lp - xo;
-            let dist2 = w.dot(w);
-            let dist = dist2.sqrt();
-            w *= 1.0 / dist;
-            let (cx, cl) = (ns.dot(w), nl.dot(w).abs());
-            if cx > 0.0 && cl > 0.0 && ng.dot(w) > 0.0 {
-                let le = f3(s.materials[lt.material as usize].emission);
-                let g = cx * cl / dist2 * s.light_area * FRAC_1_PI;
-                *p.shadow_dir = f4(w, dist * (1.0 - 1e-4));
-                *p.shadow_radiance = f4(throughput * albedo * le * g, 0.0);
-                out.shadow = true;
-            }
+    let wo = -d;
+    let delta = m.kind == MAT_MIRROR || m.kind == MAT_GLASS;
+    if !delta && estimator != Estimator::Bsdf && !s.light_tris.is_empty() {
+        // next-event estimation: one point on one emitter, by power
+        let (r, r1, r2) = (
+            rnd(path, sample, bounce, 0, seed),
+            rnd(path, sample, bounce, 1, seed),
+            rnd(path, sample, bounce, 2, seed),
+        );
+        let (lp, nl, le) = sample_light(s, r, r1, r2);
+        let xo = x + ng * s.eps;
+        let mut w = lp - xo;
+        let dist2 = w.dot(w);
+        let dist = dist2.sqrt();
+        w *= 1.0 / dist;
+        // cl > 0: the shading point sees the emitter's lit side
+        let (cx, cl) = (ns.dot(w), -nl.dot(w));
+        if cx > 0.0 && cl > 0.0 && ng.dot(w) > 0.0 {
+            let pdf_light = light_pdf(s, le) * dist2 / cl;
+            let (f, pdf_b) = bsdf_eval(m, ns, wo, w);
+            let mis = if estimator == Estimator::Mis { power_heuristic(pdf_light, pdf_b) } else { 1.0 };
+            *p.shadow_dir = f4(w, dist * (1.0 - 1e-4));
+            *p.shadow_radiance = f4(throughput * f * le * (mis / pdf_light), 0.0);
+            out.shadow = true;
         }
+    }
+    let wi;
+    let mut weight = albedo; // f·cos / pdf of the sampled direction
+    let mut pdf = 0.0; // its solid-angle pdf; 0 for a delta bounce
+    let mut above = true; // the new ray leaves on the side the ray came from
+    if m.kind == MAT_DIFFUSE {
         wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+        pdf = ns.dot(wi).max(0.0) * FRAC_1_PI;
+    } else if m.kind == MAT_GLOSSY {
+        (wi, weight, pdf) =
+            glossy_sample(m, ns, wo, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
     } else if m.kind == MAT_MIRROR {
         wi = reflect(d, ns);
-    } else if m.kind == MAT_GLOSSY {
-        let z = 1.0 - 2.0 * rnd(path, sample, bounce, 3, seed);
-        let phi = TAU * rnd(path, sample, bounce, 4, seed);
-        let rr = (1.0 - z * z).max(0.0).sqrt();
-        let jitter = Vec3::new(rr * phi.cos(), rr * phi.sin(), z);
-        wi = normalize(reflect(d, ns) + jitter * m.roughness);
     } else {
         // glass: reflect or refract by Fresnel (Schlick)
         let eta = if front { 1.0 / m.ior } else { m.ior };
@@ -494,8 +491,8 @@ pub fn shade_one(
             above = false;
         }
     }
-    throughput *= albedo;
-    let mut alive = if above { wi.dot(ng) > 0.0 } else { wi.dot(ng) < 0.0 };
+    throughput *= weight;
+    let mut alive = max3(weight) > 0.0 && if above { wi.dot(ng) > 0.0 } else { wi.dot(ng) < 0.0 };
     if alive && bounce >= 3 {
         // Russian roulette
         let q = max3(throughput).min(0.95);
@@ -505,14 +502,11 @@ pub fn shade_one(
             throughput *= 1.0 / q;
         }
     }
-    if bounce + 1 >= max_bounces {
-        alive = false;
-    }
     *p.radiance = f4(radiance, 0.0);
     *p.throughput = f4(throughput, 0.0);
     *p.origin = f4(x + ng * if above { s.eps } else { -s.eps }, 0.0);
-    *p.dir = f4(wi, 0.0);
-    *p.flags = flags;
+    *p.dir = f4(wi, pdf);
+    *p.flags = if delta { PATH_SPECULAR } else { 0 };
     out.alive = alive;
     out
 }
@@ -536,6 +530,7 @@ pub fn trace_accumulate(sum: &mut [f32; 4], l: Vec4) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::f32::consts::TAU;
 
     /// Reference values from an independent u32 implementation (Python,
     /// masking to 32 bits), so a slip in the wrapping arithmetic shows.

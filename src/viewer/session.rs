@@ -10,7 +10,7 @@ use crate::compaction::CpuBackend;
 use crate::scene::{self, Camera};
 use crate::trace::cpu::CpuEngine;
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Compaction, Engine, FrameStats, RenderSettings, TraceResult, render};
+use crate::trace::{Compaction, Engine, Estimator, FrameStats, RenderSettings, TraceResult, render};
 
 use super::ViewerError;
 use super::state::Choices;
@@ -145,6 +145,7 @@ impl Session {
             height: self.height,
             spp,
             max_bounces: self.max_bounces,
+            estimator: Estimator::Mis,
             traversal: choices.traversal,
             compact_paths: self.engine.parse(&choices.compact_paths, "compact-paths")?,
             compact_frontier: self.engine.parse(&choices.compact_frontier, "compact-frontier")?,

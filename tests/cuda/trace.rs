@@ -9,7 +9,9 @@ use super::gpu;
 #[test]
 fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
     use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
+    use reap::trace::{
+        Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render,
+    };
     let Some(b) = gpu() else { return };
     let scene = reap::scene::builtin("cornell").expect("cornell");
     let bvh = reap::bvh::build(&scene.triangles);
@@ -21,6 +23,7 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
         height: h,
         spp: 4,
         max_bounces: 6,
+        estimator: Estimator::Mis,
         traversal: Traversal::BreadthFirst,
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,
@@ -78,7 +81,7 @@ fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
     use reap::compaction::Algorithm;
     use reap::gpu::SyncMark;
     use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, RenderSettings, Traversal, cuda::CudaEngine, render};
+    use reap::trace::{Compaction, Estimator, RenderSettings, Traversal, cuda::CudaEngine, render};
     let Some(b) = gpu() else { return };
     let scene = reap::scene::builtin("cornell").expect("cornell");
     let bvh = reap::bvh::build(&scene.triangles);
@@ -91,6 +94,7 @@ fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
         height: h,
         spp: 3,
         max_bounces: 6,
+        estimator: Estimator::Mis,
         traversal: Traversal::DepthFirst,
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,
@@ -149,6 +153,7 @@ fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
         height: h,
         spp: 1,
         max_bounces: 4,
+        estimator: reap::trace::Estimator::Mis,
         traversal: Traversal::BreadthFirst,
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,
@@ -178,7 +183,7 @@ fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
 #[test]
 fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
     use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cuda::CudaEngine, render, tonemap};
+    use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cuda::CudaEngine, render, tonemap};
     let Some(b) = gpu() else { return };
     let scene = reap::scene::builtin("cornell").expect("cornell");
     let bvh = reap::bvh::build(&scene.triangles);
@@ -197,6 +202,7 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
             height: h,
             spp,
             max_bounces: 6,
+            estimator: Estimator::Mis,
             traversal: Traversal::DepthFirst,
             compact_paths: Compaction::None,
             compact_frontier: Compaction::None,

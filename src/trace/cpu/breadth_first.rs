@@ -82,8 +82,8 @@ mod tests {
     use super::super::tests::{COUNTS, Q, compaction, engine, render_bits, settings};
     use super::*;
     use crate::trace::{
-        Compaction, DEAD32, Engine, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard, guard_frontier,
-        render,
+        Compaction, DEAD32, Engine, Estimator, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard,
+        guard_frontier, render,
     };
 
     fn hits(e: &CpuEngine) -> Vec<u64> {
@@ -149,8 +149,8 @@ mod tests {
             assert!(hit * 2 > live, "bounce {bounce}: only {hit} of {live} rays hit the closed box");
 
             let (mut next_bf, mut next_df) = (vec![0; q_bf.len()], vec![0; q_df.len()]);
-            bf.shade(&q_bf, &mut next_bf, 0, bounce, &mut words, Q, COUNTS).expect("shade");
-            df.shade(&q_df, &mut next_df, 0, bounce, &mut words, Q, COUNTS).expect("shade");
+            bf.shade(&q_bf, &mut next_bf, 0, bounce, Estimator::Mis, &mut words, Q, COUNTS).expect("shade");
+            df.shade(&q_df, &mut next_df, 0, bounce, Estimator::Mis, &mut words, Q, COUNTS).expect("shade");
             assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
             breadth_first(&mut bf, &q_bf, true, descend);
             df.depth_first(&q_df, true, &words, Q).expect("shadow depth-first");

@@ -22,7 +22,7 @@ use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work, ms};
+use crate::trace::{DEAD32, Engine, Estimator, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work, ms};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -314,6 +314,7 @@ impl Engine for CpuEngine {
         next: &mut Vec<u32>,
         sample: u32,
         bounce: u32,
+        estimator: Estimator,
         words: &mut Vec<u64>,
         queue_len: u64,
         counts: ShadeWords,
@@ -331,7 +332,7 @@ impl Engine for CpuEngine {
             .map(|(&path, next)| {
                 let mut r = Shaded::default();
                 if path != DEAD32 {
-                    r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, seed);
+                    r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, estimator, seed);
                 }
                 *next = if r.alive { path } else { DEAD32 };
                 Ok::<_, TraceError>((r.alive as u64, r.shadow as u64))
@@ -409,6 +410,7 @@ mod tests {
             height,
             spp,
             max_bounces,
+            estimator: Estimator::Mis,
             traversal,
             compact_paths: Compaction::None,
             compact_frontier: Compaction::None,
@@ -515,11 +517,12 @@ mod tests {
         e.depth_first(&queue, false, &words, Q).expect("depth-first");
         queue[5] = 3;
         let mut next = vec![0; 64];
-        assert!(e.shade(&queue, &mut next, 0, 0, &mut words, Q, COUNTS).is_err());
+        assert!(e.shade(&queue, &mut next, 0, 0, Estimator::Mis, &mut words, Q, COUNTS).is_err());
         let two = vec![0, 0, 2];
         assert!(e.nee(&[DEAD32, 64].to_vec(), &two, Q).is_err(), "a path id past the last pixel");
         // A fresh stage accepts every path again.
         queue[5] = 5;
-        e.shade(&queue, &mut next, 0, 0, &mut words, Q, COUNTS).expect("a queue of distinct paths shades");
+        e.shade(&queue, &mut next, 0, 0, Estimator::Mis, &mut words, Q, COUNTS)
+            .expect("a queue of distinct paths shades");
     }
 }
