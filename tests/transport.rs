@@ -172,41 +172,42 @@ fn an_emitter_facing_away_leaves_the_floor_black() {
 
 /// Veach's classic MIS scene, reduced: a glossy floor of two roughnesses
 /// reflecting a small bright light and a large dim one, and a diffuse wall.
+/// The camera looks down past the lights' unlit backs, so all it sees of
+/// them is their reflections: where light sampling fails (a large light in
+/// the smooth strip) and where BSDF sampling fails (the small light in the
+/// rough strip).
 fn veach() -> Scene {
     let camera =
-        Camera { position: Vec3::new(0.0, 1.0, 4.0), target: Vec3::new(0.0, 0.3, 0.0), up: Vec3::Y, vfov_deg: 55.0 };
+        Camera { position: Vec3::new(0.0, 2.2, 4.0), target: Vec3::new(0.0, 0.0, 0.0), up: Vec3::Y, vfov_deg: 60.0 };
     let materials = vec![
-        glossy(0.05, 0.8),
-        glossy(0.3, 0.8),
+        glossy(0.02, 0.8),
+        glossy(0.25, 0.8),
         Material::diffuse("wall", Vec3::splat(0.5)),
-        emitter(300.0),
-        emitter(3.0),
+        emitter(400.0),
+        emitter(1.0),
     ];
     let mut s = empty(camera, Vec3::ZERO, materials);
-    let (l, r) = (-2.5, 2.5);
-    // Near strip smooth, far strip rough.
-    quad(&mut s, [Vec3::new(l, 0.0, 3.0), Vec3::new(r, 0.0, 3.0), Vec3::new(r, 0.0, 0.5), Vec3::new(l, 0.0, 0.5)], 0);
-    quad(&mut s, [Vec3::new(l, 0.0, 0.5), Vec3::new(r, 0.0, 0.5), Vec3::new(r, 0.0, -2.0), Vec3::new(l, 0.0, -2.0)], 1);
-    quad(
-        &mut s,
-        [Vec3::new(l, 0.0, -2.0), Vec3::new(r, 0.0, -2.0), Vec3::new(r, 3.0, -2.0), Vec3::new(l, 3.0, -2.0)],
-        2,
-    );
-    square(&mut s, -1.0, 1.5, -0.5, 0.05, false, 3);
-    square(&mut s, 1.0, 1.5, -0.5, 0.5, false, 4);
+    let (l, r) = (-3.0, 3.0);
+    let c = Vec3::new;
+    quad(&mut s, [c(l, 0.0, 3.5), c(r, 0.0, 3.5), c(r, 0.0, 1.0), c(l, 0.0, 1.0)], 0);
+    quad(&mut s, [c(l, 0.0, 1.0), c(r, 0.0, 1.0), c(r, 0.0, -2.0), c(l, 0.0, -2.0)], 1);
+    quad(&mut s, [c(l, 0.0, -2.0), c(r, 0.0, -2.0), c(r, 3.0, -2.0), c(l, 3.0, -2.0)], 2);
+    square(&mut s, -1.0, 1.2, 0.0, 0.05, false, 3);
+    square(&mut s, 1.0, 1.2, 0.0, 0.8, false, 4);
     s
 }
 
 #[test]
 fn estimators_agree_and_mis_is_the_least_noisy() {
     let scene = veach();
-    let n = 48;
+    let n = 256;
     let runs: Vec<(Estimator, (f64, f64), f64)> = Estimator::ALL
         .into_iter()
         .map(|e| {
             let f = frames(&scene, 48, n, 3, e);
             let stats = pixel_stats(&f);
             let variance = stats.iter().map(|(_, v)| v).sum::<f64>() / stats.len() as f64;
+            eprintln!("{e}: image mean {:?}, mean per-pixel variance {variance}", image_mean(&f));
             (e, image_mean(&f), variance)
         })
         .collect();
@@ -241,7 +242,8 @@ fn furnaces(m: &Material) -> [Scene; 2] {
 }
 
 /// Albedo 1 under a sky of 1: diffuse, mirror and glass neither lose nor gain
-/// energy, so every pixel's expectation is 1.
+/// energy, so the image's expectation is 1. Judged on the image mean: a
+/// single pixel's few samples are skewed by Russian roulette (0 or 1/q^k).
 #[test]
 fn furnace_diffuse_mirror_and_glass_give_one() {
     let white = Material::diffuse("white", Vec3::ONE);
@@ -254,36 +256,32 @@ fn furnace_diffuse_mirror_and_glass_give_one() {
         for scene in furnaces(m) {
             let f = frames(&scene, 24, 24, 64, Estimator::Mis);
             let (mean, se) = image_mean(&f);
+            eprintln!("{:?} furnace, {}: mean {mean} ± {se}", m.kind, scene.name);
             // A path still inside after 64 bounces is cut: allow that sliver besides the noise.
             assert!((mean - 1.0).abs() <= 4.0 * se + 1e-3, "{:?} {}: mean {mean} ± {se}", m.kind, scene.name);
-            for (p, (pm, pv)) in pixel_stats(&f).into_iter().enumerate() {
-                assert!(
-                    (pm - 1.0).abs() <= 5.0 * pv.sqrt() + 2e-3,
-                    "{:?} {}: pixel {p} {pm} ± {}",
-                    m.kind,
-                    scene.name,
-                    pv.sqrt()
-                );
-            }
         }
     }
 }
 
 /// GGX with F0 = 1 loses energy only to single scattering's missing
 /// multiple-bounce term: never above 1 anywhere, and close to 1 when smooth.
+/// Per pixel with three bounces, where Russian roulette (from bounce 3)
+/// leaves every sample's weight a product of F·G2/G1 ≤ 1, so a pixel's mean
+/// is a fair judge; the image mean with 64 bounces, so paths leave the box.
 #[test]
 fn furnace_glossy_never_gains_energy_and_smooth_is_near_one() {
     for (roughness, near_one) in [(0.05, true), (0.5, false), (1.0, false)] {
         for scene in furnaces(&glossy(roughness, 1.0)) {
-            let f = frames(&scene, 24, 24, 64, Estimator::Mis);
+            let f = frames(&scene, 24, 24, 3, Estimator::Mis);
             for (p, (pm, pv)) in pixel_stats(&f).into_iter().enumerate() {
                 assert!(pm <= 1.0 + 3.0 * pv.sqrt() + 1e-4, "roughness {roughness} {}: pixel {p} {pm}", scene.name);
             }
-            let (mean, se) = image_mean(&f);
+            let (mean, se) = image_mean(&frames(&scene, 24, 24, 64, Estimator::Mis));
+            eprintln!("glossy furnace, roughness {roughness}, {}: mean {mean} ± {se}", scene.name);
             if near_one {
                 assert!(mean > 0.97 - 4.0 * se, "roughness {roughness} {}: mean {mean}", scene.name);
             } else {
-                assert!(mean < 1.0, "roughness {roughness} {}: mean {mean} gains energy", scene.name);
+                assert!(mean < 1.0 + 3.0 * se, "roughness {roughness} {}: mean {mean} gains energy", scene.name);
             }
         }
     }
