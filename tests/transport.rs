@@ -286,3 +286,27 @@ fn furnace_glossy_never_gains_energy_and_smooth_is_near_one() {
         }
     }
 }
+
+/// `--estimator` takes the catalog names and refuses others with the choices.
+#[test]
+fn render_takes_an_estimator_by_name() {
+    let dir = std::env::temp_dir().join(format!("reap-transport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let run = |estimator: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_reap"))
+            .args(["render", "--backend", "cpu", "--width", "16", "--height", "12", "--spp", "1"])
+            .args(["--max-bounces", "2", "--estimator", estimator, "--out"])
+            .arg(dir.join(format!("{estimator}.png")))
+            .output()
+            .expect("reap runs")
+    };
+    for e in Estimator::ALL {
+        let out = run(e.name());
+        assert!(out.status.success(), "--estimator {e}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{e} estimator")));
+    }
+    let out = run("nee");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("mis, light or bsdf"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
