@@ -18,6 +18,9 @@ typedef unsigned long long u64;
 #define MAT_GLASS 2
 #define MAT_GLOSSY 3
 
+// Material::texture of a material without one.
+#define NO_TEXTURE 0xffffffffu
+
 // Path flag: the last bounce was specular, so an emitter hit next is counted
 // (next-event estimation could not sample it).
 #define PATH_SPECULAR 1u
@@ -45,7 +48,14 @@ struct Material {
     float roughness;
     float ior;
     u32 emissive;
-    u32 pad[2];
+    u32 texture;  // index into Scene::textures, or NO_TEXTURE
+    u32 pad;
+};
+
+struct Texture {  // layout.rs `TextureLayout`
+    u64 offset;  // first texel in Scene::texels; rows run down from the image's top
+    u32 width;
+    u32 height;
 };
 
 struct Scene {
@@ -59,6 +69,9 @@ struct Scene {
     float light_area;  // total emitting area
     float env[3];  // radiance of every escaping ray
     float eps;  // origin offset along the normal, scaled to the scene
+    const float* uvs;  // 6 floats per triangle: the three vertex UVs; empty when nothing is textured
+    const Texture* textures;
+    const float4* texels;  // linear RGB, w = 1, every texture's one after the other
 };
 
 struct Camera {

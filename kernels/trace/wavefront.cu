@@ -11,6 +11,7 @@
 // launched for the buffer's capacity with a grid-stride loop, so threads past
 // the length do nothing and the host never waits inside a frame.
 #include "common.cuh"
+#include "texture.cuh"
 #include "../frontier.cuh"
 
 #define STACK 64
@@ -306,7 +307,7 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     if (dot(ns, d) >= 0.0f) ns = ng;  // a shading normal facing away would leak light
     if (m.emissive && (p.flags[path] & PATH_SPECULAR)) L = L + T * f3(m.emission);
 
-    float3 albedo = f3(m.albedo);
+    float3 albedo = albedo_at(s, m, k, u, v);
     float3 wi;
     bool above = true;  // the new ray leaves on the side the ray came from
     u32 flags = PATH_SPECULAR;

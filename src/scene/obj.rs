@@ -101,13 +101,9 @@ pub(super) fn parse(
         tobj::LoadOptions { triangulate: true, ignore_points: true, ignore_lines: true, ..Default::default() };
     let loaded = tobj::load_obj_buf(&mut text.as_bytes(), &options, |lib| match mtl(lib) {
         Ok((name, mtl_text)) => match scan_mtl(&name, &mtl_text) {
-            Ok(()) => {
-                let loaded = tobj::load_mtl_buf(&mut mtl_text.as_bytes());
-                if let Ok((defined, _)) = &loaded {
-                    mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
-                }
-                loaded
-            }
+            Ok(()) => tobj::load_mtl_buf(&mut mtl_text.as_bytes()).inspect(|(defined, _)| {
+                mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
+            }),
             Err(e) => {
                 mtl_error.borrow_mut().get_or_insert(e);
                 Err(tobj::LoadError::MaterialParseError)

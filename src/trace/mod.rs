@@ -25,6 +25,7 @@ pub mod cuda;
 pub mod layout;
 pub mod output;
 pub mod shading;
+pub mod texture;
 pub mod tonemap;
 
 use std::time::Duration;

@@ -14,6 +14,7 @@ use glam::{Vec3, Vec4};
 
 use crate::bvh::Node;
 use crate::trace::layout::{CameraLayout, Packed, Tri};
+use crate::trace::texture::albedo_at;
 use crate::trace::{DEAD32, DEAD64};
 
 pub const MAT_DIFFUSE: u32 = 0;
@@ -432,7 +433,7 @@ pub fn shade_one(
         radiance += throughput * f3(m.emission);
     }
 
-    let albedo = f3(m.albedo);
+    let albedo = albedo_at(s, m, k, u, v);
     let wi;
     let mut above = true; // the new ray leaves on the side the ray came from
     let mut flags = PATH_SPECULAR;
