@@ -21,6 +21,8 @@ pub use error::SceneError;
 pub use obj::{load_obj, load_obj_str};
 pub use procedural::{BUILTINS, builtin};
 pub use texture::{MAX_DECODED_BYTES, MAX_SIDE, MAX_TEXELS, Texture, TextureId, srgb_to_linear};
+#[cfg(test)]
+pub(crate) use texture::{TWO_COLOURS, write_textured_square};
 
 /// How a surface scatters light. Keep in sync with `kernels/trace/common.cuh`.
 #[repr(u32)]

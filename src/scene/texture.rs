@@ -128,7 +128,9 @@ impl TextureLoader {
     ) -> Option<TextureId> {
         let name = &material.name;
         if material.kind != MaterialKind::Diffuse {
-            warnings.push(format!("{mtl}: material `{name}`: map_Kd `{map}` is ignored: only diffuse materials are textured"));
+            warnings.push(format!(
+                "{mtl}: material `{name}`: map_Kd `{map}` is ignored: only diffuse materials are textured"
+            ));
             return None;
         }
         // `map_Kd -s 2 2 1 wood.png`: the options (scale, offset, clamp…) are not supported, the file is the last word.
@@ -159,6 +161,27 @@ impl TextureLoader {
     }
 }
 
+/// Test assets written to a fresh folder: a square seen face on, `-1..2` in x and y at z = 0,
+/// with UVs equal to the positions (so `0..1` is one tile), a diffuse material textured with
+/// `two.png`: 2×1 texels, left and right of [`TWO_COLOURS`] (sRGB bytes).
+#[cfg(test)]
+pub(crate) fn write_textured_square(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reap-texture-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp folder");
+    let obj = "mtllib square.mtl\nv -1 -1 0\nv 2 -1 0\nv 2 2 0\nv -1 2 0\n\
+               vt -1 -1\nvt 2 -1\nvt 2 2\nvt -1 2\nusemtl two\nf 1/1 2/2 3/3 4/4\n";
+    std::fs::write(dir.join("square.obj"), obj).expect("write the OBJ");
+    std::fs::write(dir.join("square.mtl"), "newmtl two\nKd 0.5 0.5 0.5\nmap_Kd two.png\n").expect("write the MTL");
+    let [left, right] = TWO_COLOURS;
+    let png = image::RgbImage::from_fn(2, 1, |x, _| image::Rgb(if x == 0 { left } else { right }));
+    png.save(dir.join("two.png")).expect("write the PNG");
+    dir
+}
+
+/// The texels of [`write_textured_square`]'s texture, left then right, as sRGB bytes.
+#[cfg(test)]
+pub(crate) const TWO_COLOURS: [[u8; 3]; 2] = [[204, 51, 26], [26, 77, 230]];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +194,83 @@ mod tests {
         // 128/255 and 64/255 decode to these (computed in f64 from the formula).
         assert!((srgb_to_linear(128.0 / 255.0) - 0.215_860_5).abs() < 1e-6);
         assert!((srgb_to_linear(64.0 / 255.0) - 0.051_269_46).abs() < 1e-6);
+    }
+
+    fn linear(srgb: [u8; 3]) -> Vec3 {
+        Vec3::from_array(srgb.map(|c| srgb_to_linear(c as f32 / 255.0)))
+    }
+
+    #[test]
+    fn a_map_kd_png_replaces_kd_with_linear_texels_read_through_the_uvs() {
+        let dir = write_textured_square("png");
+        let scene = super::super::load_obj(&dir.join("square.obj")).expect("the square loads");
+        assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
+        assert_eq!(scene.textures.len(), 1);
+        let t = &scene.textures[0];
+        assert_eq!((t.width, t.height), (2, 1));
+        let want = TWO_COLOURS.map(linear);
+        for (got, want) in t.texels.iter().zip(want) {
+            assert!((*got - want).abs().max_element() < 1e-6, "{got} vs {want}");
+        }
+        assert_eq!(scene.materials[0].texture, Some(TextureId(0)));
+        // Two triangles from the quad, UVs equal to the positions' x and y.
+        assert_eq!(scene.uvs.len(), 2);
+        for (tri, uvs) in scene.triangles.iter().zip(&scene.uvs) {
+            for (p, uv) in tri.iter().zip(uvs) {
+                assert_eq!(p.truncate(), *uv);
+            }
+        }
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn a_jpeg_decodes_and_two_materials_share_one_texture() {
+        let dir = write_textured_square("jpeg");
+        let grey = image::RgbImage::from_pixel(16, 8, image::Rgb([128, 128, 128]));
+        grey.save(dir.join("grey.jpg")).expect("write the JPEG");
+        let mtl = "newmtl a\nmap_Kd grey.jpg\nnewmtl b\nKd 0.1 0.1 0.1\nmap_Kd grey.jpg\n";
+        std::fs::write(dir.join("square.mtl"), mtl).expect("write the MTL");
+        let obj = "mtllib square.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nvt 0 0\nvt 1 0\nvt 1 1\n\
+                   usemtl a\nf 1/1 2/2 3/3\nusemtl b\nf 1 2 3\n";
+        std::fs::write(dir.join("square.obj"), obj).expect("write the OBJ");
+        let scene = super::super::load_obj(&dir.join("square.obj")).expect("the scene loads");
+        assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
+        assert_eq!(scene.textures.len(), 1, "one file, one texture");
+        assert!(scene.materials.iter().all(|m| m.texture == Some(TextureId(0))));
+        let t = &scene.textures[0];
+        assert_eq!((t.width, t.height, t.texels.len()), (16, 8, 128));
+        // A flat grey survives JPEG within a step of its 8-bit value.
+        let step = srgb_to_linear(129.0 / 255.0) - srgb_to_linear(128.0 / 255.0);
+        let want = srgb_to_linear(128.0 / 255.0);
+        assert!(t.texels.iter().flat_map(|c| c.to_array()).all(|c| (c - want).abs() <= step), "{:?}", t.texels[0]);
+        // The face without `vt` gets zero UVs.
+        assert_eq!(scene.uvs[1], [glam::Vec2::ZERO; 3]);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn a_missing_huge_or_misplaced_texture_warns_and_keeps_kd() {
+        let dir = write_textured_square("bad");
+        // A PNG header claiming 100000×100000 and no pixels: refused before decoding.
+        let huge = std::fs::File::create(dir.join("huge.png")).expect("create the PNG");
+        let mut header = png::Encoder::new(huge, 100_000, 100_000).write_header().expect("write the header");
+        header.write_chunk(png::chunk::IDAT, &[0; 8]).expect("write a scrap of pixel data");
+        let mtl = "newmtl gone\nKd 0.25 0.5 0.75\nmap_Kd no such.png\n\
+                   newmtl huge\nKd 0.5 0.5 0.5\nmap_Kd huge.png\n\
+                   newmtl chrome\nillum 3\nKs 0.9 0.9 0.9\nmap_Kd two.png\n";
+        std::fs::write(dir.join("square.mtl"), mtl).expect("write the MTL");
+        let obj = "mtllib square.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\n\
+                   usemtl gone\nf 1 2 3\nusemtl huge\nf 1 2 3\nusemtl chrome\nf 1 2 3\n";
+        std::fs::write(dir.join("square.obj"), obj).expect("write the OBJ");
+        let scene = super::super::load_obj(&dir.join("square.obj")).expect("the scene loads");
+        assert!(scene.textures.is_empty());
+        assert!(scene.materials.iter().all(|m| m.texture.is_none()));
+        assert_eq!(scene.materials[0].albedo, Vec3::new(0.25, 0.5, 0.75), "Kd stays");
+        let warned = |what: &str| scene.warnings.iter().any(|w| w.contains(what));
+        assert!(warned("no such.png` is not used, cannot read it"), "{:?}", scene.warnings);
+        assert!(warned("huge.png` is not used, it is 100000x100000, larger than the limit"), "{:?}", scene.warnings);
+        assert!(warned("material `chrome`: map_Kd `two.png` is ignored"), "{:?}", scene.warnings);
+        assert_eq!(scene.warnings.len(), 3, "{:?}", scene.warnings);
+        std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -22,7 +22,8 @@ pub const COMMON: Source = kernel_source!("trace/common.cuh");
 /// Texture lookups (src/trace/texture.rs is their twin).
 pub const TEXTURE: Source = kernel_source!("trace/texture.cuh", headers: &[COMMON]);
 /// The wavefront stages.
-pub const WAVEFRONT: Source = kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, crate::frontier::CUDA_HEADER]);
+pub const WAVEFRONT: Source =
+    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, crate::frontier::CUDA_HEADER]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
