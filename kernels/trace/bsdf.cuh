@@ -87,13 +87,13 @@ __device__ float3 ggx_sample_h(float alpha, float3 n, float3 wo, float r1, float
     return normalize(bx * ne.x + by * ne.y + n * ne.z);
 }
 
-// f * cos(n, wi) and the sampling pdf of a diffuse or glossy material
+// f * cos(n, wi) and the sampling pdf of a diffuse or glossy material, whose
+// albedo (Kd, its texture at the hit, or the glossy F0) the caller looked up
 // (nothing for a direction below n).
-__device__ float3 bsdf_eval(const Material& m, float3 n, float3 wo, float3 wi, float* pdf) {
+__device__ float3 bsdf_eval(const Material& m, float3 albedo, float3 n, float3 wo, float3 wi, float* pdf) {
     float ci = dot(n, wi);
     *pdf = 0.0f;
     if (ci <= 0.0f) return make_float3(0.0f, 0.0f, 0.0f);
-    float3 albedo = f3(m.albedo);
     if (m.kind == MAT_DIFFUSE) {
         *pdf = ci * TRACE_PI_INV;
         return albedo * (ci * TRACE_PI_INV);

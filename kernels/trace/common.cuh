@@ -18,6 +18,9 @@ typedef unsigned long long u64;
 #define MAT_GLASS 2
 #define MAT_GLOSSY 3
 
+// Material::texture of a material without one.
+#define NO_TEXTURE 0xffffffffu
+
 // Path flag: the last bounce was a delta one (or the camera's), so an emitter
 // hit next is counted fully: next-event estimation could not sample it. After
 // a non-delta bounce dir.w holds the sampled direction's solid-angle pdf.
@@ -51,7 +54,14 @@ struct Material {
     float roughness;
     float ior;
     u32 emissive;
-    u32 pad[2];
+    u32 texture;  // index into Scene::textures, or NO_TEXTURE
+    u32 pad;
+};
+
+struct Texture {  // layout.rs `TextureLayout`
+    u64 offset;  // first texel in Scene::texels; rows run down from the image's top
+    u32 width;
+    u32 height;
 };
 
 struct Scene {
@@ -65,6 +75,9 @@ struct Scene {
     float light_power;  // P_total = sum of luminance(Le) * area: an emitter point's area pdf is luminance(Le) / P_total
     float env[3];  // radiance of every escaping ray
     float eps;  // origin offset along the normal, scaled to the scene
+    const float* uvs;  // 6 floats per triangle: the three vertex UVs; empty when nothing is textured
+    const Texture* textures;
+    const float4* texels;  // linear RGB, w = 1, every texture's one after the other
 };
 
 struct Camera {

@@ -11,6 +11,7 @@
 // launched for the buffer's capacity with a grid-stride loop, so threads past
 // the length do nothing and the host never waits inside a frame.
 #include "common.cuh"
+#include "texture.cuh"
 #include "bsdf.cuh"
 #include "../frontier.cuh"
 
@@ -313,7 +314,7 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
         return out;
     }
 
-    float3 albedo = f3(m.albedo);
+    float3 albedo = albedo_at(s, m, k, u, v);
     float3 wo = -d;
     bool delta = m.kind == MAT_MIRROR || m.kind == MAT_GLASS;
     if (!delta && estimator != ESTIMATOR_BSDF && s.light_count > 0) {
@@ -331,7 +332,7 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
         if (cx > 0.0f && cl > 0.0f && dot(ng, w) > 0.0f) {
             float pdf_light = light_pdf(s, le) * dist2 / cl;
             float pdf_b;
-            float3 f = bsdf_eval(m, ns, wo, w, &pdf_b);
+            float3 f = bsdf_eval(m, albedo, ns, wo, w, &pdf_b);
             float mis = estimator == ESTIMATOR_MIS ? power_heuristic(pdf_light, pdf_b) : 1.0f;
             p.shadow_dir[path] = f4(w, dist * (1.0f - 1e-4f));
             p.shadow_radiance[path] = f4(T * f * le * (mis / pdf_light), 0.0f);

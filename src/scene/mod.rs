@@ -11,14 +11,18 @@
 mod error;
 mod obj;
 mod procedural;
+mod texture;
 
 use std::path::Path;
 
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 
 pub use error::SceneError;
 pub use obj::{load_obj, load_obj_str};
 pub use procedural::{BUILTINS, builtin};
+pub use texture::{MAX_DECODED_BYTES, MAX_SIDE, MAX_TEXELS, Texture, TextureId, srgb_to_linear};
+#[cfg(test)]
+pub(crate) use texture::{TWO_COLOURS, write_textured_square};
 
 /// How a surface scatters light. Keep in sync with `kernels/trace/common.cuh`.
 #[repr(u32)]
@@ -42,6 +46,8 @@ pub struct Material {
     pub roughness: f32,
     /// Index of refraction for glass (Ni).
     pub ior: f32,
+    /// The diffuse texture (map_Kd) that replaces `albedo`; only diffuse materials have one.
+    pub texture: Option<TextureId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,9 +66,13 @@ pub struct Scene {
     pub triangles: Vec<[Vec3; 3]>,
     /// Per-vertex shading normals, three per triangle (geometric normal when the file has none).
     pub normals: Vec<[Vec3; 3]>,
+    /// Per-vertex texture coordinates, three per triangle (zero when the file has none).
+    pub uvs: Vec<[Vec2; 3]>,
     /// Material index per triangle.
     pub material_of: Vec<u32>,
     pub materials: Vec<Material>,
+    /// The textures materials name by [`TextureId`], one per distinct file.
+    pub textures: Vec<Texture>,
     pub camera: Camera,
     /// Uniform radiance arriving from every direction that escapes the scene.
     pub environment: Vec3,
@@ -82,6 +92,7 @@ impl Material {
             emission: Vec3::ZERO,
             roughness: 1.0,
             ior: 1.0,
+            texture: None,
         }
     }
 

@@ -14,17 +14,23 @@
 //! | `illum` 4, 6 or 7, or `d` < 1, or `Tr` > 0 | [`Glass`](MaterialKind::Glass) | ior = `Ni` (1.5 if absent), albedo = `Tf` (1 if absent) |
 //! | `illum` 3 or 5 | [`Mirror`](MaterialKind::Mirror) | albedo = `Ks` (1 if absent or zero) |
 //! | `Ks` non-zero, `Ns` present, `illum` 2 or absent, `Kd` dark (no component above 0.1) | [`Glossy`](MaterialKind::Glossy) | albedo = `Ks`, roughness = √(2 / (`Ns` + 2)) in [0.01, 1] |
-//! | anything else | [`Diffuse`](MaterialKind::Diffuse) | albedo = `Kd` (0.8 if absent) |
+//! | anything else | [`Diffuse`](MaterialKind::Diffuse) | albedo = `Kd` (0.8 if absent), or `map_Kd` |
 //!
 //! Every kind emits `Ke` (a light when non-zero). Albedos are clamped to [0, 1] so no surface
-//! creates energy. Texture maps are not supported: each is ignored with a warning.
+//! creates energy.
+//!
+//! A diffuse material's `map_Kd` (PNG, JPEG or EXR, relative to its MTL file) replaces `Kd`, as
+//! pbrt's and Mitsuba's importers do, read through the faces' `vt` (zero where a face has none).
+//! One that cannot be read, is too large ([`MAX_TEXELS`](super::MAX_TEXELS)) or sits on another
+//! kind is a warning, and `Kd` stays. Other maps (`map_Ka`, `map_Ks`, `map_Bump`…) are ignored.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::path::Path;
 
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 
+use super::texture::attach_textures;
 use super::{Camera, Material, MaterialKind, Scene, SceneError, geometric_normal};
 
 /// Finds the text of an MTL library named by `mtllib`: `Ok((name for messages, text))`.
@@ -89,11 +95,15 @@ pub(super) fn parse(
     // there waits in these cells.
     let mtl_warnings = RefCell::new(Vec::new());
     let mtl_error = RefCell::new(None);
+    // Each MTL file read, with the materials it defines: their textures are relative to it.
+    let mtl_files = RefCell::new(Vec::<(String, Vec<String>)>::new());
     let options =
         tobj::LoadOptions { triangulate: true, ignore_points: true, ignore_lines: true, ..Default::default() };
     let loaded = tobj::load_obj_buf(&mut text.as_bytes(), &options, |lib| match mtl(lib) {
         Ok((name, mtl_text)) => match scan_mtl(&name, &mtl_text) {
-            Ok(()) => tobj::load_mtl_buf(&mut mtl_text.as_bytes()),
+            Ok(()) => tobj::load_mtl_buf(&mut mtl_text.as_bytes()).inspect(|(defined, _)| {
+                mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
+            }),
             Err(e) => {
                 mtl_error.borrow_mut().get_or_insert(e);
                 Err(tobj::LoadError::MaterialParseError)
@@ -119,6 +129,7 @@ pub(super) fn parse(
 
     let mut materials: Vec<Material> =
         mtl_materials.iter().map(|m| material_from_mtl(file, m, &mut warnings)).collect();
+    let textures = attach_textures(file, &mut materials, &mtl_materials, &mtl_files.into_inner(), &mut warnings);
     let defined: HashSet<&str> = mtl_materials.iter().map(|m| m.name.as_str()).collect();
     for (name, line) in &scan.used_materials {
         if !defined.contains(name.as_str()) {
@@ -142,8 +153,10 @@ pub(super) fn parse(
         name: file.to_owned(),
         triangles: Vec::new(),
         normals: Vec::new(),
+        uvs: Vec::new(),
         material_of: Vec::new(),
         materials: Vec::new(),
+        textures,
         camera: Camera::fit(Vec3::ZERO, Vec3::ONE),
         environment: Vec3::ZERO,
         skipped_triangles: 0,
@@ -162,6 +175,7 @@ pub(super) fn parse(
             }),
         };
         let has_normals = file_normals && !mesh.normals.is_empty() && mesh.normal_indices.len() == mesh.indices.len();
+        let has_uvs = !mesh.texcoords.is_empty() && mesh.texcoord_indices.len() == mesh.indices.len();
         for (face, idx) in mesh.indices.chunks_exact(3).enumerate() {
             let tri = [
                 vec3(&mesh.positions, idx[0]).ok_or_else(bad_index)?,
@@ -182,8 +196,20 @@ pub(super) fn parse(
                     }
                 }
             }
+            let mut uvs = [Vec2::ZERO; 3];
+            if has_uvs {
+                for (k, uv) in uvs.iter_mut().enumerate() {
+                    let i = 2 * mesh.texcoord_indices[3 * face + k] as usize;
+                    let file_uv = mesh.texcoords.get(i..i + 2).map(Vec2::from_slice).ok_or_else(bad_index)?;
+                    // A non-finite coordinate would make every texel lookup NaN.
+                    if file_uv.is_finite() {
+                        *uv = file_uv;
+                    }
+                }
+            }
             scene.triangles.push(tri);
             scene.normals.push(normals);
+            scene.uvs.push(uvs);
             scene.material_of.push(material);
         }
     }
@@ -399,9 +425,9 @@ fn material_from_mtl(file: &str, m: &tobj::Material, warnings: &mut Vec<String>)
             m.name
         ));
     }
+    // map_Kd is resolved by the caller, which knows the MTL file's folder.
     let textures = [
         ("map_Ka", &m.ambient_texture),
-        ("map_Kd", &m.diffuse_texture),
         ("map_Ks", &m.specular_texture),
         ("map_Bump", &m.normal_texture),
         ("map_Ns", &m.shininess_texture),
@@ -423,6 +449,7 @@ fn material_from_mtl(file: &str, m: &tobj::Material, warnings: &mut Vec<String>)
         emission,
         roughness,
         ior: if kind == MaterialKind::Glass { ior } else { 1.0 },
+        texture: None,
     }
 }
 
@@ -557,7 +584,12 @@ newmtl painted\nKd 0.6 0.6 0.6\nKs 0.5 0.5 0.5\nNs 96\nmap_Kd wood.png\n";
         assert_eq!(plastic.kind, MaterialKind::Glossy);
         assert!((plastic.roughness - 0.1).abs() < 1e-6, "{}", plastic.roughness);
         assert_eq!(by_name("painted").kind, MaterialKind::Diffuse, "a bright Kd stays diffuse");
-        assert!(scene.warnings.iter().any(|w| w.contains("map_Kd `wood.png` is ignored")), "{:?}", scene.warnings);
+        assert_eq!(by_name("painted").texture, None, "wood.png does not exist");
+        assert!(
+            scene.warnings.iter().any(|w| w.contains("map_Kd `wood.png` is not used, cannot read it")),
+            "{:?}",
+            scene.warnings
+        );
         assert_eq!(scene.environment, Vec3::ZERO, "a lit scene keeps its own light");
         assert_eq!(scene.emitters(), vec![1]);
     }

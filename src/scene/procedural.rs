@@ -6,7 +6,7 @@
 //! room and light; their millions of triangles are written in parallel, straight into the scene's
 //! arrays.
 
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 use rayon::prelude::*;
 
 use super::{Camera, Material, MaterialKind, Scene, SceneError, geometric_normal, obj};
@@ -166,6 +166,7 @@ fn sphereflake(subdivisions: &[u32]) -> Result<Scene, SceneError> {
     scene.triangles = triangles;
     scene.normals = normals;
     scene.material_of = material_of;
+    scene.uvs.resize(total, [Vec2::ZERO; 3]);
     Ok(scene)
 }
 
@@ -179,9 +180,11 @@ fn furnace() -> Scene {
     Scene {
         name: "furnace".to_owned(),
         material_of: vec![0; triangles.len()],
+        uvs: vec![[Vec2::ZERO; 3]; triangles.len()],
         triangles,
         normals,
         materials: vec![Material::diffuse("furnace white", Vec3::ONE)],
+        textures: Vec::new(),
         camera: Camera { position: Vec3::new(0.0, 0.0, 4.0), target: Vec3::ZERO, up: Vec3::Y, vfov_deg: 45.0 },
         environment: Vec3::ONE,
         skipped_triangles: 0,

@@ -114,14 +114,14 @@ pub fn ggx_sample_h(alpha: f32, n: Vec3, wo: Vec3, r1: f32, r2: f32) -> Vec3 {
     normalize(bx * ne.x + by * ne.y + n * ne.z)
 }
 
-/// f·cos(n, wi) and the sampling pdf of a diffuse or glossy material
+/// f·cos(n, wi) and the sampling pdf of a diffuse or glossy material, whose
+/// albedo (Kd, its texture at the hit, or the glossy F0) the caller looked up
 /// (nothing for a direction below n).
-pub fn bsdf_eval(m: &Material, n: Vec3, wo: Vec3, wi: Vec3) -> (Vec3, f32) {
+pub fn bsdf_eval(m: &Material, albedo: Vec3, n: Vec3, wo: Vec3, wi: Vec3) -> (Vec3, f32) {
     let ci = n.dot(wi);
     if ci <= 0.0 {
         return (Vec3::ZERO, 0.0);
     }
-    let albedo = f3(m.albedo);
     if m.kind == MAT_DIFFUSE {
         return (albedo * (ci * FRAC_1_PI), ci * FRAC_1_PI);
     }
@@ -230,7 +230,7 @@ mod tests {
                 if pdf == 0.0 {
                     continue;
                 }
-                let (f, p) = bsdf_eval(&m, n, wo, wi);
+                let (f, p) = bsdf_eval(&m, f3(m.albedo), n, wo, wi);
                 assert!((p - pdf).abs() <= 1e-3 * pdf, "roughness {roughness}: pdf {p} vs {pdf}");
                 let w = f / p;
                 assert!((w - weight).abs().max_element() <= 1e-3, "roughness {roughness}: {w} vs {weight}");
@@ -255,7 +255,7 @@ mod tests {
                 for j in 0..2 * steps {
                     let phi = TAU * (j as f32 + 0.5) / (2 * steps) as f32;
                     let wi = Vec3::new(st * phi.cos(), st * phi.sin(), ct);
-                    sum += bsdf_eval(&m, n, wo, wi).1 as f64;
+                    sum += bsdf_eval(&m, f3(m.albedo), n, wo, wi).1 as f64;
                 }
             }
             let integral = sum * (1.0 / steps as f64) * (TAU as f64 / (2 * steps) as f64);

@@ -19,11 +19,13 @@ use crate::trace::{Buf, Engine, Estimator, FrameEnd, ShadeWords, StageId, TraceE
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
+/// Texture lookups (src/trace/texture.rs is their twin).
+pub const TEXTURE: Source = kernel_source!("trace/texture.cuh", headers: &[COMMON]);
 /// The BSDFs, light sampling and MIS weights (src/trace/bsdf.rs is its twin).
 pub const BSDF: Source = kernel_source!("trace/bsdf.cuh", headers: &[COMMON]);
 /// The wavefront stages.
 pub const WAVEFRONT: Source =
-    kernel_source!("trace/wavefront.cu", headers: &[COMMON, BSDF, crate::frontier::CUDA_HEADER]);
+    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, BSDF, crate::frontier::CUDA_HEADER]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
@@ -58,6 +60,9 @@ struct SceneArgs {
     light_power: f32,
     env: [f32; 3],
     eps: f32,
+    uvs: u64,
+    textures: u64,
+    texels: u64,
 }
 
 /// common.cuh `Paths`.
@@ -189,6 +194,9 @@ impl CudaEngine {
             upload(bytemuck::cast_slice(&packed.materials))?,
             upload(bytemuck::cast_slice(&packed.light_tris))?,
             upload(bytemuck::cast_slice(&packed.light_cdf))?,
+            upload(bytemuck::cast_slice(&packed.uvs))?,
+            upload(bytemuck::cast_slice(&packed.textures))?,
+            upload(bytemuck::cast_slice(&packed.texels))?,
         ];
         let p = |i: usize| raw_ptr(&scene_buffers[i]);
         let scene = SceneArgs {
@@ -202,6 +210,9 @@ impl CudaEngine {
             light_power: packed.light_power,
             env: packed.env,
             eps: packed.eps,
+            uvs: p(6),
+            textures: p(7),
+            texels: p(8),
         };
         let field = |bytes: u64| backend.zeroed(pixels.max(1) * bytes);
         let path_buffers = vec![

@@ -1,6 +1,6 @@
 //! The scene as both engines read it: triangles in BVH order with their
-//! edges precomputed, vertex normals, materials, and the emitters with an
-//! power CDF for next-event estimation. The `#[repr(C)]` structs are the twins
+//! edges precomputed, vertex normals and UVs, materials, their textures in one
+//! texel array, and the emitters with a power CDF for next-event estimation. The `#[repr(C)]` structs are the twins
 //! of `kernels/trace/common.cuh`: keep the two in sync.
 
 use glam::Vec3;
@@ -31,7 +31,22 @@ pub struct Material {
     pub roughness: f32,
     pub ior: f32,
     pub emissive: u32,
-    pub pad: [u32; 2],
+    /// Index into [`Packed::textures`], or [`NO_TEXTURE`].
+    pub texture: u32,
+    pub pad: u32,
+}
+
+/// common.cuh `NO_TEXTURE`: a material without a texture.
+pub const NO_TEXTURE: u32 = u32::MAX;
+
+/// common.cuh `Texture`: where one texture's texels sit in [`Packed::texels`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TextureLayout {
+    /// Its first texel; texels run row by row from the image's top row.
+    pub offset: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// common.cuh `Camera`: a pinhole, with the image plane's half-extents folded
@@ -76,7 +91,14 @@ pub struct Packed {
     pub tris: Vec<Tri>,
     /// Nine floats per triangle: its three vertex normals.
     pub normals: Vec<f32>,
+    /// Six floats per triangle: its three vertex UVs (u, v). Empty when no
+    /// material has a texture, as nothing reads them then.
+    pub uvs: Vec<f32>,
     pub materials: Vec<Material>,
+    pub textures: Vec<TextureLayout>,
+    /// Every texture's linear RGB texels (w = 1), one after the other: a
+    /// float4 is one aligned load on the GPU.
+    pub texels: Vec<[f32; 4]>,
     /// Emitting triangles (BVH positions) and the inclusive CDF of their
     /// powers luminance(Le)·area: next-event estimation picks a triangle by
     /// power, then a uniform point on it.
@@ -113,6 +135,18 @@ impl Packed {
             .iter()
             .flat_map(|&i| scene.normals[i as usize].iter().flat_map(|n| n.to_array()).collect::<Vec<_>>())
             .collect();
+        let textured = scene.materials.iter().any(|m| m.texture.is_some_and(|t| (t.0 as usize) < scene.textures.len()));
+        let uvs = if textured {
+            bvh.order.iter().flat_map(|&i| scene.uvs[i as usize].iter().flat_map(|uv| uv.to_array())).collect()
+        } else {
+            Vec::new()
+        };
+        let mut textures = Vec::with_capacity(scene.textures.len());
+        let mut texels = Vec::with_capacity(scene.textures.iter().map(|t| t.texels.len()).sum());
+        for t in &scene.textures {
+            textures.push(TextureLayout { offset: texels.len() as u64, width: t.width, height: t.height });
+            texels.extend(t.texels.iter().map(|c| [c.x, c.y, c.z, 1.0]));
+        }
         let materials: Vec<Material> = scene
             .materials
             .iter()
@@ -129,7 +163,9 @@ impl Packed {
                 ior: m.ior,
                 // The same test as the light list's below, so every emitter a ray can hit is one NEE can pick.
                 emissive: (m.emission.max_element() > 0.0 && luminance(m.emission) > 0.0) as u32,
-                pad: [0; 2],
+                // An id past the table would read outside the texels on the GPU.
+                texture: m.texture.filter(|t| (t.0 as usize) < textures.len()).map_or(NO_TEXTURE, |t| t.0),
+                pad: 0,
             })
             .collect();
         let mut light_tris = Vec::new();
@@ -161,7 +197,10 @@ impl Packed {
             nodes: bvh.nodes.clone(),
             tris,
             normals,
+            uvs,
             materials,
+            textures,
+            texels,
             light_tris,
             light_cdf,
             light_power,
@@ -173,7 +212,12 @@ impl Packed {
 
     /// Bytes the GPU needs for the scene.
     pub fn bytes(&self) -> u64 {
-        (self.nodes.len() * 32 + self.tris.len() * (48 + 36) + self.materials.len() * 48 + self.light_tris.len() * 8)
-            as u64
+        (self.nodes.len() * 32
+            + self.tris.len() * (48 + 36)
+            + self.uvs.len() * 4
+            + self.materials.len() * 48
+            + self.textures.len() * 16
+            + self.texels.len() * 16
+            + self.light_tris.len() * 8) as u64
     }
 }

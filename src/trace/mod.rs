@@ -27,6 +27,7 @@ mod estimator;
 pub mod layout;
 pub mod output;
 pub mod shading;
+pub mod texture;
 pub mod tonemap;
 
 use std::time::Duration;

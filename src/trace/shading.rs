@@ -17,6 +17,7 @@ use crate::trace::bsdf::{
     bsdf_eval, cosine_around, emission_weight, glossy_sample, light_pdf, power_heuristic, reflect, sample_light,
 };
 use crate::trace::layout::{CameraLayout, Packed, Tri};
+use crate::trace::texture::albedo_at;
 use crate::trace::{DEAD32, DEAD64, Estimator};
 
 pub const MAT_DIFFUSE: u32 = 0;
@@ -436,7 +437,7 @@ pub fn shade_one(
         return out;
     }
 
-    let albedo = f3(m.albedo);
+    let albedo = albedo_at(s, m, k, u, v);
     let wo = -d;
     let delta = m.kind == MAT_MIRROR || m.kind == MAT_GLASS;
     if !delta && estimator != Estimator::Bsdf && !s.light_tris.is_empty() {
@@ -456,7 +457,7 @@ pub fn shade_one(
         let (cx, cl) = (ns.dot(w), -nl.dot(w));
         if cx > 0.0 && cl > 0.0 && ng.dot(w) > 0.0 {
             let pdf_light = light_pdf(s, le) * dist2 / cl;
-            let (f, pdf_b) = bsdf_eval(m, ns, wo, w);
+            let (f, pdf_b) = bsdf_eval(m, albedo, ns, wo, w);
             let mis = if estimator == Estimator::Mis { power_heuristic(pdf_light, pdf_b) } else { 1.0 };
             *p.shadow_dir = f4(w, dist * (1.0 - 1e-4));
             *p.shadow_radiance = f4(throughput * f * le * (mis / pdf_light), 0.0);
