@@ -277,6 +277,7 @@ pub fn footprint_mean(
 }
 
 /// A pixel to check and the radiance it must average to.
+#[derive(Clone, Copy, Debug)]
 pub struct Expected {
     pub pixel: (u32, u32),
     /// The point the pixel's centre sees.
@@ -318,12 +319,27 @@ const Z_PIXEL: f64 = 4.0;
 /// all of them jointly: the mean of the k z-scores is N(0, 1/√k) and must lie
 /// within 3/√k; their squares sum to χ²_k and must stay below k + 4√(2k).
 /// It also checks that the test has the power it claims: an irradiance 2 %
-/// off would move the mean z by at least 3/√k beyond its bound.
+/// off would move the mean z by at least 3/√k beyond its bound, and the same
+/// samples compared with values 2 % too low or too high do fail.
 pub fn check(what: &str, expected: &[Expected], st: &PixelStats, width: u32) {
+    let failures = judge(what, expected, st, width, true);
+    assert!(failures.is_empty(), "{what}: {}", failures.join("; "));
+    for scale in [0.98, 1.02] {
+        let off: Vec<Expected> = expected.iter().map(|e| Expected { value: e.value * scale, ..*e }).collect();
+        let failures = judge(what, &off, st, width, false);
+        println!("  against values {:+.0} % off the check fails: {}", 100.0 * (scale - 1.0), failures.join("; "));
+        assert!(!failures.is_empty(), "{what}: values {scale} times the true ones pass too");
+    }
+}
+
+/// What [`check`] finds wrong, printing every number compared when `print`.
+fn judge(what: &str, expected: &[Expected], st: &PixelStats, width: u32, print: bool) -> Vec<String> {
     let k = expected.len();
     assert!((8..=40).contains(&k), "{what}: {k} pixels to check; the bounds assume 8 to 40");
-    println!("{what}: {k} pixels, {} one-sample frames each", st.frames);
-    println!("  pixel    point (x, y, z)        expected     measured     std.err  rel.err      z  quadrature");
+    if print {
+        println!("{what}: {k} pixels, {} one-sample frames each", st.frames);
+        println!("  pixel    point (x, y, z)        expected     measured     std.err  rel.err      z  quadrature");
+    }
     let (mut zs, mut shift) = (Vec::new(), 0.0);
     let mut failures = Vec::new();
     for e in expected {
@@ -331,20 +347,22 @@ pub fn check(what: &str, expected: &[Expected], st: &PixelStats, width: u32) {
         let se = (st.var[i] / st.frames as f64).sqrt();
         assert!(se > 0.0, "{what}: pixel {:?} has no variance; expected {}", e.pixel, e.value);
         let z = (st.mean[i] - e.value) / se;
-        println!(
-            "  {:>3},{:<3} ({:>5.2},{:>5.2},{:>5.2}) {:>12.6} {:>12.6} {:>11.6} {:>7.2}% {:>6.2}  {:.1e}",
-            e.pixel.0,
-            e.pixel.1,
-            e.centre.x,
-            e.centre.y,
-            e.centre.z,
-            e.value,
-            st.mean[i],
-            se,
-            100.0 * se / e.value,
-            z,
-            e.quadrature
-        );
+        print.then(|| {
+            println!(
+                "  {:>3},{:<3} ({:>5.2},{:>5.2},{:>5.2}) {:>12.6} {:>12.6} {:>11.6} {:>7.2}% {:>6.2}  {:.1e}",
+                e.pixel.0,
+                e.pixel.1,
+                e.centre.x,
+                e.centre.y,
+                e.centre.z,
+                e.value,
+                st.mean[i],
+                se,
+                100.0 * se / e.value,
+                z,
+                e.quadrature
+            )
+        });
         assert!(
             e.quadrature < 1e-3,
             "{what}: the footprint quadrature of {:?} is off by {:.1e}",
@@ -360,8 +378,10 @@ pub fn check(what: &str, expected: &[Expected], st: &PixelStats, width: u32) {
     let mean_z = zs.iter().sum::<f64>() / k as f64;
     let chi2 = zs.iter().map(|z| z * z).sum::<f64>();
     let (z_bound, chi2_bound) = (3.0 / (k as f64).sqrt(), k as f64 + 4.0 * (2.0 * k as f64).sqrt());
-    println!("  mean z {mean_z:.3} (bound ±{z_bound:.3}), Σz² {chi2:.1} (bound {chi2_bound:.1}, k = {k})");
-    println!("  a 2 % error in the irradiance would move the mean z by {shift:.2}");
+    if print {
+        println!("  mean z {mean_z:.3} (bound ±{z_bound:.3}), Σz² {chi2:.1} (bound {chi2_bound:.1}, k = {k})");
+        println!("  a 2 % error in the irradiance would move the mean z by {shift:.2}");
+    }
     assert!(shift >= 2.0 * z_bound, "{what}: too few samples to see a 2 % error (mean z moves {shift:.2})");
     if mean_z.abs() > z_bound {
         failures.push(format!("mean z = {mean_z:.3} beyond ±{z_bound:.3}"));
@@ -369,7 +389,7 @@ pub fn check(what: &str, expected: &[Expected], st: &PixelStats, width: u32) {
     if chi2 > chi2_bound {
         failures.push(format!("Σz² = {chi2:.1} beyond {chi2_bound:.1}"));
     }
-    assert!(failures.is_empty(), "{what}: {}", failures.join("; "));
+    failures
 }
 
 /// Asserts that every listed pixel was exactly `value` in every frame.
