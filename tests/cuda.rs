@@ -211,11 +211,19 @@ fn cuda_host_waits_are_counted() {
     assert!(mark.in_process() >= 4);
 }
 
-// The path tracer's GPU tests are in tests/cuda/trace.rs, the collision
-// demo's in tests/cuda/collide.rs. This file is a crate root, so a bare
+// The path tracer's GPU tests are in tests/cuda/trace.rs (against answers
+// known in advance: tests/cuda/trace_analytic.rs), the collision demo's in
+// tests/cuda/collide.rs. This file is a crate root, so a bare
 // `mod trace;` would look for tests/trace.rs (and `mod collide;` would pick
 // up tests/collide.rs, a test crate of its own): the paths are spelled out.
 #[path = "cuda/collide.rs"]
 mod collide;
 #[path = "cuda/trace.rs"]
 mod trace;
+// The closed-form scenes, shared with tests/analytic.rs (whose form-factor
+// checks use the parts this file does not).
+#[path = "common/analytic.rs"]
+#[allow(dead_code)]
+mod analytic;
+#[path = "cuda/trace_analytic.rs"]
+mod trace_analytic;
