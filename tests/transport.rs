@@ -77,6 +77,7 @@ fn quad(scene: &mut Scene, [a, b, c, d]: [Vec3; 4], material: u32) {
         let n = (t[1] - t[0]).cross(t[2] - t[0]).normalize();
         scene.triangles.push(t);
         scene.normals.push([n; 3]);
+        scene.uvs.push([glam::Vec2::ZERO; 3]);
         scene.material_of.push(material);
     }
 }
@@ -97,8 +98,10 @@ fn empty(camera: Camera, environment: Vec3, materials: Vec<Material>) -> Scene {
         name: "test".into(),
         triangles: Vec::new(),
         normals: Vec::new(),
+        uvs: Vec::new(),
         material_of: Vec::new(),
         materials,
+        textures: Vec::new(),
         camera,
         environment,
         skipped_triangles: 0,

@@ -137,7 +137,12 @@ impl Packed {
             .collect();
         let textured = scene.materials.iter().any(|m| m.texture.is_some_and(|t| (t.0 as usize) < scene.textures.len()));
         let uvs = if textured {
-            bvh.order.iter().flat_map(|&i| scene.uvs[i as usize].iter().flat_map(|uv| uv.to_array())).collect()
+            // A scene built in code may leave `uvs` short: missing UVs read as zero.
+            bvh.order
+                .iter()
+                .flat_map(|&i| scene.uvs.get(i as usize).copied().unwrap_or_default())
+                .flat_map(|uv| uv.to_array())
+                .collect()
         } else {
             Vec::new()
         };

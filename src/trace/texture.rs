@@ -115,9 +115,8 @@ mod tests {
 
     /// A textured diffuse square facing the camera and filling its view, in
     /// a uniform sky of 1 with nothing else: a camera ray hits the square at
-    /// bounce 0 and its cosine-sampled bounce escapes at bounce 1, bringing
-    /// albedo × 1 (so `max_bounces` must be at least 2; at 1 the path ends on
-    /// the square with nothing). The view covers one tile exactly, so the
+    /// bounce 0 and its cosine-sampled ray escapes, bringing albedo × 1
+    /// (`max_bounces` 1 counts that escape, as pbrt's maxdepth 1 does). The view covers one tile exactly, so the
     /// image's mean is the texels' mean; with the 2×1 texture and repeat
     /// addressing the left half of the view averages ¾ left + ¼ right texel.
     #[test]
@@ -139,7 +138,8 @@ mod tests {
             width: w,
             height: h,
             spp,
-            max_bounces: 2,
+            max_bounces: 1,
+            estimator: crate::trace::Estimator::Mis,
             traversal: Traversal::DepthFirst,
             compact_paths: Compaction::None,
             compact_frontier: Compaction::None,

@@ -85,8 +85,10 @@ pub fn scene(camera: Camera, light: Rect, surfaces: &[Rect]) -> Scene {
         name: "analytic".into(),
         triangles: Vec::new(),
         normals: Vec::new(),
+        uvs: Vec::new(),
         material_of: Vec::new(),
         materials: vec![lamp, white],
+        textures: Vec::new(),
         camera,
         environment: Vec3::ZERO,
         skipped_triangles: 0,
@@ -97,6 +99,7 @@ pub fn scene(camera: Camera, light: Rect, surfaces: &[Rect]) -> Scene {
         for t in r.triangles() {
             s.triangles.push(t);
             s.normals.push([n; 3]);
+            s.uvs.push([glam::Vec2::ZERO; 3]);
             s.material_of.push(material);
         }
     }
@@ -182,6 +185,7 @@ fn settings(width: u32, height: u32, max_bounces: u32, sample: u32) -> RenderSet
         height,
         spp: 1,
         max_bounces,
+        estimator: reap::trace::Estimator::Mis,
         traversal: Traversal::DepthFirst,
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,

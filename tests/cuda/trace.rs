@@ -276,6 +276,7 @@ fn cuda_textured_square_matches_the_cpu() {
         height: h,
         spp: 2,
         max_bounces: 2,
+        estimator: reap::trace::Estimator::Mis,
         traversal: Traversal::DepthFirst,
         compact_paths: Compaction::None,
         compact_frontier: Compaction::None,
