@@ -320,6 +320,11 @@ pub fn bench(args: RenderBenchArgs) -> Result<bool> {
     let md = output::bench_report(&rows, &device_name, &command);
     println!("{}", output::bench_table(&rows));
     if let Some(dir) = &args.out {
+        // `reap bench noise --out` into the same folder: the images' noise beside their speed.
+        let md = match dir.join("noise.md").is_file() {
+            true => md + "\nNoise against a high-spp reference (`reap bench noise`): [noise.md](noise.md).\n",
+            false => md,
+        };
         output::write_bench(dir, &rows, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }

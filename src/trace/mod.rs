@@ -23,6 +23,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod layout;
+pub mod noise;
 pub mod output;
 pub mod shading;
 pub mod tonemap;
