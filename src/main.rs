@@ -12,6 +12,7 @@ use reap::verify::{self, Harness};
 
 mod bench_cmd;
 mod collide_cmd;
+mod noise_cmd;
 mod render_cmd;
 
 #[derive(Parser)]
@@ -96,6 +97,8 @@ enum BenchCommand {
     },
     /// Path-trace scenes with every traversal mode x compaction choice: Mrays/s and compaction's share.
     Render(render_cmd::RenderBenchArgs),
+    /// Path tracer noise against a high-spp reference: relative RMSE, relMSE and fireflies per spp.
+    Noise(noise_cmd::NoiseArgs),
     /// Collision demo per body count x sort x frontier compaction: per-frame breakdown, contacts checked equal.
     Collide(collide_cmd::CollideBenchArgs),
 }
@@ -188,6 +191,7 @@ fn main() -> ExitCode {
         Some(Command::Render(args)) => render_cmd::run(args),
         Some(Command::View(args)) => run_view(args),
         Some(Command::Bench(BenchCommand::Render(args))) => render_cmd::bench(args),
+        Some(Command::Bench(BenchCommand::Noise(args))) => noise_cmd::run(args),
         Some(Command::Collide(args)) => collide_cmd::run(args),
         Some(Command::Bench(BenchCommand::Collide(args))) => collide_cmd::bench(args),
     };

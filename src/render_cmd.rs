@@ -12,6 +12,7 @@ use reap::compaction::{Backend, CpuBackend};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
+use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, render};
 
 use crate::{BackendChoice, open_cuda};
@@ -53,6 +54,13 @@ pub struct RenderArgs {
     /// The image: .png (8-bit sRGB) or .exr (linear radiance).
     #[arg(long, default_value = "render.png")]
     pub out: PathBuf,
+    /// PNG only: multiply linear radiance by 2^EV before the tone curve.
+    #[arg(long, value_name = "EV", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub exposure: f32,
+    /// PNG only: the display curve: clamp (none; a furnace stays white), aces (Hill's ACES fit) or agx
+    /// (AgX base).
+    #[arg(long, default_value = "clamp", value_parser = |s: &str| s.parse::<ToneCurve>().map_err(|e| e.to_string()))]
+    pub tonemap: ToneCurve,
     /// Timings per frame, bounce, level and stage: .json or .csv.
     #[arg(long)]
     pub timings: Option<PathBuf>,
@@ -68,6 +76,12 @@ pub struct RenderArgs {
     pub first_run: bool,
 }
 
+impl RenderArgs {
+    fn tone(&self) -> Tone {
+        Tone { exposure: self.exposure, curve: self.tonemap }
+    }
+}
+
 fn scenes_help() -> String {
     let mut s = String::from("Built-in scenes:\n");
     for (name, what) in scene::BUILTINS {
@@ -78,7 +92,13 @@ fn scenes_help() -> String {
 
 pub fn run(mut args: RenderArgs) -> Result<bool> {
     // Output paths first: a bad path must not cost a render.
-    output::image_format(&args.out)?;
+    let format = output::image_format(&args.out)?;
+    if !args.exposure.is_finite() {
+        anyhow::bail!("--exposure {} is not a number of stops", args.exposure);
+    }
+    if format == output::ImageFormat::Exr && args.tone() != Tone::CLAMP {
+        anyhow::bail!("{} is an EXR (linear radiance): --exposure and --tonemap apply to PNG only", args.out.display());
+    }
     output::check_writable(&args.out)?;
     if let Some(t) = &args.timings {
         output::timings_format(t)?;
@@ -148,7 +168,7 @@ pub fn run(mut args: RenderArgs) -> Result<bool> {
 }
 
 /// `--estimator`: a catalog name of [`Estimator`].
-fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
+pub(crate) fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
     s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
 }
 
@@ -213,7 +233,7 @@ impl RenderJob<'_> {
         bar.finish_and_clear();
         let sum = engine.image()?;
         let hash = format!("{:016x}", output::hash(&sum));
-        output::write_image(&a.out, &sum, a.width, a.height)?;
+        output::write_image(&a.out, &sum, a.width, a.height, a.tone())?;
         let summary = Summary::of(&frames);
         print!("{}", output::summary_table(&summary, &frames));
         println!("image hash {hash} written to {}", a.out.display());
@@ -340,6 +360,11 @@ pub fn bench(args: RenderBenchArgs) -> Result<bool> {
     let md = output::bench_report(&rows, &device_name, &command);
     println!("{}", output::bench_table(&rows));
     if let Some(dir) = &args.out {
+        // `reap bench noise --out` into the same folder: the images' noise beside their speed.
+        let md = match dir.join("noise.md").is_file() {
+            true => md + "\nNoise against a high-spp reference (`reap bench noise`): [noise.md](noise.md).\n",
+            false => md,
+        };
         output::write_bench(dir, &rows, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }

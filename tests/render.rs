@@ -115,6 +115,9 @@ fn bad_input_fails_before_rendering() {
         (vec!["--compact-paths".into(), "quicksort".into()], "lookback"),
         (vec!["--traversal".into(), "sideways".into()], "depth-first"),
         (vec!["--spp".into(), "0".into()], "--spp"),
+        (vec!["--tonemap".into(), "filmic".into()], "clamp, aces or agx"),
+        (vec!["--tonemap".into(), "aces".into(), "--out".into(), dir.join("x.exr").display().to_string()], "PNG only"),
+        (vec!["--exposure".into(), "1".into(), "--out".into(), dir.join("x.exr").display().to_string()], "PNG only"),
     ];
     for (args, says) in cases {
         let out = small(reap().arg("render")).args(&args).output().expect("run");
@@ -132,5 +135,26 @@ fn bad_input_fails_before_rendering() {
     // Nothing was left behind.
     let files: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert_eq!(files, vec![std::ffi::OsString::from("bad.obj")], "files left: {files:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tone_curves_and_exposure_change_the_png_and_clamp_is_the_default() {
+    let dir = temp("tone");
+    let render = |name: &str, extra: &[&str]| {
+        let png = dir.join(name);
+        let out = small(reap().arg("render")).args(extra).arg("--out").arg(&png).output().expect("run");
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        image::open(&png).expect("a PNG").to_rgb8()
+    };
+    let plain = render("plain.png", &[]);
+    assert_eq!(plain, render("clamp.png", &["--tonemap", "clamp", "--exposure", "0"]), "clamp at 0 EV is the default");
+    let mean = |img: &image::RgbImage| img.pixels().map(|p| p.0.iter().map(|&c| c as f64).sum::<f64>()).sum::<f64>();
+    // Two stops up brightens the image; -2 EV darkens it.
+    assert!(mean(&render("up.png", &["--exposure", "2"])) > mean(&plain));
+    assert!(mean(&render("down.png", &["--exposure", "-2"])) < mean(&plain));
+    for curve in ["aces", "agx"] {
+        assert_ne!(render(&format!("{curve}.png"), &["--tonemap", curve]), plain, "{curve} changed nothing");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

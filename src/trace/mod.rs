@@ -25,6 +25,7 @@ pub mod cpu;
 pub mod cuda;
 mod estimator;
 pub mod layout;
+pub mod noise;
 pub mod output;
 pub mod shading;
 pub mod texture;

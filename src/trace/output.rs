@@ -9,7 +9,8 @@ use crate::clocks::{gap_cell, gap_percent, gap_sentence, millions_per_s};
 use crate::files::write_atomically;
 pub use crate::files::{TimingsFormat, check_writable, timings_format};
 
-use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult, tonemap};
+use crate::trace::tonemap::{self, Tone};
+use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult};
 
 fn fail(path: &Path, why: impl ToString) -> TraceError {
     TraceError::Output { path: path.display().to_string(), why: why.to_string() }
@@ -45,22 +46,27 @@ pub fn hash(sum: &[[f32; 4]]) -> u64 {
     h
 }
 
-/// 8-bit sRGB of the mean radiance, as the viewer shows it (`tonemap.rs`:
-/// clamped, no tone curve, so a furnace stays exactly white).
-pub fn to_rgb8(sum: &[[f32; 4]], width: u32, height: u32) -> image::RgbImage {
+/// 8-bit sRGB of the mean radiance after `tone` ([`Tone::CLAMP`] is what the
+/// viewer shows: clamped, no tone curve, so a furnace stays exactly white).
+pub fn to_rgb8(sum: &[[f32; 4]], width: u32, height: u32, tone: Tone) -> image::RgbImage {
     image::RgbImage::from_fn(width, height, |x, y| {
-        let [r, g, b, _] = tonemap::trace_tonemap(sum[(y * width + x) as usize]);
+        let [r, g, b, _] = tonemap::tonemap_with(sum[(y * width + x) as usize], tone);
         image::Rgb([r, g, b])
     })
 }
 
-pub fn write_image(path: &Path, sum: &[[f32; 4]], width: u32, height: u32) -> TraceResult<()> {
+/// The image as PNG (8-bit sRGB after `tone`) or EXR (linear radiance: a
+/// `tone` other than [`Tone::CLAMP`] is an error there, since it would be ignored).
+pub fn write_image(path: &Path, sum: &[[f32; 4]], width: u32, height: u32, tone: Tone) -> TraceResult<()> {
     let format = image_format(path)?;
+    if format == ImageFormat::Exr && tone != Tone::CLAMP {
+        return Err(fail(path, "an EXR holds linear radiance: --exposure and --tonemap apply to PNG only"));
+    }
     let mut bytes = std::io::Cursor::new(Vec::new());
     match format {
-        ImageFormat::Png => {
-            to_rgb8(sum, width, height).write_to(&mut bytes, image::ImageFormat::Png).map_err(|e| fail(path, e))?
-        }
+        ImageFormat::Png => to_rgb8(sum, width, height, tone)
+            .write_to(&mut bytes, image::ImageFormat::Png)
+            .map_err(|e| fail(path, e))?,
         ImageFormat::Exr => {
             let m = mean(sum);
             let img = image::Rgb32FImage::from_fn(width, height, |x, y| image::Rgb(m[(y * width + x) as usize]));
