@@ -7,6 +7,11 @@
 //! work between stages, or the host waiting for a count before it can size
 //! the next launch; the gap between the two clocks is that time.
 
+/// A duration in milliseconds, the unit every stage time and report uses.
+pub fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 /// Millions of items per second for `items` in `ms` (0 when no time passed).
 pub fn millions_per_s(items: f64, ms: f64) -> f64 {
     if ms > 0.0 { items / (ms * 1e3) } else { 0.0 }

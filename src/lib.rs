@@ -7,6 +7,7 @@
 //! the CUDA layer under the library and the workloads.
 
 pub mod bench;
+pub mod build_info;
 pub mod bvh;
 pub mod clocks;
 pub mod collide;

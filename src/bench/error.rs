@@ -13,8 +13,8 @@ pub enum BenchError {
     #[error("unknown preset `{name}`; the presets are: {known}, or `all`")]
     UnknownPreset { name: String, known: String },
 
-    #[error("cannot write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Write(#[from] crate::files::OutputError),
 
     #[error("cannot read {path} (give the --out folder of an earlier `reap bench compaction` run)")]
     Read { path: String, source: std::io::Error },

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 pub use error::{BenchError, BenchResult};
 
+use crate::clocks::ms;
 use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result};
 use crate::verify::Harness;
 
@@ -261,10 +262,6 @@ pub struct Row {
     pub cub_ms: Option<f64>,
     /// `median_ms / cub_ms`: below 1 means reap is faster.
     pub vs_cub: Option<f64>,
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// Uniform random words; element i is kept when its first word is below

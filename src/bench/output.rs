@@ -2,21 +2,14 @@
 //! target and is renamed into place, so an interrupted run never leaves a
 //! half-written file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::bench::{BenchError, BenchResult, Platform, Row, Settings, cub::PeerStatus};
 
-/// reap's commit, embedded by build.rs ("unknown" outside a git checkout).
-pub const GIT_COMMIT: &str = env!("REAP_GIT_COMMIT");
-
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> BenchResult<()> {
-    let err = |source| BenchError::Write { path: path.display().to_string(), source };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
-}
+// The one atomic writer and the build information, re-exported for the
+// binary's bench command, which names them through here.
+pub use crate::build_info::GIT_COMMIT;
+pub use crate::files::write_atomically;
 
 /// Everything results.json holds.
 #[derive(serde::Serialize)]

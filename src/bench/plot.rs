@@ -7,8 +7,8 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use crate::bench::output::write_atomically;
 use crate::bench::{BenchError, BenchResult, Row};
+use crate::files::write_atomically;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
 const SIZE: (u32, u32) = (1000, 640);

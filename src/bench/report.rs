@@ -145,7 +145,7 @@ pub fn markdown(input: &Input<'_>) -> String {
             line(&mut s, &[k.into(), v.clone()]);
         }
     }
-    line(&mut s, &["reap commit".into(), format!("`{}`", super::output::GIT_COMMIT)]);
+    line(&mut s, &["reap commit".into(), format!("`{}`", crate::build_info::GIT_COMMIT)]);
     match input.peer {
         PeerStatus::Ran { device, cub_version, cuda_runtime, .. } => {
             line(&mut s, &["CUB peer".into(), format!("CUB {cub_version}, CUDA runtime {cuda_runtime}, on {device}")])

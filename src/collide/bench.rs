@@ -228,7 +228,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# reap bench collide: {device}\n");
     let _ = writeln!(s, "Command: `{command}`\n");
-    let _ = writeln!(s, "reap commit `{}`.\n", crate::bench::output::GIT_COMMIT);
+    let _ = writeln!(s, "reap commit `{}`.\n", crate::build_info::GIT_COMMIT);
     let _ = writeln!(
         s,
         "Each configuration starts from the same seeded scenario and runs its frames; the times are means per \
@@ -470,7 +470,7 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, r
     let bytes = w.into_inner().map_err(|e| fail(&csv_path, e))?;
     write_atomically(&csv_path, &bytes)?;
     let json_path = dir.join("results.json");
-    let results = BenchResults { reap_commit: crate::bench::output::GIT_COMMIT, device, command, rows };
+    let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
     let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
     Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)

@@ -12,11 +12,11 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::clocks::ms;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, Expand, LevelWords, host, status};
-use crate::trace::ms;
 
 /// The CPU engine: bodies, tree and lists in host memory.
 pub struct CpuCollide {

@@ -313,7 +313,7 @@ pub fn write_timings(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> Colli
     let bytes = match timings_format(path)? {
         TimingsFormat::Json => {
             let t = Timings {
-                reap_commit: crate::bench::output::GIT_COMMIT,
+                reap_commit: crate::build_info::GIT_COMMIT,
                 backend: run.backend,
                 device: run.device,
                 scenario: run.scenario,

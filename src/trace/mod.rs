@@ -31,8 +31,6 @@ pub mod shading;
 pub mod texture;
 pub mod tonemap;
 
-use std::time::Duration;
-
 pub use crate::compaction::Compaction;
 use crate::compaction::{Backend, Element, Keep, Lens};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
@@ -566,7 +564,4 @@ fn frame<E: Engine>(
     Ok((stats, words))
 }
 
-/// Time in ms, for stats.
-pub fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+pub use crate::clocks::ms;

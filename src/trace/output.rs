@@ -383,7 +383,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# reap bench render: {device}\n");
     let _ = writeln!(s, "Command: `{command}`\n");
-    let _ = writeln!(s, "reap commit `{}`.\n", crate::bench::output::GIT_COMMIT);
+    let _ = writeln!(s, "reap commit `{}`.\n", crate::build_info::GIT_COMMIT);
     let _ = writeln!(
         s,
         "Each configuration renders `spp` frames of one sample per pixel after one warm-up frame. Two clocks \
