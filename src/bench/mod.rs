@@ -24,6 +24,7 @@ pub mod report;
 use std::time::Duration;
 
 pub use error::{BenchError, BenchResult};
+pub use output::csv;
 
 use crate::clocks::ms;
 use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result};
@@ -534,55 +535,4 @@ impl<B: Timed> Ctx<'_, B> {
         }
         Ok(())
     }
-}
-
-/// The rows as CSV (phases as `name=ms` pairs in one column).
-pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "preset",
-        "backend",
-        "device",
-        "algorithm",
-        "operation",
-        "element_bytes",
-        "n",
-        "density",
-        "kept",
-        "median_ms",
-        "min_ms",
-        "max_ms",
-        "bytes",
-        "copy_ms",
-        "pct_of_copy",
-        "cub_ms",
-        "vs_cub",
-        "phases",
-    ])?;
-    let opt = |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
-    for r in rows {
-        let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n}={t:.6}")).collect();
-        w.write_record([
-            r.preset.clone(),
-            r.backend.clone(),
-            r.device.clone(),
-            r.algorithm.clone(),
-            r.operation.clone(),
-            r.element_bytes.to_string(),
-            r.n.to_string(),
-            r.density.to_string(),
-            r.kept.to_string(),
-            format!("{:.6}", r.median_ms),
-            format!("{:.6}", r.min_ms),
-            format!("{:.6}", r.max_ms),
-            r.bytes.to_string(),
-            format!("{:.6}", r.copy_ms),
-            format!("{:.2}", r.pct_of_copy),
-            opt(r.cub_ms, 6),
-            opt(r.vs_cub, 3),
-            phases.join(";"),
-        ])?;
-    }
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::bench::{BenchError, BenchResult, Platform, Row, Settings, cub::PeerStatus};
+use crate::report::{Fixed, csv_rows, fixed};
 
 // The one atomic writer and the build information, re-exported for the
 // binary's bench command, which names them through here.
@@ -55,4 +56,121 @@ pub fn read_results(dir: &Path) -> BenchResult<Stored> {
     let text = std::fs::read_to_string(&path)
         .map_err(|source| BenchError::Read { path: path.display().to_string(), source })?;
     serde_json::from_str(&text).map_err(|e| BenchError::Parse { path: path.display().to_string(), why: e.to_string() })
+}
+
+/// One line of results.csv: a [`Row`] with its numbers at fixed digits and
+/// its phases as `name=ms` pairs in one column.
+#[derive(Default, serde::Serialize)]
+struct CsvRow<'a> {
+    preset: &'a str,
+    backend: &'a str,
+    device: &'a str,
+    algorithm: &'a str,
+    operation: &'a str,
+    element_bytes: usize,
+    n: u64,
+    /// Rust's shortest form (`1`, `0.5`), as the column always had.
+    density: String,
+    kept: u64,
+    median_ms: Fixed,
+    min_ms: Fixed,
+    max_ms: Fixed,
+    bytes: u64,
+    copy_ms: Fixed,
+    pct_of_copy: Fixed,
+    cub_ms: Option<Fixed>,
+    vs_cub: Option<Fixed>,
+    phases: String,
+}
+
+impl<'a> CsvRow<'a> {
+    fn of(r: &'a Row) -> Self {
+        CsvRow {
+            preset: &r.preset,
+            backend: &r.backend,
+            device: &r.device,
+            algorithm: &r.algorithm,
+            operation: &r.operation,
+            element_bytes: r.element_bytes,
+            n: r.n,
+            density: r.density.to_string(),
+            kept: r.kept,
+            median_ms: fixed(r.median_ms, 6),
+            min_ms: fixed(r.min_ms, 6),
+            max_ms: fixed(r.max_ms, 6),
+            bytes: r.bytes,
+            copy_ms: fixed(r.copy_ms, 6),
+            pct_of_copy: fixed(r.pct_of_copy, 2),
+            cub_ms: r.cub_ms.map(|v| fixed(v, 6)),
+            vs_cub: r.vs_cub.map(|v| fixed(v, 3)),
+            phases: r.phases.iter().map(|(n, t)| format!("{n}={t:.6}")).collect::<Vec<_>>().join(";"),
+        }
+    }
+}
+
+/// The rows as CSV (phases as `name=ms` pairs in one column).
+pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
+    let bytes = csv_rows(rows.iter().map(CsvRow::of))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<Row> {
+        let row = Row {
+            preset: "billeter".into(),
+            backend: "cuda".into(),
+            device: "NVIDIA H100, 80 GB".into(),
+            algorithm: "lookback".into(),
+            operation: "select".into(),
+            element_bytes: 4,
+            n: 1 << 20,
+            density: 0.5,
+            kept: 524_288,
+            median_ms: 0.123_456_78,
+            min_ms: 0.1,
+            max_ms: 1.0 / 3.0,
+            phases: vec![("count".into(), 0.05), ("scatter".into(), 2.0 / 3.0)],
+            bytes: 6 << 20,
+            copy_ms: 0.2,
+            pct_of_copy: 87.654,
+            cub_ms: Some(0.111),
+            vs_cub: Some(1.11222),
+        };
+        let plain = Row {
+            preset: String::new(),
+            backend: "cpu".into(),
+            algorithm: "radix".into(),
+            operation: "sort-keys".into(),
+            density: 1.0,
+            phases: vec![],
+            cub_ms: None,
+            vs_cub: None,
+            ..row.clone()
+        };
+        vec![row, plain]
+    }
+
+    /// The header, column order and number formats of results.csv, pinned.
+    #[test]
+    fn csv_keeps_its_columns_and_formats() {
+        let want = concat!(
+            "preset,backend,device,algorithm,operation,element_bytes,n,density,kept,median_ms,min_ms,max_ms,bytes,copy_ms,pct_of_copy,cub_ms,vs_cub,phases\n",
+            "billeter,cuda,\"NVIDIA H100, 80 GB\",lookback,select,4,1048576,0.5,524288,0.123457,0.100000,0.333333,6291456,0.200000,87.65,0.111000,1.112,count=0.050000;scatter=0.666667\n",
+            ",cpu,\"NVIDIA H100, 80 GB\",radix,sort-keys,4,1048576,1,524288,0.123457,0.100000,0.333333,6291456,0.200000,87.65,,,\n",
+        );
+        assert_eq!(csv(&rows()).unwrap(), want);
+    }
+}
+
+#[cfg(test)]
+mod empty {
+    #[test]
+    fn no_rows_give_the_header_alone() {
+        let text = super::csv(&[]).unwrap();
+        assert!(text.starts_with("preset,backend,device,algorithm") && text.ends_with("phases\n"), "{text}");
+        assert_eq!(text.lines().count(), 1);
+    }
 }

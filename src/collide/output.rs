@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::clocks::{gap_percent, gap_sentence};
 use crate::files::write_atomically;
 pub use crate::files::{TimingsFormat, check_writable, timings_format};
+use crate::report::{spaced, stage_means};
 
 use crate::collide::{CollideError, CollideResult, CollideSettings, FrameStats, Part};
 
@@ -190,15 +191,7 @@ impl Summary {
         let frames = measured(all);
         let n = frames.len().max(1) as f64;
         let mean = |f: &dyn Fn(&FrameStats) -> f64| frames.iter().map(f).sum::<f64>() / n;
-        let mut stage_ms: Vec<(String, f64)> = Vec::new();
-        for f in frames {
-            for (id, t) in &f.stages {
-                match stage_ms.iter_mut().find(|(s, _)| s == id.name) {
-                    Some((_, v)) => *v += t / n,
-                    None => stage_ms.push((id.name.to_string(), t / n)),
-                }
-            }
-        }
+        let stage_ms = stage_means(frames.iter().map(|f| f.stages.iter().map(|(id, t)| (id.name, *t))), n);
         Summary {
             frames: frames.len(),
             warm_up_excluded: all.len() > 1,
@@ -241,10 +234,6 @@ fn column(name: &str) -> String {
     }
     s.push_str("ms");
     s
-}
-
-fn list(v: &[u64]) -> String {
-    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
 }
 
 /// One row per frame: the run, every part, every stage (a per-level stage as
@@ -290,8 +279,8 @@ fn timings_csv(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> CollideResu
             f.pairs_tested.to_string(),
             f.candidates.to_string(),
             f.contacts.to_string(),
-            list(&f.frontier),
-            list(&f.live),
+            spaced(&f.frontier),
+            spaced(&f.live),
         ]);
         for name in &stages {
             let at = f.stages.iter().filter(|(id, _)| id.name == *name);
@@ -359,8 +348,8 @@ pub fn summary_table(s: &Summary, frames: &[FrameStats]) -> String {
     let _ = writeln!(out, "{:<24} {:>10.0}", "candidates", s.candidates);
     let _ = writeln!(out, "{:<24} {:>10.0}", "contacts", s.contacts);
     if let Some(f) = frames.last() {
-        let _ = writeln!(out, "frontier per level (last frame): {}", list(&f.frontier));
-        let _ = writeln!(out, "live per level (last frame):     {}", list(&f.live));
+        let _ = writeln!(out, "frontier per level (last frame): {}", spaced(&f.frontier));
+        let _ = writeln!(out, "live per level (last frame):     {}", spaced(&f.live));
     }
     out
 }
@@ -435,5 +424,21 @@ pub(crate) mod tests {
         assert!(lines[1].contains("0:1.000000 1:1.000000"), "{text}");
         assert!(timings_format(&dir.join("t.txt")).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The header, column order and number formats of a timings CSV, pinned.
+    #[test]
+    fn csv_keeps_its_columns_and_formats() {
+        let s = settings(Compaction::With(Algorithm::ALL[0]));
+        let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &s };
+        let mut f = frame(1, 1.0 / 3.0, 7);
+        f.stages.push((StageId::frame(stage::SOLVE), 0.5));
+        let csv = timings_csv(Path::new("t.csv"), &run, &[frame(0, 1.0, 2), f]).unwrap();
+        let want = concat!(
+            "frame,bodies,backend,scenario,compact_pairs,sort,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,frame_ms,wall_ms,levels,pairs_tested,candidates,contacts,frontier,live,stage_aabb_morton_ms,stage_sort_ms,stage_expand_level_ms,stage_compact_pairs_ms,stage_narrow_phase_ms,stage_solve_ms\n",
+            "0,10,cpu,\"pile, big\",sequential,fast,2.000000,2.000000,1.000000,1.000000,1.000000,5.000000,7.000000,8.000000,2,4,2,1,1 3,1 3,1.000000,1.000000,0:1.000000 1:1.000000,1:1.000000,1.000000,1.000000\n",
+            "1,10,cpu,\"pile, big\",sequential,fast,0.666667,0.666667,0.333333,0.333333,0.833333,1.666667,2.333333,2.666667,2,4,7,3,1 3,1 3,0.333333,0.333333,0:0.333333 1:0.333333,1:0.333333,0.333333,0.833333\n",
+        );
+        assert_eq!(String::from_utf8(csv).unwrap(), want);
     }
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::clocks::{gap_cell, gap_percent, gap_sentence, millions_per_s};
 use crate::files::write_atomically;
 pub use crate::files::{TimingsFormat, check_writable, timings_format};
+use crate::report::{Fixed, csv_rows, fixed, report_head, spaced, stage_means};
 
 use crate::trace::tonemap::{self, Tone};
 use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult};
@@ -124,15 +125,7 @@ impl Summary {
         let wall_ms = frames.iter().map(|f| f.wall_ms).sum::<f64>() / n;
         let compaction_ms = frames.iter().map(|f| f.compaction_ms()).sum::<f64>() / n;
         let rays = frames.iter().map(|f| f.rays as f64).sum::<f64>() / n;
-        let mut stage_ms: Vec<(String, f64)> = Vec::new();
-        for f in frames {
-            for (id, t) in &f.stages {
-                match stage_ms.iter_mut().find(|(s, _)| s == id.name) {
-                    Some((_, v)) => *v += t / n,
-                    None => stage_ms.push((id.name.to_string(), t / n)),
-                }
-            }
-        }
+        let stage_ms = stage_means(frames.iter().map(|f| f.stages.iter().map(|(id, t)| (id.name, *t))), n);
         Summary {
             frames: frames.len(),
             frame_ms,
@@ -152,58 +145,51 @@ impl Summary {
 pub fn write_timings(path: &Path, t: &Timings<'_>) -> TraceResult<()> {
     let bytes = match timings_format(path)? {
         TimingsFormat::Json => serde_json::to_vec_pretty(t).map_err(|e| fail(path, e))?,
-        TimingsFormat::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            let err = |e: csv::Error| fail(path, e);
-            w.write_record([
-                "frame",
-                "stage",
-                "bounce",
-                "level",
-                "ms",
-                "queue",
-                "alive",
-                "shadow_rays",
-                "frontier",
-                "frame_ms",
-                "wall_ms",
-            ])
-            .map_err(err)?;
-            for f in t.frames {
-                for (id, ms) in &f.stages {
-                    let b = id.bounce.map(|b| b as usize);
-                    let at = |v: &Vec<u64>| b.and_then(|b| v.get(b)).map(|x| x.to_string()).unwrap_or_default();
-                    let frontier = match (b, id.level) {
-                        (Some(b), Some(l)) => {
-                            let sizes = if id.name.starts_with("shadow") || id.name.contains("shadow") {
-                                &f.shadow_frontier
-                            } else {
-                                &f.frontier
-                            };
-                            sizes.get(b).and_then(|v| v.get(l as usize)).map(|x| x.to_string()).unwrap_or_default()
-                        }
-                        _ => String::new(),
-                    };
-                    w.write_record([
-                        f.sample.to_string(),
-                        id.name.to_string(),
-                        id.bounce.map(|b| b.to_string()).unwrap_or_default(),
-                        id.level.map(|l| l.to_string()).unwrap_or_default(),
-                        format!("{ms:.6}"),
-                        at(&f.queue),
-                        at(&f.alive),
-                        at(&f.shadow_rays),
-                        frontier,
-                        format!("{:.6}", f.frame_ms),
-                        format!("{:.6}", f.wall_ms),
-                    ])
-                    .map_err(err)?;
-                }
-            }
-            w.into_inner().map_err(|e| fail(path, e))?
-        }
+        TimingsFormat::Csv => timings_csv(path, t.frames)?,
     };
     Ok(write_atomically(path, &bytes)?)
+}
+
+/// One line of a timings CSV: one stage of one frame, with the bounce's
+/// queue counts and the level's frontier where the stage has them.
+#[derive(Default, serde::Serialize)]
+struct StageCsv<'a> {
+    frame: u32,
+    stage: &'a str,
+    bounce: Option<u32>,
+    level: Option<u32>,
+    ms: Fixed,
+    queue: Option<u64>,
+    alive: Option<u64>,
+    shadow_rays: Option<u64>,
+    frontier: Option<u64>,
+    frame_ms: Fixed,
+    wall_ms: Fixed,
+}
+
+/// One row per stage per frame.
+fn timings_csv(path: &Path, frames: &[FrameStats]) -> TraceResult<Vec<u8>> {
+    let rows = frames.iter().flat_map(|f| {
+        f.stages.iter().map(move |(id, ms)| {
+            let b = id.bounce.map(|b| b as usize);
+            let at = |v: &[u64]| b.and_then(|b| v.get(b)).copied();
+            let sizes = if id.name.contains("shadow") { &f.shadow_frontier } else { &f.frontier };
+            StageCsv {
+                frame: f.sample,
+                stage: id.name,
+                bounce: id.bounce,
+                level: id.level,
+                ms: fixed(*ms, 6),
+                queue: at(&f.queue),
+                alive: at(&f.alive),
+                shadow_rays: at(&f.shadow_rays),
+                frontier: b.zip(id.level).and_then(|(b, l)| sizes.get(b)?.get(l as usize).copied()),
+                frame_ms: fixed(f.frame_ms, 6),
+                wall_ms: fixed(f.wall_ms, 6),
+            }
+        })
+    });
+    csv_rows(rows).map_err(|e| fail(path, e))
 }
 
 /// The summary table printed after a render.
@@ -231,11 +217,10 @@ pub fn summary_table(s: &Summary, frames: &[FrameStats]) -> String {
         let _ = writeln!(out, "{name:<26} {ms:>10.3} {share:>6.1}%");
     }
     if let Some(f) = frames.last() {
-        let list = |v: &[u64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
-        let _ = writeln!(out, "queue per bounce (last frame): {}", list(&f.queue));
-        let _ = writeln!(out, "alive after each bounce:       {}", list(&f.alive));
+        let _ = writeln!(out, "queue per bounce (last frame): {}", spaced(&f.queue));
+        let _ = writeln!(out, "alive after each bounce:       {}", spaced(&f.alive));
         if let Some(levels) = f.frontier.first().filter(|l| !l.is_empty()) {
-            let _ = writeln!(out, "frontier per level, bounce 0:  {}", list(levels));
+            let _ = writeln!(out, "frontier per level, bounce 0:  {}", spaced(levels));
         }
     }
     out
@@ -380,10 +365,7 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
 /// report.md of `reap bench render`: one table per scene, traversal modes side by side.
 pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "# reap bench render: {device}\n");
-    let _ = writeln!(s, "Command: `{command}`\n");
-    let _ = writeln!(s, "reap commit `{}`.\n", crate::build_info::GIT_COMMIT);
+    let mut s = report_head("render", device, command);
     let _ = writeln!(
         s,
         "Each configuration renders `spp` frames of one sample per pixel after one warm-up frame. Two clocks \
@@ -493,64 +475,158 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     s
 }
 
+/// One line of `reap bench render`'s results.csv.
+#[derive(Default, serde::Serialize)]
+struct BenchCsv<'a> {
+    backend: &'a str,
+    scene: &'a str,
+    triangles: usize,
+    bvh_depth: u32,
+    width: u32,
+    height: u32,
+    spp: u32,
+    max_bounces: u32,
+    traversal: &'a str,
+    descend: u32,
+    compaction: &'a str,
+    mrays_per_s: Fixed,
+    frame_ms: Fixed,
+    wall_mrays_per_s: Fixed,
+    wall_ms: Fixed,
+    wall_gap_percent: Option<Fixed>,
+    compaction_ms: Fixed,
+    compaction_share: Fixed,
+    rays_per_frame: Fixed,
+    image_hash: &'a str,
+    error: Option<&'a str>,
+}
+
+/// results.csv of `reap bench render`.
+fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> TraceResult<Vec<u8>> {
+    let rows = rows.iter().map(|r| BenchCsv {
+        backend: &r.backend,
+        scene: &r.scene,
+        triangles: r.triangles,
+        bvh_depth: r.bvh_depth,
+        width: r.width,
+        height: r.height,
+        spp: r.spp,
+        max_bounces: r.max_bounces,
+        traversal: &r.traversal,
+        descend: r.descend,
+        compaction: &r.compaction,
+        mrays_per_s: fixed(r.mrays_per_s, 3),
+        frame_ms: fixed(r.frame_ms, 4),
+        wall_mrays_per_s: fixed(r.wall_mrays_per_s, 3),
+        wall_ms: fixed(r.wall_ms, 4),
+        wall_gap_percent: gap_percent(r.wall_ms, r.frame_ms).map(|g| fixed(g, 2)),
+        compaction_ms: fixed(r.compaction_ms, 4),
+        compaction_share: fixed(r.compaction_share, 4),
+        rays_per_frame: fixed(r.rays_per_frame, 0),
+        image_hash: &r.image_hash,
+        error: r.error.as_deref(),
+    });
+    csv_rows(rows).map_err(|e| fail(csv_path, e))
+}
+
 pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<()> {
     let csv_path = dir.join("results.csv");
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| fail(&csv_path, e);
-    w.write_record([
-        "backend",
-        "scene",
-        "triangles",
-        "bvh_depth",
-        "width",
-        "height",
-        "spp",
-        "max_bounces",
-        "traversal",
-        "descend",
-        "compaction",
-        "mrays_per_s",
-        "frame_ms",
-        "wall_mrays_per_s",
-        "wall_ms",
-        "wall_gap_percent",
-        "compaction_ms",
-        "compaction_share",
-        "rays_per_frame",
-        "image_hash",
-        "error",
-    ])
-    .map_err(err)?;
-    for r in rows {
-        w.write_record([
-            r.backend.clone(),
-            r.scene.clone(),
-            r.triangles.to_string(),
-            r.bvh_depth.to_string(),
-            r.width.to_string(),
-            r.height.to_string(),
-            r.spp.to_string(),
-            r.max_bounces.to_string(),
-            r.traversal.clone(),
-            r.descend.to_string(),
-            r.compaction.clone(),
-            format!("{:.3}", r.mrays_per_s),
-            format!("{:.4}", r.frame_ms),
-            format!("{:.3}", r.wall_mrays_per_s),
-            format!("{:.4}", r.wall_ms),
-            gap_percent(r.wall_ms, r.frame_ms).map(|g| format!("{g:.2}")).unwrap_or_default(),
-            format!("{:.4}", r.compaction_ms),
-            format!("{:.4}", r.compaction_share),
-            format!("{:.0}", r.rays_per_frame),
-            r.image_hash.clone(),
-            r.error.clone().unwrap_or_default(),
-        ])
-        .map_err(err)?;
-    }
-    let bytes = w.into_inner().map_err(|e| fail(&csv_path, e))?;
+    let bytes = bench_csv(&csv_path, rows)?;
     write_atomically(&csv_path, &bytes)?;
     let json_path = dir.join("results.json");
     let json = serde_json::to_vec_pretty(rows).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
     Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::StageId;
+
+    fn frames() -> Vec<FrameStats> {
+        let f = FrameStats {
+            sample: 0,
+            stages: vec![
+                (StageId::frame("generate"), 0.25),
+                (StageId { name: "expand", bounce: Some(0), level: Some(1) }, 1.0 / 3.0),
+                (StageId { name: "shadow expand", bounce: Some(0), level: Some(0) }, 0.5),
+                (StageId::bounce("shade", 1), 2.0),
+                (StageId::bounce("shade", 7), 2.0),
+            ],
+            queue: vec![100, 50],
+            alive: vec![50, 20],
+            shadow_rays: vec![40, 10],
+            frontier: vec![vec![1, 4]],
+            shadow_frontier: vec![vec![3]],
+            rays: 190,
+            frame_ms: 5.083,
+            wall_ms: 6.0,
+        };
+        vec![f.clone(), FrameStats { sample: 1, ..f }]
+    }
+
+    fn bench_rows() -> Vec<BenchRow> {
+        let ok = BenchRow {
+            backend: "cpu".into(),
+            scene: "cornell".into(),
+            triangles: 36,
+            bvh_depth: 7,
+            width: 64,
+            height: 48,
+            spp: 2,
+            max_bounces: 4,
+            traversal: "breadth-first".into(),
+            descend: 2,
+            compaction: "lookback".into(),
+            frame_ms: 1.234_56,
+            wall_ms: 1.5,
+            compaction_ms: 0.1,
+            compaction_share: 0.081,
+            mrays_per_s: 12.345_6,
+            wall_mrays_per_s: 10.0,
+            rays_per_frame: 1234.5,
+            stage_ms: vec![("shade".into(), 0.5)],
+            image_hash: "00ff00ff00ff00ff".into(),
+            error: None,
+        };
+        let failed = BenchRow {
+            compaction: "none".into(),
+            frame_ms: 0.0,
+            wall_ms: 0.0,
+            error: Some("out of memory, frontier too large".into()),
+            ..ok.clone()
+        };
+        vec![ok, failed]
+    }
+
+    /// The header, column order and number formats of a timings CSV, pinned.
+    #[test]
+    fn timings_csv_keeps_its_columns_and_formats() {
+        let want = concat!(
+            "frame,stage,bounce,level,ms,queue,alive,shadow_rays,frontier,frame_ms,wall_ms\n",
+            "0,generate,,,0.250000,,,,,5.083000,6.000000\n",
+            "0,expand,0,1,0.333333,100,50,40,4,5.083000,6.000000\n",
+            "0,shadow expand,0,0,0.500000,100,50,40,3,5.083000,6.000000\n",
+            "0,shade,1,,2.000000,50,20,10,,5.083000,6.000000\n",
+            "0,shade,7,,2.000000,,,,,5.083000,6.000000\n",
+            "1,generate,,,0.250000,,,,,5.083000,6.000000\n",
+            "1,expand,0,1,0.333333,100,50,40,4,5.083000,6.000000\n",
+            "1,shadow expand,0,0,0.500000,100,50,40,3,5.083000,6.000000\n",
+            "1,shade,1,,2.000000,50,20,10,,5.083000,6.000000\n",
+            "1,shade,7,,2.000000,,,,,5.083000,6.000000\n",
+        );
+        assert_eq!(String::from_utf8(timings_csv(Path::new("t.csv"), &frames()).unwrap()).unwrap(), want);
+    }
+
+    /// The same for `reap bench render`'s results.csv.
+    #[test]
+    fn bench_csv_keeps_its_columns_and_formats() {
+        let want = concat!(
+            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+        );
+        assert_eq!(String::from_utf8(bench_csv(Path::new("t.csv"), &bench_rows()).unwrap()).unwrap(), want);
+    }
 }
