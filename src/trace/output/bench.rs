@@ -1,0 +1,373 @@
+//! What `reap bench render` leaves behind: one row per configuration, the
+//! table printed after the run, report.md and results.csv / results.json.
+
+use std::path::Path;
+
+use super::{Summary, fail, hash};
+use crate::clocks::{gap_cell, gap_percent, gap_sentence};
+use crate::files::write_atomically;
+use crate::report::{Fixed, csv_rows, fixed, report_head};
+use crate::trace::{FrameStats, RenderSettings, TraceResult};
+
+/// One configuration of `reap bench render`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BenchRow {
+    pub backend: String,
+    pub scene: String,
+    pub triangles: usize,
+    pub bvh_depth: u32,
+    pub width: u32,
+    pub height: u32,
+    pub spp: u32,
+    pub max_bounces: u32,
+    pub traversal: String,
+    /// BVH levels one breadth-first expansion descends (the setting; unused by depth-first).
+    pub descend: u32,
+    /// The algorithm at both sites (paths and frontier), or `none`.
+    pub compaction: String,
+    /// The stages summed, ms per frame (device events on a GPU).
+    pub frame_ms: f64,
+    /// The wall clock, ms per frame.
+    pub wall_ms: f64,
+    pub compaction_ms: f64,
+    pub compaction_share: f64,
+    /// Rays per second by the summed stages.
+    pub mrays_per_s: f64,
+    /// Rays per second by the wall clock.
+    pub wall_mrays_per_s: f64,
+    pub rays_per_frame: f64,
+    /// Mean ms per frame of each stage name.
+    pub stage_ms: Vec<(String, f64)>,
+    pub image_hash: String,
+    /// Why the configuration could not run (e.g. a `none` frontier that outgrew memory).
+    pub error: Option<String>,
+}
+
+impl BenchRow {
+    fn base(backend: &str, scene: &str, triangles: usize, depth: u32, s: &RenderSettings) -> Self {
+        BenchRow {
+            backend: backend.into(),
+            scene: scene.into(),
+            triangles,
+            bvh_depth: depth,
+            width: s.width,
+            height: s.height,
+            spp: s.spp,
+            max_bounces: s.max_bounces,
+            traversal: s.traversal.name().into(),
+            descend: s.descend,
+            compaction: s.compact_paths.name().into(),
+            frame_ms: 0.0,
+            wall_ms: 0.0,
+            compaction_ms: 0.0,
+            compaction_share: 0.0,
+            mrays_per_s: 0.0,
+            wall_mrays_per_s: 0.0,
+            rays_per_frame: 0.0,
+            stage_ms: Vec::new(),
+            image_hash: String::new(),
+            error: None,
+        }
+    }
+
+    pub fn measured(
+        backend: &str,
+        scene: &str,
+        triangles: usize,
+        depth: u32,
+        s: &RenderSettings,
+        frames: &[FrameStats],
+        sum: &[[f32; 4]],
+    ) -> Self {
+        let m = Summary::of(frames);
+        BenchRow {
+            frame_ms: m.frame_ms,
+            wall_ms: m.wall_ms,
+            compaction_ms: m.compaction_ms,
+            compaction_share: m.compaction_share,
+            mrays_per_s: m.mrays_per_s,
+            wall_mrays_per_s: m.wall_mrays_per_s,
+            rays_per_frame: m.rays_per_frame,
+            stage_ms: m.stage_ms,
+            image_hash: format!("{:016x}", hash(sum)),
+            ..Self::base(backend, scene, triangles, depth, s)
+        }
+    }
+
+    pub fn failed(backend: &str, scene: &str, triangles: usize, depth: u32, s: &RenderSettings, why: String) -> Self {
+        BenchRow { error: Some(why), ..Self::base(backend, scene, triangles, depth, s) }
+    }
+}
+
+/// Whether every measured configuration of a (backend, scene, spp) rendered the same image.
+pub fn hashes_agree(rows: &[BenchRow]) -> bool {
+    rows.iter().filter(|r| r.error.is_none()).all(|r| {
+        rows.iter()
+            .filter(|o| o.error.is_none() && o.backend == r.backend && o.scene == r.scene && o.spp == r.spp)
+            .all(|o| o.image_hash == r.image_hash)
+    })
+}
+
+/// The plain-text table printed after `reap bench render`.
+pub fn bench_table(rows: &[BenchRow]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<56} {:<19} {:<19}", "", "--- wall clock ---", "-- summed stages --");
+    let _ = writeln!(
+        out,
+        "{:<14} {:<13} {:<27} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7}  image hash",
+        "scene", "traversal", "compaction", "Mrays/s", "ms", "Mrays/s", "ms", "gap", "compact ms", "share"
+    );
+    for r in rows {
+        match &r.error {
+            Some(e) => {
+                let _ = writeln!(out, "{:<14} {:<13} {:<27} did not run: {e}", r.scene, r.traversal, r.compaction);
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{:<14} {:<13} {:<27} {:>9.1} {:>9.3} {:>9.1} {:>9.3} {:>8} {:>10.3} {:>6.1}%  {}",
+                    r.scene,
+                    r.traversal,
+                    r.compaction,
+                    r.wall_mrays_per_s,
+                    r.wall_ms,
+                    r.mrays_per_s,
+                    r.frame_ms,
+                    gap_cell(r.wall_ms, r.frame_ms),
+                    r.compaction_ms,
+                    100.0 * r.compaction_share,
+                    r.image_hash
+                );
+            }
+        }
+    }
+    out
+}
+
+/// report.md of `reap bench render`: one table per scene, traversal modes side by side.
+pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
+    use std::fmt::Write;
+    let mut s = report_head("render", device, command);
+    let _ = writeln!(
+        s,
+        "Each configuration renders `spp` frames of one sample per pixel after one warm-up frame. Two clocks \
+         per frame: the wall clock (host time from the frame's start until its results are complete) and the \
+         stages' own times summed (device events on a GPU); Mrays/s is given by each, and \"gap\" is how far \
+         the wall clock exceeds the summed stages (launch overhead, host work between stages, and the host \
+         waiting for counts). Rays are path segments entering each bounce plus shadow rays. \"compaction\" is \
+         the algorithm at both sites (the live-path queue after each bounce and the breadth-first frontier \
+         after each level); `none` leaves dead items flagged in place. \"share\" is compaction's part of the \
+         summed stages.\n"
+    );
+    let mut scenes: Vec<&str> = Vec::new();
+    for r in rows {
+        if !scenes.contains(&r.scene.as_str()) {
+            scenes.push(&r.scene);
+        }
+    }
+    for scene in scenes {
+        let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
+        let first = at[0];
+        let _ = writeln!(
+            s,
+            "## {scene}: {} triangles, BVH depth {}, {}x{}, {} spp, {} bounces, breadth-first descends {} BVH \
+             levels per expansion\n",
+            first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces, first.descend
+        );
+        let _ = writeln!(
+            s,
+            "| traversal | compaction | Mrays/s (wall) | wall ms | Mrays/s (stages) | stages ms | gap | compaction ms \
+             | share | image hash |"
+        );
+        let _ = writeln!(s, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+        for r in &at {
+            match &r.error {
+                Some(e) => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | `{}` | – | – | – | – | – | – | – | did not run: {e} |",
+                        r.traversal, r.compaction
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | `{}` | **{:.1}** | {:.3} | {:.1} | {:.3} | {} | {:.3} | {:.1} % | `{}` |",
+                        r.traversal,
+                        r.compaction,
+                        r.wall_mrays_per_s,
+                        r.wall_ms,
+                        r.mrays_per_s,
+                        r.frame_ms,
+                        gap_cell(r.wall_ms, r.frame_ms),
+                        r.compaction_ms,
+                        100.0 * r.compaction_share,
+                        r.image_hash
+                    );
+                }
+            }
+        }
+        for t in ["breadth-first", "depth-first"] {
+            let ok: Vec<&&BenchRow> = at.iter().filter(|r| r.traversal == t && r.error.is_none()).collect();
+            // Ranked by the wall clock: what a user of the tracer waits for.
+            let best = ok
+                .iter()
+                .filter(|r| r.compaction != "none")
+                .max_by(|a, b| a.wall_mrays_per_s.total_cmp(&b.wall_mrays_per_s));
+            let none = ok.iter().find(|r| r.compaction == "none");
+            if let Some(b) = best {
+                let vs = none.map_or(String::new(), |n| {
+                    format!(
+                        ", {:.2}x the `none` baseline ({:.1} Mrays/s)",
+                        b.wall_mrays_per_s / n.wall_mrays_per_s.max(1e-9),
+                        n.wall_mrays_per_s
+                    )
+                });
+                let _ = writeln!(
+                    s,
+                    "\n{t}: fastest with `{}` at {:.1} Mrays/s by wall clock ({:.1} by the summed stages: {}), \
+                     compaction {:.1} % of the summed stages{vs}.",
+                    b.compaction,
+                    b.wall_mrays_per_s,
+                    b.mrays_per_s,
+                    gap_sentence(b.wall_ms, b.frame_ms),
+                    100.0 * b.compaction_share
+                );
+            }
+        }
+        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
+        if !ran.is_empty() {
+            let n = ran.len() as f64;
+            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
+            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
+            let _ = writeln!(s, "\nClocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
+        }
+        let _ = writeln!(s);
+    }
+    let agree = hashes_agree(rows);
+    let _ = writeln!(
+        s,
+        "Image hashes: {}.",
+        if agree {
+            "every compaction choice and both traversal modes rendered a bit-identical image per scene"
+        } else {
+            "**some configurations differ** (see the hash column)"
+        }
+    );
+    s
+}
+
+/// One line of `reap bench render`'s results.csv.
+#[derive(Default, serde::Serialize)]
+struct BenchCsv<'a> {
+    backend: &'a str,
+    scene: &'a str,
+    triangles: usize,
+    bvh_depth: u32,
+    width: u32,
+    height: u32,
+    spp: u32,
+    max_bounces: u32,
+    traversal: &'a str,
+    descend: u32,
+    compaction: &'a str,
+    mrays_per_s: Fixed,
+    frame_ms: Fixed,
+    wall_mrays_per_s: Fixed,
+    wall_ms: Fixed,
+    wall_gap_percent: Option<Fixed>,
+    compaction_ms: Fixed,
+    compaction_share: Fixed,
+    rays_per_frame: Fixed,
+    image_hash: &'a str,
+    error: Option<&'a str>,
+}
+
+/// results.csv of `reap bench render`.
+fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> TraceResult<Vec<u8>> {
+    let rows = rows.iter().map(|r| BenchCsv {
+        backend: &r.backend,
+        scene: &r.scene,
+        triangles: r.triangles,
+        bvh_depth: r.bvh_depth,
+        width: r.width,
+        height: r.height,
+        spp: r.spp,
+        max_bounces: r.max_bounces,
+        traversal: &r.traversal,
+        descend: r.descend,
+        compaction: &r.compaction,
+        mrays_per_s: fixed(r.mrays_per_s, 3),
+        frame_ms: fixed(r.frame_ms, 4),
+        wall_mrays_per_s: fixed(r.wall_mrays_per_s, 3),
+        wall_ms: fixed(r.wall_ms, 4),
+        wall_gap_percent: gap_percent(r.wall_ms, r.frame_ms).map(|g| fixed(g, 2)),
+        compaction_ms: fixed(r.compaction_ms, 4),
+        compaction_share: fixed(r.compaction_share, 4),
+        rays_per_frame: fixed(r.rays_per_frame, 0),
+        image_hash: &r.image_hash,
+        error: r.error.as_deref(),
+    });
+    csv_rows(rows).map_err(|e| fail(csv_path, e))
+}
+
+pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<()> {
+    let csv_path = dir.join("results.csv");
+    let bytes = bench_csv(&csv_path, rows)?;
+    write_atomically(&csv_path, &bytes)?;
+    let json_path = dir.join("results.json");
+    let json = serde_json::to_vec_pretty(rows).map_err(|e| fail(&json_path, e))?;
+    write_atomically(&json_path, &json)?;
+    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench_rows() -> Vec<BenchRow> {
+        let ok = BenchRow {
+            backend: "cpu".into(),
+            scene: "cornell".into(),
+            triangles: 36,
+            bvh_depth: 7,
+            width: 64,
+            height: 48,
+            spp: 2,
+            max_bounces: 4,
+            traversal: "breadth-first".into(),
+            descend: 2,
+            compaction: "lookback".into(),
+            frame_ms: 1.234_56,
+            wall_ms: 1.5,
+            compaction_ms: 0.1,
+            compaction_share: 0.081,
+            mrays_per_s: 12.345_6,
+            wall_mrays_per_s: 10.0,
+            rays_per_frame: 1234.5,
+            stage_ms: vec![("shade".into(), 0.5)],
+            image_hash: "00ff00ff00ff00ff".into(),
+            error: None,
+        };
+        let failed = BenchRow {
+            compaction: "none".into(),
+            frame_ms: 0.0,
+            wall_ms: 0.0,
+            error: Some("out of memory, frontier too large".into()),
+            ..ok.clone()
+        };
+        vec![ok, failed]
+    }
+
+    /// The same for `reap bench render`'s results.csv.
+    #[test]
+    fn bench_csv_keeps_its_columns_and_formats() {
+        let want = concat!(
+            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+        );
+        assert_eq!(String::from_utf8(bench_csv(Path::new("t.csv"), &bench_rows()).unwrap()).unwrap(), want);
+    }
+}
