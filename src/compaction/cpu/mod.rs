@@ -22,6 +22,7 @@ pub mod redzone;
 pub mod roger;
 pub mod sengupta;
 pub mod sequential;
+pub mod single_pass;
 pub mod sort;
 pub mod stencil;
 #[cfg(test)]
@@ -33,7 +34,7 @@ pub struct CpuTuning {
     pub billeter: billeter::BilleterTuning,
     pub sengupta: sengupta::SenguptaTuning,
     pub roger: roger::RogerTuning,
-    pub single_pass: lookback::SinglePassTuning,
+    pub single_pass: single_pass::SinglePassTuning,
     pub atomic: atomic::AtomicTuning,
     pub redzone: redzone::RedzoneTuning,
     pub stencil: stencil::StencilTuning,
@@ -190,11 +191,9 @@ impl CpuBackend {
             Algorithm::Blelloch => blelloch::select(input, keep, output, &mut ph),
             Algorithm::Roger => roger::select(&t.roger, input, keep, output, &mut ph),
             Algorithm::Billeter(v) => billeter::select(v, &t.billeter, input, keep, output, &mut ph),
-            Algorithm::Chained => {
-                lookback::select(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
-            }
+            Algorithm::Chained => single_pass::select(chained::Chained, &t.single_pass, input, keep, output, &mut ph),
             Algorithm::Lookback => {
-                lookback::select(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::select(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Atomic => atomic::select(&t.atomic, input, keep, output, &mut ph),
             Algorithm::Stencil => stencil::select(&t.stencil, input, keep, output, &mut ph),
@@ -232,10 +231,10 @@ impl CpuBackend {
             Algorithm::Roger => roger::partition(&t.roger, input, keep, output, &mut ph),
             Algorithm::Billeter(v) => billeter::partition(v, &t.billeter, input, keep, output, &mut ph),
             Algorithm::Chained => {
-                lookback::partition(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::partition(chained::Chained, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Lookback => {
-                lookback::partition(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::partition(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Stencil => stencil::partition(&t.stencil, input, keep, output, &mut ph),
             Algorithm::Atomic | Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
@@ -290,10 +289,8 @@ impl CpuBackend {
             Algorithm::Sengupta => sengupta::scan(&t.sengupta, input, output, &mut ph),
             Algorithm::Blelloch => blelloch::scan(input, output, &mut ph),
             Algorithm::Billeter(_) => billeter::scan(&t.billeter, input, output, &mut ph),
-            Algorithm::Chained => lookback::scan(lookback::Chaining::Chained, &t.single_pass, input, output, &mut ph),
-            Algorithm::Lookback => {
-                lookback::scan(lookback::Chaining::Decoupled, &t.single_pass, input, output, &mut ph)
-            }
+            Algorithm::Chained => single_pass::scan(chained::Chained, &t.single_pass, input, output, &mut ph),
+            Algorithm::Lookback => single_pass::scan(lookback::Decoupled, &t.single_pass, input, output, &mut ph),
             _ => return Err(unsupported(algorithm, Operation::Scan)),
         };
         Ok(CpuReport { count: total.to_u64(), phases: ph.0, count_word: None })
