@@ -1,7 +1,7 @@
 //! Shared by the CPU algorithms' unit tests: sizes around every block, warp
-//! and P boundary, and the verify suite's keep patterns.
+//! and P boundary, and the keep patterns the verify suite uses too.
 
-use crate::verify::Pattern;
+use crate::compaction::Pattern;
 
 /// Sizes at and around the boundaries every algorithm cuts its input at.
 pub const EDGE_SIZES: [usize; 16] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025, 4097];

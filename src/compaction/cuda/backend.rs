@@ -137,6 +137,24 @@ impl CudaBackend {
         }
     }
 
+    /// The buffer's whole allocation, up to its capacity: what lies past its
+    /// length too (a counted call's stale content, a guard region).
+    pub fn download_to_capacity<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        self.download_first(buffer, buffer.capacity())
+    }
+
+    /// The buffer's first `n` elements (`n` at most its capacity).
+    fn download_first<T: Element>(&self, buffer: &CudaBuffer<T>, n: u64) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); n as usize];
+        if !host.is_empty() {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            // To pageable memory the copy returns when done: no separate wait.
+            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
+        }
+        Ok(host)
+    }
+
     fn not_here(&self, algorithm: Algorithm) -> Error {
         Error::NotOnBackend { algorithm: algorithm.name(), backend: "cuda" }
     }
@@ -171,15 +189,7 @@ impl Backend for CudaBackend {
     }
 
     fn download<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let n = buffer.len as usize;
-        let mut host = vec![T::zeroed(); n];
-        if n > 0 {
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-            let len = bytes.len();
-            // To pageable memory the copy returns when done: no separate wait.
-            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
-        }
-        Ok(host)
+        self.download_first(buffer, buffer.len)
     }
 
     fn len<T: Element>(&self, buffer: &CudaBuffer<T>) -> u64 {
