@@ -11,6 +11,20 @@ pub fn sizes(rng: &mut fastrand::Rng, random: usize, max: usize) -> Vec<usize> {
     EDGE_SIZES.iter().copied().chain((0..random).map(|_| rng.usize(1..=max))).collect()
 }
 
+/// The sizes the scan-based families (horn, blelloch, sengupta, roger) test at.
+pub fn scan_family_sizes() -> Vec<usize> {
+    sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
+}
+
+/// The phases `run` records over 100 u32 inputs into a 100-slot output, by name.
+pub fn phase_names<R>(run: impl FnOnce(&[u32], &mut [u32], &mut Phases) -> R) -> Vec<&'static str> {
+    let input: Vec<u32> = (0..100).collect();
+    let mut ph = Phases::default();
+    let mut out = vec![0; 100];
+    run(&input, &mut out, &mut ph);
+    ph.0.iter().map(|p| p.name).collect()
+}
+
 /// Keep patterns over `n` elements, named for failure messages: random at
 /// five densities, alternating, runs, one survivor first, one survivor last.
 pub fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
