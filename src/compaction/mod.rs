@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod cuda;
 mod element;
 mod error;
+mod pattern;
 mod site;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
@@ -18,4 +19,5 @@ pub use backend::{Backend, BackendKind, Keep, Lens, PhaseTime, Report};
 pub use cpu::{CpuBackend, CpuReport};
 pub use element::{ELEMENT_SIZES, Element, ScanElement, SortKey, check_element, same_bits};
 pub use error::{Error, Result};
+pub use pattern::Pattern;
 pub use site::{Compaction, SiteError};

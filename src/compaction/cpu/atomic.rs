@@ -68,8 +68,8 @@ pub fn select<T: Copy + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::lookback::tests::{patterns, sizes};
     use crate::compaction::cpu::sequential;
+    use crate::compaction::cpu::single_pass::tests::{patterns, sizes};
 
     #[test]
     fn select_matches_sequential_as_multiset() {

@@ -2,46 +2,52 @@
 //! dynamic block ids. Each block waits for its predecessor's inclusive prefix,
 //! adds its own aggregate and passes the sum on, so prefixes travel down the
 //! chain one block at a time. The block machinery (dynamic ids, per-block
-//! tiles, select / partition / scan) is shared with `lookback` in `lookback.rs`;
-//! only this prefix protocol is `chained`'s own.
+//! tiles, select / partition / scan) is shared with `lookback` in
+//! `single_pass.rs`; only this prefix protocol is `chained`'s own.
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::lookback::Tiles;
+use crate::compaction::cpu::single_pass::{Protocol, Tiles};
 
-/// Block `b`'s exclusive prefix: the slide's `while (flags[bid] == 0) {}`, read
-/// `scan_value[bid]`, publish `previous_sum + local_sum`. The slide's
-/// `__threadfence()` before setting the flag is the Release store inside
-/// `publish_inclusive`; its spin on the flag is the Acquire load in `wait`.
-pub(crate) fn exclusive_prefix<S: ScanElement>(tiles: &Tiles, b: usize, aggregate: S) -> S {
-    let exclusive = if b == 0 {
-        S::ZERO
-    } else {
-        // Nobody publishes a bare aggregate under this protocol, so the first
-        // status the predecessor shows is its inclusive prefix.
-        tiles.wait::<S>(b - 1).1
-    };
-    tiles.publish_inclusive(b, exclusive.add(aggregate));
-    exclusive
+/// Seed 001 mod. 10.4: wait for the predecessor's inclusive prefix.
+#[derive(Clone, Copy, Debug)]
+pub struct Chained;
+
+impl Protocol for Chained {
+    /// Block `b`'s exclusive prefix: the slide's `while (flags[bid] == 0) {}`, read
+    /// `scan_value[bid]`, publish `previous_sum + local_sum`. The slide's
+    /// `__threadfence()` before setting the flag is the Release store inside
+    /// `publish_inclusive`; its spin on the flag is the Acquire load in `wait`.
+    fn exclusive_prefix<S: ScanElement>(tiles: &Tiles, b: usize, aggregate: S) -> S {
+        let exclusive = if b == 0 {
+            S::ZERO
+        } else {
+            // Nobody publishes a bare aggregate under this protocol, so the first
+            // status the predecessor shows is its inclusive prefix.
+            tiles.wait::<S>(b - 1).1
+        };
+        tiles.publish_inclusive(b, exclusive.add(aggregate));
+        exclusive
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::compaction::cpu::lookback::Chaining;
-    use crate::compaction::cpu::lookback::tests::{check_panic_propagates, check_scan, check_select_partition};
+    use super::Chained;
+    use crate::compaction::cpu::single_pass::tests::{check_panic_propagates, check_scan, check_select_partition};
 
     #[test]
     fn select_and_partition_match_sequential() {
-        check_select_partition(Chaining::Chained, 0x0c4a_10ed);
+        check_select_partition(Chained, 0x0c4a_10ed);
     }
 
     #[test]
     fn scan_matches_sequential() {
-        check_scan(Chaining::Chained, 0x05ca_0002);
+        check_scan(Chained, 0x05ca_0002);
     }
 
     #[test]
     #[should_panic]
     fn panicking_keep_does_not_hang() {
-        check_panic_propagates(Chaining::Chained);
+        check_panic_propagates(Chained);
     }
 }

@@ -157,10 +157,6 @@ mod tests {
     use super::*;
     use crate::compaction::cpu::testing;
 
-    fn sizes() -> Vec<usize> {
-        crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
-    }
-
     #[test]
     fn select_and_partition_match_sequential() {
         let v = testing::variant(
@@ -168,21 +164,17 @@ mod tests {
             |x, k, o, ph| select(x, &|i| k[i], o, ph),
             |x, k, o, ph| partition(x, &|i| k[i], o, ph),
         );
-        testing::check_select_partition(7, &sizes(), &[v]);
+        testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
     }
 
     #[test]
     fn scan_matches_sequential() {
-        testing::check_scan(&sizes(), |x, o, ph| scan(x, o, ph), |x, o, ph| scan(x, o, ph));
+        testing::check_scan(&testing::scan_family_sizes(), scan, scan);
     }
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let input: Vec<u32> = (0..100).collect();
-        let mut ph = Phases::default();
-        let mut out = vec![0; 100];
-        select(&input, &|i| i % 3 == 0, &mut out, &mut ph);
-        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        let names = testing::phase_names(|x, o, ph| select(x, &|i| i % 3 == 0, o, ph));
         assert_eq!(names, ["mark", "prefix sum scan", "dichotomic search"]);
     }
 }

@@ -22,6 +22,7 @@ pub mod redzone;
 pub mod roger;
 pub mod sengupta;
 pub mod sequential;
+pub mod single_pass;
 pub mod sort;
 pub mod stencil;
 #[cfg(test)]
@@ -33,7 +34,7 @@ pub struct CpuTuning {
     pub billeter: billeter::BilleterTuning,
     pub sengupta: sengupta::SenguptaTuning,
     pub roger: roger::RogerTuning,
-    pub single_pass: lookback::SinglePassTuning,
+    pub single_pass: single_pass::SinglePassTuning,
     pub atomic: atomic::AtomicTuning,
     pub redzone: redzone::RedzoneTuning,
     pub stencil: stencil::StencilTuning,
@@ -190,11 +191,9 @@ impl CpuBackend {
             Algorithm::Blelloch => blelloch::select(input, keep, output, &mut ph),
             Algorithm::Roger => roger::select(&t.roger, input, keep, output, &mut ph),
             Algorithm::Billeter(v) => billeter::select(v, &t.billeter, input, keep, output, &mut ph),
-            Algorithm::Chained => {
-                lookback::select(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
-            }
+            Algorithm::Chained => single_pass::select(chained::Chained, &t.single_pass, input, keep, output, &mut ph),
             Algorithm::Lookback => {
-                lookback::select(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::select(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Atomic => atomic::select(&t.atomic, input, keep, output, &mut ph),
             Algorithm::Stencil => stencil::select(&t.stencil, input, keep, output, &mut ph),
@@ -232,10 +231,10 @@ impl CpuBackend {
             Algorithm::Roger => roger::partition(&t.roger, input, keep, output, &mut ph),
             Algorithm::Billeter(v) => billeter::partition(v, &t.billeter, input, keep, output, &mut ph),
             Algorithm::Chained => {
-                lookback::partition(lookback::Chaining::Chained, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::partition(chained::Chained, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Lookback => {
-                lookback::partition(lookback::Chaining::Decoupled, &t.single_pass, input, keep, output, &mut ph)
+                single_pass::partition(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
             }
             Algorithm::Stencil => stencil::partition(&t.stencil, input, keep, output, &mut ph),
             Algorithm::Atomic | Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
@@ -290,34 +289,37 @@ impl CpuBackend {
             Algorithm::Sengupta => sengupta::scan(&t.sengupta, input, output, &mut ph),
             Algorithm::Blelloch => blelloch::scan(input, output, &mut ph),
             Algorithm::Billeter(_) => billeter::scan(&t.billeter, input, output, &mut ph),
-            Algorithm::Chained => lookback::scan(lookback::Chaining::Chained, &t.single_pass, input, output, &mut ph),
-            Algorithm::Lookback => {
-                lookback::scan(lookback::Chaining::Decoupled, &t.single_pass, input, output, &mut ph)
-            }
+            Algorithm::Chained => single_pass::scan(chained::Chained, &t.single_pass, input, output, &mut ph),
+            Algorithm::Lookback => single_pass::scan(lookback::Decoupled, &t.single_pass, input, output, &mut ph),
             _ => return Err(unsupported(algorithm, Operation::Scan)),
         };
         Ok(CpuReport { count: total.to_u64(), phases: ph.0, count_word: None })
     }
 }
 
-fn check_flags<T: Element>(keep: &Keep<'_, CpuBackend, T>, len: usize) -> Result<()> {
+/// The checks every select and partition makes.
+fn check_compact<T: Element>(input: &[T], keep: &Keep<'_, CpuBackend, T>, output: &[T]) -> Result<()> {
+    check_element::<T>()?;
+    check_len("output", input.len(), output.len())?;
     match keep {
-        Keep::Flags(flags) => check_len("flags", len, flags.len()),
+        Keep::Flags(flags) => check_len("flags", input.len(), flags.len()),
         _ => Ok(()),
     }
 }
 
-/// A counted call's n: the input word, clamped to the capacity.
-fn counted_len(lens: &Lens<'_, CpuBackend>, capacity: usize) -> Result<usize> {
+/// A counted call: `run` over the first n elements, n the input word clamped
+/// to the capacity; its count then moves into the output word.
+fn counted(
+    lens: Lens<'_, CpuBackend>,
+    capacity: usize,
+    run: impl FnOnce(usize) -> Result<CpuReport>,
+) -> Result<CpuReport> {
     lens.check(lens.words.len() as u64)?;
-    Ok(lens.words[lens.input as usize].min(capacity as u64) as usize)
-}
-
-/// Moves the count of a run over the first n elements into its lens word.
-fn counted(mut report: CpuReport, lens: Lens<'_, CpuBackend>) -> CpuReport {
+    let n = lens.words[lens.input as usize].min(capacity as u64) as usize;
+    let mut report = run(n)?;
     lens.words[lens.output as usize] = report.count;
     report.count_word = Some(lens.output);
-    report
+    Ok(report)
 }
 
 impl Backend for CpuBackend {
@@ -357,9 +359,7 @@ impl Backend for CpuBackend {
         keep: Keep<'_, Self, T>,
         output: &mut Vec<T>,
     ) -> Result<CpuReport> {
-        check_element::<T>()?;
-        check_len("output", input.len(), output.len())?;
-        check_flags(&keep, input.len())?;
+        check_compact(input, &keep, output)?;
         self.select_n(algorithm, input, keep, output)
     }
 
@@ -370,9 +370,7 @@ impl Backend for CpuBackend {
         keep: Keep<'_, Self, T>,
         output: &mut Vec<T>,
     ) -> Result<CpuReport> {
-        check_element::<T>()?;
-        check_len("output", input.len(), output.len())?;
-        check_flags(&keep, input.len())?;
+        check_compact(input, &keep, output)?;
         self.partition_n(algorithm, input, keep, output)
     }
 
@@ -394,12 +392,8 @@ impl Backend for CpuBackend {
         output: &mut Vec<T>,
         lens: Lens<'_, Self>,
     ) -> Result<CpuReport> {
-        check_element::<T>()?;
-        check_len("output", input.len(), output.len())?;
-        check_flags(&keep, input.len())?;
-        let n = counted_len(&lens, input.len())?;
-        let report = self.select_n(algorithm, &input[..n], keep, &mut output[..n])?;
-        Ok(counted(report, lens))
+        check_compact(input, &keep, output)?;
+        counted(lens, input.len(), |n| self.select_n(algorithm, &input[..n], keep, &mut output[..n]))
     }
 
     fn partition_counted<T: Element>(
@@ -410,12 +404,8 @@ impl Backend for CpuBackend {
         output: &mut Vec<T>,
         lens: Lens<'_, Self>,
     ) -> Result<CpuReport> {
-        check_element::<T>()?;
-        check_len("output", input.len(), output.len())?;
-        check_flags(&keep, input.len())?;
-        let n = counted_len(&lens, input.len())?;
-        let report = self.partition_n(algorithm, &input[..n], keep, &mut output[..n])?;
-        Ok(counted(report, lens))
+        check_compact(input, &keep, output)?;
+        counted(lens, input.len(), |n| self.partition_n(algorithm, &input[..n], keep, &mut output[..n]))
     }
 
     fn exclusive_scan_counted<S: ScanElement>(
@@ -426,9 +416,7 @@ impl Backend for CpuBackend {
         lens: Lens<'_, Self>,
     ) -> Result<CpuReport> {
         check_len("output", input.len(), output.len())?;
-        let n = counted_len(&lens, input.len())?;
-        let report = self.scan_n(algorithm, &input[..n], &mut output[..n])?;
-        Ok(counted(report, lens))
+        counted(lens, input.len(), |n| self.scan_n(algorithm, &input[..n], &mut output[..n]))
     }
 
     fn radix_sort<K: SortKey>(
@@ -489,7 +477,7 @@ mod tests {
     fn counted_calls_read_the_length_word_and_write_the_count_word() {
         let b = CpuBackend::new();
         let input: Vec<u32> = (0..100).collect();
-        let keep = |x: &u32| x % 3 == 0;
+        let keep = |x: &u32| x.is_multiple_of(3);
         let pred: &(dyn Fn(&u32) -> bool + Sync) = &keep;
         for alg in Algorithm::ALL {
             // n = 40 of a capacity of 100; the other words stay as they were.

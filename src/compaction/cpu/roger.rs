@@ -224,10 +224,6 @@ mod tests {
     use super::*;
     use crate::compaction::cpu::testing;
 
-    fn sizes() -> Vec<usize> {
-        crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
-    }
-
     /// The paper's s = 64, the degenerate 1, and sizes that leave a short
     /// last block.
     fn tunings() -> Vec<RogerTuning> {
@@ -247,16 +243,12 @@ mod tests {
                 )
             })
             .collect();
-        testing::check_select_partition(7, &sizes(), &variants);
+        testing::check_select_partition(7, &testing::scan_family_sizes(), &variants);
     }
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let input: Vec<u32> = (0..100).collect();
-        let mut ph = Phases::default();
-        let mut out = vec![0; 100];
-        select(&RogerTuning::default(), &input, &|i| i % 3 == 0, &mut out, &mut ph);
-        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        let names = testing::phase_names(|x, o, ph| select(&RogerTuning::default(), x, &|i| i % 3 == 0, o, ph));
         assert_eq!(names, ["mark", "sum inside blocks", "dichotomic search", "global sum", "concatenation"]);
     }
 }

@@ -181,10 +181,6 @@ mod tests {
     use super::*;
     use crate::compaction::cpu::testing;
 
-    fn sizes() -> Vec<usize> {
-        crate::compaction::cpu::testing::sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
-    }
-
     /// The default, the extremes (reduce all the way; Horn only) and odd sizes
     /// that leave unpaired elements on the way up.
     fn tunings() -> Vec<SenguptaTuning> {
@@ -204,23 +200,25 @@ mod tests {
                 )
             })
             .collect();
-        testing::check_select_partition(7, &sizes(), &variants);
+        testing::check_select_partition(7, &testing::scan_family_sizes(), &variants);
     }
 
     #[test]
     fn scan_matches_sequential() {
         for t in tunings() {
-            testing::check_scan(&sizes(), |x, o, ph| scan(&t, x, o, ph), |x, o, ph| scan(&t, x, o, ph));
+            testing::check_scan(
+                &testing::scan_family_sizes(),
+                |x, o, ph| scan(&t, x, o, ph),
+                |x, o, ph| scan(&t, x, o, ph),
+            );
         }
     }
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let input: Vec<u32> = (0..100).collect();
-        let mut ph = Phases::default();
-        let mut out = vec![0; 100];
-        select(&SenguptaTuning { degree_of_parallelism: 8 }, &input, &|i| i % 3 == 0, &mut out, &mut ph);
-        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        let names = testing::phase_names(|x, o, ph| {
+            select(&SenguptaTuning { degree_of_parallelism: 8 }, x, &|i| i % 3 == 0, o, ph)
+        });
         assert_eq!(names, ["mark", "reduce", "horn scan", "down-sweep", "dichotomic search"]);
     }
 }

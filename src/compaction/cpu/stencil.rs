@@ -102,8 +102,8 @@ pub fn partition<T: Copy + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::lookback::tests::{patterns, sizes};
     use crate::compaction::cpu::sequential;
+    use crate::compaction::cpu::single_pass::tests::{patterns, sizes};
 
     #[test]
     fn select_and_partition_match_sequential() {

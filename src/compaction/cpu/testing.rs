@@ -1,7 +1,7 @@
 //! Shared by the CPU algorithms' unit tests: sizes around every block, warp
-//! and P boundary, and the verify suite's keep patterns.
+//! and P boundary, and the keep patterns the verify suite uses too.
 
-use crate::verify::Pattern;
+use crate::compaction::Pattern;
 
 /// Sizes at and around the boundaries every algorithm cuts its input at.
 pub const EDGE_SIZES: [usize; 16] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025, 4097];
@@ -9,6 +9,20 @@ pub const EDGE_SIZES: [usize; 16] = [0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 
 /// The edge sizes, then `random` sizes up to `max` that are multiples of nothing in particular.
 pub fn sizes(rng: &mut fastrand::Rng, random: usize, max: usize) -> Vec<usize> {
     EDGE_SIZES.iter().copied().chain((0..random).map(|_| rng.usize(1..=max))).collect()
+}
+
+/// The sizes the scan-based families (horn, blelloch, sengupta, roger) test at.
+pub fn scan_family_sizes() -> Vec<usize> {
+    sizes(&mut fastrand::Rng::with_seed(0x4057), 4, 100_000)
+}
+
+/// The phases `run` records over 100 u32 inputs into a 100-slot output, by name.
+pub fn phase_names<R>(run: impl FnOnce(&[u32], &mut [u32], &mut Phases) -> R) -> Vec<&'static str> {
+    let input: Vec<u32> = (0..100).collect();
+    let mut ph = Phases::default();
+    let mut out = vec![0; 100];
+    run(&input, &mut out, &mut ph);
+    ph.0.iter().map(|p| p.name).collect()
 }
 
 /// Keep patterns over `n` elements, named for failure messages: random at

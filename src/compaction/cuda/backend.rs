@@ -51,12 +51,7 @@ impl CudaBackend {
         output: &CudaBuffer<T>,
     ) -> Result<(Variant, KeepArgs)> {
         check_element::<T>()?;
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
-        }
-        if !algorithm.supports(op) || !self.runs(algorithm) {
-            return Err(self.not_here(algorithm));
-        }
+        self.check_call(algorithm, op, input.len, output.len)?;
         self.keep_args(input.len, keep)
     }
 
@@ -66,13 +61,19 @@ impl CudaBackend {
         input: &CudaBuffer<S>,
         output: &CudaBuffer<S>,
     ) -> Result<Variant> {
-        if output.len != input.len {
-            return Err(Error::LengthMismatch { what: "output", expected: input.len, actual: output.len });
+        self.check_call(algorithm, Operation::Scan, input.len, output.len)?;
+        Ok(Variant::new(std::mem::size_of::<S>(), KeepMode::Flags))
+    }
+
+    /// The checks every call from an input to an output of its length makes.
+    fn check_call(&self, algorithm: Algorithm, op: Operation, input_len: u64, output_len: u64) -> Result<()> {
+        if output_len != input_len {
+            return Err(Error::LengthMismatch { what: "output", expected: input_len, actual: output_len });
         }
-        if !algorithm.supports(Operation::Scan) || !self.runs(algorithm) {
+        if !algorithm.supports(op) || !self.runs(algorithm) {
             return Err(self.not_here(algorithm));
         }
-        Ok(Variant::new(std::mem::size_of::<S>(), KeepMode::Flags))
+        Ok(())
     }
 
     /// The device addresses of a counted call over a capacity of `cap`
@@ -87,6 +88,38 @@ impl CudaBackend {
         self.stream.memset_zeros(&mut word).map_err(driver_error("zeroing the count word"))?;
         let base = lens.words.ptr();
         Ok(Io { ext: Extent { cap, len: base + 8 * lens.input }, input, output, count: base + 8 * lens.output })
+    }
+
+    /// A call with its length on the host: a fresh zeroed count word, then
+    /// `run` over the call's device addresses.
+    fn host_call(
+        &self,
+        count_what: &'static str,
+        n: u64,
+        input: u64,
+        output: u64,
+        run: impl FnOnce(Io, &mut Stages) -> Result<()>,
+    ) -> Result<CudaReport> {
+        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error(count_what))?;
+        let mut st = Stages::new(&self.stream);
+        run(Io { ext: Extent::host(n), input, output, count: raw_ptr(&count) }, &mut st)?;
+        Ok(CudaReport { count: Count::Device(count), stages: st })
+    }
+
+    /// A counted call over a capacity of `cap`: `run` over the addresses
+    /// `counted_io` gives; the count stays in the caller's lens word.
+    fn counted_call(
+        &self,
+        cap: u64,
+        input: u64,
+        output: u64,
+        mut lens: Lens<'_, Self>,
+        run: impl FnOnce(Io, &mut Stages) -> Result<()>,
+    ) -> Result<CudaReport> {
+        let io = self.counted_io(cap, input, output, &mut lens)?;
+        let mut st = Stages::new(&self.stream);
+        run(io, &mut st)?;
+        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
     }
 
     fn select_raw(&self, algorithm: Algorithm, v: &Variant, args: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
@@ -137,6 +170,24 @@ impl CudaBackend {
         }
     }
 
+    /// The buffer's whole allocation, up to its capacity: what lies past its
+    /// length too (a counted call's stale content, a guard region).
+    pub fn download_to_capacity<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
+        self.download_first(buffer, buffer.capacity())
+    }
+
+    /// The buffer's first `n` elements (`n` at most its capacity).
+    fn download_first<T: Element>(&self, buffer: &CudaBuffer<T>, n: u64) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); n as usize];
+        if !host.is_empty() {
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
+            let len = bytes.len();
+            // To pageable memory the copy returns when done: no separate wait.
+            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
+        }
+        Ok(host)
+    }
+
     fn not_here(&self, algorithm: Algorithm) -> Error {
         Error::NotOnBackend { algorithm: algorithm.name(), backend: "cuda" }
     }
@@ -171,15 +222,7 @@ impl Backend for CudaBackend {
     }
 
     fn download<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let n = buffer.len as usize;
-        let mut host = vec![T::zeroed(); n];
-        if n > 0 {
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-            let len = bytes.len();
-            // To pageable memory the copy returns when done: no separate wait.
-            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
-        }
-        Ok(host)
+        self.download_first(buffer, buffer.len)
     }
 
     fn len<T: Element>(&self, buffer: &CudaBuffer<T>) -> u64 {
@@ -194,11 +237,9 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
         let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        self.select_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Count::Device(count), stages: st })
+        self.host_call("allocating the count", input.len, input.ptr(), output.ptr(), |io, st| {
+            self.select_raw(algorithm, &variant, args, io, st)
+        })
     }
 
     fn partition<T: Element>(
@@ -209,11 +250,9 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
         let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Count::Device(count), stages: st })
+        self.host_call("allocating the count", input.len, input.ptr(), output.ptr(), |io, st| {
+            self.partition_raw(algorithm, &variant, args, io, st)
+        })
     }
 
     fn exclusive_scan<S: ScanElement>(
@@ -223,11 +262,9 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<S>,
     ) -> Result<CudaReport> {
         let variant = self.scan_args(algorithm, input, output)?;
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the total"))?;
-        let mut st = Stages::new(&self.stream);
-        let io = Io { ext: Extent::host(input.len), input: input.ptr(), output: output.ptr(), count: raw_ptr(&count) };
-        self.scan_raw(algorithm, &variant, io, &mut st)?;
-        Ok(CudaReport { count: Count::Device(count), stages: st })
+        self.host_call("allocating the total", input.len, input.ptr(), output.ptr(), |io, st| {
+            self.scan_raw(algorithm, &variant, io, st)
+        })
     }
 
     fn select_counted<T: Element>(
@@ -236,13 +273,12 @@ impl Backend for CudaBackend {
         input: &CudaBuffer<T>,
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
-        mut lens: Lens<'_, Self>,
+        lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
         let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
-        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
-        let mut st = Stages::new(&self.stream);
-        self.select_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.select_raw(algorithm, &variant, args, io, st)
+        })
     }
 
     fn partition_counted<T: Element>(
@@ -251,13 +287,12 @@ impl Backend for CudaBackend {
         input: &CudaBuffer<T>,
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
-        mut lens: Lens<'_, Self>,
+        lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
         let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
-        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
-        let mut st = Stages::new(&self.stream);
-        self.partition_raw(algorithm, &variant, args, io, &mut st)?;
-        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.partition_raw(algorithm, &variant, args, io, st)
+        })
     }
 
     fn exclusive_scan_counted<S: ScanElement>(
@@ -265,13 +300,12 @@ impl Backend for CudaBackend {
         algorithm: Algorithm,
         input: &CudaBuffer<S>,
         output: &mut CudaBuffer<S>,
-        mut lens: Lens<'_, Self>,
+        lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
         let variant = self.scan_args(algorithm, input, output)?;
-        let io = self.counted_io(input.len, input.ptr(), output.ptr(), &mut lens)?;
-        let mut st = Stages::new(&self.stream);
-        self.scan_raw(algorithm, &variant, io, &mut st)?;
-        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.scan_raw(algorithm, &variant, io, st)
+        })
     }
 
     fn radix_sort<K: SortKey>(
@@ -283,10 +317,10 @@ impl Backend for CudaBackend {
         if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
             return Err(self.not_here(algorithm));
         }
-        if let Some(v) = &values {
-            if v.len != keys.len {
-                return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
-            }
+        if let Some(v) = &values
+            && v.len != keys.len
+        {
+            return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
         }
         let mut st = Stages::new(&self.stream);
         sort::radix_sort(self, algorithm, keys, values, &mut st)?;

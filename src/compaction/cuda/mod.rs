@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
 
-use crate::compaction::{Algorithm, Backend, Element, Error, PhaseTime, Report, Result};
+use crate::compaction::{Algorithm, Error, PhaseTime, Report, Result};
 use crate::gpu;
 
 pub mod atomic;
@@ -364,29 +364,7 @@ impl CudaBackend {
 
 pub(crate) use crate::gpu::ptr as raw_ptr;
 
-/// The verify suite's predicate as CUDA source.
+/// Keeps elements whose first 32-bit word is below `params[0]`: the
+/// predicate the verify suite and the benchmarks run.
 pub const WORD_BELOW: &str = "__device__ bool reap_predicate(const Elem& x, const unsigned long long* p) \
                               { return (unsigned long long)reap_word0(x) < p[0]; }";
-
-impl crate::verify::Harness for CudaBackend {
-    fn word_below<T: Element>(&self, threshold: u64) -> Box<CudaPredicate> {
-        Box::new(CudaPredicate::new(WORD_BELOW, [threshold, 0]))
-    }
-
-    fn upload_guarded<T: Element>(&self, data: &[T], len: u64) -> Result<CudaBuffer<T>> {
-        let mut buffer = self.upload(data)?;
-        buffer.set_len(len)?;
-        Ok(buffer)
-    }
-
-    fn download_guarded<T: Element>(&self, buffer: &CudaBuffer<T>) -> Result<Vec<T>> {
-        let mut host = vec![T::zeroed(); buffer.capacity() as usize];
-        if !host.is_empty() {
-            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
-            let len = bytes.len();
-            // To pageable memory the copy returns when done: no separate wait.
-            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
-        }
-        Ok(host)
-    }
-}
