@@ -41,7 +41,7 @@ pub mod session;
 #[cfg(feature = "viewer")]
 pub use app::{CollideOptions, ViewOptions, run};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Why the viewer could not run or could not write a file.
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +60,8 @@ pub enum ViewerError {
     Trace(#[from] crate::trace::TraceError),
     #[error(transparent)]
     Collide(#[from] crate::collide::CollideError),
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
 impl ViewerError {
@@ -71,27 +71,26 @@ impl ViewerError {
     }
 }
 
-/// Writes 8-bit RGBA as PNG through a temporary file, so a failed write leaves no half file.
+/// Writes 8-bit RGBA as PNG, whole or not at all: encoded in memory (the
+/// same encoder `image::save_buffer_with_format` uses, so the same bytes),
+/// then written through the crate's one atomic writer.
 pub fn write_png(path: &Path, rgba: &[u8], width: u32, height: u32) -> Result<(), ViewerError> {
-    let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
-    let tmp = tmp_path(path);
-    image::save_buffer_with_format(&tmp, rgba, width, height, image::ExtendedColorType::Rgba8, image::ImageFormat::Png)
-        .map_err(|e| fail(e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::write_buffer_with_format(
+        &mut png,
+        rgba,
+        width,
+        height,
+        image::ExtendedColorType::Rgba8,
+        image::ImageFormat::Png,
+    )
+    .map_err(|e| crate::files::fail(path, e))?;
+    Ok(crate::files::write_atomically(path, png.get_ref())?)
 }
 
-/// Writes text through a temporary file.
+/// Writes text, whole or not at all.
 pub fn write_text(path: &Path, text: &str) -> Result<(), ViewerError> {
-    let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
-    let tmp = tmp_path(path);
-    std::fs::write(&tmp, text).map_err(|e| fail(e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
+    Ok(crate::files::write_atomically(path, text.as_bytes())?)
 }
 
 #[cfg(feature = "viewer")]
