@@ -65,25 +65,20 @@ impl AnyCollide {
         }
     }
 
-    /// The pair compactions this backend runs, `none` first.
-    pub fn choices(&self) -> Vec<String> {
-        with_live!(self, l => Compaction::choices(l.engine.backend()).into_iter().map(String::from).collect())
+    /// The pair compactions this backend runs, `none` first: read once per
+    /// backend, so frames never parse a name.
+    pub fn choices(&self) -> Vec<Compaction> {
+        with_live!(self, l => {
+            let b = l.engine.backend();
+            Compaction::choices(b).into_iter().filter_map(|n| Compaction::parse(n, b, "compact-pairs").ok()).collect()
+        })
     }
 
     /// The sorts this backend runs, `fast` first.
-    pub fn sorts(&self) -> Vec<String> {
-        with_live!(self, l => SortMethod::choices(l.engine.backend()))
-    }
-
-    fn settings(&self, choices: &CollideChoices) -> CollideResult<CollideSettings> {
+    pub fn sorts(&self) -> Vec<SortMethod> {
         with_live!(self, l => {
             let b = l.engine.backend();
-            Ok(CollideSettings {
-                compact_pairs: Compaction::parse(&choices.compact_pairs, b, "compact-pairs")?,
-                sort: SortMethod::parse(&choices.sort, b)?,
-                iterations: ITERATIONS,
-                max_frontier: MAX_FRONTIER,
-            })
+            SortMethod::choices(b).iter().filter_map(|n| SortMethod::parse(n, b).ok()).collect()
         })
     }
 }
@@ -119,7 +114,12 @@ impl CollideSession {
 
     /// One time step with `choices`; the bodies it leaves become [`Self::shown`].
     pub fn frame(&mut self, choices: &CollideChoices) -> CollideResult<FrameStats> {
-        let settings = self.engine.settings(choices)?;
+        let settings = CollideSettings {
+            compact_pairs: choices.compact_pairs,
+            sort: choices.sort,
+            iterations: ITERATIONS,
+            max_frontier: MAX_FRONTIER,
+        };
         let index = self.frame_index;
         let stats = with_live!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
         self.frame_index += 1;

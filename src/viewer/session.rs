@@ -13,7 +13,7 @@ use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Compaction, Engine, Estimator, FrameStats, RenderSettings, TraceResult, render};
 
 use super::ViewerError;
-use super::state::Choices;
+use super::trace_state::Choices;
 
 /// Which backend computes the image: the library's own kind.
 pub use crate::compaction::BackendKind;
@@ -46,13 +46,13 @@ impl AnyEngine {
         }
     }
 
-    /// What each compaction site offers on this backend.
-    pub fn choices(&self) -> Vec<String> {
-        with_engine!(self, e => Compaction::choices(e.backend()).into_iter().map(String::from).collect())
-    }
-
-    fn parse(&self, name: &str, site: &str) -> TraceResult<Compaction> {
-        with_engine!(self, e => Ok(Compaction::parse(name, e.backend(), site)?))
+    /// What each compaction site offers on this backend, `none` first:
+    /// read once per backend, so frames never parse a name.
+    pub fn choices(&self) -> Vec<Compaction> {
+        with_engine!(self, e => {
+            let b = e.backend();
+            Compaction::choices(b).into_iter().filter_map(|n| Compaction::parse(n, b, "compact-paths").ok()).collect()
+        })
     }
 }
 
@@ -147,8 +147,8 @@ impl Session {
             max_bounces: self.max_bounces,
             estimator: Estimator::Mis,
             traversal: choices.traversal,
-            compact_paths: self.engine.parse(&choices.compact_paths, "compact-paths")?,
-            compact_frontier: self.engine.parse(&choices.compact_frontier, "compact-frontier")?,
+            compact_paths: choices.compact_paths,
+            compact_frontier: choices.compact_frontier,
             seed: 1,
             first_sample,
             max_frontier: 1 << 28,
