@@ -12,9 +12,9 @@ use crate::collide::{
 
 use super::ViewerError;
 use super::collide_state::CollideChoices;
-use super::session::BackendKind;
 #[cfg(feature = "cuda")]
 use super::session::cuda_backend;
+use super::session::{BackendKind, Engines, OnBackend, on_backend};
 
 /// Jacobi iterations of the solver per frame (`reap collide`'s default).
 pub const ITERATIONS: u32 = 4;
@@ -37,53 +37,33 @@ impl<E: Engine> Live<E> {
     }
 }
 
-/// A collision engine of either backend.
-#[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
-pub enum AnyCollide {
-    Cpu(Live<CpuCollide>),
+/// The collision demo's engines, each with its frontier.
+pub struct Colliders;
+
+impl Engines for Colliders {
+    type Cpu = Live<CpuCollide>;
     #[cfg(feature = "cuda")]
-    Cuda(Live<crate::collide::cuda::CudaCollide>),
+    type Cuda = Live<crate::collide::cuda::CudaCollide>;
 }
 
-/// Runs `$body` with `$l` bound to the [`Live`] engine, whatever its backend.
-macro_rules! with_live {
-    ($any:expr, $l:ident => $body:expr) => {
-        match $any {
-            AnyCollide::Cpu($l) => $body,
-            #[cfg(feature = "cuda")]
-            AnyCollide::Cuda($l) => $body,
-        }
-    };
-}
+/// A collision engine of either backend.
+pub type AnyCollide = OnBackend<Colliders>;
 
 impl AnyCollide {
-    pub fn kind(&self) -> BackendKind {
-        match self {
-            AnyCollide::Cpu(_) => BackendKind::Cpu,
-            #[cfg(feature = "cuda")]
-            AnyCollide::Cuda(_) => BackendKind::Cuda,
-        }
-    }
-
-    /// The pair compactions this backend runs, `none` first.
-    pub fn choices(&self) -> Vec<String> {
-        with_live!(self, l => Compaction::choices(l.engine.backend()).into_iter().map(String::from).collect())
+    /// The pair compactions this backend runs, `none` first: read once per
+    /// backend, so frames never parse a name.
+    pub fn choices(&self) -> Vec<Compaction> {
+        on_backend!(self, l => {
+            let b = l.engine.backend();
+            Compaction::choices(b).into_iter().filter_map(|n| Compaction::parse(n, b, "compact-pairs").ok()).collect()
+        })
     }
 
     /// The sorts this backend runs, `fast` first.
-    pub fn sorts(&self) -> Vec<String> {
-        with_live!(self, l => SortMethod::choices(l.engine.backend()))
-    }
-
-    fn settings(&self, choices: &CollideChoices) -> CollideResult<CollideSettings> {
-        with_live!(self, l => {
+    pub fn sorts(&self) -> Vec<SortMethod> {
+        on_backend!(self, l => {
             let b = l.engine.backend();
-            Ok(CollideSettings {
-                compact_pairs: Compaction::parse(&choices.compact_pairs, b, "compact-pairs")?,
-                sort: SortMethod::parse(&choices.sort, b)?,
-                iterations: ITERATIONS,
-                max_frontier: MAX_FRONTIER,
-            })
+            SortMethod::choices(b).iter().filter_map(|n| SortMethod::parse(n, b).ok()).collect()
         })
     }
 }
@@ -119,11 +99,16 @@ impl CollideSession {
 
     /// One time step with `choices`; the bodies it leaves become [`Self::shown`].
     pub fn frame(&mut self, choices: &CollideChoices) -> CollideResult<FrameStats> {
-        let settings = self.engine.settings(choices)?;
+        let settings = CollideSettings {
+            compact_pairs: choices.compact_pairs,
+            sort: choices.sort,
+            iterations: ITERATIONS,
+            max_frontier: MAX_FRONTIER,
+        };
         let index = self.frame_index;
-        let stats = with_live!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
+        let stats = on_backend!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
         self.frame_index += 1;
-        self.shown = with_live!(&self.engine, l => l.engine.bodies())?;
+        self.shown = on_backend!(&self.engine, l => l.engine.bodies())?;
         Ok(stats)
     }
 
@@ -135,7 +120,7 @@ impl CollideSession {
     /// Puts the remembered bodies back (nothing when none was taken).
     pub fn restore_snapshot(&mut self) -> CollideResult<()> {
         let Some((bodies, index)) = &self.snapshot else { return Ok(()) };
-        with_live!(&mut self.engine, l => l.engine.set_bodies(bodies))?;
+        on_backend!(&mut self.engine, l => l.engine.set_bodies(bodies))?;
         self.shown.clone_from(bodies);
         self.frame_index = *index;
         Ok(())
@@ -150,12 +135,12 @@ impl CollideSession {
 #[allow(unused_variables)]
 fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyCollide, ViewerError> {
     match kind {
-        BackendKind::Cpu => Ok(AnyCollide::Cpu(Live::new(CpuCollide::new(world, bodies)?)?)),
+        BackendKind::Cpu => Ok(OnBackend::Cpu(Live::new(CpuCollide::new(world, bodies)?)?)),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let backend = cuda_backend().map_err(ViewerError::Backend)?;
             let e = crate::collide::cuda::CudaCollide::new(backend, world, bodies)?;
-            Ok(AnyCollide::Cuda(Live::new(e)?))
+            Ok(OnBackend::Cuda(Live::new(e)?))
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),

@@ -412,7 +412,7 @@ impl Gpu {
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
+        let fail = |why: String| ViewerError::Output(crate::files::fail(path, why));
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| fail(format!("reading the frame back: {e}")))?;

@@ -11,19 +11,23 @@
 //! - `gpu.rs` + `shaders/display.wgsl`: wgpu display of the engine's 8-bit
 //!   image (`Engine::rgba8`) and the overlay, and screenshots; `bodies.rs` + `shaders/collide.wgsl`:
 //!   the bodies as instanced meshes with a depth buffer.
-//! - `overlay.rs`, `collide_overlay.rs`: the egui widgets of each mode; they
-//!   edit the state and return actions.
+//! - `overlay.rs`: the egui panel, written once over a `Panel`;
+//!   `trace_overlay.rs`, `collide_overlay.rs`: what each mode's panel adds.
+//!   They edit the state and return actions.
 //! - `session.rs`: scene → BVH → packed scene → engine on either backend;
 //!   `collide_session.rs`: scenario → collision engine on either backend.
-//! - `state.rs`, `collide_state.rs`, `camera.rs`, `mesh.rs` and `clock.rs`:
-//!   plain data and logic, no window or GPU, so their unit tests run
-//!   anywhere. They compile without the `viewer` feature.
+//! - `state.rs`: the `Workload` trait and the one state over it (choices,
+//!   table, "compare all", history, export); `trace_state.rs`,
+//!   `collide_state.rs`: the two workloads. With `camera.rs`, `mesh.rs` and
+//!   `clock.rs`: plain data and logic, no window or GPU, so their unit tests
+//!   run anywhere. They compile without the `viewer` feature.
 
 pub mod camera;
 pub mod clock;
 pub mod collide_state;
 pub mod mesh;
 pub mod state;
+pub mod trace_state;
 
 #[cfg(feature = "viewer")]
 mod bodies;
@@ -37,11 +41,13 @@ mod gpu;
 mod overlay;
 #[cfg(feature = "viewer")]
 pub mod session;
+#[cfg(feature = "viewer")]
+mod trace_overlay;
 
 #[cfg(feature = "viewer")]
 pub use app::{CollideOptions, ViewOptions, run};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Why the viewer could not run or could not write a file.
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +66,8 @@ pub enum ViewerError {
     Trace(#[from] crate::trace::TraceError),
     #[error(transparent)]
     Collide(#[from] crate::collide::CollideError),
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
 impl ViewerError {
@@ -71,27 +77,26 @@ impl ViewerError {
     }
 }
 
-/// Writes 8-bit RGBA as PNG through a temporary file, so a failed write leaves no half file.
+/// Writes 8-bit RGBA as PNG, whole or not at all: encoded in memory (the
+/// same encoder `image::save_buffer_with_format` uses, so the same bytes),
+/// then written through the crate's one atomic writer.
 pub fn write_png(path: &Path, rgba: &[u8], width: u32, height: u32) -> Result<(), ViewerError> {
-    let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
-    let tmp = tmp_path(path);
-    image::save_buffer_with_format(&tmp, rgba, width, height, image::ExtendedColorType::Rgba8, image::ImageFormat::Png)
-        .map_err(|e| fail(e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::write_buffer_with_format(
+        &mut png,
+        rgba,
+        width,
+        height,
+        image::ExtendedColorType::Rgba8,
+        image::ImageFormat::Png,
+    )
+    .map_err(|e| crate::files::fail(path, e))?;
+    Ok(crate::files::write_atomically(path, png.get_ref())?)
 }
 
-/// Writes text through a temporary file.
+/// Writes text, whole or not at all.
 pub fn write_text(path: &Path, text: &str) -> Result<(), ViewerError> {
-    let fail = |why: String| ViewerError::Output { path: path.display().to_string(), why };
-    let tmp = tmp_path(path);
-    std::fs::write(&tmp, text).map_err(|e| fail(e.to_string()))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(e.to_string()))
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".tmp");
-    path.with_file_name(name)
+    Ok(crate::files::write_atomically(path, text.as_bytes())?)
 }
 
 #[cfg(feature = "viewer")]
@@ -111,14 +116,16 @@ mod app {
     use super::bodies::SceneFrame;
     use super::camera::{Orbit, overview, view_proj};
     use super::clock::FrameClock;
-    use super::collide_overlay::{self, CollideAction, CollideFacts, CollideOverlayState};
+    use super::collide_overlay::CollideFacts;
     use super::collide_session::CollideSession;
-    use super::collide_state::{CollideState, Snapshot};
+    use super::collide_state::{CollideState, Colliding};
     use super::gpu::{Content, Gpu, Layout, Overlay};
     use super::mesh::world_lines;
     use super::overlay::{self, Action, Facts, OverlayState, PANEL_WIDTH};
     use super::session::{BackendKind, Session, cuda_backend};
-    use super::state::{Mode, ViewerState};
+    use super::state::{Mode, Snapshot};
+    use super::trace_overlay::TraceFacts;
+    use super::trace_state::{Tracing, ViewerState};
     use super::{ViewerError, write_text};
     use crate::collide::Scenario;
 
@@ -282,7 +289,7 @@ mod app {
     /// What either mode's overlay asked for.
     enum Actions {
         Tracer(Vec<Action>),
-        Collide(Vec<CollideAction>),
+        Collide(Vec<Action>),
     }
 
     impl App {
@@ -292,7 +299,7 @@ mod app {
         }
 
         fn render_size(&self) -> (u32, u32) {
-            let scale = self.tracer.as_ref().map_or(1.0, |t| t.state.scale);
+            let scale = self.tracer.as_ref().map_or(1.0, |t| t.state.workload.scale);
             let s = scale.clamp(0.05, 1.0);
             let w = ((self.opts.width as f32 * s).round() as u32).max(1);
             let h = ((self.opts.height as f32 * s).round() as u32).max(1);

@@ -13,46 +13,68 @@ use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Compaction, Engine, Estimator, FrameStats, RenderSettings, TraceResult, render};
 
 use super::ViewerError;
-use super::state::Choices;
+use super::trace_state::Choices;
 
 /// Which backend computes the image: the library's own kind.
 pub use crate::compaction::BackendKind;
 
-/// An engine of either backend.
-#[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
-pub enum AnyEngine {
-    Cpu(CpuEngine),
+/// One workload's engine types, per backend.
+pub trait Engines {
+    type Cpu;
     #[cfg(feature = "cuda")]
-    Cuda(crate::trace::cuda::CudaEngine),
+    type Cuda;
+}
+
+/// One workload's engine on either backend.
+#[allow(clippy::large_enum_variant)] // one per viewer, never moved in a loop
+pub enum OnBackend<E: Engines> {
+    Cpu(E::Cpu),
+    #[cfg(feature = "cuda")]
+    Cuda(E::Cuda),
 }
 
 /// Runs `$body` with `$e` bound to the engine, whatever its backend.
-macro_rules! with_engine {
-    ($engine:expr, $e:ident => $body:expr) => {
-        match $engine {
-            AnyEngine::Cpu($e) => $body,
+macro_rules! on_backend {
+    ($any:expr, $e:ident => $body:expr) => {
+        match $any {
+            OnBackend::Cpu($e) => $body,
             #[cfg(feature = "cuda")]
-            AnyEngine::Cuda($e) => $body,
+            OnBackend::Cuda($e) => $body,
         }
     };
 }
+pub(super) use on_backend;
 
-impl AnyEngine {
+impl<E: Engines> OnBackend<E> {
     pub fn kind(&self) -> BackendKind {
         match self {
-            AnyEngine::Cpu(_) => BackendKind::Cpu,
+            OnBackend::Cpu(_) => BackendKind::Cpu,
             #[cfg(feature = "cuda")]
-            AnyEngine::Cuda(_) => BackendKind::Cuda,
+            OnBackend::Cuda(_) => BackendKind::Cuda,
         }
     }
+}
 
-    /// What each compaction site offers on this backend.
-    pub fn choices(&self) -> Vec<String> {
-        with_engine!(self, e => Compaction::choices(e.backend()).into_iter().map(String::from).collect())
-    }
+/// The path tracer's engines.
+pub struct Tracers;
 
-    fn parse(&self, name: &str, site: &str) -> TraceResult<Compaction> {
-        with_engine!(self, e => Ok(Compaction::parse(name, e.backend(), site)?))
+impl Engines for Tracers {
+    type Cpu = CpuEngine;
+    #[cfg(feature = "cuda")]
+    type Cuda = crate::trace::cuda::CudaEngine;
+}
+
+/// The path tracer's engine on either backend.
+pub type AnyEngine = OnBackend<Tracers>;
+
+impl AnyEngine {
+    /// What each compaction site offers on this backend, `none` first:
+    /// read once per backend, so frames never parse a name.
+    pub fn choices(&self) -> Vec<Compaction> {
+        on_backend!(self, e => {
+            let b = e.backend();
+            Compaction::choices(b).into_iter().filter_map(|n| Compaction::parse(n, b, "compact-paths").ok()).collect()
+        })
     }
 }
 
@@ -128,14 +150,14 @@ impl Session {
 
     pub fn set_camera(&mut self, camera: &Camera) -> TraceResult<()> {
         let layout = CameraLayout::new(camera, self.width, self.height);
-        with_engine!(&mut self.engine, e => {
+        on_backend!(&mut self.engine, e => {
             e.set_camera(layout);
             e.reset()
         })
     }
 
     pub fn reset(&mut self) -> TraceResult<()> {
-        with_engine!(&mut self.engine, e => e.reset())
+        on_backend!(&mut self.engine, e => e.reset())
     }
 
     /// Renders `spp` samples per pixel on top of the `first_sample` already accumulated.
@@ -147,20 +169,20 @@ impl Session {
             max_bounces: self.max_bounces,
             estimator: Estimator::Mis,
             traversal: choices.traversal,
-            compact_paths: self.engine.parse(&choices.compact_paths, "compact-paths")?,
-            compact_frontier: self.engine.parse(&choices.compact_frontier, "compact-frontier")?,
+            compact_paths: choices.compact_paths,
+            compact_frontier: choices.compact_frontier,
             seed: 1,
             first_sample,
             max_frontier: 1 << 28,
             descend: self.descend,
         };
-        with_engine!(&mut self.engine, e => render(e, &settings, |_| {}))
+        on_backend!(&mut self.engine, e => render(e, &settings, |_| {}))
     }
 
     /// The image as shown, 8-bit sRGB RGBA, converted where the engine
     /// computes: on a GPU only these bytes come back to the host.
     pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
-        with_engine!(&mut self.engine, e => e.rgba8())
+        on_backend!(&mut self.engine, e => e.rgba8())
     }
 }
 
@@ -176,13 +198,13 @@ fn build_engine(
     let layout = CameraLayout::new(camera, width, height);
     match kind {
         BackendKind::Cpu => {
-            Ok(AnyEngine::Cpu(CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces)))
+            Ok(OnBackend::Cpu(CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces)))
         }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let backend = cuda_backend().map_err(ViewerError::Backend)?;
             let e = crate::trace::cuda::CudaEngine::new(backend, packed, layout, width, height, 1, max_bounces)?;
-            Ok(AnyEngine::Cuda(e))
+            Ok(OnBackend::Cuda(e))
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),

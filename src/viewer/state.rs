@@ -1,14 +1,16 @@
-//! What the viewer knows between frames, with no window or GPU in sight: the
-//! compaction chosen at each site, the per-frame history the charts draw,
+//! What the viewer knows between frames, with no window or GPU in sight, for
+//! either workload: the choices, the per-frame history the charts draw,
 //! rolling statistics per configuration for the comparison table, and the
-//! "compare all" schedule. The overlay edits it, the frame loop asks it which
-//! settings the next frame uses and hands it each frame's [`FrameStats`];
-//! that split lets the tests below drive it without a display.
+//! one "compare all" schedule. A [`Workload`] (the path tracer in
+//! `trace_state.rs`, the collision demo in `collide_state.rs`) says what its
+//! choices, measurements and export rows are; the overlay edits a
+//! [`State`], the frame loop asks it for the next frame's [`Plan`] and hands
+//! it each frame's stats; that split lets the tests drive it without a display.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt::Write as _;
+use std::fmt::Debug;
 
-use crate::trace::{FrameStats, Traversal};
+use crate::compaction::{Algorithm, Compaction};
 
 /// Frames the rolling statistics of the table look back over.
 pub const ROLLING_WINDOW: usize = 32;
@@ -16,32 +18,6 @@ pub const ROLLING_WINDOW: usize = 32;
 pub const CHART_FRAMES: usize = 240;
 /// Frames kept for the CSV export (older ones are dropped first).
 pub const EXPORT_FRAMES: usize = 20_000;
-
-/// The choices that shape a frame's work but not its image: every compaction
-/// algorithm and both traversal modes render the same pixels, so switching
-/// them keeps the accumulated image.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Choices {
-    pub compact_paths: String,
-    pub compact_frontier: String,
-    pub traversal: Traversal,
-}
-
-impl Choices {
-    /// The row of the comparison table this configuration feeds.
-    pub fn label(&self) -> String {
-        let sites = if self.compact_paths == self.compact_frontier {
-            self.compact_paths.clone()
-        } else {
-            format!("{} + {}", self.compact_paths, self.compact_frontier)
-        };
-        let t = match self.traversal {
-            Traversal::BreadthFirst => "bf",
-            Traversal::DepthFirst => "df",
-        };
-        format!("{sites} ({t})")
-    }
-}
 
 /// What the viewer shows: the path tracer's image or the collision demo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +34,48 @@ impl Mode {
             Mode::Collision => "Collision",
         }
     }
+}
+
+/// A measure the comparison table keeps after compaction and frame time.
+pub struct Metric<S> {
+    /// The table's column heading.
+    pub column: &'static str,
+    pub value: fn(&S) -> f64,
+    /// Digits after the point in the table.
+    pub decimals: usize,
+}
+
+/// A workload the viewer runs: what a frame is chosen with, measured by and
+/// exported as. The viewer's schedule, table and charts are written once
+/// over it.
+pub trait Workload: Clone + Debug {
+    /// The choices that shape a frame's work but not its result.
+    type Choices: Clone + Debug + PartialEq;
+    /// One frame's measurements.
+    type Stats: Clone + Debug + 'static;
+    /// What the export labels each frame with besides its choices.
+    type Run: Clone + Debug;
+    /// The table's columns after compaction and frame time.
+    const METRICS: &'static [Metric<Self::Stats>];
+    /// The timings export's first line.
+    const CSV_HEADER: &'static str;
+
+    /// The row of the comparison table a configuration feeds.
+    fn label(choices: &Self::Choices) -> String;
+    /// The choices "compare all" runs `algorithm` with, the user's others kept.
+    fn compare_choices(user: &Self::Choices, algorithm: Compaction) -> Self::Choices;
+    /// Changes each choice the backend no longer offers to one it does.
+    fn fit(&self, choices: &mut Self::Choices, available: &[Compaction]);
+    fn compaction_ms(stats: &Self::Stats) -> f64;
+    fn frame_ms(stats: &Self::Stats) -> f64;
+    /// Time per stage (or part) name, in the order the timing chart stacks them.
+    fn by_stage(stats: &Self::Stats) -> Vec<(&'static str, f64)>;
+    /// What the frames now recorded run.
+    fn run(&self) -> Self::Run;
+    /// A frame was recorded.
+    fn recorded(&mut self) {}
+    /// The export's rows for one frame.
+    fn csv_rows(record: &Record<Self>, out: &mut String);
 }
 
 /// Mean, min and max over the last `cap` values.
@@ -94,160 +112,176 @@ impl Rolling {
     }
 }
 
-/// One row of the comparison table.
+/// One row of the comparison table, and one algorithm's measurements in "compare all".
 #[derive(Clone, Debug)]
-pub struct ConfigStats {
+pub struct Row {
     pub frames: u64,
     pub compaction_ms: Rolling,
     pub frame_ms: Rolling,
-    pub mrays: Rolling,
+    /// One per [`Workload::METRICS`].
+    pub metrics: Vec<Rolling>,
 }
 
-impl ConfigStats {
-    fn new() -> Self {
-        ConfigStats {
+impl Row {
+    fn new<W: Workload>() -> Self {
+        Row {
             frames: 0,
             compaction_ms: Rolling::new(ROLLING_WINDOW),
             frame_ms: Rolling::new(ROLLING_WINDOW),
-            mrays: Rolling::new(ROLLING_WINDOW),
+            metrics: vec![Rolling::new(ROLLING_WINDOW); W::METRICS.len()],
+        }
+    }
+
+    fn push<W: Workload>(&mut self, stats: &W::Stats) {
+        self.frames += 1;
+        self.compaction_ms.push(W::compaction_ms(stats));
+        self.frame_ms.push(W::frame_ms(stats));
+        for (r, m) in self.metrics.iter_mut().zip(W::METRICS) {
+            r.push((m.value)(stats));
         }
     }
 }
 
 /// One frame as the charts and the export see it.
 #[derive(Clone, Debug)]
-pub struct FrameRecord {
+pub struct Record<W: Workload> {
     /// Frames drawn since the viewer started.
     pub frame: u64,
     pub backend: &'static str,
-    pub choices: Choices,
+    pub run: W::Run,
+    pub choices: W::Choices,
     /// Time per stage name, summed over bounces and levels, in the frame's order.
     pub by_stage: Vec<(&'static str, f64)>,
-    pub stats: FrameStats,
+    pub stats: W::Stats,
 }
 
 /// One algorithm's result in a finished "compare all".
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ranked {
-    pub algorithm: String,
+    pub algorithm: Compaction,
     pub frame_ms: f64,
     pub compaction_ms: f64,
-    pub mrays: f64,
+    /// The mean of each of [`Workload::METRICS`].
+    pub metrics: Vec<f64>,
 }
 
-/// "Compare all": each algorithm at both sites for `frames` measured frames
-/// (after `warmup` unmeasured ones, which compile kernels and fill caches),
-/// on the same view; then the user's own choices come back.
+/// What the frame loop does with the workload before the next frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snapshot {
+    /// Nothing: the work goes on.
+    Keep,
+    /// "Compare all" starts: remember the state (the collision demo's bodies).
+    Take,
+    /// The next algorithm starts: put the remembered state back.
+    Restore,
+}
+
+/// The next frame's choices and what to do first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan<C> {
+    pub choices: C,
+    pub snapshot: Snapshot,
+}
+
+/// "Compare all": each algorithm for `warmup` unmeasured frames (kernel
+/// compilation, caches) then `frames` measured ones, each from the same
+/// snapshot; then the user's own choices come back.
 #[derive(Clone, Debug)]
-pub struct CompareAll {
-    pub algorithms: Vec<String>,
+pub struct CompareAll<C> {
+    pub algorithms: Vec<Compaction>,
     pub frames: u32,
     pub warmup: u32,
     /// Index into `algorithms` of the one running now.
     pub current: usize,
     /// Frames of the current algorithm seen so far, warm-up included.
     pub seen: u32,
-    measured: Vec<ConfigStats>,
-    restore: Choices,
+    measured: Vec<Row>,
+    restore: C,
 }
 
-impl CompareAll {
+impl<C> CompareAll<C> {
     pub fn progress(&self) -> (usize, usize) {
         (self.current, self.algorithms.len())
     }
 }
 
-/// Everything the overlay shows and edits.
+/// Everything an overlay shows and edits; `workload` holds what only one
+/// workload has.
 #[derive(Clone, Debug)]
-pub struct ViewerState {
-    pub choices: Choices,
-    /// The algorithms each site offers on the current backend (`none` first).
-    pub available: Vec<String>,
-    pub spp_per_frame: u32,
-    pub max_bounces: u32,
-    /// Render resolution as a fraction of the requested one.
-    pub scale: f32,
+pub struct State<W: Workload> {
+    pub choices: W::Choices,
+    /// The compactions the backend offers (`none` first).
+    pub available: Vec<Compaction>,
     pub paused: bool,
-    /// Samples per pixel accumulated in the image: the next frame's `first_sample`.
-    pub accumulated: u32,
     pub frames_drawn: u64,
-    pub history: VecDeque<FrameRecord>,
-    pub table: BTreeMap<String, ConfigStats>,
-    pub compare: Option<CompareAll>,
+    pub history: VecDeque<Record<W>>,
+    pub table: BTreeMap<String, Row>,
+    pub compare: Option<CompareAll<W::Choices>>,
     /// The last finished "compare all", fastest first.
     pub ranking: Vec<Ranked>,
     /// Frames measured per algorithm by "compare all".
     pub compare_frames: u32,
-    /// One line the overlay shows until replaced: errors from opening scenes, saved files.
+    /// One line the overlay shows until replaced: errors, saved files.
     pub message: Option<(bool, String)>,
     /// Said once in the overlay: why the backend is what it is.
     pub backend_note: Option<String>,
+    pub workload: W,
 }
 
-impl ViewerState {
-    pub fn new(available: Vec<String>) -> Self {
-        let pick = |want: &str| {
-            if available.iter().any(|a| a == want) { want.to_string() } else { "none".to_string() }
-        };
-        ViewerState {
-            choices: Choices {
-                compact_paths: pick("lookback"),
-                compact_frontier: pick("lookback"),
-                traversal: Traversal::BreadthFirst,
-            },
-            available,
-            spp_per_frame: 1,
-            max_bounces: 8,
-            scale: 1.0,
+/// `lookback` where the backend offers it, else what `otherwise` picks.
+pub fn lookback_or(available: &[Compaction], otherwise: impl FnOnce() -> Compaction) -> Compaction {
+    let lookback = Compaction::With(Algorithm::Lookback);
+    if available.contains(&lookback) { lookback } else { otherwise() }
+}
+
+impl<W: Workload> State<W> {
+    /// A state for `workload` starting on `choices`, fitted to `available`.
+    pub fn new(workload: W, choices: W::Choices, available: Vec<Compaction>, compare_frames: u32) -> Self {
+        let mut s = State {
+            choices,
+            available: Vec::new(),
             paused: false,
-            accumulated: 0,
             frames_drawn: 0,
             history: VecDeque::new(),
             table: BTreeMap::new(),
             compare: None,
             ranking: Vec::new(),
-            compare_frames: 8,
+            compare_frames,
             message: None,
             backend_note: None,
-        }
+            workload,
+        };
+        s.set_available(available);
+        s
     }
 
-    /// A new backend offers other algorithms: keep each site's choice where it
-    /// still exists, else fall back to `lookback` (or `none`).
-    pub fn set_available(&mut self, available: Vec<String>) {
-        let fallback =
-            if available.iter().any(|a| a == "lookback") { "lookback".to_string() } else { "none".to_string() };
-        for site in [&mut self.choices.compact_paths, &mut self.choices.compact_frontier] {
-            if !available.contains(site) {
-                *site = fallback.clone();
-            }
-        }
+    /// A new backend offers other algorithms: keep each choice where it still
+    /// exists (the workload says what replaces the others), and stop "compare all".
+    pub fn set_available(&mut self, available: Vec<Compaction>) {
+        self.workload.fit(&mut self.choices, &available);
         self.available = available;
         self.compare = None;
     }
 
-    /// The choices the next frame runs with: the user's, or the schedule's
-    /// during "compare all".
-    pub fn frame_choices(&self) -> Choices {
+    /// The next frame: the user's choices, or the schedule's during "compare all".
+    pub fn plan(&self) -> Plan<W::Choices> {
         match &self.compare {
-            Some(c) => Choices {
-                compact_paths: c.algorithms[c.current].clone(),
-                compact_frontier: c.algorithms[c.current].clone(),
-                traversal: c.restore.traversal,
+            Some(c) => Plan {
+                choices: W::compare_choices(&c.restore, c.algorithms[c.current]),
+                snapshot: match (c.current, c.seen) {
+                    (0, 0) => Snapshot::Take,
+                    (_, 0) => Snapshot::Restore,
+                    _ => Snapshot::Keep,
+                },
             },
-            None => self.choices.clone(),
+            None => Plan { choices: self.choices.clone(), snapshot: Snapshot::Keep },
         }
     }
 
-    /// Clears the accumulated image (the camera moved, the scene changed).
-    pub fn reset_accumulation(&mut self) {
-        self.accumulated = 0;
-    }
-
-    /// Starts "compare all" over every algorithm the backend offers (not
-    /// `none`: on the breadth-first path its frontier only grows).
+    /// Starts "compare all" over every compaction the backend offers but
+    /// `none`: without compaction a frontier only grows.
     pub fn start_compare(&mut self) {
-        let algorithms: Vec<String> = self.available.iter().filter(|a| *a != "none").cloned().collect();
+        let algorithms: Vec<Compaction> = self.available.iter().copied().filter(|a| *a != Compaction::None).collect();
         if algorithms.is_empty() {
             self.message = Some((true, "no algorithm to compare on this backend".into()));
             return;
@@ -259,7 +293,7 @@ impl ViewerState {
             warmup: 1,
             current: 0,
             seen: 0,
-            measured: vec![ConfigStats::new(); n],
+            measured: vec![Row::new::<W>(); n],
             restore: self.choices.clone(),
         });
         self.paused = false;
@@ -270,43 +304,29 @@ impl ViewerState {
     }
 
     /// Takes one frame's measurements, made with `choices` on `backend`.
-    pub fn record(&mut self, backend: &'static str, choices: &Choices, stats: FrameStats) {
+    pub fn record(&mut self, backend: &'static str, choices: &W::Choices, stats: W::Stats) {
         self.frames_drawn += 1;
-        self.accumulated = self.accumulated.saturating_add(1);
-        let row = self.table.entry(choices.label()).or_insert_with(ConfigStats::new);
-        row.frames += 1;
-        row.compaction_ms.push(stats.compaction_ms());
-        row.frame_ms.push(stats.frame_ms);
-        row.mrays.push(stats.mrays_per_s());
+        self.workload.recorded();
+        self.table.entry(W::label(choices)).or_insert_with(Row::new::<W>).push::<W>(&stats);
         self.advance_compare(&stats);
-        let mut by_stage: Vec<(&'static str, f64)> = Vec::new();
-        for (id, ms) in &stats.stages {
-            match by_stage.iter_mut().find(|(n, _)| *n == id.name) {
-                Some((_, t)) => *t += ms,
-                None => by_stage.push((id.name, *ms)),
-            }
-        }
         if self.history.len() == EXPORT_FRAMES {
             self.history.pop_front();
         }
-        self.history.push_back(FrameRecord {
+        self.history.push_back(Record {
             frame: self.frames_drawn,
             backend,
+            run: self.workload.run(),
             choices: choices.clone(),
-            by_stage,
+            by_stage: W::by_stage(&stats),
             stats,
         });
     }
 
-    fn advance_compare(&mut self, stats: &FrameStats) {
+    fn advance_compare(&mut self, stats: &W::Stats) {
         let Some(c) = &mut self.compare else { return };
         c.seen += 1;
         if c.seen > c.warmup {
-            let m = &mut c.measured[c.current];
-            m.frames += 1;
-            m.compaction_ms.push(stats.compaction_ms());
-            m.frame_ms.push(stats.frame_ms);
-            m.mrays.push(stats.mrays_per_s());
+            c.measured[c.current].push::<W>(stats);
         }
         if c.seen < c.warmup + c.frames {
             return;
@@ -321,10 +341,10 @@ impl ViewerState {
             .iter()
             .zip(&c.measured)
             .map(|(a, m)| Ranked {
-                algorithm: a.clone(),
+                algorithm: *a,
                 frame_ms: m.frame_ms.mean(),
                 compaction_ms: m.compaction_ms.mean(),
-                mrays: m.mrays.mean(),
+                metrics: m.metrics.iter().map(Rolling::mean).collect(),
             })
             .collect();
         ranking.sort_by(|a, b| a.frame_ms.total_cmp(&b.frame_ms));
@@ -334,7 +354,7 @@ impl ViewerState {
     }
 
     /// The last `CHART_FRAMES` frames, oldest first.
-    pub fn chart_frames(&self) -> impl Iterator<Item = &FrameRecord> {
+    pub fn chart_frames(&self) -> impl Iterator<Item = &Record<W>> {
         self.history.iter().skip(self.history.len().saturating_sub(CHART_FRAMES))
     }
 
@@ -352,32 +372,12 @@ impl ViewerState {
         names
     }
 
-    /// Every kept frame, one row per stage (bounce and level where they apply).
+    /// Every kept frame, as the workload's export rows.
     pub fn timings_csv(&self) -> String {
-        let mut s = String::from(
-            "frame,sample,backend,traversal,compact_paths,compact_frontier,stage,bounce,level,ms,frame_ms,wall_ms,rays\n",
-        );
-        let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+        let mut s = String::from(W::CSV_HEADER);
+        s.push('\n');
         for r in &self.history {
-            for (id, ms) in &r.stats.stages {
-                let _ = writeln!(
-                    s,
-                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
-                    r.frame,
-                    r.stats.sample,
-                    r.backend,
-                    r.choices.traversal.name(),
-                    r.choices.compact_paths,
-                    r.choices.compact_frontier,
-                    id.name,
-                    opt(id.bounce),
-                    opt(id.level),
-                    ms,
-                    r.stats.frame_ms,
-                    r.stats.wall_ms,
-                    r.stats.rays
-                );
-            }
+            W::csv_rows(r, &mut s);
         }
         s
     }
@@ -386,24 +386,6 @@ impl ViewerState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{StageId, stage};
-
-    fn algs() -> Vec<String> {
-        ["none", "lookback", "atomic", "blelloch"].iter().map(|s| s.to_string()).collect()
-    }
-
-    fn frame(frame_ms: f64, compact_ms: f64) -> FrameStats {
-        FrameStats {
-            stages: vec![
-                (StageId::frame(stage::CAMERA), frame_ms - compact_ms),
-                (StageId::bounce(stage::COMPACT_PATHS, 0), compact_ms),
-            ],
-            rays: 1000,
-            frame_ms,
-            wall_ms: frame_ms + 0.5,
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn rolling_stats_forget_values_beyond_the_window() {
@@ -414,104 +396,5 @@ mod tests {
         }
         assert_eq!(r.len(), 3);
         assert_eq!((r.mean(), r.min(), r.max()), (2.0, 1.0, 3.0));
-    }
-
-    #[test]
-    fn switching_an_algorithm_feeds_a_new_table_row_and_keeps_the_image() {
-        let mut s = ViewerState::new(algs());
-        let first = s.frame_choices();
-        s.record("cpu", &first, frame(10.0, 2.0));
-        s.choices.compact_paths = "atomic".into();
-        let second = s.frame_choices();
-        assert_eq!(second.compact_paths, "atomic");
-        s.record("cpu", &second, frame(8.0, 1.0));
-        assert_eq!(s.table.len(), 2);
-        assert_eq!(s.table["lookback (bf)"].frames, 1);
-        assert_eq!(s.table["atomic + lookback (bf)"].compaction_ms.mean(), 1.0);
-        // The compaction choice does not change the image: accumulation goes on.
-        assert_eq!(s.accumulated, 2);
-    }
-
-    #[test]
-    fn table_rows_track_mean_min_max_of_frames_and_compaction() {
-        let mut s = ViewerState::new(algs());
-        let c = s.frame_choices();
-        for (f, k) in [(10.0, 1.0), (20.0, 3.0), (30.0, 5.0)] {
-            s.record("cpu", &c, frame(f, k));
-        }
-        let row = &s.table[&c.label()];
-        assert_eq!((row.frame_ms.mean(), row.frame_ms.min(), row.frame_ms.max()), (20.0, 10.0, 30.0));
-        assert_eq!(row.compaction_ms.mean(), 3.0);
-        assert!((row.mrays.max() - 1000.0 / 10e3).abs() < 1e-12);
-    }
-
-    #[test]
-    fn compare_all_runs_each_algorithm_for_warmup_plus_k_frames_then_ranks_and_restores() {
-        let mut s = ViewerState::new(algs());
-        s.choices.compact_paths = "atomic".into();
-        s.choices.traversal = Traversal::DepthFirst;
-        let mine = s.choices.clone();
-        s.compare_frames = 2;
-        s.start_compare();
-        // Each algorithm but `none`, one warm-up then two measured frames.
-        let cost = |a: &str| match a {
-            "lookback" => 5.0,
-            "atomic" => 3.0,
-            _ => 9.0,
-        };
-        let mut order = Vec::new();
-        for _ in 0..9 {
-            let c = s.frame_choices();
-            assert_eq!(c.compact_paths, c.compact_frontier);
-            assert_eq!(c.traversal, Traversal::DepthFirst);
-            order.push(c.compact_paths.clone());
-            // A slow warm-up frame must not count.
-            let warm = s.compare.as_ref().is_some_and(|c| c.seen == 0);
-            let ms = if warm { 1000.0 } else { cost(&c.compact_paths) };
-            s.record("cpu", &c, frame(ms, ms / 2.0));
-        }
-        assert_eq!(
-            order,
-            ["lookback", "lookback", "lookback", "atomic", "atomic", "atomic", "blelloch", "blelloch", "blelloch"]
-        );
-        assert!(s.compare.is_none());
-        let names: Vec<&str> = s.ranking.iter().map(|r| r.algorithm.as_str()).collect();
-        assert_eq!(names, ["atomic", "lookback", "blelloch"]);
-        assert_eq!(s.ranking[0].frame_ms, 3.0);
-        assert_eq!(s.ranking[0].compaction_ms, 1.5);
-        assert_eq!(s.choices, mine);
-        assert_eq!(s.frame_choices(), mine);
-    }
-
-    #[test]
-    fn a_backend_without_the_chosen_algorithm_falls_back_to_lookback() {
-        let mut s = ViewerState::new(algs());
-        s.choices.compact_paths = "blelloch".into();
-        s.choices.compact_frontier = "atomic".into();
-        s.start_compare();
-        s.set_available(["none", "lookback", "atomic"].iter().map(|x| x.to_string()).collect());
-        assert_eq!(s.choices.compact_paths, "lookback");
-        assert_eq!(s.choices.compact_frontier, "atomic");
-        assert!(s.compare.is_none(), "a backend switch cancels compare all");
-    }
-
-    #[test]
-    fn stage_names_and_csv_follow_the_frames() {
-        let mut s = ViewerState::new(algs());
-        let c = s.frame_choices();
-        s.record("cpu", &c, frame(4.0, 1.0));
-        assert_eq!(s.stage_names(), [stage::CAMERA, stage::COMPACT_PATHS]);
-        let csv = s.timings_csv();
-        assert_eq!(csv.lines().count(), 3);
-        assert!(
-            csv.lines()
-                .nth(2)
-                .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,lookback,lookback,compact paths,0,,1.0"))
-        );
-        assert!(
-            csv.starts_with("frame,sample,")
-                && csv.lines().next().is_some_and(|h| h.ends_with(",frame_ms,wall_ms,rays"))
-        );
-        assert!(csv.lines().nth(2).is_some_and(|l| l.ends_with(",4.000000,4.500000,1000")), "{csv}");
     }
 }

@@ -51,7 +51,8 @@ impl App {
         let Some(tr) = &mut self.tracer else { return };
         let s = &mut tr.state;
         match action {
-            Action::SetMode(_) => {}
+            // Only the other mode's panel asks for these.
+            Action::SetMode(_) | Action::Reset => {}
             Action::ResetAccumulation => {
                 if let Err(e) = tr.session.reset() {
                     s.message = Some((true, e.to_string()));
@@ -70,7 +71,7 @@ impl App {
                     return;
                 }
                 let kind = tr.session.engine.kind();
-                match Session::open(&spec, kind, w, h, s.max_bounces, None) {
+                match Session::open(&spec, kind, w, h, s.workload.max_bounces, None) {
                     Ok(mut session) => {
                         session.descend = tr.session.descend;
                         tr.orbit = Orbit::from_camera(&session.home);
@@ -94,29 +95,24 @@ impl App {
         }
     }
 
-    pub(super) fn act_collide(&mut self, action: CollideAction) {
-        if let CollideAction::SetMode(m) = action {
+    pub(super) fn act_collide(&mut self, action: Action) {
+        if let Action::SetMode(m) = action {
             return self.set_mode(m);
         }
         let Some(c) = &mut self.collide else { return };
         match action {
-            CollideAction::SetMode(_) => {}
-            CollideAction::SetBackend(kind) => match c.session.rebuild(kind) {
+            // Only the other mode's panel asks for these.
+            Action::SetMode(_) | Action::OpenScene(_) | Action::Rebuild | Action::ResetAccumulation => {}
+            Action::SetBackend(kind) => match c.session.rebuild(kind) {
                 Ok(()) => {
-                    c.state.set_available(c.session.engine.choices(), c.session.engine.sorts());
-                    c.state.set_workload(c.session.scenario.name(), c.session.bodies);
+                    c.state.set_offer(c.session.engine.choices(), c.session.engine.sorts());
+                    c.state.set_workload(c.session.scenario, c.session.bodies);
                 }
                 Err(e) => c.state.message = Some((true, e.to_string())),
             },
-            CollideAction::Reset => {
+            Action::Reset => {
                 let kind = c.session.engine.kind();
-                let opened = c
-                    .state
-                    .scenario
-                    .parse::<Scenario>()
-                    .map_err(ViewerError::from)
-                    .and_then(|sc| CollideSession::open(sc, c.state.bodies, kind));
-                match opened {
+                match CollideSession::open(c.state.workload.scenario, c.state.workload.bodies, kind) {
                     Ok(session) => {
                         c.state.message =
                             Some((false, format!("built {} with {} bodies", session.scenario.name(), session.bodies)));
@@ -126,9 +122,9 @@ impl App {
                     Err(e) => c.state.message = Some((true, e.to_string())),
                 }
             }
-            CollideAction::ResetCamera => c.orbit = Orbit::from_camera(&home(&c.session)),
-            CollideAction::Screenshot(path) => self.screenshot = Some(PathBuf::from(path)),
-            CollideAction::ExportCsv(path) => {
+            Action::ResetCamera => c.orbit = Orbit::from_camera(&home(&c.session)),
+            Action::Screenshot(path) => self.screenshot = Some(PathBuf::from(path)),
+            Action::ExportCsv(path) => {
                 let s = &mut c.state;
                 s.message = Some(match write_text(path.as_ref(), &s.timings_csv()) {
                     Ok(()) => (false, format!("wrote {} frames to {path}", s.history.len())),
@@ -142,7 +138,7 @@ impl App {
         let (w, h) = self.render_size();
         let Some(tr) = &mut self.tracer else { return };
         let camera = tr.orbit.camera();
-        let bounces = tr.state.max_bounces;
+        let bounces = tr.state.workload.max_bounces;
         match tr.session.rebuild(kind, w, h, bounces, &camera) {
             Ok(()) => {
                 tr.state.set_available(tr.session.engine.choices());

@@ -37,29 +37,33 @@ impl App {
                     backend: t.session.engine.kind(),
                     device: device(t.session.engine.kind()),
                     adapter,
-                    scene: &t.session.scene_name,
-                    triangles: t.session.triangles,
-                    width: t.session.width,
-                    height: t.session.height,
                     fps,
+                    of: TraceFacts {
+                        scene: &t.session.scene_name,
+                        triangles: t.session.triangles,
+                        width: t.session.width,
+                        height: t.session.height,
+                    },
                 };
                 let (state, ov) = (&mut t.state, &mut t.overlay);
-                self.egui_ctx.run_ui(raw, |ui| actions = Actions::Tracer(overlay::ui(ui, state, ov, &facts)))
+                self.egui_ctx.run_ui(raw, |ui| actions = Actions::Tracer(overlay::ui::<Tracing>(ui, state, ov, &facts)))
             }
             (Mode::Collision, _, Some(c)) => {
-                let facts = CollideFacts {
+                let facts = Facts {
                     backend: c.session.engine.kind(),
                     device: device(c.session.engine.kind()),
                     adapter,
-                    scenario: c.session.scenario,
-                    bodies: c.session.bodies,
-                    frame: c.session.frame_index,
-                    time: c.session.time(),
                     fps,
+                    of: CollideFacts {
+                        scenario: c.session.scenario,
+                        bodies: c.session.bodies,
+                        frame: c.session.frame_index,
+                        time: c.session.time(),
+                    },
                 };
                 let (state, ov) = (&mut c.state, &mut c.overlay);
                 self.egui_ctx.run_ui(raw, |ui| {
-                    actions = Actions::Collide(collide_overlay::ui(ui, state, ov, &facts));
+                    actions = Actions::Collide(overlay::ui::<Colliding>(ui, state, ov, &facts));
                 })
             }
             _ => return,
@@ -115,9 +119,9 @@ impl App {
             return;
         }
         let t = Instant::now();
-        let choices = tr.state.frame_choices();
+        let choices = tr.state.plan().choices;
         let backend = tr.session.engine.kind().name();
-        match tr.session.frame(&choices, tr.state.spp_per_frame, tr.state.accumulated) {
+        match tr.session.frame(&choices, tr.state.workload.spp_per_frame, tr.state.workload.accumulated) {
             Ok(frames) => {
                 for f in frames {
                     self.clock.record_engine(f.frame_ms, f.wall_ms);

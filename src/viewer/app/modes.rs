@@ -18,7 +18,7 @@ impl Tracer {
         let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None)?;
         session.descend = opts.descend;
         Ok(Tracer {
-            state: ViewerState::new(session.engine.choices()),
+            state: ViewerState::for_tracer(session.engine.choices()),
             overlay: OverlayState {
                 scene_field: opts.scene.clone(),
                 obj_field: String::new(),
@@ -37,7 +37,7 @@ impl Tracer {
 pub(super) struct Collide {
     pub(super) session: CollideSession,
     pub(super) state: CollideState,
-    pub(super) overlay: CollideOverlayState,
+    pub(super) overlay: OverlayState,
     pub(super) orbit: Orbit,
     /// The bodies changed since they were last uploaded.
     pub(super) dirty: bool,
@@ -53,10 +53,12 @@ impl Collide {
         backends: &[BackendKind],
     ) -> Result<Self, ViewerError> {
         let session = CollideSession::open(scenario, bodies, kind)?;
-        let state = CollideState::new(session.engine.choices(), session.engine.sorts(), scenario.name(), bodies);
+        let state = CollideState::for_collide(session.engine.choices(), session.engine.sorts(), scenario, bodies);
         let mut c = Collide {
             state,
-            overlay: CollideOverlayState {
+            overlay: OverlayState {
+                scene_field: String::new(),
+                obj_field: String::new(),
                 screenshot_field: "reap-collide.png".into(),
                 csv_field: "reap-collide-timings.csv".into(),
                 backends: backends.to_vec(),
@@ -73,8 +75,8 @@ impl Collide {
     /// A new session in place of the running one (the old one stays if it fails).
     pub(super) fn replace(&mut self, session: CollideSession) {
         self.orbit = Orbit::from_camera(&home(&session));
-        self.state.set_available(session.engine.choices(), session.engine.sorts());
-        self.state.set_workload(session.scenario.name(), session.bodies);
+        self.state.set_offer(session.engine.choices(), session.engine.sorts());
+        self.state.set_workload(session.scenario, session.bodies);
         self.session = session;
         self.hot_speed = hot_speed(&self.session);
         self.dirty = true;
