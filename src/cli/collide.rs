@@ -17,7 +17,7 @@ use reap::collide::{
 };
 use reap::compaction::{Algorithm, Backend, CpuBackend};
 
-use crate::{BackendChoice, open_cuda};
+use super::{BackendChoice, open_cuda};
 
 /// Bodies when --bodies is not given: a GPU runs 100k interactively, a CPU 10k.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]

@@ -15,7 +15,7 @@ use reap::trace::output::{self, Summary, Timings};
 use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, render};
 
-use crate::{BackendChoice, open_cuda};
+use super::{BackendChoice, open_cuda};
 
 #[derive(clap::Args)]
 #[command(after_help = scenes_help())]

@@ -15,7 +15,7 @@ use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::noise::{self, Checkpoint, NoiseReport};
 use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, output, render};
 
-use crate::{BackendChoice, open_cuda};
+use super::{BackendChoice, open_cuda};
 
 #[derive(clap::Args)]
 pub struct NoiseArgs {
@@ -37,7 +37,7 @@ pub struct NoiseArgs {
     #[arg(long, default_value_t = 8)]
     pub max_bounces: u32,
     /// How each bounce gathers light: mis, light or bsdf (see `reap render --help`).
-    #[arg(long, default_value = "mis", value_parser = crate::render_cmd::parse_estimator)]
+    #[arg(long, default_value = "mis", value_parser = super::render_cmd::parse_estimator)]
     pub estimator: reap::trace::Estimator,
     /// The test render's seed; the reference uses seed + 1, so their samples are independent.
     #[arg(long, default_value_t = 1)]

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use reap::compaction::{Algorithm, CpuBackend, Operation};
 
-use crate::{BackendChoice, open_cuda};
+use super::{BackendChoice, open_cuda};
 
 /// A count written plainly or as a power of two (`2^22`).
 pub fn parse_count(s: &str) -> Result<u64, String> {
