@@ -1,26 +1,20 @@
-//! `reap collide` and `reap bench collide`: the collision demo, headless.
-//! Builds a scenario, steps it on the chosen backend with the chosen frontier
-//! compaction and sort, and writes the per-frame timings and a summary table;
-//! the benchmark runs every (body count, sort, compaction) configuration from
-//! the same start and checks that they all find the same contacts.
+//! `reap collide`: the collision demo, headless. Builds a scenario, steps it
+//! on the chosen backend with the chosen frontier compaction and sort, and
+//! writes the per-frame timings and a summary table. `reap bench collide`
+//! shares its scenario, settings and warm-up.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use reap::collide::bench::{self, BenchRow};
 use reap::collide::output::{self, Run, Summary};
-use reap::collide::{
-    Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, World, cpu::CpuCollide,
-    scenario, simulate,
-};
-use reap::compaction::{Algorithm, Backend, CpuBackend};
+use reap::collide::{Body, CollideSettings, Compaction, Engine, Scenario, SortMethod, World, scenario, simulate};
+use reap::compaction::{Backend, BackendKind};
 
-use super::{BackendChoice, open_cuda};
+use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
 
 /// Bodies when --bodies is not given: a GPU runs 100k interactively, a CPU 10k.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 const DEFAULT_BODIES_CUDA: u32 = 100_000;
 const DEFAULT_BODIES_CPU: u32 = 10_000;
 
@@ -42,7 +36,7 @@ pub fn parse_bodies(s: &str) -> Result<u32, String> {
     Ok(n as u32)
 }
 
-fn scenarios_help() -> String {
+pub(super) fn scenarios_help() -> String {
     let mut s = String::from("Scenarios:\n");
     for sc in Scenario::ALL {
         s.push_str(&format!("  {:<6} {}\n", sc.name(), sc.describe()));
@@ -85,14 +79,14 @@ pub struct CollideArgs {
     pub out: Option<PathBuf>,
 }
 
-fn check_frames(frames: u32) -> Result<()> {
+pub(super) fn check_frames(frames: u32) -> Result<()> {
     if frames == 0 {
         bail!("--frames must be at least 1");
     }
     Ok(())
 }
 
-fn settings<B: Backend>(
+pub(super) fn settings<B: Backend>(
     backend: &B,
     compact_pairs: &str,
     sort: &str,
@@ -109,10 +103,6 @@ fn settings<B: Backend>(
     Ok(s)
 }
 
-fn cpu_device() -> String {
-    format!("CPU ({} threads)", rayon::current_num_threads())
-}
-
 pub fn run(args: CollideArgs) -> Result<bool> {
     // Output path and plain arguments first: a bad flag must not cost a simulation.
     if let Some(out) = &args.out {
@@ -121,32 +111,32 @@ pub fn run(args: CollideArgs) -> Result<bool> {
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;
 
-    #[allow(unused_variables, unreachable_code)]
-    match open_cuda(args.backend)? {
-        Some(cuda) => {
-            #[cfg(feature = "cuda")]
-            {
-                let device = cuda.info.name.clone();
-                let s = settings(&cuda, &args.compact_pairs, &args.sort, args.iterations, args.max_frontier)?;
-                let n = args.bodies.unwrap_or(DEFAULT_BODIES_CUDA);
-                let (world, bodies) = build(sc, n, args.seed)?;
-                let engine = reap::collide::cuda::CudaCollide::new(cuda, world, &bodies)?;
-                return go(engine, &args, sc, n, s, "cuda", &device);
-            }
-            unreachable!("no CUDA backend without the cuda feature")
-        }
-        None => {
-            let cpu = CpuBackend::new();
-            let s = settings(&cpu, &args.compact_pairs, &args.sort, args.iterations, args.max_frontier)?;
-            let n = args.bodies.unwrap_or(DEFAULT_BODIES_CPU);
-            let (world, bodies) = build(sc, n, args.seed)?;
-            let engine = CpuCollide::new(world, &bodies)?;
-            go(engine, &args, sc, n, s, "cpu", &cpu_device())
-        }
+    with_backend(args.backend, CollideRun { args, scenario: sc })
+}
+
+/// A simulation with its flags checked, waiting for a backend.
+struct CollideRun {
+    args: CollideArgs,
+    scenario: Scenario,
+}
+
+impl OnBackend for CollideRun {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let (args, sc) = (&self.args, self.scenario);
+        let s = settings(&backend, &args.compact_pairs, &args.sort, args.iterations, args.max_frontier)?;
+        let n = args.bodies.unwrap_or(match backend.kind() {
+            BackendKind::Cuda => DEFAULT_BODIES_CUDA,
+            BackendKind::Cpu => DEFAULT_BODIES_CPU,
+        });
+        let (kind, device) = (backend.kind().name(), backend.device());
+        let (world, bodies) = build(sc, n, args.seed)?;
+        let engine = backend.collider(world, &bodies)?;
+        go(engine, args, sc, n, s, kind, &device)
     }
 }
 
-fn build(sc: Scenario, n: u32, seed: u64) -> Result<(World, Vec<Body>)> {
+pub(super) fn build(sc: Scenario, n: u32, seed: u64) -> Result<(World, Vec<Body>)> {
     let t0 = std::time::Instant::now();
     let built = scenario::build(sc, n, seed).with_context(|| format!("building scenario `{}`", sc.name()))?;
     eprintln!("scenario {}: {n} bodies placed in {:.2} s", sc.name(), t0.elapsed().as_secs_f64());
@@ -200,7 +190,7 @@ fn go<E: Engine>(
 
 /// Compiles (NVRTC) and loads the compaction and split-sort kernels the run
 /// will use, so frame 0 measures the frame rather than the compiler.
-fn warm_up<E: Engine>(engine: &E, s: &CollideSettings) -> Result<()> {
+pub(super) fn warm_up<E: Engine>(engine: &E, s: &CollideSettings) -> Result<()> {
     use reap::collide::DEAD64;
     use reap::compaction::{Keep, Report};
     let b = engine.backend();
@@ -213,203 +203,4 @@ fn warm_up<E: Engine>(engine: &E, s: &CollideSettings) -> Result<()> {
         b.radix_sort(alg, &mut keys, Some(&mut ids))?.count()?;
     }
     Ok(())
-}
-
-#[derive(clap::Args)]
-#[command(after_help = scenarios_help())]
-pub struct CollideBenchArgs {
-    /// The scenario (listed below).
-    #[arg(long, default_value = "pile")]
-    pub scenario: String,
-    /// Body counts, comma separated (`100k`, `1M` work too).
-    #[arg(long, value_delimiter = ',', value_parser = parse_bodies, default_value = "10000,100000,1000000")]
-    pub bodies: Vec<u32>,
-    /// Frontier compaction choices, comma separated: `all` is `none` and every algorithm the backend
-    /// selects with.
-    #[arg(long, value_delimiter = ',', default_value = "all")]
-    pub algorithms: Vec<String>,
-    /// Sort methods, comma separated: `fast` and `split:ALG`.
-    #[arg(long, value_delimiter = ',', default_value = "fast,split:lookback")]
-    pub sorts: Vec<String>,
-    /// Frames per configuration, each from the same start; frame 0 is a warm-up left out of the means.
-    #[arg(long, default_value_t = 10)]
-    pub frames: u32,
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    #[arg(long, default_value_t = 4)]
-    pub iterations: u32,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// The most slots a frontier level may hold; a `none` run that outgrows it is reported, not fatal.
-    #[arg(long, default_value_t = 1 << 28)]
-    pub max_frontier: u64,
-    /// Frames to simulate (untimed, with `lookback` and the fast sort) before the measured ones, so
-    /// that a pile has settled into contact; every configuration then starts from the settled state.
-    #[arg(long, default_value_t = 0)]
-    pub settle: u32,
-    /// Folder for results.csv, results.json and report.md (created if missing).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-/// `reap bench collide`: every body count × sort × compaction choice, one
-/// engine per body count, with the candidate and contact sets checked equal
-/// across compaction choices.
-pub fn bench(args: CollideBenchArgs) -> Result<bool> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
-    }
-    let sc: Scenario = args.scenario.parse()?;
-    check_frames(args.frames)?;
-    if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {
-        bail!("--bodies, --algorithms and --sorts each need at least one value");
-    }
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut rows = Vec::new();
-    let mut device = String::new();
-    // `auto` falling back to the CPU says so once, not once per body count.
-    let mut choice = args.backend;
-    for &n in &args.bodies {
-        #[allow(unused_variables, unreachable_code)]
-        match open_cuda(choice)? {
-            Some(cuda) => {
-                #[cfg(feature = "cuda")]
-                {
-                    device = cuda.info.name.clone();
-                    let configs = configs(&args, &cuda)?;
-                    let (world, bodies) = build(sc, n, args.seed)?;
-                    let engine = reap::collide::cuda::CudaCollide::new(cuda, world, &bodies)?;
-                    rows.extend(bench_bodies(engine, &args, sc, &bodies, &configs, "cuda", &device)?);
-                    continue;
-                }
-                unreachable!("no CUDA backend without the cuda feature")
-            }
-            None => {
-                choice = BackendChoice::Cpu;
-                let cpu = CpuBackend::new();
-                device = cpu_device();
-                let configs = configs(&args, &cpu)?;
-                let (world, bodies) = build(sc, n, args.seed)?;
-                let engine = CpuCollide::new(world, &bodies)?;
-                rows.extend(bench_bodies(engine, &args, sc, &bodies, &configs, "cpu", &device)?);
-            }
-        }
-    }
-    let md = bench::bench_report(&rows, &device, &command);
-    println!("{}", bench::bench_table(&rows));
-    if let Some(dir) = &args.out {
-        bench::write_bench(dir, &rows, &device, &command, &md)?;
-        println!("wrote results.csv, results.json and report.md in {}", dir.display());
-    }
-    let diff = bench::disagreements(&rows);
-    for d in &diff {
-        eprintln!("error: {d}");
-    }
-    Ok(diff.is_empty())
-}
-
-/// The (sort, compaction) configurations, each parsed on the backend that will run it.
-fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<CollideSettings>> {
-    let mut compactions = Vec::new();
-    for name in &args.algorithms {
-        if name == "all" {
-            for c in Compaction::choices(backend) {
-                compactions.push(Compaction::parse(c, backend, "algorithms")?);
-            }
-        } else {
-            compactions.push(Compaction::parse(name, backend, "algorithms")?);
-        }
-    }
-    let mut out = Vec::new();
-    for sort in &args.sorts {
-        for c in &compactions {
-            out.push(settings(backend, c.name(), sort, args.iterations, args.max_frontier)?);
-        }
-    }
-    Ok(out)
-}
-
-fn bench_bodies<E: Engine>(
-    mut engine: E,
-    args: &CollideBenchArgs,
-    sc: Scenario,
-    start: &[Body],
-    configs: &[CollideSettings],
-    backend: &str,
-    device: &str,
-) -> Result<Vec<BenchRow>> {
-    let n = start.len() as u32;
-    let settled;
-    let start = if args.settle > 0 {
-        let s = CollideSettings {
-            compact_pairs: Compaction::With(Algorithm::Lookback),
-            sort: SortMethod::Fast,
-            iterations: args.iterations,
-            max_frontier: args.max_frontier,
-        };
-        engine.set_bodies(start)?;
-        eprintln!("{n} bodies: settling for {} frames", args.settle);
-        simulate(&mut engine, &s, args.settle, |_| {})?;
-        settled = engine.bodies()?;
-        &settled[..]
-    } else {
-        start
-    };
-    let mut rows = Vec::new();
-    let bar = ProgressBar::new(configs.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} configurations  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    for s in configs {
-        bar.set_message(format!("{n} bodies, sort {}, {}", s.sort.name(), s.compact_pairs.name()));
-        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.seed, settings: s };
-        warm_up(&engine, s)?;
-        // Every configuration steps the same start.
-        engine.set_bodies(start)?;
-        let row = match simulate(&mut engine, s, args.frames, |_| {}) {
-            Ok(frames) => {
-                let sets = last_frame_sets(&engine, &frames)?;
-                BenchRow::measured(&run, &frames, sets)
-            }
-            // Without compaction the frontier grows fourfold per level: running out is a result.
-            Err(e @ (CollideError::FrontierTooLarge { .. } | CollideError::OutOfMemory { .. }))
-                if s.compact_pairs == Compaction::None =>
-            {
-                BenchRow::failed(&run, args.frames, e.to_string())
-            }
-            Err(e) => {
-                bar.abandon();
-                return Err(e).with_context(|| {
-                    format!("{n} bodies, sort {}, compaction {}", s.sort.name(), s.compact_pairs.name())
-                });
-            }
-        };
-        bar.println(single_line(&row));
-        rows.push(row);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(rows)
-}
-
-/// The hash of the last frame's candidate pairs and contacts (read back after
-/// timing, so it costs the measurement nothing).
-fn last_frame_sets<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<String> {
-    if frames.is_empty() {
-        return Ok(String::new());
-    }
-    Ok(bench::set_hash(&engine.candidate_pairs()?, &engine.contact_list()?))
-}
-
-fn single_line(r: &BenchRow) -> String {
-    match &r.error {
-        Some(e) => format!("{:>8} {:<21} {:<27} did not run: {e}", r.bodies, r.sort, r.compaction),
-        None => format!(
-            "{:>8} {:<21} {:<27} broad {:>9.3} ms  frame {:>9.3} ms summed, {:>9.3} ms wall  {:.0} candidates, \
-             {:.0} contacts",
-            r.bodies, r.sort, r.compaction, r.broad_ms, r.frame_ms, r.wall_ms, r.candidates, r.contacts
-        ),
-    }
 }

@@ -8,14 +8,14 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::bvh;
-use reap::compaction::{Backend, CpuBackend};
+use reap::compaction::{Backend, BackendKind};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
 use reap::trace::tonemap::{Tone, ToneCurve};
-use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, render};
+use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, render};
 
-use super::{BackendChoice, open_cuda};
+use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
 
 #[derive(clap::Args)]
 #[command(after_help = scenes_help())]
@@ -90,7 +90,7 @@ fn scenes_help() -> String {
     s
 }
 
-pub fn run(mut args: RenderArgs) -> Result<bool> {
+pub fn run(args: RenderArgs) -> Result<bool> {
     // Output paths first: a bad path must not cost a render.
     let format = output::image_format(&args.out)?;
     if !args.exposure.is_finite() {
@@ -125,50 +125,41 @@ pub fn run(mut args: RenderArgs) -> Result<bool> {
     );
     let packed = Packed::new(&sc, &tree);
 
-    #[allow(unused_variables, unreachable_code)]
-    match open_cuda(args.backend)? {
-        Some(cuda) => {
-            #[cfg(feature = "cuda")]
-            {
-                let camera = CameraLayout::new(&sc.camera, args.width, args.height);
-                let ctx = RenderJob { args: &args, scene: &sc, tree: &tree, traversal };
-                let device = cuda.info.name.clone();
-                let settings = ctx.settings(&cuda)?;
-                let engine = reap::trace::cuda::CudaEngine::new(
-                    cuda,
-                    &packed,
-                    camera,
-                    args.width,
-                    args.height,
-                    args.seed,
-                    args.max_bounces,
-                )?;
-                return ctx.go(engine, settings, "cuda", &device);
-            }
-            unreachable!("no CUDA backend without the cuda feature")
+    with_backend(args.backend, RenderRun { args, scene: sc, tree, packed, traversal })
+}
+
+/// A render with its scene loaded, waiting for a backend.
+struct RenderRun {
+    args: RenderArgs,
+    scene: scene::Scene,
+    tree: bvh::Bvh,
+    packed: Packed,
+    traversal: Traversal,
+}
+
+impl OnBackend for RenderRun {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let RenderRun { mut args, scene, tree, packed, traversal } = self;
+        if args.first_run && backend.kind() == BackendKind::Cpu {
+            // A few seconds on a laptop's cores rather than minutes.
+            (args.width, args.height, args.spp) = (640, 360, 16);
+            println!(
+                "no CUDA GPU: rendering a smaller image on the CPU ({}x{}, {} spp)",
+                args.width, args.height, args.spp
+            );
         }
-        None => {
-            let cpu = CpuBackend::new();
-            if args.first_run {
-                // A few seconds on a laptop's cores rather than minutes.
-                (args.width, args.height, args.spp) = (640, 360, 16);
-                println!(
-                    "no CUDA GPU: rendering a smaller image on the CPU ({}x{}, {} spp)",
-                    args.width, args.height, args.spp
-                );
-            }
-            let camera = CameraLayout::new(&sc.camera, args.width, args.height);
-            let ctx = RenderJob { args: &args, scene: &sc, tree: &tree, traversal };
-            let settings = ctx.settings(&cpu)?;
-            let device = format!("CPU ({} threads)", rayon::current_num_threads());
-            let engine = CpuEngine::new(cpu, packed, camera, args.width, args.height, args.seed, args.max_bounces);
-            ctx.go(engine, settings, "cpu", &device)
-        }
+        let camera = CameraLayout::new(&scene.camera, args.width, args.height);
+        let job = RenderJob { args: &args, scene: &scene, tree: &tree, traversal };
+        let settings = job.settings(&backend)?;
+        let (kind, device) = (backend.kind().name(), backend.device());
+        let engine = backend.tracer(packed, camera, args.width, args.height, args.seed, args.max_bounces)?;
+        job.go(engine, settings, kind, &device)
     }
 }
 
 /// `--estimator`: a catalog name of [`Estimator`].
-pub(crate) fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
+pub(super) fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
     s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
 }
 
@@ -259,199 +250,6 @@ impl RenderJob<'_> {
         }
         Ok(true)
     }
-}
-
-#[derive(clap::Args)]
-pub struct RenderBenchArgs {
-    /// Scenes, comma separated (built-in names or OBJ paths).
-    #[arg(long, value_delimiter = ',', default_value = "cornell,sphereflake")]
-    pub scenes: Vec<String>,
-    #[arg(long, default_value_t = 1920)]
-    pub width: u32,
-    #[arg(long, default_value_t = 1080)]
-    pub height: u32,
-    /// Frames (one sample per pixel each) per configuration, after one warm-up frame.
-    #[arg(long, default_value_t = 4)]
-    pub spp: u32,
-    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
-    /// ray leaving the last one is still traced for the light or sky it finds.
-    #[arg(long, default_value_t = 8)]
-    pub max_bounces: u32,
-    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
-    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
-    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
-    pub estimator: Estimator,
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    /// Traversal modes, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "breadth-first,depth-first")]
-    pub traversals: Vec<String>,
-    /// Compaction choices (each used at both sites), comma separated: `all` is `none` and every
-    /// algorithm the backend selects with.
-    #[arg(long, value_delimiter = ',', default_value = "all")]
-    pub algorithms: Vec<String>,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u32,
-    #[arg(long, default_value_t = 1 << 28)]
-    pub max_frontier: u64,
-    /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
-    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
-    pub descend: u32,
-    /// Folder for results.csv, results.json and report.md.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-}
-
-/// `reap bench render`: every traversal × compaction choice on each scene, one
-/// engine per scene, with image hashes checked equal across compaction choices.
-pub fn bench(args: RenderBenchArgs) -> Result<bool> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
-    }
-    let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut rows = Vec::new();
-    let mut device_name = String::new();
-    for spec in &args.scenes {
-        let sc = scene::load(spec).with_context(|| format!("loading scene `{spec}`"))?;
-        let tree = bvh::build(&sc.triangles);
-        println!(
-            "scene {}: {} triangles; BVH {} nodes, depth {}, {:.1} ms",
-            sc.name,
-            sc.triangles.len(),
-            tree.nodes.len(),
-            tree.depth,
-            tree.build_time.as_secs_f64() * 1e3
-        );
-        let packed = Packed::new(&sc, &tree);
-        let camera = CameraLayout::new(&sc.camera, args.width, args.height);
-        #[allow(unused_variables, unreachable_code)]
-        match open_cuda(args.backend)? {
-            Some(cuda) => {
-                #[cfg(feature = "cuda")]
-                {
-                    device_name = cuda.info.name.clone();
-                    let choices = choices(&args.algorithms, &cuda)?;
-                    let engine = reap::trace::cuda::CudaEngine::new(
-                        cuda,
-                        &packed,
-                        camera,
-                        args.width,
-                        args.height,
-                        args.seed,
-                        args.max_bounces,
-                    )?;
-                    rows.extend(bench_scene(engine, &args, &sc, &tree, &traversals, &choices, "cuda")?);
-                    continue;
-                }
-                unreachable!("no CUDA backend without the cuda feature")
-            }
-            None => {
-                let cpu = CpuBackend::new();
-                device_name = format!("CPU ({} threads)", rayon::current_num_threads());
-                let choices = choices(&args.algorithms, &cpu)?;
-                let engine = CpuEngine::new(cpu, packed, camera, args.width, args.height, args.seed, args.max_bounces);
-                rows.extend(bench_scene(engine, &args, &sc, &tree, &traversals, &choices, "cpu")?);
-            }
-        }
-    }
-    let identical = output::hashes_agree(&rows);
-    let md = output::bench_report(&rows, &device_name, &command);
-    println!("{}", output::bench_table(&rows));
-    if let Some(dir) = &args.out {
-        // `reap bench noise --out` into the same folder: the images' noise beside their speed.
-        let md = match dir.join("noise.md").is_file() {
-            true => md + "\nNoise against a high-spp reference (`reap bench noise`): [noise.md](noise.md).\n",
-            false => md,
-        };
-        output::write_bench(dir, &rows, &md)?;
-        println!("wrote results.csv, results.json and report.md in {}", dir.display());
-    }
-    if !identical {
-        eprintln!("error: compaction choices rendered different images on one backend (see the hash column)");
-    }
-    Ok(identical)
-}
-
-fn choices<B: Backend>(names: &[String], backend: &B) -> Result<Vec<Compaction>> {
-    let mut out = Vec::new();
-    for n in names {
-        if n == "all" {
-            for c in Compaction::choices(backend) {
-                out.push(Compaction::parse(c, backend, "algorithms")?);
-            }
-        } else {
-            out.push(Compaction::parse(n, backend, "algorithms")?);
-        }
-    }
-    Ok(out)
-}
-
-fn bench_scene<E: Engine>(
-    mut engine: E,
-    args: &RenderBenchArgs,
-    sc: &scene::Scene,
-    tree: &bvh::Bvh,
-    traversals: &[Traversal],
-    choices: &[Compaction],
-    backend: &str,
-) -> Result<Vec<output::BenchRow>> {
-    let mut rows = Vec::new();
-    let bar = ProgressBar::new((traversals.len() * choices.len()) as u64);
-    for &traversal in traversals {
-        for &c in choices {
-            bar.set_message(format!("{} {} {}", sc.name, traversal.name(), c.name()));
-            let settings = RenderSettings {
-                width: args.width,
-                height: args.height,
-                spp: args.spp,
-                max_bounces: args.max_bounces,
-                estimator: args.estimator,
-                traversal,
-                compact_paths: c,
-                compact_frontier: c,
-                seed: args.seed,
-                first_sample: 0,
-                max_frontier: args.max_frontier,
-                descend: args.descend,
-            };
-            // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
-            let warm = RenderSettings { spp: 1, ..settings.clone() };
-            let outcome = reap::trace::render(&mut engine, &warm, |_| {})
-                .and_then(|_| engine.reset())
-                .and_then(|_| reap::trace::render(&mut engine, &settings, |_| {}));
-            let row = match outcome {
-                Ok(frames) => {
-                    let sum = engine.image()?;
-                    output::BenchRow::measured(
-                        backend,
-                        &sc.name,
-                        sc.triangles.len(),
-                        tree.depth,
-                        &settings,
-                        &frames,
-                        &sum,
-                    )
-                }
-                // The `none` frontier may outgrow memory on a deep BVH: that is a result, not a failure.
-                Err(e @ reap::trace::TraceError::FrontierTooLarge { .. }) => output::BenchRow::failed(
-                    backend,
-                    &sc.name,
-                    sc.triangles.len(),
-                    tree.depth,
-                    &settings,
-                    e.to_string(),
-                ),
-                Err(e) => return Err(e.into()),
-            };
-            engine.reset()?;
-            rows.push(row);
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    Ok(rows)
 }
 
 /// Compiles (NVRTC) and loads the compaction kernels the render will use, so
