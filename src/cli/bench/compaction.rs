@@ -1,13 +1,12 @@
-//! `reap bench compaction` and `reap bench report`: every algorithm, size,
-//! density and element size timed beside the copy roofline (and the CUB peer
-//! where nvcc is found), written as results.csv / results.json / report.md
-//! and plots, or those files drawn again from a stored run.
+//! `reap bench compaction`: every algorithm, size, density and element size
+//! timed beside the copy roofline (and the CUB peer where nvcc is found),
+//! written as results.csv / results.json / report.md and plots.
 
 use anyhow::{Context, Result, bail};
 
-use reap::compaction::{Algorithm, CpuBackend, Operation};
+use reap::compaction::{Algorithm, Operation};
 
-use crate::{BackendChoice, open_cuda};
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
 
 /// A count written plainly or as a power of two (`2^22`).
 pub fn parse_count(s: &str) -> Result<u64, String> {
@@ -60,7 +59,7 @@ pub struct BenchArgs {
     out: Option<std::path::PathBuf>,
 }
 
-pub fn run_bench(args: BenchArgs) -> Result<bool> {
+pub fn run(args: BenchArgs) -> Result<bool> {
     use reap::bench::{Job, Settings, presets};
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let chosen = presets::resolve(&args.preset)?;
@@ -114,18 +113,7 @@ pub fn run_bench(args: BenchArgs) -> Result<bool> {
         stop: &stop,
         command: &command,
     };
-    #[allow(unused_variables, unreachable_code)]
-    match open_cuda(args.backend)? {
-        Some(cuda) => {
-            #[cfg(feature = "cuda")]
-            {
-                bench_on(&cuda, &run)
-            }
-            #[cfg(not(feature = "cuda"))]
-            unreachable!("no CUDA backend without the cuda feature")
-        }
-        None => bench_on(&CpuBackend::new(), &run),
-    }
+    with_backend(args.backend, run)
 }
 
 struct BenchRun<'a> {
@@ -135,6 +123,13 @@ struct BenchRun<'a> {
     cub: bool,
     stop: &'a std::sync::atomic::AtomicBool,
     command: &'a str,
+}
+
+impl OnBackend for BenchRun<'_> {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        bench_on(&backend, &self)
+    }
 }
 
 fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bool> {
@@ -293,25 +288,6 @@ fn cub_peer(
         }
         Err(e) => skipped(e),
     }
-}
-
-/// `reap bench report DIR`: the report and plots of a stored run, drawn again.
-pub fn rerun_report(dir: &std::path::Path) -> Result<bool> {
-    use reap::bench::{self, output};
-    let stored = output::read_results(dir)?;
-    let command = stored.command.unwrap_or_else(|| "(not recorded in results.json)".into());
-    let md = bench::report::markdown(&bench::report::Input {
-        platform: &stored.platform,
-        peer: &stored.cub_peer,
-        presets: &stored.presets,
-        rows: &stored.rows,
-        complete: stored.complete,
-        command: &command,
-    });
-    output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
-    let plots = bench::plot::all(dir, &stored.rows)?;
-    println!("wrote report.md and {} plot files in {} from its results.json", plots.len(), dir.display());
-    Ok(true)
 }
 
 /// The measured rows as a plain table on stdout (the files under --out hold everything).

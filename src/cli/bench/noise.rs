@@ -9,13 +9,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use reap::compaction::CpuBackend;
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::noise::{self, Checkpoint, NoiseReport};
-use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, output, render};
+use reap::trace::{Compaction, Engine, RenderSettings, Traversal, output, render};
 
-use crate::{BackendChoice, open_cuda};
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
 
 #[derive(clap::Args)]
 pub struct NoiseArgs {
@@ -37,7 +36,7 @@ pub struct NoiseArgs {
     #[arg(long, default_value_t = 8)]
     pub max_bounces: u32,
     /// How each bounce gathers light: mis, light or bsdf (see `reap render --help`).
-    #[arg(long, default_value = "mis", value_parser = crate::render_cmd::parse_estimator)]
+    #[arg(long, default_value = "mis", value_parser = crate::cli::render::parse_estimator)]
     pub estimator: reap::trace::Estimator,
     /// The test render's seed; the reference uses seed + 1, so their samples are independent.
     #[arg(long, default_value_t = 1)]
@@ -82,44 +81,38 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
     let packed = Packed::new(&sc, &tree);
     let camera = CameraLayout::new(&sc.camera, args.width, args.height);
     let job = NoiseJob { args: &args, scene: sc.name.clone(), checkpoints, reference_seed: args.seed.wrapping_add(1) };
-    let (w, h, mb) = (args.width, args.height, args.max_bounces);
-
-    #[allow(unused_variables, unreachable_code)]
-    let report = match open_cuda(args.backend)? {
-        Some(cuda) => {
-            #[cfg(feature = "cuda")]
-            {
-                use reap::compaction::cuda::CudaBackend;
-                use reap::trace::cuda::CudaEngine;
-                let device = cuda.info.name.clone();
-                // Each engine owns its backend; the first is the one already open.
-                let mut first = Some(cuda);
-                let make = |seed: u32| -> Result<CudaEngine> {
-                    let backend = match first.take() {
-                        Some(b) => b,
-                        None => CudaBackend::new(0)?,
-                    };
-                    Ok(CudaEngine::new(backend, &packed, camera, w, h, seed, mb)?)
-                };
-                job.measure(make, "cuda", &device)?
-            }
-            #[cfg(not(feature = "cuda"))]
-            unreachable!("no CUDA backend without the cuda feature")
-        }
-        None => {
-            let device = format!("CPU ({} threads)", rayon::current_num_threads());
-            let make = |seed: u32| -> Result<CpuEngine> {
-                Ok(CpuEngine::new(CpuBackend::new(), packed.clone(), camera, w, h, seed, mb))
-            };
-            job.measure(make, "cpu", &device)?
-        }
-    };
+    let report = with_backend(args.backend, NoiseRun { job, packed, camera })?;
     print!("{}", noise::table(&report, before.as_ref()));
     if let Some(dir) = &args.out {
         noise::write(dir, &report, before.as_ref())?;
         println!("wrote noise.json, noise.csv and noise.md in {}", dir.display());
     }
     Ok(true)
+}
+
+/// Both renders, waiting for a backend.
+struct NoiseRun<'a> {
+    job: NoiseJob<'a>,
+    packed: Packed,
+    camera: CameraLayout,
+}
+
+impl OnBackend for NoiseRun<'_> {
+    type Output = NoiseReport;
+    fn run<B: Opened>(self, backend: B) -> Result<NoiseReport> {
+        let a = self.job.args;
+        let (kind, device) = (backend.kind().name(), backend.device());
+        // Each engine owns its backend; the first is the one already open.
+        let mut first = Some(backend);
+        let make = |seed: u32| {
+            let backend = match first.take() {
+                Some(b) => b,
+                None => B::another()?,
+            };
+            backend.tracer(self.packed.clone(), self.camera, a.width, a.height, seed, a.max_bounces)
+        };
+        self.job.measure(make, kind, &device)
+    }
 }
 
 impl NoiseJob<'_> {

@@ -1,0 +1,145 @@
+//! `--backend`: the one place the binary opens a backend. Every command hands
+//! [`with_backend`] a job written once over [`Opened`]; the job then builds
+//! the engine it needs (a tracer, a collider) on whichever backend opened, so
+//! no command matches on CPU against CUDA itself.
+
+use anyhow::Result;
+use clap::ValueEnum;
+
+use reap::bench::Timed;
+use reap::collide::{self, Body, World};
+use reap::compaction::CpuBackend;
+use reap::trace::{
+    self,
+    layout::{CameraLayout, Packed},
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    /// The fastest backend that works here.
+    Auto,
+    /// rayon on every core.
+    Cpu,
+    /// NVIDIA GPU through CUDA (driver + NVRTC).
+    Cuda,
+}
+
+/// A backend the binary opened, with the workload engines built on it.
+pub trait Opened: Timed + Sized {
+    type Tracer: trace::Engine;
+    type Collider: collide::Engine;
+    /// The device as the reports name it.
+    fn device(&self) -> String;
+    /// The GPU's multiprocessors; `None` on the CPU.
+    fn sms(&self) -> Option<u32>;
+    /// One more backend of the same kind, for a second engine.
+    fn another() -> Result<Self>;
+    /// The path tracer on this backend.
+    fn tracer(
+        self,
+        packed: Packed,
+        camera: CameraLayout,
+        width: u32,
+        height: u32,
+        seed: u32,
+        max_bounces: u32,
+    ) -> Result<Self::Tracer>;
+    /// The collision demo on this backend.
+    fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider>;
+}
+
+impl Opened for CpuBackend {
+    type Tracer = trace::cpu::CpuEngine;
+    type Collider = collide::cpu::CpuCollide;
+    fn device(&self) -> String {
+        format!("CPU ({} threads)", rayon::current_num_threads())
+    }
+    fn sms(&self) -> Option<u32> {
+        None
+    }
+    fn another() -> Result<Self> {
+        Ok(CpuBackend::new())
+    }
+    fn tracer(
+        self,
+        packed: Packed,
+        camera: CameraLayout,
+        width: u32,
+        height: u32,
+        seed: u32,
+        max_bounces: u32,
+    ) -> Result<Self::Tracer> {
+        Ok(trace::cpu::CpuEngine::new(self, packed, camera, width, height, seed, max_bounces))
+    }
+    fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
+        Ok(collide::cpu::CpuCollide::new(world, bodies)?)
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Opened for reap::compaction::cuda::CudaBackend {
+    type Tracer = trace::cuda::CudaEngine;
+    type Collider = collide::cuda::CudaCollide;
+    fn device(&self) -> String {
+        self.info.name.clone()
+    }
+    fn sms(&self) -> Option<u32> {
+        Some(self.info.sms)
+    }
+    fn another() -> Result<Self> {
+        Ok(Self::new(0)?)
+    }
+    fn tracer(
+        self,
+        packed: Packed,
+        camera: CameraLayout,
+        width: u32,
+        height: u32,
+        seed: u32,
+        max_bounces: u32,
+    ) -> Result<Self::Tracer> {
+        Ok(trace::cuda::CudaEngine::new(self, &packed, camera, width, height, seed, max_bounces)?)
+    }
+    fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
+        Ok(collide::cuda::CudaCollide::new(self, world, bodies)?)
+    }
+}
+
+/// A job that runs on whichever backend opened: a closure generic over the
+/// backend, which Rust's closures cannot be.
+pub trait OnBackend {
+    type Output;
+    fn run<B: Opened>(self, backend: B) -> Result<Self::Output>;
+}
+
+/// Opens the backend `choice` names and runs `job` on it. `auto` takes CUDA
+/// when it works and otherwise the CPU, with one line saying why; an explicit
+/// `cuda` that cannot run is an error. Opening CUDA goes through
+/// `CudaBackend::new`, which checks that libcuda and libnvrtc load before
+/// cudarc touches them (cudarc panics otherwise).
+#[cfg(feature = "cuda")]
+pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
+    use reap::compaction::cuda::CudaBackend;
+    match choice {
+        BackendChoice::Cpu => job.run(CpuBackend::new()),
+        BackendChoice::Cuda => job.run(CudaBackend::new(0)?),
+        BackendChoice::Auto => match CudaBackend::new(0) {
+            Ok(cuda) => job.run(cuda),
+            Err(e) => {
+                eprintln!("note: using the CPU backend; CUDA is unavailable: {e}");
+                job.run(CpuBackend::new())
+            }
+        },
+    }
+}
+
+/// Without the `cuda` feature there is no CUDA backend to open.
+#[cfg(not(feature = "cuda"))]
+pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
+    if choice == BackendChoice::Cuda {
+        anyhow::bail!(
+            "this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu"
+        );
+    }
+    job.run(CpuBackend::new())
+}

@@ -1,0 +1,212 @@
+//! `reap bench collide`: every (body count, sort, compaction) configuration
+//! of the collision demo from the same start, a per-frame breakdown, and the
+//! candidate and contact sets checked equal across compaction choices.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use reap::collide::bench::{self, BenchRow};
+use reap::collide::output::{self, Run};
+use reap::collide::{
+    Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, simulate,
+};
+use reap::compaction::{Algorithm, Backend, BackendKind};
+
+use super::compactions;
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use crate::cli::collide::{build, check_frames, parse_bodies, scenarios_help, settings, warm_up};
+
+#[derive(clap::Args)]
+#[command(after_help = scenarios_help())]
+pub struct CollideBenchArgs {
+    /// The scenario (listed below).
+    #[arg(long, default_value = "pile")]
+    pub scenario: String,
+    /// Body counts, comma separated (`100k`, `1M` work too).
+    #[arg(long, value_delimiter = ',', value_parser = parse_bodies, default_value = "10000,100000,1000000")]
+    pub bodies: Vec<u32>,
+    /// Frontier compaction choices, comma separated: `all` is `none` and every algorithm the backend
+    /// selects with.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub algorithms: Vec<String>,
+    /// Sort methods, comma separated: `fast` and `split:ALG`.
+    #[arg(long, value_delimiter = ',', default_value = "fast,split:lookback")]
+    pub sorts: Vec<String>,
+    /// Frames per configuration, each from the same start; frame 0 is a warm-up left out of the means.
+    #[arg(long, default_value_t = 10)]
+    pub frames: u32,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    #[arg(long, default_value_t = 4)]
+    pub iterations: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The most slots a frontier level may hold; a `none` run that outgrows it is reported, not fatal.
+    #[arg(long, default_value_t = 1 << 28)]
+    pub max_frontier: u64,
+    /// Frames to simulate (untimed, with `lookback` and the fast sort) before the measured ones, so
+    /// that a pile has settled into contact; every configuration then starts from the settled state.
+    #[arg(long, default_value_t = 0)]
+    pub settle: u32,
+    /// Folder for results.csv, results.json and report.md (created if missing).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `reap bench collide`: every body count × sort × compaction choice, one
+/// engine per body count, with the candidate and contact sets checked equal
+/// across compaction choices.
+pub fn run(args: CollideBenchArgs) -> Result<bool> {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        output::check_writable(&dir.join("report.md"))?;
+    }
+    let sc: Scenario = args.scenario.parse()?;
+    check_frames(args.frames)?;
+    if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {
+        bail!("--bodies, --algorithms and --sorts each need at least one value");
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut rows = Vec::new();
+    let mut device = String::new();
+    // `auto` falling back to the CPU says so once, not once per body count.
+    let mut choice = args.backend;
+    for &n in &args.bodies {
+        let (kind, name, body_rows) = with_backend(choice, BodiesBench { args: &args, scenario: sc, bodies: n })?;
+        if kind == BackendKind::Cpu {
+            choice = BackendChoice::Cpu;
+        }
+        device = name;
+        rows.extend(body_rows);
+    }
+    let md = bench::bench_report(&rows, &device, &command);
+    println!("{}", bench::bench_table(&rows));
+    if let Some(dir) = &args.out {
+        bench::write_bench(dir, &rows, &device, &command, &md)?;
+        println!("wrote results.csv, results.json and report.md in {}", dir.display());
+    }
+    let diff = bench::disagreements(&rows);
+    for d in &diff {
+        eprintln!("error: {d}");
+    }
+    Ok(diff.is_empty())
+}
+
+/// One body count's runs, waiting for a backend: the backend's kind, the
+/// device's name and the rows.
+struct BodiesBench<'a> {
+    args: &'a CollideBenchArgs,
+    scenario: Scenario,
+    bodies: u32,
+}
+
+impl OnBackend for BodiesBench<'_> {
+    type Output = (BackendKind, String, Vec<BenchRow>);
+    fn run<B: Opened>(self, backend: B) -> Result<Self::Output> {
+        let (args, sc) = (self.args, self.scenario);
+        let (kind, device) = (backend.kind(), backend.device());
+        let configs = configs(args, &backend)?;
+        let (world, bodies) = build(sc, self.bodies, args.seed)?;
+        let engine = backend.collider(world, &bodies)?;
+        let rows = bench_bodies(engine, args, sc, &bodies, &configs, kind.name(), &device)?;
+        Ok((kind, device, rows))
+    }
+}
+
+/// The (sort, compaction) configurations, each parsed on the backend that will run it.
+fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<CollideSettings>> {
+    let compactions = compactions(&args.algorithms, backend)?;
+    let mut out = Vec::new();
+    for sort in &args.sorts {
+        for c in &compactions {
+            out.push(settings(backend, c.name(), sort, args.iterations, args.max_frontier)?);
+        }
+    }
+    Ok(out)
+}
+
+fn bench_bodies<E: Engine>(
+    mut engine: E,
+    args: &CollideBenchArgs,
+    sc: Scenario,
+    start: &[Body],
+    configs: &[CollideSettings],
+    backend: &str,
+    device: &str,
+) -> Result<Vec<BenchRow>> {
+    let n = start.len() as u32;
+    let settled;
+    let start = if args.settle > 0 {
+        let s = CollideSettings {
+            compact_pairs: Compaction::With(Algorithm::Lookback),
+            sort: SortMethod::Fast,
+            iterations: args.iterations,
+            max_frontier: args.max_frontier,
+        };
+        engine.set_bodies(start)?;
+        eprintln!("{n} bodies: settling for {} frames", args.settle);
+        simulate(&mut engine, &s, args.settle, |_| {})?;
+        settled = engine.bodies()?;
+        &settled[..]
+    } else {
+        start
+    };
+    let mut rows = Vec::new();
+    let bar = ProgressBar::new(configs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} configurations  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    for s in configs {
+        bar.set_message(format!("{n} bodies, sort {}, {}", s.sort.name(), s.compact_pairs.name()));
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.seed, settings: s };
+        warm_up(&engine, s)?;
+        // Every configuration steps the same start.
+        engine.set_bodies(start)?;
+        let row = match simulate(&mut engine, s, args.frames, |_| {}) {
+            Ok(frames) => {
+                let sets = last_frame_sets(&engine, &frames)?;
+                BenchRow::measured(&run, &frames, sets)
+            }
+            // Without compaction the frontier grows fourfold per level: running out is a result.
+            Err(e @ (CollideError::FrontierTooLarge { .. } | CollideError::OutOfMemory { .. }))
+                if s.compact_pairs == Compaction::None =>
+            {
+                BenchRow::failed(&run, args.frames, e.to_string())
+            }
+            Err(e) => {
+                bar.abandon();
+                return Err(e).with_context(|| {
+                    format!("{n} bodies, sort {}, compaction {}", s.sort.name(), s.compact_pairs.name())
+                });
+            }
+        };
+        bar.println(single_line(&row));
+        rows.push(row);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}
+
+/// The hash of the last frame's candidate pairs and contacts (read back after
+/// timing, so it costs the measurement nothing).
+fn last_frame_sets<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<String> {
+    if frames.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(bench::set_hash(&engine.candidate_pairs()?, &engine.contact_list()?))
+}
+
+fn single_line(r: &BenchRow) -> String {
+    match &r.error {
+        Some(e) => format!("{:>8} {:<21} {:<27} did not run: {e}", r.bodies, r.sort, r.compaction),
+        None => format!(
+            "{:>8} {:<21} {:<27} broad {:>9.3} ms  frame {:>9.3} ms summed, {:>9.3} ms wall  {:.0} candidates, \
+             {:.0} contacts",
+            r.bodies, r.sort, r.compaction, r.broad_ms, r.frame_ms, r.wall_ms, r.candidates, r.contacts
+        ),
+    }
+}

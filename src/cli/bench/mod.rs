@@ -1,0 +1,57 @@
+//! `reap bench`: measurements written as tables, CSV, JSON and reports, one
+//! module per subcommand.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use reap::compaction::{Backend, Compaction};
+
+mod collide;
+mod compaction;
+mod noise;
+mod render;
+mod report;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Time compaction (select or partition) for every algorithm, size, density and element size.
+    Compaction(compaction::BenchArgs),
+    /// Write report.md and the plots again from a run's results.json, without measuring.
+    Report {
+        /// The --out folder of an earlier `reap bench compaction` run.
+        dir: std::path::PathBuf,
+    },
+    /// Path-trace scenes with every traversal mode x compaction choice: Mrays/s and compaction's share.
+    Render(render::RenderBenchArgs),
+    /// Path tracer noise against a high-spp reference: relative RMSE, relMSE and fireflies per spp.
+    Noise(noise::NoiseArgs),
+    /// Collision demo per body count x sort x frontier compaction: per-frame breakdown, contacts checked equal.
+    Collide(collide::CollideBenchArgs),
+}
+
+pub fn run(command: BenchCommand) -> Result<bool> {
+    match command {
+        BenchCommand::Compaction(args) => compaction::run(args),
+        BenchCommand::Report { dir } => report::run(&dir),
+        BenchCommand::Render(args) => render::run(args),
+        BenchCommand::Noise(args) => noise::run(args),
+        BenchCommand::Collide(args) => collide::run(args),
+    }
+}
+
+/// `--algorithms` of the workload benchmarks: catalog names or `none`, each
+/// checked against `backend`; `all` is `none` and every algorithm the backend
+/// selects with.
+fn compactions<B: Backend>(names: &[String], backend: &B) -> Result<Vec<Compaction>> {
+    let mut out = Vec::new();
+    for n in names {
+        if n == "all" {
+            for c in Compaction::choices(backend) {
+                out.push(Compaction::parse(c, backend, "algorithms")?);
+            }
+        } else {
+            out.push(Compaction::parse(n, backend, "algorithms")?);
+        }
+    }
+    Ok(out)
+}

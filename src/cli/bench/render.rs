@@ -1,0 +1,196 @@
+//! `reap bench render`: the path tracer on each scene with every traversal
+//! mode x compaction choice, Mrays/s and compaction's share of the frame, the
+//! images' hashes checked equal across compaction choices.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+
+use reap::bvh;
+use reap::compaction::Compaction;
+use reap::scene;
+use reap::trace::layout::{CameraLayout, Packed};
+use reap::trace::output;
+use reap::trace::{Engine, Estimator, RenderSettings, Traversal};
+
+use super::compactions;
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use crate::cli::render::parse_estimator;
+
+#[derive(clap::Args)]
+pub struct RenderBenchArgs {
+    /// Scenes, comma separated (built-in names or OBJ paths).
+    #[arg(long, value_delimiter = ',', default_value = "cornell,sphereflake")]
+    pub scenes: Vec<String>,
+    #[arg(long, default_value_t = 1920)]
+    pub width: u32,
+    #[arg(long, default_value_t = 1080)]
+    pub height: u32,
+    /// Frames (one sample per pixel each) per configuration, after one warm-up frame.
+    #[arg(long, default_value_t = 4)]
+    pub spp: u32,
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
+    /// ray leaving the last one is still traced for the light or sky it finds.
+    #[arg(long, default_value_t = 8)]
+    pub max_bounces: u32,
+    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
+    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
+    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
+    pub estimator: Estimator,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Traversal modes, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "breadth-first,depth-first")]
+    pub traversals: Vec<String>,
+    /// Compaction choices (each used at both sites), comma separated: `all` is `none` and every
+    /// algorithm the backend selects with.
+    #[arg(long, value_delimiter = ',', default_value = "all")]
+    pub algorithms: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u32,
+    #[arg(long, default_value_t = 1 << 28)]
+    pub max_frontier: u64,
+    /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    pub descend: u32,
+    /// Folder for results.csv, results.json and report.md.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `reap bench render`: every traversal × compaction choice on each scene, one
+/// engine per scene, with image hashes checked equal across compaction choices.
+pub fn run(args: RenderBenchArgs) -> Result<bool> {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        output::check_writable(&dir.join("report.md"))?;
+    }
+    let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut rows = Vec::new();
+    let mut device_name = String::new();
+    for spec in &args.scenes {
+        let sc = scene::load(spec).with_context(|| format!("loading scene `{spec}`"))?;
+        let tree = bvh::build(&sc.triangles);
+        println!(
+            "scene {}: {} triangles; BVH {} nodes, depth {}, {:.1} ms",
+            sc.name,
+            sc.triangles.len(),
+            tree.nodes.len(),
+            tree.depth,
+            tree.build_time.as_secs_f64() * 1e3
+        );
+        let packed = Packed::new(&sc, &tree);
+        let camera = CameraLayout::new(&sc.camera, args.width, args.height);
+        let job = SceneBench { args: &args, scene: &sc, tree: &tree, traversals: &traversals, packed, camera };
+        let (device, scene_rows) = with_backend(args.backend, job)?;
+        device_name = device;
+        rows.extend(scene_rows);
+    }
+    let identical = output::hashes_agree(&rows);
+    let md = output::bench_report(&rows, &device_name, &command);
+    println!("{}", output::bench_table(&rows));
+    if let Some(dir) = &args.out {
+        // `reap bench noise --out` into the same folder: the images' noise beside their speed.
+        let md = match dir.join("noise.md").is_file() {
+            true => md + "\nNoise against a high-spp reference (`reap bench noise`): [noise.md](noise.md).\n",
+            false => md,
+        };
+        output::write_bench(dir, &rows, &md)?;
+        println!("wrote results.csv, results.json and report.md in {}", dir.display());
+    }
+    if !identical {
+        eprintln!("error: compaction choices rendered different images on one backend (see the hash column)");
+    }
+    Ok(identical)
+}
+
+/// One scene's runs, waiting for a backend: the device's name and the rows.
+struct SceneBench<'a> {
+    args: &'a RenderBenchArgs,
+    scene: &'a scene::Scene,
+    tree: &'a bvh::Bvh,
+    traversals: &'a [Traversal],
+    packed: Packed,
+    camera: CameraLayout,
+}
+
+impl OnBackend for SceneBench<'_> {
+    type Output = (String, Vec<output::BenchRow>);
+    fn run<B: Opened>(self, backend: B) -> Result<Self::Output> {
+        let a = self.args;
+        let device = backend.device();
+        let choices = compactions(&a.algorithms, &backend)?;
+        let kind = backend.kind().name();
+        let engine = backend.tracer(self.packed, self.camera, a.width, a.height, a.seed, a.max_bounces)?;
+        let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
+        Ok((device, rows))
+    }
+}
+
+fn bench_scene<E: Engine>(
+    mut engine: E,
+    args: &RenderBenchArgs,
+    sc: &scene::Scene,
+    tree: &bvh::Bvh,
+    traversals: &[Traversal],
+    choices: &[Compaction],
+    backend: &str,
+) -> Result<Vec<output::BenchRow>> {
+    let mut rows = Vec::new();
+    let bar = ProgressBar::new((traversals.len() * choices.len()) as u64);
+    for &traversal in traversals {
+        for &c in choices {
+            bar.set_message(format!("{} {} {}", sc.name, traversal.name(), c.name()));
+            let settings = RenderSettings {
+                width: args.width,
+                height: args.height,
+                spp: args.spp,
+                max_bounces: args.max_bounces,
+                estimator: args.estimator,
+                traversal,
+                compact_paths: c,
+                compact_frontier: c,
+                seed: args.seed,
+                first_sample: 0,
+                max_frontier: args.max_frontier,
+                descend: args.descend,
+            };
+            // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
+            let warm = RenderSettings { spp: 1, ..settings.clone() };
+            let outcome = reap::trace::render(&mut engine, &warm, |_| {})
+                .and_then(|_| engine.reset())
+                .and_then(|_| reap::trace::render(&mut engine, &settings, |_| {}));
+            let row = match outcome {
+                Ok(frames) => {
+                    let sum = engine.image()?;
+                    output::BenchRow::measured(
+                        backend,
+                        &sc.name,
+                        sc.triangles.len(),
+                        tree.depth,
+                        &settings,
+                        &frames,
+                        &sum,
+                    )
+                }
+                // The `none` frontier may outgrow memory on a deep BVH: that is a result, not a failure.
+                Err(e @ reap::trace::TraceError::FrontierTooLarge { .. }) => output::BenchRow::failed(
+                    backend,
+                    &sc.name,
+                    sc.triangles.len(),
+                    tree.depth,
+                    &settings,
+                    e.to_string(),
+                ),
+                Err(e) => return Err(e.into()),
+            };
+            engine.reset()?;
+            rows.push(row);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(rows)
+}

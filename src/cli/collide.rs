@@ -1,0 +1,206 @@
+//! `reap collide`: the collision demo, headless. Builds a scenario, steps it
+//! on the chosen backend with the chosen frontier compaction and sort, and
+//! writes the per-frame timings and a summary table. `reap bench collide`
+//! shares its scenario, settings and warm-up.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use reap::collide::output::{self, Run, Summary};
+use reap::collide::{Body, CollideSettings, Compaction, Engine, Scenario, SortMethod, World, scenario, simulate};
+use reap::compaction::{Backend, BackendKind};
+
+use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+
+/// Bodies when --bodies is not given: a GPU runs 100k interactively, a CPU 10k.
+const DEFAULT_BODIES_CUDA: u32 = 100_000;
+const DEFAULT_BODIES_CPU: u32 = 10_000;
+
+/// A body count: `10000`, `10_000`, `10k` or `1M`; at least 1.
+pub fn parse_bodies(s: &str) -> Result<u32, String> {
+    let t = s.trim().replace('_', "");
+    let (digits, scale) = match t.strip_suffix(['k', 'K']) {
+        Some(d) => (d, 1_000u64),
+        None => match t.strip_suffix(['m', 'M']) {
+            Some(d) => (d, 1_000_000),
+            None => (t.as_str(), 1),
+        },
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("`{s}`: expected a body count such as 10000, 100k or 1M"))?;
+    let n = n.checked_mul(scale).filter(|n| *n <= u32::MAX as u64).ok_or_else(|| format!("`{s}` is too large"))?;
+    if n == 0 {
+        return Err("--bodies must be at least 1".into());
+    }
+    Ok(n as u32)
+}
+
+pub(super) fn scenarios_help() -> String {
+    let mut s = String::from("Scenarios:\n");
+    for sc in Scenario::ALL {
+        s.push_str(&format!("  {:<6} {}\n", sc.name(), sc.describe()));
+    }
+    s
+}
+
+#[derive(clap::Args)]
+#[command(after_help = scenarios_help())]
+pub struct CollideArgs {
+    /// The scenario (listed below).
+    #[arg(long, default_value = "pile")]
+    pub scenario: String,
+    /// Number of bodies (`100k` and `1M` work too); default 100000 on CUDA, 10000 on the CPU.
+    #[arg(long, value_parser = parse_bodies)]
+    pub bodies: Option<u32>,
+    /// Frames to simulate; the summary's means leave out frame 0 (a warm-up) when there are more.
+    #[arg(long, default_value_t = 100)]
+    pub frames: u32,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Algorithm that compacts the pair frontier after each traversal level, or `none` (dead slots stay,
+    /// and the frontier grows fourfold per level).
+    #[arg(long, default_value = "lookback")]
+    pub compact_pairs: String,
+    /// How the Morton codes are sorted: `fast` (8-bit digit radix sort) or `split:ALG` (the library's
+    /// radix sort by repeated split with a catalog algorithm).
+    #[arg(long, default_value = "fast")]
+    pub sort: String,
+    /// Jacobi iterations of the contact solver per frame (1 to 64).
+    #[arg(long, default_value_t = 4)]
+    pub iterations: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
+    #[arg(long, default_value_t = 1 << 28)]
+    pub max_frontier: u64,
+    /// Per-frame timings (every stage and level, frontier sizes, counts): .json or .csv.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub(super) fn check_frames(frames: u32) -> Result<()> {
+    if frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    Ok(())
+}
+
+pub(super) fn settings<B: Backend>(
+    backend: &B,
+    compact_pairs: &str,
+    sort: &str,
+    iterations: u32,
+    max_frontier: u64,
+) -> Result<CollideSettings> {
+    let s = CollideSettings {
+        compact_pairs: Compaction::parse(compact_pairs, backend, "compact-pairs")?,
+        sort: SortMethod::parse(sort, backend)?,
+        iterations,
+        max_frontier,
+    };
+    s.check()?;
+    Ok(s)
+}
+
+pub fn run(args: CollideArgs) -> Result<bool> {
+    // Output path and plain arguments first: a bad flag must not cost a simulation.
+    if let Some(out) = &args.out {
+        output::check_timings_path(out)?;
+    }
+    let sc: Scenario = args.scenario.parse()?;
+    check_frames(args.frames)?;
+
+    with_backend(args.backend, CollideRun { args, scenario: sc })
+}
+
+/// A simulation with its flags checked, waiting for a backend.
+struct CollideRun {
+    args: CollideArgs,
+    scenario: Scenario,
+}
+
+impl OnBackend for CollideRun {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let (args, sc) = (&self.args, self.scenario);
+        let s = settings(&backend, &args.compact_pairs, &args.sort, args.iterations, args.max_frontier)?;
+        let n = args.bodies.unwrap_or(match backend.kind() {
+            BackendKind::Cuda => DEFAULT_BODIES_CUDA,
+            BackendKind::Cpu => DEFAULT_BODIES_CPU,
+        });
+        let (kind, device) = (backend.kind().name(), backend.device());
+        let (world, bodies) = build(sc, n, args.seed)?;
+        let engine = backend.collider(world, &bodies)?;
+        go(engine, args, sc, n, s, kind, &device)
+    }
+}
+
+pub(super) fn build(sc: Scenario, n: u32, seed: u64) -> Result<(World, Vec<Body>)> {
+    let t0 = std::time::Instant::now();
+    let built = scenario::build(sc, n, seed).with_context(|| format!("building scenario `{}`", sc.name()))?;
+    eprintln!("scenario {}: {n} bodies placed in {:.2} s", sc.name(), t0.elapsed().as_secs_f64());
+    Ok(built)
+}
+
+fn go<E: Engine>(
+    mut engine: E,
+    args: &CollideArgs,
+    sc: Scenario,
+    n: u32,
+    s: CollideSettings,
+    backend: &str,
+    device: &str,
+) -> Result<bool> {
+    println!(
+        "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, {} solver iterations, {} frames",
+        sc.name(),
+        s.sort.name(),
+        s.compact_pairs.name(),
+        s.iterations,
+        args.frames
+    );
+    warm_up(&engine, &s)?;
+    let bar = ProgressBar::new(args.frames as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {msg}  [{elapsed_precise} < {eta_precise}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let frames = simulate(&mut engine, &s, args.frames, |f| {
+        bar.set_message(format!(
+            "broad {:.3} ms, frame {:.3} ms summed ({:.3} wall clock), {} contacts",
+            f.broad_ms(),
+            f.frame_ms,
+            f.wall_ms,
+            f.contacts
+        ));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let frames = frames?;
+    let summary = Summary::of(&frames);
+    print!("{}", output::summary_table(&summary, &frames));
+    if let Some(path) = &args.out {
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.seed, settings: &s };
+        output::write_timings(path, &run, &frames)?;
+        println!("timings written to {}", path.display());
+    }
+    Ok(true)
+}
+
+/// Compiles (NVRTC) and loads the compaction and split-sort kernels the run
+/// will use, so frame 0 measures the frame rather than the compiler.
+pub(super) fn warm_up<E: Engine>(engine: &E, s: &CollideSettings) -> Result<()> {
+    use reap::collide::DEAD64;
+    use reap::compaction::{Keep, Report};
+    let b = engine.backend();
+    if let Compaction::With(alg) = s.compact_pairs {
+        let (input, mut out) = (b.upload(&[DEAD64, 7])?, b.alloc::<u64>(2)?);
+        b.select(alg, &input, Keep::Sentinel(DEAD64), &mut out)?.count()?;
+    }
+    if let SortMethod::Split(alg) = s.sort {
+        let (mut keys, mut ids) = (b.upload(&[3u32, 1])?, b.upload(&[0u32, 1])?);
+        b.radix_sort(alg, &mut keys, Some(&mut ids))?.count()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! `reap render`: the wavefront path tracer, headless. Loads a scene, builds
+//! its BVH, renders on the chosen backend with the chosen compaction at each
+//! site, and writes the image, the timings and a summary table.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use reap::bvh;
+use reap::compaction::{Backend, BackendKind};
+use reap::scene;
+use reap::trace::layout::{CameraLayout, Packed};
+use reap::trace::output::{self, Summary, Timings};
+use reap::trace::tonemap::{Tone, ToneCurve};
+use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+
+use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+
+#[derive(clap::Args)]
+#[command(after_help = scenes_help())]
+pub struct RenderArgs {
+    /// A built-in scene's name (listed below) or a path to an OBJ file (its MTL beside it).
+    #[arg(long, default_value = "cornell")]
+    pub scene: String,
+    #[arg(long, default_value_t = 1280)]
+    pub width: u32,
+    #[arg(long, default_value_t = 720)]
+    pub height: u32,
+    /// Samples per pixel (one wavefront frame each).
+    #[arg(long, default_value_t = 64)]
+    pub spp: u32,
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
+    /// ray leaving the last one is still traced for the light or sky it finds.
+    #[arg(long, default_value_t = 8)]
+    pub max_bounces: u32,
+    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
+    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
+    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
+    pub estimator: Estimator,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// breadth-first (a compacted frontier of (path, node) items per level) or depth-first (a stack per ray).
+    #[arg(long, default_value = "breadth-first")]
+    pub traversal: String,
+    /// Algorithm that removes dead paths after each bounce: a catalog name, or `none` (dead slots stay).
+    #[arg(long, default_value = "lookback")]
+    pub compact_paths: String,
+    /// Algorithm that compacts the breadth-first frontier after each level, or `none`.
+    #[arg(long, default_value = "lookback")]
+    pub compact_frontier: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u32,
+    /// The image: .png (8-bit sRGB) or .exr (linear radiance).
+    #[arg(long, default_value = "render.png")]
+    pub out: PathBuf,
+    /// PNG only: multiply linear radiance by 2^EV before the tone curve.
+    #[arg(long, value_name = "EV", default_value_t = 0.0, allow_negative_numbers = true)]
+    pub exposure: f32,
+    /// PNG only: the display curve: clamp (none; a furnace stays white), aces (Hill's ACES fit) or agx
+    /// (AgX base).
+    #[arg(long, default_value = "clamp", value_parser = |s: &str| s.parse::<ToneCurve>().map_err(|e| e.to_string()))]
+    pub tonemap: ToneCurve,
+    /// Timings per frame, bounce, level and stage: .json or .csv.
+    #[arg(long)]
+    pub timings: Option<PathBuf>,
+    /// The most items a breadth-first frontier level may hold (the `none` baseline doubles per level).
+    #[arg(long, default_value_t = 1 << 28)]
+    pub max_frontier: u64,
+    /// BVH levels one breadth-first expansion descends (1 to 5): each level's items fan out to 2^K
+    /// slots, so a deeper descent makes fewer, fuller levels.
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    pub descend: u32,
+    /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.
+    #[arg(skip)]
+    pub first_run: bool,
+}
+
+impl RenderArgs {
+    fn tone(&self) -> Tone {
+        Tone { exposure: self.exposure, curve: self.tonemap }
+    }
+}
+
+fn scenes_help() -> String {
+    let mut s = String::from("Built-in scenes:\n");
+    for (name, what) in scene::BUILTINS {
+        s.push_str(&format!("  {name:<18} {what}\n"));
+    }
+    s
+}
+
+pub fn run(args: RenderArgs) -> Result<bool> {
+    // Output paths first: a bad path must not cost a render.
+    let format = output::image_format(&args.out)?;
+    if !args.exposure.is_finite() {
+        anyhow::bail!("--exposure {} is not a number of stops", args.exposure);
+    }
+    if format == output::ImageFormat::Exr && args.tone() != Tone::CLAMP {
+        anyhow::bail!("{} is an EXR (linear radiance): --exposure and --tonemap apply to PNG only", args.out.display());
+    }
+    output::check_writable(&args.out)?;
+    if let Some(t) = &args.timings {
+        output::timings_format(t)?;
+        output::check_writable(t)?;
+    }
+    let traversal: Traversal = args.traversal.parse()?;
+
+    let t0 = std::time::Instant::now();
+    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
+    for w in &sc.warnings {
+        eprintln!("warning: {w}");
+    }
+    if sc.skipped_triangles > 0 {
+        eprintln!("warning: skipped {} degenerate or non-finite triangles", sc.skipped_triangles);
+    }
+    println!("scene {}: {} triangles, loaded in {:.2} s", sc.name, sc.triangles.len(), t0.elapsed().as_secs_f64());
+    let tree = bvh::build(&sc.triangles);
+    println!(
+        "BVH: {} nodes, depth {}, built in {:.1} ms (binned SAH, {} threads)",
+        tree.nodes.len(),
+        tree.depth,
+        tree.build_time.as_secs_f64() * 1e3,
+        rayon::current_num_threads()
+    );
+    let packed = Packed::new(&sc, &tree);
+
+    with_backend(args.backend, RenderRun { args, scene: sc, tree, packed, traversal })
+}
+
+/// A render with its scene loaded, waiting for a backend.
+struct RenderRun {
+    args: RenderArgs,
+    scene: scene::Scene,
+    tree: bvh::Bvh,
+    packed: Packed,
+    traversal: Traversal,
+}
+
+impl OnBackend for RenderRun {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let RenderRun { mut args, scene, tree, packed, traversal } = self;
+        if args.first_run && backend.kind() == BackendKind::Cpu {
+            // A few seconds on a laptop's cores rather than minutes.
+            (args.width, args.height, args.spp) = (640, 360, 16);
+            println!(
+                "no CUDA GPU: rendering a smaller image on the CPU ({}x{}, {} spp)",
+                args.width, args.height, args.spp
+            );
+        }
+        let camera = CameraLayout::new(&scene.camera, args.width, args.height);
+        let job = RenderJob { args: &args, scene: &scene, tree: &tree, traversal };
+        let settings = job.settings(&backend)?;
+        let (kind, device) = (backend.kind().name(), backend.device());
+        let engine = backend.tracer(packed, camera, args.width, args.height, args.seed, args.max_bounces)?;
+        job.go(engine, settings, kind, &device)
+    }
+}
+
+/// `--estimator`: a catalog name of [`Estimator`].
+pub(super) fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
+    s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
+}
+
+/// What the backend-independent half of a render needs.
+struct RenderJob<'a> {
+    args: &'a RenderArgs,
+    scene: &'a scene::Scene,
+    tree: &'a bvh::Bvh,
+    traversal: Traversal,
+}
+
+impl RenderJob<'_> {
+    fn settings<B: Backend>(&self, backend: &B) -> Result<RenderSettings> {
+        let a = self.args;
+        let s = RenderSettings {
+            width: a.width,
+            height: a.height,
+            spp: a.spp,
+            max_bounces: a.max_bounces,
+            estimator: a.estimator,
+            traversal: self.traversal,
+            compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
+            compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
+            seed: a.seed,
+            first_sample: 0,
+            max_frontier: a.max_frontier,
+            descend: a.descend,
+        };
+        s.check()?;
+        Ok(s)
+    }
+
+    fn go<E: Engine>(&self, mut engine: E, settings: RenderSettings, backend: &str, device: &str) -> Result<bool> {
+        let a = self.args;
+        println!(
+            "rendering {}x{}, {} spp, {} bounces, {} estimator on {device}: {} traversal, paths compacted by {}, \
+             frontier by {}",
+            a.width,
+            a.height,
+            a.spp,
+            a.max_bounces,
+            settings.estimator,
+            settings.traversal.name(),
+            settings.compact_paths.name(),
+            settings.compact_frontier.name()
+        );
+        warm_up(&engine, &settings)?;
+        let bar = ProgressBar::new(a.spp as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} spp  {msg}  [{elapsed_precise} < {eta_precise}]")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let frames = render(&mut engine, &settings, |f| {
+            bar.set_message(format!(
+                "{:.2} ms/frame wall clock, {:.0} Mrays/s (stages {:.2} ms)",
+                f.wall_ms,
+                f.wall_mrays_per_s(),
+                f.frame_ms
+            ));
+            bar.inc(1);
+        })?;
+        bar.finish_and_clear();
+        let sum = engine.image()?;
+        let hash = format!("{:016x}", output::hash(&sum));
+        output::write_image(&a.out, &sum, a.width, a.height, a.tone())?;
+        let summary = Summary::of(&frames);
+        print!("{}", output::summary_table(&summary, &frames));
+        println!("image hash {hash} written to {}", a.out.display());
+        if let Some(path) = &a.timings {
+            output::write_timings(
+                path,
+                &Timings {
+                    reap_commit: reap::bench::output::GIT_COMMIT,
+                    backend,
+                    device,
+                    scene: &self.scene.name,
+                    triangles: self.scene.triangles.len(),
+                    bvh_nodes: self.tree.nodes.len(),
+                    bvh_depth: self.tree.depth,
+                    bvh_build_ms: self.tree.build_time.as_secs_f64() * 1e3,
+                    settings: &settings,
+                    image_hash: hash,
+                    summary,
+                    frames: &frames,
+                },
+            )?;
+            println!("timings written to {}", path.display());
+        }
+        Ok(true)
+    }
+}
+
+/// Compiles (NVRTC) and loads the compaction kernels the render will use, so
+/// the first frame's timings measure compaction rather than the compiler.
+fn warm_up<E: Engine>(engine: &E, settings: &RenderSettings) -> Result<()> {
+    use reap::compaction::{Keep, Report};
+    use reap::trace::{DEAD32, DEAD64};
+    let b = engine.backend();
+    if let Compaction::With(alg) = settings.compact_paths {
+        let (input, mut output) = (b.upload(&[DEAD32])?, b.alloc::<u32>(1)?);
+        b.select(alg, &input, Keep::Sentinel(DEAD32), &mut output)?.count()?;
+    }
+    if let (Compaction::With(alg), Traversal::BreadthFirst) = (settings.compact_frontier, settings.traversal) {
+        let (input, mut output) = (b.upload(&[DEAD64])?, b.alloc::<u64>(1)?);
+        b.select(alg, &input, Keep::Sentinel(DEAD64), &mut output)?.count()?;
+    }
+    Ok(())
+}

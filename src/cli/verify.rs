@@ -1,0 +1,133 @@
+//! `reap verify`: the correctness suite against the sequential reference, on
+//! the chosen backend, with a line per algorithm and `N passed, M failed`.
+
+use std::io::Write;
+
+use anyhow::{Context, Result, bail};
+
+use reap::compaction::{Algorithm, Operation};
+use reap::verify::{self, Harness};
+
+use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// A catalog name, or `all`.
+    #[arg(long, default_value = "all")]
+    algorithm: String,
+    /// Operations to check (select, partition, scan, sort, remove); default all.
+    #[arg(long, value_delimiter = ',')]
+    operations: Vec<String>,
+    /// Element counts, comma separated (default: sizes around every block boundary up to 1,000,003;
+    /// on CUDA also 2^24+7, 2^28 and 2^31+2^24+4099). Sizes above 2^21 run a reduced matrix; sizes
+    /// above 2^31 run only the counted select, partition and scan. Each size is also the capacity of
+    /// the counted cases, whose lengths are 0, 1, cap-1, cap, below cap and above it.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<u64>,
+    /// Fractions kept (or removed, for Redzone), comma separated, each in [0, 1].
+    #[arg(long, value_delimiter = ',')]
+    densities: Vec<f64>,
+    /// Element sizes in bytes: 4, 8, 16.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    elements: Vec<usize>,
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Print every case, not only failures.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+pub fn run(args: VerifyArgs) -> Result<bool> {
+    let algorithms =
+        if args.algorithm == "all" { Algorithm::ALL.to_vec() } else { vec![args.algorithm.parse::<Algorithm>()?] };
+    let mut cfg = verify::Config::new(algorithms);
+    if !args.operations.is_empty() {
+        cfg.operations =
+            args.operations
+                .iter()
+                .map(|s| {
+                    Operation::ALL.into_iter().find(|o| o.name() == s).with_context(|| {
+                        format!("unknown operation `{s}`; use select, partition, scan, sort or remove")
+                    })
+                })
+                .collect::<Result<_>>()?;
+    }
+    let sizes_given = !args.sizes.is_empty();
+    if sizes_given {
+        cfg.sizes = args.sizes;
+    }
+    if !args.densities.is_empty() {
+        if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
+            bail!("density {d} is outside [0, 1]");
+        }
+        cfg.densities = args.densities;
+    }
+    if let Some(e) = args.elements.iter().find(|e| ![4, 8, 16].contains(*e)) {
+        bail!("element size {e} is not supported; use 4, 8 or 16");
+    }
+    if args.elements.is_empty() {
+        bail!("--elements needs at least one of 4, 8, 16");
+    }
+    cfg.element_sizes = args.elements;
+    cfg.seed = args.seed;
+    with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose })
+}
+
+struct VerifyJob {
+    cfg: verify::Config,
+    sizes_given: bool,
+    verbose: bool,
+}
+
+impl OnBackend for VerifyJob {
+    type Output = bool;
+    fn run<B: Opened>(mut self, backend: B) -> Result<bool> {
+        // Only a GPU has SMs.
+        if let Some(sms) = backend.sms() {
+            println!("device: {} ({sms} SMs)", backend.device());
+            if !self.sizes_given {
+                // The GPU suite also covers the sizes only a GPU checks quickly, and
+                // counted lengths past 2^31.
+                self.cfg.sizes.extend([(1 << 24) + 7, 1 << 28, verify::Config::ABOVE_2_31]);
+            }
+        }
+        Ok(verify_on(&backend, &self.cfg, self.verbose))
+    }
+}
+
+fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> bool {
+    println!("verifying on the {} backend (seed {:#x})", backend.kind().name(), cfg.seed);
+    let mut per_alg: Vec<(Algorithm, u64, u64)> = Vec::new();
+    let summary = verify::run(backend, cfg, |case, outcome| {
+        match per_alg.last_mut() {
+            Some((a, _, _)) if *a == case.algorithm => {}
+            _ => {
+                if let Some((a, p, f)) = per_alg.last() {
+                    println!("  {:<27} {p} passed, {f} failed", a.name());
+                }
+                per_alg.push((case.algorithm, 0, 0));
+            }
+        }
+        let entry = per_alg.last_mut().expect("pushed above");
+        match outcome {
+            Ok(()) => {
+                entry.1 += 1;
+                if verbose {
+                    println!("    ok   {case}");
+                }
+            }
+            Err(e) => {
+                entry.2 += 1;
+                println!("    FAIL {case}: {e}");
+            }
+        }
+        let _ = std::io::stdout().flush();
+    });
+    if let Some((a, p, f)) = per_alg.last() {
+        println!("  {:<27} {p} passed, {f} failed", a.name());
+    }
+    println!("{} passed, {} failed", summary.passed, summary.failed);
+    summary.failed == 0
+}

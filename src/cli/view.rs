@@ -1,0 +1,100 @@
+//! `reap view`: the interactive viewer (the progressive image, or the
+//! collision demo) with the overlay comparing compaction algorithms.
+
+use anyhow::{Result, bail};
+
+use super::backend::BackendChoice;
+
+#[derive(clap::Args)]
+pub struct ViewArgs {
+    /// A built-in scene's name (see `reap render --help`) or a path to an OBJ file.
+    #[arg(long, default_value = "cornell")]
+    scene: String,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    backend: BackendChoice,
+    /// Render width in pixels (the window adds the overlay's panel).
+    #[arg(long, default_value_t = 960)]
+    width: u32,
+    #[arg(long, default_value_t = 540)]
+    height: u32,
+    /// Exit after this many frames.
+    #[arg(long)]
+    frames: Option<u64>,
+    /// Save the window, overlay included, as PNG at exit.
+    #[arg(long)]
+    screenshot: Option<std::path::PathBuf>,
+    /// Start "compare all" at once: every algorithm at both sites for K frames each (after one
+    /// warm-up frame), then a ranked chart.
+    #[arg(long, value_name = "K")]
+    compare_all: Option<u32>,
+    /// Show the collision demo instead of the path tracer (the overlay switches between them).
+    #[arg(long)]
+    collide: bool,
+    /// With --collide: the scenario (pile, drum or gas).
+    #[arg(long, default_value = "pile", requires = "collide")]
+    scenario: String,
+    /// With --collide: how many bodies [default: 4000 on the CPU, 100000 with CUDA].
+    #[arg(long, requires = "collide", value_parser = super::collide::parse_bodies)]
+    bodies: Option<u32>,
+    /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    descend: u32,
+}
+
+/// The viewer with `reap view`'s defaults, for `reap` with no arguments:
+/// `Ok(false)`, after a line saying so, where no window can open.
+#[cfg(feature = "viewer")]
+pub fn first_run(args: ViewArgs) -> Result<bool> {
+    match reap::viewer::run(options(args)?) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_no_display() => {
+            println!(
+                "reap: cannot open the viewer ({e}); rendering render.png headless instead (see `reap render --help`)"
+            );
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(feature = "viewer")]
+pub fn run(args: ViewArgs) -> Result<bool> {
+    match reap::viewer::run(options(args)?) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_no_display() => bail!("{e}; `reap render` renders without a window"),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(feature = "viewer")]
+fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
+    use reap::viewer::session::BackendKind;
+    let backend = match args.backend {
+        BackendChoice::Auto => None,
+        BackendChoice::Cpu => Some(BackendKind::Cpu),
+        BackendChoice::Cuda => Some(BackendKind::Cuda),
+    };
+    if let Some(p) = &args.screenshot {
+        reap::trace::output::check_writable(p)?;
+    }
+    let collide = match args.collide {
+        true => Some(reap::viewer::CollideOptions { scenario: args.scenario.parse()?, bodies: args.bodies }),
+        false => None,
+    };
+    Ok(reap::viewer::ViewOptions {
+        scene: args.scene,
+        backend,
+        width: args.width,
+        height: args.height,
+        frames: args.frames,
+        screenshot: args.screenshot,
+        compare_all: args.compare_all,
+        collide,
+        descend: args.descend,
+    })
+}
+
+#[cfg(not(feature = "viewer"))]
+pub fn run(_args: ViewArgs) -> Result<bool> {
+    bail!("this reap was built without the `viewer` feature; rebuild with default features, or use `reap render`")
+}
