@@ -32,9 +32,6 @@ impl Default for AtomicTuning {
 
 /// Unstable select by warp-aggregated atomic append; the count goes to `*io.count`.
 pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
     let t = &b.tuning.atomic;
     let block = t.block.clamp(32, 1024) / 32 * 32;
     let items = t.items.max(1);

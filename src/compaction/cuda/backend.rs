@@ -90,54 +90,69 @@ impl CudaBackend {
         Ok(Io { ext: Extent { cap, len: base + 8 * lens.input }, input, output, count: base + 8 * lens.output })
     }
 
-    /// A call with its length on the host: a fresh zeroed count word, then
-    /// `run` over the call's device addresses.
-    fn host_call(
+    /// Runs `run` over a call's device addresses and reports its count. With
+    /// `lens`, a counted call over a capacity of `cap`: the addresses
+    /// `counted_io` gives, the count staying in the caller's lens word.
+    /// Without, a call of host length `cap` with a fresh zeroed count word.
+    fn call(
         &self,
         count_what: &'static str,
-        n: u64,
-        input: u64,
-        output: u64,
-        run: impl FnOnce(Io, &mut Stages) -> Result<()>,
-    ) -> Result<CudaReport> {
-        let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error(count_what))?;
-        let mut st = Stages::new(&self.stream);
-        run(Io { ext: Extent::host(n), input, output, count: raw_ptr(&count) }, &mut st)?;
-        Ok(CudaReport { count: Count::Device(count), stages: st })
-    }
-
-    /// A counted call over a capacity of `cap`: `run` over the addresses
-    /// `counted_io` gives; the count stays in the caller's lens word.
-    fn counted_call(
-        &self,
         cap: u64,
         input: u64,
         output: u64,
-        mut lens: Lens<'_, Self>,
+        lens: Option<Lens<'_, Self>>,
         run: impl FnOnce(Io, &mut Stages) -> Result<()>,
     ) -> Result<CudaReport> {
-        let io = self.counted_io(cap, input, output, &mut lens)?;
         let mut st = Stages::new(&self.stream);
-        run(io, &mut st)?;
-        Ok(CudaReport { count: Count::Lens(lens.output), stages: st })
+        let count = match lens {
+            Some(mut lens) => {
+                run(self.counted_io(cap, input, output, &mut lens)?, &mut st)?;
+                Count::Lens(lens.output)
+            }
+            None => {
+                let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error(count_what))?;
+                run(Io { ext: Extent::host(cap), input, output, count: raw_ptr(&count) }, &mut st)?;
+                Count::Device(count)
+            }
+        };
+        Ok(CudaReport { count, stages: st })
     }
 
-    fn select_raw(&self, algorithm: Algorithm, v: &Variant, args: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-        match algorithm {
-            Algorithm::Lookback => single_pass::select(self, single_pass::Chaining::Decoupled, v, args, io, st),
-            Algorithm::Chained => single_pass::select(self, single_pass::Chaining::Chained, v, args, io, st),
-            Algorithm::Billeter(b) => billeter::select(self, b, v, args, io, st),
-            Algorithm::Horn => horn::select(self, v, args, io, st),
-            Algorithm::Sengupta => sengupta::select(self, v, args, io, st),
-            Algorithm::Blelloch => blelloch::select(self, v, args, io, st),
-            Algorithm::Roger => roger::select(self, v, args, io, st),
-            Algorithm::Atomic => atomic::select(self, v, args, io, st),
-            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => redzone::select(self, algorithm, v, args, io, st),
-            Algorithm::Sequential | Algorithm::Stencil => Err(self.not_here(algorithm)),
-        }
+    /// Every select and partition, counted or not.
+    fn compact_call<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        op: Operation,
+        input: &CudaBuffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &CudaBuffer<T>,
+        lens: Option<Lens<'_, Self>>,
+    ) -> Result<CudaReport> {
+        let (variant, args) = self.compact_args(algorithm, op, input, keep, output)?;
+        let split = op == Operation::Partition;
+        self.call("allocating the count", input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.compact_raw(algorithm, split, &variant, args, io, st)
+        })
+    }
+
+    /// Every exclusive scan, counted or not.
+    fn scan_call<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &CudaBuffer<S>,
+        lens: Option<Lens<'_, Self>>,
+    ) -> Result<CudaReport> {
+        let variant = self.scan_args(algorithm, input, output)?;
+        self.call("allocating the total", input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.scan_raw(algorithm, &variant, io, st)
+        })
     }
 
     fn scan_raw(&self, algorithm: Algorithm, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+        if io.ext.cap == 0 {
+            return Ok(()); // nothing to enqueue: the total was zeroed
+        }
         match algorithm {
             Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st),
             Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st),
@@ -149,23 +164,34 @@ impl CudaBackend {
         }
     }
 
-    /// Partition by device addresses, for the backend's own multi-pass users (sort).
-    pub(crate) fn partition_raw(
+    /// Select, or with `split` partition, by device addresses; also for the
+    /// backend's own multi-pass users (sort). The algorithms' entry points
+    /// here and in `scan_raw` see a capacity > 0 only.
+    pub(crate) fn compact_raw(
         &self,
         algorithm: Algorithm,
+        split: bool,
         v: &Variant,
         args: KeepArgs,
         io: Io,
         st: &mut Stages,
     ) -> Result<()> {
+        if io.ext.cap == 0 {
+            return Ok(()); // nothing to enqueue: the count was zeroed
+        }
         match algorithm {
-            Algorithm::Lookback => single_pass::partition(self, single_pass::Chaining::Decoupled, v, args, io, st),
-            Algorithm::Chained => single_pass::partition(self, single_pass::Chaining::Chained, v, args, io, st),
-            Algorithm::Billeter(b) => billeter::partition(self, b, v, args, io, st),
-            Algorithm::Horn => horn::partition(self, v, args, io, st),
-            Algorithm::Sengupta => sengupta::partition(self, v, args, io, st),
-            Algorithm::Blelloch => blelloch::partition(self, v, args, io, st),
-            Algorithm::Roger => roger::partition(self, v, args, io, st),
+            Algorithm::Lookback => single_pass::compact(self, single_pass::Chaining::Decoupled, v, args, io, split, st),
+            Algorithm::Chained => single_pass::compact(self, single_pass::Chaining::Chained, v, args, io, split, st),
+            Algorithm::Billeter(b) => billeter::compact(self, b, v, args, io, split, st),
+            Algorithm::Horn => horn::compact(self, v, args, io, split, st),
+            Algorithm::Sengupta => sengupta::compact(self, v, args, io, split, st),
+            Algorithm::Blelloch => blelloch::compact(self, v, args, io, split, st),
+            Algorithm::Roger => roger::compact(self, v, args, io, split, st),
+            // Unstable: no partition.
+            Algorithm::Atomic if !split => atomic::select(self, v, args, io, st),
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid if !split => {
+                redzone::select(self, algorithm, v, args, io, st)
+            }
             _ => Err(self.not_here(algorithm)),
         }
     }
@@ -236,10 +262,7 @@ impl Backend for CudaBackend {
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
-        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
-        self.host_call("allocating the count", input.len, input.ptr(), output.ptr(), |io, st| {
-            self.select_raw(algorithm, &variant, args, io, st)
-        })
+        self.compact_call(algorithm, Operation::Select, input, keep, output, None)
     }
 
     fn partition<T: Element>(
@@ -249,10 +272,7 @@ impl Backend for CudaBackend {
         keep: Keep<'_, Self, T>,
         output: &mut CudaBuffer<T>,
     ) -> Result<CudaReport> {
-        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
-        self.host_call("allocating the count", input.len, input.ptr(), output.ptr(), |io, st| {
-            self.partition_raw(algorithm, &variant, args, io, st)
-        })
+        self.compact_call(algorithm, Operation::Partition, input, keep, output, None)
     }
 
     fn exclusive_scan<S: ScanElement>(
@@ -261,10 +281,7 @@ impl Backend for CudaBackend {
         input: &CudaBuffer<S>,
         output: &mut CudaBuffer<S>,
     ) -> Result<CudaReport> {
-        let variant = self.scan_args(algorithm, input, output)?;
-        self.host_call("allocating the total", input.len, input.ptr(), output.ptr(), |io, st| {
-            self.scan_raw(algorithm, &variant, io, st)
-        })
+        self.scan_call(algorithm, input, output, None)
     }
 
     fn select_counted<T: Element>(
@@ -275,10 +292,7 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
-        let (variant, args) = self.compact_args(algorithm, Operation::Select, input, keep, output)?;
-        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.select_raw(algorithm, &variant, args, io, st)
-        })
+        self.compact_call(algorithm, Operation::Select, input, keep, output, Some(lens))
     }
 
     fn partition_counted<T: Element>(
@@ -289,10 +303,7 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
-        let (variant, args) = self.compact_args(algorithm, Operation::Partition, input, keep, output)?;
-        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.partition_raw(algorithm, &variant, args, io, st)
-        })
+        self.compact_call(algorithm, Operation::Partition, input, keep, output, Some(lens))
     }
 
     fn exclusive_scan_counted<S: ScanElement>(
@@ -302,10 +313,7 @@ impl Backend for CudaBackend {
         output: &mut CudaBuffer<S>,
         lens: Lens<'_, Self>,
     ) -> Result<CudaReport> {
-        let variant = self.scan_args(algorithm, input, output)?;
-        self.counted_call(input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.scan_raw(algorithm, &variant, io, st)
-        })
+        self.scan_call(algorithm, input, output, Some(lens))
     }
 
     fn radix_sort<K: SortKey>(

@@ -93,16 +93,9 @@ fn output_name(alg: Billeter) -> &'static str {
     }
 }
 
-pub fn select(b: &CudaBackend, alg: Billeter, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, alg, v, keep, io, false, st)
-}
-
-/// Stream split (§5.3): kept first, rejected after, both in input order.
-pub fn partition(b: &CudaBackend, alg: Billeter, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, alg, v, keep, io, true, st)
-}
-
-fn compact(
+/// Select, or with `split` the stream split (§5.3): kept first, rejected
+/// after, both in input order.
+pub fn compact(
     b: &CudaBackend,
     alg: Billeter,
     v: &Variant,
@@ -111,9 +104,6 @@ fn compact(
     split: bool,
     st: &mut Stages,
 ) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
     let t = &b.tuning.billeter;
     let v = t.specialise(v);
     let procs = t.processors(b, io.ext.cap);
@@ -165,9 +155,6 @@ fn compact(
 
 /// Exclusive scan of u32 or u64 values (§5.2); the total goes to `io.count`.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(());
-    }
     if v.elem_bytes != 4 && v.elem_bytes != 8 {
         return Err(Error::Backend(format!("billeter scans u32 or u64 values, not {}-byte ones", v.elem_bytes)));
     }

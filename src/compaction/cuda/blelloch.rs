@@ -52,20 +52,8 @@ impl BlellochTuning {
     }
 }
 
-pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, false, st)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, true, st)
-}
-
 /// Exclusive scan, total to `io.count`: the tree is built in the output itself.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the total was zeroed
-    }
     let t = &b.tuning.blelloch;
     let tree = Tree::new(b, t, v, Sum::for_scan(v.elem_bytes)?, io.ext)?;
     st.run("up-sweep", || tree.up_sweep(b, io.input, false, io.output, io.count))?;
@@ -73,10 +61,9 @@ pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()>
     Ok(())
 }
 
-fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
+/// Select, or with `split` partition: kept elements first, then the
+/// rejected ones, both in input order.
+pub fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
     let (t, ext, cap) = (&b.tuning.blelloch, io.ext, io.ext.cap);
     let sum = Sum::for_count(cap);
     let tree = Tree::new(b, t, v, sum, ext)?;
@@ -91,8 +78,7 @@ fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st
         let split = split as u32;
         let mut l = b.stream().launch_builder(&f);
         l.arg(&ext).arg(&io.input).arg(&flags).arg(&offsets).arg(&io.count).arg(&io.output).arg(&split);
-        let blocks = cap.div_ceil(t.block as u64).clamp(1, b.info.sms as u64 * t.blocks_per_sm.max(1) as u64);
-        let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 };
+        let cfg = b.grid_stride(cap, t.block, t.blocks_per_sm);
         // SAFETY: matches `blelloch_scatter_S(Extent, const Elem*, const u32*, const S*, const u64*, Elem*,
         // u32)`; input and output hold the capacity's elements, flags as many u32, offsets as many sums,
         // count one u64.

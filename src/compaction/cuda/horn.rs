@@ -40,8 +40,7 @@ impl HornTuning {
 
     /// Grid-stride launch over up to `cap` items.
     pub(super) fn config(&self, b: &CudaBackend, cap: u64) -> LaunchConfig {
-        let blocks = cap.div_ceil(self.block as u64).clamp(1, b.info.sms as u64 * self.blocks_per_sm.max(1) as u64);
-        LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (self.block, 1, 1), shared_mem_bytes: 0 }
+        b.grid_stride(cap, self.block, self.blocks_per_sm)
     }
 }
 
@@ -117,21 +116,9 @@ impl Source {
     }
 }
 
-pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, false, st)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, true, st)
-}
-
 /// Exclusive scan, total to `io.count`: Horn's inclusive scan of the input
 /// shifted right by one slot, written straight into the output.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the total was zeroed
-    }
     let t = &b.tuning.horn;
     let sum = Sum::for_scan(v.elem_bytes)?;
     let tmp = b.scratch(io.ext.cap * sum.bytes())?;
@@ -143,10 +130,9 @@ pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()>
     Ok(())
 }
 
-fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
+/// Select, or with `split` partition: kept elements first, then the
+/// rejected ones, both in input order.
+pub fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
     let (t, ext, cap) = (&b.tuning.horn, io.ext, io.ext.cap);
     let sum = Sum::for_count(cap);
     let flags = b.scratch(cap * 4)?;

@@ -7,10 +7,9 @@ use crate::compaction::Result;
 use crate::compaction::cuda::runtime::{MARK, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Extent, KeepArgs};
 
+/// Every SM filled several times over; the kernels loop over the rest.
 fn grid_stride(b: &CudaBackend, cap: u64) -> LaunchConfig {
-    // Enough blocks to fill every SM several times over, no more: grid-stride loops do the rest.
-    let blocks = cap.div_ceil(256).clamp(1, b.info.sms as u64 * 16) as u32;
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+    b.grid_stride(cap, 256, 16)
 }
 
 /// Stage "mark": `flags[i]` (u32) = 1 when element i survives.

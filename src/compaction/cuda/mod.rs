@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, sys};
 
 use crate::compaction::{Algorithm, Error, PhaseTime, Report, Result};
 use crate::gpu;
@@ -355,6 +355,14 @@ impl CudaBackend {
         let blocks = per_sm.max(1).saturating_mul(self.info.sms.max(1));
         cache.insert((name.to_string(), v.clone()), blocks);
         Ok(blocks)
+    }
+
+    /// A grid-stride launch of `block` threads per block over `cap` items:
+    /// enough blocks to fill every SM `blocks_per_sm` times over, no more;
+    /// the kernels loop over the rest.
+    pub(crate) fn grid_stride(&self, cap: u64, block: u32, blocks_per_sm: u32) -> LaunchConfig {
+        let blocks = cap.div_ceil(block as u64).clamp(1, self.info.sms as u64 * blocks_per_sm.max(1) as u64);
+        LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
     }
 
     pub fn synchronize(&self) -> Result<()> {

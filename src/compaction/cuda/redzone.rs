@@ -97,9 +97,6 @@ pub fn remove(
 
 /// Select through Redzone: mark the rejected indices, copy, remove in place.
 pub fn select(b: &CudaBackend, alg: Algorithm, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
     let k_word = b.zeroed(8)?;
     let list = b.scratch(bytes_of_u64s(io.ext.cap)?)?;
     let (k_ptr, list_ptr) = (raw_ptr(&k_word), raw_ptr(&list));

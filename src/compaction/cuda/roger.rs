@@ -32,21 +32,10 @@ impl Default for RogerTuning {
     }
 }
 
-pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, false, st)
-}
-
-/// Kept elements first, then the rejected ones, both in input order. Each
-/// block also gathers its rejected elements after its kept ones, with the same
-/// search on the mirrored prefix sum.
-pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, true, st)
-}
-
-fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
+/// Select, or with `split` partition: kept elements first, then the
+/// rejected ones, both in input order. Each block also gathers its rejected
+/// elements after its kept ones, with the same search on the mirrored prefix sum.
+pub fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
     let (t, ext, cap) = (&b.tuning.roger, io.ext, io.ext.cap);
     let s = t.block;
     if !(1..=1024).contains(&s) {

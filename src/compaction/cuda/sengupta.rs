@@ -46,30 +46,17 @@ impl SenguptaTuning {
     }
 }
 
-pub fn select(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, false, st)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, v, keep, io, true, st)
-}
-
 /// Exclusive scan, total to `io.count`: the hybrid scan of the input shifted
 /// right by one slot, written straight into the output.
 pub fn scan(b: &CudaBackend, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the total was zeroed
-    }
     let t = &b.tuning.sengupta;
     let sum = Sum::for_scan(v.elem_bytes)?;
     hybrid_scan(b, t, v, sum, io.ext, Source::Shifted(io.input), io.output, Some(io.count), st)
 }
 
-fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
+/// Select, or with `split` partition: kept elements first, then the
+/// rejected ones, both in input order.
+pub fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
     let (t, ext) = (&b.tuning.sengupta, io.ext);
     let sum = Sum::for_count(ext.cap);
     let (flags, sums) = (b.scratch(ext.cap * 4)?, b.scratch(ext.cap * sum.bytes())?);

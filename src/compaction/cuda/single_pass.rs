@@ -102,15 +102,9 @@ fn grid(
     Ok(grid)
 }
 
-pub fn select(b: &CudaBackend, c: Chaining, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, c, v, keep, io, false, st)
-}
-
-pub fn partition(b: &CudaBackend, c: Chaining, v: &Variant, keep: KeepArgs, io: Io, st: &mut Stages) -> Result<()> {
-    compact(b, c, v, keep, io, true, st)
-}
-
-fn compact(
+/// Select, or with `split` partition: kept elements first, then the
+/// rejected ones, both in input order.
+pub fn compact(
     b: &CudaBackend,
     c: Chaining,
     v: &Variant,
@@ -119,9 +113,6 @@ fn compact(
     split: bool,
     st: &mut Stages,
 ) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(()); // the count was zeroed
-    }
     let t = &b.tuning.single_pass;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
@@ -162,9 +153,6 @@ fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    if io.ext.cap == 0 {
-        return Ok(());
-    }
     let t = &b.tuning.single_pass;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
