@@ -14,26 +14,15 @@
 // host then redoes the frame from the same bodies).
 #include "common.cuh"
 #include "../frontier.cuh"
-
-__device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31; }
-
-// Inclusive sum over the warp's 32 lanes; every lane must call it.
-__device__ __forceinline__ u32 warp_inclusive(u32 v) {
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        u32 up = __shfl_up_sync(0xffffffffu, v, d);
-        if (lane_id() >= (u32)d) v += up;
-    }
-    return v;
-}
+#include "../warp.cuh"
 
 // Reserves `count` consecutive entries of the list behind `counter`, one
 // atomic per warp: returns the lane's first index. Every lane must call it.
 __device__ __forceinline__ u64 warp_append(u64* counter, u32 count) {
-    u32 incl = warp_inclusive(count);
+    u32 incl = reap_warp_inclusive(count);
     u32 total = __shfl_sync(0xffffffffu, incl, 31);
     u64 base = 0;
-    if (lane_id() == 31 && total) base = atomicAdd(counter, (u64)total);
+    if (reap_lane() == 31 && total) base = atomicAdd(counter, (u64)total);
     base = __shfl_sync(0xffffffffu, base, 31);
     return base + incl - count;
 }
@@ -149,6 +138,22 @@ __device__ __forceinline__ u64 test(u32 x, const Node& nx, u32 y, const Node& ny
     return pack(x, y);
 }
 
+// What node x (its node nx) is tested by against another node: its two
+// children if internal (the CPU twin's `children`), else the leaf itself.
+// Writes them and their nodes to c and nc; returns how many.
+__device__ __forceinline__ u32 children(const Node* nodes, u32 x, const Node& nx, u32 c[2], Node nc[2]) {
+    if (nx.right == COLLIDE_LEAF) {
+        c[0] = x;
+        nc[0] = nx;
+        return 1;
+    }
+    c[0] = nx.left;
+    c[1] = nx.right;
+    nc[0] = nodes[c[0]];
+    nc[1] = nodes[c[1]];
+    return 2;
+}
+
 // One pair of expand: pair i of n (none past n: the lane still takes part
 // in the warp's appends) writes its slots, appends its candidates and adds
 // its live slots to `live`; a candidate past the list sets `lost`.
@@ -174,27 +179,7 @@ __device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontie
             Node nb = nodes[b];
             u32 ca[2], cb[2];
             Node nca[2], ncb[2];
-            u32 ka = 1, kb = 1;
-            if (na.right != COLLIDE_LEAF) {
-                ca[0] = na.left;
-                ca[1] = na.right;
-                nca[0] = nodes[ca[0]];
-                nca[1] = nodes[ca[1]];
-                ka = 2;
-            } else {
-                ca[0] = a;
-                nca[0] = na;
-            }
-            if (nb.right != COLLIDE_LEAF) {
-                cb[0] = nb.left;
-                cb[1] = nb.right;
-                ncb[0] = nodes[cb[0]];
-                ncb[1] = nodes[cb[1]];
-                kb = 2;
-            } else {
-                cb[0] = b;
-                ncb[0] = nb;
-            }
+            u32 ka = children(nodes, a, na, ca, nca), kb = children(nodes, b, nb, cb, ncb);
 #pragma unroll
             for (u32 k = 0; k < 4; k++) {
                 u32 x = k / 2, y = k % 2;

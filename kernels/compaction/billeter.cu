@@ -60,6 +60,32 @@ __device__ __forceinline__ u64 processor_id() { return (u64)blockIdx.x * REAP_BI
 
 __device__ __forceinline__ Elem load_lane(const Elem* in, u64 i, bool ok) { return ok ? __ldg(in + i) : Elem{}; }
 
+// Loads groups g .. g + REAP_BILLETER_UNROLL - 1, the lane's column of each:
+// all loads in flight before any is used; zero past the range or n.
+__device__ __forceinline__ void load_groups(const Elem* in, u64 g, Range r, u64 n, u32 lane,
+                                            Elem (&x)[REAP_BILLETER_UNROLL]) {
+#pragma unroll
+    for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
+        u64 i = (g + u) * 32 + lane;
+        x[u] = load_lane(in, i, g + u < r.g1 && i < n);
+    }
+}
+
+// Runs f(x, g, i) on every group g of the range in order, x being the lane's
+// element i of it, loading REAP_BILLETER_UNROLL groups at a time.
+template <typename F>
+__device__ __forceinline__ void for_groups(const Elem* in, Range r, u64 n, u32 lane, F f) {
+    for (u64 g = r.g0; g < r.g1; g += REAP_BILLETER_UNROLL) {
+        Elem x[REAP_BILLETER_UNROLL];
+        load_groups(in, g, r, n, lane, x);
+#pragma unroll
+        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
+            if (g + u >= r.g1) break;  // warp-uniform
+            f(x[u], g + u, (g + u) * 32 + lane);
+        }
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
@@ -82,29 +108,18 @@ __device__ __forceinline__ void count(Extent ext, const Elem* in, const KeepArgs
     Range r = processor_range((n + 31) / 32, procs, p);
     u64 c = 0;
     u32 word = 0;
-    for (u64 g = r.g0; g < r.g1; g += REAP_BILLETER_UNROLL) {
-        Elem x[REAP_BILLETER_UNROLL];
-#pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            u64 i = (g + u) * 32 + lane;
-            x[u] = load_lane(in, i, g + u < r.g1 && i < n);
-        }
-#pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            if (g + u >= r.g1) break;  // warp-uniform
-            u64 i = (g + u) * 32 + lane;
-            bool valid = i < n && reap_keep(x[u], i, keep);
-            c += valid ? 1 : 0;
-            if (POPC) {
-                u32 m = __ballot_sync(0xffffffffu, valid);
-                u32 slot = (u32)((g + u - r.g0) & 31);
-                if (lane == slot) word = m;
-                if (slot == 31 || g + u + 1 == r.g1) {
-                    if (lane <= slot) masks[g + u - slot + lane] = word;
-                }
+    for_groups(in, r, n, lane, [&](Elem x, u64 g, u64 i) {
+        bool valid = i < n && reap_keep(x, i, keep);
+        c += valid ? 1 : 0;
+        if (POPC) {
+            u32 m = __ballot_sync(0xffffffffu, valid);
+            u32 slot = (u32)((g - r.g0) & 31);
+            if (lane == slot) word = m;
+            if (slot == 31 || g + 1 == r.g1) {
+                if (lane <= slot) masks[g - slot + lane] = word;
             }
         }
-    }
+    });
     c = warp_sum(c);  // once per processor: not time critical (Listing 3 line 9)
     if (lane == 0) counts[p] = c;
 }
@@ -123,13 +138,8 @@ __device__ __forceinline__ void scan_processors(u64 procs, const T* in, T* out, 
         T incl = reap_warp_inclusive(v);
         if (lane == 31) s_warp[warp] = incl;
         __syncthreads();
-        T before = 0, sum = 0;
-#pragma unroll
-        for (u32 w = 0; w < BT_SCAN_THREADS / 32; w++) {
-            T t = s_warp[w];
-            if (w < warp) before += t;
-            sum += t;
-        }
+        T before, sum;
+        reap_warp_totals<BT_SCAN_THREADS / 32>(s_warp, warp, before, sum);
         if (k < procs) out[k] = carry + before + incl - v;
         carry += sum;
         __syncthreads();  // s_warp is rewritten by the next chunk
@@ -244,13 +254,10 @@ __device__ __forceinline__ void move(Extent ext, const Elem* in, const KeepArgs&
     for (u64 g = r.g0; g < r.g1; g += REAP_BILLETER_UNROLL) {
         Elem x[REAP_BILLETER_UNROLL];
         u32 m[REAP_BILLETER_UNROLL];
+        load_groups(in, g, r, n, lane, x);
+        // Every lane loads the same word: one broadcast transaction.
 #pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            u64 i = (g + u) * 32 + lane;
-            x[u] = load_lane(in, i, g + u < r.g1 && i < n);
-            // Every lane loads the same word: one broadcast transaction.
-            m[u] = POPC && g + u < r.g1 ? __ldg(masks + g + u) : 0;
-        }
+        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) m[u] = POPC && g + u < r.g1 ? __ldg(masks + g + u) : 0;
 #pragma unroll
         for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
             if (g + u >= r.g1) break;  // warp-uniform
@@ -326,11 +333,7 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS)
     Elem s = 0;
     for (u64 g = r.g0; g < r.g1; g += REAP_BILLETER_UNROLL) {
         Elem x[REAP_BILLETER_UNROLL];
-#pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            u64 i = (g + u) * 32 + lane;
-            x[u] = load_lane(in, i, g + u < r.g1 && i < n);  // zero outside
-        }
+        load_groups(in, g, r, n, lane, x);  // zero outside
 #pragma unroll
         for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) s += x[u];
     }
@@ -353,21 +356,10 @@ extern "C" __global__ void __launch_bounds__(BT_THREADS)
     u32 lane = reap_lane();
     Range r = processor_range((n + 31) / 32, procs, p);
     Elem carry = offsets[p];
-    for (u64 g = r.g0; g < r.g1; g += REAP_BILLETER_UNROLL) {
-        Elem x[REAP_BILLETER_UNROLL];
-#pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            u64 i = (g + u) * 32 + lane;
-            x[u] = load_lane(in, i, g + u < r.g1 && i < n);
-        }
-#pragma unroll
-        for (u32 u = 0; u < REAP_BILLETER_UNROLL; u++) {
-            if (g + u >= r.g1) break;  // warp-uniform
-            u64 i = (g + u) * 32 + lane;
-            Elem incl = reap_warp_inclusive(x[u]);
-            if (i < n) out[i] = carry + incl - x[u];
-            carry += __shfl_sync(0xffffffffu, incl, 31);
-        }
-    }
+    for_groups(in, r, n, lane, [&](Elem x, u64, u64 i) {
+        Elem incl = reap_warp_inclusive(x);
+        if (i < n) out[i] = carry + incl - x;
+        carry += __shfl_sync(0xffffffffu, incl, 31);
+    });
 }
 #endif

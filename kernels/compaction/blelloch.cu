@@ -22,9 +22,6 @@
 #endif
 #define TILE (2 * REAP_BLOCK)
 
-#define GRID_STRIDE(k, n) \
-    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (u64)gridDim.x * blockDim.x)
-
 // The top level of the tree over n leaves: level l + 1 holds one sum per
 // tile of level l, up to the first level that fits one tile.
 __device__ __forceinline__ u32 blelloch_top(u64 n) {
@@ -120,7 +117,7 @@ __device__ __forceinline__ void blelloch_scatter(Extent ext, const Elem* in, con
                                                  const u64* count, Elem* out, u32 split) {
     u64 n = extent_n(ext);
     u64 kept = *count;
-    GRID_STRIDE(i, n) {
+    REAP_GRID_STRIDE(i, n) {
         u64 before = (u64)offsets[i];
         if (flags[i]) out[before] = in[i];
         else if (split) out[kept + i - before] = in[i];

@@ -4,6 +4,7 @@
 // `translation_unit` assembles the source); a user's predicate source is
 // inserted right after this header.
 #pragma once
+#include "../warp.cuh"
 
 typedef unsigned char u8;
 typedef unsigned int u32;
@@ -84,17 +85,31 @@ __device__ __forceinline__ bool reap_keep(const Elem& x, u64 i, const KeepArgs& 
 #endif
 }
 
-__device__ __forceinline__ u32 reap_lane() { return threadIdx.x & 31; }
+// Grid-stride loop over k < n: the host sizes the grid to fill the device
+// (CudaBackend::grid_stride), each thread takes every grid's-width-th item.
+#define REAP_GRID_STRIDE(k, n) \
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (u64)gridDim.x * blockDim.x)
 
-// Inclusive warp scan (Hillis-Steele over the 32 lanes).
-template <typename T>
-__device__ __forceinline__ T reap_warp_inclusive(T v) {
+// x(k) of a scanned sequence: the input itself, or (shift) the input moved
+// right by one slot, whose inclusive scan is the input's exclusive scan.
+template <typename In>
+__device__ __forceinline__ In reap_shifted(const In* x, u64 k, u32 shift) {
+    return shift ? (k ? x[k - 1] : (In)0) : x[k];
+}
+
+
+// Combines a block's per-warp totals, `totals[0..W)` in shared memory and
+// synchronised: the sum of those of the warps before `warp`, and of all W.
+template <u32 W, typename T>
+__device__ __forceinline__ void reap_warp_totals(const T* totals, u32 warp, T& before, T& total) {
+    before = 0;
+    total = 0;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        T up = __shfl_up_sync(0xffffffffu, v, d);
-        if (reap_lane() >= (u32)d) v += up;
+    for (u32 w = 0; w < W; w++) {
+        T t = totals[w];
+        if (w < warp) before += t;
+        total += t;
     }
-    return v;
 }
 
 // Inter-block flags. A status and its value share one 64-bit word, so a

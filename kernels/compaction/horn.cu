@@ -20,23 +20,13 @@
 #define REAP_BLOCK 256
 #endif
 
-#define GRID_STRIDE(k, n) \
-    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (u64)gridDim.x * blockDim.x)
-
-// x(k) of the scanned sequence: the input itself, or (shift) the input moved
-// right by one slot, whose inclusive scan is the input's exclusive scan.
-template <typename In>
-__device__ __forceinline__ In horn_x(const In* x, u64 k, u32 shift) {
-    return shift ? (k ? x[k - 1] : (In)0) : x[k];
-}
-
 // First pass (offset 1), reading x and widening it to the sum type.
 template <typename In, typename S>
 __device__ __forceinline__ void horn_first(Extent ext, const In* x, u32 shift, S* dst) {
     u64 n = extent_n(ext);
-    GRID_STRIDE(k, n) {
-        S v = (S)horn_x(x, k, shift);
-        if (k >= 1) v += (S)horn_x(x, k - 1, shift);
+    REAP_GRID_STRIDE(k, n) {
+        S v = (S)reap_shifted(x, k, shift);
+        if (k >= 1) v += (S)reap_shifted(x, k - 1, shift);
         dst[k] = v;
     }
 }
@@ -57,10 +47,10 @@ __device__ __forceinline__ void horn_pass(Extent ext, const S* src, S* dst, u64 
     if (offset >= n) {
         u32 p = 63u - (u32)__clzll((long long)offset);
         if (p + 1 != passes || (passes - horn_passes(n)) % 2 == 0) return;
-        GRID_STRIDE(k, n) dst[k] = src[k];
+        REAP_GRID_STRIDE(k, n) dst[k] = src[k];
         return;
     }
-    GRID_STRIDE(k, n) dst[k] = k >= offset ? src[k] + src[k - offset] : src[k];
+    REAP_GRID_STRIDE(k, n) dst[k] = k >= offset ? src[k] + src[k - offset] : src[k];
 }
 
 // An exclusive scan's total: its last prefix plus the last input (0 for none).
@@ -93,7 +83,7 @@ __device__ __forceinline__ void horn_gather(Extent ext, const Elem* in, const S*
                                             u32 split) {
     u64 n = extent_n(ext);
     u64 kept = n ? (u64)sum[n - 1] : 0;
-    GRID_STRIDE(j, n) {
+    REAP_GRID_STRIDE(j, n) {
         if (j < kept) out[j] = in[horn_search<S, false>(n, sum, j)];
         else if (split) out[j] = in[horn_search<S, true>(n, sum, j - kept)];
     }

@@ -51,14 +51,8 @@ __device__ __forceinline__ u64 rz_block_exclusive(u64 v, u64* total) {
     __syncthreads();
     if (reap_lane() == 31) s_warp[threadIdx.x >> 5] = incl;
     __syncthreads();
-    u64 before = 0, sum = 0;
-    u32 warp = threadIdx.x >> 5;
-#pragma unroll
-    for (u32 w = 0; w < RZ_WARPS; w++) {
-        u64 t = s_warp[w];
-        if (w < warp) before += t;
-        sum += t;
-    }
+    u64 before, sum;
+    reap_warp_totals<RZ_WARPS>(s_warp, threadIdx.x >> 5, before, sum);
     *total = sum;
     return before + incl - v;
 }

@@ -73,13 +73,8 @@ __device__ __forceinline__ void roger_sum_inside_blocks(Extent ext, const u32* f
         u32 incl = reap_warp_inclusive(empty);
         if (reap_lane() == 31) s_warp[warp] = incl;
         __syncthreads();
-        u32 before = 0, total = 0;
-#pragma unroll
-        for (u32 w = 0; w < WARPS; w++) {
-            u32 c = s_warp[w];
-            if (w < warp) before += c;
-            total += c;
-        }
+        u32 before, total;
+        reap_warp_totals<WARPS>(s_warp, warp, before, total);
         if (t < len) psum[i] = before + incl;
         if (t == 0) counts[blk] = (S)total;
         __syncthreads();  // the next block overwrites s_warp

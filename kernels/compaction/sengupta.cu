@@ -18,16 +18,6 @@
 #define REAP_BLOCK 256
 #endif
 
-#define GRID_STRIDE(k, n) \
-    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < (n); k += (u64)gridDim.x * blockDim.x)
-
-// x(k) of level 0: the input, or (shift) the input moved right by one slot,
-// whose inclusive scan is the input's exclusive scan.
-template <typename In>
-__device__ __forceinline__ In sengupta_x(const In* x, u64 k, u32 shift) {
-    return shift ? (k ? x[k - 1] : (In)0) : x[k];
-}
-
 // ceil(n / 2^h): the length of level h - 1, that is of n halved h times.
 __device__ __forceinline__ u64 sengupta_len(u64 n, u32 h) {
     return h >= 64 ? (n != 0) : (n >> h) + ((n & ((1ull << h) - 1)) != 0);
@@ -50,9 +40,9 @@ __device__ __forceinline__ void sengupta_reduce(Extent ext, u32 d, u64 p, const 
     if (d >= levels) return;  // whole grid: n needs fewer levels than the capacity
     u64 len = sengupta_len(n, d);
     S* dst = d + 1 == levels ? top : next;
-    GRID_STRIDE(i, (len + 1) / 2) {
-        S v = (S)sengupta_x(a, 2 * i, shift);
-        if (2 * i + 1 < len) v += (S)sengupta_x(a, 2 * i + 1, shift);
+    REAP_GRID_STRIDE(i, (len + 1) / 2) {
+        S v = (S)reap_shifted(a, 2 * i, shift);
+        if (2 * i + 1 < len) v += (S)reap_shifted(a, 2 * i + 1, shift);
         dst[i] = v;
     }
 }
@@ -70,11 +60,11 @@ __device__ __forceinline__ void sengupta_down_sweep(Extent ext, u32 d, u64 p, co
     if (d >= levels) return;
     u64 len = sengupta_len(n, d);
     if (d + 1 == levels) up = top_scan;
-    GRID_STRIDE(i, len) {
+    REAP_GRID_STRIDE(i, len) {
         S v;
         if (i & 1) v = up[i / 2];
-        else if (i > 0) v = (S)sengupta_x(a, i, shift) + up[i / 2 - 1];
-        else v = (S)sengupta_x(a, i, shift);
+        else if (i > 0) v = (S)reap_shifted(a, i, shift) + up[i / 2 - 1];
+        else v = (S)reap_shifted(a, i, shift);
         out[i] = v;
     }
 }

@@ -92,13 +92,8 @@ __device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&ra
     u32 warp = threadIdx.x >> 5;
     if (reap_lane() == 31) warp_totals[warp] = carry;
     __syncthreads();
-    T before = 0, total = 0;
-#pragma unroll
-    for (u32 w = 0; w < WARPS; w++) {
-        T t = warp_totals[w];
-        if (w < warp) before += t;
-        total += t;
-    }
+    T before, total;
+    reap_warp_totals<WARPS>(warp_totals, warp, before, total);
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++)
 #pragma unroll
@@ -170,13 +165,8 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
     }
     if (reap_lane() == 0) s_warp[warp] = wsum;
     __syncthreads();
-    u32 before = 0, kept = 0;
-#pragma unroll
-    for (u32 w = 0; w < WARPS; w++) {
-        u32 t = s_warp[w];
-        before += w < warp ? t : 0;
-        kept += t;
-    }
+    u32 before, kept;
+    reap_warp_totals<WARPS>(s_warp, warp, before, kept);
     u32 valid = (u32)min((u64)TILE, n - base);
 
     // Stage before the prefix is known: the look-back's latency hides behind it.

@@ -15,6 +15,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConf
 
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, words};
+use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
@@ -25,7 +26,7 @@ pub const COMMON: Source = kernel_source!("collide/common.cuh");
 /// The collision stages, compiled with IEEE arithmetic so that they match the
 /// CPU engine bit for bit.
 pub const COLLIDE: Source =
-    kernel_source!("collide/collide.cu", headers: &[COMMON, frontier::CUDA_HEADER], options: IEEE);
+    kernel_source!("collide/collide.cu", headers: &[COMMON, frontier::CUDA_HEADER, WARP], options: IEEE);
 /// The fast radix sort (8-bit digits; integer only).
 pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
 /// The collision demo's kernel sources, for the compile-everything test.

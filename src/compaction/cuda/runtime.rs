@@ -15,8 +15,10 @@ pub fn driver_error(during: &'static str) -> impl Fn(cudarc::driver::DriverError
     move |e| Error::Gpu(gpu::driver_error(during)(e))
 }
 
+/// Warp-level helpers, shared with the collision demo's kernels.
+pub const WARP: Source = kernel_source!("warp.cuh");
 /// Declares `REAP_ELEM_BYTES`, `REAP_KEEP`, `Elem`, `KeepArgs` and the keep rule.
-pub const COMMON: Source = kernel_source!("compaction/common.cuh");
+pub const COMMON: Source = kernel_source!("compaction/common.cuh", headers: &[WARP]);
 /// The tile machinery `lookback` and `chained` share.
 pub const SINGLE_PASS: Source = kernel_source!("compaction/single_pass.cuh", headers: &[COMMON]);
 
