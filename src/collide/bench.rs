@@ -414,8 +414,19 @@ struct BenchResults<'a> {
 /// Writes DIR/results.csv, results.json and report.md.
 pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, report: &str) -> CollideResult<()> {
     let csv_path = dir.join("results.csv");
+    let bytes = bench_csv(&csv_path, rows)?;
+    write_atomically(&csv_path, &bytes)?;
+    let json_path = dir.join("results.json");
+    let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
+    let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
+    write_atomically(&json_path, &json)?;
+    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+}
+
+/// results.csv of `reap bench collide`.
+fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> CollideResult<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| fail(&csv_path, e);
+    let err = |e: csv::Error| fail(csv_path, e);
     let mut header: Vec<String> =
         ["backend", "scenario", "bodies", "seed", "sort", "compaction", "iterations", "frames"]
             .map(String::from)
@@ -467,13 +478,7 @@ pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, r
         ]);
         w.write_record(&row).map_err(err)?;
     }
-    let bytes = w.into_inner().map_err(|e| fail(&csv_path, e))?;
-    write_atomically(&csv_path, &bytes)?;
-    let json_path = dir.join("results.json");
-    let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
-    let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
-    write_atomically(&json_path, &json)?;
-    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+    w.into_inner().map_err(|e| fail(csv_path, e))
 }
 
 #[cfg(test)]
@@ -504,5 +509,23 @@ mod tests {
             BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into()),
         ];
         assert_eq!(disagreements(&rows).len(), 1);
+    }
+
+    /// The header, column order and number formats of results.csv, pinned.
+    #[test]
+    fn bench_csv_keeps_its_columns_and_formats() {
+        let a = settings(Compaction::With(Algorithm::ALL[0]));
+        let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a };
+        let rows = vec![
+            BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into()),
+            BenchRow::failed(&run, 1, "too large".into()),
+        ];
+        let text = String::from_utf8(bench_csv(Path::new("t.csv"), &rows).unwrap()).unwrap();
+        let want = concat!(
+            "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,,too large\n",
+        );
+        assert_eq!(text, want);
     }
 }

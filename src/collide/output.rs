@@ -83,8 +83,9 @@ impl PartTimes {
     }
 }
 
-/// What a run was: repeated on every frame's record.
-#[derive(Clone, Copy, Debug)]
+/// What a run was: repeated on every frame's record, and the head of the
+/// timings JSON.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Run<'a> {
     pub backend: &'a str,
     pub device: &'a str,
@@ -215,12 +216,8 @@ impl Summary {
 #[derive(serde::Serialize)]
 pub struct Timings<'a> {
     pub reap_commit: &'static str,
-    pub backend: &'a str,
-    pub device: &'a str,
-    pub scenario: &'a str,
-    pub bodies: u32,
-    pub seed: u64,
-    pub settings: &'a CollideSettings,
+    #[serde(flatten)]
+    pub run: Run<'a>,
     pub summary: Summary,
     pub frames: Vec<FrameRecord>,
 }
@@ -303,12 +300,7 @@ pub fn write_timings(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> Colli
         TimingsFormat::Json => {
             let t = Timings {
                 reap_commit: crate::build_info::GIT_COMMIT,
-                backend: run.backend,
-                device: run.device,
-                scenario: run.scenario,
-                bodies: run.bodies,
-                seed: run.seed,
-                settings: run.settings,
+                run: *run,
                 summary: Summary::of(frames),
                 frames: frames.iter().map(|f| FrameRecord::new(run, f)).collect(),
             };
