@@ -50,6 +50,32 @@ pub fn csv_rows<R: serde::Serialize + Default>(rows: impl IntoIterator<Item = R>
     Ok(bytes)
 }
 
+/// `rows` as CSV like [`csv_rows`], each row followed by cells of columns
+/// known only at run time (one per stage name seen, say), named by `extra`.
+pub fn csv_rows_then<R: serde::Serialize + Default>(
+    rows: impl IntoIterator<Item = (R, Vec<String>)>,
+    extra: &[String],
+) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = record(&csv_rows(std::iter::empty::<R>())?)?;
+    header.extend(extra);
+    w.write_record(&header)?;
+    for (row, cells) in rows {
+        let mut one = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+        one.serialize(row)?;
+        let mut line = record(&one.into_inner().map_err(|e| e.into_error())?)?;
+        line.extend(&cells);
+        w.write_record(&line)?;
+    }
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// The first record of CSV text: a row the writer made, read back as cells.
+fn record(bytes: &[u8]) -> Result<csv::StringRecord, csv::Error> {
+    let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
+    Ok(r.records().next().transpose()?.unwrap_or_default())
+}
+
 /// Mean ms per stage name over `frames` (all bounces and levels summed), in
 /// first-seen order; `frames` yields each frame's (stage name, ms) pairs.
 pub fn stage_means<'a, F, I>(frames: F, n: f64) -> Vec<(String, f64)>
@@ -103,6 +129,16 @@ mod tests {
     fn no_rows_still_give_the_header() {
         let text = String::from_utf8(csv_rows(Vec::<Row>::new()).unwrap()).unwrap();
         assert_eq!(text, "name,ms,share\n");
+    }
+
+    #[test]
+    fn run_time_columns_follow_the_row_types_own() {
+        let rows = [
+            (Row { name: "a, b".into(), ms: fixed(1.0, 2), share: None }, vec!["x y".to_string(), "1,2".into()]),
+            (Row { name: "c".into(), ms: fixed(2.0, 1), share: Some(fixed(0.5, 1)) }, vec![String::new(), "3".into()]),
+        ];
+        let text = String::from_utf8(csv_rows_then(rows, &["s1".into(), "s2".into()]).unwrap()).unwrap();
+        assert_eq!(text, "name,ms,share,s1,s2\n\"a, b\",1.00,,x y,\"1,2\"\nc,2.0,0.5,,3\n");
     }
 
     #[test]

@@ -3,18 +3,15 @@
 //! expected fields, bad flags fail with a message before anything is
 //! simulated or written, and the benchmark writes its report.
 
+mod binary;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-fn reap() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reap"))
-}
+use binary::reap;
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reap-collide-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    binary::temp_dir("collide", name)
 }
 
 fn small(cmd: &mut Command) -> &mut Command {

@@ -2,18 +2,15 @@
 //! writes the three files, its error falls with the sample count, a second
 //! run reads the first as `--before`, and bad flags fail before rendering.
 
+mod binary;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-fn reap() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reap"))
-}
+use binary::reap;
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reap-noise-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    binary::temp_dir("noise", name)
 }
 
 /// Direct light only: the transport before issue 13 has fireflies in its

@@ -2,18 +2,15 @@
 //! runs): a small Cornell box renders, writes its image and timings, and bad
 //! input fails with a message before anything is rendered or written.
 
+mod binary;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-fn reap() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reap"))
-}
+use binary::reap;
 
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reap-render-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    binary::temp_dir("render", name)
 }
 
 fn small(cmd: &mut Command) -> &mut Command {

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use crate::clocks::{gap_cell, gap_percent, gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
-use crate::collide::{CollideError, CollideResult, Contact, FrameStats, Part};
+use crate::collide::{CollideError, CollideResult, Contact, FrameStats};
 use crate::files::write_atomically;
+use crate::report::{Fixed, csv_rows, fixed};
 
 fn fail(path: &Path, why: impl ToString) -> CollideError {
     CollideError::Output { path: path.display().to_string(), why: why.to_string() }
@@ -414,66 +415,76 @@ struct BenchResults<'a> {
 /// Writes DIR/results.csv, results.json and report.md.
 pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, report: &str) -> CollideResult<()> {
     let csv_path = dir.join("results.csv");
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| fail(&csv_path, e);
-    let mut header: Vec<String> =
-        ["backend", "scenario", "bodies", "seed", "sort", "compaction", "iterations", "frames"]
-            .map(String::from)
-            .to_vec();
-    header.extend(Part::ALL.iter().map(|p| format!("{}_ms", p.name())));
-    header.extend(
-        [
-            "broad_ms",
-            "broad_ms_min",
-            "frame_ms",
-            "wall_ms",
-            "wall_gap_percent",
-            "levels",
-            "peak_frontier",
-            "pairs_tested",
-            "candidates",
-            "contacts",
-            "last_frame_sets",
-            "error",
-        ]
-        .map(String::from),
-    );
-    w.write_record(&header).map_err(err)?;
-    for r in rows {
-        let mut row = vec![
-            r.backend.clone(),
-            r.scenario.clone(),
-            r.bodies.to_string(),
-            r.seed.to_string(),
-            r.sort.clone(),
-            r.compaction.clone(),
-            r.iterations.to_string(),
-            r.frames.to_string(),
-        ];
-        row.extend(Part::ALL.iter().map(|p| format!("{:.4}", r.parts.get(*p))));
-        row.extend([
-            format!("{:.4}", r.broad_ms),
-            format!("{:.4}", r.broad_ms_min),
-            format!("{:.4}", r.frame_ms),
-            format!("{:.4}", r.wall_ms),
-            gap_percent(r.wall_ms, r.frame_ms).map(|g| format!("{g:.2}")).unwrap_or_default(),
-            r.levels.to_string(),
-            r.peak_frontier.to_string(),
-            format!("{:.0}", r.pairs_tested),
-            format!("{:.1}", r.candidates),
-            format!("{:.1}", r.contacts),
-            r.last_frame_sets.clone(),
-            r.error.clone().unwrap_or_default(),
-        ]);
-        w.write_record(&row).map_err(err)?;
-    }
-    let bytes = w.into_inner().map_err(|e| fail(&csv_path, e))?;
+    let bytes = bench_csv(&csv_path, rows)?;
     write_atomically(&csv_path, &bytes)?;
     let json_path = dir.join("results.json");
     let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
     let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
     Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+}
+
+/// One line of `reap bench collide`'s results.csv: a [`BenchRow`] with its
+/// numbers at fixed digits.
+#[derive(Default, serde::Serialize)]
+struct BenchCsv<'a> {
+    backend: &'a str,
+    scenario: &'a str,
+    bodies: u32,
+    seed: u64,
+    sort: &'a str,
+    compaction: &'a str,
+    iterations: u32,
+    frames: u32,
+    build_ms: Fixed,
+    traverse_ms: Fixed,
+    compact_ms: Fixed,
+    narrow_ms: Fixed,
+    solve_ms: Fixed,
+    broad_ms: Fixed,
+    broad_ms_min: Fixed,
+    frame_ms: Fixed,
+    wall_ms: Fixed,
+    wall_gap_percent: Option<Fixed>,
+    levels: usize,
+    peak_frontier: u64,
+    pairs_tested: Fixed,
+    candidates: Fixed,
+    contacts: Fixed,
+    last_frame_sets: &'a str,
+    error: Option<&'a str>,
+}
+
+/// results.csv of `reap bench collide`.
+fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> CollideResult<Vec<u8>> {
+    let rows = rows.iter().map(|r| BenchCsv {
+        backend: &r.backend,
+        scenario: &r.scenario,
+        bodies: r.bodies,
+        seed: r.seed,
+        sort: &r.sort,
+        compaction: &r.compaction,
+        iterations: r.iterations,
+        frames: r.frames,
+        build_ms: fixed(r.parts.build, 4),
+        traverse_ms: fixed(r.parts.traverse, 4),
+        compact_ms: fixed(r.parts.compact, 4),
+        narrow_ms: fixed(r.parts.narrow, 4),
+        solve_ms: fixed(r.parts.solve, 4),
+        broad_ms: fixed(r.broad_ms, 4),
+        broad_ms_min: fixed(r.broad_ms_min, 4),
+        frame_ms: fixed(r.frame_ms, 4),
+        wall_ms: fixed(r.wall_ms, 4),
+        wall_gap_percent: gap_percent(r.wall_ms, r.frame_ms).map(|g| fixed(g, 2)),
+        levels: r.levels,
+        peak_frontier: r.peak_frontier,
+        pairs_tested: fixed(r.pairs_tested, 0),
+        candidates: fixed(r.candidates, 1),
+        contacts: fixed(r.contacts, 1),
+        last_frame_sets: &r.last_frame_sets,
+        error: r.error.as_deref(),
+    });
+    csv_rows(rows).map_err(|e| fail(csv_path, e))
 }
 
 #[cfg(test)]
@@ -504,5 +515,23 @@ mod tests {
             BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into()),
         ];
         assert_eq!(disagreements(&rows).len(), 1);
+    }
+
+    /// The header, column order and number formats of results.csv, pinned.
+    #[test]
+    fn bench_csv_keeps_its_columns_and_formats() {
+        let a = settings(Compaction::With(Algorithm::ALL[0]));
+        let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a };
+        let rows = vec![
+            BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into()),
+            BenchRow::failed(&run, 1, "too large".into()),
+        ];
+        let text = String::from_utf8(bench_csv(Path::new("t.csv"), &rows).unwrap()).unwrap();
+        let want = concat!(
+            "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,,too large\n",
+        );
+        assert_eq!(text, want);
     }
 }

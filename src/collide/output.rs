@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::clocks::{gap_percent, gap_sentence};
 use crate::files::write_atomically;
 pub use crate::files::{TimingsFormat, check_writable, timings_format};
-use crate::report::{spaced, stage_means};
+use crate::report::{Fixed, csv_rows_then, fixed, spaced, stage_means};
 
 use crate::collide::{CollideError, CollideResult, CollideSettings, FrameStats, Part};
 
@@ -83,8 +83,9 @@ impl PartTimes {
     }
 }
 
-/// What a run was: repeated on every frame's record.
-#[derive(Clone, Copy, Debug)]
+/// What a run was: repeated on every frame's record, and the head of the
+/// timings JSON.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Run<'a> {
     pub backend: &'a str,
     pub device: &'a str,
@@ -215,12 +216,8 @@ impl Summary {
 #[derive(serde::Serialize)]
 pub struct Timings<'a> {
     pub reap_commit: &'static str,
-    pub backend: &'a str,
-    pub device: &'a str,
-    pub scenario: &'a str,
-    pub bodies: u32,
-    pub seed: u64,
-    pub settings: &'a CollideSettings,
+    #[serde(flatten)]
+    pub run: Run<'a>,
     pub summary: Summary,
     pub frames: Vec<FrameRecord>,
 }
@@ -250,50 +247,69 @@ fn timings_csv(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> CollideResu
             }
         }
     }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| fail(path, e);
-    let mut header: Vec<String> =
-        ["frame", "bodies", "backend", "scenario", "compact_pairs", "sort"].map(String::from).to_vec();
-    header.extend(Part::ALL.iter().map(|p| format!("{}_ms", p.name())));
-    header.extend(
-        ["broad_ms", "frame_ms", "wall_ms", "levels", "pairs_tested", "candidates", "contacts", "frontier", "live"]
-            .map(String::from),
-    );
-    header.extend(stages.iter().map(|s| column(s)));
-    w.write_record(&header).map_err(err)?;
-    for f in frames {
-        let mut row = vec![
-            f.frame.to_string(),
-            run.bodies.to_string(),
-            run.backend.to_string(),
-            run.scenario.to_string(),
-            run.settings.compact_pairs.name().to_string(),
-            run.settings.sort.name(),
-        ];
-        row.extend(Part::ALL.iter().map(|p| format!("{:.6}", f.part_ms(*p))));
-        row.extend([
-            format!("{:.6}", f.broad_ms()),
-            format!("{:.6}", f.frame_ms),
-            format!("{:.6}", f.wall_ms),
-            f.frontier.len().to_string(),
-            f.pairs_tested.to_string(),
-            f.candidates.to_string(),
-            f.contacts.to_string(),
-            spaced(&f.frontier),
-            spaced(&f.live),
-        ]);
-        for name in &stages {
-            let at = f.stages.iter().filter(|(id, _)| id.name == *name);
-            let cell = if f.stages.iter().any(|(id, _)| id.name == *name && id.level.is_some()) {
-                at.map(|(id, ms)| format!("{}:{ms:.6}", id.level.unwrap_or(0))).collect::<Vec<_>>().join(" ")
-            } else {
-                at.map(|(_, ms)| *ms).reduce(|a, b| a + b).map(|ms| format!("{ms:.6}")).unwrap_or_default()
-            };
-            row.push(cell);
-        }
-        w.write_record(&row).map_err(err)?;
+    let rows = frames.iter().map(|f| {
+        let row = FrameCsv {
+            frame: f.frame,
+            bodies: run.bodies,
+            backend: run.backend,
+            scenario: run.scenario,
+            compact_pairs: run.settings.compact_pairs.name(),
+            sort: run.settings.sort.name(),
+            build_ms: fixed(f.part_ms(Part::Build), 6),
+            traverse_ms: fixed(f.part_ms(Part::Traverse), 6),
+            compact_ms: fixed(f.part_ms(Part::Compact), 6),
+            narrow_ms: fixed(f.part_ms(Part::Narrow), 6),
+            solve_ms: fixed(f.part_ms(Part::Solve), 6),
+            broad_ms: fixed(f.broad_ms(), 6),
+            frame_ms: fixed(f.frame_ms, 6),
+            wall_ms: fixed(f.wall_ms, 6),
+            levels: f.frontier.len(),
+            pairs_tested: f.pairs_tested,
+            candidates: f.candidates,
+            contacts: f.contacts,
+            frontier: spaced(&f.frontier),
+            live: spaced(&f.live),
+        };
+        (row, stages.iter().map(|name| stage_cell(f, name)).collect())
+    });
+    let columns: Vec<String> = stages.iter().map(|s| column(s)).collect();
+    csv_rows_then(rows, &columns).map_err(|e| fail(path, e))
+}
+
+/// The fixed columns of a timings CSV row: the run, every part, the counts.
+#[derive(Default, serde::Serialize)]
+struct FrameCsv<'a> {
+    frame: u32,
+    bodies: u32,
+    backend: &'a str,
+    scenario: &'a str,
+    compact_pairs: &'a str,
+    sort: String,
+    build_ms: Fixed,
+    traverse_ms: Fixed,
+    compact_ms: Fixed,
+    narrow_ms: Fixed,
+    solve_ms: Fixed,
+    broad_ms: Fixed,
+    frame_ms: Fixed,
+    wall_ms: Fixed,
+    levels: usize,
+    pairs_tested: u64,
+    candidates: u64,
+    contacts: u64,
+    frontier: String,
+    live: String,
+}
+
+/// One stage's cell in a frame: `level:ms` pairs for a per-level stage, the
+/// summed ms otherwise, empty where the frame did not run it.
+fn stage_cell(f: &FrameStats, name: &str) -> String {
+    let at = f.stages.iter().filter(|(id, _)| id.name == name);
+    if f.stages.iter().any(|(id, _)| id.name == name && id.level.is_some()) {
+        at.map(|(id, ms)| format!("{}:{ms:.6}", id.level.unwrap_or(0))).collect::<Vec<_>>().join(" ")
+    } else {
+        at.map(|(_, ms)| *ms).reduce(|a, b| a + b).map(|ms| format!("{ms:.6}")).unwrap_or_default()
     }
-    w.into_inner().map_err(|e| fail(path, e))
 }
 
 /// Writes the timings as JSON (the run, its summary, every frame) or CSV (one
@@ -303,12 +319,7 @@ pub fn write_timings(path: &Path, run: &Run<'_>, frames: &[FrameStats]) -> Colli
         TimingsFormat::Json => {
             let t = Timings {
                 reap_commit: crate::build_info::GIT_COMMIT,
-                backend: run.backend,
-                device: run.device,
-                scenario: run.scenario,
-                bodies: run.bodies,
-                seed: run.seed,
-                settings: run.settings,
+                run: *run,
                 summary: Summary::of(frames),
                 frames: frames.iter().map(|f| FrameRecord::new(run, f)).collect(),
             };

@@ -121,7 +121,8 @@ enum Region {
     Cylinder { x: f32, y: f32, radius: f32, z0: f32, z1: f32 },
 }
 
-fn world(min: [f32; 3], max: [f32; 3]) -> World {
+/// The world box and the solver's constants shared by every scenario.
+pub(crate) fn world(min: [f32; 3], max: [f32; 3]) -> World {
     World {
         min,
         dt: 1.0 / 60.0,

@@ -15,6 +15,7 @@ use super::collide_state::CollideChoices;
 #[cfg(feature = "cuda")]
 use super::session::cuda_backend;
 use super::session::{BackendKind, Engines, OnBackend, on_backend};
+use glam::Vec3;
 
 /// Jacobi iterations of the solver per frame (`reap collide`'s default).
 pub const ITERATIONS: u32 = 4;
@@ -78,6 +79,8 @@ pub struct CollideSession {
     pub frame_index: u32,
     /// The bodies after the last frame: what the view draws.
     pub shown: Vec<Body>,
+    /// A body this fast is drawn in the hottest colour.
+    pub hot_speed: f32,
     /// "Compare all"'s starting point: the bodies and their frame index.
     snapshot: Option<(Vec<Body>, u32)>,
 }
@@ -87,7 +90,8 @@ impl CollideSession {
     pub fn open(scenario: Scenario, bodies: u32, kind: BackendKind) -> Result<Self, ViewerError> {
         let (world, start) = scenario::build(scenario, bodies, SEED)?;
         let engine = build_engine(kind, world, &start)?;
-        Ok(CollideSession { scenario, bodies, world, engine, frame_index: 0, shown: start, snapshot: None })
+        let hot_speed = hot_speed(&world, &start);
+        Ok(CollideSession { scenario, bodies, world, engine, frame_index: 0, shown: start, hot_speed, snapshot: None })
     }
 
     /// The same bodies, where they are now, in a new engine on `kind`.
@@ -145,4 +149,16 @@ fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyC
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
     }
+}
+
+/// The speed drawn hottest: what a fall through the container's height
+/// reaches, or (no gravity) twice the starting mean speed.
+fn hot_speed(world: &World, start: &[Body]) -> f32 {
+    let g = Vec3::from(world.gravity).length();
+    let h = world.max[1] - world.min[1];
+    if g > 0.0 {
+        return (2.0 * g * h).sqrt() * 0.5;
+    }
+    let n = start.len().max(1) as f32;
+    (2.0 * start.iter().map(|b| Vec3::from(b.vel).length()).sum::<f32>() / n).max(1e-3)
 }

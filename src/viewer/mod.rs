@@ -321,7 +321,7 @@ mod app {
                 Mode::PathTracer => {
                     if let Some(t) = &mut self.tracer {
                         f(&mut t.orbit);
-                        t.camera_dirty = true;
+                        t.dirty = true;
                     }
                 }
                 Mode::Collision => {

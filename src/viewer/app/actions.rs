@@ -61,7 +61,7 @@ impl App {
             }
             Action::ResetCamera => {
                 tr.orbit = Orbit::from_camera(&tr.session.home);
-                tr.camera_dirty = true;
+                tr.dirty = true;
             }
             Action::Rebuild => self.rebuild(self.kind()),
             Action::SetBackend(kind) => self.rebuild(kind),

@@ -26,41 +26,27 @@ impl App {
         let raw = egui_winit.take_egui_input(&window);
         let adapter = self.gpu.as_ref().map_or("", |g| g.adapter.as_str());
         let fps = self.fps;
-        let device = |kind: BackendKind| match kind {
-            BackendKind::Cpu => "CPU (rayon)",
-            BackendKind::Cuda => "CUDA",
-        };
         let mut actions = Actions::Tracer(Vec::new());
         let mut out = match (self.mode, &mut self.tracer, &mut self.collide) {
             (Mode::PathTracer, Some(t), _) => {
-                let facts = Facts {
-                    backend: t.session.engine.kind(),
-                    device: device(t.session.engine.kind()),
-                    adapter,
-                    fps,
-                    of: TraceFacts {
-                        scene: &t.session.scene_name,
-                        triangles: t.session.triangles,
-                        width: t.session.width,
-                        height: t.session.height,
-                    },
+                let of = TraceFacts {
+                    scene: &t.session.scene_name,
+                    triangles: t.session.triangles,
+                    width: t.session.width,
+                    height: t.session.height,
                 };
+                let facts = facts(t.session.engine.kind(), adapter, fps, of);
                 let (state, ov) = (&mut t.state, &mut t.overlay);
                 self.egui_ctx.run_ui(raw, |ui| actions = Actions::Tracer(overlay::ui::<Tracing>(ui, state, ov, &facts)))
             }
             (Mode::Collision, _, Some(c)) => {
-                let facts = Facts {
-                    backend: c.session.engine.kind(),
-                    device: device(c.session.engine.kind()),
-                    adapter,
-                    fps,
-                    of: CollideFacts {
-                        scenario: c.session.scenario,
-                        bodies: c.session.bodies,
-                        frame: c.session.frame_index,
-                        time: c.session.time(),
-                    },
+                let of = CollideFacts {
+                    scenario: c.session.scenario,
+                    bodies: c.session.bodies,
+                    frame: c.session.frame_index,
+                    time: c.session.time(),
                 };
+                let facts = facts(c.session.engine.kind(), adapter, fps, of);
                 let (state, ov) = (&mut c.state, &mut c.overlay);
                 self.egui_ctx.run_ui(raw, |ui| {
                     actions = Actions::Collide(overlay::ui::<Colliding>(ui, state, ov, &facts));
@@ -108,8 +94,8 @@ impl App {
     /// The path tracer: camera, one render, the image to the GPU.
     pub(super) fn step_tracer(&mut self, parts: &mut [Duration; 4]) {
         let Some(tr) = &mut self.tracer else { return };
-        if tr.camera_dirty {
-            tr.camera_dirty = false;
+        if tr.dirty {
+            tr.dirty = false;
             if let Err(e) = tr.session.set_camera(&tr.orbit.camera()) {
                 tr.state.message = Some((true, e.to_string()));
             }
@@ -187,7 +173,7 @@ impl App {
                     view_proj: view_proj(&camera, area_w / h.max(1.0), near, far),
                     viewport: [0.0, 0.0, area_w, h.max(1.0)],
                     background,
-                    hot_speed: c.hot_speed,
+                    hot_speed: c.session.hot_speed,
                 })
             }
             _ => {
@@ -200,4 +186,14 @@ impl App {
             }
         }
     }
+}
+
+/// What both modes' overlays show of the session: the backend, the device it
+/// names, the display adapter and the frame rate, around the workload's own.
+fn facts<F>(backend: BackendKind, adapter: &str, fps: f64, of: F) -> Facts<'_, F> {
+    let device = match backend {
+        BackendKind::Cpu => "CPU (rayon)",
+        BackendKind::Cuda => "CUDA",
+    };
+    Facts { backend, device, adapter, fps, of }
 }

@@ -4,14 +4,23 @@
 
 use super::*;
 
-/// The path tracer mode: its scene, engine, overlay state and camera.
-pub(super) struct Tracer {
-    pub(super) session: Session,
-    pub(super) state: ViewerState,
+/// One mode as the event loop holds it: its session, the panel's state, the
+/// overlay's fields and the orbit camera.
+pub(super) struct Workspace<S, St> {
+    pub(super) session: S,
+    pub(super) state: St,
     pub(super) overlay: OverlayState,
     pub(super) orbit: Orbit,
-    pub(super) camera_dirty: bool,
+    /// What is shown is behind the session: the tracer's camera moved (its
+    /// sums restart), the collision demo's bodies changed (they are uploaded).
+    pub(super) dirty: bool,
 }
+
+/// The path tracer mode: its scene, engine, overlay state and camera.
+pub(super) type Tracer = Workspace<Session, ViewerState>;
+
+/// The collision mode: its scenario, engine, overlay state and camera.
+pub(super) type Collide = Workspace<CollideSession, CollideState>;
 
 impl Tracer {
     pub(super) fn open(opts: &ViewOptions, kind: BackendKind, backends: &[BackendKind]) -> Result<Self, ViewerError> {
@@ -27,22 +36,10 @@ impl Tracer {
                 backends: backends.to_vec(),
             },
             orbit: Orbit::from_camera(&session.home),
-            camera_dirty: false,
+            dirty: false,
             session,
         })
     }
-}
-
-/// The collision mode: its scenario, engine, overlay state and camera.
-pub(super) struct Collide {
-    pub(super) session: CollideSession,
-    pub(super) state: CollideState,
-    pub(super) overlay: OverlayState,
-    pub(super) orbit: Orbit,
-    /// The bodies changed since they were last uploaded.
-    pub(super) dirty: bool,
-    /// A body this fast is drawn in the hottest colour.
-    pub(super) hot_speed: f32,
 }
 
 impl Collide {
@@ -54,7 +51,7 @@ impl Collide {
     ) -> Result<Self, ViewerError> {
         let session = CollideSession::open(scenario, bodies, kind)?;
         let state = CollideState::for_collide(session.engine.choices(), session.engine.sorts(), scenario, bodies);
-        let mut c = Collide {
+        Ok(Collide {
             state,
             overlay: OverlayState {
                 scene_field: String::new(),
@@ -65,11 +62,8 @@ impl Collide {
             },
             orbit: Orbit::from_camera(&home(&session)),
             dirty: true,
-            hot_speed: 1.0,
             session,
-        };
-        c.hot_speed = hot_speed(&c.session);
-        Ok(c)
+        })
     }
 
     /// A new session in place of the running one (the old one stays if it fails).
@@ -78,7 +72,6 @@ impl Collide {
         self.state.set_offer(session.engine.choices(), session.engine.sorts());
         self.state.set_workload(session.scenario, session.bodies);
         self.session = session;
-        self.hot_speed = hot_speed(&self.session);
         self.dirty = true;
     }
 
@@ -118,16 +111,4 @@ impl Collide {
 /// The collision view's starting camera: the whole container in view.
 pub(super) fn home(s: &CollideSession) -> crate::scene::Camera {
     overview(Vec3::from(s.world.min), Vec3::from(s.world.max), 45.0)
-}
-
-/// The speed drawn hottest: what a fall through the container's height
-/// reaches, or (no gravity) twice the starting mean speed.
-fn hot_speed(s: &CollideSession) -> f32 {
-    let g = Vec3::from(s.world.gravity).length();
-    let h = s.world.max[1] - s.world.min[1];
-    if g > 0.0 {
-        return (2.0 * g * h).sqrt() * 0.5;
-    }
-    let n = s.shown.len().max(1) as f32;
-    (2.0 * s.shown.iter().map(|b| Vec3::from(b.vel).length()).sum::<f32>() / n).max(1e-3)
 }

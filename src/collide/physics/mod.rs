@@ -1,0 +1,74 @@
+//! The arithmetic of the collision pipeline, one function per step, as plain
+//! f32 operations in a fixed order. `kernels/collide/common.cuh` repeats each
+//! function under the same name, expression for expression, and NVRTC
+//! compiles it with `--fmad=false`: IEEE add, multiply, divide and sqrt round
+//! the same on both sides, so one state gives bit-identical contacts and
+//! steps on the CPU and the GPU.
+//!
+//! The solver sums impulses in 64-bit fixed point: integer addition is
+//! associative, so the order in which threads add (atomics on the GPU) does
+//! not change the result.
+//!
+//! One file per job: broad.rs (Morton codes, the Karras tree, box overlap),
+//! narrow.rs (the exact contact tests), solver.rs (impulses in fixed point,
+//! gravity, integration); the vector helpers and a body's box are here.
+
+mod broad;
+mod narrow;
+mod solver;
+#[cfg(test)]
+mod tests;
+
+pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
+pub use narrow::collide;
+pub use solver::{FIXED, contact_response, from_fixed, gravity, integrate, to_fixed};
+
+use crate::collide::layout::{Body, SPHERE};
+
+pub type V3 = [f32; 3];
+
+pub fn add(a: V3, b: V3) -> V3 {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+pub fn sub(a: V3, b: V3) -> V3 {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+pub fn scale(a: V3, s: f32) -> V3 {
+    [a[0] * s, a[1] * s, a[2] * s]
+}
+pub fn dot(a: V3, b: V3) -> f32 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+pub fn cross(a: V3, b: V3) -> V3 {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+
+/// A box's local axes in world space (the columns of its rotation matrix).
+pub fn axes(q: [f32; 4]) -> [V3; 3] {
+    let [x, y, z, w] = q;
+    let (xx, yy, zz) = (x * x, y * y, z * z);
+    let (xy, xz, yz) = (x * y, x * z, y * z);
+    let (wx, wy, wz) = (w * x, w * y, w * z);
+    [
+        [1.0 - 2.0 * (yy + zz), 2.0 * (xy + wz), 2.0 * (xz - wy)],
+        [2.0 * (xy - wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz + wx)],
+        [2.0 * (xz + wy), 2.0 * (yz - wx), 1.0 - 2.0 * (xx + yy)],
+    ]
+}
+
+/// Half the size of a body's axis-aligned box.
+pub fn extent(b: &Body) -> V3 {
+    if b.shape == SPHERE {
+        return [b.half[0], b.half[0], b.half[0]];
+    }
+    let u = axes(b.rot);
+    let h = b.half;
+    let e = |k: usize| u[0][k].abs() * h[0] + u[1][k].abs() * h[1] + u[2][k].abs() * h[2];
+    [e(0), e(1), e(2)]
+}
+
+/// A body's axis-aligned box (a leaf's bounds).
+pub fn aabb(b: &Body) -> (V3, V3) {
+    let e = extent(b);
+    (sub(b.pos, e), add(b.pos, e))
+}

@@ -1,0 +1,258 @@
+use super::*;
+use crate::collide::layout::{BOX, Body, LEAF, Node, SPHERE, World};
+
+fn world() -> World {
+    crate::collide::scenario::world([0.0; 3], [8.0; 3])
+}
+
+fn sphere(pos: V3, r: f32) -> Body {
+    Body { pos, shape: SPHERE, vel: [0.0; 3], inv_mass: 1.0, half: [r; 3], pad: 0.0, rot: [0.0, 0.0, 0.0, 1.0] }
+}
+
+fn cuboid(pos: V3, half: V3, rot: [f32; 4]) -> Body {
+    Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, pad: 0.0, rot }
+}
+
+/// A rotation by `angle` about the unit `axis`.
+fn quat(axis: V3, angle: f32) -> [f32; 4] {
+    let s = (0.5 * angle).sin();
+    [axis[0] * s, axis[1] * s, axis[2] * s, (0.5 * angle).cos()]
+}
+
+fn random_quat(rng: &mut fastrand::Rng) -> [f32; 4] {
+    let q = [rng.f32() - 0.5, rng.f32() - 0.5, rng.f32() - 0.5, rng.f32() - 0.5];
+    let l = dot([q[0], q[1], q[2]], [q[0], q[1], q[2]]) + q[3] * q[3];
+    q.map(|x| x / l.sqrt())
+}
+
+fn close(a: V3, b: V3) -> bool {
+    (0..3).all(|k| (a[k] - b[k]).abs() < 1e-5)
+}
+
+#[test]
+fn morton_interleaves_x_y_z() {
+    assert_eq!(expand_bits(0), 0);
+    assert_eq!(expand_bits(1), 1);
+    assert_eq!(expand_bits(0b11), 0b1001);
+    assert_eq!(expand_bits(0x3ff), 0x09249249);
+    assert_eq!(expand_bits(0xffff_ffff), 0x09249249, "only the low 10 bits count");
+    let w = world();
+    assert_eq!(morton([0.0; 3], &w), 0);
+    assert_eq!(morton([8.0; 3], &w), 0x3fff_ffff, "the far corner clamps to the last cell");
+    assert_eq!(morton([-5.0, 100.0, -1.0], &w), 0b010 * 0x09249249, "outside points clamp");
+    // One cell is 8 / 1024: x is the highest bit of each triple.
+    let cell = 8.0 / 1024.0;
+    assert_eq!(morton([1.5 * cell, 0.0, 0.0], &w), 0b100);
+    assert_eq!(morton([0.0, 1.5 * cell, 0.0], &w), 0b010);
+    assert_eq!(morton([0.0, 0.0, 1.5 * cell], &w), 0b001);
+}
+
+/// The hierarchy by its definition: a range of sorted (code, index) keys
+/// splits where the highest bit that differs across it turns to 1; the
+/// left half is named after its last key, the right after its first.
+fn reference(codes: &[u32]) -> Vec<(u32, u32)> {
+    let n = codes.len();
+    let key = |i: usize| ((codes[i] as u64) << 32) | i as u64;
+    let mut nodes = vec![(u32::MAX, u32::MAX); n - 1];
+    let mut stack = vec![(0usize, n - 1, 0usize)];
+    while let Some((lo, hi, index)) = stack.pop() {
+        let common = (key(lo) ^ key(hi)).leading_zeros();
+        let split = (lo..hi).rev().find(|&k| (key(lo) ^ key(k)).leading_zeros() > common).unwrap_or(lo);
+        let name = |a: usize, b: usize, at: usize| if a == b { (n - 1 + a) as u32 } else { at as u32 };
+        let (l, r) = (name(lo, split, split), name(split + 1, hi, split + 1));
+        nodes[index] = (l, r);
+        if lo != split {
+            stack.push((lo, split, split));
+        }
+        if split + 1 != hi {
+            stack.push((split + 1, hi, split + 1));
+        }
+    }
+    nodes
+}
+
+#[test]
+fn karras_matches_the_definition_on_small_inputs() {
+    let mut rng = fastrand::Rng::with_seed(3);
+    for n in 2..48 {
+        for spread in [1u32, 4, 64, 1 << 30] {
+            let mut codes: Vec<u32> = (0..n).map(|_| rng.u32(..spread)).collect();
+            codes.sort_unstable();
+            let want = reference(&codes);
+            for (i, w) in want.iter().enumerate() {
+                assert_eq!(karras_node(&codes, i), *w, "node {i} of {codes:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn delta_breaks_ties_by_index() {
+    let codes = [5, 5, 5, 9];
+    assert_eq!(delta(&codes, 0, 1), 32 + 31);
+    assert_eq!(delta(&codes, 0, 2), 32 + 30);
+    assert_eq!(delta(&codes, 2, 3), (5u32 ^ 9).leading_zeros() as i32);
+    assert_eq!(delta(&codes, 0, -1), -1);
+    assert_eq!(delta(&codes, 3, 4), -1);
+}
+
+#[test]
+fn overlap_and_union_of_boxes() {
+    let node = |min: V3, max: V3| Node { min, left: 0, max, right: LEAF };
+    let a = node([0.0; 3], [1.0; 3]);
+    assert!(overlap(&a, &node([1.0, 0.5, 0.5], [2.0; 3])), "touching counts");
+    assert!(!overlap(&a, &node([1.0, 1.5, 0.5], [2.0; 3])));
+    assert_eq!(union(&a, &node([-1.0, 0.5, 0.5], [0.5, 3.0, 0.5])), ([-1.0, 0.0, 0.0], [1.0, 3.0, 1.0]));
+}
+
+#[test]
+fn aabb_of_a_rotated_box() {
+    let b = cuboid([1.0, 2.0, 3.0], [1.0, 0.5, 0.25], quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_2));
+    let (min, max) = aabb(&b);
+    assert!(close(min, [0.5, 1.0, 2.75]) && close(max, [1.5, 3.0, 3.25]), "{min:?} {max:?}");
+    let s = sphere([1.0; 3], 0.5);
+    assert_eq!(aabb(&s), ([0.5; 3], [1.5; 3]));
+}
+
+#[test]
+fn sphere_sphere_contact() {
+    let (a, b) = (sphere([1.0, 1.0, 1.0], 0.5), sphere([1.8, 1.0, 1.0], 0.5));
+    let c = collide(0, &a, 1, &b).expect("they touch");
+    assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "{c:?}");
+    assert_eq!((c.a, c.b), (0, 1));
+    assert!(collide(0, &a, 1, &sphere([2.0, 1.0, 1.0], 0.5)).is_none(), "exactly touching is no contact");
+    let c = collide(0, &a, 1, &sphere([1.0; 3], 0.3)).expect("one centre");
+    assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.8).abs() < 1e-6, "{c:?}");
+}
+
+#[test]
+fn sphere_box_contact_both_orders_and_centre_inside() {
+    let bx = cuboid([0.0; 3], [1.0; 3], [0.0, 0.0, 0.0, 1.0]);
+    let s = sphere([1.3, 0.0, 0.0], 0.5);
+    let c = collide(0, &s, 1, &bx).expect("touch");
+    assert!(close(c.normal, [-1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "sphere first: {c:?}");
+    let c = collide(0, &bx, 1, &s).expect("touch");
+    assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "box first: {c:?}");
+    // Past the corner: the normal points from the corner to the centre.
+    let s = sphere([1.3, 1.3, 0.0], 0.5);
+    let c = collide(0, &bx, 1, &s).expect("touch the edge");
+    let h = std::f32::consts::FRAC_1_SQRT_2;
+    assert!(close(c.normal, [h, h, 0.0]) && (c.depth - (0.5 - 0.3 * 2f32.sqrt())).abs() < 1e-5, "{c:?}");
+    assert!(collide(0, &bx, 1, &sphere([1.4, 1.4, 0.0], 0.5)).is_none());
+    // The centre inside: out through the nearest face.
+    let c = collide(0, &bx, 1, &sphere([0.1, -0.8, 0.2], 0.5)).expect("inside");
+    assert!(close(c.normal, [0.0, -1.0, 0.0]) && (c.depth - 0.7).abs() < 1e-5, "{c:?}");
+    // A box turned 45° about z has an edge at x = √2.
+    let turned = cuboid([0.0; 3], [1.0; 3], quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4));
+    let c = collide(0, &turned, 1, &sphere([1.6, 0.0, 0.0], 0.5)).expect("the edge");
+    assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - (0.5 - (1.6 - 2f32.sqrt()))).abs() < 1e-5, "{c:?}");
+    assert!(collide(0, &turned, 1, &sphere([1.95, 0.0, 0.0], 0.5)).is_none());
+}
+
+#[test]
+fn box_box_separating_axes() {
+    let id = [0.0, 0.0, 0.0, 1.0];
+    let a = cuboid([0.0; 3], [0.5; 3], id);
+    let c = collide(0, &a, 1, &cuboid([0.0, 0.9, 0.0], [0.5; 3], id)).expect("stacked");
+    assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.1).abs() < 1e-5, "{c:?}");
+    let c = collide(0, &a, 1, &cuboid([0.0, -0.9, 0.0], [0.5; 3], id)).expect("below");
+    assert!(close(c.normal, [0.0, -1.0, 0.0]), "{c:?}");
+    // b turned 45° about z reaches √2/2 along x.
+    let q = quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4);
+    let reach = 0.5 + std::f32::consts::FRAC_1_SQRT_2;
+    let c = collide(0, &a, 1, &cuboid([reach - 0.05, 0.0, 0.0], [0.5; 3], q)).expect("edge into face");
+    assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.05).abs() < 1e-5, "{c:?}");
+    assert!(collide(0, &a, 1, &cuboid([reach + 0.01, 0.0, 0.0], [0.5; 3], q)).is_none());
+    // Two edges crossing: a turned about x, b about z, edge above edge;
+    // only the cross product of the edges separates them.
+    let qa = quat([1.0, 0.0, 0.0], std::f32::consts::FRAC_PI_4);
+    let qb = quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4);
+    let a = cuboid([0.0; 3], [0.5; 3], qa);
+    let gap = 2.0 * std::f32::consts::FRAC_1_SQRT_2;
+    let c = collide(0, &a, 1, &cuboid([0.0, gap - 0.04, 0.0], [0.5; 3], qb)).expect("edges cross");
+    assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.04).abs() < 1e-5, "{c:?}");
+    assert!(collide(0, &a, 1, &cuboid([0.0, gap + 0.01, 0.0], [0.5; 3], qb)).is_none());
+}
+
+/// For every shape pair: moving b along the normal by the depth (a hair
+/// more) separates the shapes, a hair less does not. This is the property
+/// of the least-penetration axis that the solver relies on.
+#[test]
+fn depth_along_the_normal_separates_random_pairs() {
+    let mut rng = fastrand::Rng::with_seed(11);
+    let mut seen = [0u32; 3];
+    let shape = |rng: &mut fastrand::Rng, pos: V3| {
+        if rng.bool() {
+            sphere(pos, 0.3 + 0.3 * rng.f32())
+        } else {
+            cuboid(pos, [0.2 + 0.4 * rng.f32(), 0.2 + 0.4 * rng.f32(), 0.2 + 0.4 * rng.f32()], random_quat(rng))
+        }
+    };
+    for _ in 0..20000 {
+        let a = shape(&mut rng, [0.0; 3]);
+        let p = [2.0 * rng.f32() - 1.0, 2.0 * rng.f32() - 1.0, 2.0 * rng.f32() - 1.0];
+        let mut b = shape(&mut rng, p);
+        let Some(c) = collide(0, &a, 1, &b) else { continue };
+        seen[(a.shape + b.shape) as usize] += 1;
+        assert!(c.depth > 0.0 && (dot(c.normal, c.normal) - 1.0).abs() < 1e-4, "{c:?}");
+        let at = b.pos;
+        b.pos = add(at, scale(c.normal, c.depth + 2e-3));
+        assert!(collide(0, &a, 1, &b).is_none(), "still touching after the depth: {a:?} {b:?} {c:?}");
+        if c.depth > 4e-3 {
+            b.pos = add(at, scale(c.normal, c.depth - 2e-3));
+            assert!(collide(0, &a, 1, &b).is_some(), "apart before the depth: {a:?} {b:?} {c:?}");
+        }
+    }
+    assert!(seen.iter().all(|&s| s > 500), "every pairing must be exercised: {seen:?}");
+}
+
+#[test]
+fn fixed_point_round_trips_and_averages() {
+    assert_eq!(to_fixed(1.0), 1 << 24);
+    assert_eq!(to_fixed(-0.5), -(1 << 23));
+    assert_eq!(from_fixed(to_fixed(0.25) + to_fixed(0.75), 2), 0.5);
+    assert_eq!(from_fixed(to_fixed(-3.0), 1), -3.0);
+}
+
+#[test]
+fn contact_response_pushes_apart_and_conserves_momentum() {
+    let w = world();
+    let mut a = sphere([1.0; 3], 0.5);
+    let mut b = sphere([1.8, 1.0, 1.0], 0.5);
+    a.vel = [1.0, 0.5, 0.0];
+    b.vel = [-1.0, 0.0, 0.0];
+    b.inv_mass = 0.5;
+    let c = collide(0, &a, 1, &b).expect("touch");
+    let [dva, dvb, dpa, dpb] = contact_response(&c, &a, &b, &w, true);
+    // Momentum: m_a dva + m_b dvb = 0.
+    let p = add(scale(dva, 1.0 / a.inv_mass), scale(dvb, 1.0 / b.inv_mass));
+    assert!(close(p, [0.0; 3]), "momentum changes by {p:?}");
+    let vn = dot(sub(add(b.vel, dvb), add(a.vel, dva)), c.normal);
+    assert!((vn - 0.2 * 2.0).abs() < 1e-5, "separating at restitution x approach speed: {vn}");
+    assert!(dpa[0] < 0.0 && dpb[0] > 0.0, "positions pushed apart");
+    let [_, _, pa, pb] = contact_response(&c, &a, &b, &w, false);
+    assert!(pa == [0.0; 3] && pb == [0.0; 3], "later passes leave positions alone");
+    // Separating already: no impulse.
+    (a.vel, b.vel) = (b.vel, a.vel);
+    let r = contact_response(&c, &a, &b, &w, false);
+    assert!(r[0] == [0.0; 3] && r[1] == [0.0; 3]);
+}
+
+#[test]
+fn integrate_keeps_bodies_inside_walls_and_drum() {
+    let mut w = world();
+    let mut b = sphere([0.6, 4.0, 4.0], 0.5);
+    b.vel = [-60.0, 0.0, 0.0];
+    integrate(&mut b, &w);
+    assert_eq!(b.pos[0], 0.5);
+    assert!((b.vel[0] - 12.0).abs() < 1e-4, "bounces at the restitution: {:?}", b.vel);
+    w.drum_radius = 3.0;
+    w.drum_x = 4.0;
+    w.drum_y = 4.0;
+    w.drum_omega = 1.0;
+    let mut b = sphere([6.45, 4.0, 4.0], 0.5);
+    b.vel = [6.0, 0.0, 0.0];
+    integrate(&mut b, &w);
+    assert!((b.pos[0] - 6.5).abs() < 1e-5 && b.vel[0] < 0.0, "{b:?}");
+    assert!(b.vel[1] > 0.0, "the wall drags it along: {b:?}");
+}

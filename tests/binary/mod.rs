@@ -1,0 +1,18 @@
+//! What the end-to-end tests of the `reap` binary share: the command, and a
+//! fresh scratch folder per test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The `reap` binary cargo built for these tests.
+pub fn reap() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reap"))
+}
+
+/// An empty folder of its own for test `name` of suite `suite`, in this process.
+pub fn temp_dir(suite: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reap-{suite}-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
