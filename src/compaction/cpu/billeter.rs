@@ -27,7 +27,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::compaction::cpu::{Phases, Scatter};
+use crate::compaction::cpu::{Job, Phases, Scatter};
 use crate::compaction::{Billeter, CompactSimd, OutputMode, ScanElement};
 
 /// The widest lane group: popc keeps a group's flags in one `u64` word.
@@ -56,30 +56,6 @@ impl Default for BilleterTuning {
     fn default() -> Self {
         BilleterTuning { processors: 4 * rayon::current_num_threads(), lanes: 32, staged_ratio: 0.5 }
     }
-}
-
-/// Compacts the elements `keep` accepts into `output[..count]`, in input order.
-pub fn select<T: Copy + Send + Sync>(
-    v: Billeter,
-    t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(v, t, input, keep, output, ph, false)
-}
-
-/// Stream split (§5.3): kept elements first, rejected after, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    v: Billeter,
-    t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(v, t, input, keep, output, ph, true)
 }
 
 /// Exclusive prefix sum into `output`; returns the total (§5.2).
@@ -131,16 +107,16 @@ pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], p
     total
 }
 
-/// The three phases shared by select and stream split.
-fn compact<T: Copy + Send + Sync>(
+/// Compaction: the kept elements into `output[..count]`, in input order; or
+/// with `split`, stream split (§5.3): kept elements first, rejected after,
+/// both in input order. The three phases are the same for both.
+pub fn compact<T: Copy + Send + Sync>(
     v: Billeter,
     t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
-    split: bool,
 ) -> usize {
+    let Job { input, keep, output, split } = job;
     assert_eq!(input.len(), output.len(), "compaction output length");
     let l = Layout::new(t, input.len());
 
@@ -535,13 +511,13 @@ mod tests {
         let mut want = vec![POISON; n];
         let want_count = sequential::select(input, &keep, &mut want, &mut ph);
         let mut got = vec![POISON; n];
-        let count = select(v, t, input, &keep, &mut got, &mut ph);
+        let count = compact(v, t, Job { input, keep: &keep, output: &mut got, split: false }, &mut ph);
         assert_eq!((count, &got), (want_count, &want), "select {v:?} {t:?} n={n} {what}");
 
         let mut want = vec![POISON; n];
         let want_count = sequential::partition(input, &keep, &mut want, &mut ph);
         let mut got = vec![POISON; n];
-        let count = partition(v, t, input, &keep, &mut got, &mut ph);
+        let count = compact(v, t, Job { input, keep: &keep, output: &mut got, split: true }, &mut ph);
         assert_eq!((count, &got), (want_count, &want), "partition {v:?} {t:?} n={n} {what}");
     }
 
@@ -576,7 +552,11 @@ mod tests {
         let want_count = sequential::partition(&input, &keep, &mut want, &mut ph);
         for v in VARIANTS {
             let mut got = vec![[0; 3]; n];
-            assert_eq!(partition(v, &t, &input, &keep, &mut got, &mut ph), want_count, "{v:?}");
+            assert_eq!(
+                compact(v, &t, Job { input: &input, keep: &keep, output: &mut got, split: true }, &mut ph),
+                want_count,
+                "{v:?}"
+            );
             assert_eq!(got, want, "{v:?}");
         }
     }
@@ -587,7 +567,8 @@ mod tests {
         let mut out = vec![0; 1000];
         for v in VARIANTS {
             let mut ph = Phases::default();
-            select(v, &BilleterTuning::default(), &input, &|i| i % 3 == 0, &mut out, &mut ph);
+            let job = Job { input: &input, keep: &|i| i % 3 == 0, output: &mut out, split: false };
+            compact(v, &BilleterTuning::default(), job, &mut ph);
             let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
             assert_eq!(names, ["count", "scan", "move"]);
         }
