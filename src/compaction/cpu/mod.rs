@@ -152,6 +152,17 @@ pub fn mark(n: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Vec<u32> {
     (0..n).into_par_iter().map(|i| keep(i) as u32).collect()
 }
 
+/// Cuts `xs` into consecutive mutable pieces of the given lengths: disjoint
+/// output ranges that tasks can fill in safe code.
+pub fn cut<X>(mut xs: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
+    lens.map(|len| {
+        let (head, tail) = std::mem::take(&mut xs).split_at_mut(len);
+        xs = tail;
+        head
+    })
+    .collect()
+}
+
 fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
     if expected == actual {
         Ok(())

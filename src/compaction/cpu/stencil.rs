@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::compaction::cpu::{Job, Phases, mark};
+use crate::compaction::cpu::{Job, Phases, cut, mark};
 
 #[derive(Clone, Debug, Default)]
 pub struct StencilTuning {
@@ -30,17 +30,6 @@ fn mark_and_count(
     (stencil, chunk, counts)
 }
 
-/// Cuts `out` into consecutive pieces of the given lengths: each chunk's output
-/// range. The exclusive prefix sum of the counts is implicit in the cutting.
-fn cut<T>(mut out: &mut [T], lens: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
-    lens.map(|len| {
-        let (head, tail) = std::mem::take(&mut out).split_at_mut(len);
-        out = tail;
-        head
-    })
-    .collect()
-}
-
 /// Stable select: mark, count, compact; or with `split`, stable partition:
 /// kept elements first, rejected after, both in input order.
 pub fn compact<T: Copy + Send + Sync>(
@@ -53,6 +42,7 @@ pub fn compact<T: Copy + Send + Sync>(
     let kept = counts.iter().sum();
     ph.time("compact", || {
         // Disjoint output slices per chunk: safe code, no shared pointer needed.
+        // The exclusive prefix sum of the counts is implicit in the cutting.
         let (front, back) = output.split_at_mut(kept);
         let kept_outs = cut(front, counts.iter().copied()).into_par_iter();
         let chunks = input.par_chunks(chunk).zip(stencil.par_chunks(chunk));
