@@ -40,19 +40,9 @@ impl Protocol for Decoupled {
 #[cfg(test)]
 mod tests {
     use super::Decoupled;
-    use crate::compaction::cpu::single_pass::tests::{check_panic_propagates, check_scan, check_select_partition};
+    use crate::compaction::cpu::single_pass::tests::check_panic_propagates;
     use crate::compaction::cpu::single_pass::{SinglePassTuning, compact};
     use crate::compaction::cpu::{Job, testing};
-
-    #[test]
-    fn select_and_partition_match_sequential() {
-        check_select_partition(Decoupled, 0x100c_bac0);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        check_scan(Decoupled, 0x05ca_0001);
-    }
 
     #[test]
     #[should_panic]

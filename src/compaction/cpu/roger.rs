@@ -211,16 +211,9 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let tunings = tunings();
-        let variants: Vec<_> = tunings
-            .iter()
-            .map(|t| {
-                testing::variant(format!("{t:?}"), move |x, k, o, split, ph| {
-                    compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-                })
-            })
-            .collect();
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &variants);
+        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
+            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+        });
     }
 
     #[test]

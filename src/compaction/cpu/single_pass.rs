@@ -278,7 +278,21 @@ pub fn scan<P: Protocol, S: ScanElement>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::compaction::cpu::chained::Chained;
+    use crate::compaction::cpu::lookback::Decoupled;
     use crate::compaction::cpu::{sequential, testing};
+
+    #[test]
+    fn select_and_partition_match_sequential() {
+        check_select_partition(Chained, 0x0c4a_10ed);
+        check_select_partition(Decoupled, 0x100c_bac0);
+    }
+
+    #[test]
+    fn scan_matches_sequential() {
+        check_scan(Chained, 0x05ca_0002);
+        check_scan(Decoupled, 0x05ca_0001);
+    }
 
     fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
         testing::sizes(rng, 3, 200_000)
@@ -309,7 +323,7 @@ pub(crate) mod tests {
     }
 
     /// The single-pass test body, run for both protocols.
-    pub(crate) fn check_select_partition(c: impl Protocol, seed: u64) {
+    fn check_select_partition(c: impl Protocol, seed: u64) {
         let tunings = tunings();
         // Big inputs with one-element blocks are slow and add nothing.
         let (small, big): (Vec<usize>, Vec<usize>) =
@@ -318,7 +332,7 @@ pub(crate) mod tests {
         testing::check_select_partition(seed, &big, &variants(c, &tunings, 32));
     }
 
-    pub(crate) fn check_scan(c: impl Protocol, seed: u64) {
+    fn check_scan(c: impl Protocol, seed: u64) {
         let mut rng = fastrand::Rng::with_seed(seed);
         for n in sizes(&mut rng) {
             // u32 values near the top so the sums wrap.

@@ -87,6 +87,17 @@ pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_
     }
 }
 
+/// [`check_select_partition`] as the tuned scan families (roger, sengupta) run
+/// it: seed 7, their sizes, one variant per tuning named by its `Debug` form.
+pub fn check_tunings<U: std::fmt::Debug>(
+    tunings: &[U],
+    compact: impl Fn(&U, &[u64], &[bool], &mut [u64], bool, &mut Phases) -> usize + Copy,
+) {
+    let variant = |t| variant(format!("{t:?}"), move |x, k, o, split, ph| compact(t, x, k, o, split, ph));
+    let variants: Vec<_> = tunings.iter().map(variant).collect();
+    check_select_partition(7, &scan_family_sizes(), &variants);
+}
+
 /// The exclusive-scan test body the CPU families share: u32 (wrapping) and
 /// u64 values at every size, against the sequential scan, into poisoned outputs.
 pub fn check_scan(
