@@ -29,15 +29,3 @@ impl Protocol for Chained {
         exclusive
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Chained;
-    use crate::compaction::cpu::single_pass::tests::check_panic_propagates;
-
-    #[test]
-    #[should_panic]
-    fn panicking_keep_does_not_hang() {
-        check_panic_propagates(Chained);
-    }
-}

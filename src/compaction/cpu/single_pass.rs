@@ -276,7 +276,7 @@ pub fn scan<P: Protocol, S: ScanElement>(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::compaction::cpu::chained::Chained;
     use crate::compaction::cpu::lookback::Decoupled;
@@ -359,9 +359,21 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    #[should_panic]
+    fn chained_panicking_keep_does_not_hang() {
+        check_panic_propagates(Chained);
+    }
+
+    #[test]
+    #[should_panic]
+    fn lookback_panicking_keep_does_not_hang() {
+        check_panic_propagates(Decoupled);
+    }
+
     /// A keep closure that panics must surface as a panic, not hang the
     /// successors that wait for the panicking block's prefix.
-    pub(crate) fn check_panic_propagates(c: impl Protocol) {
+    fn check_panic_propagates(c: impl Protocol) {
         let input = vec![0u32; 100_000];
         let mut output = vec![0; input.len()];
         let t = SinglePassTuning { block: 16, spins_before_yield: 4 };
