@@ -68,15 +68,14 @@ pub fn select<T: Copy + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::sequential;
-    use crate::compaction::cpu::single_pass::tests::{patterns, sizes};
+    use crate::compaction::cpu::{sequential, testing};
 
     #[test]
     fn select_matches_sequential_as_multiset() {
         let mut rng = fastrand::Rng::with_seed(0xa701c);
-        for n in sizes(&mut rng) {
+        for n in testing::sizes(&mut rng, 3, 200_000) {
             let input: Vec<u64> = (0..n as u64).map(|i| i * 7 + 1).collect();
-            for (name, flags) in patterns(&mut rng, n) {
+            for (name, flags) in testing::patterns(n, &mut rng) {
                 let keep = |i: usize| flags[i];
                 let mut want = vec![0; n];
                 let want_k = sequential::select(&input, &keep, &mut want, &mut Phases::default());

@@ -13,29 +13,10 @@
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Phases, Scatter, mark};
+use crate::compaction::cpu::{Job, Phases, Scatter, mark};
 
 /// Fewest elements a rayon task covers in one tree level or in the scatter.
 const GRAIN: usize = 4096;
-
-pub fn select<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(input, keep, output, false, ph)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(input, keep, output, true, ph)
-}
 
 /// Exclusive scan; returns the total. The tree scan is inclusive, so it runs in
 /// place over the input shifted right by one slot: that is the exclusive scan.
@@ -54,13 +35,10 @@ pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S
     out[n - 1].add(input[n - 1])
 }
 
-fn compact<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
+/// Select: the kept elements, in input order; or with `split`, partition:
+/// the kept elements first, then the rejected ones, both in input order.
+pub fn compact<T: Copy + Send + Sync>(job: Job<'_, T, impl Fn(usize) -> bool + Sync>, ph: &mut Phases) -> usize {
+    let Job { input, keep, output, split } = job;
     let flags = ph.time("mark", || mark(input.len(), keep));
     // u32 offsets are exact below 2^32 elements; above, the scan widens to u64.
     if input.len() <= u32::MAX as usize {
@@ -155,11 +133,9 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let v = testing::variant(
-            "blelloch",
-            |x, k, o, ph| select(x, &|i| k[i], o, ph),
-            |x, k, o, ph| partition(x, &|i| k[i], o, ph),
-        );
+        let v = testing::variant("blelloch", |x, k, o, split, ph| {
+            compact(Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+        });
         testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
     }
 
@@ -170,7 +146,9 @@ mod tests {
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| select(x, &|i| i % 3 == 0, o, ph));
+        let names = testing::phase_names(|x, o, ph| {
+            compact(Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+        });
         assert_eq!(names, ["mark", "up-sweep", "down-sweep", "scatter"]);
     }
 }

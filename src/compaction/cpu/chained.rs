@@ -29,25 +29,3 @@ impl Protocol for Chained {
         exclusive
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Chained;
-    use crate::compaction::cpu::single_pass::tests::{check_panic_propagates, check_scan, check_select_partition};
-
-    #[test]
-    fn select_and_partition_match_sequential() {
-        check_select_partition(Chained, 0x0c4a_10ed);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        check_scan(Chained, 0x05ca_0002);
-    }
-
-    #[test]
-    #[should_panic]
-    fn panicking_keep_does_not_hang() {
-        check_panic_propagates(Chained);
-    }
-}

@@ -11,30 +11,11 @@
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Phases, mark};
+use crate::compaction::cpu::{Job, Phases, mark};
 
 /// Fewest elements a rayon task takes in one pass: a pass does one add per
 /// element, so smaller tasks would cost more to schedule than to run.
 const GRAIN: usize = 4096;
-
-pub fn select<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(input, keep, output, false, ph)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(input, keep, output, true, ph)
-}
 
 /// Exclusive scan; returns the total. Horn's scan is inclusive, so it runs over
 /// the input shifted right by one, which is the exclusive scan of the input.
@@ -50,13 +31,10 @@ pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S
     output[n - 1].add(input[n - 1])
 }
 
-fn compact<T: Copy + Send + Sync>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
+/// Select: the kept elements, in input order; or with `split`, partition:
+/// the kept elements first, then the rejected ones, both in input order.
+pub fn compact<T: Copy + Send + Sync>(job: Job<'_, T, impl Fn(usize) -> bool + Sync>, ph: &mut Phases) -> usize {
+    let Job { input, keep, output, split } = job;
     let flags = ph.time("mark", || mark(input.len(), keep));
     // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
     if input.len() <= u32::MAX as usize {
@@ -159,11 +137,9 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let v = testing::variant(
-            "horn",
-            |x, k, o, ph| select(x, &|i| k[i], o, ph),
-            |x, k, o, ph| partition(x, &|i| k[i], o, ph),
-        );
+        let v = testing::variant("horn", |x, k, o, split, ph| {
+            compact(Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+        });
         testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
     }
 
@@ -174,7 +150,9 @@ mod tests {
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| select(x, &|i| i % 3 == 0, o, ph));
+        let names = testing::phase_names(|x, o, ph| {
+            compact(Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+        });
         assert_eq!(names, ["mark", "prefix sum scan", "dichotomic search"]);
     }
 }

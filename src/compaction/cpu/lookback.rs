@@ -40,33 +40,19 @@ impl Protocol for Decoupled {
 #[cfg(test)]
 mod tests {
     use super::Decoupled;
-    use crate::compaction::cpu::Phases;
-    use crate::compaction::cpu::single_pass::tests::{check_panic_propagates, check_scan, check_select_partition};
-    use crate::compaction::cpu::single_pass::{SinglePassTuning, partition};
-
-    #[test]
-    fn select_and_partition_match_sequential() {
-        check_select_partition(Decoupled, 0x100c_bac0);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        check_scan(Decoupled, 0x05ca_0001);
-    }
-
-    #[test]
-    #[should_panic]
-    fn panicking_keep_does_not_hang() {
-        check_panic_propagates(Decoupled);
-    }
+    use crate::compaction::cpu::single_pass::{SinglePassTuning, compact};
+    use crate::compaction::cpu::{Job, testing};
 
     #[test]
     fn phases_are_named() {
-        let input: Vec<u32> = (0..1000).collect();
-        let mut output = vec![0; 1000];
-        let mut ph = Phases::default();
-        partition(Decoupled, &SinglePassTuning::default(), &input, &|i| i % 3 == 0, &mut output, &mut ph);
-        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        let names = testing::phase_names(|x, o, ph| {
+            compact(
+                Decoupled,
+                &SinglePassTuning::default(),
+                Job { input: x, keep: &|i| i % 3 == 0, output: o, split: true },
+                ph,
+            )
+        });
         assert_eq!(names, ["single-pass", "reverse"]);
     }
 }

@@ -135,9 +135,32 @@ impl<T: Copy> Scatter<T> {
     }
 }
 
+/// One select or partition, as every CPU algorithm takes it: the kept
+/// elements go to `output` in input order (unstable algorithms: in any order);
+/// with `split`, the rejected ones follow them (seed 000 §5.3's stream split).
+/// `output` is as long as `input`.
+pub struct Job<'a, T, K> {
+    pub input: &'a [T],
+    /// The keep rule as an index predicate.
+    pub keep: &'a K,
+    pub output: &'a mut [T],
+    pub split: bool,
+}
+
 /// Mark phase shared by the flag-consuming algorithms: one 0/1 word per element.
 pub fn mark(n: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Vec<u32> {
     (0..n).into_par_iter().map(|i| keep(i) as u32).collect()
+}
+
+/// Cuts `xs` into consecutive mutable pieces of the given lengths: disjoint
+/// output ranges that tasks can fill in safe code.
+pub fn cut<X>(mut xs: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
+    lens.map(|len| {
+        let (head, tail) = std::mem::take(&mut xs).split_at_mut(len);
+        xs = tail;
+        head
+    })
+    .collect()
 }
 
 fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
@@ -174,29 +197,35 @@ pub fn check_removal(removal: &[u64], len: usize) -> Result<()> {
 }
 
 impl CpuBackend {
-    /// Select through any algorithm with the keep rule as an index predicate.
-    fn select_by<T: Element>(
+    /// Select, or with `split` partition, through any algorithm, with the keep
+    /// rule as an index predicate.
+    fn compact_by<T: Element>(
         &self,
         algorithm: Algorithm,
+        split: bool,
         input: &[T],
         keep: &(impl Fn(usize) -> bool + Sync),
         output: &mut [T],
     ) -> Result<CpuReport> {
+        if split && !algorithm.supports(Operation::Partition) {
+            return Err(unsupported(algorithm, Operation::Partition));
+        }
         let t = &self.tuning;
         let mut ph = Phases::default();
+        let job = Job { input, keep, output, split };
         let count = match algorithm {
-            Algorithm::Sequential => sequential::select(input, keep, output, &mut ph),
-            Algorithm::Horn => horn::select(input, keep, output, &mut ph),
-            Algorithm::Sengupta => sengupta::select(&t.sengupta, input, keep, output, &mut ph),
-            Algorithm::Blelloch => blelloch::select(input, keep, output, &mut ph),
-            Algorithm::Roger => roger::select(&t.roger, input, keep, output, &mut ph),
-            Algorithm::Billeter(v) => billeter::select(v, &t.billeter, input, keep, output, &mut ph),
-            Algorithm::Chained => single_pass::select(chained::Chained, &t.single_pass, input, keep, output, &mut ph),
-            Algorithm::Lookback => {
-                single_pass::select(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
-            }
-            Algorithm::Atomic => atomic::select(&t.atomic, input, keep, output, &mut ph),
-            Algorithm::Stencil => stencil::select(&t.stencil, input, keep, output, &mut ph),
+            Algorithm::Sequential if split => sequential::partition(input, keep, job.output, &mut ph),
+            Algorithm::Sequential => sequential::select(input, keep, job.output, &mut ph),
+            Algorithm::Horn => horn::compact(job, &mut ph),
+            Algorithm::Sengupta => sengupta::compact(&t.sengupta, job, &mut ph),
+            Algorithm::Blelloch => blelloch::compact(job, &mut ph),
+            Algorithm::Roger => roger::compact(&t.roger, job, &mut ph),
+            Algorithm::Billeter(v) => billeter::compact(v, &t.billeter, job, &mut ph),
+            Algorithm::Chained => single_pass::compact(chained::Chained, &t.single_pass, job, &mut ph),
+            Algorithm::Lookback => single_pass::compact(lookback::Decoupled, &t.single_pass, job, &mut ph),
+            Algorithm::Stencil => stencil::compact(&t.stencil, job, &mut ph),
+            // Select only: a partition was refused above.
+            Algorithm::Atomic => atomic::select(&t.atomic, input, keep, job.output, &mut ph),
             Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
                 // Redzone removes in place by an index list. As seed 004 §5 does for
                 // its competitors' inputs, phase 1 marks: the rejected indices are
@@ -204,41 +233,9 @@ impl CpuBackend {
                 let removal: Vec<u64> = ph.time("mark", || {
                     (0..input.len()).into_par_iter().filter(|&i| !keep(i)).map(|i| i as u64).collect()
                 });
+                let output = job.output;
                 ph.time("copy", || output.par_iter_mut().zip(input.par_iter()).for_each(|(o, i)| *o = *i));
                 redzone::remove(algorithm, &t.redzone, output, &removal, &mut ph)
-            }
-        };
-        Ok(ph.report(count))
-    }
-
-    fn partition_by<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &[T],
-        keep: &(impl Fn(usize) -> bool + Sync),
-        output: &mut [T],
-    ) -> Result<CpuReport> {
-        if !algorithm.supports(Operation::Partition) {
-            return Err(unsupported(algorithm, Operation::Partition));
-        }
-        let t = &self.tuning;
-        let mut ph = Phases::default();
-        let count = match algorithm {
-            Algorithm::Sequential => sequential::partition(input, keep, output, &mut ph),
-            Algorithm::Horn => horn::partition(input, keep, output, &mut ph),
-            Algorithm::Sengupta => sengupta::partition(&t.sengupta, input, keep, output, &mut ph),
-            Algorithm::Blelloch => blelloch::partition(input, keep, output, &mut ph),
-            Algorithm::Roger => roger::partition(&t.roger, input, keep, output, &mut ph),
-            Algorithm::Billeter(v) => billeter::partition(v, &t.billeter, input, keep, output, &mut ph),
-            Algorithm::Chained => {
-                single_pass::partition(chained::Chained, &t.single_pass, input, keep, output, &mut ph)
-            }
-            Algorithm::Lookback => {
-                single_pass::partition(lookback::Decoupled, &t.single_pass, input, keep, output, &mut ph)
-            }
-            Algorithm::Stencil => stencil::partition(&t.stencil, input, keep, output, &mut ph),
-            Algorithm::Atomic | Algorithm::RedzoneBlock | Algorithm::RedzoneGrid => {
-                return Err(unsupported(algorithm, Operation::Partition));
             }
         };
         Ok(ph.report(count))
@@ -246,34 +243,21 @@ impl CpuBackend {
 }
 
 impl CpuBackend {
-    /// Select over whole slices (the flags hold at least `input.len()`). One
-    /// monomorphised call per rule, so the hot loops never go through a `dyn`
-    /// for flags or sentinels.
-    fn select_n<T: Element>(
+    /// Select or partition (`split`) over whole slices (the flags hold at least
+    /// `input.len()`). One monomorphised call per rule, so the hot loops never
+    /// go through a `dyn` for flags or sentinels.
+    fn compact_n<T: Element>(
         &self,
         algorithm: Algorithm,
+        split: bool,
         input: &[T],
         keep: Keep<'_, Self, T>,
         output: &mut [T],
     ) -> Result<CpuReport> {
         match keep {
-            Keep::Flags(flags) => self.select_by(algorithm, input, &|i| flags[i] != 0, output),
-            Keep::Sentinel(v) => self.select_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
-            Keep::Predicate(p) => self.select_by(algorithm, input, &|i| p(&input[i]), output),
-        }
-    }
-
-    fn partition_n<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &[T],
-        keep: Keep<'_, Self, T>,
-        output: &mut [T],
-    ) -> Result<CpuReport> {
-        match keep {
-            Keep::Flags(flags) => self.partition_by(algorithm, input, &|i| flags[i] != 0, output),
-            Keep::Sentinel(v) => self.partition_by(algorithm, input, &|i| !same_bits(&input[i], &v), output),
-            Keep::Predicate(p) => self.partition_by(algorithm, input, &|i| p(&input[i]), output),
+            Keep::Flags(flags) => self.compact_by(algorithm, split, input, &|i| flags[i] != 0, output),
+            Keep::Sentinel(v) => self.compact_by(algorithm, split, input, &|i| !same_bits(&input[i], &v), output),
+            Keep::Predicate(p) => self.compact_by(algorithm, split, input, &|i| p(&input[i]), output),
         }
     }
 
@@ -360,7 +344,7 @@ impl Backend for CpuBackend {
         output: &mut Vec<T>,
     ) -> Result<CpuReport> {
         check_compact(input, &keep, output)?;
-        self.select_n(algorithm, input, keep, output)
+        self.compact_n(algorithm, false, input, keep, output)
     }
 
     fn partition<T: Element>(
@@ -371,7 +355,7 @@ impl Backend for CpuBackend {
         output: &mut Vec<T>,
     ) -> Result<CpuReport> {
         check_compact(input, &keep, output)?;
-        self.partition_n(algorithm, input, keep, output)
+        self.compact_n(algorithm, true, input, keep, output)
     }
 
     fn exclusive_scan<S: ScanElement>(
@@ -393,7 +377,7 @@ impl Backend for CpuBackend {
         lens: Lens<'_, Self>,
     ) -> Result<CpuReport> {
         check_compact(input, &keep, output)?;
-        counted(lens, input.len(), |n| self.select_n(algorithm, &input[..n], keep, &mut output[..n]))
+        counted(lens, input.len(), |n| self.compact_n(algorithm, false, &input[..n], keep, &mut output[..n]))
     }
 
     fn partition_counted<T: Element>(
@@ -405,7 +389,7 @@ impl Backend for CpuBackend {
         lens: Lens<'_, Self>,
     ) -> Result<CpuReport> {
         check_compact(input, &keep, output)?;
-        counted(lens, input.len(), |n| self.partition_n(algorithm, &input[..n], keep, &mut output[..n]))
+        counted(lens, input.len(), |n| self.compact_n(algorithm, true, &input[..n], keep, &mut output[..n]))
     }
 
     fn exclusive_scan_counted<S: ScanElement>(

@@ -18,7 +18,7 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use crate::compaction::cpu::{Phases, Scatter, mark};
+use crate::compaction::cpu::{Job, Phases, Scatter, mark};
 
 /// Fewest elements a rayon task covers in one phase.
 const GRAIN: usize = 4096;
@@ -37,37 +37,16 @@ impl Default for RogerTuning {
     }
 }
 
-pub fn select<T: Copy + Send + Sync>(
+/// Select: the kept elements, in input order; or with `split`, partition:
+/// the kept elements first, then the rejected ones, both in input order.
+/// Under `split` each block also gathers its rejected elements after its kept
+/// ones, with the same search on the mirrored prefix sum.
+pub fn compact<T: Copy + Send + Sync>(
     t: &RogerTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
 ) -> usize {
-    compact(t, input, keep, output, false, ph)
-}
-
-/// Kept elements first, then the rejected ones, both in input order. Each
-/// block also gathers its rejected elements after its kept ones, with the same
-/// search on the mirrored prefix sum.
-pub fn partition<T: Copy + Send + Sync>(
-    t: &RogerTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(t, input, keep, output, true, ph)
-}
-
-fn compact<T: Copy + Send + Sync>(
-    t: &RogerTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
+    let Job { input, keep, output, split } = job;
     let n = input.len();
     let flags = ph.time("mark", || mark(n, keep));
     if n == 0 {
@@ -232,23 +211,16 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let tunings = tunings();
-        let variants: Vec<_> = tunings
-            .iter()
-            .map(|t| {
-                testing::variant(
-                    format!("{t:?}"),
-                    move |x, k, o, ph| select(t, x, &|i| k[i], o, ph),
-                    move |x, k, o, ph| partition(t, x, &|i| k[i], o, ph),
-                )
-            })
-            .collect();
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &variants);
+        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
+            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+        });
     }
 
     #[test]
     fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| select(&RogerTuning::default(), x, &|i| i % 3 == 0, o, ph));
+        let names = testing::phase_names(|x, o, ph| {
+            compact(&RogerTuning::default(), Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+        });
         assert_eq!(names, ["mark", "sum inside blocks", "dichotomic search", "global sum", "concatenation"]);
     }
 }

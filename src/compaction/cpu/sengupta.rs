@@ -12,7 +12,7 @@
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Phases, mark};
+use crate::compaction::cpu::{Job, Phases, mark};
 
 /// Fewest elements a rayon task covers in one pass.
 const GRAIN: usize = 4096;
@@ -36,27 +36,6 @@ impl Default for SenguptaTuning {
     }
 }
 
-pub fn select<T: Copy + Send + Sync>(
-    t: &SenguptaTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(t, input, keep, output, false, ph)
-}
-
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    t: &SenguptaTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(t, input, keep, output, true, ph)
-}
-
 /// Exclusive scan; returns the total. The hybrid scan is inclusive, so it runs
 /// over the input shifted right by one, which is the exclusive scan of the input.
 pub fn scan<S: ScanElement>(t: &SenguptaTuning, input: &[S], output: &mut [S], ph: &mut Phases) -> S {
@@ -68,14 +47,14 @@ pub fn scan<S: ScanElement>(t: &SenguptaTuning, input: &[S], output: &mut [S], p
     output[n - 1].add(input[n - 1])
 }
 
-fn compact<T: Copy + Send + Sync>(
+/// Select: the kept elements, in input order; or with `split`, partition:
+/// the kept elements first, then the rejected ones, both in input order.
+pub fn compact<T: Copy + Send + Sync>(
     t: &SenguptaTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    split: bool,
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
 ) -> usize {
+    let Job { input, keep, output, split } = job;
     let flags = ph.time("mark", || mark(input.len(), keep));
     // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
     if input.len() <= u32::MAX as usize {
@@ -189,18 +168,9 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let tunings = tunings();
-        let variants: Vec<_> = tunings
-            .iter()
-            .map(|t| {
-                testing::variant(
-                    format!("{t:?}"),
-                    move |x, k, o, ph| select(t, x, &|i| k[i], o, ph),
-                    move |x, k, o, ph| partition(t, x, &|i| k[i], o, ph),
-                )
-            })
-            .collect();
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &variants);
+        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
+            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+        });
     }
 
     #[test]
@@ -217,7 +187,11 @@ mod tests {
     #[test]
     fn phases_are_named_after_the_paper() {
         let names = testing::phase_names(|x, o, ph| {
-            select(&SenguptaTuning { degree_of_parallelism: 8 }, x, &|i| i % 3 == 0, o, ph)
+            compact(
+                &SenguptaTuning { degree_of_parallelism: 8 },
+                Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false },
+                ph,
+            )
         });
         assert_eq!(names, ["mark", "reduce", "horn scan", "down-sweep", "dichotomic search"]);
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Phases, Scatter};
+use crate::compaction::cpu::{Job, Phases, Scatter};
 
 /// How a block learns its exclusive prefix: `chained::Chained` (wait for the
 /// predecessor's inclusive prefix) or `lookback::Decoupled` (look back over
@@ -189,15 +189,21 @@ fn count_block(
     (range, kept as u64)
 }
 
-/// Stable select in one pass.
-pub fn select<P: Protocol, T: Copy + Send + Sync>(
+/// Stable select in one pass; or with `split`, stable partition: kept
+/// elements first, rejected after, both in input order.
+///
+/// Rejected element i belongs at kept_total + rejected_before(i), but
+/// kept_total is known only when the last block has its prefix. The pass
+/// therefore writes it to the mirrored slot n - 1 - rejected_before(i), which
+/// lies in the same tail [kept_total, n) but counts from the known end; a
+/// parallel in-place reversal of that tail ("reverse") restores input order.
+pub fn compact<P: Protocol, T: Copy + Send + Sync>(
     protocol: P,
     t: &SinglePassTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
 ) -> usize {
+    let Job { input, keep, output, split } = job;
     let n = input.len();
     let bs = block_size(t);
     let kept_total = AtomicUsize::new(0);
@@ -207,11 +213,15 @@ pub fn select<P: Protocol, T: Copy + Send + Sync>(
             let (range, kept) = count_block(b, bs, n, keep, flags);
             let mut j = prefix(kept) as usize;
             for (i, &k) in range.zip(flags.iter()) {
+                // SAFETY: kept slots kept_before(i) (the block's exclusive prefix
+                // plus its local rank) fill [0, kept_total); rejected slots
+                // n - 1 - (i - kept_before(i)) fill [kept_total, n); each element
+                // has its own slot.
                 if k {
-                    // SAFETY: the block's exclusive prefix plus its local rank is
-                    // kept_before(i), distinct for every kept element.
                     unsafe { out.write(j, input[i]) };
                     j += 1;
+                } else if split {
+                    unsafe { out.write(n - 1 - (i - j), input[i]) };
                 }
             }
             // The last block ends at the total.
@@ -220,57 +230,16 @@ pub fn select<P: Protocol, T: Copy + Send + Sync>(
             }
         })
     });
-    kept_total.into_inner()
-}
-
-/// Stable partition in one pass: kept elements first, rejected after, both in
-/// input order.
-///
-/// Rejected element i belongs at kept_total + rejected_before(i), but
-/// kept_total is known only when the last block has its prefix. The pass
-/// therefore writes it to the mirrored slot n - 1 - rejected_before(i), which
-/// lies in the same tail [kept_total, n) but counts from the known end; a
-/// parallel in-place reversal of that tail ("reverse") restores input order.
-pub fn partition<P: Protocol, T: Copy + Send + Sync>(
-    protocol: P,
-    t: &SinglePassTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    let n = input.len();
-    let bs = block_size(t);
-    let kept_total = AtomicUsize::new(0);
-    let out = Scatter::new(output);
-    ph.time("single-pass", || {
-        single_pass::<P, u64, BlockFlags>(protocol, t, n.div_ceil(bs), |b, flags, prefix| {
-            let (range, kept) = count_block(b, bs, n, keep, flags);
-            let mut j = prefix(kept) as usize;
-            for (i, &k) in range.zip(flags.iter()) {
-                // SAFETY: kept slots kept_before(i) fill [0, kept_total); rejected
-                // slots n - 1 - (i - kept_before(i)) fill [kept_total, n); each
-                // element has its own slot.
-                if k {
-                    unsafe { out.write(j, input[i]) };
-                    j += 1;
-                } else {
-                    unsafe { out.write(n - 1 - (i - j), input[i]) };
-                }
-            }
-            if b == n.div_ceil(bs) - 1 {
-                kept_total.store(j, Ordering::Relaxed);
-            }
-        })
-    });
     let kept = kept_total.into_inner();
-    ph.time("reverse", || {
-        let tail = &mut output[kept..];
-        let half = tail.len() / 2;
-        let (front, back) = tail.split_at_mut(half);
-        // With an odd length the middle element is back[0] and stays put.
-        front.par_iter_mut().zip(back.par_iter_mut().rev()).for_each(|(a, b)| std::mem::swap(a, b));
-    });
+    if split {
+        ph.time("reverse", || {
+            let tail = &mut output[kept..];
+            let half = tail.len() / 2;
+            let (front, back) = tail.split_at_mut(half);
+            // With an odd length the middle element is back[0] and stays put.
+            front.par_iter_mut().zip(back.par_iter_mut().rev()).for_each(|(a, b)| std::mem::swap(a, b));
+        });
+    }
     kept
 }
 
@@ -307,17 +276,26 @@ pub fn scan<P: Protocol, S: ScanElement>(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::compaction::cpu::sequential;
+    use crate::compaction::cpu::chained::Chained;
+    use crate::compaction::cpu::lookback::Decoupled;
+    use crate::compaction::cpu::{sequential, testing};
 
-    /// Keep patterns, in the argument order the single-pass tests use.
-    pub(crate) fn patterns(rng: &mut fastrand::Rng, n: usize) -> Vec<(String, Vec<bool>)> {
-        crate::compaction::cpu::testing::patterns(n, rng)
+    #[test]
+    fn select_and_partition_match_sequential() {
+        check_select_partition(Chained, 0x0c4a_10ed);
+        check_select_partition(Decoupled, 0x100c_bac0);
     }
 
-    pub(crate) fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
-        crate::compaction::cpu::testing::sizes(rng, 3, 200_000)
+    #[test]
+    fn scan_matches_sequential() {
+        check_scan(Chained, 0x05ca_0002);
+        check_scan(Decoupled, 0x05ca_0001);
+    }
+
+    fn sizes(rng: &mut fastrand::Rng) -> Vec<usize> {
+        testing::sizes(rng, 3, 200_000)
     }
 
     fn tunings() -> Vec<SinglePassTuning> {
@@ -327,36 +305,34 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// The single-pass test body, run for both protocols.
-    pub(crate) fn check_select_partition(c: impl Protocol, seed: u64) {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        for n in sizes(&mut rng) {
-            let input: Vec<u64> = (0..n as u64).map(|i| i * 7 + 1).collect();
-            for (name, flags) in patterns(&mut rng, n) {
-                let keep = |i: usize| flags[i];
-                let mut want = vec![0; n];
-                let want_k = sequential::select(&input, &keep, &mut want, &mut Phases::default());
-                let mut want_p = vec![0; n];
-                sequential::partition(&input, &keep, &mut want_p, &mut Phases::default());
-                for t in tunings() {
-                    // Big inputs with one-element blocks are slow and add nothing.
-                    if t.block < 32 && n > 5000 {
-                        continue;
-                    }
-                    let mut got = vec![u64::MAX; n];
-                    let k = select(c, &t, &input, &keep, &mut got, &mut Phases::default());
-                    assert_eq!(k, want_k, "{c:?} select count n={n} {name} block={}", t.block);
-                    assert_eq!(got[..k], want[..k], "{c:?} select n={n} {name} block={}", t.block);
-                    let mut got = vec![u64::MAX; n];
-                    let k = partition(c, &t, &input, &keep, &mut got, &mut Phases::default());
-                    assert_eq!(k, want_k, "{c:?} partition count n={n} {name} block={}", t.block);
-                    assert_eq!(got, want_p, "{c:?} partition n={n} {name} block={}", t.block);
-                }
-            }
-        }
+    /// Protocol `c` under each tuning with blocks of at least `min_block`.
+    fn variants<'a>(
+        c: impl Protocol + 'a,
+        tunings: &'a [SinglePassTuning],
+        min_block: usize,
+    ) -> Vec<testing::Variant<'a>> {
+        let tunings = tunings.iter().filter(|t| t.block >= min_block);
+        tunings
+            .map(|t| {
+                let name = format!("{c:?} block={}", t.block);
+                testing::variant(name, move |x, k, o, split, ph| {
+                    compact(c, t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+                })
+            })
+            .collect()
     }
 
-    pub(crate) fn check_scan(c: impl Protocol, seed: u64) {
+    /// The single-pass test body, run for both protocols.
+    fn check_select_partition(c: impl Protocol, seed: u64) {
+        let tunings = tunings();
+        // Big inputs with one-element blocks are slow and add nothing.
+        let (small, big): (Vec<usize>, Vec<usize>) =
+            sizes(&mut fastrand::Rng::with_seed(seed)).into_iter().partition(|&n| n <= 5000);
+        testing::check_select_partition(seed, &small, &variants(c, &tunings, 0));
+        testing::check_select_partition(seed, &big, &variants(c, &tunings, 32));
+    }
+
+    fn check_scan(c: impl Protocol, seed: u64) {
         let mut rng = fastrand::Rng::with_seed(seed);
         for n in sizes(&mut rng) {
             // u32 values near the top so the sums wrap.
@@ -383,19 +359,25 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    #[should_panic]
+    fn chained_panicking_keep_does_not_hang() {
+        check_panic_propagates(Chained);
+    }
+
+    #[test]
+    #[should_panic]
+    fn lookback_panicking_keep_does_not_hang() {
+        check_panic_propagates(Decoupled);
+    }
+
     /// A keep closure that panics must surface as a panic, not hang the
     /// successors that wait for the panicking block's prefix.
-    pub(crate) fn check_panic_propagates(c: impl Protocol) {
+    fn check_panic_propagates(c: impl Protocol) {
         let input = vec![0u32; 100_000];
         let mut output = vec![0; input.len()];
         let t = SinglePassTuning { block: 16, spins_before_yield: 4 };
-        select(
-            c,
-            &t,
-            &input,
-            &|i| if i == 50_000 { panic!("keep failed") } else { true },
-            &mut output,
-            &mut Phases::default(),
-        );
+        let keep = |i| if i == 50_000 { panic!("keep failed") } else { true };
+        compact(c, &t, Job { input: &input, keep: &keep, output: &mut output, split: false }, &mut Phases::default());
     }
 }

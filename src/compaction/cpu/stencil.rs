@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::compaction::cpu::{Phases, mark};
+use crate::compaction::cpu::{Job, Phases, cut, mark};
 
 #[derive(Clone, Debug, Default)]
 pub struct StencilTuning {
@@ -30,60 +30,37 @@ fn mark_and_count(
     (stencil, chunk, counts)
 }
 
-/// Cuts `out` into consecutive pieces of the given lengths: each chunk's output
-/// range. The exclusive prefix sum of the counts is implicit in the cutting.
-fn cut<T>(mut out: &mut [T], lens: impl Iterator<Item = usize>) -> Vec<&mut [T]> {
-    lens.map(|len| {
-        let (head, tail) = std::mem::take(&mut out).split_at_mut(len);
-        out = tail;
-        head
-    })
-    .collect()
-}
-
-/// Stable select: mark, count, compact.
-pub fn select<T: Copy + Send + Sync>(
+/// Stable select: mark, count, compact; or with `split`, stable partition:
+/// kept elements first, rejected after, both in input order.
+pub fn compact<T: Copy + Send + Sync>(
     t: &StencilTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
 ) -> usize {
+    let Job { input, keep, output, split } = job;
     let (stencil, chunk, counts) = mark_and_count(t, input.len(), keep, ph);
     let kept = counts.iter().sum();
     ph.time("compact", || {
         // Disjoint output slices per chunk: safe code, no shared pointer needed.
-        let outs = cut(&mut output[..kept], counts.iter().copied());
-        outs.into_par_iter().zip(input.par_chunks(chunk).zip(stencil.par_chunks(chunk))).for_each(|(o, (x, s))| {
-            let mut j = 0;
-            for (&e, &f) in x.iter().zip(s) {
-                if f != 0 {
-                    o[j] = e;
-                    j += 1;
-                }
-            }
-        })
-    });
-    kept
-}
-
-/// Stable partition: kept elements first, rejected after, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    t: &StencilTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    let (stencil, chunk, counts) = mark_and_count(t, input.len(), keep, ph);
-    let kept = counts.iter().sum();
-    ph.time("compact", || {
+        // The exclusive prefix sum of the counts is implicit in the cutting.
         let (front, back) = output.split_at_mut(kept);
-        let kept_outs = cut(front, counts.iter().copied());
+        let kept_outs = cut(front, counts.iter().copied()).into_par_iter();
+        let chunks = input.par_chunks(chunk).zip(stencil.par_chunks(chunk));
+        if !split {
+            kept_outs.zip(chunks).for_each(|(o, (x, s))| {
+                let mut j = 0;
+                for (&e, &f) in x.iter().zip(s) {
+                    if f != 0 {
+                        o[j] = e;
+                        j += 1;
+                    }
+                }
+            });
+            return;
+        }
         let lens = input.chunks(chunk).map(<[T]>::len);
         let rejected_outs = cut(back, lens.zip(&counts).map(|(len, &k)| len - k));
-        let outs = kept_outs.into_par_iter().zip(rejected_outs);
-        outs.zip(input.par_chunks(chunk).zip(stencil.par_chunks(chunk))).for_each(|((o, r), (x, s))| {
+        kept_outs.zip(rejected_outs).zip(chunks).for_each(|((o, r), (x, s))| {
             let (mut j, mut q) = (0, 0);
             for (&e, &f) in x.iter().zip(s) {
                 if f != 0 {
@@ -102,42 +79,28 @@ pub fn partition<T: Copy + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::sequential;
-    use crate::compaction::cpu::single_pass::tests::{patterns, sizes};
+    use crate::compaction::cpu::testing;
 
     #[test]
     fn select_and_partition_match_sequential() {
-        let mut rng = fastrand::Rng::with_seed(0x057e_9c11);
-        for n in sizes(&mut rng) {
-            let input: Vec<u64> = (0..n as u64).map(|i| i * 7 + 1).collect();
-            for (name, flags) in patterns(&mut rng, n) {
-                let keep = |i: usize| flags[i];
-                let mut want = vec![0; n];
-                let want_k = sequential::select(&input, &keep, &mut want, &mut Phases::default());
-                let mut want_p = vec![0; n];
-                sequential::partition(&input, &keep, &mut want_p, &mut Phases::default());
-                for threads in [0, 1, 3, 64] {
-                    let t = StencilTuning { threads };
-                    let mut got = vec![u64::MAX; n];
-                    let k = select(&t, &input, &keep, &mut got, &mut Phases::default());
-                    assert_eq!(k, want_k, "select count n={n} {name} threads={threads}");
-                    assert_eq!(got[..k], want[..k], "select n={n} {name} threads={threads}");
-                    let mut got = vec![u64::MAX; n];
-                    let k = partition(&t, &input, &keep, &mut got, &mut Phases::default());
-                    assert_eq!(k, want_k, "partition count n={n} {name} threads={threads}");
-                    assert_eq!(got, want_p, "partition n={n} {name} threads={threads}");
-                }
-            }
-        }
+        let variants: Vec<_> = [0, 1, 3, 64]
+            .into_iter()
+            .map(|threads| {
+                let t = StencilTuning { threads };
+                testing::variant(format!("threads={threads}"), move |x, k, o, split, ph| {
+                    compact(&t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+                })
+            })
+            .collect();
+        let sizes = testing::sizes(&mut fastrand::Rng::with_seed(0x057e_9c11), 3, 200_000);
+        testing::check_select_partition(0x057e_9c11, &sizes, &variants);
     }
 
     #[test]
     fn phases_are_named() {
-        let input: Vec<u32> = (0..1000).collect();
-        let mut output = vec![0; 1000];
-        let mut ph = Phases::default();
-        select(&StencilTuning::default(), &input, &|i| i % 3 == 0, &mut output, &mut ph);
-        let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
+        let names = testing::phase_names(|x, o, ph| {
+            compact(&StencilTuning::default(), Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+        });
         assert_eq!(names, ["mark", "count", "compact"]);
     }
 }

@@ -46,22 +46,21 @@ pub fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
 
 use crate::compaction::cpu::{Phases, sequential};
 
-/// A compaction under test, keep rule given as flags: returns the count.
-type Compact<'a> = Box<dyn Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a>;
+/// A compaction under test, keep rule given as flags: `split` asks for a
+/// partition rather than a select; returns the count.
+type CompactFn<'a> = Box<dyn Fn(&[u64], &[bool], &mut [u64], bool, &mut Phases) -> usize + 'a>;
 
-/// One configuration of an algorithm (a tuning, say) with its select and partition.
+/// One configuration of an algorithm (a tuning, say) with its compaction.
 pub struct Variant<'a> {
     name: String,
-    select: Compact<'a>,
-    partition: Compact<'a>,
+    compact: CompactFn<'a>,
 }
 
 pub fn variant<'a>(
     name: impl Into<String>,
-    select: impl Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a,
-    partition: impl Fn(&[u64], &[bool], &mut [u64], &mut Phases) -> usize + 'a,
+    compact: impl Fn(&[u64], &[bool], &mut [u64], bool, &mut Phases) -> usize + 'a,
 ) -> Variant<'a> {
-    Variant { name: name.into(), select: Box::new(select), partition: Box::new(partition) }
+    Variant { name: name.into(), compact: Box::new(compact) }
 }
 
 /// The select / partition test body the CPU families share: every size and
@@ -78,14 +77,25 @@ pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_
             let split = sequential::partition(&input, &k, &mut want_split, &mut ph);
             for v in variants {
                 let mut got = vec![u64::MAX; n];
-                let c = (v.select)(&input, &keep, &mut got, &mut ph);
+                let c = (v.compact)(&input, &keep, &mut got, false, &mut ph);
                 assert_eq!((kept, &want), (c, &got), "select n={n} {name} {}", v.name);
                 got.fill(u64::MAX);
-                let c = (v.partition)(&input, &keep, &mut got, &mut ph);
+                let c = (v.compact)(&input, &keep, &mut got, true, &mut ph);
                 assert_eq!((split, &want_split), (c, &got), "partition n={n} {name} {}", v.name);
             }
         }
     }
+}
+
+/// [`check_select_partition`] as the tuned scan families (roger, sengupta) run
+/// it: seed 7, their sizes, one variant per tuning named by its `Debug` form.
+pub fn check_tunings<U: std::fmt::Debug>(
+    tunings: &[U],
+    compact: impl Fn(&U, &[u64], &[bool], &mut [u64], bool, &mut Phases) -> usize + Copy,
+) {
+    let variant = |t| variant(format!("{t:?}"), move |x, k, o, split, ph| compact(t, x, k, o, split, ph));
+    let variants: Vec<_> = tunings.iter().map(variant).collect();
+    check_select_partition(7, &scan_family_sizes(), &variants);
 }
 
 /// The exclusive-scan test body the CPU families share: u32 (wrapping) and

@@ -27,8 +27,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::compaction::cpu::{Phases, Scatter};
-use crate::compaction::{Billeter, CompactSimd, OutputMode, ScanElement};
+mod phase3;
+
+use crate::compaction::cpu::{Job, Phases, Scatter, cut};
+use crate::compaction::{Billeter, CompactSimd, ScanElement};
+use phase3::{Move, PopcGroup, PrefixGroup};
 
 /// The widest lane group: popc keeps a group's flags in one `u64` word.
 const MAX_LANES: usize = 64;
@@ -58,30 +61,6 @@ impl Default for BilleterTuning {
     }
 }
 
-/// Compacts the elements `keep` accepts into `output[..count]`, in input order.
-pub fn select<T: Copy + Send + Sync>(
-    v: Billeter,
-    t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(v, t, input, keep, output, ph, false)
-}
-
-/// Stream split (§5.3): kept elements first, rejected after, both in input order.
-pub fn partition<T: Copy + Send + Sync>(
-    v: Billeter,
-    t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    compact(v, t, input, keep, output, ph, true)
-}
-
 /// Exclusive prefix sum into `output`; returns the total (§5.2).
 pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], ph: &mut Phases) -> S {
     assert_eq!(input.len(), output.len(), "scan output length");
@@ -109,7 +88,7 @@ pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], p
 
     // Phase 3: every group reads and writes all S lanes (§5.2: aligned, coherent).
     ph.time("prefix", || {
-        let chunks = split_mut(output, (0..l.procs).map(|p| l.elements(l.groups(p)).len()));
+        let chunks = cut(output, (0..l.procs).map(|p| l.elements(l.groups(p)).len()));
         chunks.into_par_iter().enumerate().for_each(|(p, out)| {
             let mut carry = offsets[p];
             let first = l.groups(p).start;
@@ -131,16 +110,16 @@ pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], p
     total
 }
 
-/// The three phases shared by select and stream split.
-fn compact<T: Copy + Send + Sync>(
+/// Compaction: the kept elements into `output[..count]`, in input order; or
+/// with `split`, stream split (§5.3): kept elements first, rejected after,
+/// both in input order. The three phases are the same for both.
+pub fn compact<T: Copy + Send + Sync>(
     v: Billeter,
     t: &BilleterTuning,
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
+    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
     ph: &mut Phases,
-    split: bool,
 ) -> usize {
+    let Job { input, keep, output, split } = job;
     assert_eq!(input.len(), output.len(), "compaction output length");
     let l = Layout::new(t, input.len());
 
@@ -150,7 +129,7 @@ fn compact<T: Copy + Send + Sync>(
         CompactSimd::Prefix => (0..l.procs).into_par_iter().map(|p| count_lanes(&l, l.groups(p), keep)).collect(),
         CompactSimd::Popc => {
             masks = vec![0u64; l.groups];
-            let chunks = split_mut(&mut masks, (0..l.procs).map(|p| l.groups(p).len()));
+            let chunks = cut(&mut masks, (0..l.procs).map(|p| l.groups(p).len()));
             chunks.into_par_iter().enumerate().map(|(p, words)| count_ballot(&l, l.groups(p), keep, words)).collect()
         }
     });
@@ -252,247 +231,10 @@ fn hillis_steele<X: Copy>(x: &mut [X], add: impl Fn(X, X) -> X) {
     }
 }
 
-/// Cuts `xs` into consecutive mutable pieces of the given lengths.
-fn split_mut<X>(mut xs: &mut [X], lens: impl Iterator<Item = usize>) -> Vec<&mut [X]> {
-    lens.map(|len| {
-        let (head, tail) = std::mem::take(&mut xs).split_at_mut(len);
-        xs = tail;
-        head
-    })
-    .collect()
-}
-
-/// One lane group after compactSIMD: which lanes are valid, and for each lane
-/// how many valid lanes precede it (its target lane s' when valid).
-trait Group {
-    fn valid(&self, s: usize) -> bool;
-    fn below(&self, s: usize) -> usize;
-    fn num_valid(&self) -> usize;
-}
-
-/// Listing 5: validity flags and their prefix sum.
-struct PrefixGroup {
-    flags: [u32; MAX_LANES],
-    /// Inclusive prefix sum of `flags`.
-    sums: [u32; MAX_LANES],
-    lanes: usize,
-}
-
-impl PrefixGroup {
-    fn new(l: &Layout, g: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Self {
-        let i = g * l.lanes;
-        let mut flags = [0u32; MAX_LANES];
-        for (s, f) in flags[..l.width(g)].iter_mut().enumerate() {
-            *f = keep(i + s) as u32;
-        }
-        let mut sums = flags;
-        hillis_steele(&mut sums[..l.lanes], |a, b| a + b);
-        PrefixGroup { flags, sums, lanes: l.lanes }
-    }
-}
-
-impl Group for PrefixGroup {
-    fn valid(&self, s: usize) -> bool {
-        self.flags[s] != 0
-    }
-    fn below(&self, s: usize) -> usize {
-        (self.sums[s] - self.flags[s]) as usize
-    }
-    fn num_valid(&self) -> usize {
-        self.sums[self.lanes - 1] as usize
-    }
-}
-
-/// Listing 6: the group's ballot word, stored by phase 1 and broadcast here.
-struct PopcGroup(u64);
-
-impl Group for PopcGroup {
-    fn valid(&self, s: usize) -> bool {
-        self.0 >> s & 1 != 0
-    }
-    fn below(&self, s: usize) -> usize {
-        // s < 64, so the shift cannot overflow.
-        (self.0 & ((1u64 << s) - 1)).count_ones() as usize
-    }
-    fn num_valid(&self) -> usize {
-        self.0.count_ones() as usize
-    }
-}
-
-/// Phase 3's shared inputs.
-struct Move<'a, T> {
-    l: &'a Layout,
-    t: &'a BilleterTuning,
-    mode: OutputMode,
-    input: &'a [T],
-    out: Scatter<T>,
-    offsets: &'a [usize],
-    counts: &'a [usize],
-    kept: usize,
-    split: bool,
-}
-
-impl<T: Copy + Send + Sync> Move<'_, T> {
-    /// Listing 4 on every processor. Processor p owns output slots
-    /// `[offsets[p], offsets[p] + counts[p])` for its kept elements and, in a
-    /// split, `[kept + start_p - offsets[p], ...)` for its rejected ones (the
-    /// rejected elements before its range). Both come from the exclusive scan
-    /// of phase 2, so no two processors, nor the two streams, share a slot.
-    fn run<G: Group>(&self, group: impl Fn(usize) -> G + Sync) {
-        let l = self.l;
-        (0..l.procs).into_par_iter().for_each(|p| {
-            let groups = l.groups(p);
-            let range = l.elements(groups.clone());
-            let len = range.len();
-            let fill = self.input[range.start];
-            let kept_at = self.offsets[p];
-            let mut kept = Writer::new(self.mode, self.t, kept_at, self.counts[p], len, fill, l.lanes);
-            let mut rejected = self.split.then(|| {
-                let at = self.kept + range.start - kept_at;
-                Writer::new(self.mode, self.t, at, len - self.counts[p], len, fill, l.lanes)
-            });
-            for g in groups {
-                let i = g * l.lanes;
-                let a = &self.input[i..i + l.width(g)];
-                let grp = group(g);
-                kept.put::<true, G>(self.out, a, &grp);
-                if let Some(r) = &mut rejected {
-                    r.put::<false, G>(self.out, a, &grp);
-                }
-            }
-            kept.finish(self.out);
-            if let Some(r) = &mut rejected {
-                r.finish(self.out);
-            }
-        });
-    }
-}
-
-/// Writes one processor's stream (kept or rejected) from `j` onwards. Every
-/// slot it writes lies in that stream's slice of the output (see `Move::run`).
-enum Writer<T> {
-    /// Each lane writes straight to its global slot (§4.2).
-    Scattered { j: usize },
-    /// Compacted into `stage`, then its numValid elements copied out (§4.2).
-    Staged { j: usize, stage: Vec<T> },
-    /// Listing 7: unbuffered writes until `j` is a multiple of S, then only
-    /// whole S-element writes at aligned `j`, the tail flushed at the end.
-    Buffered { j: usize, buffered: usize, buffer: Vec<T>, aligning: bool },
-}
-
-impl<T: Copy> Writer<T> {
-    /// `count` is the stream's length, `len` the processor's range length.
-    fn new(mode: OutputMode, t: &BilleterTuning, j: usize, count: usize, len: usize, fill: T, lanes: usize) -> Self {
-        match mode {
-            OutputMode::Scattered => Writer::Scattered { j },
-            OutputMode::Staged => Writer::Staged { j, stage: vec![fill; lanes] },
-            OutputMode::Buffered => Writer::Buffered { j, buffered: 0, buffer: vec![fill; lanes], aligning: true },
-            OutputMode::Selective => {
-                if count as f64 >= t.staged_ratio * len as f64 {
-                    Writer::Staged { j, stage: vec![fill; lanes] }
-                } else {
-                    Writer::Scattered { j }
-                }
-            }
-        }
-    }
-
-    /// One group of lanes `a`; `KEPT` picks the valid lanes, else the rejected.
-    fn put<const KEPT: bool, G: Group>(&mut self, out: Scatter<T>, a: &[T], grp: &G) {
-        let member = |s: usize| grp.valid(s) == KEPT;
-        let dest = |s: usize| if KEPT { grp.below(s) } else { s - grp.below(s) };
-        let num = if KEPT { grp.num_valid() } else { a.len() - grp.num_valid() };
-        match self {
-            Writer::Scattered { j } => {
-                for (s, &e) in a.iter().enumerate() {
-                    if member(s) {
-                        // SAFETY: j + s' is in this stream's slice (Move::run).
-                        unsafe { out.write(*j + dest(s), e) }
-                    }
-                }
-                *j += num;
-            }
-            Writer::Staged { j, stage } => {
-                for (s, &e) in a.iter().enumerate() {
-                    if member(s) {
-                        stage[dest(s)] = e;
-                    }
-                }
-                for (k, &e) in stage[..num].iter().enumerate() {
-                    // SAFETY: j + k, k < numValid, is in this stream's slice.
-                    unsafe { out.write(*j + k, e) }
-                }
-                *j += num;
-            }
-            Writer::Buffered { j, buffered, buffer, aligning } => {
-                let lanes = buffer.len();
-                if *aligning {
-                    // alignOutput: the first `need` elements go straight out,
-                    // the rest of the group starts the buffer.
-                    let need = j.next_multiple_of(lanes) - *j;
-                    if need > 0 {
-                        for (s, &e) in a.iter().enumerate() {
-                            if member(s) {
-                                let d = dest(s);
-                                if d < need {
-                                    // SAFETY: j + d < j + numValid, in this stream's slice.
-                                    unsafe { out.write(*j + d, e) }
-                                } else {
-                                    buffer[d - need] = e;
-                                }
-                            }
-                        }
-                        if num >= need {
-                            *j += need;
-                            *buffered = num - need;
-                            *aligning = false;
-                        } else {
-                            *j += num;
-                        }
-                        return;
-                    }
-                    *aligning = false;
-                }
-                // Listing 7 lines 8-16. Line 11 reads `>`; it must be `>=`, or
-                // a buffer filled exactly to S would be dropped by line 16.
-                for (s, &e) in a.iter().enumerate() {
-                    if member(s) && dest(s) + *buffered < lanes {
-                        buffer[dest(s) + *buffered] = e;
-                    }
-                }
-                if num + *buffered >= lanes {
-                    debug_assert_eq!(*j % lanes, 0, "buffered flush must be aligned");
-                    for (s, &e) in buffer.iter().enumerate() {
-                        // SAFETY: a full buffer holds S elements of this stream,
-                        // so [j, j + S) is in its slice.
-                        unsafe { out.write(*j + s, e) }
-                    }
-                    *j += lanes;
-                }
-                for (s, &e) in a.iter().enumerate() {
-                    if member(s) && dest(s) + *buffered >= lanes {
-                        buffer[dest(s) + *buffered - lanes] = e;
-                    }
-                }
-                *buffered = (*buffered + num) % lanes;
-            }
-        }
-    }
-
-    /// Listing 7 lines 17-19: the partial buffer left at the end.
-    fn finish(&mut self, out: Scatter<T>) {
-        if let Writer::Buffered { j, buffered, buffer, .. } = self {
-            for (s, &e) in buffer[..*buffered].iter().enumerate() {
-                // SAFETY: the buffered tail is the last elements of this stream.
-                unsafe { out.write(*j + s, e) }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compaction::OutputMode;
     use crate::compaction::cpu::sequential;
 
     const VARIANTS: [Billeter; 8] = [
@@ -535,13 +277,13 @@ mod tests {
         let mut want = vec![POISON; n];
         let want_count = sequential::select(input, &keep, &mut want, &mut ph);
         let mut got = vec![POISON; n];
-        let count = select(v, t, input, &keep, &mut got, &mut ph);
+        let count = compact(v, t, Job { input, keep: &keep, output: &mut got, split: false }, &mut ph);
         assert_eq!((count, &got), (want_count, &want), "select {v:?} {t:?} n={n} {what}");
 
         let mut want = vec![POISON; n];
         let want_count = sequential::partition(input, &keep, &mut want, &mut ph);
         let mut got = vec![POISON; n];
-        let count = partition(v, t, input, &keep, &mut got, &mut ph);
+        let count = compact(v, t, Job { input, keep: &keep, output: &mut got, split: true }, &mut ph);
         assert_eq!((count, &got), (want_count, &want), "partition {v:?} {t:?} n={n} {what}");
     }
 
@@ -576,7 +318,11 @@ mod tests {
         let want_count = sequential::partition(&input, &keep, &mut want, &mut ph);
         for v in VARIANTS {
             let mut got = vec![[0; 3]; n];
-            assert_eq!(partition(v, &t, &input, &keep, &mut got, &mut ph), want_count, "{v:?}");
+            assert_eq!(
+                compact(v, &t, Job { input: &input, keep: &keep, output: &mut got, split: true }, &mut ph),
+                want_count,
+                "{v:?}"
+            );
             assert_eq!(got, want, "{v:?}");
         }
     }
@@ -587,7 +333,8 @@ mod tests {
         let mut out = vec![0; 1000];
         for v in VARIANTS {
             let mut ph = Phases::default();
-            select(v, &BilleterTuning::default(), &input, &|i| i % 3 == 0, &mut out, &mut ph);
+            let job = Job { input: &input, keep: &|i| i % 3 == 0, output: &mut out, split: false };
+            compact(v, &BilleterTuning::default(), job, &mut ph);
             let names: Vec<_> = ph.0.iter().map(|p| p.name).collect();
             assert_eq!(names, ["count", "scan", "move"]);
         }
