@@ -1,7 +1,7 @@
 //! Host side of kernels/compaction/billeter.cu: Billeter, Olsson and
 //! Assarsson's three-phase compaction (seed 000 §3-4) with one warp per virtual
 //! processor, its stream split (§5.3) and its global prefix sum (§5.2). The
-//! phases are named as in the CPU port (src/compaction/cpu/billeter.rs):
+//! phases are named as in the CPU port (src/compaction/cpu/billeter/):
 //! `count`, `scan`, `move`, and for the prefix sum `sum`, `scan`, `prefix`.
 //!
 //! Every call only enqueues kernels: phase 2 writes the count (or the scan's
