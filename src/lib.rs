@@ -5,6 +5,11 @@
 //! The library lives in [`compaction`]; [`verify`] is the correctness suite
 //! that the CLI's `reap verify` and the tests share. `gpu` (feature `cuda`) is
 //! the CUDA layer under the library and the workloads.
+//!
+//! Features, all on by default: `cuda` (the CUDA backend), `viewer` (its
+//! window), `cli` (the `reap` binary), `plot` ([`bench`]'s figures). A library
+//! user takes `default-features = false, features = ["cuda"]`.
+//! `docs/ARCHITECTURE.md` maps the layers, the data flow and where to add things.
 
 pub mod bench;
 pub mod build_info;

@@ -291,6 +291,7 @@ fn furnace_glossy_never_gains_energy_and_smooth_is_near_one() {
 }
 
 /// `--estimator` takes the catalog names and refuses others with the choices.
+#[cfg(feature = "cli")]
 #[test]
 fn render_takes_an_estimator_by_name() {
     let dir = std::env::temp_dir().join(format!("reap-transport-{}", std::process::id()));

@@ -6,8 +6,8 @@
 //! It needs an X display with a Vulkan (lavapipe is enough) or GL driver.
 //! Without `DISPLAY` it starts `Xvfb` itself when one is installed. Where
 //! neither works it prints "SKIPPED ..." and passes, unless
-//! `REAP_REQUIRE_VIEWER=1` (CI), where it fails.
-#![cfg(feature = "viewer")]
+//! `REAP_REQUIRE_VIEWER=1` (CI), where it fails. Cargo.toml builds it only
+//! with the `cli` and `viewer` features.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -17,6 +17,7 @@ pub mod cub;
 pub mod cuda;
 mod error;
 pub mod output;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod presets;
 pub mod report;
