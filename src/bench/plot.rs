@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use crate::bench::{BenchError, BenchResult, Row};
+use crate::bench::{BenchError, BenchResult, Row, RowOperation};
 use crate::files::write_atomically;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
@@ -260,7 +260,8 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     let mut files = Vec::new();
     let device = rows.first().map(|r| r.device.clone()).unwrap_or_default();
     // Compaction rows (with CUB's select): per-density figures at the most measured (n, element size).
-    let compaction = |r: &&Row| matches!(r.operation.as_str(), "select" | "partition" | "select_if");
+    let compaction =
+        |r: &&Row| matches!(r.operation, RowOperation::Select | RowOperation::Partition | RowOperation::CubSelectIf);
     let mut groups: Vec<(u64, usize, usize)> = Vec::new();
     for r in rows.iter().filter(compaction) {
         match groups.iter_mut().find(|g| g.0 == r.n && g.1 == r.element_bytes) {
@@ -279,7 +280,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 title: format!("Compaction time vs fraction kept: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
                 y: ("median time (ms, log)", Axis::Log10Ms),
-                series: series_by(at(), |r| r.algorithm.clone(), |r| (r.density * 100.0, r.median_ms)),
+                series: series_by(at(), |r| r.algorithm.to_string(), |r| (r.density * 100.0, r.median_ms)),
             },
         )?);
         files.extend(write(
@@ -289,7 +290,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 title: format!("Share of the copy rate: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
                 y: ("% of device-to-device copy rate", Axis::Linear),
-                series: series_by(at(), |r| r.algorithm.clone(), |r| (r.density * 100.0, r.pct_of_copy)),
+                series: series_by(at(), |r| r.algorithm.to_string(), |r| (r.density * 100.0, r.pct_of_copy)),
             },
         )?);
     }
@@ -314,7 +315,8 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
         )?);
     }
     // Redzone vs k/n at the largest n measured.
-    let remove: Vec<&Row> = rows.iter().filter(|r| r.operation == "remove" || r.operation == "mark+select").collect();
+    let remove: Vec<&Row> =
+        rows.iter().filter(|r| matches!(r.operation, RowOperation::Remove | RowOperation::MarkSelect)).collect();
     if let Some(n) = remove.iter().map(|r| r.n).max() {
         files.extend(write(
             dir,
@@ -328,7 +330,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 y: ("median time (ms, log)", Axis::Log10Ms),
                 series: series_by(
                     remove.iter().copied().filter(|r| r.n == n),
-                    |r| r.algorithm.clone(),
+                    |r| r.algorithm.to_string(),
                     |r| (r.density * 100.0, r.median_ms),
                 ),
             },

@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 
+use reap::bench::Named;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
@@ -261,7 +262,7 @@ fn cub_peer(
     let result = cub::run(&binary, &jobs, reps, warmup, seed, &mut |p| {
         bar.println(format!(
             "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4}",
-            format!("cub-{}", p.op),
+            format!("cub-{}", p.op.name()),
             "",
             p.elem,
             p.n,
@@ -296,7 +297,7 @@ fn print_rows(rows: &[reap::bench::Row]) {
         "{:<27} {:<11} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "density", "median ms", "% copy", "vs CUB"
     );
-    for r in rows.iter().filter(|r| r.backend != "cub") {
+    for r in rows.iter().filter(|r| r.backend != reap::bench::BenchBackend::Cub) {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
         println!(
             "{:<27} {:<11} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
