@@ -186,11 +186,7 @@ pub fn counterparts(op: RowOperation) -> &'static [PeerOp] {
         RowOperation::SortPairs => &[PeerOp::SortPairs],
         // thrust::remove after marking is a select of the survivors.
         RowOperation::Remove | RowOperation::MarkSelect => &[PeerOp::SelectIf],
-        RowOperation::CubSelectIf
-        | RowOperation::CubSelectFlagged
-        | RowOperation::CubPartitionIf
-        | RowOperation::CubSortKeys
-        | RowOperation::CubSortPairs => &[],
+        RowOperation::Peer(_) => &[],
     }
 }
 

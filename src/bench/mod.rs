@@ -216,7 +216,7 @@ impl Settings {
             return bad(format!(
                 "none of the algorithms ({}) implements {}",
                 self.algorithms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
-                self.job.operation(Algorithm::Lookback)
+                self.job.operation(Algorithm::Lookback).name()
             ));
         }
         Ok(())

@@ -7,7 +7,8 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use crate::bench::{BenchError, BenchResult, Row, RowOperation};
+use crate::bench::cub::PeerOp;
+use crate::bench::{BenchError, BenchResult, Named, Row, RowOperation};
 use crate::files::write_atomically;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
@@ -260,8 +261,9 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     let mut files = Vec::new();
     let device = rows.first().map(|r| r.device.clone()).unwrap_or_default();
     // Compaction rows (with CUB's select): per-density figures at the most measured (n, element size).
-    let compaction =
-        |r: &&Row| matches!(r.operation, RowOperation::Select | RowOperation::Partition | RowOperation::CubSelectIf);
+    let compaction = |r: &&Row| {
+        matches!(r.operation, RowOperation::Select | RowOperation::Partition | RowOperation::Peer(PeerOp::SelectIf))
+    };
     let mut groups: Vec<(u64, usize, usize)> = Vec::new();
     for r in rows.iter().filter(compaction) {
         match groups.iter_mut().find(|g| g.0 == r.n && g.1 == r.element_bytes) {
@@ -280,7 +282,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 title: format!("Compaction time vs fraction kept: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
                 y: ("median time (ms, log)", Axis::Log10Ms),
-                series: series_by(at(), |r| r.algorithm.to_string(), |r| (r.density * 100.0, r.median_ms)),
+                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, r.median_ms)),
             },
         )?);
         files.extend(write(
@@ -290,7 +292,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 title: format!("Share of the copy rate: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
                 y: ("% of device-to-device copy rate", Axis::Linear),
-                series: series_by(at(), |r| r.algorithm.to_string(), |r| (r.density * 100.0, r.pct_of_copy)),
+                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, r.pct_of_copy)),
             },
         )?);
     }
@@ -298,7 +300,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     let multi: Vec<&Row> = rows.iter().filter(compaction).collect();
     let by_n = mean_by_x(series_by(
         multi.iter().copied(),
-        |r| format!("{} {}b", r.algorithm, r.element_bytes * 8),
+        |r| format!("{} {}b", r.algorithm.name(), r.element_bytes * 8),
         |r| (r.n as f64, r.median_ms),
     ));
     let by_n: Vec<_> = by_n.into_iter().filter(|(_, v)| v.len() > 1).collect();
@@ -330,7 +332,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 y: ("median time (ms, log)", Axis::Log10Ms),
                 series: series_by(
                     remove.iter().copied().filter(|r| r.n == n),
-                    |r| r.algorithm.to_string(),
+                    |r| r.algorithm.name().to_string(),
                     |r| (r.density * 100.0, r.median_ms),
                 ),
             },

@@ -234,8 +234,8 @@ fn measurements(s: &mut String, v: &View<'_>) {
         line(
             s,
             &[
-                r.algorithm.to_string(),
-                r.operation.to_string(),
+                r.algorithm.name().to_string(),
+                r.operation.name().to_string(),
                 r.element_bytes.to_string(),
                 size(r.n),
                 pct(r.density),

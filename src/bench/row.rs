@@ -4,8 +4,6 @@
 //! a results.json written by an earlier reap reads back; a name this reap
 //! does not know is an error that quotes it.
 
-use std::fmt;
-
 use crate::bench::cub::PeerOp;
 use crate::compaction::{Algorithm, BackendKind};
 
@@ -89,12 +87,13 @@ impl Named for RowAlgorithm {
 }
 
 /// The operation column as written: reap's names with hyphens, the CUB
-/// peer's with underscores (its own job names). Scan is the same exclusive
-/// sum of u32 on both sides, so it is one value.
+/// peer's with underscores (its own job names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RowOperation {
     Select,
     Partition,
+    /// The same exclusive sum of u32 on both sides, so the CUB peer's scan is
+    /// this value too (never `Peer(PeerOp::Scan)`; see the `From` below).
     Scan,
     SortKeys,
     SortPairs,
@@ -102,11 +101,8 @@ pub enum RowOperation {
     Remove,
     /// Seed 004: a competitor marks the removed elements, then selects the rest.
     MarkSelect,
-    CubSelectIf,
-    CubSelectFlagged,
-    CubPartitionIf,
-    CubSortKeys,
-    CubSortPairs,
+    /// One of the CUB peer's rows.
+    Peer(PeerOp),
 }
 
 impl Named for RowOperation {
@@ -120,61 +116,22 @@ impl Named for RowOperation {
             RowOperation::SortPairs => "sort-pairs",
             RowOperation::Remove => "remove",
             RowOperation::MarkSelect => "mark+select",
-            RowOperation::CubSelectIf => PeerOp::SelectIf.name(),
-            RowOperation::CubSelectFlagged => PeerOp::SelectFlagged.name(),
-            RowOperation::CubPartitionIf => PeerOp::PartitionIf.name(),
-            RowOperation::CubSortKeys => PeerOp::SortKeys.name(),
-            RowOperation::CubSortPairs => PeerOp::SortPairs.name(),
+            RowOperation::Peer(op) => op.name(),
         }
     }
     fn all() -> Vec<Self> {
         use RowOperation::*;
-        vec![
-            Select,
-            Partition,
-            Scan,
-            SortKeys,
-            SortPairs,
-            Remove,
-            MarkSelect,
-            CubSelectIf,
-            CubSelectFlagged,
-            CubPartitionIf,
-            CubSortKeys,
-            CubSortPairs,
-        ]
+        let reap = [Select, Partition, Scan, SortKeys, SortPairs, Remove, MarkSelect];
+        reap.into_iter().chain(PeerOp::ALL.into_iter().filter(|op| *op != PeerOp::Scan).map(Peer)).collect()
     }
 }
 
 impl From<PeerOp> for RowOperation {
     fn from(op: PeerOp) -> Self {
         match op {
-            PeerOp::SelectIf => RowOperation::CubSelectIf,
-            PeerOp::SelectFlagged => RowOperation::CubSelectFlagged,
-            PeerOp::PartitionIf => RowOperation::CubPartitionIf,
             PeerOp::Scan => RowOperation::Scan,
-            PeerOp::SortKeys => RowOperation::CubSortKeys,
-            PeerOp::SortPairs => RowOperation::CubSortPairs,
+            other => RowOperation::Peer(other),
         }
-    }
-}
-
-// Display pads, so the console tables can align these columns.
-impl fmt::Display for BenchBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl fmt::Display for RowAlgorithm {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
-
-impl fmt::Display for RowOperation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
     }
 }
 
@@ -226,7 +183,7 @@ impl Row {
 mod tests {
     use super::*;
 
-    fn names_are_unique_and_read_back<T: Named + PartialEq + fmt::Debug>() {
+    fn names_are_unique_and_read_back<T: Named + PartialEq + std::fmt::Debug>() {
         let all = T::all();
         for v in &all {
             assert_eq!(T::from_name(v.name()).as_ref(), Ok(v));

@@ -290,7 +290,7 @@ pub(super) fn table4(s: &mut String, v: &View<'_>) {
         line(
             s,
             &[
-                format!("`{}`", r.algorithm),
+                format!("`{}`", r.algorithm.name()),
                 msf(r.median_ms),
                 format!("{:.1}", r.pct_of_copy),
                 opt(r.vs_cub, |x| format!("{x:.2}")),
@@ -388,7 +388,7 @@ pub(super) fn table5(s: &mut String, v: &View<'_>) {
                 "**The paper found sort by split on par with the fastest radix sort of its day (28.2 vs 27.6 ms); on this \
                  GPU the fastest split sort (`{}`) takes {x:.1}x CUB's radix sort**: one split per bit reads and writes \
                  the keys 32 times, where CUB's multi-bit digits pass over them 4 times.\n",
-                b.algorithm
+                b.algorithm.name()
             );
         } else {
             let _ =
@@ -498,7 +498,7 @@ pub(super) fn redzone(s: &mut String, v: &View<'_>) {
                     comp.map(|c| {
                         format!(
                             "`{}` {} (mark {})",
-                            c.algorithm,
+                            c.algorithm.name(),
                             msf(c.median_ms),
                             c.phases.first().map(|p| msf(p.1)).unwrap_or_default()
                         )

@@ -159,8 +159,8 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
             let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
             bar.println(format!(
                 "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
-                r.algorithm,
-                r.operation,
+                r.algorithm.name(),
+                r.operation.name(),
                 r.element_bytes,
                 r.n,
                 r.density * 100.0,
@@ -301,8 +301,8 @@ fn print_rows(rows: &[reap::bench::Row]) {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
         println!(
             "{:<27} {:<11} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
-            r.algorithm,
-            r.operation,
+            r.algorithm.name(),
+            r.operation.name(),
             r.element_bytes,
             r.n,
             r.density,
