@@ -40,25 +40,22 @@ pub enum PeerOp {
 }
 
 impl PeerOp {
-    pub const ALL: [PeerOp; 6] = [
-        PeerOp::SelectIf,
-        PeerOp::SelectFlagged,
-        PeerOp::PartitionIf,
-        PeerOp::Scan,
-        PeerOp::SortKeys,
-        PeerOp::SortPairs,
-    ];
+    /// Its job name (what the peer reads and prints, and the operation
+    /// column of its rows) and its algorithm column.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            PeerOp::SelectIf => ("select_if", "cub-select-if"),
+            PeerOp::SelectFlagged => ("select_flagged", "cub-select-flagged"),
+            PeerOp::PartitionIf => ("partition_if", "cub-partition-if"),
+            PeerOp::Scan => ("scan", "cub-scan"),
+            PeerOp::SortKeys => ("sort_keys", "cub-sort-keys"),
+            PeerOp::SortPairs => ("sort_pairs", "cub-sort-pairs"),
+        }
+    }
 
     /// The peer's row as an algorithm column: `cub-` and the name with hyphens.
     pub fn algorithm_name(self) -> &'static str {
-        match self {
-            PeerOp::SelectIf => "cub-select-if",
-            PeerOp::SelectFlagged => "cub-select-flagged",
-            PeerOp::PartitionIf => "cub-partition-if",
-            PeerOp::Scan => "cub-scan",
-            PeerOp::SortKeys => "cub-sort-keys",
-            PeerOp::SortPairs => "cub-sort-pairs",
-        }
+        self.names().1
     }
 
     /// Bytes it must move at least on `n` elements of `es` bytes, `kept` kept.
@@ -73,17 +70,11 @@ impl PeerOp {
 impl Named for PeerOp {
     const WHAT: &'static str = "CUB peer operation";
     fn name(self) -> &'static str {
-        match self {
-            PeerOp::SelectIf => "select_if",
-            PeerOp::SelectFlagged => "select_flagged",
-            PeerOp::PartitionIf => "partition_if",
-            PeerOp::Scan => "scan",
-            PeerOp::SortKeys => "sort_keys",
-            PeerOp::SortPairs => "sort_pairs",
-        }
+        self.names().0
     }
     fn all() -> Vec<Self> {
-        Self::ALL.to_vec()
+        use PeerOp::*;
+        vec![SelectIf, SelectFlagged, PartitionIf, Scan, SortKeys, SortPairs]
     }
 }
 

@@ -82,7 +82,7 @@ impl Named for RowAlgorithm {
     }
     fn all() -> Vec<Self> {
         let catalog = Algorithm::ALL.into_iter().map(RowAlgorithm::Catalog);
-        catalog.chain(PeerOp::ALL.into_iter().map(RowAlgorithm::Cub)).collect()
+        catalog.chain(PeerOp::all().into_iter().map(RowAlgorithm::Cub)).collect()
     }
 }
 
@@ -122,7 +122,7 @@ impl Named for RowOperation {
     fn all() -> Vec<Self> {
         use RowOperation::*;
         let reap = [Select, Partition, Scan, SortKeys, SortPairs, Remove, MarkSelect];
-        reap.into_iter().chain(PeerOp::ALL.into_iter().filter(|op| *op != PeerOp::Scan).map(Peer)).collect()
+        reap.into_iter().chain(PeerOp::all().into_iter().filter(|op| *op != PeerOp::Scan).map(Peer)).collect()
     }
 }
 

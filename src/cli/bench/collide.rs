@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow};
-use reap::collide::output::{self, Run};
+use reap::collide::output::Run;
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, simulate,
 };
@@ -59,10 +59,7 @@ pub struct CollideBenchArgs {
 /// engine per body count, with the candidate and contact sets checked equal
 /// across compaction choices.
 pub fn run(args: CollideBenchArgs) -> Result<bool> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
-    }
+    super::out_folder(args.out.as_deref(), "report.md")?;
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;
     if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {
