@@ -275,26 +275,25 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     if let Some(&(n, es, _)) = groups.first() {
         let at = || rows.iter().filter(compaction).filter(move |r| r.n == n && r.element_bytes == es);
         let title = format!("{} x {}-bit, {device}", Axis::Log2Count.label((n as f64).log2()), es * 8);
-        files.extend(write(
-            dir,
-            &Chart {
-                stem: "time_vs_density".into(),
-                title: format!("Compaction time vs fraction kept: {title}"),
+        // The same points twice: as times, and as shares of the copy rate.
+        let per_density: [(&str, &str, (&'static str, Axis), fn(&Row) -> f64); 2] = [
+            ("time_vs_density", "Compaction time vs fraction kept", ("median time (ms, log)", Axis::Log10Ms), |r| {
+                r.median_ms
+            }),
+            ("pct_of_copy", "Share of the copy rate", ("% of device-to-device copy rate", Axis::Linear), |r| {
+                r.pct_of_copy
+            }),
+        ];
+        for (stem, what, y, value) in per_density {
+            let chart = Chart {
+                stem: stem.into(),
+                title: format!("{what}: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
-                y: ("median time (ms, log)", Axis::Log10Ms),
-                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, r.median_ms)),
-            },
-        )?);
-        files.extend(write(
-            dir,
-            &Chart {
-                stem: "pct_of_copy".into(),
-                title: format!("Share of the copy rate: {title}"),
-                x: ("fraction kept (%)", Axis::Percent),
-                y: ("% of device-to-device copy rate", Axis::Linear),
-                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, r.pct_of_copy)),
-            },
-        )?);
+                y,
+                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, value(r))),
+            };
+            files.extend(write(dir, &chart)?);
+        }
     }
     // Time vs n: every (algorithm, element size) measured at several sizes, mean over densities.
     let multi: Vec<&Row> = rows.iter().filter(compaction).collect();
