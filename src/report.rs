@@ -50,6 +50,25 @@ pub fn csv_rows<R: serde::Serialize + Default>(rows: impl IntoIterator<Item = R>
     Ok(bytes)
 }
 
+/// Writes a bench run's files into `dir`, each whole or not at all:
+/// results.csv (one line a row), results.json and report.md. Every bench
+/// command (render, collide) leaves the same three behind.
+pub fn write_bench_files<L: serde::Serialize + Default>(
+    dir: &std::path::Path,
+    lines: impl IntoIterator<Item = L>,
+    json: &impl serde::Serialize,
+    report: &str,
+) -> Result<(), crate::files::OutputError> {
+    use crate::files::{fail, write_atomically};
+    let csv_path = dir.join("results.csv");
+    let bytes = csv_rows(lines).map_err(|e| fail(&csv_path, e))?;
+    write_atomically(&csv_path, &bytes)?;
+    let json_path = dir.join("results.json");
+    let json = serde_json::to_vec_pretty(json).map_err(|e| fail(&json_path, e))?;
+    write_atomically(&json_path, &json)?;
+    write_atomically(&dir.join("report.md"), report.as_bytes())
+}
+
 /// `rows` as CSV like [`csv_rows`], each row followed by cells of columns
 /// known only at run time (one per stage name seen, say), named by `extra`.
 pub fn csv_rows_then<R: serde::Serialize + Default>(

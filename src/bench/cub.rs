@@ -9,7 +9,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::bench::Row;
+use crate::bench::{BenchBackend, Named, Row, RowAlgorithm, RowOperation, row};
 
 /// The harness's source (kept in the repository at bench/cub/cub_peer.cu).
 pub const SOURCE: &str = include_str!("../../bench/cub/cub_peer.cu");
@@ -22,10 +22,67 @@ pub enum PeerStatus {
     Skipped { why: String },
 }
 
+/// A CUB primitive the peer times, by the job name it reads and prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PeerOp {
+    /// `DeviceSelect::If`
+    SelectIf,
+    /// `DeviceSelect::Flagged`
+    SelectFlagged,
+    /// `DevicePartition::If`
+    PartitionIf,
+    /// `DeviceScan::ExclusiveSum`
+    Scan,
+    /// `DeviceRadixSort::SortKeys`
+    SortKeys,
+    /// `DeviceRadixSort::SortPairs`
+    SortPairs,
+}
+
+impl PeerOp {
+    /// Its job name (what the peer reads and prints, and the operation
+    /// column of its rows) and its algorithm column.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            PeerOp::SelectIf => ("select_if", "cub-select-if"),
+            PeerOp::SelectFlagged => ("select_flagged", "cub-select-flagged"),
+            PeerOp::PartitionIf => ("partition_if", "cub-partition-if"),
+            PeerOp::Scan => ("scan", "cub-scan"),
+            PeerOp::SortKeys => ("sort_keys", "cub-sort-keys"),
+            PeerOp::SortPairs => ("sort_pairs", "cub-sort-pairs"),
+        }
+    }
+
+    /// The peer's row as an algorithm column: `cub-` and the name with hyphens.
+    pub fn algorithm_name(self) -> &'static str {
+        self.names().1
+    }
+
+    /// Bytes it must move at least on `n` elements of `es` bytes, `kept` kept.
+    fn bytes(self, n: u64, kept: u64, es: u64) -> u64 {
+        match self {
+            PeerOp::Scan | PeerOp::SortKeys | PeerOp::SortPairs => 2 * n * es,
+            PeerOp::SelectIf | PeerOp::SelectFlagged | PeerOp::PartitionIf => n * es + kept * es,
+        }
+    }
+}
+
+impl Named for PeerOp {
+    const WHAT: &'static str = "CUB peer operation";
+    fn name(self) -> &'static str {
+        self.names().0
+    }
+    fn all() -> Vec<Self> {
+        use PeerOp::*;
+        vec![SelectIf, SelectFlagged, PartitionIf, Scan, SortKeys, SortPairs]
+    }
+}
+
 /// One CUB measurement (a line of the peer's output).
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
 pub struct PeerRow {
-    pub op: String,
+    #[serde(serialize_with = "row::by_name", deserialize_with = "row::from_name")]
+    pub op: PeerOp,
     pub elem: usize,
     pub n: u64,
     pub density: f64,
@@ -38,7 +95,7 @@ pub struct PeerRow {
 /// One job line for the peer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerJob {
-    pub op: &'static str,
+    pub op: PeerOp,
     pub elem: usize,
     pub n: u64,
     pub density: f64,
@@ -94,22 +151,12 @@ pub fn build(nvcc: &Path, dir: &Path, arch: &str) -> Result<PathBuf, String> {
 pub fn jobs(rows: &[Row]) -> Vec<PeerJob> {
     let mut jobs: Vec<PeerJob> = Vec::new();
     for r in rows {
-        let wanted: &[&'static str] = match r.operation.as_str() {
-            "select" => &["select_if", "select_flagged"],
-            "partition" => &["partition_if"],
-            "scan" => &["scan"],
-            "sort-keys" => &["sort_keys"],
-            "sort-pairs" => &["sort_pairs"],
-            // thrust::remove after marking is a select of the survivors.
-            "remove" | "mark+select" => &["select_if"],
-            _ => &[],
-        };
-        let (elem, density) = match r.operation.as_str() {
-            "sort-pairs" => (4, 1.0),
-            "remove" | "mark+select" => (r.element_bytes, 1.0 - r.density),
+        let (elem, density) = match r.operation {
+            RowOperation::SortPairs => (4, 1.0),
+            RowOperation::Remove | RowOperation::MarkSelect => (r.element_bytes, 1.0 - r.density),
             _ => (r.element_bytes, r.density),
         };
-        for op in wanted {
+        for &op in counterparts(r.operation) {
             let j = PeerJob { op, elem, n: r.n, density };
             if !jobs.contains(&j) {
                 jobs.push(j);
@@ -117,6 +164,21 @@ pub fn jobs(rows: &[Row]) -> Vec<PeerJob> {
         }
     }
     jobs
+}
+
+/// The CUB primitives that stand beside a reap operation (none beside the
+/// peer's own rows).
+pub fn counterparts(op: RowOperation) -> &'static [PeerOp] {
+    match op {
+        RowOperation::Select => &[PeerOp::SelectIf, PeerOp::SelectFlagged],
+        RowOperation::Partition => &[PeerOp::PartitionIf],
+        RowOperation::Scan => &[PeerOp::Scan],
+        RowOperation::SortKeys => &[PeerOp::SortKeys],
+        RowOperation::SortPairs => &[PeerOp::SortPairs],
+        // thrust::remove after marking is a select of the survivors.
+        RowOperation::Remove | RowOperation::MarkSelect => &[PeerOp::SelectIf],
+        RowOperation::Peer(_) => &[],
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -145,7 +207,16 @@ pub fn run(
         let mut stdin = child.stdin.take().ok_or("no stdin to the CUB peer")?;
         let mut text = String::new();
         for j in jobs {
-            text.push_str(&format!("{} {} {} {:.9} {} {} {}\n", j.op, j.elem, j.n, j.density, reps, warmup, seed));
+            text.push_str(&format!(
+                "{} {} {} {:.9} {} {} {}\n",
+                j.op.name(),
+                j.elem,
+                j.n,
+                j.density,
+                reps,
+                warmup,
+                seed
+            ));
         }
         stdin.write_all(text.as_bytes()).map_err(|e| format!("cannot send jobs to the CUB peer: {e}"))?;
     }
@@ -187,28 +258,28 @@ fn same(a: f64, b: f64) -> bool {
 /// against `DeviceRadixSort`, and seed 004's rows against the competitor's
 /// own marking plus `DeviceSelect::If` of the survivors (thrust::remove's work).
 pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
-    let find = |op: &str, elem: usize, n: u64, d: f64| {
+    let find = |op: PeerOp, elem: usize, n: u64, d: f64| {
         peer.iter().find(|p| p.op == op && p.elem == elem && p.n == n && same(p.density, d)).map(|p| p.median_ms)
     };
     let marks: Vec<(usize, u64, f64, f64)> = rows
         .iter()
-        .filter(|r| r.operation == "mark+select")
+        .filter(|r| r.operation == RowOperation::MarkSelect)
         .filter_map(|r| r.phases.iter().find(|(p, _)| p == "mark").map(|(_, t)| (r.element_bytes, r.n, r.density, *t)))
         .collect();
     for r in rows.iter_mut() {
-        let cub = match r.operation.as_str() {
-            "select" => find("select_if", r.element_bytes, r.n, r.density),
-            "partition" => find("partition_if", r.element_bytes, r.n, r.density),
-            "scan" => find("scan", 4, r.n, 1.0),
-            "sort-keys" => find("sort_keys", 4, r.n, 1.0),
-            "sort-pairs" => find("sort_pairs", 4, r.n, 1.0),
-            "remove" | "mark+select" => {
+        let cub = match r.operation {
+            RowOperation::Select => find(PeerOp::SelectIf, r.element_bytes, r.n, r.density),
+            RowOperation::Partition => find(PeerOp::PartitionIf, r.element_bytes, r.n, r.density),
+            RowOperation::Scan => find(PeerOp::Scan, 4, r.n, 1.0),
+            RowOperation::SortKeys => find(PeerOp::SortKeys, 4, r.n, 1.0),
+            RowOperation::SortPairs => find(PeerOp::SortPairs, 4, r.n, 1.0),
+            RowOperation::Remove | RowOperation::MarkSelect => {
                 let mark = marks
                     .iter()
                     .filter(|m| m.0 == r.element_bytes && m.1 == r.n && same(m.2, r.density))
                     .map(|m| m.3)
                     .fold(f64::INFINITY, f64::min);
-                find("select_if", r.element_bytes, r.n, 1.0 - r.density)
+                find(PeerOp::SelectIf, r.element_bytes, r.n, 1.0 - r.density)
                     .map(|s| s + if mark.is_finite() { mark } else { 0.0 })
             }
             _ => None,
@@ -223,12 +294,9 @@ pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
 pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
     peer.iter()
         .map(|p| {
-            let es = if p.op == "sort_pairs" { 8 } else { p.elem };
+            let es = if p.op == PeerOp::SortPairs { 8 } else { p.elem };
             let copy_ms = reap.iter().find(|r| r.n == p.n && r.element_bytes == es).map(|r| r.copy_ms).unwrap_or(0.0);
-            let bytes = match p.op.as_str() {
-                "scan" | "sort_keys" | "sort_pairs" => 2 * p.n * es as u64,
-                _ => p.n * es as u64 + p.kept * es as u64,
-            };
+            let bytes = p.op.bytes(p.n, p.kept, es as u64);
             let pct = if copy_ms > 0.0 && p.median_ms > 0.0 {
                 100.0 * (bytes as f64 / p.median_ms) / ((2 * p.n * es as u64) as f64 / copy_ms)
             } else {
@@ -236,10 +304,10 @@ pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
             };
             Row {
                 preset: String::new(),
-                backend: "cub".into(),
+                backend: BenchBackend::Cub,
                 device: device.to_string(),
-                algorithm: format!("cub-{}", p.op.replace('_', "-")),
-                operation: p.op.clone(),
+                algorithm: RowAlgorithm::Cub(p.op),
+                operation: p.op.into(),
                 element_bytes: es,
                 n: p.n,
                 density: p.density,

@@ -21,11 +21,13 @@ pub mod output;
 pub mod plot;
 pub mod presets;
 pub mod report;
+mod row;
 
 use std::time::Duration;
 
 pub use error::{BenchError, BenchResult};
 pub use output::csv;
+pub use row::{BenchBackend, Named, Row, RowAlgorithm, RowOperation};
 
 use crate::clocks::ms;
 use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result};
@@ -146,14 +148,15 @@ impl serde::Serialize for Job {
 
 impl Job {
     /// The `operation` column of a row.
-    pub fn operation_name(&self, algorithm: Algorithm) -> &'static str {
+    pub fn operation(&self, algorithm: Algorithm) -> RowOperation {
         match self {
-            Job::Compaction(op) => op.name(),
-            Job::Scan => "scan",
-            Job::Sort { pairs: false } => "sort-keys",
-            Job::Sort { pairs: true } => "sort-pairs",
-            Job::Remove if algorithm.in_place() => "remove",
-            Job::Remove => "mark+select",
+            Job::Compaction(Operation::Partition) => RowOperation::Partition,
+            Job::Compaction(_) => RowOperation::Select,
+            Job::Scan => RowOperation::Scan,
+            Job::Sort { pairs: false } => RowOperation::SortKeys,
+            Job::Sort { pairs: true } => RowOperation::SortPairs,
+            Job::Remove if algorithm.in_place() => RowOperation::Remove,
+            Job::Remove => RowOperation::MarkSelect,
         }
     }
 
@@ -214,7 +217,7 @@ impl Settings {
             return bad(format!(
                 "none of the algorithms ({}) implements {}",
                 self.algorithms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
-                self.job.operation_name(Algorithm::Lookback)
+                self.job.operation(Algorithm::Lookback).name()
             ));
         }
         Ok(())
@@ -233,37 +236,6 @@ impl Settings {
         let (es, ds) = self.points();
         (algs * es * ds * self.sizes.len()) as u64
     }
-}
-
-/// One measured configuration.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Row {
-    pub preset: String,
-    pub backend: String,
-    pub device: String,
-    pub algorithm: String,
-    pub operation: String,
-    pub element_bytes: usize,
-    pub n: u64,
-    /// Fraction kept (fraction removed for seed 004's remove rows).
-    pub density: f64,
-    pub kept: u64,
-    pub median_ms: f64,
-    pub min_ms: f64,
-    pub max_ms: f64,
-    /// Median of each phase, in the run's order.
-    pub phases: Vec<(String, f64)>,
-    /// Bytes the operation must move at least: for a compaction every input
-    /// once and every survivor once; for scan and sort, input and output once.
-    pub bytes: u64,
-    /// The copy of the same `n` elements (read + written), median.
-    pub copy_ms: f64,
-    /// `bytes / median` as a share of the copy's rate.
-    pub pct_of_copy: f64,
-    /// The matching CUB primitive on the same inputs in the same run.
-    pub cub_ms: Option<f64>,
-    /// `median_ms / cub_ms`: below 1 means reap is faster.
-    pub vs_cub: Option<f64>,
 }
 
 /// Uniform random words; element i is kept when its first word is below
@@ -401,10 +373,10 @@ impl<B: Timed> Ctx<'_, B> {
         let rate = bytes as f64 / (med / 1e3);
         let row = Row {
             preset: self.s.preset.clone(),
-            backend: self.backend.kind().name().to_string(),
+            backend: self.backend.kind().into(),
             device: self.backend.device_name(),
-            algorithm: alg.name().to_string(),
-            operation: self.s.job.operation_name(alg).to_string(),
+            algorithm: RowAlgorithm::Catalog(alg),
+            operation: self.s.job.operation(alg),
             element_bytes: es as usize,
             n,
             density,

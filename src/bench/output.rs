@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::bench::{BenchError, BenchResult, Platform, Row, Settings, cub::PeerStatus};
+use crate::bench::{BenchError, BenchResult, Named, Platform, Row, Settings, cub::PeerStatus};
 use crate::report::{Fixed, csv_rows, fixed};
 
 // The one atomic writer and the build information, re-exported for the
@@ -87,10 +87,10 @@ impl<'a> CsvRow<'a> {
     fn of(r: &'a Row) -> Self {
         CsvRow {
             preset: &r.preset,
-            backend: &r.backend,
+            backend: r.backend.name(),
             device: &r.device,
-            algorithm: &r.algorithm,
-            operation: &r.operation,
+            algorithm: r.algorithm.name(),
+            operation: r.operation.name(),
             element_bytes: r.element_bytes,
             n: r.n,
             density: r.density.to_string(),
@@ -117,14 +117,16 @@ pub fn csv(rows: &[Row]) -> std::result::Result<String, csv::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::{BenchBackend, RowAlgorithm, RowOperation};
+    use crate::compaction::Algorithm;
 
     fn rows() -> Vec<Row> {
         let row = Row {
             preset: "billeter".into(),
-            backend: "cuda".into(),
+            backend: BenchBackend::Cuda,
             device: "NVIDIA H100, 80 GB".into(),
-            algorithm: "lookback".into(),
-            operation: "select".into(),
+            algorithm: RowAlgorithm::Catalog(Algorithm::Lookback),
+            operation: RowOperation::Select,
             element_bytes: 4,
             n: 1 << 20,
             density: 0.5,
@@ -141,9 +143,9 @@ mod tests {
         };
         let plain = Row {
             preset: String::new(),
-            backend: "cpu".into(),
-            algorithm: "radix".into(),
-            operation: "sort-keys".into(),
+            backend: BenchBackend::Cpu,
+            algorithm: RowAlgorithm::Catalog(Algorithm::Horn),
+            operation: RowOperation::SortKeys,
             density: 1.0,
             phases: vec![],
             cub_ms: None,
@@ -159,9 +161,53 @@ mod tests {
         let want = concat!(
             "preset,backend,device,algorithm,operation,element_bytes,n,density,kept,median_ms,min_ms,max_ms,bytes,copy_ms,pct_of_copy,cub_ms,vs_cub,phases\n",
             "billeter,cuda,\"NVIDIA H100, 80 GB\",lookback,select,4,1048576,0.5,524288,0.123457,0.100000,0.333333,6291456,0.200000,87.65,0.111000,1.112,count=0.050000;scatter=0.666667\n",
-            ",cpu,\"NVIDIA H100, 80 GB\",radix,sort-keys,4,1048576,1,524288,0.123457,0.100000,0.333333,6291456,0.200000,87.65,,,\n",
+            ",cpu,\"NVIDIA H100, 80 GB\",horn,sort-keys,4,1048576,1,524288,0.123457,0.100000,0.333333,6291456,0.200000,87.65,,,\n",
         );
         assert_eq!(csv(&rows()).unwrap(), want);
+    }
+}
+
+/// results.json and results.csv as reap wrote them before the row's columns
+/// were typed: a reap row, a seed-004 row and the CUB peer's rows.
+#[cfg(test)]
+mod stored {
+    use crate::bench::Row;
+
+    const ROWS: &str = concat!(
+        r#"[{"preset":"004-fig4","backend":"cuda","device":"d","algorithm":"lookback","operation":"mark+select","#,
+        r#""element_bytes":4,"n":1024,"density":0.25,"kept":768,"median_ms":0.5,"min_ms":0.25,"max_ms":1.0,"#,
+        r#""phases":[["mark",0.125]],"bytes":7168,"copy_ms":0.0625,"pct_of_copy":12.5,"cub_ms":0.75,"vs_cub":0.5},"#,
+        r#"{"preset":"","backend":"cub","device":"d","algorithm":"cub-select-if","operation":"select_if","#,
+        r#""element_bytes":4,"n":1024,"density":0.75,"kept":768,"median_ms":0.625,"min_ms":0.5,"max_ms":1.0,"#,
+        r#""phases":[],"bytes":7168,"copy_ms":0.0625,"pct_of_copy":50.0,"cub_ms":0.625,"vs_cub":1.0},"#,
+        r#"{"preset":"","backend":"cub","device":"d","algorithm":"cub-scan","operation":"scan","#,
+        r#""element_bytes":4,"n":1024,"density":1.0,"kept":1024,"median_ms":0.25,"min_ms":0.25,"max_ms":0.25,"#,
+        r#""phases":[],"bytes":8192,"copy_ms":0.0625,"pct_of_copy":25.0,"cub_ms":0.25,"vs_cub":1.0}]"#,
+    );
+
+    #[test]
+    fn rows_of_an_earlier_results_json_read_back_and_write_the_same_bytes() {
+        let rows: Vec<Row> = serde_json::from_str(ROWS).unwrap();
+        assert_eq!(serde_json::to_string(&rows).unwrap(), ROWS);
+        let want = concat!(
+            "preset,backend,device,algorithm,operation,element_bytes,n,density,kept,median_ms,min_ms,max_ms,bytes,copy_ms,pct_of_copy,cub_ms,vs_cub,phases\n",
+            "004-fig4,cuda,d,lookback,mark+select,4,1024,0.25,768,0.500000,0.250000,1.000000,7168,0.062500,12.50,0.750000,0.500,mark=0.125000\n",
+            ",cub,d,cub-select-if,select_if,4,1024,0.75,768,0.625000,0.500000,1.000000,7168,0.062500,50.00,0.625000,1.000,\n",
+            ",cub,d,cub-scan,scan,4,1024,1,1024,0.250000,0.250000,0.250000,8192,0.062500,25.00,0.250000,1.000,\n",
+        );
+        assert_eq!(super::csv(&rows).unwrap(), want);
+    }
+
+    #[test]
+    fn an_unknown_name_in_results_json_is_an_error_that_quotes_it() {
+        for (from, to, quoted) in [
+            (r#""operation":"select_if""#, r#""operation":"select_maybe""#, "unknown operation `select_maybe`"),
+            (r#""algorithm":"lookback""#, r#""algorithm":"lookforward""#, "unknown algorithm `lookforward`"),
+            (r#""backend":"cuda""#, r#""backend":"wgpu""#, "unknown backend `wgpu`"),
+        ] {
+            let e = serde_json::from_str::<Vec<Row>>(&ROWS.replacen(from, to, 1)).unwrap_err().to_string();
+            assert!(e.contains(quoted), "{e}");
+        }
     }
 }
 

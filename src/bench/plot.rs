@@ -7,7 +7,8 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
-use crate::bench::{BenchError, BenchResult, Row};
+use crate::bench::cub::PeerOp;
+use crate::bench::{BenchError, BenchResult, Named, Row, RowOperation};
 use crate::files::write_atomically;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
@@ -260,7 +261,9 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     let mut files = Vec::new();
     let device = rows.first().map(|r| r.device.clone()).unwrap_or_default();
     // Compaction rows (with CUB's select): per-density figures at the most measured (n, element size).
-    let compaction = |r: &&Row| matches!(r.operation.as_str(), "select" | "partition" | "select_if");
+    let compaction = |r: &&Row| {
+        matches!(r.operation, RowOperation::Select | RowOperation::Partition | RowOperation::Peer(PeerOp::SelectIf))
+    };
     let mut groups: Vec<(u64, usize, usize)> = Vec::new();
     for r in rows.iter().filter(compaction) {
         match groups.iter_mut().find(|g| g.0 == r.n && g.1 == r.element_bytes) {
@@ -272,32 +275,31 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
     if let Some(&(n, es, _)) = groups.first() {
         let at = || rows.iter().filter(compaction).filter(move |r| r.n == n && r.element_bytes == es);
         let title = format!("{} x {}-bit, {device}", Axis::Log2Count.label((n as f64).log2()), es * 8);
-        files.extend(write(
-            dir,
-            &Chart {
-                stem: "time_vs_density".into(),
-                title: format!("Compaction time vs fraction kept: {title}"),
+        // The same points twice: as times, and as shares of the copy rate.
+        let per_density: [(&str, &str, (&'static str, Axis), fn(&Row) -> f64); 2] = [
+            ("time_vs_density", "Compaction time vs fraction kept", ("median time (ms, log)", Axis::Log10Ms), |r| {
+                r.median_ms
+            }),
+            ("pct_of_copy", "Share of the copy rate", ("% of device-to-device copy rate", Axis::Linear), |r| {
+                r.pct_of_copy
+            }),
+        ];
+        for (stem, what, y, value) in per_density {
+            let chart = Chart {
+                stem: stem.into(),
+                title: format!("{what}: {title}"),
                 x: ("fraction kept (%)", Axis::Percent),
-                y: ("median time (ms, log)", Axis::Log10Ms),
-                series: series_by(at(), |r| r.algorithm.clone(), |r| (r.density * 100.0, r.median_ms)),
-            },
-        )?);
-        files.extend(write(
-            dir,
-            &Chart {
-                stem: "pct_of_copy".into(),
-                title: format!("Share of the copy rate: {title}"),
-                x: ("fraction kept (%)", Axis::Percent),
-                y: ("% of device-to-device copy rate", Axis::Linear),
-                series: series_by(at(), |r| r.algorithm.clone(), |r| (r.density * 100.0, r.pct_of_copy)),
-            },
-        )?);
+                y,
+                series: series_by(at(), |r| r.algorithm.name().to_string(), |r| (r.density * 100.0, value(r))),
+            };
+            files.extend(write(dir, &chart)?);
+        }
     }
     // Time vs n: every (algorithm, element size) measured at several sizes, mean over densities.
     let multi: Vec<&Row> = rows.iter().filter(compaction).collect();
     let by_n = mean_by_x(series_by(
         multi.iter().copied(),
-        |r| format!("{} {}b", r.algorithm, r.element_bytes * 8),
+        |r| format!("{} {}b", r.algorithm.name(), r.element_bytes * 8),
         |r| (r.n as f64, r.median_ms),
     ));
     let by_n: Vec<_> = by_n.into_iter().filter(|(_, v)| v.len() > 1).collect();
@@ -314,7 +316,8 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
         )?);
     }
     // Redzone vs k/n at the largest n measured.
-    let remove: Vec<&Row> = rows.iter().filter(|r| r.operation == "remove" || r.operation == "mark+select").collect();
+    let remove: Vec<&Row> =
+        rows.iter().filter(|r| matches!(r.operation, RowOperation::Remove | RowOperation::MarkSelect)).collect();
     if let Some(n) = remove.iter().map(|r| r.n).max() {
         files.extend(write(
             dir,
@@ -328,7 +331,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
                 y: ("median time (ms, log)", Axis::Log10Ms),
                 series: series_by(
                     remove.iter().copied().filter(|r| r.n == n),
-                    |r| r.algorithm.clone(),
+                    |r| r.algorithm.name().to_string(),
                     |r| (r.density * 100.0, r.median_ms),
                 ),
             },

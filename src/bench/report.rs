@@ -5,9 +5,10 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::cub::PeerStatus;
+use crate::bench::cub::{PeerOp, PeerStatus};
 use crate::bench::presets::{PRESETS, PUBLISHED, Preset};
-use crate::bench::{Platform, Row};
+use crate::bench::{BenchBackend, Named, Platform, Row, RowAlgorithm, RowOperation};
+use crate::compaction::Algorithm;
 
 mod papers;
 
@@ -79,57 +80,62 @@ struct View<'a> {
 
 impl<'a> View<'a> {
     fn new(all: &'a [Row], preset: &str) -> Self {
-        let rows: Vec<&Row> = all.iter().filter(|r| r.preset == preset && r.backend != "cub").collect();
-        let cub =
-            all.iter().filter(|c| c.backend == "cub").filter(|c| rows.iter().any(|r| peer_matches(r, c))).collect();
+        let rows: Vec<&Row> = all.iter().filter(|r| r.preset == preset && r.backend != BenchBackend::Cub).collect();
+        let cub = all
+            .iter()
+            .filter(|c| c.backend == BenchBackend::Cub)
+            .filter(|c| rows.iter().any(|r| peer_matches(r, c)))
+            .collect();
         View { rows, cub }
     }
 
-    fn algorithms(&self) -> Vec<&'a str> {
-        let mut v: Vec<&str> = Vec::new();
+    /// The catalog algorithms measured, in first-seen order.
+    fn algorithms(&self) -> Vec<Algorithm> {
+        let mut v: Vec<Algorithm> = Vec::new();
         for r in &self.rows {
-            if !v.contains(&r.algorithm.as_str()) {
-                v.push(&r.algorithm);
+            if let RowAlgorithm::Catalog(a) = r.algorithm
+                && !v.contains(&a)
+            {
+                v.push(a);
             }
         }
         v
     }
 
-    fn get(&self, alg: &str, es: usize, n: u64, d: f64) -> Option<&'a Row> {
-        self.rows
+    fn get(&self, alg: Algorithm, es: usize, n: u64, d: f64) -> Option<&'a Row> {
+        self.rows.iter().copied().find(|r| {
+            r.algorithm == RowAlgorithm::Catalog(alg) && r.element_bytes == es && r.n == n && close(r.density, d)
+        })
+    }
+
+    fn cub(&self, op: PeerOp, es: usize, n: u64, d: f64) -> Option<&'a Row> {
+        self.cub
             .iter()
             .copied()
-            .find(|r| r.algorithm == alg && r.element_bytes == es && r.n == n && close(r.density, d))
+            .find(|r| r.algorithm == RowAlgorithm::Cub(op) && r.element_bytes == es && r.n == n && close(r.density, d))
     }
 
-    fn cub(&self, op: &str, es: usize, n: u64, d: f64) -> Option<&'a Row> {
-        self.cub.iter().copied().find(|r| r.operation == op && r.element_bytes == es && r.n == n && close(r.density, d))
-    }
-
-    fn of(&self, alg: &str) -> Vec<&'a Row> {
-        self.rows.iter().copied().filter(|r| r.algorithm == alg).collect()
+    fn of(&self, alg: Algorithm) -> Vec<&'a Row> {
+        self.rows.iter().copied().filter(|r| r.algorithm == RowAlgorithm::Catalog(alg)).collect()
     }
 }
 
 /// Whether CUB row `c` is the counterpart of reap row `r` (see `cub::jobs`).
 fn peer_matches(r: &Row, c: &Row) -> bool {
-    if r.n != c.n {
+    let RowAlgorithm::Cub(op) = c.algorithm else {
+        return false;
+    };
+    if r.n != c.n || !crate::bench::cub::counterparts(r.operation).contains(&op) {
         return false;
     }
-    match r.operation.as_str() {
-        "select" => {
-            c.operation.starts_with("select") && c.element_bytes == r.element_bytes && close(c.density, r.density)
+    match r.operation {
+        RowOperation::Select | RowOperation::Partition => {
+            c.element_bytes == r.element_bytes && close(c.density, r.density)
         }
-        "partition" => {
-            c.operation == "partition_if" && c.element_bytes == r.element_bytes && close(c.density, r.density)
+        RowOperation::Remove | RowOperation::MarkSelect => {
+            c.element_bytes == r.element_bytes && close(c.density, 1.0 - r.density)
         }
-        "scan" => c.operation == "scan",
-        "sort-keys" => c.operation == "sort_keys",
-        "sort-pairs" => c.operation == "sort_pairs",
-        "remove" | "mark+select" => {
-            c.operation == "select_if" && c.element_bytes == r.element_bytes && close(c.density, 1.0 - r.density)
-        }
-        _ => false,
+        _ => true,
     }
 }
 
@@ -179,8 +185,14 @@ pub fn markdown(input: &Input<'_>) -> String {
             "000-table3" => papers::table3(&mut s, &view),
             "000-table4" => papers::table4(&mut s, &view),
             "000-table5" => papers::table5(&mut s, &view),
-            "003-table1" => papers::speedups(&mut s, &view, "003 Table I", "roger", &["horn", "blelloch"]),
-            "002-s4" => papers::speedups(&mut s, &view, "002 §4", "sengupta", &["horn"]),
+            "003-table1" => papers::speedups(
+                &mut s,
+                &view,
+                "003 Table I",
+                Algorithm::Roger,
+                &[Algorithm::Horn, Algorithm::Blelloch],
+            ),
+            "002-s4" => papers::speedups(&mut s, &view, "002 §4", Algorithm::Sengupta, &[Algorithm::Horn]),
             "004-fig4" => papers::redzone(&mut s, &view),
             _ => {}
         }
@@ -215,13 +227,15 @@ fn measurements(s: &mut String, v: &View<'_>) {
             "phases (ms)",
         ],
     );
-    for r in &v.rows {
+    // The CUB rows carry their own time as `cub_ms` and 1 as `vs_cub`, so
+    // they read in the same columns.
+    for r in v.rows.iter().chain(&v.cub) {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {}", msf(*t))).collect();
         line(
             s,
             &[
-                r.algorithm.clone(),
-                r.operation.clone(),
+                r.algorithm.name().to_string(),
+                r.operation.name().to_string(),
                 r.element_bytes.to_string(),
                 size(r.n),
                 pct(r.density),
@@ -232,25 +246,6 @@ fn measurements(s: &mut String, v: &View<'_>) {
                 opt(r.cub_ms, msf),
                 opt(r.vs_cub, |x| format!("{x:.2}")),
                 phases.join(", "),
-            ],
-        );
-    }
-    for c in &v.cub {
-        line(
-            s,
-            &[
-                c.algorithm.clone(),
-                c.operation.clone(),
-                c.element_bytes.to_string(),
-                size(c.n),
-                pct(c.density),
-                msf(c.median_ms),
-                msf(c.min_ms),
-                msf(c.max_ms),
-                format!("{:.1}", c.pct_of_copy),
-                msf(c.median_ms),
-                "1.00".into(),
-                String::new(),
             ],
         );
     }

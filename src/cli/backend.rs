@@ -24,6 +24,16 @@ pub enum BackendChoice {
     Cuda,
 }
 
+/// What a path tracer is built from: the scene, the camera and the frame.
+pub struct TracerSetup {
+    pub packed: Packed,
+    pub camera: CameraLayout,
+    pub width: u32,
+    pub height: u32,
+    pub seed: u32,
+    pub max_bounces: u32,
+}
+
 /// A backend the binary opened, with the workload engines built on it.
 pub trait Opened: Timed + Sized {
     type Tracer: trace::Engine;
@@ -35,15 +45,7 @@ pub trait Opened: Timed + Sized {
     /// One more backend of the same kind, for a second engine.
     fn another() -> Result<Self>;
     /// The path tracer on this backend.
-    fn tracer(
-        self,
-        packed: Packed,
-        camera: CameraLayout,
-        width: u32,
-        height: u32,
-        seed: u32,
-        max_bounces: u32,
-    ) -> Result<Self::Tracer>;
+    fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider>;
 }
@@ -60,16 +62,8 @@ impl Opened for CpuBackend {
     fn another() -> Result<Self> {
         Ok(CpuBackend::new())
     }
-    fn tracer(
-        self,
-        packed: Packed,
-        camera: CameraLayout,
-        width: u32,
-        height: u32,
-        seed: u32,
-        max_bounces: u32,
-    ) -> Result<Self::Tracer> {
-        Ok(trace::cpu::CpuEngine::new(self, packed, camera, width, height, seed, max_bounces))
+    fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
+        Ok(trace::cpu::CpuEngine::new(self, t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces))
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cpu::CpuCollide::new(world, bodies)?)
@@ -89,16 +83,8 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     fn another() -> Result<Self> {
         Ok(Self::new(0)?)
     }
-    fn tracer(
-        self,
-        packed: Packed,
-        camera: CameraLayout,
-        width: u32,
-        height: u32,
-        seed: u32,
-        max_bounces: u32,
-    ) -> Result<Self::Tracer> {
-        Ok(trace::cuda::CudaEngine::new(self, &packed, camera, width, height, seed, max_bounces)?)
+    fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
+        Ok(trace::cuda::CudaEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cuda::CudaCollide::new(self, world, bodies)?)

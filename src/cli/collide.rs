@@ -44,6 +44,19 @@ pub(super) fn scenarios_help() -> String {
     s
 }
 
+/// The simulation's flags that `reap collide` and `reap bench collide` share.
+#[derive(clap::Args, Clone, Copy)]
+pub struct SimFlags {
+    /// Jacobi iterations of the contact solver per frame (1 to 64).
+    #[arg(long, default_value_t = 4)]
+    pub iterations: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
+    #[arg(long, default_value_t = 1 << 28)]
+    pub max_frontier: u64,
+}
+
 #[derive(clap::Args)]
 #[command(after_help = scenarios_help())]
 pub struct CollideArgs {
@@ -66,14 +79,8 @@ pub struct CollideArgs {
     /// radix sort by repeated split with a catalog algorithm).
     #[arg(long, default_value = "fast")]
     pub sort: String,
-    /// Jacobi iterations of the contact solver per frame (1 to 64).
-    #[arg(long, default_value_t = 4)]
-    pub iterations: u32,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
-    #[arg(long, default_value_t = 1 << 28)]
-    pub max_frontier: u64,
+    #[command(flatten)]
+    pub sim: SimFlags,
     /// Per-frame timings (every stage and level, frontier sizes, counts): .json or .csv.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -124,13 +131,13 @@ impl OnBackend for CollideRun {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
         let (args, sc) = (&self.args, self.scenario);
-        let s = settings(&backend, &args.compact_pairs, &args.sort, args.iterations, args.max_frontier)?;
+        let s = settings(&backend, &args.compact_pairs, &args.sort, args.sim.iterations, args.sim.max_frontier)?;
         let n = args.bodies.unwrap_or(match backend.kind() {
             BackendKind::Cuda => DEFAULT_BODIES_CUDA,
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
         });
         let (kind, device) = (backend.kind().name(), backend.device());
-        let (world, bodies) = build(sc, n, args.seed)?;
+        let (world, bodies) = build(sc, n, args.sim.seed)?;
         let engine = backend.collider(world, &bodies)?;
         go(engine, args, sc, n, s, kind, &device)
     }
@@ -181,7 +188,7 @@ fn go<E: Engine>(
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
     if let Some(path) = &args.out {
-        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.seed, settings: &s };
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: &s };
         output::write_timings(path, &run, &frames)?;
         println!("timings written to {}", path.display());
     }

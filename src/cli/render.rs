@@ -15,7 +15,20 @@ use reap::trace::output::{self, Summary, Timings};
 use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, render};
 
-use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use super::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
+
+/// How paths are traced: the flags `reap render` and `reap bench render` share.
+#[derive(clap::Args, Clone, Copy)]
+pub struct PathFlags {
+    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
+    /// ray leaving the last one is still traced for the light or sky it finds.
+    #[arg(long, default_value_t = 8)]
+    pub max_bounces: u32,
+    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
+    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
+    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
+    pub estimator: Estimator,
+}
 
 #[derive(clap::Args)]
 #[command(after_help = scenes_help())]
@@ -30,14 +43,8 @@ pub struct RenderArgs {
     /// Samples per pixel (one wavefront frame each).
     #[arg(long, default_value_t = 64)]
     pub spp: u32,
-    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
-    /// ray leaving the last one is still traced for the light or sky it finds.
-    #[arg(long, default_value_t = 8)]
-    pub max_bounces: u32,
-    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
-    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
-    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
-    pub estimator: Estimator,
+    #[command(flatten)]
+    pub path: PathFlags,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// breadth-first (a compacted frontier of (path, node) items per level) or depth-first (a stack per ray).
@@ -153,7 +160,14 @@ impl OnBackend for RenderRun {
         let job = RenderJob { args: &args, scene: &scene, tree: &tree, traversal };
         let settings = job.settings(&backend)?;
         let (kind, device) = (backend.kind().name(), backend.device());
-        let engine = backend.tracer(packed, camera, args.width, args.height, args.seed, args.max_bounces)?;
+        let engine = backend.tracer(TracerSetup {
+            packed,
+            camera,
+            width: args.width,
+            height: args.height,
+            seed: args.seed,
+            max_bounces: args.path.max_bounces,
+        })?;
         job.go(engine, settings, kind, &device)
     }
 }
@@ -178,8 +192,8 @@ impl RenderJob<'_> {
             width: a.width,
             height: a.height,
             spp: a.spp,
-            max_bounces: a.max_bounces,
-            estimator: a.estimator,
+            max_bounces: a.path.max_bounces,
+            estimator: a.path.estimator,
             traversal: self.traversal,
             compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
             compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
@@ -200,7 +214,7 @@ impl RenderJob<'_> {
             a.width,
             a.height,
             a.spp,
-            a.max_bounces,
+            a.path.max_bounces,
             settings.estimator,
             settings.traversal.name(),
             settings.compact_paths.name(),

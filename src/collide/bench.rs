@@ -7,13 +7,8 @@ use std::path::Path;
 
 use crate::clocks::{gap_cell, gap_percent, gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
-use crate::collide::{CollideError, CollideResult, Contact, FrameStats};
-use crate::files::write_atomically;
-use crate::report::{Fixed, csv_rows, fixed};
-
-fn fail(path: &Path, why: impl ToString) -> CollideError {
-    CollideError::Output { path: path.display().to_string(), why: why.to_string() }
-}
+use crate::collide::{CollideResult, Contact, FrameStats};
+use crate::report::{Fixed, fixed, write_bench_files};
 
 /// A hash of a frame's sorted candidate pairs and contacts: equal hashes mean
 /// the broad and narrow phases found exactly the same sets.
@@ -118,6 +113,37 @@ impl BenchRow {
 
     fn group(&self) -> (&str, &str, u32, &str) {
         (&self.backend, &self.scenario, self.bodies, &self.sort)
+    }
+
+    /// This row's line of results.csv: its numbers at fixed digits.
+    fn csv_line(&self) -> BenchCsv<'_> {
+        BenchCsv {
+            backend: &self.backend,
+            scenario: &self.scenario,
+            bodies: self.bodies,
+            seed: self.seed,
+            sort: &self.sort,
+            compaction: &self.compaction,
+            iterations: self.iterations,
+            frames: self.frames,
+            build_ms: fixed(self.parts.build, 4),
+            traverse_ms: fixed(self.parts.traverse, 4),
+            compact_ms: fixed(self.parts.compact, 4),
+            narrow_ms: fixed(self.parts.narrow, 4),
+            solve_ms: fixed(self.parts.solve, 4),
+            broad_ms: fixed(self.broad_ms, 4),
+            broad_ms_min: fixed(self.broad_ms_min, 4),
+            frame_ms: fixed(self.frame_ms, 4),
+            wall_ms: fixed(self.wall_ms, 4),
+            wall_gap_percent: gap_percent(self.wall_ms, self.frame_ms).map(|g| fixed(g, 2)),
+            levels: self.levels,
+            peak_frontier: self.peak_frontier,
+            pairs_tested: fixed(self.pairs_tested, 0),
+            candidates: fixed(self.candidates, 1),
+            contacts: fixed(self.contacts, 1),
+            last_frame_sets: &self.last_frame_sets,
+            error: self.error.as_deref(),
+        }
     }
 }
 
@@ -414,14 +440,8 @@ struct BenchResults<'a> {
 
 /// Writes DIR/results.csv, results.json and report.md.
 pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, report: &str) -> CollideResult<()> {
-    let csv_path = dir.join("results.csv");
-    let bytes = bench_csv(&csv_path, rows)?;
-    write_atomically(&csv_path, &bytes)?;
-    let json_path = dir.join("results.json");
     let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
-    let json = serde_json::to_vec_pretty(&results).map_err(|e| fail(&json_path, e))?;
-    write_atomically(&json_path, &json)?;
-    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+    Ok(write_bench_files(dir, rows.iter().map(BenchRow::csv_line), &results, report)?)
 }
 
 /// One line of `reap bench collide`'s results.csv: a [`BenchRow`] with its
@@ -455,43 +475,12 @@ struct BenchCsv<'a> {
     error: Option<&'a str>,
 }
 
-/// results.csv of `reap bench collide`.
-fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> CollideResult<Vec<u8>> {
-    let rows = rows.iter().map(|r| BenchCsv {
-        backend: &r.backend,
-        scenario: &r.scenario,
-        bodies: r.bodies,
-        seed: r.seed,
-        sort: &r.sort,
-        compaction: &r.compaction,
-        iterations: r.iterations,
-        frames: r.frames,
-        build_ms: fixed(r.parts.build, 4),
-        traverse_ms: fixed(r.parts.traverse, 4),
-        compact_ms: fixed(r.parts.compact, 4),
-        narrow_ms: fixed(r.parts.narrow, 4),
-        solve_ms: fixed(r.parts.solve, 4),
-        broad_ms: fixed(r.broad_ms, 4),
-        broad_ms_min: fixed(r.broad_ms_min, 4),
-        frame_ms: fixed(r.frame_ms, 4),
-        wall_ms: fixed(r.wall_ms, 4),
-        wall_gap_percent: gap_percent(r.wall_ms, r.frame_ms).map(|g| fixed(g, 2)),
-        levels: r.levels,
-        peak_frontier: r.peak_frontier,
-        pairs_tested: fixed(r.pairs_tested, 0),
-        candidates: fixed(r.candidates, 1),
-        contacts: fixed(r.contacts, 1),
-        last_frame_sets: &r.last_frame_sets,
-        error: r.error.as_deref(),
-    });
-    csv_rows(rows).map_err(|e| fail(csv_path, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::collide::output::tests::{frame, settings};
     use crate::compaction::{Algorithm, Compaction};
+    use crate::report::csv_rows;
 
     #[test]
     fn disagreeing_counts_are_reported() {
@@ -526,7 +515,7 @@ mod tests {
             BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into()),
             BenchRow::failed(&run, 1, "too large".into()),
         ];
-        let text = String::from_utf8(bench_csv(Path::new("t.csv"), &rows).unwrap()).unwrap();
+        let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
             "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,last_frame_sets,error\n",
             "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,x,\n",

@@ -5,18 +5,21 @@
 use std::fmt::Write as _;
 
 use super::*;
-use crate::compaction::{Algorithm, Consumes};
+use crate::compaction::{Billeter, CompactSimd, Consumes, OutputMode};
 
-/// Whether a row's algorithm is one of seed 000's compactSIMD variants, by
-/// the catalog's type rather than its spelling.
-fn is_billeter(name: &str) -> bool {
-    matches!(name.parse::<Algorithm>(), Ok(Algorithm::Billeter(_)))
+/// The Billeter variant the paper's tables single out.
+const POPC_SELECTIVE: Algorithm =
+    Algorithm::Billeter(Billeter { simd: CompactSimd::Popc, output: OutputMode::Selective });
+
+/// Whether an algorithm is one of seed 000's compactSIMD variants.
+fn is_billeter(a: &Algorithm) -> bool {
+    matches!(a, Algorithm::Billeter(_))
 }
 
-/// Whether a row's algorithm is one of seed 004's Redzone removals (the ones
-/// that take a list of indices to remove).
-fn is_redzone(name: &str) -> bool {
-    name.parse::<Algorithm>().is_ok_and(|a| a.consumes() == Consumes::RemovalIndices)
+/// Whether an algorithm is one of seed 004's Redzone removals (the ones that
+/// take a list of indices to remove).
+fn is_redzone(a: &Algorithm) -> bool {
+    a.consumes() == Consumes::RemovalIndices
 }
 
 fn densities(v: &View<'_>) -> Vec<f64> {
@@ -47,7 +50,9 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
         cells.push(if vs.is_empty() { "–".into() } else { format!("{:.2}", mean(&vs)) });
         line(s, &cells);
     }
-    for (op, label) in [("select_if", "CUB `DeviceSelect::If`"), ("select_flagged", "CUB `DeviceSelect::Flagged`")] {
+    for (op, label) in
+        [(PeerOp::SelectIf, "CUB `DeviceSelect::If`"), (PeerOp::SelectFlagged, "CUB `DeviceSelect::Flagged`")]
+    {
         if v.cub(op, 4, n, ds[0]).is_some() {
             let mut cells = vec![label.to_string()];
             cells.extend(ds.iter().map(|d| opt(v.cub(op, 4, n, *d).map(|r| r.median_ms), msf)));
@@ -58,7 +63,7 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
     }
     let _ = writeln!(s, "\nTime in ms to compact {} 32-bit elements (seed 000 Fig. 3 plots the same).\n", size(n));
     // The paper: the selective variant is the fastest at every density; buffered is slower everywhere.
-    let billeter: Vec<&str> = v.algorithms().into_iter().filter(|a| is_billeter(a)).collect();
+    let billeter: Vec<Algorithm> = v.algorithms().into_iter().filter(|a| is_billeter(a)).collect();
     if billeter.is_empty() {
         return;
     }
@@ -66,10 +71,10 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
     for d in &ds {
         let best = billeter
             .iter()
-            .filter_map(|a| v.get(a, 4, n, *d).map(|r| (*a, r.median_ms)))
+            .filter_map(|a| v.get(*a, 4, n, *d).map(|r| (*a, r.median_ms)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((a, _)) = best
-            && !a.ends_with("selective")
+            && !matches!(a, Algorithm::Billeter(Billeter { output: OutputMode::Selective, .. }))
         {
             not_selective.push((a.to_string(), pct(*d)));
         }
@@ -91,11 +96,11 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
         .map(|a| (a, mean(&v.of(a).iter().map(|r| r.median_ms).collect::<Vec<_>>())))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((a, t)) = fastest_overall
-        && !is_billeter(a)
+        && !is_billeter(&a)
     {
         let best_b = billeter
             .iter()
-            .map(|b| (*b, mean(&v.of(b).iter().map(|r| r.median_ms).collect::<Vec<_>>())))
+            .map(|b| (*b, mean(&v.of(*b).iter().map(|r| r.median_ms).collect::<Vec<_>>())))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((b, tb)) = best_b {
             let _ = writeln!(
@@ -122,11 +127,11 @@ pub(super) fn fig4(s: &mut String, v: &View<'_>) {
     cols.push("% copy at largest n".into());
     cols.push("vs CUB at largest n".into());
     header(s, &cols.iter().map(String::as_str).collect::<Vec<_>>());
-    let avg = |alg: &str, es: usize, n: u64| {
+    let avg = |alg: Algorithm, es: usize, n: u64| {
         let t: Vec<f64> = v
             .rows
             .iter()
-            .filter(|r| r.algorithm == alg && r.element_bytes == es && r.n == n)
+            .filter(|r| r.catalog() == Some(alg) && r.element_bytes == es && r.n == n)
             .map(|r| r.median_ms)
             .collect();
         (!t.is_empty()).then(|| mean(&t))
@@ -136,8 +141,12 @@ pub(super) fn fig4(s: &mut String, v: &View<'_>) {
         for &es in &ess {
             let mut cells = vec![format!("`{alg}`"), (es * 8).to_string()];
             cells.extend(ns.iter().map(|n| opt(avg(alg, es, *n), msf)));
-            let at: Vec<&Row> =
-                v.rows.iter().copied().filter(|r| r.algorithm == alg && r.element_bytes == es && r.n == last).collect();
+            let at: Vec<&Row> = v
+                .rows
+                .iter()
+                .copied()
+                .filter(|r| r.catalog() == Some(alg) && r.element_bytes == es && r.n == last)
+                .collect();
             cells.push(format!("{:.1}", mean(&at.iter().map(|r| r.pct_of_copy).collect::<Vec<_>>())));
             let vs: Vec<f64> = at.iter().filter_map(|r| r.vs_cub).collect();
             cells.push(if vs.is_empty() { "–".into() } else { format!("{:.2}", mean(&vs)) });
@@ -146,10 +155,10 @@ pub(super) fn fig4(s: &mut String, v: &View<'_>) {
     }
     let _ = writeln!(s, "\nMean time in ms over the densities measured, per n (seed 000 Fig. 4 plots the same).\n");
     // The paper: Billeter compacts 128-bit elements faster than CUDPP compacts 32-bit ones.
-    let b = "billeter-popc-selective";
+    let b = POPC_SELECTIVE;
     let slower: Vec<String> = ns
         .iter()
-        .filter_map(|&n| match (avg(b, 16, n), avg("blelloch", 4, n)) {
+        .filter_map(|&n| match (avg(b, 16, n), avg(Algorithm::Blelloch, 4, n)) {
             (Some(wide), Some(narrow)) if wide > narrow => Some(size(n)),
             _ => None,
         })
@@ -166,7 +175,7 @@ pub(super) fn fig4(s: &mut String, v: &View<'_>) {
 }
 
 /// Mean, min and max over densities per algorithm at one n.
-fn over_densities(v: &View<'_>, alg: &str) -> Option<(f64, f64, f64)> {
+fn over_densities(v: &View<'_>, alg: Algorithm) -> Option<(f64, f64, f64)> {
     let t: Vec<f64> = v.of(alg).iter().filter(|r| r.element_bytes == 4).map(|r| r.median_ms).collect();
     if t.is_empty() {
         return None;
@@ -179,26 +188,26 @@ pub(super) fn table3(s: &mut String, v: &View<'_>) {
     let best_b = algs
         .iter()
         .filter(|a| is_billeter(a))
-        .filter_map(|a| over_densities(v, a).map(|m| (*a, m.0)))
+        .filter_map(|a| over_densities(v, *a).map(|m| (*a, m.0)))
         .min_by(|a, b| a.1.total_cmp(&b.1));
     let Some((best, base)) = best_b else {
         let _ = writeln!(s, "No Billeter variant was measured; nothing to relate to.\n");
         return;
     };
     header(s, &["algorithm", "mean ms", "min / max ms", "relative", "paper (GTX 280)", "paper relative"]);
-    let paper = |alg: &str, unit: &str| {
+    let paper = |alg: Algorithm, unit: &str| {
         published("000 §5.1 Table 3").find(|p| {
-            p.unit == unit && (p.reap == Some(alg) || (alg == best && p.reap == Some("billeter-popc-selective")))
+            p.unit == unit && (p.reap == Some(alg.name()) || (alg == best && p.reap == Some(POPC_SELECTIVE.name())))
         })
     };
-    for alg in &algs {
+    for &alg in &algs {
         if let Some((m, lo, hi)) = over_densities(v, alg) {
-            let pm = paper(alg, "ms").filter(|_| *alg != "billeter-popc-selective" || best == *alg);
-            let pr = paper(alg, "x").filter(|_| *alg != "billeter-popc-selective" || best == *alg);
+            let pm = paper(alg, "ms").filter(|_| alg != POPC_SELECTIVE || best == alg);
+            let pr = paper(alg, "x").filter(|_| alg != POPC_SELECTIVE || best == alg);
             line(
                 s,
                 &[
-                    format!("`{alg}`{}", if *alg == best { " (fastest Billeter)" } else { "" }),
+                    format!("`{alg}`{}", if alg == best { " (fastest Billeter)" } else { "" }),
                     msf(m),
                     format!("{} / {}", msf(lo), msf(hi)),
                     format!("{:.2}x", m / base),
@@ -208,8 +217,12 @@ pub(super) fn table3(s: &mut String, v: &View<'_>) {
             );
         }
     }
-    let cub: Vec<f64> =
-        v.cub.iter().filter(|c| c.operation == "select_if" && c.element_bytes == 4).map(|c| c.median_ms).collect();
+    let cub: Vec<f64> = v
+        .cub
+        .iter()
+        .filter(|c| c.algorithm == RowAlgorithm::Cub(PeerOp::SelectIf) && c.element_bytes == 4)
+        .map(|c| c.median_ms)
+        .collect();
     if !cub.is_empty() {
         line(
             s,
@@ -241,8 +254,8 @@ pub(super) fn table3(s: &mut String, v: &View<'_>) {
         "\nMean over 0-100 % kept in steps of 10 % (the rows of 000-fig3), relative to the fastest Billeter variant.\n"
     );
     // The paper's order: Billeter < CUDPP (blelloch) < Roger.
-    let rel = |a: &str| over_densities(v, a).map(|m| m.0 / base);
-    for (alg, paper_x) in [("blelloch", 3.22), ("roger", 18.9)] {
+    let rel = |a: Algorithm| over_densities(v, a).map(|m| m.0 / base);
+    for (alg, paper_x) in [(Algorithm::Blelloch, 3.22), (Algorithm::Roger, 18.9)] {
         if let Some(x) = rel(alg) {
             if x < 1.0 {
                 let _ = writeln!(
@@ -259,7 +272,7 @@ pub(super) fn table3(s: &mut String, v: &View<'_>) {
             }
         }
     }
-    if let (Some(b), Some(r)) = (rel("blelloch"), rel("roger"))
+    if let (Some(b), Some(r)) = (rel(Algorithm::Blelloch), rel(Algorithm::Roger))
         && r < b
     {
         let _ = writeln!(
@@ -277,15 +290,15 @@ pub(super) fn table4(s: &mut String, v: &View<'_>) {
         line(
             s,
             &[
-                format!("`{}`", r.algorithm),
+                format!("`{}`", r.algorithm.name()),
                 msf(r.median_ms),
                 format!("{:.1}", r.pct_of_copy),
                 opt(r.vs_cub, |x| format!("{x:.2}")),
-                opt(paper(&r.algorithm).map(|p| p.value), |x| format!("{x} ms")),
+                opt(paper(r.algorithm.name()).map(|p| p.value), |x| format!("{x} ms")),
             ],
         );
     }
-    if let Some(c) = v.cub("scan", 4, n, 1.0) {
+    if let Some(c) = v.cub(PeerOp::Scan, 4, n, 1.0) {
         line(
             s,
             &[
@@ -298,8 +311,8 @@ pub(super) fn table4(s: &mut String, v: &View<'_>) {
         );
     }
     let _ = writeln!(s, "\nExclusive scan of {} 32-bit elements.\n", size(n));
-    let t = |a: &str| v.rows.iter().find(|r| r.algorithm == a).map(|r| r.median_ms);
-    if let (Some(b), Some(c)) = (t("billeter-prefix-staged"), t("blelloch")) {
+    let t = |a: Algorithm| v.rows.iter().find(|r| r.catalog() == Some(a)).map(|r| r.median_ms);
+    if let (Some(b), Some(c)) = (t(Algorithm::BILLETER_SCAN), t(Algorithm::Blelloch)) {
         if b > c {
             let _ = writeln!(
                 s,
@@ -335,8 +348,8 @@ pub(super) fn table5(s: &mut String, v: &View<'_>) {
             ],
         );
     }
-    let ck = v.cub("sort_keys", 4, n, 1.0);
-    let cp = v.cub("sort_pairs", 8, n, 1.0);
+    let ck = v.cub(PeerOp::SortKeys, 4, n, 1.0);
+    let cp = v.cub(PeerOp::SortPairs, 8, n, 1.0);
     if ck.is_some() || cp.is_some() {
         line(
             s,
@@ -375,7 +388,7 @@ pub(super) fn table5(s: &mut String, v: &View<'_>) {
                 "**The paper found sort by split on par with the fastest radix sort of its day (28.2 vs 27.6 ms); on this \
                  GPU the fastest split sort (`{}`) takes {x:.1}x CUB's radix sort**: one split per bit reads and writes \
                  the keys 32 times, where CUB's multi-bit digits pass over them 4 times.\n",
-                b.algorithm
+                b.algorithm.name()
             );
         } else {
             let _ =
@@ -384,7 +397,7 @@ pub(super) fn table5(s: &mut String, v: &View<'_>) {
     }
 }
 
-pub(super) fn speedups(s: &mut String, v: &View<'_>, source: &str, hero: &str, others: &[&str]) {
+pub(super) fn speedups(s: &mut String, v: &View<'_>, source: &str, hero: Algorithm, others: &[Algorithm]) {
     let mut ns: Vec<u64> = v.rows.iter().map(|r| r.n).collect();
     ns.sort();
     ns.dedup();
@@ -401,9 +414,9 @@ pub(super) fn speedups(s: &mut String, v: &View<'_>, source: &str, hero: &str, o
         let h = v.get(hero, 4, n, d).map(|r| r.median_ms);
         let mut cells = vec![size(n), opt(h, msf)];
         for o in others {
-            let t = v.get(o, 4, n, d).map(|r| r.median_ms);
+            let t = v.get(*o, 4, n, d).map(|r| r.median_ms);
             let x = h.zip(t).map(|(h, t)| t / h);
-            let paper = published(source).find(|p| p.reap == Some(o) && p.n == n).map(|p| p.value);
+            let paper = published(source).find(|p| p.reap == Some(o.name()) && p.n == n).map(|p| p.value);
             cells.push(opt(t, msf));
             cells.push(opt(x, |x| format!("{x:.2}x")));
             cells.push(opt(paper, |p| format!("{p}x")));
@@ -436,7 +449,7 @@ pub(super) fn redzone(s: &mut String, v: &View<'_>) {
     ns.sort();
     ns.dedup();
     let ks = densities(v);
-    let competitors: Vec<&str> = v.algorithms().into_iter().filter(|a| !is_redzone(a)).collect();
+    let competitors: Vec<Algorithm> = v.algorithms().into_iter().filter(|a| !is_redzone(a)).collect();
     header(
         s,
         &[
@@ -453,10 +466,12 @@ pub(super) fn redzone(s: &mut String, v: &View<'_>) {
     let mut notes = Vec::new();
     for &n in &ns {
         for &k in &ks {
-            let rz = v.get("redzone-grid", 4, n, k);
-            let rb = v.get("redzone-block", 4, n, k);
-            let comp =
-                competitors.iter().filter_map(|a| v.get(a, 4, n, k)).min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+            let rz = v.get(Algorithm::RedzoneGrid, 4, n, k);
+            let rb = v.get(Algorithm::RedzoneBlock, 4, n, k);
+            let comp = competitors
+                .iter()
+                .filter_map(|a| v.get(*a, 4, n, k))
+                .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
             let x = rz.zip(comp).map(|(r, c)| c.median_ms / r.median_ms);
             let paper = published("004 §6")
                 .chain(published("004 §5.1"))
@@ -483,7 +498,7 @@ pub(super) fn redzone(s: &mut String, v: &View<'_>) {
                     comp.map(|c| {
                         format!(
                             "`{}` {} (mark {})",
-                            c.algorithm,
+                            c.algorithm.name(),
                             msf(c.median_ms),
                             c.phases.first().map(|p| msf(p.1)).unwrap_or_default()
                         )

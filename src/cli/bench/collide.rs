@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow};
-use reap::collide::output::{self, Run};
+use reap::collide::output::Run;
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, simulate,
 };
@@ -16,7 +16,7 @@ use reap::compaction::{Algorithm, Backend, BackendKind};
 
 use super::compactions;
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
-use crate::cli::collide::{build, check_frames, parse_bodies, scenarios_help, settings, warm_up};
+use crate::cli::collide::{SimFlags, build, check_frames, parse_bodies, scenarios_help, settings, warm_up};
 
 #[derive(clap::Args)]
 #[command(after_help = scenarios_help())]
@@ -39,13 +39,9 @@ pub struct CollideBenchArgs {
     pub frames: u32,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    #[arg(long, default_value_t = 4)]
-    pub iterations: u32,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// The most slots a frontier level may hold; a `none` run that outgrows it is reported, not fatal.
-    #[arg(long, default_value_t = 1 << 28)]
-    pub max_frontier: u64,
+    // A `none` run that outgrows --max-frontier is reported here, not fatal.
+    #[command(flatten)]
+    pub sim: SimFlags,
     /// Frames to simulate (untimed, with `lookback` and the fast sort) before the measured ones, so
     /// that a pile has settled into contact; every configuration then starts from the settled state.
     #[arg(long, default_value_t = 0)]
@@ -59,10 +55,7 @@ pub struct CollideBenchArgs {
 /// engine per body count, with the candidate and contact sets checked equal
 /// across compaction choices.
 pub fn run(args: CollideBenchArgs) -> Result<bool> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
-    }
+    super::out_folder(args.out.as_deref(), "report.md")?;
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;
     if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {
@@ -108,7 +101,7 @@ impl OnBackend for BodiesBench<'_> {
         let (args, sc) = (self.args, self.scenario);
         let (kind, device) = (backend.kind(), backend.device());
         let configs = configs(args, &backend)?;
-        let (world, bodies) = build(sc, self.bodies, args.seed)?;
+        let (world, bodies) = build(sc, self.bodies, args.sim.seed)?;
         let engine = backend.collider(world, &bodies)?;
         let rows = bench_bodies(engine, args, sc, &bodies, &configs, kind.name(), &device)?;
         Ok((kind, device, rows))
@@ -121,7 +114,7 @@ fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<Colli
     let mut out = Vec::new();
     for sort in &args.sorts {
         for c in &compactions {
-            out.push(settings(backend, c.name(), sort, args.iterations, args.max_frontier)?);
+            out.push(settings(backend, c.name(), sort, args.sim.iterations, args.sim.max_frontier)?);
         }
     }
     Ok(out)
@@ -142,8 +135,8 @@ fn bench_bodies<E: Engine>(
         let s = CollideSettings {
             compact_pairs: Compaction::With(Algorithm::Lookback),
             sort: SortMethod::Fast,
-            iterations: args.iterations,
-            max_frontier: args.max_frontier,
+            iterations: args.sim.iterations,
+            max_frontier: args.sim.max_frontier,
         };
         engine.set_bodies(start)?;
         eprintln!("{n} bodies: settling for {} frames", args.settle);
@@ -161,7 +154,7 @@ fn bench_bodies<E: Engine>(
     );
     for s in configs {
         bar.set_message(format!("{n} bodies, sort {}, {}", s.sort.name(), s.compact_pairs.name()));
-        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.seed, settings: s };
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: s };
         warm_up(&engine, s)?;
         // Every configuration steps the same start.
         engine.set_bodies(start)?;

@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 
+use reap::bench::Named;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
@@ -158,8 +159,8 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
             let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
             bar.println(format!(
                 "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
-                r.algorithm,
-                r.operation,
+                r.algorithm.name(),
+                r.operation.name(),
                 r.element_bytes,
                 r.n,
                 r.density * 100.0,
@@ -261,7 +262,7 @@ fn cub_peer(
     let result = cub::run(&binary, &jobs, reps, warmup, seed, &mut |p| {
         bar.println(format!(
             "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4}",
-            format!("cub-{}", p.op),
+            format!("cub-{}", p.op.name()),
             "",
             p.elem,
             p.n,
@@ -296,12 +297,12 @@ fn print_rows(rows: &[reap::bench::Row]) {
         "{:<27} {:<11} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "density", "median ms", "% copy", "vs CUB"
     );
-    for r in rows.iter().filter(|r| r.backend != "cub") {
+    for r in rows.iter().filter(|r| r.backend != reap::bench::BenchBackend::Cub) {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
         println!(
             "{:<27} {:<11} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
-            r.algorithm,
-            r.operation,
+            r.algorithm.name(),
+            r.operation.name(),
             r.element_bytes,
             r.n,
             r.density,

@@ -1,7 +1,7 @@
 //! `reap bench`: measurements written as tables, CSV, JSON and reports, one
 //! module per subcommand.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use reap::compaction::{Backend, Compaction};
@@ -54,4 +54,14 @@ fn compactions<B: Backend>(names: &[String], backend: &B) -> Result<Vec<Compacti
         }
     }
     Ok(out)
+}
+
+/// `--out DIR` of a bench command: the folder is made now and `file` in it
+/// checked writable, so a bad path fails before anything is measured.
+fn out_folder(dir: Option<&std::path::Path>, file: &str) -> Result<()> {
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        reap::trace::output::check_writable(&dir.join(file))?;
+    }
+    Ok(())
 }

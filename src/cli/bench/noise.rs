@@ -14,7 +14,7 @@ use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::noise::{self, Checkpoint, NoiseReport};
 use reap::trace::{Compaction, Engine, RenderSettings, Traversal, output, render};
 
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 
 #[derive(clap::Args)]
 pub struct NoiseArgs {
@@ -65,10 +65,7 @@ const TRAVERSAL: Traversal = Traversal::DepthFirst;
 pub fn run(args: NoiseArgs) -> Result<bool> {
     // Flags and paths first: a mistake must not cost a 4096-spp reference.
     let checkpoints = noise::checkpoints(&args.spp, args.reference_spp)?;
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("noise.json"))?;
-    }
+    super::out_folder(args.out.as_deref(), "noise.json")?;
     let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
     for w in &sc.warnings {
         eprintln!("warning: {w}");
@@ -109,7 +106,14 @@ impl OnBackend for NoiseRun<'_> {
                 Some(b) => b,
                 None => B::another()?,
             };
-            backend.tracer(self.packed.clone(), self.camera, a.width, a.height, seed, a.max_bounces)
+            backend.tracer(TracerSetup {
+                packed: self.packed.clone(),
+                camera: self.camera,
+                width: a.width,
+                height: a.height,
+                seed,
+                max_bounces: a.max_bounces,
+            })
         };
         self.job.measure(make, kind, &device)
     }

@@ -12,11 +12,11 @@ use reap::compaction::Compaction;
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
-use reap::trace::{Engine, Estimator, RenderSettings, Traversal};
+use reap::trace::{Engine, RenderSettings, Traversal};
 
 use super::compactions;
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
-use crate::cli::render::parse_estimator;
+use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
+use crate::cli::render::PathFlags;
 
 #[derive(clap::Args)]
 pub struct RenderBenchArgs {
@@ -30,14 +30,8 @@ pub struct RenderBenchArgs {
     /// Frames (one sample per pixel each) per configuration, after one warm-up frame.
     #[arg(long, default_value_t = 4)]
     pub spp: u32,
-    /// Scattering vertices per path, as pbrt-v4's maxdepth: each gets next-event estimation, and the
-    /// ray leaving the last one is still traced for the light or sky it finds.
-    #[arg(long, default_value_t = 8)]
-    pub max_bounces: u32,
-    /// Direct light at diffuse and glossy surfaces: mis (light and BSDF samples, power heuristic),
-    /// light (light samples only) or bsdf (BSDF samples only). All three converge to the same image.
-    #[arg(long, default_value = "mis", value_parser = parse_estimator)]
-    pub estimator: Estimator,
+    #[command(flatten)]
+    pub path: PathFlags,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Traversal modes, comma separated.
@@ -62,10 +56,7 @@ pub struct RenderBenchArgs {
 /// `reap bench render`: every traversal × compaction choice on each scene, one
 /// engine per scene, with image hashes checked equal across compaction choices.
 pub fn run(args: RenderBenchArgs) -> Result<bool> {
-    if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
-    }
+    super::out_folder(args.out.as_deref(), "report.md")?;
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
@@ -123,7 +114,14 @@ impl OnBackend for SceneBench<'_> {
         let device = backend.device();
         let choices = compactions(&a.algorithms, &backend)?;
         let kind = backend.kind().name();
-        let engine = backend.tracer(self.packed, self.camera, a.width, a.height, a.seed, a.max_bounces)?;
+        let engine = backend.tracer(TracerSetup {
+            packed: self.packed,
+            camera: self.camera,
+            width: a.width,
+            height: a.height,
+            seed: a.seed,
+            max_bounces: a.path.max_bounces,
+        })?;
         let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
         Ok((device, rows))
     }
@@ -147,8 +145,8 @@ fn bench_scene<E: Engine>(
                 width: args.width,
                 height: args.height,
                 spp: args.spp,
-                max_bounces: args.max_bounces,
-                estimator: args.estimator,
+                max_bounces: args.path.max_bounces,
+                estimator: args.path.estimator,
                 traversal,
                 compact_paths: c,
                 compact_frontier: c,

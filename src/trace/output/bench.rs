@@ -3,10 +3,9 @@
 
 use std::path::Path;
 
-use super::{Summary, fail, hash};
+use super::{Summary, hash};
 use crate::clocks::{gap_cell, gap_percent, gap_sentence};
-use crate::files::write_atomically;
-use crate::report::{Fixed, csv_rows, fixed, report_head};
+use crate::report::{Fixed, fixed, report_head, write_bench_files};
 use crate::trace::{FrameStats, RenderSettings, TraceResult};
 
 /// One configuration of `reap bench render`.
@@ -96,6 +95,33 @@ impl BenchRow {
 
     pub fn failed(backend: &str, scene: &str, triangles: usize, depth: u32, s: &RenderSettings, why: String) -> Self {
         BenchRow { error: Some(why), ..Self::base(backend, scene, triangles, depth, s) }
+    }
+
+    /// This row's line of results.csv: its numbers at fixed digits.
+    fn csv_line(&self) -> BenchCsv<'_> {
+        BenchCsv {
+            backend: &self.backend,
+            scene: &self.scene,
+            triangles: self.triangles,
+            bvh_depth: self.bvh_depth,
+            width: self.width,
+            height: self.height,
+            spp: self.spp,
+            max_bounces: self.max_bounces,
+            traversal: &self.traversal,
+            descend: self.descend,
+            compaction: &self.compaction,
+            mrays_per_s: fixed(self.mrays_per_s, 3),
+            frame_ms: fixed(self.frame_ms, 4),
+            wall_mrays_per_s: fixed(self.wall_mrays_per_s, 3),
+            wall_ms: fixed(self.wall_ms, 4),
+            wall_gap_percent: gap_percent(self.wall_ms, self.frame_ms).map(|g| fixed(g, 2)),
+            compaction_ms: fixed(self.compaction_ms, 4),
+            compaction_share: fixed(self.compaction_share, 4),
+            rays_per_frame: fixed(self.rays_per_frame, 0),
+            image_hash: &self.image_hash,
+            error: self.error.as_deref(),
+        }
     }
 }
 
@@ -284,47 +310,15 @@ struct BenchCsv<'a> {
     error: Option<&'a str>,
 }
 
-/// results.csv of `reap bench render`.
-fn bench_csv(csv_path: &Path, rows: &[BenchRow]) -> TraceResult<Vec<u8>> {
-    let rows = rows.iter().map(|r| BenchCsv {
-        backend: &r.backend,
-        scene: &r.scene,
-        triangles: r.triangles,
-        bvh_depth: r.bvh_depth,
-        width: r.width,
-        height: r.height,
-        spp: r.spp,
-        max_bounces: r.max_bounces,
-        traversal: &r.traversal,
-        descend: r.descend,
-        compaction: &r.compaction,
-        mrays_per_s: fixed(r.mrays_per_s, 3),
-        frame_ms: fixed(r.frame_ms, 4),
-        wall_mrays_per_s: fixed(r.wall_mrays_per_s, 3),
-        wall_ms: fixed(r.wall_ms, 4),
-        wall_gap_percent: gap_percent(r.wall_ms, r.frame_ms).map(|g| fixed(g, 2)),
-        compaction_ms: fixed(r.compaction_ms, 4),
-        compaction_share: fixed(r.compaction_share, 4),
-        rays_per_frame: fixed(r.rays_per_frame, 0),
-        image_hash: &r.image_hash,
-        error: r.error.as_deref(),
-    });
-    csv_rows(rows).map_err(|e| fail(csv_path, e))
-}
-
+/// Writes DIR/results.csv, results.json and report.md.
 pub fn write_bench(dir: &Path, rows: &[BenchRow], report: &str) -> TraceResult<()> {
-    let csv_path = dir.join("results.csv");
-    let bytes = bench_csv(&csv_path, rows)?;
-    write_atomically(&csv_path, &bytes)?;
-    let json_path = dir.join("results.json");
-    let json = serde_json::to_vec_pretty(rows).map_err(|e| fail(&json_path, e))?;
-    write_atomically(&json_path, &json)?;
-    Ok(write_atomically(&dir.join("report.md"), report.as_bytes())?)
+    Ok(write_bench_files(dir, rows.iter().map(BenchRow::csv_line), &rows, report)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::csv_rows;
 
     fn bench_rows() -> Vec<BenchRow> {
         let ok = BenchRow {
@@ -368,6 +362,6 @@ mod tests {
             "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
             "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
-        assert_eq!(String::from_utf8(bench_csv(Path::new("t.csv"), &bench_rows()).unwrap()).unwrap(), want);
+        assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }
 }
