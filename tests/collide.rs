@@ -4,10 +4,10 @@
 //! LBVH is well formed; long runs stay finite, in bounds and calm.
 
 use reap::collide::cpu::CpuCollide;
-use reap::collide::layout::{BOX, LEAF, pack};
+use reap::collide::layout::{BOX, LEAF};
 use reap::collide::scenario::{self, build};
 use reap::collide::{
-    Body, CollideError, CollideSettings, Compaction, Contact, Engine, FrameStats, Frontier, Node, Scenario, SortMethod,
+    Body, CollideError, CollideSettings, Compaction, Contact, Engine, FrameStats, Frontier, Scenario, SortMethod,
     World, frame, physics, simulate,
 };
 use reap::compaction::CpuBackend;
@@ -31,24 +31,9 @@ fn engine(s: Scenario, n: u32) -> CpuCollide {
     CpuCollide::new(world, &bodies).expect("the engine starts")
 }
 
-fn leaf(b: &Body) -> Node {
-    let (min, max) = physics::aabb(b);
-    Node { min, left: 0, max, right: LEAF }
-}
-
-/// Every pair of bodies whose boxes overlap, by testing all of them.
-fn brute_force(bodies: &[Body]) -> Vec<u64> {
-    let leaves: Vec<Node> = bodies.iter().map(leaf).collect();
-    let mut pairs = Vec::new();
-    for i in 0..leaves.len() {
-        for j in i + 1..leaves.len() {
-            if physics::overlap(&leaves[i], &leaves[j]) {
-                pairs.push(pack(i as u32, j as u32));
-            }
-        }
-    }
-    pairs
-}
+#[path = "common/collide_brute.rs"]
+mod brute;
+use brute::brute_force;
 
 /// The contacts of the brute-force pairs, in (a, b) order.
 fn brute_contacts(bodies: &[Body], pairs: &[u64]) -> Vec<Contact> {

@@ -55,39 +55,27 @@ fn rule() -> impl Strategy<Value = Rule> {
     proptest::sample::select(Rule::ALL.to_vec())
 }
 
+/// One case of `op` on `es`-byte elements: the plain call when `len` is
+/// `None`, else the counted one with `len` in the lens word and `n` the capacity.
+#[allow(clippy::too_many_arguments)]
 fn compact(
     op: Operation,
     alg: Algorithm,
     es: usize,
     n: u64,
+    len: Option<u64>,
     rule: Rule,
     pat: Pattern,
     seed: u64,
 ) -> Result<(), String> {
     let b = CpuBackend::new();
-    match es {
-        4 => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),
-        8 => verify::compact_case::<_, u64>(&b, alg, op, n, rule, pat, seed),
-        _ => verify::compact_case::<_, [u32; 4]>(&b, alg, op, n, rule, pat, seed),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn counted(
-    op: Operation,
-    alg: Algorithm,
-    es: usize,
-    cap: u64,
-    len: u64,
-    rule: Rule,
-    pat: Pattern,
-    seed: u64,
-) -> Result<(), String> {
-    let b = CpuBackend::new();
-    match es {
-        4 => verify::counted_compact_case::<_, u32>(&b, alg, op, cap, len, rule, pat, seed),
-        8 => verify::counted_compact_case::<_, u64>(&b, alg, op, cap, len, rule, pat, seed),
-        _ => verify::counted_compact_case::<_, [u32; 4]>(&b, alg, op, cap, len, rule, pat, seed),
+    match (es, len) {
+        (4, None) => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),
+        (8, None) => verify::compact_case::<_, u64>(&b, alg, op, n, rule, pat, seed),
+        (_, None) => verify::compact_case::<_, [u32; 4]>(&b, alg, op, n, rule, pat, seed),
+        (4, Some(len)) => verify::counted_compact_case::<_, u32>(&b, alg, op, n, len, rule, pat, seed),
+        (8, Some(len)) => verify::counted_compact_case::<_, u64>(&b, alg, op, n, len, rule, pat, seed),
+        (_, Some(len)) => verify::counted_compact_case::<_, [u32; 4]>(&b, alg, op, n, len, rule, pat, seed),
     }
 }
 
@@ -99,7 +87,7 @@ proptest! {
         alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
         n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Select, alg, es, n, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact(Operation::Select, alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -108,7 +96,7 @@ proptest! {
         es in proptest::sample::select(vec![4usize, 8, 16]),
         n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Partition, alg, es, n, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact(Operation::Partition, alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -126,7 +114,7 @@ proptest! {
         alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
         (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        counted(Operation::Select, alg, es, cap, len, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact(Operation::Select, alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -135,7 +123,7 @@ proptest! {
         es in proptest::sample::select(vec![4usize, 8, 16]),
         (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        counted(Operation::Partition, alg, es, cap, len, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact(Operation::Partition, alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]

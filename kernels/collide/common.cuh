@@ -1,5 +1,5 @@
 // Shared by the collision demo's kernels (collide.cu): the layouts of
-// src/collide/layout.rs and the arithmetic of src/collide/physics.rs.
+// src/collide/layout.rs and the arithmetic of src/collide/physics/.
 //
 // Each struct has a #[repr(C)] twin in layout.rs: keep the two in sync.
 // Each function in `namespace physics` repeats the Rust function of the same
@@ -84,7 +84,7 @@ __device__ __forceinline__ u32 unpack_b(u64 p) { return (u32)p; }
 
 namespace physics {
 
-// physics.rs `V3` ([f32; 3]).
+// physics/mod.rs `V3` ([f32; 3]).
 struct V3 {
     float v[3];
     __device__ __forceinline__ float& operator[](int k) { return v[k]; }

@@ -1,6 +1,6 @@
 //! The collision stages on the CPU: the twin of `kernels/collide/`, one rayon
 //! loop per kernel over the same buffers, each calling the function of the
-//! same name in `physics.rs`. Candidates are appended through an atomic
+//! same name in `physics/`. Candidates are appended through an atomic
 //! counter as on the GPU (a block at a time); the solver gathers each body's
 //! fixed-point sums instead of adding them with atomics. Integer sums are
 //! order-free and the readbacks are sorted, so the results are those of the

@@ -21,7 +21,7 @@ use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 
-/// The layouts of layout.rs and the arithmetic of physics.rs.
+/// The layouts of layout.rs and the arithmetic of physics/.
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
 /// The collision stages, compiled with IEEE arithmetic so that they match the
 /// CPU engine bit for bit.

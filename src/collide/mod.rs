@@ -9,7 +9,7 @@
 //! LBVH (Karras 2012) → bottom-up bounds → pair traversal, level by level →
 //! narrow phase → solver → integration. The stages live in an [`Engine`]:
 //! `cpu.rs` runs them with rayon, `cuda.rs` launches `kernels/collide/`. Both
-//! use the arithmetic of `physics.rs` in the same order (NVRTC compiles
+//! use the arithmetic of `physics/` in the same order (NVRTC compiles
 //! without FMA contraction), so one state gives the same contacts on both.
 //! The pair walk is the shared breadth-first loop ([`crate::frontier`]): the
 //! frontier is compacted only through [`Backend::select_counted`], every

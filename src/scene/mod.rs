@@ -19,7 +19,7 @@ use glam::{Vec2, Vec3};
 
 pub use error::SceneError;
 pub use obj::{load_obj, load_obj_str};
-pub use procedural::{BUILTINS, builtin};
+pub use procedural::{BUILTINS, builtin, icosahedron};
 pub use texture::{MAX_DECODED_BYTES, MAX_SIDE, MAX_TEXELS, Texture, TextureId, srgb_to_linear};
 #[cfg(test)]
 pub(crate) use texture::{TWO_COLOURS, write_textured_square};

@@ -192,28 +192,27 @@ fn furnace() -> Scene {
     }
 }
 
-/// A unit sphere as 20·4^`subdivisions` triangles, wound counter-clockwise seen from outside:
-/// the icosahedron with each triangle split in four and the new vertices pushed out to the sphere.
-/// A shared edge's midpoint is computed from the same two vertices on both sides, so the mesh has
-/// no cracks.
-fn icosphere(subdivisions: u32) -> Vec<[Vec3; 3]> {
+/// The regular icosahedron both unit spheres start from (this scene's and
+/// the collision viewer's mesh): its 12 corners, at distance
+/// `sqrt(1 + φ²)` from the centre (each caller normalizes its own way), and
+/// its 20 faces, wound counter-clockwise seen from outside.
+pub fn icosahedron() -> ([[f32; 3]; 12], [[u16; 3]; 20]) {
     let p = (1.0 + 5f32.sqrt()) / 2.0;
-    let v = [
-        Vec3::new(-1.0, p, 0.0),
-        Vec3::new(1.0, p, 0.0),
-        Vec3::new(-1.0, -p, 0.0),
-        Vec3::new(1.0, -p, 0.0),
-        Vec3::new(0.0, -1.0, p),
-        Vec3::new(0.0, 1.0, p),
-        Vec3::new(0.0, -1.0, -p),
-        Vec3::new(0.0, 1.0, -p),
-        Vec3::new(p, 0.0, -1.0),
-        Vec3::new(p, 0.0, 1.0),
-        Vec3::new(-p, 0.0, -1.0),
-        Vec3::new(-p, 0.0, 1.0),
-    ]
-    .map(Vec3::normalize);
-    const FACES: [[usize; 3]; 20] = [
+    let corners = [
+        [-1.0, p, 0.0],
+        [1.0, p, 0.0],
+        [-1.0, -p, 0.0],
+        [1.0, -p, 0.0],
+        [0.0, -1.0, p],
+        [0.0, 1.0, p],
+        [0.0, -1.0, -p],
+        [0.0, 1.0, -p],
+        [p, 0.0, -1.0],
+        [p, 0.0, 1.0],
+        [-p, 0.0, -1.0],
+        [-p, 0.0, 1.0],
+    ];
+    let faces = [
         [0, 11, 5],
         [0, 5, 1],
         [0, 1, 7],
@@ -235,7 +234,17 @@ fn icosphere(subdivisions: u32) -> Vec<[Vec3; 3]> {
         [8, 6, 7],
         [9, 8, 1],
     ];
-    let mut triangles: Vec<[Vec3; 3]> = FACES.iter().map(|f| f.map(|i| v[i])).collect();
+    (corners, faces)
+}
+
+/// A unit sphere as 20·4^`subdivisions` triangles, wound counter-clockwise seen from outside:
+/// the icosahedron with each triangle split in four and the new vertices pushed out to the sphere.
+/// A shared edge's midpoint is computed from the same two vertices on both sides, so the mesh has
+/// no cracks.
+fn icosphere(subdivisions: u32) -> Vec<[Vec3; 3]> {
+    let (corners, faces) = icosahedron();
+    let v = corners.map(|c| Vec3::from(c).normalize());
+    let mut triangles: Vec<[Vec3; 3]> = faces.iter().map(|f| f.map(|i| v[i as usize])).collect();
     for _ in 0..subdivisions {
         triangles = triangles
             .iter()

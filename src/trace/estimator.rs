@@ -34,10 +34,7 @@ impl Estimator {
 impl std::str::FromStr for Estimator {
     type Err = TraceError;
     fn from_str(s: &str) -> TraceResult<Self> {
-        Estimator::ALL
-            .into_iter()
-            .find(|e| e.name() == s)
-            .ok_or_else(|| TraceError::Settings(format!("unknown estimator `{s}`: use mis, light or bsdf")))
+        super::parse_named(&Estimator::ALL, Estimator::name, "estimator", s)
     }
 }
 
@@ -56,6 +53,10 @@ mod tests {
         for e in Estimator::ALL {
             assert_eq!(e.name().parse::<Estimator>().ok(), Some(e));
         }
-        assert!("nee".parse::<Estimator>().is_err());
+        let err = "nee".parse::<Estimator>().expect_err("not an estimator");
+        assert_eq!(err.to_string(), "unknown estimator `nee`: use mis, light or bsdf");
+        // The traversal parses through the same helper.
+        let err = "bfs".parse::<crate::trace::Traversal>().expect_err("not a traversal");
+        assert_eq!(err.to_string(), "unknown traversal `bfs`: use breadth-first or depth-first");
     }
 }

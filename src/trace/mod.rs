@@ -100,11 +100,21 @@ impl Traversal {
 impl std::str::FromStr for Traversal {
     type Err = TraceError;
     fn from_str(s: &str) -> TraceResult<Self> {
-        Traversal::ALL
-            .into_iter()
-            .find(|t| t.name() == s)
-            .ok_or_else(|| TraceError::Settings(format!("unknown traversal `{s}`: use breadth-first or depth-first")))
+        parse_named(&Traversal::ALL, Traversal::name, "traversal", s)
     }
+}
+
+/// The choice of `all` named `s`, else an error that lists every name
+/// ("use a, b or c"): the tracer's typed choices parse alike.
+fn parse_named<T: Copy>(all: &[T], name: fn(T) -> &'static str, what: &str, s: &str) -> TraceResult<T> {
+    all.iter().copied().find(|t| name(*t) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|t| name(*t)).collect();
+        let list = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        };
+        TraceError::Settings(format!("unknown {what} `{s}`: use {list}"))
+    })
 }
 
 #[derive(Clone, Debug, serde::Serialize)]

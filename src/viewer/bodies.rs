@@ -5,10 +5,10 @@
 //! each mesh draws its own run of instances.
 
 use std::mem::offset_of;
-use std::num::NonZeroU64;
 
 use glam::Mat4;
 
+use super::gpu;
 use super::mesh::{self, LineVertex, Mesh, Vertex};
 use crate::collide::Body;
 use crate::collide::layout::SPHERE;
@@ -117,29 +117,12 @@ pub struct BodiesPass {
 
 impl BodiesPass {
     pub fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> Self {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("collide.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/collide.wgsl").into()),
-        });
+        let module = gpu::shader(device, "collide.wgsl", include_str!("../../shaders/collide.wgsl"));
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("collide"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: NonZeroU64::new(size_of::<SceneUniform>() as u64),
-                },
-                count: None,
-            }],
+            entries: &[gpu::uniform_entry::<SceneUniform>(0, wgpu::ShaderStages::VERTEX_FRAGMENT)],
         });
-        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("collide uniform"),
-            size: size_of::<SceneUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform = gpu::uniform_buffer::<SceneUniform>(device, "collide uniform");
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("collide"),
             layout: &layout,
@@ -276,16 +259,7 @@ impl BodiesPass {
     /// Makes the depth buffer match the target's size; before [`Self::draw`].
     pub fn prepare(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, size: (u32, u32), frame: &SceneFrame) {
         if self.depth.as_ref().is_none_or(|(_, w, h)| (*w, *h) != size) {
-            let texture = device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("collide depth"),
-                size: wgpu::Extent3d { width: size.0, height: size.1, depth_or_array_layers: 1 },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: DEPTH,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-                view_formats: &[],
-            });
+            let texture = gpu::texture_2d(device, "collide depth", size, DEPTH, wgpu::TextureUsages::RENDER_ATTACHMENT);
             self.depth = Some((texture.create_view(&Default::default()), size.0, size.1));
         }
         let light = glam::Vec3::new(0.4, 1.0, 0.6).normalize();

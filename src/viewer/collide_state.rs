@@ -145,20 +145,14 @@ impl CollideState {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::harness::{ATOMIC, BLELLOCH, LOOKBACK, algs, ranked, run_compare_all};
     use super::super::state::{Plan, Snapshot};
     use super::*;
     use crate::collide::{StageId, stage};
     use crate::compaction::Algorithm;
 
-    const LOOKBACK: Compaction = Compaction::With(Algorithm::Lookback);
-    const ATOMIC: Compaction = Compaction::With(Algorithm::Atomic);
-    const BLELLOCH: Compaction = Compaction::With(Algorithm::Blelloch);
     const SPLIT: SortMethod = SortMethod::Split(Algorithm::Lookback);
     const FAST: SortMethod = SortMethod::Fast;
-
-    fn algs() -> Vec<Compaction> {
-        vec![Compaction::None, LOOKBACK, ATOMIC, BLELLOCH]
-    }
 
     fn sorts() -> Vec<SortMethod> {
         vec![FAST, SPLIT]
@@ -220,33 +214,18 @@ mod tests {
         let mut s = CollideState::for_collide(algs(), sorts(), Scenario::Drum, 100);
         s.choices = CollideChoices { compact_pairs: ATOMIC, sort: SPLIT };
         let mine = s.choices;
-        s.compare_frames = 2;
-        s.start_compare();
-        let cost = |a: Compaction| match a {
-            LOOKBACK => 4.0,
-            ATOMIC => 3.0,
-            _ => 5.0,
-        };
-        let mut order = Vec::new();
-        let mut snapshots = Vec::new();
-        while s.compare.is_some() {
-            let p = s.plan();
-            assert_eq!(p.choices.sort, SPLIT, "compare all keeps the user's sort");
-            order.push(p.choices.compact_pairs.name());
-            snapshots.push(p.snapshot);
-            // A slow warm-up frame must not count.
-            let warm = s.compare.as_ref().is_some_and(|c| c.seen == 0);
-            let ms = if warm { 1000.0 } else { cost(p.choices.compact_pairs) };
-            s.record("cpu", &p.choices, frame(ms, ms / 2.0, 7));
-        }
+        let costs = [(LOOKBACK, 4.0), (ATOMIC, 3.0), (BLELLOCH, 5.0)];
+        let plans = run_compare_all(&mut s, 2, |c| c.compact_pairs, &costs, |ms| frame(ms, ms / 2.0, 7));
+        assert!(plans.iter().all(|p| p.choices.sort == SPLIT), "compare all keeps the user's sort");
+        let order: Vec<&str> = plans.iter().map(|p| p.choices.compact_pairs.name()).collect();
         assert_eq!(
             order,
             ["lookback", "lookback", "lookback", "atomic", "atomic", "atomic", "blelloch", "blelloch", "blelloch"]
         );
         use Snapshot::*;
+        let snapshots: Vec<Snapshot> = plans.iter().map(|p| p.snapshot).collect();
         assert_eq!(snapshots, [Take, Keep, Keep, Restore, Keep, Keep, Restore, Keep, Keep]);
-        let names: Vec<&str> = s.ranking.iter().map(|r| r.algorithm.name()).collect();
-        assert_eq!(names, ["atomic", "lookback", "blelloch"]);
+        assert_eq!(ranked(&s), ["atomic", "lookback", "blelloch"]);
         assert_eq!((s.ranking[0].frame_ms, s.ranking[0].compaction_ms, s.ranking[0].metrics[0]), (3.0, 1.5, 7.0));
         assert_eq!(s.choices, mine);
         assert_eq!(s.plan(), Plan { choices: mine, snapshot: Keep });

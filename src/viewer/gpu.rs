@@ -72,6 +72,59 @@ pub struct Gpu {
     egui: egui_wgpu::Renderer,
 }
 
+/// The pieces both render passes (this display and [`BodiesPass`]) build the
+/// same way, so each pass says only what is its own.
+pub(super) fn shader(device: &wgpu::Device, label: &str, wgsl: &str) -> wgpu::ShaderModule {
+    device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+    })
+}
+
+/// A layout entry for a uniform buffer holding one `T`.
+pub(super) fn uniform_entry<T>(binding: u32, visibility: wgpu::ShaderStages) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: NonZeroU64::new(size_of::<T>() as u64),
+        },
+        count: None,
+    }
+}
+
+/// A uniform buffer holding one `T`, written by the queue each frame.
+pub(super) fn uniform_buffer<T>(device: &wgpu::Device, label: &str) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: size_of::<T>() as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
+/// A single-sample 2D texture without mips.
+pub(super) fn texture_2d(
+    device: &wgpu::Device,
+    label: &str,
+    (width, height): (u32, u32),
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::Texture {
+    device.create_texture(&wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
+    })
+}
+
 /// Drives a wgpu future to completion. On native backends these resolve at
 /// once, so polling with a no-op waker spares a dependency on an executor.
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -130,23 +183,11 @@ impl Gpu {
         config.present_mode = wgpu::PresentMode::AutoNoVsync;
         surface.configure(&device, &config);
 
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("display.wgsl"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/display.wgsl").into()),
-        });
+        let module = shader(&device, "display.wgsl", include_str!("../../shaders/display.wgsl"));
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("display"),
             entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: NonZeroU64::new(size_of::<DisplayUniform>() as u64),
-                    },
-                    count: None,
-                },
+                uniform_entry::<DisplayUniform>(0, wgpu::ShaderStages::FRAGMENT),
                 wgpu::BindGroupLayoutEntry {
                     binding: 1,
                     visibility: wgpu::ShaderStages::FRAGMENT,
@@ -185,12 +226,7 @@ impl Gpu {
             multiview_mask: None,
             cache: None,
         });
-        let uniform = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("display uniform"),
-            size: size_of::<DisplayUniform>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let uniform = uniform_buffer::<DisplayUniform>(&device, "display uniform");
         let egui = egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
         Ok(Gpu {
             surface,
@@ -230,16 +266,8 @@ impl Gpu {
             } else {
                 wgpu::TextureFormat::Rgba8Unorm
             };
-            let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("path tracer image"),
-                size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
-                view_formats: &[],
-            });
+            let usage = wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST;
+            let texture = texture_2d(&self.device, "path tracer image", (width, height), format, usage);
             let view = texture.create_view(&Default::default());
             let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("display"),
@@ -317,16 +345,9 @@ impl Gpu {
             self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
         }
         let capture = screenshot.map(|_| {
-            let texture = self.device.create_texture(&wgpu::TextureDescriptor {
-                label: Some("screenshot"),
-                size: wgpu::Extent3d { width: self.config.width, height: self.config.height, depth_or_array_layers: 1 },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-                view_formats: &[],
-            });
+            let size = (self.config.width, self.config.height);
+            let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
+            let texture = texture_2d(&self.device, "screenshot", size, format, usage);
             let view = texture.create_view(&Default::default());
             self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
             // Rows of a texture-to-buffer copy are padded to 256 bytes.

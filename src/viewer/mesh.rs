@@ -32,46 +32,9 @@ pub struct LineVertex {
 /// A sphere of radius 1: the icosahedron, each triangle split in four
 /// `subdivisions` times, the new vertices pushed out to the sphere.
 pub fn icosphere(subdivisions: u32) -> Mesh {
-    let t = (1.0 + 5f32.sqrt()) / 2.0;
-    let mut pos: Vec<[f32; 3]> = [
-        [-1.0, t, 0.0],
-        [1.0, t, 0.0],
-        [-1.0, -t, 0.0],
-        [1.0, -t, 0.0],
-        [0.0, -1.0, t],
-        [0.0, 1.0, t],
-        [0.0, -1.0, -t],
-        [0.0, 1.0, -t],
-        [t, 0.0, -1.0],
-        [t, 0.0, 1.0],
-        [-t, 0.0, -1.0],
-        [-t, 0.0, 1.0],
-    ]
-    .into_iter()
-    .map(normalize)
-    .collect();
-    let mut tris: Vec<[u16; 3]> = vec![
-        [0, 11, 5],
-        [0, 5, 1],
-        [0, 1, 7],
-        [0, 7, 10],
-        [0, 10, 11],
-        [1, 5, 9],
-        [5, 11, 4],
-        [11, 10, 2],
-        [10, 7, 6],
-        [7, 1, 8],
-        [3, 9, 4],
-        [3, 4, 2],
-        [3, 2, 6],
-        [3, 6, 8],
-        [3, 8, 9],
-        [4, 9, 5],
-        [2, 4, 11],
-        [6, 2, 10],
-        [8, 6, 7],
-        [9, 8, 1],
-    ];
+    let (corners, faces) = crate::scene::icosahedron();
+    let mut pos: Vec<[f32; 3]> = corners.into_iter().map(normalize).collect();
+    let mut tris: Vec<[u16; 3]> = faces.to_vec();
     for _ in 0..subdivisions {
         // Each edge's midpoint is made once and shared by its two triangles.
         let mut mid = std::collections::HashMap::new();

@@ -383,6 +383,56 @@ impl<W: Workload> State<W> {
     }
 }
 
+/// What both workloads' state tests share: the algorithm offer and a driver
+/// that runs "compare all" to its end, so each test states only its workload's
+/// choices and expectations.
+#[cfg(test)]
+pub(super) mod harness {
+    use super::*;
+    use crate::compaction::Algorithm;
+
+    pub const LOOKBACK: Compaction = Compaction::With(Algorithm::Lookback);
+    pub const ATOMIC: Compaction = Compaction::With(Algorithm::Atomic);
+    pub const BLELLOCH: Compaction = Compaction::With(Algorithm::Blelloch);
+
+    /// `none` and three algorithms: compare all runs the three.
+    pub fn algs() -> Vec<Compaction> {
+        vec![Compaction::None, LOOKBACK, ATOMIC, BLELLOCH]
+    }
+
+    /// Starts compare all over `frames` measured frames per algorithm and
+    /// records planned frames until it ends. Each frame costs what `costs`
+    /// gives for the algorithm at its choices' `site`, but the warm-up
+    /// frames, made slow so that counting them would show in the ranking.
+    /// Returns the plans in order.
+    pub fn run_compare_all<W: Workload>(
+        s: &mut State<W>,
+        frames: u32,
+        site: impl Fn(&W::Choices) -> Compaction,
+        costs: &[(Compaction, f64)],
+        frame: impl Fn(f64) -> W::Stats,
+    ) -> Vec<Plan<W::Choices>> {
+        s.compare_frames = frames;
+        s.start_compare();
+        let mut plans = Vec::new();
+        while s.compare.is_some() {
+            assert!(plans.len() < 1000, "compare all never ends");
+            let p = s.plan();
+            let warm = s.compare.as_ref().is_some_and(|c| c.seen == 0);
+            let cost = costs.iter().find(|(a, _)| *a == site(&p.choices)).map(|(_, ms)| *ms);
+            let ms = if warm { 1000.0 } else { cost.expect("a cost for each algorithm") };
+            s.record("cpu", &p.choices, frame(ms));
+            plans.push(p);
+        }
+        plans
+    }
+
+    /// The ranked algorithms' names, fastest first.
+    pub fn ranked(s: &State<impl Workload>) -> Vec<&'static str> {
+        s.ranking.iter().map(|r| r.algorithm.name()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,17 +136,9 @@ impl ViewerState {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::harness::{ATOMIC, BLELLOCH, LOOKBACK, algs, ranked, run_compare_all};
     use super::*;
-    use crate::compaction::Algorithm;
     use crate::trace::{StageId, stage};
-
-    const LOOKBACK: Compaction = Compaction::With(Algorithm::Lookback);
-    const ATOMIC: Compaction = Compaction::With(Algorithm::Atomic);
-    const BLELLOCH: Compaction = Compaction::With(Algorithm::Blelloch);
-
-    fn algs() -> Vec<Compaction> {
-        vec![Compaction::None, LOOKBACK, ATOMIC, BLELLOCH]
-    }
 
     fn frame(frame_ms: f64, compact_ms: f64) -> FrameStats {
         FrameStats {
@@ -196,32 +188,19 @@ mod tests {
         s.choices.compact_paths = ATOMIC;
         s.choices.traversal = Traversal::DepthFirst;
         let mine = s.choices;
-        s.compare_frames = 2;
-        s.start_compare();
         // Each algorithm but `none`, one warm-up then two measured frames.
-        let cost = |a: Compaction| match a {
-            LOOKBACK => 5.0,
-            ATOMIC => 3.0,
-            _ => 9.0,
-        };
-        let mut order = Vec::new();
-        for _ in 0..9 {
-            let c = s.plan().choices;
+        let costs = [(LOOKBACK, 5.0), (ATOMIC, 3.0), (BLELLOCH, 9.0)];
+        let plans = run_compare_all(&mut s, 2, |c| c.compact_paths, &costs, |ms| frame(ms, ms / 2.0));
+        for c in plans.iter().map(|p| p.choices) {
             assert_eq!(c.compact_paths, c.compact_frontier);
             assert_eq!(c.traversal, Traversal::DepthFirst);
-            order.push(c.compact_paths.name());
-            // A slow warm-up frame must not count.
-            let warm = s.compare.as_ref().is_some_and(|c| c.seen == 0);
-            let ms = if warm { 1000.0 } else { cost(c.compact_paths) };
-            s.record("cpu", &c, frame(ms, ms / 2.0));
         }
+        let order: Vec<&str> = plans.iter().map(|p| p.choices.compact_paths.name()).collect();
         assert_eq!(
             order,
             ["lookback", "lookback", "lookback", "atomic", "atomic", "atomic", "blelloch", "blelloch", "blelloch"]
         );
-        assert!(s.compare.is_none());
-        let names: Vec<&str> = s.ranking.iter().map(|r| r.algorithm.name()).collect();
-        assert_eq!(names, ["atomic", "lookback", "blelloch"]);
+        assert_eq!(ranked(&s), ["atomic", "lookback", "blelloch"]);
         assert_eq!(s.ranking[0].frame_ms, 3.0);
         assert_eq!(s.ranking[0].compaction_ms, 1.5);
         assert_eq!(s.choices, mine);

@@ -3,15 +3,18 @@
 //! kernels are compiled without FMA contraction, so results are compared bit
 //! for bit, several frames included.
 
+#[path = "../common/collide_brute.rs"]
+mod collide_brute;
 #[path = "../common/collide_redo.rs"]
 mod collide_redo;
 
 use super::gpu;
+use collide_brute::brute_force;
 use reap::collide::cpu::CpuCollide;
 use reap::collide::cuda::CudaCollide;
-use reap::collide::layout::{Body, Contact, LEAF, Node, World, pack};
+use reap::collide::layout::{Body, Contact, Node, World};
 use reap::collide::scenario::{self, Scenario};
-use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame, physics};
+use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame};
 use reap::compaction::Algorithm;
 use reap::compaction::cuda::CudaBackend;
 
@@ -24,27 +27,6 @@ fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
 
 fn lookback() -> CollideSettings {
     settings(Compaction::With(Algorithm::Lookback), SortMethod::Fast)
-}
-
-/// Every leaf pair whose boxes overlap, by testing all n² / 2 of them.
-fn brute_force(bodies: &[Body]) -> Vec<u64> {
-    let leaves: Vec<Node> = bodies
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let (min, max) = physics::aabb(b);
-            Node { min, left: i as u32, max, right: LEAF }
-        })
-        .collect();
-    let mut pairs = Vec::new();
-    for i in 0..leaves.len() {
-        for j in i + 1..leaves.len() {
-            if physics::overlap(&leaves[i], &leaves[j]) {
-                pairs.push(pack(i as u32, j as u32));
-            }
-        }
-    }
-    pairs
 }
 
 fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {

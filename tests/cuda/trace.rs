@@ -2,36 +2,45 @@
 //! its host waits per frame, its frontier bound and its 8-bit hand-off.
 
 use super::gpu;
+use reap::trace::layout::{CameraLayout, Packed};
+use reap::trace::{Compaction, Estimator, RenderSettings, Traversal};
+
+/// The built-in Cornell box packed for an engine, with its camera at `w`×`h`.
+fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    (Packed::new(&scene, &bvh), CameraLayout::new(&scene.camera, w, h))
+}
+
+/// The settings these tests start from: one frame per sample from sample 0,
+/// depth-first, no compaction, next-event estimation with MIS.
+fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> RenderSettings {
+    RenderSettings {
+        width: w,
+        height: h,
+        spp,
+        max_bounces,
+        estimator: Estimator::Mis,
+        traversal: Traversal::DepthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed,
+        first_sample: 0,
+        max_frontier: 1 << 26,
+        descend: reap::trace::DESCEND,
+    }
+}
 
 /// The path tracer on the GPU: every compaction choice renders the same bits,
 /// and the image agrees with the CPU engine's within noise (the arithmetic is
 /// the same; only fused multiply-adds differ).
 #[test]
 fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
-    use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{
-        Compaction, Engine, Estimator, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render,
-    };
+    use reap::trace::{Engine, cpu::CpuEngine, cuda::CudaEngine, render};
     let Some(b) = gpu() else { return };
-    let scene = reap::scene::builtin("cornell").expect("cornell");
-    let bvh = reap::bvh::build(&scene.triangles);
-    let packed = Packed::new(&scene, &bvh);
     let (w, h) = (64, 48);
-    let camera = CameraLayout::new(&scene.camera, w, h);
-    let mut settings = RenderSettings {
-        width: w,
-        height: h,
-        spp: 4,
-        max_bounces: 6,
-        estimator: Estimator::Mis,
-        traversal: Traversal::BreadthFirst,
-        compact_paths: Compaction::None,
-        compact_frontier: Compaction::None,
-        seed: 7,
-        first_sample: 0,
-        max_frontier: 1 << 26,
-        descend: reap::trace::DESCEND,
-    };
+    let (packed, camera) = cornell(w, h);
+    let mut settings = RenderSettings { traversal: Traversal::BreadthFirst, ..settings_for(w, h, 4, 6, 7) };
     let choices = Compaction::choices(&b);
     let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
     let mut images = Vec::new();
@@ -80,29 +89,12 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
 fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
     use reap::compaction::Algorithm;
     use reap::gpu::SyncMark;
-    use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, Estimator, RenderSettings, Traversal, cuda::CudaEngine, render};
+    use reap::trace::{cuda::CudaEngine, render};
     let Some(b) = gpu() else { return };
-    let scene = reap::scene::builtin("cornell").expect("cornell");
-    let bvh = reap::bvh::build(&scene.triangles);
-    let packed = Packed::new(&scene, &bvh);
     let (w, h) = (64, 48);
-    let camera = CameraLayout::new(&scene.camera, w, h);
+    let (packed, camera) = cornell(w, h);
     let mut engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
-    let base = RenderSettings {
-        width: w,
-        height: h,
-        spp: 3,
-        max_bounces: 6,
-        estimator: Estimator::Mis,
-        traversal: Traversal::DepthFirst,
-        compact_paths: Compaction::None,
-        compact_frontier: Compaction::None,
-        seed: 7,
-        first_sample: 0,
-        max_frontier: 1 << 26,
-        descend: reap::trace::DESCEND,
-    };
+    let base = settings_for(w, h, 3, 6, 7);
     let lookback = Compaction::With(Algorithm::Lookback);
     for traversal in Traversal::ALL {
         for compact in [Compaction::None, lookback] {
@@ -135,33 +127,14 @@ fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
 /// guard region is read back intact); the failed frame accumulates nothing.
 #[test]
 fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
-    use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{
-        Compaction, Engine, RenderSettings, TraceError, Traversal, cuda::CudaEngine, frontier_guard, guard_frontier,
-        render,
-    };
+    use reap::trace::{Engine, TraceError, cuda::CudaEngine, frontier_guard, guard_frontier, render};
     let Some(b) = gpu() else { return };
-    let scene = reap::scene::builtin("cornell").expect("cornell");
-    let bvh = reap::bvh::build(&scene.triangles);
-    let packed = Packed::new(&scene, &bvh);
     let (w, h) = (32, 32);
-    let camera = CameraLayout::new(&scene.camera, w, h);
+    let (packed, camera) = cornell(w, h);
     let mut e = CudaEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
     guard_frontier(&mut e, 1 << 16).expect("guard");
-    let settings = RenderSettings {
-        width: w,
-        height: h,
-        spp: 1,
-        max_bounces: 4,
-        estimator: reap::trace::Estimator::Mis,
-        traversal: Traversal::BreadthFirst,
-        compact_paths: Compaction::None,
-        compact_frontier: Compaction::None,
-        seed: 7,
-        first_sample: 0,
-        max_frontier: 3000,
-        descend: reap::trace::DESCEND,
-    };
+    let settings =
+        RenderSettings { traversal: Traversal::BreadthFirst, max_frontier: 3000, ..settings_for(w, h, 1, 4, 7) };
     match render(&mut e, &settings, |_| {}) {
         Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
             assert!(items > 3000 && err.to_string().contains("--max-frontier"), "{err}");
@@ -182,14 +155,10 @@ fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
 /// follow the sums. An odd size leaves the last block partly empty.
 #[test]
 fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
-    use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, cuda::CudaEngine, render, tonemap};
+    use reap::trace::{Engine, cuda::CudaEngine, render, tonemap};
     let Some(b) = gpu() else { return };
-    let scene = reap::scene::builtin("cornell").expect("cornell");
-    let bvh = reap::bvh::build(&scene.triangles);
-    let packed = Packed::new(&scene, &bvh);
     let (w, h) = (61, 59);
-    let camera = CameraLayout::new(&scene.camera, w, h);
+    let (packed, camera) = cornell(w, h);
     let mut e = CudaEngine::new(b, &packed, camera, w, h, 3, 6).expect("engine");
     let black = e.rgba8().expect("the image before any sample").to_vec();
     assert_eq!(black.len(), (w * h) as usize);
@@ -197,20 +166,7 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
     let mut first_sample = 0;
     let mut shown = Vec::new();
     for spp in [1, 3] {
-        let settings = RenderSettings {
-            width: w,
-            height: h,
-            spp,
-            max_bounces: 6,
-            estimator: Estimator::Mis,
-            traversal: Traversal::DepthFirst,
-            compact_paths: Compaction::None,
-            compact_frontier: Compaction::None,
-            seed: 3,
-            first_sample,
-            max_frontier: 1 << 26,
-            descend: reap::trace::DESCEND,
-        };
+        let settings = RenderSettings { first_sample, ..settings_for(w, h, spp, 6, 3) };
         render(&mut e, &settings, |_| {}).expect("render");
         first_sample += spp;
         let want: Vec<[u8; 4]> = e.image().expect("sums").into_iter().map(tonemap::trace_tonemap).collect();
@@ -238,8 +194,7 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
 fn cuda_textured_square_matches_the_cpu() {
     use glam::{Vec2, Vec3};
     use reap::scene::{Camera, Material, Scene, Texture, TextureId};
-    use reap::trace::layout::{CameraLayout, Packed};
-    use reap::trace::{Compaction, Engine, RenderSettings, Traversal, cpu::CpuEngine, cuda::CudaEngine, render};
+    use reap::trace::{Engine, cpu::CpuEngine, cuda::CudaEngine, render};
     let Some(b) = gpu() else { return };
     let corner = |x: f32, y: f32| Vec3::new(x, y, 0.0);
     let triangles = vec![
@@ -271,20 +226,7 @@ fn cuda_textured_square_matches_the_cpu() {
     let packed = Packed::new(&scene, &bvh);
     let (w, h) = (32, 32);
     let camera = CameraLayout::new(&scene.camera, w, h);
-    let settings = RenderSettings {
-        width: w,
-        height: h,
-        spp: 2,
-        max_bounces: 2,
-        estimator: reap::trace::Estimator::Mis,
-        traversal: Traversal::DepthFirst,
-        compact_paths: Compaction::None,
-        compact_frontier: Compaction::None,
-        seed: 7,
-        first_sample: 0,
-        max_frontier: 1 << 20,
-        descend: reap::trace::DESCEND,
-    };
+    let settings = RenderSettings { max_frontier: 1 << 20, ..settings_for(w, h, 2, 2, 7) };
     let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 2).expect("engine");
     render(&mut gpu_engine, &settings, |_| {}).expect("the GPU renders");
     let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 2);
