@@ -20,7 +20,7 @@ use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
 pub struct NoiseArgs {
     /// A built-in scene's name (see `reap render --help`) or a path to an OBJ file.
     #[arg(long, default_value = "cornell")]
-    pub scene: String,
+    pub scene: PathBuf,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     #[arg(long, default_value_t = 1920)]
@@ -69,7 +69,7 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         output::check_writable(&dir.join("noise.json"))?;
     }
-    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
+    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene.display()))?;
     for w in &sc.warnings {
         eprintln!("warning: {w}");
     }
