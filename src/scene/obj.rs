@@ -506,4 +506,81 @@ newmtl painted\nKd 0.6 0.6 0.6\nKs 0.5 0.5 0.5\nNs 96\nmap_Kd wood.png\n";
         assert_eq!(scene.environment, Vec3::ZERO, "a lit scene keeps its own light");
         assert_eq!(scene.emitters(), vec![1]);
     }
+    #[test]
+    fn item8_byte_order_mark_is_skipped_and_line_numbers_stay_right() {
+        let scene = load("\u{FEFF}v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\n", "").unwrap();
+        assert_eq!(scene.triangles.len(), 1, "the first vertex must not be dropped");
+        let (line, message) = malformed_line(load("\u{FEFF}v 0 0 0\nv 1 x 0\n", ""));
+        assert_eq!(line, 2, "{message}");
+
+        let obj = format!("mtllib test.mtl\n{QUAD}usemtl red\nf 1 2 3\n");
+        let scene = load(&obj, "\u{FEFF}newmtl red\nKd 1 0 0\n").unwrap();
+        assert_eq!(scene.materials[0].name, "red");
+        assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
+    }
+
+    #[test]
+    fn item8_polylines_are_skipped_with_one_warning_not_filled_in() {
+        let scene = load(&format!("{QUAD}f 1 2 3\nl 1 2 3\nl 1 2 3 4\nl 3 4\n"), "").unwrap();
+        assert_eq!(scene.triangles.len(), 1, "only the face is drawn");
+        assert_eq!(
+            scene.warnings,
+            vec!["test.obj: 3 polylines (`l`) skipped: the path tracer renders faces (`f`) only".to_owned()]
+        );
+        // The polylines are still checked, and a line after them is still named right.
+        let (line, _) = malformed_line(load(&format!("{QUAD}l 1 9\n"), ""));
+        assert_eq!(line, 5);
+        let (line, _) = malformed_line(load(&format!("{QUAD}l 1 2 3\nf 1 2 7\n"), ""));
+        assert_eq!(line, 6);
+    }
+
+    #[test]
+    fn item8_vertex_colours_on_some_vertices_name_the_line() {
+        let (line, message) = malformed_line(load("v 0 0 0 1 0 0\nv 1 0 0 0 1 0\nv 1 1 0\nf 1 2 3\n", ""));
+        assert_eq!(line, 3, "{message}");
+        assert_eq!(
+            message,
+            "test.obj:3: this vertex has no colour (`v x y z r g b`) but the vertex on line 1 has one; the OBJ \
+             parser needs a colour on every vertex or on none (reap does not use them); fix or remove that line"
+        );
+        let (line, message) = malformed_line(load("v 0 0 0\nv 1 0 0 0 1 0\nv 1 1 0\nf 1 2 3\n", ""));
+        assert_eq!(line, 2, "{message}");
+        let (line, message) = malformed_line(load("v 0 0 0 1 0 x\n", ""));
+        assert_eq!(line, 1, "{message}");
+        // All or none is fine; reap does not use the colours.
+        let scene = load("v 0 0 0 1 0 0\nv 1 0 0 0 1 0\nv 1 1 0 0 0 1\nf 1 2 3\n", "").unwrap();
+        assert_eq!(scene.triangles.len(), 1);
+    }
+
+    #[test]
+    fn item8_twenty_thousand_undefined_materials_are_one_warning() {
+        let mut obj = String::from(QUAD);
+        for m in 0..20_000 {
+            obj += &format!("usemtl m{m}\nf 1 2 3\n");
+        }
+        let scene = load(&obj, "").unwrap();
+        assert_eq!(scene.warnings.len(), 1, "{:?}", &scene.warnings[..scene.warnings.len().min(3)]);
+        let warning = &scene.warnings[0];
+        assert!(
+            warning
+                .starts_with("test.obj: 20000 materials are not defined in any MTL file: `m0` (line 5), `m1` (line 7)"),
+            "{warning}"
+        );
+        assert!(warning.contains("and 19997 more; their faces are grey diffuse"), "{warning}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn item1_mtllib_dev_zero_is_refused() {
+        let dir = std::env::temp_dir().join(format!("reap-obj-test-{}-devzero", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let obj = dir.join("zero.obj");
+        std::fs::write(&obj, format!("mtllib /dev/zero\n{QUAD}f 1 2 3\n")).unwrap();
+        let message = load_obj(&obj).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "cannot read /dev/zero: it is a character device, not a regular file; \
+             give the path of an MTL material library file"
+        );
+    }
 }

@@ -34,9 +34,9 @@ pub(super) fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
                 let coloured = check_position(words).map_err(&bad)?;
                 let (first_coloured, first_line) = *first_vertex.get_or_insert((coloured, i + 1));
                 if coloured != first_coloured {
-                    let (this, that) = if coloured { ("has", "none") } else { ("has none", "one") };
+                    let (this, that) = if coloured { ("a", "none") } else { ("no", "one") };
                     return Err(bad(format!(
-                        "this vertex {this} colour (`v x y z r g b`) but the vertex on line {first_line} has \
+                        "this vertex has {this} colour (`v x y z r g b`) but the vertex on line {first_line} has \
                          {that}; the OBJ parser needs a colour on every vertex or on none (reap does not use them)"
                     )));
                 }
