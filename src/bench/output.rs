@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::bench::{BenchError, BenchResult, Named, Platform, Row, Settings, cub::PeerStatus};
+use crate::input::{self, InputError, InputKind};
 use crate::report::{Fixed, csv_rows, fixed};
 
 // The one atomic writer and the build information, re-exported for the
@@ -53,9 +54,12 @@ pub struct Stored {
 
 pub fn read_results(dir: &Path) -> BenchResult<Stored> {
     let path = dir.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|source| BenchError::Read { path: path.display().to_string(), source })?;
-    serde_json::from_str(&text).map_err(|e| BenchError::Parse { path: path.display().to_string(), why: e.to_string() })
+    let bytes = input::read(&path, InputKind::Json).map_err(|e| match e {
+        InputError::Io { source, .. } => BenchError::Read { path: path.display().to_string(), source },
+        refused => BenchError::Input(refused),
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| BenchError::Parse { path: path.display().to_string(), why: e.to_string() })
 }
 
 /// One line of results.csv: a [`Row`] with its numbers at fixed digits and

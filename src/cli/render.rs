@@ -35,7 +35,7 @@ pub struct PathFlags {
 pub struct RenderArgs {
     /// A built-in scene's name (listed below) or a path to an OBJ file (its MTL beside it).
     #[arg(long, default_value = "cornell")]
-    pub scene: String,
+    pub scene: PathBuf,
     #[arg(long, default_value_t = 1280)]
     pub width: u32,
     #[arg(long, default_value_t = 720)]
@@ -114,7 +114,7 @@ pub fn run(args: RenderArgs) -> Result<bool> {
     let traversal: Traversal = args.traversal.parse()?;
 
     let t0 = std::time::Instant::now();
-    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
+    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene.display()))?;
     for w in &sc.warnings {
         eprintln!("warning: {w}");
     }
