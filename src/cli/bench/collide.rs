@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow};
-use reap::collide::output::{self, Run};
+use reap::collide::output::Run;
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, simulate,
 };
@@ -60,8 +60,7 @@ pub struct CollideBenchArgs {
 /// across compaction choices.
 pub fn run(args: CollideBenchArgs) -> Result<bool> {
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
+        reap::files::check_output_folder(dir)?;
     }
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;

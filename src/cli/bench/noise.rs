@@ -66,8 +66,7 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
     // Flags and paths first: a mistake must not cost a 4096-spp reference.
     let checkpoints = noise::checkpoints(&args.spp, args.reference_spp)?;
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("noise.json"))?;
+        reap::files::check_output_folder(dir)?;
     }
     let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
     for w in &sc.warnings {

@@ -63,8 +63,7 @@ pub struct RenderBenchArgs {
 /// engine per scene, with image hashes checked equal across compaction choices.
 pub fn run(args: RenderBenchArgs) -> Result<bool> {
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        output::check_writable(&dir.join("report.md"))?;
+        reap::files::check_output_folder(dir)?;
     }
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
