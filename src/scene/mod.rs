@@ -81,6 +81,8 @@ pub struct Scene {
     pub skipped_triangles: usize,
     /// Things the user should know (a missing MTL, an unknown material) that did not stop loading.
     pub warnings: Vec<String>,
+    /// The files it was read from (OBJ, MTL, textures), so that no output replaces one.
+    pub sources: Vec<std::path::PathBuf>,
 }
 
 impl Material {

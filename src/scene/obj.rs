@@ -29,7 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::{BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use glam::{Vec2, Vec3};
 
@@ -45,14 +45,19 @@ pub(super) type MtlLookup<'a> = dyn Fn(&Path) -> Result<(String, String), SceneE
 pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
     let text = read_text(path, InputKind::Obj)?;
     let dir = path.parent().unwrap_or(Path::new(""));
+    let libraries = std::cell::RefCell::new(Vec::new());
     let mtl = |lib: &Path| {
         let file = dir.join(lib);
-        read_text(&file, InputKind::Mtl).map(|text| (file.display().to_string(), text))
+        let read = read_text(&file, InputKind::Mtl).map(|text| (file.display().to_string(), text));
+        libraries.borrow_mut().push(file);
+        read
     };
     let mut scene = parse(&path.display().to_string(), &text, &mtl, &|_| true)?;
     if let Some(stem) = path.file_stem() {
         scene.name = stem.to_string_lossy().into_owned();
     }
+    let textures = scene.textures.iter().map(|t| PathBuf::from(&t.name));
+    scene.sources = std::iter::once(path.to_owned()).chain(libraries.into_inner()).chain(textures).collect();
     Ok(scene)
 }
 
@@ -188,6 +193,7 @@ pub(super) fn parse(
         environment: Vec3::ZERO,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
     };
     let mut fallback = None;
     let bad_index =
