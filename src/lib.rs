@@ -16,6 +16,7 @@ pub mod files;
 pub mod frontier;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod memory;
 pub mod report;
 pub mod scene;
 pub mod trace;

@@ -51,6 +51,12 @@ pub struct Stored {
     pub rows: Vec<Row>,
 }
 
+/// An `f64` that a JSON file may hold as `null` (serde_json writes NaN and
+/// infinities so): read back as NaN (the report prints `NaN`).
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 pub fn read_results(dir: &Path) -> BenchResult<Stored> {
     let path = dir.join("results.json");
     let text = std::fs::read_to_string(&path)

@@ -11,6 +11,7 @@ mod backend;
 mod bench;
 mod collide;
 mod render;
+mod sizes;
 mod verify;
 mod view;
 

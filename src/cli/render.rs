@@ -189,6 +189,7 @@ impl RenderJob<'_> {
             descend: a.descend,
         };
         s.check()?;
+        s.check_memory(backend.kind(), reap::memory::Limit::host())?;
         Ok(s)
     }
 
