@@ -159,6 +159,20 @@ mod tests {
         vec![row, plain]
     }
 
+    /// A size-0 row written before size 0 was refused holds `"pct_of_copy": null` (0/0): it must read back.
+    #[test]
+    fn item5_a_null_share_of_copy_reads_back_as_nan() {
+        let row = Row { n: 0, kept: 0, bytes: 0, pct_of_copy: f64::NAN, ..rows()[0].clone() };
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(json.contains("\"pct_of_copy\":null"), "{json}");
+        let back: Row = serde_json::from_str(&json).expect("an old file with null reads");
+        assert!(back.pct_of_copy.is_nan());
+        assert_eq!(
+            serde_json::from_str::<Row>(&serde_json::to_string(&rows()[0]).unwrap()).unwrap().pct_of_copy,
+            87.654
+        );
+    }
+
     /// The header, column order and number formats of results.csv, pinned.
     #[test]
     fn csv_keeps_its_columns_and_formats() {
