@@ -12,6 +12,7 @@ mod bench;
 mod collide;
 pub mod interrupt;
 mod render;
+mod sizes;
 mod verify;
 mod view;
 

@@ -218,6 +218,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         descend: a.descend,
     };
     s.check()?;
+    s.check_memory(backend.kind(), reap::memory::Limit::host())?;
     Ok(s)
 }
 

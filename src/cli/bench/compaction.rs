@@ -8,17 +8,7 @@ use reap::bench::Named;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
-
-/// A count written plainly or as a power of two (`2^22`).
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    if let Some(exp) = s.strip_prefix("2^") {
-        let e: u32 = exp.parse().map_err(|_| format!("`{s}`: expected 2^K"))?;
-        1u64.checked_shl(e).filter(|_| e < 64).ok_or_else(|| format!("`{s}` is too large"))
-    } else {
-        s.replace('_', "").parse().map_err(|_| format!("`{s}`: expected a count such as 1048576 or 2^20"))
-    }
-}
+use crate::cli::sizes::parse_count;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -93,8 +83,10 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     } else {
         presets::series(&chosen, args.reps, args.warmup, args.seed)
     };
+    let host = reap::memory::Limit::host();
     for s in &series {
         s.check()?;
+        s.check_memory(host)?;
     }
     // Fail on an unwritable folder before measuring anything.
     if let Some(dir) = &args.out {
