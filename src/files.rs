@@ -32,18 +32,83 @@ pub fn timings_format(path: &Path) -> Result<TimingsFormat, OutputError> {
     }
 }
 
-fn partial(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(".partial");
-    PathBuf::from(p)
+/// The folder `path` is written in ("." for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
-/// Fails now if `path` cannot be written (missing folder, no permission), by
-/// creating and removing its temporary file.
+/// A new, uniquely named temporary beside `path` (`.o.png.<random>.partial`):
+/// never a file of the user's, and removed when dropped unless persisted.
+fn temporary(path: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.");
+    let mut b = tempfile::Builder::new();
+    b.prefix(&prefix).suffix(".partial");
+    // What File::create gives (0666 less the umask), not tempfile's private 0600.
+    #[cfg(unix)]
+    b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    b.tempfile_in(folder_of(path)).map_err(|e| fail(path, e))
+}
+
+/// Fails now, before any work, if `path` cannot be written as a file: a name
+/// ending in `/`, a folder, a missing folder, no permission. Creates and
+/// removes a uniquely named temporary beside it, as the real write will.
 pub fn check_writable(path: &Path) -> Result<(), OutputError> {
-    let tmp = partial(path);
-    std::fs::write(&tmp, b"").map_err(|e| fail(path, e))?;
-    std::fs::remove_file(&tmp).map_err(|e| fail(path, e))
+    if path.as_os_str().to_string_lossy().ends_with(['/', std::path::MAIN_SEPARATOR]) {
+        return Err(fail(path, "the name ends in a slash, so it names a folder; give a file name"));
+    }
+    if path.is_dir() {
+        return Err(fail(path, "it is a folder; give a file name (inside it, or beside it)"));
+    }
+    let folder = folder_of(path);
+    if !folder.is_dir() {
+        return Err(fail(path, format!("the folder {} does not exist; create it first", folder.display())));
+    }
+    temporary(path).map(drop)
+}
+
+/// Fails now, before any work, if files cannot be written in `dir`: creates
+/// it (and its parents) when missing, then a probe file inside it.
+pub fn check_output_folder(dir: &Path) -> Result<(), OutputError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(fail(dir, "it is a file, not a folder; give a folder for the results"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+    check_writable(&dir.join("results"))
+}
+
+/// Fails if `output` is the same file as one of `inputs` (same device and
+/// inode), so a run never replaces what it reads.
+pub fn check_not_an_input(output: &Path, inputs: &[PathBuf]) -> Result<(), OutputError> {
+    let Ok(out) = std::fs::canonicalize(output) else {
+        return Ok(()); // not there yet: it cannot be an input
+    };
+    for input in inputs {
+        if std::fs::canonicalize(input).is_ok_and(|i| i == out) || same_file(output, input) {
+            return Err(fail(
+                output,
+                format!("it is the input {}; writing it would replace it: choose another output name", input.display()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &Path, _: &Path) -> bool {
+    false // canonical paths already compared
 }
 
 /// Writes `bytes` to `path` whole or not at all.
@@ -52,26 +117,23 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 }
 
 /// Writes what `write` produces to `path` whole or not at all: into a
-/// temporary file beside it, renamed into place only when every write
-/// succeeded. On any failure the temporary file is removed and an existing
-/// `path` is left as it was.
+/// uniquely named temporary file beside it, flushed to disk, renamed into
+/// place only when every write succeeded. On any failure (a full disk
+/// included) the temporary is removed and an existing `path` is left as it was.
 pub fn write_atomically_with<E: std::fmt::Display>(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), E>,
 ) -> Result<(), OutputError> {
-    let tmp = partial(path);
-    let file = std::fs::File::create(&tmp).map_err(|e| fail(path, e))?;
-    let written = (|| {
-        let mut w = std::io::BufWriter::new(file);
+    let mut tmp = temporary(path)?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         write(&mut w).map_err(|e| fail(path, e))?;
-        w.into_inner().map_err(|e| fail(path, e.into_error()))?;
-        std::fs::rename(&tmp, path).map_err(|e| fail(path, e))
-    })();
-    if written.is_err() {
-        // Best effort: the write's own error is the one worth reporting.
-        let _ = std::fs::remove_file(&tmp);
+        w.flush().map_err(|e| fail(path, e))?;
     }
-    written
+    // A full disk may only show here; dropping `tmp` on the error removes it.
+    tmp.as_file().sync_all().map_err(|e| fail(path, e))?;
+    // A failed rename hands the temporary back in the error, which removes it when dropped.
+    tmp.persist(path).map(drop).map_err(|e| fail(path, e.error))
 }
 
 #[cfg(test)]
@@ -140,8 +202,56 @@ mod tests {
         let path = d.join("no-such-folder").join("out.csv");
         let e = write_atomically(&path, b"new").unwrap_err();
         assert!(e.to_string().contains("out.csv"), "{e}");
-        assert!(!path.exists() && !partial(&path).exists());
+        assert!(!path.exists());
+        assert!(others(&d, &[]).is_empty());
         assert!(check_writable(&path).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn item3_a_users_own_partial_file_is_never_touched() {
+        let d = dir("users-partial");
+        let path = d.join("o.png");
+        let mine = d.join("o.png.partial");
+        std::fs::write(&mine, b"the user's").unwrap();
+        check_writable(&path).unwrap();
+        assert!(write_atomically_with(&path, |_| Err("the writer gave up")).is_err());
+        write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read(&mine).unwrap(), b"the user's");
+        assert!(others(&d, &["o.png", "o.png.partial"]).is_empty(), "{:?}", others(&d, &["o.png", "o.png.partial"]));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn item3_a_folder_or_a_trailing_slash_is_refused_before_any_work() {
+        let d = dir("folder");
+        let path = d.join("o.png");
+        std::fs::create_dir(&path).unwrap();
+        let e = check_writable(&path).unwrap_err();
+        assert!(e.to_string().contains("it is a folder"), "{e}");
+        let slash = PathBuf::from(format!("{}/", d.join("new.png").display()));
+        let e = check_writable(&slash).unwrap_err();
+        assert!(e.to_string().contains("ends in a slash"), "{e}");
+        // The probes left nothing behind, inside the folder or beside it.
+        assert!(others(&d, &["o.png"]).is_empty(), "{:?}", others(&d, &["o.png"]));
+        assert!(others(&path, &[]).is_empty());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn item11_an_output_naming_an_input_is_refused() {
+        let d = dir("input");
+        let scene = d.join("scene.obj");
+        std::fs::write(&scene, b"v 0 0 0").unwrap();
+        let e = check_not_an_input(&d.join(".").join("scene.obj"), std::slice::from_ref(&scene)).unwrap_err();
+        assert!(e.to_string().contains("would replace it"), "{e}");
+        #[cfg(unix)]
+        {
+            let link = d.join("hard.obj");
+            std::fs::hard_link(&scene, &link).unwrap();
+            assert!(check_not_an_input(&link, std::slice::from_ref(&scene)).is_err());
+        }
+        assert!(check_not_an_input(&d.join("other.obj"), std::slice::from_ref(&scene)).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

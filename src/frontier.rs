@@ -24,7 +24,8 @@
 //! and integration) do nothing on the device when the status word is set, so
 //! the driver can redo the frame with a larger capacity or bound.
 
-use crate::compaction::{Algorithm, Backend, Keep, Lens};
+use crate::compaction::{Algorithm, Backend, BackendKind, Keep, Lens};
+use crate::memory::{self, Limit};
 
 /// The loop's device side for CUDA workloads: list it in a kernel source's
 /// `headers` and `#include "../frontier.cuh"` (includes resolve from the
@@ -280,6 +281,7 @@ pub const POISON: u64 = 0x0bad_f00d_dead_beef;
 impl<B: Backend> Frontier<B> {
     pub fn new(backend: &B, capacity: u64) -> crate::compaction::Result<Self> {
         let capacity = capacity.max(1);
+        check_host(backend, capacity, 0, Limit::host())?;
         Ok(Frontier { front: backend.alloc(capacity)?, back: backend.alloc(capacity)?, capacity, guard: 0 })
     }
     /// A frontier whose buffers hold `guard` slots of [`POISON`] past the
@@ -294,7 +296,8 @@ impl<B: Backend> Frontier<B> {
             return Self::new(backend, capacity);
         }
         let capacity = capacity.max(1);
-        let mut host = vec![DEAD; (capacity + guard) as usize];
+        check_host(backend, capacity, guard, Limit::host())?;
+        let mut host = memory::filled_vec(capacity.saturating_add(guard), DEAD, "a frontier", CHANGE)?;
         host[capacity as usize..].fill(POISON);
         Ok(Frontier { front: backend.upload(&host)?, back: backend.upload(&host)?, capacity, guard })
     }
@@ -318,6 +321,35 @@ impl<B: Backend> Frontier<B> {
     }
     pub fn front(&self) -> &Buf<B> {
         &self.front
+    }
+}
+
+/// What to change when a frontier does not fit memory.
+const CHANGE: &str = "lower --max-frontier, or compact the frontier";
+
+/// On the CPU a frontier's two buffers are host memory: refuse what `host`
+/// cannot hold before allocating (a GPU workload checks the device's free
+/// memory itself, beside its other buffers).
+fn check_host<B: Backend>(backend: &B, capacity: u64, guard: u64, host: Limit) -> Result<(), memory::MemoryError> {
+    if backend.kind() != BackendKind::Cpu {
+        return Ok(());
+    }
+    let need = memory::times(capacity.saturating_add(guard), 2 * std::mem::size_of::<u64>() as u64);
+    memory::check(format!("a frontier of {capacity} slots"), need, host, CHANGE)
+}
+
+/// What a user can change when a level would pass `--max-frontier`. Without
+/// compaction the frontier keeps its dead slots, so compacting it is the fix;
+/// with one picked it holds only live items, so the work itself must shrink.
+/// `flag` is the workload's compaction flag, `less_work` its other knobs.
+pub fn past_max_advice(compacted: bool, flag: &str, less_work: &str) -> String {
+    if compacted {
+        format!("raise --max-frontier (the frontier, compacted by {flag}, holds only live items), or {less_work}")
+    } else {
+        format!(
+            "pick an algorithm with {flag} (without compaction the dead slots stay and the frontier grows by the \
+             fan-out every level), raise --max-frontier, or {less_work}"
+        )
     }
 }
 
@@ -463,6 +495,29 @@ mod tests {
         let (t, words, _) = walk(100, 5, 1 << 12, Some(Algorithm::Lookback));
         assert_eq!(words[STATUS as usize], status::UNFINISHED);
         assert_eq!(t.visited.len(), 31, "levels 0..5 of the tree");
+    }
+
+    #[test]
+    fn item2_a_frontier_the_host_cannot_hold_is_refused_before_allocating() {
+        let small = Limit { bytes: 1 << 20, place: memory::Place::Host, source: "available" };
+        let cpu = CpuBackend::new();
+        assert!(check_host(&cpu, 1 << 10, 0, small).is_ok());
+        let e = check_host(&cpu, 1 << 20, 0, small).unwrap_err().to_string();
+        assert!(e.contains("a frontier of 1048576 slots needs 16.0 MiB (16777216 bytes) of host memory"), "{e}");
+        assert!(e.contains("--max-frontier"), "{e}");
+        // Through the constructor, with the machine's own limit: 10^12 slots fit no host.
+        let e = Frontier::new(&cpu, 1_000_000_000_000).err().expect("refused").to_string();
+        assert!(e.contains("a frontier of 1000000000000 slots") && e.contains("--max-frontier"), "{e}");
+    }
+
+    #[test]
+    fn item9_past_max_advice_depends_on_whether_the_frontier_is_compacted() {
+        let none = past_max_advice(false, "--compact-frontier", "render fewer pixels");
+        assert!(none.starts_with("pick an algorithm with --compact-frontier"), "{none}");
+        assert!(none.contains("--max-frontier"), "{none}");
+        let some = past_max_advice(true, "--compact-frontier", "render fewer pixels");
+        assert!(!some.contains("pick an algorithm"), "{some}");
+        assert!(some.contains("raise --max-frontier") && some.ends_with("render fewer pixels"), "{some}");
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub mod files;
 pub mod frontier;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod input;
+pub mod memory;
 pub mod report;
 pub mod scene;
 pub mod trace;

@@ -13,12 +13,18 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match cli::run(<cli::Cli as clap::Parser>::parse()) {
+    let result = cli::run(<cli::Cli as clap::Parser>::parse());
+    if let Err(e) = &result {
+        eprintln!("error: {}", cli::message(e));
+    }
+    // An interrupted command kept its files, but did not finish: say so in the status.
+    if let Some(signal) = cli::interrupt::received() {
+        eprintln!("interrupted by signal {signal}; the files written so far are kept");
+        return ExitCode::from(128u8.saturating_add(signal as u8));
+    }
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
+        Err(_) => ExitCode::from(2),
     }
 }

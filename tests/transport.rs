@@ -106,6 +106,7 @@ fn empty(camera: Camera, environment: Vec3, materials: Vec<Material>) -> Scene {
         environment,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
     }
 }
 

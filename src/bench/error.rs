@@ -19,6 +19,10 @@ pub enum BenchError {
     #[error("cannot read {path} (give the --out folder of an earlier `reap bench compaction` run)")]
     Read { path: String, source: std::io::Error },
 
+    /// The path names a device, a FIFO, a folder or a file too large to be a results file.
+    #[error(transparent)]
+    Input(crate::input::InputError),
+
     #[error("{path} is not a reap results file: {why}")]
     Parse { path: String, why: String },
 

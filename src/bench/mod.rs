@@ -193,6 +193,24 @@ fn names<S: serde::Serializer>(a: &[Algorithm], s: S) -> std::result::Result<S::
 
 impl Settings {
     /// Checks what a user can get wrong, before anything is measured.
+    /// Host bytes one configuration of `n` elements holds at once, an upper
+    /// estimate over the element sizes: the input and its upload, the output,
+    /// the removal list or work copy, and the algorithm's u64 offsets.
+    pub fn host_bytes(&self, n: u64) -> crate::memory::Bytes {
+        let es = self.element_sizes.iter().copied().max().unwrap_or(4).max(8) as u64;
+        crate::memory::times(n, 4 * es + 8)
+    }
+
+    /// Refuses a size whose configuration cannot fit `host` memory, before
+    /// anything is measured.
+    pub fn check_memory(&self, host: crate::memory::Limit) -> Result<(), crate::memory::MemoryError> {
+        for &n in &self.sizes {
+            let what = format!("a benchmark of {n} elements");
+            crate::memory::check(what, self.host_bytes(n), host, "lower --sizes")?;
+        }
+        Ok(())
+    }
+
     pub fn check(&self) -> BenchResult<()> {
         let bad = |s: String| Err(BenchError::Settings(s));
         if let Some(d) = self.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
@@ -206,6 +224,9 @@ impl Settings {
         }
         if self.sizes.is_empty() {
             return bad("--sizes needs at least one count".into());
+        }
+        if self.sizes.contains(&0) {
+            return bad("--sizes 0: a benchmark of 0 elements measures nothing; give sizes of at least 1".into());
         }
         if let Some(n) = self.sizes.iter().find(|n| **n > 1 << 34) {
             return bad(format!("size {n} is above 2^34 elements"));

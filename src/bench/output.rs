@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::bench::{BenchError, BenchResult, Named, Platform, Row, Settings, cub::PeerStatus};
+use crate::input::{self, InputError, InputKind};
 use crate::report::{Fixed, csv_rows, fixed};
 
 // The one atomic writer and the build information, re-exported for the
@@ -51,11 +52,20 @@ pub struct Stored {
     pub rows: Vec<Row>,
 }
 
+/// An `f64` that a JSON file may hold as `null` (serde_json writes NaN and
+/// infinities so): read back as NaN (the report prints `NaN`).
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 pub fn read_results(dir: &Path) -> BenchResult<Stored> {
     let path = dir.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|source| BenchError::Read { path: path.display().to_string(), source })?;
-    serde_json::from_str(&text).map_err(|e| BenchError::Parse { path: path.display().to_string(), why: e.to_string() })
+    let bytes = input::read(&path, InputKind::Json).map_err(|e| match e {
+        InputError::Io { source, .. } => BenchError::Read { path: path.display().to_string(), source },
+        refused => BenchError::Input(refused),
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| BenchError::Parse { path: path.display().to_string(), why: e.to_string() })
 }
 
 /// One line of results.csv: a [`Row`] with its numbers at fixed digits and
@@ -153,6 +163,20 @@ mod tests {
             ..row.clone()
         };
         vec![row, plain]
+    }
+
+    /// A size-0 row written before size 0 was refused holds `"pct_of_copy": null` (0/0): it must read back.
+    #[test]
+    fn item5_a_null_share_of_copy_reads_back_as_nan() {
+        let row = Row { n: 0, kept: 0, bytes: 0, pct_of_copy: f64::NAN, ..rows()[0].clone() };
+        let json = serde_json::to_string(&row).unwrap();
+        assert!(json.contains("\"pct_of_copy\":null"), "{json}");
+        let back: Row = serde_json::from_str(&json).expect("an old file with null reads");
+        assert!(back.pct_of_copy.is_nan());
+        assert_eq!(
+            serde_json::from_str::<Row>(&serde_json::to_string(&rows()[0]).unwrap()).unwrap().pct_of_copy,
+            87.654
+        );
     }
 
     /// The header, column order and number formats of results.csv, pinned.

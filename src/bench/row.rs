@@ -161,7 +161,9 @@ pub struct Row {
     pub bytes: u64,
     /// The copy of the same `n` elements (read + written), median.
     pub copy_ms: f64,
-    /// `bytes / median` as a share of the copy's rate.
+    /// `bytes / median` as a share of the copy's rate. Files written before
+    /// size 0 was refused hold `null` here (0/0): read as NaN.
+    #[serde(deserialize_with = "crate::bench::output::nan_if_null")]
     pub pct_of_copy: f64,
     /// The matching CUB primitive on the same inputs in the same run.
     pub cub_ms: Option<f64>,

@@ -10,7 +10,9 @@ mod algorithms;
 mod backend;
 mod bench;
 mod collide;
+pub mod interrupt;
 mod render;
+mod sizes;
 mod verify;
 mod view;
 
@@ -65,6 +67,24 @@ pub fn run(cli: Cli) -> Result<bool> {
         Some(Command::Collide(args)) => collide::run(args),
         Some(Command::View(args)) => view::run(args),
     }
+}
+
+/// An error and its causes on one line. A cause whose text its parent already
+/// printed (`#[error("{0}")]` over an `io::Error` that is also its source) is
+/// left out, so a system error is said once.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// `reap` with no arguments: the viewer on the Cornell box; without a display,

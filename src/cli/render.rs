@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use reap::bvh;
 use reap::compaction::{Backend, BackendKind};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
 use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+use reap::{bvh, files};
 
 use super::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 
@@ -35,13 +35,13 @@ pub struct PathFlags {
 pub struct RenderArgs {
     /// A built-in scene's name (listed below) or a path to an OBJ file (its MTL beside it).
     #[arg(long, default_value = "cornell")]
-    pub scene: String,
-    #[arg(long, default_value_t = 1280)]
+    pub scene: PathBuf,
+    #[arg(long, default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..))]
     pub width: u32,
-    #[arg(long, default_value_t = 720)]
+    #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..))]
     pub height: u32,
     /// Samples per pixel (one wavefront frame each).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub spp: u32,
     #[command(flatten)]
     pub path: PathFlags,
@@ -106,15 +106,35 @@ pub fn run(args: RenderArgs) -> Result<bool> {
     if format == output::ImageFormat::Exr && args.tone() != Tone::CLAMP {
         anyhow::bail!("{} is an EXR (linear radiance): --exposure and --tonemap apply to PNG only", args.out.display());
     }
-    output::check_writable(&args.out)?;
     if let Some(t) = &args.timings {
         output::timings_format(t)?;
-        output::check_writable(t)?;
+    }
+    for out in outputs(&args) {
+        output::check_writable(out)?;
+        // An existing file under the scene's name is what `scene::load` reads.
+        files::check_not_an_input(out, &[args.scene.clone()])?;
     }
     let traversal: Traversal = args.traversal.parse()?;
+    for (name, site) in [(&args.compact_paths, "compact-paths"), (&args.compact_frontier, "compact-frontier")] {
+        Compaction::check_name(name, site)?;
+    }
+    // The backend opens before the scene loads: `--backend cuda` without a GPU costs no load.
+    with_backend(args.backend, RenderRun { args, traversal })
+}
 
+/// The files a render writes.
+fn outputs(args: &RenderArgs) -> impl Iterator<Item = &std::path::Path> {
+    std::iter::once(args.out.as_path()).chain(args.timings.as_deref())
+}
+
+/// Loads the scene and builds its BVH, refusing outputs that would replace
+/// one of the files it was read from.
+fn load(args: &RenderArgs) -> Result<(scene::Scene, bvh::Bvh, Packed)> {
     let t0 = std::time::Instant::now();
-    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
+    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene.display()))?;
+    for out in outputs(args) {
+        files::check_not_an_input(out, &sc.sources)?;
+    }
     for w in &sc.warnings {
         eprintln!("warning: {w}");
     }
@@ -131,23 +151,19 @@ pub fn run(args: RenderArgs) -> Result<bool> {
         rayon::current_num_threads()
     );
     let packed = Packed::new(&sc, &tree);
-
-    with_backend(args.backend, RenderRun { args, scene: sc, tree, packed, traversal })
+    Ok((sc, tree, packed))
 }
 
-/// A render with its scene loaded, waiting for a backend.
+/// A render with its flags checked, waiting for a backend.
 struct RenderRun {
     args: RenderArgs,
-    scene: scene::Scene,
-    tree: bvh::Bvh,
-    packed: Packed,
     traversal: Traversal,
 }
 
 impl OnBackend for RenderRun {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
-        let RenderRun { mut args, scene, tree, packed, traversal } = self;
+        let RenderRun { mut args, traversal } = self;
         if args.first_run && backend.kind() == BackendKind::Cpu {
             // A few seconds on a laptop's cores rather than minutes.
             (args.width, args.height, args.spp) = (640, 360, 16);
@@ -156,9 +172,10 @@ impl OnBackend for RenderRun {
                 args.width, args.height, args.spp
             );
         }
+        let settings = settings(&args, traversal, &backend)?;
+        let (scene, tree, packed) = load(&args)?;
         let camera = CameraLayout::new(&scene.camera, args.width, args.height);
-        let job = RenderJob { args: &args, scene: &scene, tree: &tree, traversal };
-        let settings = job.settings(&backend)?;
+        let job = RenderJob { args: &args, scene: &scene, tree: &tree };
         let (kind, device) = (backend.kind().name(), backend.device());
         let engine = backend.tracer(TracerSetup {
             packed,
@@ -182,30 +199,30 @@ struct RenderJob<'a> {
     args: &'a RenderArgs,
     scene: &'a scene::Scene,
     tree: &'a bvh::Bvh,
-    traversal: Traversal,
+}
+
+/// The settings the flags ask for, checked against `backend`.
+fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Result<RenderSettings> {
+    let s = RenderSettings {
+        width: a.width,
+        height: a.height,
+        spp: a.spp,
+        max_bounces: a.path.max_bounces,
+        estimator: a.path.estimator,
+        traversal,
+        compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
+        compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
+        seed: a.seed,
+        first_sample: 0,
+        max_frontier: a.max_frontier,
+        descend: a.descend,
+    };
+    s.check()?;
+    s.check_memory(backend.kind(), reap::memory::Limit::host())?;
+    Ok(s)
 }
 
 impl RenderJob<'_> {
-    fn settings<B: Backend>(&self, backend: &B) -> Result<RenderSettings> {
-        let a = self.args;
-        let s = RenderSettings {
-            width: a.width,
-            height: a.height,
-            spp: a.spp,
-            max_bounces: a.path.max_bounces,
-            estimator: a.path.estimator,
-            traversal: self.traversal,
-            compact_paths: Compaction::parse(&a.compact_paths, backend, "compact-paths")?,
-            compact_frontier: Compaction::parse(&a.compact_frontier, backend, "compact-frontier")?,
-            seed: a.seed,
-            first_sample: 0,
-            max_frontier: a.max_frontier,
-            descend: a.descend,
-        };
-        s.check()?;
-        Ok(s)
-    }
-
     fn go<E: Engine>(&self, mut engine: E, settings: RenderSettings, backend: &str, device: &str) -> Result<bool> {
         let a = self.args;
         println!(

@@ -5,7 +5,8 @@ use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 
-use reap::compaction::{Algorithm, Operation};
+use reap::compaction::{Algorithm, BackendKind, Operation};
+use reap::memory::Limit;
 use reap::verify::{self, Harness};
 
 use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
@@ -20,11 +21,11 @@ pub struct VerifyArgs {
     /// Operations to check (select, partition, scan, sort, remove); default all.
     #[arg(long, value_delimiter = ',')]
     operations: Vec<String>,
-    /// Element counts, comma separated (default: sizes around every block boundary up to 1,000,003;
+    /// Element counts (`2^20` or plain), comma separated (default: sizes around every block boundary up to 1,000,003;
     /// on CUDA also 2^24+7, 2^28 and 2^31+2^24+4099). Sizes above 2^21 run a reduced matrix; sizes
     /// above 2^31 run only the counted select, partition and scan. Each size is also the capacity of
     /// the counted cases, whose lengths are 0, 1, cap-1, cap, below cap and above it.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = super::sizes::parse_count)]
     sizes: Vec<u64>,
     /// Fractions kept (or removed, for Redzone), comma separated, each in [0, 1].
     #[arg(long, value_delimiter = ',')]
@@ -93,11 +94,15 @@ impl OnBackend for VerifyJob {
                 self.cfg.sizes.extend([(1 << 24) + 7, 1 << 28, verify::Config::ABOVE_2_31]);
             }
         }
-        Ok(verify_on(&backend, &self.cfg, self.verbose))
+        if let Some(why) = self.cfg.nothing_to_run(|a| backend.runs(a)) {
+            bail!(why);
+        }
+        self.cfg.check_memory(backend.kind() == BackendKind::Cpu, Limit::host())?;
+        verify_on(&backend, &self.cfg, self.verbose)
     }
 }
 
-fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> bool {
+fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> Result<bool> {
     println!("verifying on the {} backend (seed {:#x})", backend.kind().name(), cfg.seed);
     let mut per_alg: Vec<(Algorithm, u64, u64)> = Vec::new();
     let summary = verify::run(backend, cfg, |case, outcome| {
@@ -129,5 +134,9 @@ fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> bo
         println!("  {:<27} {p} passed, {f} failed", a.name());
     }
     println!("{} passed, {} failed", summary.passed, summary.failed);
-    summary.failed == 0
+    if summary.passed + summary.failed == 0 {
+        // E.g. only sort, at sizes above the sort cases' limit.
+        bail!("no case ran: the sizes and operations picked select no case; see `reap verify --help`");
+    }
+    Ok(summary.failed == 0)
 }

@@ -47,11 +47,10 @@ pub enum CollideError {
     #[error("{0}")]
     Settings(String),
     #[error(
-        "the pair frontier would need {items} slots ({gib:.1} GiB) at level {level}: without compaction \
-         every pair leaves four slots, dead or alive, and the frontier grows fourfold per level. Pick an \
-         algorithm with --compact-pairs, or use fewer bodies"
+        "the pair frontier would need {items} slots ({gib:.1} GiB) at level {level}, more than --max-frontier \
+         {max}: {advice}"
     )]
-    FrontierTooLarge { items: u64, gib: f64, level: u32 },
+    FrontierTooLarge { items: u64, gib: f64, level: u32, max: u64, advice: String },
     #[error("{what} needs {bytes} bytes of GPU memory and the device has {free} free: use fewer bodies")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error("cannot write {path}: {why}")]
@@ -498,7 +497,12 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
                 // The overflowing expand left no live pair: it was the level after the last live one.
                 let level = at.live_counts(&w).len().saturating_sub(1) as u32;
                 let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
-                return Err(CollideError::FrontierTooLarge { items: needed, gib, level });
+                let advice = frontier::past_max_advice(
+                    s.compact_pairs != Compaction::None,
+                    "--compact-pairs",
+                    "use fewer bodies",
+                );
+                return Err(CollideError::FrontierTooLarge { items: needed, gib, level, max: s.max_frontier, advice });
             }
             // Twice the old capacity when that is more: `none` grows fourfold a level.
             let grown = needed.max(2 * f.capacity()).min(s.max_frontier);

@@ -13,6 +13,9 @@ pub enum Error {
     #[error("the {backend} backend does not run `{algorithm}`; `reap algorithms` lists what each backend runs")]
     NotOnBackend { algorithm: &'static str, backend: &'static str },
 
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
+
     #[error("elements of {size} bytes are not supported; use 4, 8 or 16-byte elements")]
     ElementSize { size: usize },
 

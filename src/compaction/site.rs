@@ -24,6 +24,16 @@ impl Compaction {
         }
     }
 
+    /// Checks that `s` is `none` or a catalog name, before any backend is
+    /// open or any input loaded; [`Compaction::parse`] later checks the backend runs it.
+    pub fn check_name(s: &str, site: &str) -> Result<(), SiteError> {
+        if s == "none" || s.parse::<Algorithm>().is_ok() {
+            return Ok(());
+        }
+        let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        Err(SiteError(format!("--{site}: unknown algorithm `{s}`; use `none` or one of: {}", names.join(", "))))
+    }
+
     /// `none` or a catalog name that selects on `backend`; `site` names the
     /// flag in the error.
     pub fn parse<B: Backend>(s: &str, backend: &B, site: &str) -> Result<Self, SiteError> {

@@ -2,14 +2,14 @@
 //! says what to do; problems that still leave a renderable scene are warnings in
 //! [`Scene::warnings`](super::Scene::warnings) instead.
 
-use std::path::PathBuf;
-
+use crate::input::InputError;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum SceneError {
-    #[error("cannot read {}: {source}; check the path", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    /// The file could not be opened or read, is not a regular file, or is too large.
+    #[error(transparent)]
+    Read(#[from] InputError),
 
     #[error("{file}:{line}: {what}; fix or remove that line")]
     Malformed { file: String, line: usize, what: String },

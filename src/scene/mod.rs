@@ -11,6 +11,7 @@
 mod error;
 mod obj;
 mod procedural;
+mod scan;
 mod texture;
 
 use std::path::Path;
@@ -80,6 +81,8 @@ pub struct Scene {
     pub skipped_triangles: usize,
     /// Things the user should know (a missing MTL, an unknown material) that did not stop loading.
     pub warnings: Vec<String>,
+    /// The files it was read from (OBJ, MTL, textures), so that no output replaces one.
+    pub sources: Vec<std::path::PathBuf>,
 }
 
 impl Material {
@@ -134,12 +137,17 @@ impl Scene {
     }
 }
 
-/// Opens what the user named: a path ending in `.obj`, or any existing file, is loaded as OBJ;
-/// anything else must be a built-in scene's name.
-pub fn load(spec: &str) -> Result<Scene, SceneError> {
-    let path = Path::new(spec);
+/// Opens what the user named: a path ending in `.obj`, or anything that exists and is not a folder,
+/// is loaded as OBJ (so a FIFO or a device gets [`crate::input`]'s error, not "unknown scene");
+/// anything else must be a built-in scene's name. Paths need not be UTF-8.
+pub fn load(spec: impl AsRef<Path>) -> Result<Scene, SceneError> {
+    let path = spec.as_ref();
     let is_obj = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("obj"));
-    if is_obj || path.is_file() { load_obj(path) } else { builtin(spec) }
+    if is_obj || std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        return load_obj(path);
+    }
+    // Built-in names are ASCII; a name that is not UTF-8 is no built-in, and builtin says which are.
+    builtin(&path.to_string_lossy())
 }
 
 /// The unit geometric normal of a triangle, or `None` when the triangle cannot be rendered: a

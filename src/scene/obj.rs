@@ -1,9 +1,11 @@
 //! OBJ + MTL loading through tobj, with the checks tobj does not make.
 //!
-//! tobj's errors carry no line number, and a few malformed MTL lines (a `Kd` with two numbers) make
-//! it panic, so both files are first scanned line by line against the rules tobj applies; the first
-//! bad line becomes [`SceneError::Malformed`] naming `file:line`. A missing MTL file or an undefined
-//! material is only a warning: its faces get [`Material::fallback`], the grey diffuse.
+//! Both files are first scanned line by line (`scan.rs`) against the rules tobj applies, so the first
+//! bad line becomes [`SceneError::Malformed`] naming `file:line`. Every file is opened through
+//! [`crate::input`], which reads only regular files of bounded size. A missing MTL file or an
+//! undefined material is only a warning: its faces get [`Material::fallback`], the grey diffuse.
+//! A UTF-8 byte-order mark is skipped; polylines (`l`) are skipped with a warning, since tobj would
+//! fill those of three or four points in as faces.
 //!
 //! # From MTL to [`Material`]
 //!
@@ -26,28 +28,36 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::path::Path;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
 
 use glam::{Vec2, Vec3};
 
+use super::scan::{scan_mtl, scan_obj};
 use super::texture::attach_textures;
 use super::{Camera, Material, MaterialKind, Scene, SceneError, geometric_normal};
+use crate::input::{self, InputError, InputKind};
 
 /// Finds the text of an MTL library named by `mtllib`: `Ok((name for messages, text))`.
 pub(super) type MtlLookup<'a> = dyn Fn(&Path) -> Result<(String, String), SceneError> + 'a;
 
 /// Loads an OBJ file and the MTL files it names (looked up next to it).
 pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
-    let text = read_text(path)?;
+    let text = read_text(path, InputKind::Obj)?;
     let dir = path.parent().unwrap_or(Path::new(""));
+    let libraries = std::cell::RefCell::new(Vec::new());
     let mtl = |lib: &Path| {
         let file = dir.join(lib);
-        read_text(&file).map(|text| (file.display().to_string(), text))
+        let read = read_text(&file, InputKind::Mtl).map(|text| (file.display().to_string(), text));
+        libraries.borrow_mut().push(file);
+        read
     };
     let mut scene = parse(&path.display().to_string(), &text, &mtl, &|_| true)?;
     if let Some(stem) = path.file_stem() {
         scene.name = stem.to_string_lossy().into_owned();
     }
+    let textures = scene.textures.iter().map(|t| PathBuf::from(&t.name));
+    scene.sources = std::iter::once(path.to_owned()).chain(libraries.into_inner()).chain(textures).collect();
     Ok(scene)
 }
 
@@ -66,14 +76,13 @@ pub(super) fn in_memory<'a>(
             .iter()
             .find(|(name, _)| Path::new(name) == lib)
             .map(|&(name, text)| (name.to_owned(), text.to_owned()))
-            .ok_or_else(|| SceneError::Read { path: lib.to_owned(), source: std::io::ErrorKind::NotFound.into() })
+            .ok_or_else(|| InputError::Io { path: lib.to_owned(), source: std::io::ErrorKind::NotFound.into() }.into())
     }
 }
 
-/// Reads a text file; bytes that are not UTF-8 are reported with their line.
-fn read_text(path: &Path) -> Result<String, SceneError> {
-    let bytes = std::fs::read(path).map_err(|source| SceneError::Read { path: path.to_owned(), source })?;
-    String::from_utf8(bytes).map_err(|e| {
+/// Reads a text file as `kind`; bytes that are not UTF-8 are reported with their line.
+fn read_text(path: &Path, kind: InputKind) -> Result<String, SceneError> {
+    String::from_utf8(input::read(path, kind)?).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
         SceneError::Malformed { file: path.display().to_string(), line, what: "this line is not UTF-8 text".into() }
@@ -88,8 +97,15 @@ pub(super) fn parse(
     mtl: &MtlLookup,
     keep_object: &dyn Fn(&str) -> bool,
 ) -> Result<Scene, SceneError> {
+    let text = without_bom(text);
     let scan = scan_obj(file, text)?;
     let mut warnings = Vec::new();
+    if scan.polylines > 0 {
+        warnings.push(format!(
+            "{file}: {} polylines (`l`) skipped: the path tracer renders faces (`f`) only",
+            scan.polylines
+        ));
+    }
 
     // tobj calls the loader from inside its parse and wants a tobj result back, so what we learn
     // there waits in these cells.
@@ -99,9 +115,10 @@ pub(super) fn parse(
     let mtl_files = RefCell::new(Vec::<(String, Vec<String>)>::new());
     let options =
         tobj::LoadOptions { triangulate: true, ignore_points: true, ignore_lines: true, ..Default::default() };
-    let loaded = tobj::load_obj_buf(&mut text.as_bytes(), &options, |lib| match mtl(lib) {
-        Ok((name, mtl_text)) => match scan_mtl(&name, &mtl_text) {
-            Ok(()) => tobj::load_mtl_buf(&mut mtl_text.as_bytes()).inspect(|(defined, _)| {
+    let mut obj_lines = BufReader::with_capacity(1 << 16, WithoutPolylines { rest: text, pending: &[] });
+    let loaded = tobj::load_obj_buf(&mut obj_lines, &options, |lib| match mtl(lib) {
+        Ok((name, mtl_text)) => match scan_mtl(&name, without_bom(&mtl_text)) {
+            Ok(()) => tobj::load_mtl_buf(&mut without_bom(&mtl_text).as_bytes()).inspect(|(defined, _)| {
                 mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
             }),
             Err(e) => {
@@ -109,7 +126,9 @@ pub(super) fn parse(
                 Err(tobj::LoadError::MaterialParseError)
             }
         },
-        Err(e @ SceneError::Read { .. }) => {
+        // A missing or unreadable library leaves a renderable scene; one that is a device, a FIFO
+        // or too large is a mistake worth stopping for.
+        Err(e @ SceneError::Read(InputError::Io { .. })) => {
             mtl_warnings.borrow_mut().push(format!("{file}: {e}; faces using its materials are grey diffuse"));
             Err(tobj::LoadError::OpenFileFailed)
         }
@@ -131,10 +150,23 @@ pub(super) fn parse(
         mtl_materials.iter().map(|m| material_from_mtl(file, m, &mut warnings)).collect();
     let textures = attach_textures(file, &mut materials, &mtl_materials, &mtl_files.into_inner(), &mut warnings);
     let defined: HashSet<&str> = mtl_materials.iter().map(|m| m.name.as_str()).collect();
-    for (name, line) in &scan.used_materials {
-        if !defined.contains(name.as_str()) {
+    let undefined: Vec<&(String, usize)> =
+        scan.used_materials.iter().filter(|(name, _)| !defined.contains(name.as_str())).collect();
+    match undefined.as_slice() {
+        [] => {}
+        [(name, line)] => warnings.push(format!(
+            "{file}:{line}: material `{name}` is not defined in any MTL file; its faces are grey diffuse"
+        )),
+        // One line, however many: a file with 20,000 of them must not bury everything else.
+        many => {
+            const SHOWN: usize = 3;
+            let first: Vec<String> = many.iter().take(SHOWN).map(|(n, l)| format!("`{n}` (line {l})")).collect();
+            let more = many.len().saturating_sub(SHOWN);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
             warnings.push(format!(
-                "{file}:{line}: material `{name}` is not defined in any MTL file; its faces are grey diffuse"
+                "{file}: {} materials are not defined in any MTL file: {}{more}; their faces are grey diffuse",
+                many.len(),
+                first.join(", ")
             ));
         }
     }
@@ -161,6 +193,7 @@ pub(super) fn parse(
         environment: Vec3::ZERO,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
     };
     let mut fallback = None;
     let bad_index =
@@ -226,160 +259,46 @@ pub(super) fn parse(
     Ok(scene)
 }
 
+/// Text without its UTF-8 byte-order mark: tobj would take it as part of the first keyword and
+/// drop that line. The mark sits on line 1, so line numbers stay right.
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{FEFF}').unwrap_or(text)
+}
+
+/// The OBJ text as tobj reads it, with each polyline (`l`) line left empty: tobj fills in one of
+/// three or four points as a triangle or quad. Emptied, not removed, so the line count stays.
+struct WithoutPolylines<'a> {
+    rest: &'a str,
+    /// What is left of the current line.
+    pending: &'a [u8],
+}
+
+impl Read for WithoutPolylines<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut written = 0;
+        while written < buf.len() {
+            if self.pending.is_empty() {
+                if self.rest.is_empty() {
+                    break;
+                }
+                let end = self.rest.find('\n').map_or(self.rest.len(), |i| i + 1);
+                let (line, rest) = self.rest.split_at(end);
+                self.rest = rest;
+                let polyline = line.split_whitespace().next() == Some("l");
+                self.pending = if polyline { b"\n" } else { line.as_bytes() };
+            }
+            let n = self.pending.len().min(buf.len() - written);
+            buf[written..written + n].copy_from_slice(&self.pending[..n]);
+            self.pending = &self.pending[n..];
+            written += n;
+        }
+        Ok(written)
+    }
+}
+
 fn vec3(data: &[f32], index: u32) -> Option<Vec3> {
     let i = 3 * index as usize;
     data.get(i..i + 3).map(Vec3::from_slice)
-}
-
-/// What the line scan of an OBJ file learned on the way.
-struct ObjScan {
-    /// Each `usemtl` name with the line of its first use.
-    used_materials: Vec<(String, usize)>,
-    faces_with_normals: usize,
-    faces_without_normals: usize,
-}
-
-/// Checks every line that tobj would reject, so the error can name it.
-fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
-    let mut scan = ObjScan { used_materials: Vec::new(), faces_with_normals: 0, faces_without_normals: 0 };
-    // Positions, texture coordinates and normals defined so far: OBJ references count back from these.
-    let mut counts = [0usize; 3];
-    for (i, line) in text.lines().enumerate() {
-        let bad = |what: String| SceneError::Malformed { file: file.to_owned(), line: i + 1, what };
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some("v") => {
-                check_position(words).map_err(bad)?;
-                counts[0] += 1;
-            }
-            Some("vt") => {
-                check_numbers(&mut words, 2).map_err(|w| bad(format!("`vt` needs two numbers (u v), got `{w}`")))?;
-                counts[1] += 1;
-            }
-            Some("vn") => {
-                check_numbers(&mut words, 3)
-                    .map_err(|w| bad(format!("`vn` needs three numbers (x y z), got `{w}`")))?;
-                counts[2] += 1;
-            }
-            Some(keyword @ ("f" | "l")) => {
-                let (mut vertices, mut with_normals) = (0, 0);
-                for word in words {
-                    with_normals += usize::from(check_reference(word, counts).map_err(&bad)?);
-                    vertices += 1;
-                }
-                if keyword == "f" {
-                    if vertices < 3 {
-                        return Err(bad(format!("a face needs at least 3 vertices, this one has {vertices}")));
-                    }
-                    if with_normals == vertices {
-                        scan.faces_with_normals += 1;
-                    } else {
-                        scan.faces_without_normals += 1;
-                    }
-                }
-            }
-            Some("usemtl") => {
-                // The name as tobj takes it: everything after the first space.
-                let name = line.split_once(' ').map_or("", |(_, rest)| rest.trim());
-                if name.is_empty() {
-                    return Err(bad("`usemtl` needs a material name after a space".into()));
-                }
-                if !scan.used_materials.iter().any(|(n, _)| n == name) {
-                    scan.used_materials.push((name.to_owned(), i + 1));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(scan)
-}
-
-/// `v x y z`, optionally followed by `w` (non-zero) or by a colour `r g b`, as tobj accepts it.
-fn check_position(words: std::str::SplitWhitespace) -> Result<(), String> {
-    let words: Vec<&str> = words.collect();
-    let usage = "expected `v x y z`, optionally followed by `w` or by a colour `r g b`";
-    if words.len() < 3 {
-        return Err(format!("{usage}; got {} values", words.len()));
-    }
-    if let Some(w) = words[..3].iter().find(|w| w.parse::<f32>().is_err()) {
-        return Err(format!("`{w}` is not a number; {usage}"));
-    }
-    match words.len() - 3 {
-        0 | 3 => Ok(()),
-        1 => match words[3].parse::<f32>() {
-            Ok(w) if w != 0.0 => Ok(()),
-            Ok(_) => Err("the weight `w` is 0, which would divide the position by zero".into()),
-            Err(_) => Err(format!("`{}` is not a number; {usage}", words[3])),
-        },
-        _ => Err(format!("{usage}; got {} values", words.len())),
-    }
-}
-
-/// The first `n` words must be numbers; on failure returns the offending word (or "end of line").
-fn check_numbers<'a>(words: &mut impl Iterator<Item = &'a str>, n: usize) -> Result<(), String> {
-    for _ in 0..n {
-        match words.next() {
-            Some(w) if w.parse::<f32>().is_ok() => {}
-            Some(w) => return Err(w.to_owned()),
-            None => return Err("end of line".to_owned()),
-        }
-    }
-    Ok(())
-}
-
-/// One face vertex `v`, `v/vt`, `v//vn` or `v/vt/vn`, each index in range of what is defined so
-/// far (1-based; negative counts back from the last). Returns whether it names a normal.
-fn check_reference(word: &str, counts: [usize; 3]) -> Result<bool, String> {
-    const WHAT: [&str; 3] = ["position", "texture coordinate", "normal"];
-    let parts: Vec<&str> = word.split('/').collect();
-    let usage = "expected v, v/vt, v//vn or v/vt/vn";
-    if parts.len() > 3 || parts[0].is_empty() {
-        return Err(format!("`{word}` is not a face vertex; {usage}"));
-    }
-    for (k, part) in parts.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
-        let index: isize = part.parse().map_err(|_| format!("`{word}` is not a face vertex; {usage}"))?;
-        let in_range = index != 0 && index.unsigned_abs() <= counts[k];
-        if !in_range {
-            return Err(format!(
-                "{} index {index} in `{word}` is out of range: {} defined so far \
-                 (indices start at 1; negative ones count back from the last)",
-                WHAT[k], counts[k]
-            ));
-        }
-    }
-    Ok(parts.len() == 3 && !parts[2].is_empty())
-}
-
-/// Checks every MTL line that tobj would reject (or panic on), so the error can name it.
-fn scan_mtl(file: &str, text: &str) -> Result<(), SceneError> {
-    for (i, line) in text.lines().enumerate() {
-        let mut words = line.split_whitespace();
-        let Some(keyword) = words.next() else { continue };
-        let mut number = || words.next().and_then(|w| w.parse::<f32>().ok()).filter(|x| x.is_finite());
-        let problem = match keyword {
-            "Ka" | "Kd" | "Ks" | "Ke" | "Tf" => {
-                let valid = [number(), number(), number()].iter().all(|c| c.is_some_and(|c| c >= 0.0));
-                (!valid).then(|| format!("`{keyword}` needs three non-negative numbers (r g b)"))
-            }
-            "Ns" | "Ni" | "d" | "Tr" => number().is_none().then(|| format!("`{keyword}` needs a number")),
-            "illum" => line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|w| w.parse::<u8>().ok())
-                .is_none()
-                .then(|| "`illum` needs an illumination model number (0 to 10)".to_owned()),
-            "newmtl" | "map_Ka" | "map_Kd" | "map_Ks" | "map_Bump" | "map_bump" | "map_Ns" | "map_ns" | "map_NS"
-            | "bump" | "map_d" => {
-                let what = if keyword == "newmtl" { "material" } else { "file" };
-                (line.split_whitespace().count() < 2).then(|| format!("`{keyword}` needs a {what} name"))
-            }
-            _ => None,
-        };
-        if let Some(what) = problem {
-            return Err(SceneError::Malformed { file: file.to_owned(), line: i + 1, what });
-        }
-    }
-    Ok(())
 }
 
 /// Applies the table in the module documentation.
@@ -592,5 +511,82 @@ newmtl painted\nKd 0.6 0.6 0.6\nKs 0.5 0.5 0.5\nNs 96\nmap_Kd wood.png\n";
         );
         assert_eq!(scene.environment, Vec3::ZERO, "a lit scene keeps its own light");
         assert_eq!(scene.emitters(), vec![1]);
+    }
+    #[test]
+    fn item8_byte_order_mark_is_skipped_and_line_numbers_stay_right() {
+        let scene = load("\u{FEFF}v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\n", "").unwrap();
+        assert_eq!(scene.triangles.len(), 1, "the first vertex must not be dropped");
+        let (line, message) = malformed_line(load("\u{FEFF}v 0 0 0\nv 1 x 0\n", ""));
+        assert_eq!(line, 2, "{message}");
+
+        let obj = format!("mtllib test.mtl\n{QUAD}usemtl red\nf 1 2 3\n");
+        let scene = load(&obj, "\u{FEFF}newmtl red\nKd 1 0 0\n").unwrap();
+        assert_eq!(scene.materials[0].name, "red");
+        assert!(scene.warnings.is_empty(), "{:?}", scene.warnings);
+    }
+
+    #[test]
+    fn item8_polylines_are_skipped_with_one_warning_not_filled_in() {
+        let scene = load(&format!("{QUAD}f 1 2 3\nl 1 2 3\nl 1 2 3 4\nl 3 4\n"), "").unwrap();
+        assert_eq!(scene.triangles.len(), 1, "only the face is drawn");
+        assert_eq!(
+            scene.warnings,
+            vec!["test.obj: 3 polylines (`l`) skipped: the path tracer renders faces (`f`) only".to_owned()]
+        );
+        // The polylines are still checked, and a line after them is still named right.
+        let (line, _) = malformed_line(load(&format!("{QUAD}l 1 9\n"), ""));
+        assert_eq!(line, 5);
+        let (line, _) = malformed_line(load(&format!("{QUAD}l 1 2 3\nf 1 2 7\n"), ""));
+        assert_eq!(line, 6);
+    }
+
+    #[test]
+    fn item8_vertex_colours_on_some_vertices_name_the_line() {
+        let (line, message) = malformed_line(load("v 0 0 0 1 0 0\nv 1 0 0 0 1 0\nv 1 1 0\nf 1 2 3\n", ""));
+        assert_eq!(line, 3, "{message}");
+        assert_eq!(
+            message,
+            "test.obj:3: this vertex has no colour (`v x y z r g b`) but the vertex on line 1 has one; the OBJ \
+             parser needs a colour on every vertex or on none (reap does not use them); fix or remove that line"
+        );
+        let (line, message) = malformed_line(load("v 0 0 0\nv 1 0 0 0 1 0\nv 1 1 0\nf 1 2 3\n", ""));
+        assert_eq!(line, 2, "{message}");
+        let (line, message) = malformed_line(load("v 0 0 0 1 0 x\n", ""));
+        assert_eq!(line, 1, "{message}");
+        // All or none is fine; reap does not use the colours.
+        let scene = load("v 0 0 0 1 0 0\nv 1 0 0 0 1 0\nv 1 1 0 0 0 1\nf 1 2 3\n", "").unwrap();
+        assert_eq!(scene.triangles.len(), 1);
+    }
+
+    #[test]
+    fn item8_twenty_thousand_undefined_materials_are_one_warning() {
+        let mut obj = String::from(QUAD);
+        for m in 0..20_000 {
+            obj += &format!("usemtl m{m}\nf 1 2 3\n");
+        }
+        let scene = load(&obj, "").unwrap();
+        assert_eq!(scene.warnings.len(), 1, "{:?}", &scene.warnings[..scene.warnings.len().min(3)]);
+        let warning = &scene.warnings[0];
+        assert!(
+            warning
+                .starts_with("test.obj: 20000 materials are not defined in any MTL file: `m0` (line 5), `m1` (line 7)"),
+            "{warning}"
+        );
+        assert!(warning.contains("and 19997 more; their faces are grey diffuse"), "{warning}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn item1_mtllib_dev_zero_is_refused() {
+        let dir = std::env::temp_dir().join(format!("reap-obj-test-{}-devzero", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let obj = dir.join("zero.obj");
+        std::fs::write(&obj, format!("mtllib /dev/zero\n{QUAD}f 1 2 3\n")).unwrap();
+        let message = load_obj(&obj).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "cannot read /dev/zero: it is a character device, not a regular file; \
+             give the path of an MTL material library file"
+        );
     }
 }

@@ -189,6 +189,7 @@ fn furnace() -> Scene {
         environment: Vec3::ONE,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
     }
 }
 

@@ -7,12 +7,14 @@
 //! never an error: the material keeps its `Kd`.
 
 use std::collections::HashMap;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
 use image::{ColorType, ImageReader, Limits};
 
 use super::{Material, MaterialKind};
+use crate::input::{self, InputError, InputKind};
 
 /// The longest side a texture may have, in texels.
 pub const MAX_SIDE: u32 = 16384;
@@ -47,7 +49,12 @@ impl Texture {
     /// above 1 would create energy. The error says why, for a warning.
     pub fn load(path: &Path) -> Result<Texture, String> {
         let open = || {
-            ImageReader::open(path).and_then(|r| r.with_guessed_format()).map_err(|e| format!("cannot read it: {e}"))
+            let (file, _) = input::open(path, InputKind::Texture).map_err(|e| match e {
+                InputError::Io { source, .. } => format!("cannot read it: {source}"),
+                refused => refused.to_string(),
+            })?;
+            // The decoder's limits below bound what it reads, so the file needs no `take`.
+            ImageReader::new(BufReader::new(file)).with_guessed_format().map_err(|e| format!("cannot read it: {e}"))
         };
         // The header alone first: the size decides whether decoding may start.
         let (width, height) = open()?.into_dimensions().map_err(|e| format!("cannot decode it: {e}"))?;

@@ -10,6 +10,7 @@ use super::{
     frame, stage, work,
 };
 use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS};
+use crate::memory;
 
 /// Tests: from now on the engine allocates its breadth-first frontier with
 /// `guard` poisoned slots past its capacity ([`Frontier::guarded`]).
@@ -80,7 +81,19 @@ pub(super) fn frame_that_fits<E: Engine>(
         let capacity = w.frontier.as_ref().map_or(0, |f| f.capacity());
         if needed > s.max_frontier || needed <= capacity {
             let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
-            return Err(TraceError::FrontierTooLarge { items: needed, gib, level, bounce, max: s.max_frontier });
+            let advice = frontier::past_max_advice(
+                s.compact_frontier != Compaction::None,
+                "--compact-frontier",
+                "lower --descend, use --traversal depth-first, or render fewer pixels",
+            );
+            return Err(TraceError::FrontierTooLarge {
+                items: needed,
+                gib,
+                level,
+                bounce,
+                max: s.max_frontier,
+                advice,
+            });
         }
         make_frontier(e, w, needed.next_power_of_two().min(s.max_frontier))?;
     }
@@ -89,13 +102,12 @@ pub(super) fn frame_that_fits<E: Engine>(
 /// Replaces the work's frontier with one of `capacity` items, if the
 /// engine's memory holds it (the old one is freed first).
 fn make_frontier<E: Engine>(e: &E, w: &mut Work<E>, capacity: u64) -> TraceResult<()> {
-    let bytes = |f: u64| 2 * (f + w.guard) * 8;
-    if let Some(free) = e.free_memory()? {
-        let free = free + w.frontier.as_ref().map_or(0, |f| bytes(f.capacity()));
-        if bytes(capacity) > free {
-            return Err(TraceError::OutOfMemory { what: "the breadth-first frontier", bytes: bytes(capacity), free });
-        }
-    }
+    let bytes = |f: u64| memory::times(f.saturating_add(w.guard), 2 * 8);
+    let mut limit = e.memory_limit()?;
+    // The old frontier is freed first.
+    limit.bytes = limit.bytes.saturating_add(w.frontier.as_ref().and_then(|f| bytes(f.capacity())).unwrap_or(0));
+    let what = format!("the breadth-first frontier of {capacity} items");
+    memory::check(what, bytes(capacity), limit, "lower --max-frontier, compact the frontier, or render fewer pixels")?;
     w.frontier = None;
     w.frontier = Some(Frontier::guarded(e.backend(), capacity, w.guard)?);
     Ok(())

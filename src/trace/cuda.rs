@@ -321,8 +321,8 @@ impl Engine for CudaEngine {
         self.depth
     }
 
-    fn free_memory(&self) -> TraceResult<Option<u64>> {
-        Ok(Some(gpu::free_memory(&self.stream)?))
+    fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {
+        Ok(crate::memory::Limit::device(gpu::free_memory(&self.stream)?))
     }
 
     fn work(&mut self) -> &mut Option<Work<Self>> {

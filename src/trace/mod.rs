@@ -32,8 +32,9 @@ pub mod texture;
 pub mod tonemap;
 
 pub use crate::compaction::Compaction;
-use crate::compaction::{Backend, Element, Keep, Lens};
+use crate::compaction::{Backend, BackendKind, Element, Keep, Lens};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
+use crate::memory::{self, Limit};
 
 use breadth_first::{breadth_first, frame_that_fits};
 pub use breadth_first::{frontier_guard, guard_frontier, levels};
@@ -58,13 +59,13 @@ pub enum TraceError {
     Site(#[from] crate::compaction::SiteError),
     #[error(
         "the breadth-first frontier would need {items} items ({gib:.1} GiB) at level {level} of bounce {bounce}, \
-         more than --max-frontier {max}: without compaction it grows by the fan-out every level. Raise \
-         --max-frontier, pick an algorithm with --compact-frontier, lower --descend, use --traversal \
-         depth-first, or render fewer pixels"
+         more than --max-frontier {max}: {advice}"
     )]
-    FrontierTooLarge { items: u64, gib: f64, level: u32, bounce: u32, max: u64 },
+    FrontierTooLarge { items: u64, gib: f64, level: u32, bounce: u32, max: u64, advice: String },
     #[error("the scene needs {bytes} bytes of GPU memory ({what}) and the device has {free} free: use a smaller scene")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
     #[error("cannot write {path}: {why}")]
     Output { path: String, why: String },
 }
@@ -174,7 +175,25 @@ impl RenderSettings {
     pub fn pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
     }
+    /// Refuses an image whose per-pixel buffers do not fit `host` memory
+    /// (the breadth-first frontier is sized, and checked, per frame).
+    pub fn check_memory(&self, backend: BackendKind, host: Limit) -> TraceResult<()> {
+        let per_pixel = match backend {
+            BackendKind::Cpu => IMAGE_HOST_BYTES + PATH_HOST_BYTES,
+            BackendKind::Cuda => IMAGE_HOST_BYTES,
+        };
+        let what = format!("an image of {}x{} pixels", self.width, self.height);
+        memory::check(what, memory::times(self.pixels(), per_pixel), host, "lower --width and --height")?;
+        Ok(())
+    }
 }
+
+/// Host bytes per pixel on every backend: the running sum ([f32; 4]), the
+/// 8-bit RGBA the PNG is written from, and its encoder's copy.
+pub const IMAGE_HOST_BYTES: u64 = 16 + 4 + 4;
+/// Host bytes per pixel the CPU engine adds: the path state (six Vec4, a u64
+/// hit, two u32), the claim stamps and the two u32 queues.
+pub const PATH_HOST_BYTES: u64 = 6 * 16 + 8 + 2 * 4 + 4 + 2 * 4;
 
 /// Where a stage sits in the frame.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -276,9 +295,9 @@ pub trait Engine {
     fn alloc<T: Element>(&self, len: u64) -> TraceResult<Buf<Self, T>> {
         Ok(self.backend().alloc(len)?)
     }
-    /// Free device memory in bytes, where the engine's memory is limited
-    /// apart from the host's (a GPU); `None` on the CPU.
-    fn free_memory(&self) -> TraceResult<Option<u64>>;
+    /// What the engine's buffers may take: free device memory on a GPU, the
+    /// host's available memory on the CPU.
+    fn memory_limit(&self) -> TraceResult<Limit>;
     /// The work buffers of [`render`], kept by the engine across frames and
     /// calls, so that the frontier's learned capacity survives them.
     fn work(&mut self) -> &mut Option<Work<Self>>

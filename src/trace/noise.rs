@@ -17,6 +17,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::files::{OutputError, fail, write_atomically};
+use crate::input::{self, InputError, InputKind};
 
 /// relMSE's guard against dividing by a black reference (Rousselle et al. 2011).
 pub const REL_MSE_EPSILON: f64 = 0.01;
@@ -40,6 +41,8 @@ pub enum NoiseError {
     Settings(String),
     #[error("cannot read {path}: {why}")]
     Read { path: String, why: String },
+    #[error(transparent)]
+    Input(crate::input::InputError),
     #[error("--before {path} measured {before}, this run {now}: compare renders of one scene at one size")]
     Mismatch { path: String, before: String, now: String },
     #[error(transparent)]
@@ -187,8 +190,11 @@ impl NoiseReport {
 /// `width` x `height` (read before rendering, so a wrong file costs nothing).
 pub fn read_before(path: &Path, scene: &str, width: u32, height: u32) -> Result<NoiseReport, NoiseError> {
     let err = |why: String| NoiseError::Read { path: path.display().to_string(), why };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    let before: NoiseReport = serde_json::from_str(&text).map_err(|e| err(format!("not a noise.json: {e}")))?;
+    let bytes = input::read(path, InputKind::Json).map_err(|e| match e {
+        InputError::Io { source, .. } => err(source.to_string()),
+        refused => NoiseError::Input(refused),
+    })?;
+    let before: NoiseReport = serde_json::from_slice(&bytes).map_err(|e| err(format!("not a noise.json: {e}")))?;
     let what = |s: &str, w: u32, h: u32| format!("{s} at {w}x{h}");
     if (before.scene.as_str(), before.width, before.height) != (scene, width, height) {
         return Err(NoiseError::Mismatch {

@@ -13,6 +13,7 @@
 use std::fmt;
 
 use crate::compaction::{Algorithm, Backend, Element, Error, Operation};
+use crate::memory::{self, Bytes, Limit, MemoryError};
 
 mod cases;
 mod counted;
@@ -121,6 +122,61 @@ impl Config {
     /// The GPU suite's case above 2^31 elements (8 GiB of u32 per buffer);
     /// its lengths stay above 2^31 too.
     pub const ABOVE_2_31: u64 = (1 << 31) + (1 << 24) + 4099;
+
+    /// Host bytes the largest case of `n` elements holds at once, an upper
+    /// estimate: the input, the reference (kept and rejected), the poisoned
+    /// output, its host copy and the download, plus flags; on the CPU
+    /// (`on_host`) the backend's buffers and the algorithm's u64 offsets too.
+    pub fn case_bytes(&self, n: u64, on_host: bool) -> Bytes {
+        let elements = if n > Self::FULL_MATRIX_UP_TO {
+            &self.element_sizes[..1.min(self.element_sizes.len())]
+        } else {
+            &self.element_sizes[..]
+        };
+        let mut es = elements.iter().copied().max().unwrap_or(4) as u64;
+        if self.operations.contains(&Operation::Scan) && n <= Self::COUNTED_ONLY_ABOVE {
+            es = es.max(8);
+        }
+        let per = if on_host { 7 * es + 2 + 8 } else { 5 * es + 2 };
+        memory::times(n, per)
+    }
+
+    /// Refuses a size whose cases cannot fit `host` memory, before any runs
+    /// (sizes run one after another, so each must fit alone).
+    pub fn check_memory(&self, on_host: bool, host: Limit) -> Result<(), MemoryError> {
+        for &n in &self.sizes {
+            let what = format!("a verify case of {n} elements");
+            memory::check(what, self.case_bytes(n, on_host), host, "lower --sizes")?;
+        }
+        Ok(())
+    }
+
+    /// Why no case would run on a backend that runs `runs`, if none would:
+    /// no algorithm picked runs there, or none implements an operation picked.
+    pub fn nothing_to_run(&self, runs: impl Fn(Algorithm) -> bool) -> Option<String> {
+        let names = |a: &[Algorithm]| a.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+        let ops = self.operations.iter().map(|o| o.name()).collect::<Vec<_>>().join(", ");
+        let here: Vec<Algorithm> = self.algorithms.iter().copied().filter(|&a| runs(a)).collect();
+        if here.is_empty() {
+            return Some(format!(
+                "this backend runs none of the algorithms picked ({}): `reap algorithms` lists what each backend runs",
+                names(&self.algorithms)
+            ));
+        }
+        if here.iter().any(|&a| self.operations.iter().any(|&op| a.supports(op))) {
+            return None;
+        }
+        let able: Vec<Algorithm> = Algorithm::ALL
+            .into_iter()
+            .filter(|&a| runs(a) && self.operations.iter().any(|&op| a.supports(op)))
+            .collect();
+        Some(format!(
+            "no case to run: {} implements none of the operations picked ({ops}); on this backend {} do: pick one of \
+             them with --algorithm, or other --operations",
+            names(&here),
+            if able.is_empty() { "no algorithm".to_string() } else { names(&able) },
+        ))
+    }
 
     fn patterns(&self) -> Vec<Pattern> {
         let mut p: Vec<Pattern> = self.densities.iter().map(|&d| Pattern::Random(d)).collect();
@@ -286,4 +342,41 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
         }
     }
     summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(bytes: u64) -> Limit {
+        Limit { bytes, place: memory::Place::Host, source: "available" }
+    }
+
+    #[test]
+    fn item2_a_size_the_host_cannot_hold_is_refused_before_any_case_runs() {
+        let mut cfg = Config::new(vec![Algorithm::Lookback]);
+        cfg.sizes = vec![1000, 1 << 34];
+        // 2^34 elements of 16 bytes, 7 copies and offsets: about 2 TiB.
+        let e = cfg.check_memory(true, host(64 << 30)).unwrap_err().to_string();
+        assert!(e.contains("a verify case of 17179869184 elements needs"), "{e}");
+        assert!(e.contains("64.0 GiB") && e.ends_with("lower --sizes"), "{e}");
+        cfg.sizes = vec![1 << 40];
+        assert!(cfg.check_memory(false, host(1 << 40)).is_err(), "2^40 × 82 bytes pass a 1 TiB host");
+        cfg.sizes = Config::DEFAULT_SIZES.to_vec();
+        assert!(cfg.check_memory(true, host(1 << 30)).is_ok());
+    }
+
+    #[test]
+    fn item10_an_algorithm_without_the_operation_runs_nothing_and_says_who_does() {
+        let mut cfg = Config::new(vec![Algorithm::RedzoneBlock]);
+        cfg.operations = vec![Operation::Sort];
+        let why = cfg.nothing_to_run(|_| true).expect("nothing runs");
+        assert!(why.contains("redzone-block implements none of the operations picked (sort)"), "{why}");
+        let sorters: Vec<&str> =
+            Algorithm::ALL.into_iter().filter(|a| a.supports(Operation::Sort)).map(|a| a.name()).collect();
+        assert!(!sorters.is_empty() && sorters.iter().all(|s| why.contains(s)), "{why}");
+        cfg.operations = vec![Operation::Sort, Operation::Remove];
+        assert_eq!(cfg.nothing_to_run(|_| true), None);
+        assert!(cfg.nothing_to_run(|_| false).expect("no backend").contains("runs none of the algorithms"));
+    }
 }

@@ -93,6 +93,7 @@ pub fn scene(camera: Camera, light: Rect, surfaces: &[Rect]) -> Scene {
         environment: Vec3::ZERO,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
     };
     for (material, r) in std::iter::once((0, &light)).chain(surfaces.iter().map(|r| (1, r))) {
         let n = r.normal().as_vec3();

@@ -220,6 +220,7 @@ fn cuda_textured_square_matches_the_cpu() {
         environment: Vec3::ONE,
         skipped_triangles: 0,
         warnings: Vec::new(),
+        sources: Vec::new(),
         triangles,
     };
     let bvh = reap::bvh::build(&scene.triangles);

@@ -2,23 +2,13 @@
 //! timed beside the copy roofline (and the CUB peer where nvcc is found),
 //! written as results.csv / results.json / report.md and plots.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use reap::bench::Named;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
-
-/// A count written plainly or as a power of two (`2^22`).
-pub fn parse_count(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    if let Some(exp) = s.strip_prefix("2^") {
-        let e: u32 = exp.parse().map_err(|_| format!("`{s}`: expected 2^K"))?;
-        1u64.checked_shl(e).filter(|_| e < 64).ok_or_else(|| format!("`{s}` is too large"))
-    } else {
-        s.replace('_', "").parse().map_err(|_| format!("`{s}`: expected a count such as 1048576 or 2^20"))
-    }
-}
+use crate::cli::sizes::parse_count;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -93,25 +83,21 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     } else {
         presets::series(&chosen, args.reps, args.warmup, args.seed)
     };
+    let host = reap::memory::Limit::host();
     for s in &series {
         s.check()?;
+        s.check_memory(host)?;
     }
     // Fail on an unwritable folder before measuring anything.
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        reap::files::check_output_folder(dir)?;
     }
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // A second handler cannot be installed (e.g. in tests calling twice); measuring still works.
-        let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
-    }
+    crate::cli::interrupt::install();
     let run = BenchRun {
         series: &series,
         presets: chosen.iter().map(|p| p.name.to_string()).collect(),
         out: args.out.as_deref(),
         cub: !args.no_cub,
-        stop: &stop,
         command: &command,
     };
     with_backend(args.backend, run)
@@ -122,7 +108,6 @@ struct BenchRun<'a> {
     presets: Vec<String>,
     out: Option<&'a std::path::Path>,
     cub: bool,
-    stop: &'a std::sync::atomic::AtomicBool,
     command: &'a str,
 }
 
@@ -135,10 +120,12 @@ impl OnBackend for BenchRun<'_> {
 
 fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bool> {
     use reap::bench::{self, cub, output};
-    use std::sync::atomic::Ordering;
     let platform = backend.platform();
     let total: u64 = run.series.iter().map(|s| s.planned(|a| backend.runs(a))).sum();
-    println!("benchmarking on {} ({} rows; Ctrl-C stops and keeps what was measured)", platform.device, total);
+    println!(
+        "benchmarking on {} ({} rows; Ctrl-C or SIGTERM stops and keeps what was measured)",
+        platform.device, total
+    );
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} rows, {elapsed} elapsed, ~{eta} left  {msg}")
@@ -148,7 +135,7 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
         "{:<27} {:<11} {:>5} {:>11} {:>6} {:>10} {:>10} {:>10} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "dens%", "median ms", "min ms", "max ms", "% copy"
     ));
-    let stopped = || run.stop.load(Ordering::SeqCst);
+    let stopped = crate::cli::interrupt::stopped;
     let mut rows: Vec<bench::Row> = Vec::new();
     for s in run.series {
         if stopped() {

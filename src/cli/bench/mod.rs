@@ -60,8 +60,7 @@ fn compactions<B: Backend>(names: &[String], backend: &B) -> Result<Vec<Compacti
 /// checked writable, so a bad path fails before anything is measured.
 fn out_folder(dir: Option<&std::path::Path>, file: &str) -> Result<()> {
     if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        reap::trace::output::check_writable(&dir.join(file))?;
+        reap::files::check_output_folder(dir).with_context(|| format!("the results folder for {file}"))?;
     }
     Ok(())
 }

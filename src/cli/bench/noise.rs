@@ -20,7 +20,7 @@ use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_ba
 pub struct NoiseArgs {
     /// A built-in scene's name (see `reap render --help`) or a path to an OBJ file.
     #[arg(long, default_value = "cornell")]
-    pub scene: String,
+    pub scene: PathBuf,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     #[arg(long, default_value_t = 1920)]
@@ -66,7 +66,7 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
     // Flags and paths first: a mistake must not cost a 4096-spp reference.
     let checkpoints = noise::checkpoints(&args.spp, args.reference_spp)?;
     super::out_folder(args.out.as_deref(), "noise.json")?;
-    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene))?;
+    let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene.display()))?;
     for w in &sc.warnings {
         eprintln!("warning: {w}");
     }

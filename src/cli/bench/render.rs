@@ -22,7 +22,7 @@ use crate::cli::render::PathFlags;
 pub struct RenderBenchArgs {
     /// Scenes, comma separated (built-in names or OBJ paths).
     #[arg(long, value_delimiter = ',', default_value = "cornell,sphereflake")]
-    pub scenes: Vec<String>,
+    pub scenes: Vec<PathBuf>,
     #[arg(long, default_value_t = 1920)]
     pub width: u32,
     #[arg(long, default_value_t = 1080)]
@@ -62,7 +62,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     let mut rows = Vec::new();
     let mut device_name = String::new();
     for spec in &args.scenes {
-        let sc = scene::load(spec).with_context(|| format!("loading scene `{spec}`"))?;
+        let sc = scene::load(spec).with_context(|| format!("loading scene `{}`", spec.display()))?;
         let tree = bvh::build(&sc.triangles);
         println!(
             "scene {}: {} triangles; BVH {} nodes, depth {}, {:.1} ms",

@@ -324,8 +324,7 @@ impl Backend for CpuBackend {
     }
 
     fn alloc<T: Element>(&self, len: u64) -> Result<Vec<T>> {
-        let len = usize::try_from(len).map_err(|_| Error::Backend(format!("{len} elements do not fit in memory")))?;
-        Ok(vec![T::zeroed(); len])
+        Ok(crate::memory::filled_vec(len, T::zeroed(), "a CPU buffer", "ask for fewer elements")?)
     }
 
     fn download<T: Element>(&self, buffer: &Vec<T>) -> Result<Vec<T>> {

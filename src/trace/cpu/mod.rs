@@ -230,8 +230,8 @@ impl Engine for CpuEngine {
         self.scene.depth
     }
 
-    fn free_memory(&self) -> TraceResult<Option<u64>> {
-        Ok(None)
+    fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {
+        Ok(crate::memory::Limit::host())
     }
 
     fn work(&mut self) -> &mut Option<Work<Self>> {

@@ -1,0 +1,177 @@
+//! The line scans of OBJ and MTL text that run before tobj parses it: tobj's errors carry no line
+//! number, and a few malformed MTL lines (a `Kd` with two numbers) make it panic, so every line
+//! tobj would reject (or mishandle) is checked here first and becomes [`SceneError::Malformed`]
+//! naming `file:line`. The scan also collects what the loader warns about afterwards.
+
+use std::collections::HashSet;
+
+use super::SceneError;
+
+/// What the line scan of an OBJ file learned on the way.
+pub(super) struct ObjScan {
+    /// Each `usemtl` name with the line of its first use, in order of first use.
+    pub used_materials: Vec<(String, usize)>,
+    pub faces_with_normals: usize,
+    pub faces_without_normals: usize,
+    /// `l` statements, which the loader hides from tobj (it would fill them in as faces).
+    pub polylines: usize,
+}
+
+/// Checks every line that tobj would reject, so the error can name it.
+pub(super) fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
+    let mut scan =
+        ObjScan { used_materials: Vec::new(), faces_with_normals: 0, faces_without_normals: 0, polylines: 0 };
+    let mut used = HashSet::new();
+    // Whether the first `v` had a colour, and its line: tobj needs all or none to have one.
+    let mut first_vertex: Option<(bool, usize)> = None;
+    // Positions, texture coordinates and normals defined so far: OBJ references count back from these.
+    let mut counts = [0usize; 3];
+    for (i, line) in text.lines().enumerate() {
+        let bad = |what: String| SceneError::Malformed { file: file.to_owned(), line: i + 1, what };
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("v") => {
+                let coloured = check_position(words).map_err(&bad)?;
+                let (first_coloured, first_line) = *first_vertex.get_or_insert((coloured, i + 1));
+                if coloured != first_coloured {
+                    let (this, that) = if coloured { ("a", "none") } else { ("no", "one") };
+                    return Err(bad(format!(
+                        "this vertex has {this} colour (`v x y z r g b`) but the vertex on line {first_line} has \
+                         {that}; the OBJ parser needs a colour on every vertex or on none (reap does not use them)"
+                    )));
+                }
+                counts[0] += 1;
+            }
+            Some("vt") => {
+                check_numbers(&mut words, 2).map_err(|w| bad(format!("`vt` needs two numbers (u v), got `{w}`")))?;
+                counts[1] += 1;
+            }
+            Some("vn") => {
+                check_numbers(&mut words, 3)
+                    .map_err(|w| bad(format!("`vn` needs three numbers (x y z), got `{w}`")))?;
+                counts[2] += 1;
+            }
+            Some(keyword @ ("f" | "l")) => {
+                let (mut vertices, mut with_normals) = (0, 0);
+                for word in words {
+                    with_normals += usize::from(check_reference(word, counts).map_err(&bad)?);
+                    vertices += 1;
+                }
+                if keyword == "l" {
+                    scan.polylines += 1;
+                } else {
+                    if vertices < 3 {
+                        return Err(bad(format!("a face needs at least 3 vertices, this one has {vertices}")));
+                    }
+                    if with_normals == vertices {
+                        scan.faces_with_normals += 1;
+                    } else {
+                        scan.faces_without_normals += 1;
+                    }
+                }
+            }
+            Some("usemtl") => {
+                // The name as tobj takes it: everything after the first space.
+                let name = line.split_once(' ').map_or("", |(_, rest)| rest.trim());
+                if name.is_empty() {
+                    return Err(bad("`usemtl` needs a material name after a space".into()));
+                }
+                if used.insert(name) {
+                    scan.used_materials.push((name.to_owned(), i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(scan)
+}
+
+/// `v x y z`, optionally followed by `w` (non-zero) or by a colour `r g b`, as tobj accepts it.
+/// Returns whether it has a colour.
+fn check_position(words: std::str::SplitWhitespace) -> Result<bool, String> {
+    let words: Vec<&str> = words.collect();
+    let usage = "expected `v x y z`, optionally followed by `w` or by a colour `r g b`";
+    if words.len() < 3 {
+        return Err(format!("{usage}; got {} values", words.len()));
+    }
+    // A colour that is not numbers would leave tobj with fewer colours than vertices.
+    if let Some(w) = words.iter().find(|w| w.parse::<f32>().is_err()) {
+        return Err(format!("`{w}` is not a number; {usage}"));
+    }
+    match words.len() - 3 {
+        0 => Ok(false),
+        3 => Ok(true),
+        1 if words[3].parse::<f32>() == Ok(0.0) => {
+            Err("the weight `w` is 0, which would divide the position by zero".into())
+        }
+        1 => Ok(false),
+        _ => Err(format!("{usage}; got {} values", words.len())),
+    }
+}
+
+/// The first `n` words must be numbers; on failure returns the offending word (or "end of line").
+fn check_numbers<'a>(words: &mut impl Iterator<Item = &'a str>, n: usize) -> Result<(), String> {
+    for _ in 0..n {
+        match words.next() {
+            Some(w) if w.parse::<f32>().is_ok() => {}
+            Some(w) => return Err(w.to_owned()),
+            None => return Err("end of line".to_owned()),
+        }
+    }
+    Ok(())
+}
+
+/// One face vertex `v`, `v/vt`, `v//vn` or `v/vt/vn`, each index in range of what is defined so
+/// far (1-based; negative counts back from the last). Returns whether it names a normal.
+fn check_reference(word: &str, counts: [usize; 3]) -> Result<bool, String> {
+    const WHAT: [&str; 3] = ["position", "texture coordinate", "normal"];
+    let parts: Vec<&str> = word.split('/').collect();
+    let usage = "expected v, v/vt, v//vn or v/vt/vn";
+    if parts.len() > 3 || parts[0].is_empty() {
+        return Err(format!("`{word}` is not a face vertex; {usage}"));
+    }
+    for (k, part) in parts.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        let index: isize = part.parse().map_err(|_| format!("`{word}` is not a face vertex; {usage}"))?;
+        let in_range = index != 0 && index.unsigned_abs() <= counts[k];
+        if !in_range {
+            return Err(format!(
+                "{} index {index} in `{word}` is out of range: {} defined so far \
+                 (indices start at 1; negative ones count back from the last)",
+                WHAT[k], counts[k]
+            ));
+        }
+    }
+    Ok(parts.len() == 3 && !parts[2].is_empty())
+}
+
+/// Checks every MTL line that tobj would reject (or panic on), so the error can name it.
+pub(super) fn scan_mtl(file: &str, text: &str) -> Result<(), SceneError> {
+    for (i, line) in text.lines().enumerate() {
+        let mut words = line.split_whitespace();
+        let Some(keyword) = words.next() else { continue };
+        let mut number = || words.next().and_then(|w| w.parse::<f32>().ok()).filter(|x| x.is_finite());
+        let problem = match keyword {
+            "Ka" | "Kd" | "Ks" | "Ke" | "Tf" => {
+                let valid = [number(), number(), number()].iter().all(|c| c.is_some_and(|c| c >= 0.0));
+                (!valid).then(|| format!("`{keyword}` needs three non-negative numbers (r g b)"))
+            }
+            "Ns" | "Ni" | "d" | "Tr" => number().is_none().then(|| format!("`{keyword}` needs a number")),
+            "illum" => line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|w| w.parse::<u8>().ok())
+                .is_none()
+                .then(|| "`illum` needs an illumination model number (0 to 10)".to_owned()),
+            "newmtl" | "map_Ka" | "map_Kd" | "map_Ks" | "map_Bump" | "map_bump" | "map_Ns" | "map_ns" | "map_NS"
+            | "bump" | "map_d" => {
+                let what = if keyword == "newmtl" { "material" } else { "file" };
+                (line.split_whitespace().count() < 2).then(|| format!("`{keyword}` needs a {what} name"))
+            }
+            _ => None,
+        };
+        if let Some(what) = problem {
+            return Err(SceneError::Malformed { file: file.to_owned(), line: i + 1, what });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! Issue 15's input items end to end: every file a user names is opened by `reap::input`, which
+//! reads regular files only, never blocks on a FIFO and never reads a device; `--scene` takes any
+//! OS path. Each test is named after the issue's item.
+
+mod binary;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use binary::reap;
+
+fn temp(name: &str) -> PathBuf {
+    binary::temp_dir("hostile-in15", name)
+}
+
+/// `reap render` on `scene`, as small as a render gets.
+fn render(scene: &Path, dir: &Path) -> Command {
+    let mut cmd = reap();
+    cmd.args(["render", "--backend", "cpu", "--width", "16", "--height", "16", "--spp", "1", "--scene"])
+        .arg(scene)
+        .arg("--out")
+        .arg(dir.join("o.png"));
+    cmd
+}
+
+/// Runs `cmd`, killing it after 30 s: the bug some of these tests pin is a hang.
+fn run_bounded(cmd: &mut Command) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run reap");
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            child.kill().expect("kill");
+            panic!("reap still runs after 30 s: it is blocked on its input");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+#[test]
+fn item1_fifo_as_scene_is_refused_without_hanging() {
+    let dir = temp("fifo-scene");
+    for name in ["pipe.obj", "pipe"] {
+        let fifo = dir.join(name);
+        mkfifo(&fifo);
+        let out = run_bounded(&mut render(&fifo, &dir));
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains(&format!("{}: it is a FIFO (named pipe), not a regular file", fifo.display())), "{err}");
+        assert!(!dir.join("o.png").exists());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn item1_scene_link_to_dev_zero_and_mtllib_fifo_are_refused() {
+    let dir = temp("devzero-scene");
+    let link = dir.join("zero.obj");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let out = run_bounded(&mut render(&link, &dir));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("zero.obj: it is a character device, not a regular file"), "{err}");
+
+    let obj = dir.join("tri.obj");
+    std::fs::write(&obj, "mtllib pipe.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
+    mkfifo(&dir.join("pipe.mtl"));
+    let out = run_bounded(&mut render(&obj, &dir));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("pipe.mtl: it is a FIFO (named pipe), not a regular file"), "{err}");
+    assert!(err.contains("an MTL material library"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn item1_bench_report_refuses_a_results_json_that_is_a_device() {
+    let dir = temp("report-devzero");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("results.json")).unwrap();
+    let out = run_bounded(reap().args(["bench", "report"]).arg(&dir));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("results.json: it is a character device, not a regular file"), "{err}");
+    assert!(err.contains("a JSON report"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn item9_non_utf8_scene_path_is_accepted() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp("non-utf8");
+    let obj = dir.join(std::ffi::OsStr::from_bytes(b"tri\xff.obj"));
+    std::fs::write(&obj, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
+    let out = run_bounded(&mut render(&obj, &dir));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.join("o.png").is_file());
+}

@@ -1,0 +1,74 @@
+//! Issue 15, items 2, 5, 9 and 10: huge sizes are refused before anything is
+//! allocated (so these run in milliseconds), size-0 benchmarks are refused and
+//! old results holding `null` still report, and verify refuses to run nothing.
+
+mod binary;
+
+use std::process::Output;
+
+use binary::reap;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Fails with exit status 2 and an error containing every one of `want`.
+fn refused(o: Output, want: &[&str]) {
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {e}\nstdout: {}", String::from_utf8_lossy(&o.stdout));
+    for w in want {
+        assert!(e.contains(w), "`{w}` missing from: {e}");
+    }
+}
+
+#[test]
+fn item2_a_render_of_65535_squared_pixels_is_refused_before_allocating() {
+    let dir = binary::temp_dir("hostile_mem15", "render_huge");
+    let o = reap()
+        .args(["render", "--backend", "cpu", "--scene", "cornell", "--width", "65535", "--height", "65535"])
+        .args(["--spp", "1", "--out"])
+        .arg(dir.join("o.png"))
+        .output()
+        .expect("run");
+    refused(
+        o,
+        &["an image of 65535x65535 pixels needs", "of host memory, more than the", "lower --width and --height"],
+    );
+}
+
+#[test]
+fn item2_verify_sizes_past_the_host_are_refused_before_any_case() {
+    for size in ["1099511627776", "2^34"] {
+        let o = reap().args(["verify", "--backend", "cpu", "--algorithm", "lookback", "--sizes", size]).output();
+        refused(o.expect("run"), &["a verify case of", "elements needs", "lower --sizes"]);
+    }
+}
+
+#[test]
+fn item2_bench_compaction_at_2_pow_34_is_refused_before_measuring() {
+    let o = reap().args(["bench", "compaction", "--backend", "cpu", "--sizes", "2^34", "--no-cub"]).output();
+    refused(o.expect("run"), &["a benchmark of 17179869184 elements needs", "lower --sizes"]);
+}
+
+#[test]
+fn item5_a_size_0_benchmark_is_refused() {
+    let o = reap().args(["bench", "compaction", "--backend", "cpu", "--sizes", "0,1000", "--no-cub"]).output();
+    refused(o.expect("run"), &["--sizes 0", "measures nothing"]);
+}
+
+#[test]
+fn item10_verify_takes_sizes_as_bench_does() {
+    let o = reap()
+        .args(["verify", "--backend", "cpu", "--algorithm", "lookback", "--operations", "scan", "--sizes", "2^5"])
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(" passed, 0 failed"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn item10_verify_that_would_check_nothing_is_an_error() {
+    let o =
+        reap().args(["verify", "--backend", "cpu", "--algorithm", "redzone-block", "--operations", "sort"]).output();
+    refused(o.expect("run"), &["redzone-block implements none of the operations picked (sort)", "--algorithm"]);
+}
