@@ -50,7 +50,12 @@ fn temporary(path: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
     // What File::create gives (0666 less the umask), not tempfile's private 0600.
     #[cfg(unix)]
     b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    b.tempfile_in(folder_of(path)).map_err(|e| fail(path, e))
+    // tempfile appends `at path ".x.Ab12.partial"` to the system's error: the
+    // user named `path`, so say the system's reason alone.
+    b.tempfile_in(folder_of(path)).map_err(|e| match std::error::Error::source(&e) {
+        Some(system) => fail(path, system),
+        None => fail(path, e),
+    })
 }
 
 /// Fails now, before any work, if `path` cannot be written as a file: a name
@@ -77,7 +82,8 @@ pub fn check_output_folder(dir: &Path) -> Result<(), OutputError> {
         return Err(fail(dir, "it is a file, not a folder; give a folder for the results"));
     }
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
-    check_writable(&dir.join("results"))
+    // The probe's name is ours, not the user's: a failure names the folder.
+    check_writable(&dir.join("results")).map_err(|e| fail(dir, e.why))
 }
 
 /// Fails if `output` is the same file as one of `inputs` (same device and
