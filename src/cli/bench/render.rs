@@ -23,12 +23,12 @@ pub struct RenderBenchArgs {
     /// Scenes, comma separated (built-in names or OBJ paths).
     #[arg(long, value_delimiter = ',', default_value = "cornell,sphereflake")]
     pub scenes: Vec<PathBuf>,
-    #[arg(long, default_value_t = 1920)]
+    #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..))]
     pub width: u32,
-    #[arg(long, default_value_t = 1080)]
+    #[arg(long, default_value_t = 1080, value_parser = clap::value_parser!(u32).range(1..))]
     pub height: u32,
     /// Frames (one sample per pixel each) per configuration, after one warm-up frame.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub spp: u32,
     #[command(flatten)]
     pub path: PathFlags,
@@ -58,6 +58,13 @@ pub struct RenderBenchArgs {
 pub fn run(args: RenderBenchArgs) -> Result<bool> {
     super::out_folder(args.out.as_deref(), "report.md")?;
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
+    // Names and the backend before the first scene loads: a typo must not cost a large scene's load.
+    for name in args.algorithms.iter().filter(|n| *n != "all") {
+        Compaction::check_name(name, "algorithms")?;
+    }
+    if args.backend == BackendChoice::Cuda {
+        with_backend(args.backend, Probe)?;
+    }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
     let mut device_name = String::new();
@@ -95,6 +102,17 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
         eprintln!("error: compaction choices rendered different images on one backend (see the hash column)");
     }
     Ok(identical)
+}
+
+/// Opens the backend and does nothing: `--backend cuda` without a GPU fails
+/// before any scene loads.
+struct Probe;
+
+impl OnBackend for Probe {
+    type Output = ();
+    fn run<B: Opened>(self, _backend: B) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// One scene's runs, waiting for a backend: the device's name and the rows.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use binary::reap;
 
 fn temp(name: &str) -> PathBuf {
-    binary::temp_dir("hostile-in15", name)
+    binary::temp_dir("hostile-inputs", name)
 }
 
 /// `reap render` on `scene`, as small as a render gets.

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 use binary::reap;
 
 fn temp(name: &str) -> PathBuf {
-    binary::temp_dir("hostile-out15", name)
+    binary::temp_dir("hostile-outputs", name)
 }
 
 /// `reap render` on the CPU, tiny, in `dir`.
@@ -102,6 +102,29 @@ fn item6_bad_flags_are_reported_before_the_scene_loads() {
         assert!(stderr.contains(says) && !stderr.contains("missing.obj"), "{extra:?}: {stderr}");
     }
     // No GPU visible: `--backend cuda` fails on opening CUDA, not on the scene.
+    let (out, _, stderr) = run(base(&["--backend", "cuda"]).env("CUDA_VISIBLE_DEVICES", ""));
+    assert!(!out.status.success());
+    assert!(!stderr.contains("missing.obj"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn item6_bench_render_reports_bad_flags_before_the_first_scene_loads() {
+    let dir = temp("bench-flags");
+    let base = |extra: &[&str]| {
+        let mut c = reap();
+        c.current_dir(&dir).args(["bench", "render", "--scenes", "missing.obj"]).args(extra);
+        c
+    };
+    for (extra, says) in [
+        (&["--backend", "cpu", "--width", "0"][..], "--width"),
+        (&["--backend", "cpu", "--spp", "0"][..], "--spp"),
+        (&["--backend", "cpu", "--algorithms", "none,lookbak"][..], "unknown algorithm `lookbak`"),
+    ] {
+        let (out, _, stderr) = run(&mut base(extra));
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(stderr.contains(says) && !stderr.contains("missing.obj"), "{extra:?}: {stderr}");
+    }
     let (out, _, stderr) = run(base(&["--backend", "cuda"]).env("CUDA_VISIBLE_DEVICES", ""));
     assert!(!out.status.success());
     assert!(!stderr.contains("missing.obj"), "{stderr}");

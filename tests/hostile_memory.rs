@@ -23,7 +23,7 @@ fn refused(o: Output, want: &[&str]) {
 
 #[test]
 fn item2_a_render_of_65535_squared_pixels_is_refused_before_allocating() {
-    let dir = binary::temp_dir("hostile_mem15", "render_huge");
+    let dir = binary::temp_dir("hostile-memory", "render_huge");
     let o = reap()
         .args(["render", "--backend", "cpu", "--scene", "cornell", "--width", "65535", "--height", "65535"])
         .args(["--spp", "1", "--out"])
