@@ -51,10 +51,11 @@ fn temporary(path: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
     #[cfg(unix)]
     b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     // tempfile appends `at path ".x.Ab12.partial"` to the system's error: the
-    // user named `path`, so say the system's reason alone.
-    b.tempfile_in(folder_of(path)).map_err(|e| match std::error::Error::source(&e) {
-        Some(system) => fail(path, system),
-        None => fail(path, e),
+    // user named `path`, so say the system's reason alone. The inner error
+    // is private to tempfile, so its text is cut at the suffix it adds.
+    b.tempfile_in(folder_of(path)).map_err(|e| {
+        let text = e.to_string();
+        fail(path, text.split(" at path \"").next().unwrap_or(&text))
     })
 }
 
