@@ -82,26 +82,21 @@ fn item4_bench_compaction_into_an_unwritable_folder_fails_before_measuring() {
     assert!(!stdout.contains("benchmarking"), "measured before failing:\n{stdout}");
 }
 
-#[test]
-fn item6_bad_flags_are_reported_before_the_scene_loads() {
-    // The scene does not exist: a flag's error must come first, before any attempt to load it.
-    let dir = temp("flags");
+/// Runs `command` (which names the missing scene `missing.obj`) with each bad
+/// flag and with `--backend cuda` and no visible GPU: every error must come
+/// before any attempt to load the scene.
+fn flags_fail_before_the_scene(name: &str, command: &[&str], bad: &[(&[&str], &str)]) {
+    let dir = temp(name);
     let base = |extra: &[&str]| {
         let mut c = reap();
-        c.current_dir(&dir).args(["render", "--scene", "missing.obj", "--out", "o.png"]).args(extra);
+        c.current_dir(&dir).args(command).args(extra);
         c
     };
-    for (extra, says) in [
-        (&["--backend", "cpu", "--width", "0"][..], "--width"),
-        (&["--backend", "cpu", "--spp", "0"][..], "--spp"),
-        (&["--backend", "cpu", "--compact-paths", "lookbak"][..], "unknown algorithm `lookbak`"),
-        (&["--backend", "cpu", "--compact-frontier", "lookbak"][..], "unknown algorithm `lookbak`"),
-    ] {
+    for (extra, says) in bad {
         let (out, _, stderr) = run(&mut base(extra));
         assert!(!out.status.success(), "{extra:?}");
         assert!(stderr.contains(says) && !stderr.contains("missing.obj"), "{extra:?}: {stderr}");
     }
-    // No GPU visible: `--backend cuda` fails on opening CUDA, not on the scene.
     let (out, _, stderr) = run(base(&["--backend", "cuda"]).env("CUDA_VISIBLE_DEVICES", ""));
     assert!(!out.status.success());
     assert!(!stderr.contains("missing.obj"), "{stderr}");
@@ -109,26 +104,30 @@ fn item6_bad_flags_are_reported_before_the_scene_loads() {
 }
 
 #[test]
+fn item6_bad_flags_are_reported_before_the_scene_loads() {
+    flags_fail_before_the_scene(
+        "flags",
+        &["render", "--scene", "missing.obj", "--out", "o.png"],
+        &[
+            (&["--backend", "cpu", "--width", "0"], "--width"),
+            (&["--backend", "cpu", "--spp", "0"], "--spp"),
+            (&["--backend", "cpu", "--compact-paths", "lookbak"], "unknown algorithm `lookbak`"),
+            (&["--backend", "cpu", "--compact-frontier", "lookbak"], "unknown algorithm `lookbak`"),
+        ],
+    );
+}
+
+#[test]
 fn item6_bench_render_reports_bad_flags_before_the_first_scene_loads() {
-    let dir = temp("bench-flags");
-    let base = |extra: &[&str]| {
-        let mut c = reap();
-        c.current_dir(&dir).args(["bench", "render", "--scenes", "missing.obj"]).args(extra);
-        c
-    };
-    for (extra, says) in [
-        (&["--backend", "cpu", "--width", "0"][..], "--width"),
-        (&["--backend", "cpu", "--spp", "0"][..], "--spp"),
-        (&["--backend", "cpu", "--algorithms", "none,lookbak"][..], "unknown algorithm `lookbak`"),
-    ] {
-        let (out, _, stderr) = run(&mut base(extra));
-        assert!(!out.status.success(), "{extra:?}");
-        assert!(stderr.contains(says) && !stderr.contains("missing.obj"), "{extra:?}: {stderr}");
-    }
-    let (out, _, stderr) = run(base(&["--backend", "cuda"]).env("CUDA_VISIBLE_DEVICES", ""));
-    assert!(!out.status.success());
-    assert!(!stderr.contains("missing.obj"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
+    flags_fail_before_the_scene(
+        "bench-flags",
+        &["bench", "render", "--scenes", "missing.obj"],
+        &[
+            (&["--backend", "cpu", "--width", "0"], "--width"),
+            (&["--backend", "cpu", "--spp", "0"], "--spp"),
+            (&["--backend", "cpu", "--algorithms", "none,lookbak"], "unknown algorithm `lookbak`"),
+        ],
+    );
 }
 
 #[cfg(unix)]
