@@ -13,6 +13,8 @@
 // stages that move bodies do nothing once the frame's status is set (the
 // host then redoes the frame from the same bodies).
 #include "common.cuh"
+#include "narrow.cuh"
+#include "solver.cuh"
 #include "../frontier.cuh"
 #include "../warp.cuh"
 
@@ -231,28 +233,61 @@ extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier
 }
 
 // narrow(): the exact shape test of each stored candidate (those counted in
-// words[cand_word], up to the list's capacity); touching pairs are appended
-// to `contacts` (its capacity is the candidate list's, so every contact fits)
-// and counted in words[contact_word]. Skipped when the frame is redone.
-// Grid-stride with a block-uniform bound, for the warp-aggregated append.
-extern "C" __global__ void collide_narrow(const Body* bodies, const u64* candidates, u64 cand_capacity,
-                                          Contact* contacts, u64* words, u64 cand_word, u64 contact_word) {
+// words[cand_word], up to the list's capacity); its contact points are
+// appended to `contacts` and counted in words[contact_word]. Points past
+// `contact_capacity` are counted, not written, and set the candidates' status
+// (the host makes room and redoes the frame). Skipped when the frame is
+// redone. Grid-stride with a block-uniform bound, for the warp-aggregated append.
+extern "C" __global__ void collide_narrow(const Body* bodies, World w, const u64* candidates, u64 cand_capacity,
+                                          Contact* contacts, u64 contact_capacity, u64* words, u64 cand_word,
+                                          u64 contact_word) {
     if (!frontier_ok(words)) return;
     u64 count = words[cand_word];
     if (count > cand_capacity) count = cand_capacity;
+    bool lost = false;
     u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < count; base += stride) {
         u64 i = base + threadIdx.x;
-        Contact c;
-        bool found = false;
+        Contact c[COLLIDE_MAX_POINTS];
+        u32 found = 0;
         if (i < count) {
             u64 p = candidates[i];
             u32 a = unpack_a(p), b = unpack_b(p);
-            found = physics::collide(a, bodies[a], b, bodies[b], &c);
+            found = physics::collide(a, bodies[a], b, bodies[b], w, c);
         }
         u64 at = warp_append(&words[contact_word], found);
-        if (found) contacts[at] = c;
+        for (u32 k = 0; k < found; k++) {
+            if (at + k < contact_capacity) {
+                contacts[at + k] = c[k];
+            } else {
+                lost = true;
+            }
+        }
     }
+    if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
+}
+
+// narrow(), second step: every body's wall points, appended to the contacts
+// as collide_narrow appends (the same capacity rule and status).
+extern "C" __global__ void collide_walls(const Body* bodies, u32 n, World w, Contact* contacts, u64 contact_capacity,
+                                         u64* words, u64 contact_word) {
+    if (!frontier_ok(words)) return;
+    bool lost = false;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
+        u64 i = base + threadIdx.x;
+        Contact c[COLLIDE_MAX_WALL_POINTS];
+        u32 found = i < n ? physics::wall_contacts((u32)i, bodies[i], w, c) : 0u;
+        u64 at = warp_append(&words[contact_word], found);
+        for (u32 k = 0; k < found; k++) {
+            if (at + k < contact_capacity) {
+                contacts[at + k] = c[k];
+            } else {
+                lost = true;
+            }
+        }
+    }
+    if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
 }
 
 // solve(), first step: gravity on every body (not when the frame is redone).
@@ -262,58 +297,80 @@ extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w, const u
     physics::gravity(bodies[i], w);
 }
 
-// Per-body sums of one Jacobi pass, in 2^-24 fixed point (two's complement in
-// unsigned words: integer addition is associative, so the order in which the
-// atomics land does not change the sums). The host zeroes it before each pass.
-struct Acc {
-    u64 dv[3];
-    u64 dp[3];
-    u64 count;
-};
-
-// One contact's response added to both bodies' sums.
-__device__ __forceinline__ void solve_one(Contact c, const Body* bodies, const World& w, u32 first, Acc* acc) {
-    physics::Response r = physics::contact_response(c, bodies[c.a], bodies[c.b], w, first != 0);
-#pragma unroll
-    for (int k = 0; k < 3; k++) {
-        atomicAdd(&acc[c.a].dv[k], (u64)physics::to_fixed(r.r[0][k]));
-        atomicAdd(&acc[c.b].dv[k], (u64)physics::to_fixed(r.r[1][k]));
-        atomicAdd(&acc[c.a].dp[k], (u64)physics::to_fixed(r.r[2][k]));
-        atomicAdd(&acc[c.b].dp[k], (u64)physics::to_fixed(r.r[3][k]));
-    }
-    atomicAdd(&acc[c.a].count, 1ull);
-    atomicAdd(&acc[c.b].count, 1ull);
-}
-
-// solve(), one pass: each contact's response (words[contact_word] of them)
-// added to both bodies' sums. Reads the velocities from before the pass
-// (collide_apply runs after). Grid-stride; nothing when the frame is redone.
-extern "C" __global__ void collide_solve(const Contact* contacts, const u64* words, u64 contact_word,
-                                         const Body* bodies, World w, u32 first, Acc* acc) {
+// solve(), second step: each body's partners, bodies and walls (its mass is
+// split over them; a pair's points share their part: counting points would
+// split a box resting on four corners eight ways and stall the solver). The
+// host zeroes `counts` before.
+extern "C" __global__ void collide_count(const Contact* contacts, const u64* words, u64 contact_word, u32* counts) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
-        solve_one(contacts[i], bodies, w, first, acc);
+        Contact c = contacts[i];
+        if (c.slot != 0) continue;
+        atomicAdd(&counts[c.a], 1u);
+        if (!physics::is_wall(c.b)) atomicAdd(&counts[c.b], 1u);
     }
 }
 
-// solve(), end of a pass: every touched body takes the mean of its sums.
-extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, u32 first, const u64* words) {
+// Per-body sums of one Jacobi pass, in 2^-24 fixed point (two's complement in
+// unsigned words: integer addition is associative, so the order in which the
+// atomics land does not change the sums): linear impulse, angular impulse,
+// push. The host zeroes it before each pass.
+struct Acc {
+    u64 linear[3];
+    u64 angular[3];
+    u64 push[3];
+};
+
+// One contact's impulse added to both bodies' sums.
+__device__ __forceinline__ void solve_one(Contact& c, const Body* bodies, const u32* counts, const World& w,
+                                          Acc* acc) {
+    bool wall = physics::is_wall(c.b);
+    physics::Impulse r = wall ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
+                                                         physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
+                              : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        atomicAdd(&acc[c.a].linear[k], (u64)physics::to_fixed(r.linear[k] * -1.0f));
+        atomicAdd(&acc[c.a].angular[k], (u64)physics::to_fixed(r.angular_a[k]));
+        atomicAdd(&acc[c.a].push[k], (u64)physics::to_fixed(r.push[k] * -1.0f));
+        if (wall) continue;  // the wall does not move
+        atomicAdd(&acc[c.b].linear[k], (u64)physics::to_fixed(r.linear[k]));
+        atomicAdd(&acc[c.b].angular[k], (u64)physics::to_fixed(r.angular_b[k]));
+        atomicAdd(&acc[c.b].push[k], (u64)physics::to_fixed(r.push[k]));
+    }
+}
+
+// solve(), one pass: each contact (words[contact_word] of them) updates the
+// impulses it has applied and adds the change to both bodies' sums. Reads the
+// bodies from before the pass (collide_apply runs after); each contact is
+// one thread's. Grid-stride; nothing when the frame is redone.
+extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
+                                         const u32* counts, World w, Acc* acc) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        solve_one(contacts[i], bodies, counts, w, acc);
+    }
+}
+
+// solve(), end of a pass: every body takes its sums.
+extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;
     Acc s = acc[i];
-    u32 count = (u32)s.count;
-    if (count == 0) return;
-    Body& b = bodies[i];
+    physics::V3 linear, angular, push;
 #pragma unroll
     for (int k = 0; k < 3; k++) {
-        b.vel[k] = b.vel[k] + physics::from_fixed((i64)s.dv[k], count);
-        if (first) b.pos[k] = b.pos[k] + physics::from_fixed((i64)s.dp[k], count);
+        linear[k] = physics::from_fixed((i64)s.linear[k]);
+        angular[k] = physics::from_fixed((i64)s.angular[k]);
+        push[k] = physics::from_fixed((i64)s.push[k]);
     }
+    physics::apply(bodies[i], linear, angular, push);
 }
 
-// integrate(): positions from velocities; walls, floor and drum (not when
-// the frame is redone).
+// integrate(): positions and orientations from velocities; walls, floor and
+// drum (not when the frame is redone).
 extern "C" __global__ void collide_integrate(Body* bodies, u32 n, World w, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;

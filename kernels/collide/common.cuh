@@ -1,5 +1,6 @@
 // Shared by the collision demo's kernels (collide.cu): the layouts of
-// src/collide/layout.rs and the arithmetic of src/collide/physics/.
+// src/collide/layout.rs and the arithmetic of src/collide/physics/ (mod.rs and
+// broad.rs here; narrow.cuh and solver.cuh hold the rest).
 //
 // Each struct has a #[repr(C)] twin in layout.rs: keep the two in sync.
 // Each function in `namespace physics` repeats the Rust function of the same
@@ -25,7 +26,7 @@ typedef long long i64;
 #define COLLIDE_NONE 0xffffffffu  // the root's parent
 #define COLLIDE_INF __int_as_float(0x7f800000)
 
-// Keep in sync with layout.rs `Body` (64 bytes).
+// Keep in sync with layout.rs `Body` (80 bytes).
 struct Body {
     float pos[3];
     u32 shape;
@@ -34,6 +35,8 @@ struct Body {
     float half[3];
     float pad;
     float rot[4];
+    float omega[3];
+    float pad2;
 };
 
 // Keep in sync with layout.rs `Node` (32 bytes).
@@ -44,14 +47,18 @@ struct Node {
     u32 right;
 };
 
-// Keep in sync with layout.rs `Contact` (32 bytes).
+// Keep in sync with layout.rs `Contact` (64 bytes).
 struct Contact {
     u32 a;
     u32 b;
     float depth;
-    u32 pad;
+    float sep;
     float normal[3];
-    float pad2;
+    float lambda;
+    float point[3];
+    float bounce;
+    float friction[3];
+    u32 slot;
 };
 
 // Keep in sync with layout.rs `World` (96 bytes).
@@ -69,12 +76,14 @@ struct World {
     float drum_x;
     float drum_y;
     float drum_omega;
-    float pad[3];
+    float static_friction;
+    float rest_speed;
+    float pad;
 };
 
-static_assert(sizeof(Body) == 64, "Body: keep in sync with layout.rs");
+static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");
 static_assert(sizeof(Node) == 32, "Node: keep in sync with layout.rs");
-static_assert(sizeof(Contact) == 32, "Contact: keep in sync with layout.rs");
+static_assert(sizeof(Contact) == 64, "Contact: keep in sync with layout.rs");
 static_assert(sizeof(World) == 96, "World: keep in sync with layout.rs");
 
 // layout.rs pack / unpack.
@@ -232,204 +241,34 @@ __device__ __forceinline__ void union_(const Node& a, const Node& b, V3* mn, V3*
     *mx = v3(max(a.max[0], b.max[0]), max(a.max[1], b.max[1]), max(a.max[2], b.max[2]));
 }
 
-// Normal from a to b and depth; false for none.
-__device__ __forceinline__ bool sphere_sphere(const Body& a, const Body& b, V3* normal, float* depth) {
-    V3 d = sub(v3(b.pos), v3(a.pos));
-    float dist2 = dot(d, d);
-    float rsum = a.half[0] + b.half[0];
-    if (dist2 >= rsum * rsum) return false;
-    float dist = sqrt(dist2);
-    *normal = dist > 1e-6f ? scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
-    *depth = rsum - dist;
-    return true;
-}
+// walls.rs WALL, is_wall and wall_body: Contact::b of a wall point is
+// WALL - k (plane k = 2 axis + side), WALL - 6 the drum.
+#define COLLIDE_WALL 0xffffffffu
+__device__ __forceinline__ bool is_wall(u32 b) { return b >= COLLIDE_WALL - 6u; }
 
-// Sphere `s` against box `b`: the normal points from the box to the sphere.
-__device__ __forceinline__ bool sphere_box(const Body& s, const Body& b, V3* normal, float* depth) {
-    Axes u = axes(b.rot);
-    V3 h = v3(b.half);
-    float r = s.half[0];
-    V3 d = sub(v3(s.pos), v3(b.pos));
-    V3 l = v3(dot(d, u[0]), dot(d, u[1]), dot(d, u[2]));
-    V3 c = v3(clamp(l[0], -h[0], h[0]), clamp(l[1], -h[1], h[1]), clamp(l[2], -h[2], h[2]));
-    V3 diff = sub(l, c);
-    float d2 = dot(diff, diff);
-    if (d2 >= r * r) return false;
-    V3 nl;
-    if (d2 > 1e-12f) {
-        float dist = sqrt(d2);
-        nl = scale(diff, 1.0f / dist);
-        *depth = r - dist;
-    } else {
-        // The centre is inside the box: leave through the nearest face.
-        int k = 0;
-        float best = h[0] - abs(l[0]);
-        for (int i = 1; i < 3; i++) {
-            float gap = h[i] - abs(l[i]);
-            if (gap < best) {
-                best = gap;
-                k = i;
-            }
-        }
-        nl = v3(0.0f, 0.0f, 0.0f);
-        nl[k] = l[k] >= 0.0f ? 1.0f : -1.0f;
-        *depth = r + best;
+// The immovable body that wall `id` puts at `point`: at rest, or moving with
+// the drum's wall (counter-clockwise about z).
+__device__ __forceinline__ Body wall_body(u32 id, V3 point, const World& w) {
+    Body b;
+    store(b.pos, point);
+    b.shape = COLLIDE_SPHERE;
+    store(b.vel, v3(0.0f, 0.0f, 0.0f));
+    b.inv_mass = 0.0f;
+    store(b.half, v3(1.0f, 1.0f, 1.0f));
+    b.pad = 0.0f;
+    b.rot[0] = b.rot[1] = b.rot[2] = 0.0f;
+    b.rot[3] = 1.0f;
+    store(b.omega, v3(0.0f, 0.0f, 0.0f));
+    b.pad2 = 0.0f;
+    if (id == COLLIDE_WALL - 6u) {
+        float px = point[0] - w.drum_x;
+        float py = point[1] - w.drum_y;
+        store(b.vel, v3(-py * w.drum_omega, px * w.drum_omega, 0.0f));
     }
-    *normal = add(add(scale(u[0], nl[0]), scale(u[1], nl[1])), scale(u[2], nl[2]));
-    return true;
+    return b;
 }
 
-// Separating-axis test of two oriented boxes over the 15 axes; the axis of
-// least overlap gives the normal (a to b) and the depth.
-__device__ __forceinline__ bool box_box(const Body& a, const Body& b, V3* normal_out, float* depth) {
-    Axes ua = axes(a.rot);
-    Axes ub = axes(b.rot);
-    V3 t = sub(v3(b.pos), v3(a.pos));
-    float best = COLLIDE_INF;
-    V3 normal = v3(0.0f, 1.0f, 0.0f);
-    for (int k = 0; k < 15; k++) {
-        V3 l = k < 3 ? ua[k] : k < 6 ? ub[k - 3] : cross(ua[(k - 6) / 3], ub[(k - 6) % 3]);
-        if (k >= 6) {
-            float len2 = dot(l, l);
-            // Parallel edges: the face axes already cover this direction.
-            if (len2 < 1e-6f) continue;
-            l = scale(l, 1.0f / sqrt(len2));
-        }
-        float ra = abs(dot(ua[0], l)) * a.half[0] + abs(dot(ua[1], l)) * a.half[1] + abs(dot(ua[2], l)) * a.half[2];
-        float rb = abs(dot(ub[0], l)) * b.half[0] + abs(dot(ub[1], l)) * b.half[1] + abs(dot(ub[2], l)) * b.half[2];
-        float s = dot(t, l);
-        float o = ra + rb - abs(s);
-        if (o <= 0.0f) return false;
-        if (o < best) {
-            best = o;
-            normal = s < 0.0f ? scale(l, -1.0f) : l;
-        }
-    }
-    *normal_out = normal;
-    *depth = best;
-    return true;
-}
-
-// The exact test of candidate (ia, ib), ia < ib: a contact whose normal
-// points from a to b, or false.
-__device__ __forceinline__ bool collide(u32 ia, const Body& a, u32 ib, const Body& b, Contact* out) {
-    V3 n;
-    float d;
-    bool found;
-    if (a.shape == COLLIDE_SPHERE && b.shape == COLLIDE_SPHERE) {
-        found = sphere_sphere(a, b, &n, &d);
-    } else if (a.shape == COLLIDE_BOX && b.shape == COLLIDE_BOX) {
-        found = box_box(a, b, &n, &d);
-    } else if (a.shape == COLLIDE_BOX) {
-        found = sphere_box(b, a, &n, &d);
-    } else {
-        found = sphere_box(a, b, &n, &d);
-        if (found) n = scale(n, -1.0f);
-    }
-    if (!found) return false;
-    out->a = ia;
-    out->b = ib;
-    out->depth = d;
-    out->pad = 0;
-    store(out->normal, n);
-    out->pad2 = 0.0f;
-    return true;
-}
-
-// Fixed point of the solver's sums: 2^24 steps per unit.
-#define FIXED 16777216.0f
-
-// Rust `(x * FIXED) as i64`: truncating, saturating, NaN to 0.
-__device__ __forceinline__ i64 to_fixed(float x) { return __float2ll_rz(x * FIXED); }
-
-// The mean of `count` fixed-point addends.
-__device__ __forceinline__ float from_fixed(i64 sum, u32 count) {
-    return (__ll2float_rn(sum) * (1.0f / FIXED)) / __uint2float_rn(count);
-}
-
-// One Jacobi pass's change for one contact: velocity of a, of b, and (on the
-// first pass only) position of a, of b.
-struct Response {
-    V3 r[4];
-};
-
-__device__ __forceinline__ Response contact_response(const Contact& c, const Body& a, const Body& b, const World& w,
-                                                     bool first) {
-    V3 zero = v3(0.0f, 0.0f, 0.0f);
-    Response out;
-    out.r[0] = out.r[1] = out.r[2] = out.r[3] = zero;
-    float inv = a.inv_mass + b.inv_mass;
-    if (inv <= 0.0f) return out;
-    V3 n = v3(c.normal);
-    V3 rel = sub(v3(b.vel), v3(a.vel));
-    float vn = dot(rel, n);
-    V3 p = zero;
-    if (vn < 0.0f) {
-        float j = -(1.0f + w.restitution) * vn / inv;
-        p = scale(n, j);
-        // Coulomb friction, capped by the normal impulse.
-        V3 t = sub(rel, scale(n, vn));
-        float tl2 = dot(t, t);
-        if (tl2 > 1e-12f) {
-            float tl = sqrt(tl2);
-            float jt = min(tl / inv, w.friction * j);
-            p = add(p, scale(t, -jt / tl));
-        }
-    }
-    V3 pa = zero, pb = zero;
-    if (first) {
-        float corr = max(c.depth - w.slop, 0.0f) * w.baumgarte / inv;
-        pa = scale(n, -corr * a.inv_mass);
-        pb = scale(n, corr * b.inv_mass);
-    }
-    out.r[0] = scale(p, -a.inv_mass);
-    out.r[1] = scale(p, b.inv_mass);
-    out.r[2] = pa;
-    out.r[3] = pb;
-    return out;
-}
-
-// Gravity for one step.
-__device__ __forceinline__ void gravity(Body& b, const World& w) {
-    if (b.inv_mass > 0.0f) store(b.vel, add(v3(b.vel), scale(v3(w.gravity), w.dt)));
-}
-
-// Moves a body by its velocity and keeps it inside the walls and the drum.
-__device__ __forceinline__ void integrate(Body& b, const World& w) {
-    if (b.inv_mass <= 0.0f) return;
-    store(b.pos, add(v3(b.pos), scale(v3(b.vel), w.dt)));
-    V3 e = extent(b);
-    for (int k = 0; k < 3; k++) {
-        float lo = w.min[k] + e[k];
-        float hi = w.max[k] - e[k];
-        if (b.pos[k] < lo) {
-            b.pos[k] = lo;
-            if (b.vel[k] < 0.0f) b.vel[k] = -b.vel[k] * w.restitution;
-        } else if (b.pos[k] > hi) {
-            b.pos[k] = hi;
-            if (b.vel[k] > 0.0f) b.vel[k] = -b.vel[k] * w.restitution;
-        }
-    }
-    if (w.drum_radius > 0.0f) {
-        float dx = b.pos[0] - w.drum_x;
-        float dy = b.pos[1] - w.drum_y;
-        float d = sqrt(dx * dx + dy * dy);
-        float lim = w.drum_radius - max(e[0], e[1]);
-        if (d > lim && d > 0.0f) {
-            float nx = dx / d, ny = dy / d;
-            b.pos[0] = w.drum_x + nx * lim;
-            b.pos[1] = w.drum_y + ny * lim;
-            float vr = b.vel[0] * nx + b.vel[1] * ny;
-            if (vr > 0.0f) vr = -vr * w.restitution;
-            // The wall drags the body along: its tangential speed moves
-            // towards the wall's by the friction coefficient.
-            float vt = b.vel[0] * -ny + b.vel[1] * nx;
-            float wall = w.drum_omega * w.drum_radius;
-            vt = vt + (wall - vt) * w.friction;
-            b.vel[0] = vr * nx + vt * -ny;
-            b.vel[1] = vr * ny + vt * nx;
-        }
-    }
-}
+// motion.rs point_velocity: the velocity of the body's point at `r` from its centre.
+__device__ __forceinline__ V3 point_velocity(const Body& b, V3 r) { return add(v3(b.vel), cross(v3(b.omega), r)); }
 
 }  // namespace physics

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::output::{self, Run, Summary};
+use reap::collide::quality::{self, Quality};
 use reap::collide::{Body, CollideSettings, Compaction, Engine, Scenario, SortMethod, World, scenario, simulate};
 use reap::compaction::{Backend, BackendKind};
 
@@ -168,6 +169,7 @@ fn go<E: Engine>(
         args.frames
     );
     warm_up(&engine, &s)?;
+    let kinetic_at_start = quality::kinetic(&engine.bodies()?);
     let bar = ProgressBar::new(args.frames as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {msg}  [{elapsed_precise} < {eta_precise}]")
@@ -187,6 +189,8 @@ fn go<E: Engine>(
     let frames = frames?;
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
+    let q = Quality::of(&engine.bodies()?, &engine.contact_list()?);
+    println!("{}", q.line(kinetic_at_start));
     if let Some(path) = &args.out {
         let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: &s };
         output::write_timings(path, &run, &frames)?;

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use crate::clocks::ms;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
+use crate::collide::physics::scale;
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, Expand, LevelWords, host, status};
@@ -42,11 +43,14 @@ pub struct CpuCollide {
     found: u64,
     contacts: Vec<Contact>,
     /// Both ends of every contact, `(contact << 1) | side` (0: a, 1: b),
-    /// grouped by body: body i's are `ends[ends_of[i - 1]..ends_of[i]]`.
+    /// grouped by body: body i's are `ends[ends_of[i - 1]..ends_of[i]]` (a
+    /// wall's ends sort after every body's and are never read).
     ends: Vec<u64>,
     ends_of: Vec<u32>,
-    /// Each contact's `physics::contact_response` in the current pass.
-    responses: Vec<[[f32; 3]; 4]>,
+    /// Each body's partners this frame (`collide_count`).
+    counts: Vec<u32>,
+    /// Each contact's `physics::contact_impulse` in the current pass.
+    responses: Vec<physics::Impulse>,
     stages: Vec<(StageId, f64)>,
 }
 
@@ -79,6 +83,7 @@ impl CpuCollide {
             contacts: Vec::new(),
             ends: Vec::new(),
             ends_of: vec![0; n],
+            counts: vec![0; n],
             responses: Vec::new(),
             stages: Vec::new(),
         })
@@ -365,15 +370,20 @@ impl Engine for CpuCollide {
             self.contacts.clear();
             return Ok(()); // the frame is redone: its candidates are incomplete
         }
-        let bodies = &self.bodies;
+        let (bodies, w) = (&self.bodies, &self.world);
         let stored = (words[words::CANDIDATES as usize] as usize).min(self.candidates.len());
         self.contacts = self.candidates[..stored]
             .par_iter()
-            .filter_map(|p| {
+            .flat_map_iter(|p| {
                 let (a, b) = unpack(p.load(Relaxed));
-                physics::collide(a, &bodies[a as usize], b, &bodies[b as usize])
+                let (found, count) = physics::collide(a, &bodies[a as usize], b, &bodies[b as usize], w);
+                found.into_iter().take(count)
             })
             .collect();
+        self.contacts.par_extend(bodies.par_iter().enumerate().flat_map_iter(|(i, b)| {
+            let (found, count) = physics::wall_contacts(i as u32, b, w);
+            found.into_iter().take(count)
+        }));
         words[words::CONTACTS as usize] = self.contacts.len() as u64;
         Ok(())
     }
@@ -385,39 +395,52 @@ impl Engine for CpuCollide {
         let w = self.world;
         self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
         self.index_contacts()?;
-        for it in 0..iterations {
-            let first = it == 0;
+        let (ends, ends_of, contacts) = (&self.ends, &self.ends_of, &self.contacts);
+        // A body's partners, bodies and walls: its mass is split over them (a
+        // pair's points share their part, as collide_count counts).
+        self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
+            let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+            *k = ends[range].iter().filter(|&&e| contacts[(e >> 1) as usize].slot == 0).count() as u32;
+        });
+        let (ends_of, counts) = (&self.ends_of, &self.counts);
+        let count = |i: u32| counts[i as usize];
+        for _ in 0..iterations {
             let bodies = &self.bodies;
             self.contacts
-                .par_iter()
-                .map(|c| physics::contact_response(c, &bodies[c.a as usize], &bodies[c.b as usize], &w, first))
+                .par_iter_mut()
+                .map(|c| {
+                    let a = &bodies[c.a as usize];
+                    if physics::is_wall(c.b) {
+                        let wall = physics::wall_body(c.b, c.point, &w);
+                        return physics::contact_impulse(c, a, count(c.a), &wall, 1, &w);
+                    }
+                    let b = c.b;
+                    physics::contact_impulse(c, a, count(c.a), &bodies[b as usize], count(b), &w)
+                })
                 .collect_into_vec(&mut self.responses);
-            let (ends, ends_of, responses) = (&self.ends, &self.ends_of, &self.responses);
+            let (ends, responses) = (&self.ends, &self.responses);
             self.bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
                 let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-                let count = range.len() as u32;
-                if count == 0 {
-                    return;
-                }
                 // The spec's fixed-point sums, gathered per body rather than
                 // added with atomics: integer addition (wrapping, as
                 // atomicAdd on an unsigned long long) gives the same sums in
                 // any order.
-                let (mut dv, mut dp) = ([0i64; 3], [0i64; 3]);
+                let mut sum = [[0i64; 3]; 3];
                 for &end in &ends[range] {
                     let r = &responses[(end >> 1) as usize];
-                    let side = (end & 1) as usize;
-                    for k in 0..3 {
-                        dv[k] = dv[k].wrapping_add(physics::to_fixed(r[side][k]));
-                        dp[k] = dp[k].wrapping_add(physics::to_fixed(r[2 + side][k]));
+                    let (linear, angular, push) = if end & 1 == 0 {
+                        (scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0))
+                    } else {
+                        (r.linear, r.angular_b, r.push)
+                    };
+                    for (s, v) in sum.iter_mut().zip([linear, angular, push]) {
+                        for k in 0..3 {
+                            s[k] = s[k].wrapping_add(physics::to_fixed(v[k]));
+                        }
                     }
                 }
-                for k in 0..3 {
-                    b.vel[k] += physics::from_fixed(dv[k], count);
-                    if first {
-                        b.pos[k] += physics::from_fixed(dp[k], count);
-                    }
-                }
+                let [linear, angular, push] = sum.map(|s| s.map(physics::from_fixed));
+                physics::apply(b, linear, angular, push);
             });
         }
         Ok(())
@@ -452,7 +475,7 @@ impl Engine for CpuCollide {
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
         let mut c = self.contacts.clone();
-        c.par_sort_unstable_by_key(|c| (c.a, c.b));
+        c.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         Ok(c)
     }
 

@@ -14,19 +14,26 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, words};
+use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, SortMethod, StageId, words};
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 
-/// The layouts of layout.rs and the arithmetic of physics/.
+/// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
+/// physics/narrow.rs and manifold.rs.
+pub const NARROW: Source = kernel_source!("collide/narrow.cuh", headers: &[COMMON]);
+/// physics/solver.rs and motion.rs.
+pub const SOLVER: Source = kernel_source!("collide/solver.cuh", headers: &[COMMON]);
 /// The collision stages, compiled with IEEE arithmetic so that they match the
 /// CPU engine bit for bit.
-pub const COLLIDE: Source =
-    kernel_source!("collide/collide.cu", headers: &[COMMON, frontier::CUDA_HEADER, WARP], options: IEEE);
+pub const COLLIDE: Source = kernel_source!(
+    "collide/collide.cu",
+    headers: &[COMMON, NARROW, SOLVER, frontier::CUDA_HEADER, WARP],
+    options: IEEE
+);
 /// The fast radix sort (8-bit digits; integer only).
 pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
 /// The collision demo's kernel sources, for the compile-everything test.
@@ -37,8 +44,8 @@ const BLOCK: u32 = 256;
 /// fill the device, few enough that a level with an empty frontier costs
 /// little more than the launch.
 pub const RESIDENT_BLOCKS_PER_SM: u32 = 8;
-/// collide.cu `Acc`: dv[3], dp[3], count, one u64 each.
-const ACC_WORDS: u64 = 7;
+/// collide.cu `Acc`: linear[3], angular[3], push[3], one u64 each.
+const ACC_WORDS: u64 = 9;
 /// Morton codes are 30 bits: the fast sort sorts those (passes of 8, 8, 8, 6
 /// bits), which orders them as a sort of all 32 bits would.
 const KEY_BITS: u32 = 30;
@@ -81,7 +88,9 @@ struct Functions {
     pairs_init: CudaFunction,
     expand: CudaFunction,
     narrow: CudaFunction,
+    walls: CudaFunction,
     gravity: CudaFunction,
+    count: CudaFunction,
     solve: CudaFunction,
     apply: CudaFunction,
     integrate: CudaFunction,
@@ -104,10 +113,12 @@ pub struct CudaCollide {
     /// Arrivals per internal node during refit.
     flags: CudaBuffer<u32>,
     candidates: CudaSlice<u64>,
-    /// Contacts, 32 bytes each, as many slots as candidates.
+    /// Contacts, 64 bytes each, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
     contacts: CudaSlice<u8>,
     capacity: u64,
     acc: CudaSlice<u64>,
+    /// Each body's contacts this frame (the solver splits its mass over them).
+    counts: CudaSlice<u32>,
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
@@ -146,6 +157,11 @@ fn initial_capacity(n: u64) -> u64 {
     (8 * n).max(1024)
 }
 
+/// Bytes of the contact list for `capacity` candidate slots.
+fn contact_bytes(capacity: u64) -> u64 {
+    capacity * CONTACTS_PER_CANDIDATE * std::mem::size_of::<Contact>() as u64
+}
+
 /// Enqueues zeroes over a buffer's `len` words (stream-ordered, no host wait).
 fn zero_words(stream: &CudaStream, words: &CudaBuffer<u64>) -> CollideResult<()> {
     if words.len() == 0 {
@@ -174,8 +190,8 @@ impl CudaCollide {
         // interleaved copies, nodes, parents, flags, accumulators, candidates,
         // contacts, histograms, and an allowance for the driver's two pair
         // frontiers (4 slots of 8 bytes per live pair, about 2n pairs a level).
-        let need = n * (64 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + ACC_WORDS * 8 + 2 * 4 * 8 * 2)
-            + capacity * (8 + 32)
+        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + ACC_WORDS * 8 + 4 + 2 * 4 * 8 * 2)
+            + capacity * (8 + 64 * CONTACTS_PER_CANDIDATE)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
         let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
@@ -186,7 +202,9 @@ impl CudaCollide {
             pairs_init: f("collide_pairs_init")?,
             expand: f("collide_expand")?,
             narrow: f("collide_narrow")?,
+            walls: f("collide_walls")?,
             gravity: f("collide_gravity")?,
+            count: f("collide_count")?,
             solve: f("collide_solve")?,
             apply: f("collide_apply")?,
             integrate: f("collide_integrate")?,
@@ -203,9 +221,10 @@ impl CudaCollide {
             parent: backend.alloc(2 * n - 1)?,
             flags: backend.alloc((n - 1).max(1))?,
             candidates: zeros(capacity, "allocating the candidate list")?,
-            contacts: backend.zeroed(capacity * std::mem::size_of::<Contact>() as u64)?,
+            contacts: backend.zeroed(contact_bytes(capacity))?,
             capacity,
             acc: zeros(n * ACC_WORDS, "allocating the solver's sums")?,
+            counts: stream.alloc_zeros::<u32>(n as usize).map_err(launch_err("allocating the contact counts"))?,
             found: 0,
             contact_count: 0,
             fast,
@@ -435,7 +454,7 @@ impl Engine for CudaCollide {
 
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
         let capacity = n.max(1);
-        let contact_bytes = capacity * std::mem::size_of::<Contact>() as u64;
+        let contact_bytes = contact_bytes(capacity);
         // Free the old lists before asking for the new ones.
         self.candidates = self.stream.alloc_zeros::<u64>(1).map_err(launch_err("shrinking candidates"))?;
         self.contacts = self.backend.zeroed(1)?;
@@ -452,12 +471,19 @@ impl Engine for CudaCollide {
     fn narrow(&mut self, words: &mut CudaBuffer<u64>) -> CollideResult<()> {
         let (bp, cand, ctp, wp) = (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
         let (cand_word, contact_word) = (words::CANDIDATES, words::CONTACTS);
+        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
         let mut l = self.stream.launch_builder(&self.functions.narrow);
-        l.arg(&bp).arg(&cand).arg(&self.capacity).arg(&ctp).arg(&wp).arg(&cand_word).arg(&contact_word);
-        // SAFETY: matches collide_narrow(const Body*, const u64*, u64, Contact*, u64*, u64, u64); the kernel reads
-        // at most `capacity` candidates, written this frame and naming bodies below n; the contact list holds
-        // `capacity` entries, one per candidate at most; both words lie in the frame's array.
-        unsafe { l.launch(self.strided(self.capacity)) }.map(drop).map_err(launch_err("launching collide_narrow"))
+        l.arg(&bp).arg(&self.world).arg(&cand).arg(&self.capacity).arg(&ctp).arg(&contact_capacity);
+        l.arg(&wp).arg(&cand_word).arg(&contact_word);
+        // SAFETY: matches collide_narrow(const Body*, World, const u64*, u64, Contact*, u64, u64*, u64, u64); the
+        // kernel reads at most `capacity` candidates, written this frame and naming bodies below n; it writes
+        // contacts only below `contact_capacity`, the list's length; both words lie in the frame's array.
+        unsafe { l.launch(self.strided(self.capacity)) }.map_err(launch_err("launching collide_narrow"))?;
+        let mut l = self.stream.launch_builder(&self.functions.walls);
+        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&ctp).arg(&contact_capacity).arg(&wp).arg(&contact_word);
+        // SAFETY: matches collide_walls(const Body*, u32, World, Contact*, u64, u64*, u64); the bodies hold n
+        // entries; contacts are written only below `contact_capacity`; the word lies in the frame's array.
+        unsafe { l.launch(self.strided(self.n as u64)) }.map(drop).map_err(launch_err("launching collide_walls"))
     }
 
     fn solve(&mut self, iterations: u32, words: &CudaBuffer<u64>) -> CollideResult<()> {
@@ -469,19 +495,25 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_gravity"))?;
         // The contact count is on the device: every pass runs, over nothing when there is no contact.
         let contact_word = words::CONTACTS;
-        for it in 0..iterations {
-            let first = (it == 0) as u32;
+        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
+        self.stream.memset_zeros(&mut self.counts).map_err(launch_err("clearing the contact counts"))?;
+        let (ctp, cp) = (raw_ptr(&self.contacts), raw_ptr(&self.counts));
+        let mut l = self.stream.launch_builder(&self.functions.count);
+        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&cp);
+        // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*); with the frame's status clear,
+        // narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts hold n.
+        unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
+        for _ in 0..iterations {
             self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
-            let (ctp, ap) = (raw_ptr(&self.contacts), raw_ptr(&self.acc));
+            let ap = raw_ptr(&self.acc);
             let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&self.world).arg(&first).arg(&ap);
-            // SAFETY: matches collide_solve(const Contact*, const u64*, u64, const Body*, World, u32, Acc*);
-            // narrow wrote words[CONTACTS] <= capacity contacts naming bodies below n; the sums hold 7 words
-            // per body.
-            unsafe { l.launch(self.strided(self.capacity)) }.map_err(launch_err("launching collide_solve"))?;
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&self.world).arg(&ap);
+            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Acc*); as
+            // for collide_count; each contact is read and written by one thread; the sums hold 9 words per body.
+            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
             let mut l = self.stream.launch_builder(&self.functions.apply);
-            l.arg(&bp).arg(&ap).arg(&n).arg(&first).arg(&wp);
-            // SAFETY: matches collide_apply(Body*, const Acc*, u32, u32, const u64*); bodies and sums hold n entries.
+            l.arg(&bp).arg(&ap).arg(&n).arg(&wp);
+            // SAFETY: matches collide_apply(Body*, const Acc*, u32, const u64*); bodies and sums hold n entries.
             unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_apply"))?;
         }
         Ok(())
@@ -522,14 +554,14 @@ impl Engine for CudaCollide {
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let count = self.contact_count.min(self.capacity) as usize;
+        let count = self.contact_count.min(self.capacity * CONTACTS_PER_CANDIDATE) as usize;
         if count == 0 {
             return Ok(Vec::new());
         }
         let bytes = count * std::mem::size_of::<Contact>();
         let raw = gpu::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
         let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
-        contacts.sort_unstable_by_key(|c| (c.a, c.b));
+        contacts.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         Ok(contacts)
     }
 

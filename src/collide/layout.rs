@@ -8,10 +8,14 @@ pub const BOX: u32 = 1;
 /// A leaf's `right`: its `left` is a body id.
 pub const LEAF: u32 = u32::MAX;
 
-/// A rigid body. Boxes keep their spawn orientation (no angular dynamics):
-/// the solver moves centres only, which keeps it simple and stable.
+/// A rigid body: position and orientation, linear and angular velocity.
+/// Its inertia is not stored: `physics::inv_inertia` derives it from the
+/// shape, the half extents and the mass (diagonal in the body's frame).
+///
+/// The viewer reads `pos`, `shape`, `half` and `rot` at their offsets
+/// (`offset_of!`); `rot` is the body-to-world rotation.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct Body {
     pub pos: [f32; 3],
     /// [`SPHERE`] or [`BOX`].
@@ -22,8 +26,11 @@ pub struct Body {
     /// Sphere: the radius in `half[0]` (all three equal); box: half extents in its own frame.
     pub half: [f32; 3],
     pub pad: f32,
-    /// Orientation quaternion (x, y, z, w), unit length; identity for spheres.
+    /// Orientation quaternion (x, y, z, w), unit length (renormalised every step).
     pub rot: [f32; 4],
+    /// Angular velocity in world space, rad/s.
+    pub omega: [f32; 3],
+    pub pad2: f32,
 }
 
 /// A node of the linear BVH: n - 1 internal nodes (0 is the root), then n
@@ -39,17 +46,30 @@ pub struct Node {
     pub right: u32,
 }
 
-/// A touching pair: `normal` points from body `a` to body `b` (a < b).
+/// A touching point of a pair: `normal` points from body `a` to body `b`
+/// (a < b), or into the wall `b` names (`physics::is_wall`). The narrow phase fills the geometry and the bounce; the solver
+/// keeps the impulses it has applied so far this frame in the last fields.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct Contact {
     pub a: u32,
     pub b: u32,
     /// Penetration depth, > 0.
     pub depth: f32,
-    pub pad: u32,
+    /// `dot(b.pos - a.pos, normal)` when found: the solver's position passes
+    /// follow the depth as the centres move (linearised).
+    pub sep: f32,
     pub normal: [f32; 3],
-    pub pad2: f32,
+    /// The normal impulse applied so far this frame (never negative).
+    pub lambda: f32,
+    /// The contact point in world space.
+    pub point: [f32; 3],
+    /// The separating normal speed restitution asks for (0 for a resting contact).
+    pub bounce: f32,
+    /// The friction impulse applied so far this frame (tangential).
+    pub friction: [f32; 3],
+    /// Which of its pair's points this is (0 to `physics::MAX_POINTS` - 1).
+    pub slot: u32,
 }
 
 /// The container and the constants of the step, passed to every kernel.
@@ -62,10 +82,12 @@ pub struct World {
     pub max: [f32; 3],
     pub restitution: f32,
     pub gravity: [f32; 3],
+    /// Coulomb's dynamic coefficient: a sliding contact's friction impulse
+    /// is at most this times its normal impulse.
     pub friction: f32,
     /// 1 / (max - min) per axis, computed once so both engines use the same value.
     pub inv_extent: [f32; 3],
-    /// Penetration left uncorrected, and the fraction of the rest corrected per frame.
+    /// Penetration left uncorrected, and the fraction of the rest each solver pass corrects.
     pub slop: f32,
     pub baumgarte: f32,
     /// A rotating drum around the z axis through (drum_x, drum_y): radius 0 for none.
@@ -74,12 +96,18 @@ pub struct World {
     pub drum_y: f32,
     /// Angular speed of the drum wall, rad/s (counter-clockwise seen from +z).
     pub drum_omega: f32,
-    pub pad: [f32; 3],
+    /// Coulomb's static coefficient: a contact sticks while its friction
+    /// impulse needs at most this times its normal impulse.
+    pub static_friction: f32,
+    /// Approach speeds below this bounce back not at all (resting contacts
+    /// would otherwise jitter under gravity).
+    pub rest_speed: f32,
+    pub pad: f32,
 }
 
-const _: () = assert!(std::mem::size_of::<Body>() == 64);
+const _: () = assert!(std::mem::size_of::<Body>() == 80);
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
-const _: () = assert!(std::mem::size_of::<Contact>() == 32);
+const _: () = assert!(std::mem::size_of::<Contact>() == 64);
 const _: () = assert!(std::mem::size_of::<World>() == 96);
 
 /// A pair of node (or body) indices in one frontier slot.

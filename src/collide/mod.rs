@@ -24,6 +24,7 @@ pub mod cuda;
 pub mod layout;
 pub mod output;
 pub mod physics;
+pub mod quality;
 pub mod scenario;
 
 pub use crate::compaction::Compaction;
@@ -337,7 +338,7 @@ pub trait Engine {
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()>;
     /// The candidate pairs `(a << 32) | b`, a < b body ids, sorted.
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>>;
-    /// The contacts, sorted by (a, b).
+    /// The contacts, sorted by (a, b, slot).
     fn contact_list(&self) -> CollideResult<Vec<Contact>>;
     /// The hierarchy: n - 1 internal nodes, then n leaves.
     fn nodes(&self) -> CollideResult<Vec<Node>>;
@@ -365,6 +366,11 @@ fn layout(levels: u32) -> (frontier::LevelWords, u64) {
     let at = alloc.levels(levels);
     (at, alloc.used())
 }
+
+/// Contact slots per candidate slot: a box pair may give up to
+/// `physics::MAX_POINTS`, most pairs give one; a frame with more contacts sets
+/// the candidates' status and is redone with room for them.
+pub const CONTACTS_PER_CANDIDATE: u64 = 2;
 
 /// The first frame's level bound: deeper than any LBVH of 30-bit codes over
 /// bodies spread in space needs (a deeper one is redone with a larger bound).
@@ -517,7 +523,9 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
             f.set_bound(2 * f.bound);
         }
         if status & frontier::status::CANDIDATES != 0 {
-            e.reserve_candidates(w[words::CANDIDATES as usize])?;
+            // The contact list holds CONTACTS_PER_CANDIDATE per candidate slot.
+            let contacts = w[words::CONTACTS as usize].div_ceil(CONTACTS_PER_CANDIDATE);
+            e.reserve_candidates(w[words::CANDIDATES as usize].max(contacts))?;
         }
     }
 }

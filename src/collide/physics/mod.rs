@@ -10,18 +10,29 @@
 //! not change the result.
 //!
 //! One file per job: broad.rs (Morton codes, the Karras tree, box overlap),
-//! narrow.rs (the exact contact tests), solver.rs (impulses in fixed point,
-//! gravity, integration); the vector helpers and a body's box are here.
+//! narrow.rs (the exact contact tests of spheres), manifold.rs (box against
+//! box: separating axes and face clipping), solver.rs (the contact and wall
+//! impulses, summed in fixed point), walls.rs (the walls, the floor and the
+//! drum as contacts), motion.rs (gravity, integration,
+//! inertia); the vector helpers and a body's box are here.
 
 mod broad;
+mod manifold;
+mod motion;
 mod narrow;
 mod solver;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_solver;
+mod walls;
 
 pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
+pub use manifold::{MAX_POINTS, box_box};
+pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
 pub use narrow::collide;
-pub use solver::{FIXED, contact_response, from_fixed, gravity, integrate, to_fixed};
+pub use solver::{FIXED, Impulse, apply, contact_impulse, from_fixed, to_fixed};
+pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
 
 use crate::collide::layout::{Body, SPHERE};
 

@@ -1,19 +1,76 @@
-//! The narrow phase: the exact test of a candidate pair (sphere-sphere,
-//! sphere-box, box-box by separating axes) giving a contact or none.
+//! The narrow phase: the exact test of a candidate pair giving up to
+//! [`MAX_POINTS`] contact points (sphere-sphere and sphere-box one,
+//! box-box a clipped manifold, manifold.rs), or none.
 
-use super::{V3, add, axes, cross, dot, scale, sub};
-use crate::collide::layout::{BOX, Body, Contact, SPHERE};
+use super::{MAX_POINTS, V3, add, axes, box_box, dot, point_velocity, scale, sub};
+use crate::collide::layout::{BOX, Body, Contact, SPHERE, World};
 
-/// The exact test of candidate (ia, ib), ia < ib: a contact whose normal
-/// points from a to b, or none.
-pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body) -> Option<Contact> {
-    let found = match (a.shape, b.shape) {
-        (SPHERE, SPHERE) => sphere_sphere(a, b),
-        (BOX, BOX) => box_box(a, b),
-        (BOX, _) => sphere_box(b, a),
-        _ => sphere_box(a, b).map(|(n, d)| (scale(n, -1.0), d)),
+/// The exact test of candidate (ia, ib), ia < ib: its contact points, the
+/// normals pointing from a to b, in `out[..count]`.
+pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body, w: &World) -> ([Contact; MAX_POINTS], usize) {
+    let mut out = [Contact::default(); MAX_POINTS];
+    let mut count = 0;
+    let mut add_point = |normal: V3, depth: f32, point: V3| {
+        out[count] = contact(ia, a, ib, b, w, normal, depth, point, count as u32);
+        count += 1;
     };
-    found.map(|(normal, depth)| Contact { a: ia, b: ib, depth, pad: 0, normal, pad2: 0.0 })
+    match (a.shape, b.shape) {
+        (SPHERE, SPHERE) => {
+            if let Some((n, d)) = sphere_sphere(a, b) {
+                add_point(n, d, add(a.pos, scale(n, a.half[0] - 0.5 * d)));
+            }
+        }
+        (BOX, BOX) => {
+            if let Some(m) = box_box(a, b) {
+                for k in 0..m.count as usize {
+                    add_point(m.normal, m.depths[k], m.points[k]);
+                }
+            }
+        }
+        (BOX, _) => {
+            if let Some((n, d)) = sphere_box(b, a) {
+                add_point(n, d, sub(b.pos, scale(n, b.half[0] - 0.5 * d)));
+            }
+        }
+        _ => {
+            if let Some((n, d)) = sphere_box(a, b) {
+                add_point(scale(n, -1.0), d, sub(a.pos, scale(n, a.half[0] - 0.5 * d)));
+            }
+        }
+    }
+    (out, count)
+}
+
+/// A contact record: its geometry, the separation of the centres along the
+/// normal, and the bounce restitution asks for (from the approach speed
+/// before this step's gravity); no impulse applied yet.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn contact(
+    ia: u32,
+    a: &Body,
+    ib: u32,
+    b: &Body,
+    w: &World,
+    normal: V3,
+    depth: f32,
+    point: V3,
+    slot: u32,
+) -> Contact {
+    let rel = sub(point_velocity(b, sub(point, b.pos)), point_velocity(a, sub(point, a.pos)));
+    let vn = dot(rel, normal);
+    let bounce = if vn < -w.rest_speed { -w.restitution * vn } else { 0.0 };
+    Contact {
+        a: ia,
+        b: ib,
+        depth,
+        sep: dot(sub(b.pos, a.pos), normal),
+        normal,
+        lambda: 0.0,
+        point,
+        bounce,
+        friction: [0.0; 3],
+        slot,
+    }
 }
 
 /// Normal from a to b and depth.
@@ -62,43 +119,4 @@ fn sphere_box(s: &Body, b: &Body) -> Option<(V3, f32)> {
     };
     let n = add(add(scale(u[0], nl[0]), scale(u[1], nl[1])), scale(u[2], nl[2]));
     Some((n, depth))
-}
-
-/// Separating-axis test of two oriented boxes over the 15 axes; the axis of
-/// least overlap gives the normal (a to b) and the depth.
-fn box_box(a: &Body, b: &Body) -> Option<(V3, f32)> {
-    let ua = axes(a.rot);
-    let ub = axes(b.rot);
-    let t = sub(b.pos, a.pos);
-    let mut best = f32::INFINITY;
-    let mut normal = [0.0, 1.0, 0.0];
-    for k in 0..15 {
-        let mut l = if k < 3 {
-            ua[k]
-        } else if k < 6 {
-            ub[k - 3]
-        } else {
-            cross(ua[(k - 6) / 3], ub[(k - 6) % 3])
-        };
-        if k >= 6 {
-            let len2 = dot(l, l);
-            // Parallel edges: the face axes already cover this direction.
-            if len2 < 1e-6 {
-                continue;
-            }
-            l = scale(l, 1.0 / len2.sqrt());
-        }
-        let ra = dot(ua[0], l).abs() * a.half[0] + dot(ua[1], l).abs() * a.half[1] + dot(ua[2], l).abs() * a.half[2];
-        let rb = dot(ub[0], l).abs() * b.half[0] + dot(ub[1], l).abs() * b.half[1] + dot(ub[2], l).abs() * b.half[2];
-        let s = dot(t, l);
-        let o = ra + rb - s.abs();
-        if o <= 0.0 {
-            return None;
-        }
-        if o < best {
-            best = o;
-            normal = if s < 0.0 { scale(l, -1.0) } else { l };
-        }
-    }
-    Some((normal, best))
 }

@@ -1,7 +1,14 @@
-//! The solver and the step: one Jacobi pass's impulses per contact, summed
-//! in fixed point, then gravity and integration inside the walls and the drum.
+//! The solver: projected Jacobi over the contacts with each body's mass
+//! split over its contacts (Tonge et al. 2012), so that summing every
+//! contact's impulse on a body neither overshoots nor averages it away.
+//! Each pass a contact adds to the normal impulse it has applied this frame
+//! (never below zero) and to its friction (Coulomb, static then dynamic), and
+//! pushes the centres apart along its normal while it is deeper than the slop
+//! (a split impulse: positions only, so the correction adds no energy). The
+//! walls, the floor and the drum are contacts like any other (walls.rs), so
+//! they act inside every pass. A body's sums are kept in 64-bit fixed point.
 
-use super::{V3, add, dot, extent, scale, sub};
+use super::{V3, add, cross, dot, inv_inertia_mul, point_velocity, scale, sub};
 use crate::collide::layout::{Body, Contact, World};
 
 /// Fixed point of the solver's sums: 2^24 steps per unit.
@@ -11,93 +18,72 @@ pub fn to_fixed(x: f32) -> i64 {
     (x * FIXED) as i64
 }
 
-/// The mean of `count` fixed-point addends.
-pub fn from_fixed(sum: i64, count: u32) -> f32 {
-    (sum as f32) * (1.0 / FIXED) / count as f32
+pub fn from_fixed(sum: i64) -> f32 {
+    (sum as f32) * (1.0 / FIXED)
 }
 
-/// One Jacobi pass's change for one contact: velocity of a, of b, and (on the
-/// first pass only) position of a, of b.
-pub fn contact_response(c: &Contact, a: &Body, b: &Body, w: &World, first: bool) -> [V3; 4] {
-    let zero = [0.0; 3];
-    let inv = a.inv_mass + b.inv_mass;
-    if inv <= 0.0 {
-        return [zero; 4];
-    }
+/// One pass's change from one contact: the impulse on b (a takes its
+/// opposite), the angular impulses on a and on b, and the push of b's
+/// centre (a takes its opposite), all in mass units.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Impulse {
+    pub linear: V3,
+    pub angular_a: V3,
+    pub angular_b: V3,
+    pub push: V3,
+}
+
+/// The inverse effective mass of a contact along `d`, each body's mass
+/// split over its `k` contacts.
+fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) -> f32 {
+    let ca = cross(ra, d);
+    let cb = cross(rb, d);
+    ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)))
+}
+
+/// One Jacobi pass of contact `c` between a (in `ka` contacts) and b (in
+/// `kb`), from the velocities and positions before the pass; updates the
+/// impulses the contact has applied.
+pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
+    let (ka, kb) = (ka as f32, kb as f32);
     let n = c.normal;
-    let rel = sub(b.vel, a.vel);
+    let ra = sub(c.point, a.pos);
+    let rb = sub(c.point, b.pos);
+    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    if kn <= 0.0 {
+        return Impulse::default();
+    }
+    let rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     let vn = dot(rel, n);
-    let mut p = zero;
-    if vn < 0.0 {
-        let j = -(1.0 + w.restitution) * vn / inv;
-        p = scale(n, j);
-        // Coulomb friction, capped by the normal impulse.
-        let t = sub(rel, scale(n, vn));
-        let tl2 = dot(t, t);
-        if tl2 > 1e-12 {
-            let tl = tl2.sqrt();
-            let jt = (tl / inv).min(w.friction * j);
-            p = add(p, scale(t, -jt / tl));
-        }
+    let lambda = (c.lambda - (vn - c.bounce) / kn).max(0.0);
+    let dn = lambda - c.lambda;
+    c.lambda = lambda;
+    // Friction against the sliding velocity, capped by the normal impulse.
+    let t = sub(rel, scale(n, vn));
+    let tl2 = dot(t, t);
+    let mut f = c.friction;
+    if tl2 > 1e-12 {
+        let tl = tl2.sqrt();
+        let kt = inv_effective(a, ka, ra, b, kb, rb, scale(t, 1.0 / tl));
+        f = sub(f, scale(t, 1.0 / kt));
     }
-    let (mut pa, mut pb) = (zero, zero);
-    if first {
-        let corr = (c.depth - w.slop).max(0.0) * w.baumgarte / inv;
-        pa = scale(n, -corr * a.inv_mass);
-        pb = scale(n, corr * b.inv_mass);
+    let fl2 = dot(f, f);
+    let stick = w.static_friction * lambda;
+    if fl2 > stick * stick {
+        f = scale(f, w.friction * lambda / fl2.sqrt());
     }
-    [scale(p, -a.inv_mass), scale(p, b.inv_mass), pa, pb]
+    let df = sub(f, c.friction);
+    c.friction = f;
+    let p = add(scale(n, dn), df);
+    // The depth now, the centres having moved since the narrow phase.
+    let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
+    let push = (depth - w.slop).max(0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: scale(n, push) }
 }
 
-/// Gravity for one step.
-pub fn gravity(b: &mut Body, w: &World) {
-    if b.inv_mass > 0.0 {
-        b.vel = add(b.vel, scale(w.gravity, w.dt));
-    }
-}
-
-/// Moves a body by its velocity and keeps it inside the walls and the drum.
-pub fn integrate(b: &mut Body, w: &World) {
-    if b.inv_mass <= 0.0 {
-        return;
-    }
-    b.pos = add(b.pos, scale(b.vel, w.dt));
-    let e = extent(b);
-    for k in 0..3 {
-        let lo = w.min[k] + e[k];
-        let hi = w.max[k] - e[k];
-        if b.pos[k] < lo {
-            b.pos[k] = lo;
-            if b.vel[k] < 0.0 {
-                b.vel[k] = -b.vel[k] * w.restitution;
-            }
-        } else if b.pos[k] > hi {
-            b.pos[k] = hi;
-            if b.vel[k] > 0.0 {
-                b.vel[k] = -b.vel[k] * w.restitution;
-            }
-        }
-    }
-    if w.drum_radius > 0.0 {
-        let dx = b.pos[0] - w.drum_x;
-        let dy = b.pos[1] - w.drum_y;
-        let d = (dx * dx + dy * dy).sqrt();
-        let lim = w.drum_radius - e[0].max(e[1]);
-        if d > lim && d > 0.0 {
-            let (nx, ny) = (dx / d, dy / d);
-            b.pos[0] = w.drum_x + nx * lim;
-            b.pos[1] = w.drum_y + ny * lim;
-            let mut vr = b.vel[0] * nx + b.vel[1] * ny;
-            if vr > 0.0 {
-                vr = -vr * w.restitution;
-            }
-            // The wall drags the body along: its tangential speed moves
-            // towards the wall's by the friction coefficient.
-            let vt = b.vel[0] * -ny + b.vel[1] * nx;
-            let wall = w.drum_omega * w.drum_radius;
-            let vt = vt + (wall - vt) * w.friction;
-            b.vel[0] = vr * nx + vt * -ny;
-            b.vel[1] = vr * ny + vt * nx;
-        }
-    }
+/// A body takes the sums of its contacts' impulses of one pass.
+pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
+    b.vel = add(b.vel, scale(linear, b.inv_mass));
+    b.omega = add(b.omega, inv_inertia_mul(b, angular));
+    b.pos = add(b.pos, scale(push, b.inv_mass));
 }

@@ -1,20 +1,30 @@
 use super::*;
-use crate::collide::layout::{BOX, Body, LEAF, Node, SPHERE, World};
+use crate::collide::layout::{BOX, Body, Contact, LEAF, Node, SPHERE, World};
 
-fn world() -> World {
+pub(super) fn world() -> World {
     crate::collide::scenario::world([0.0; 3], [8.0; 3])
 }
 
-fn sphere(pos: V3, r: f32) -> Body {
-    Body { pos, shape: SPHERE, vel: [0.0; 3], inv_mass: 1.0, half: [r; 3], pad: 0.0, rot: [0.0, 0.0, 0.0, 1.0] }
+pub(super) fn sphere(pos: V3, r: f32) -> Body {
+    Body {
+        pos,
+        shape: SPHERE,
+        vel: [0.0; 3],
+        inv_mass: 1.0,
+        half: [r; 3],
+        pad: 0.0,
+        rot: [0.0, 0.0, 0.0, 1.0],
+        omega: [0.0; 3],
+        pad2: 0.0,
+    }
 }
 
-fn cuboid(pos: V3, half: V3, rot: [f32; 4]) -> Body {
-    Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, pad: 0.0, rot }
+pub(super) fn cuboid(pos: V3, half: V3, rot: [f32; 4]) -> Body {
+    Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, pad: 0.0, rot, omega: [0.0; 3], pad2: 0.0 }
 }
 
 /// A rotation by `angle` about the unit `axis`.
-fn quat(axis: V3, angle: f32) -> [f32; 4] {
+pub(super) fn quat(axis: V3, angle: f32) -> [f32; 4] {
     let s = (0.5 * angle).sin();
     [axis[0] * s, axis[1] * s, axis[2] * s, (0.5 * angle).cos()]
 }
@@ -25,7 +35,18 @@ fn random_quat(rng: &mut fastrand::Rng) -> [f32; 4] {
     q.map(|x| x / l.sqrt())
 }
 
-fn close(a: V3, b: V3) -> bool {
+/// The first contact of a pair; a box pair's depth is its separating-axis
+/// overlap (its points' depths are each point's own).
+pub(super) fn touch(a: &Body, b: &Body) -> Option<Contact> {
+    let (found, count) = collide(0, a, 1, b, &world());
+    let mut c = found[..count].first().copied()?;
+    if a.shape == BOX && b.shape == BOX {
+        c.depth = box_box(a, b)?.depth;
+    }
+    Some(c)
+}
+
+pub(super) fn close(a: V3, b: V3) -> bool {
     (0..3).all(|k| (a[k] - b[k]).abs() < 1e-5)
 }
 
@@ -117,11 +138,12 @@ fn aabb_of_a_rotated_box() {
 #[test]
 fn sphere_sphere_contact() {
     let (a, b) = (sphere([1.0, 1.0, 1.0], 0.5), sphere([1.8, 1.0, 1.0], 0.5));
-    let c = collide(0, &a, 1, &b).expect("they touch");
+    let c = touch(&a, &b).expect("they touch");
     assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "{c:?}");
     assert_eq!((c.a, c.b), (0, 1));
-    assert!(collide(0, &a, 1, &sphere([2.0, 1.0, 1.0], 0.5)).is_none(), "exactly touching is no contact");
-    let c = collide(0, &a, 1, &sphere([1.0; 3], 0.3)).expect("one centre");
+    assert!(close(c.point, [1.4, 1.0, 1.0]), "midway through the overlap: {c:?}");
+    assert!(touch(&a, &sphere([2.0, 1.0, 1.0], 0.5)).is_none(), "exactly touching is no contact");
+    let c = touch(&a, &sphere([1.0; 3], 0.3)).expect("one centre");
     assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.8).abs() < 1e-6, "{c:?}");
 }
 
@@ -129,49 +151,49 @@ fn sphere_sphere_contact() {
 fn sphere_box_contact_both_orders_and_centre_inside() {
     let bx = cuboid([0.0; 3], [1.0; 3], [0.0, 0.0, 0.0, 1.0]);
     let s = sphere([1.3, 0.0, 0.0], 0.5);
-    let c = collide(0, &s, 1, &bx).expect("touch");
+    let c = touch(&s, &bx).expect("touch");
     assert!(close(c.normal, [-1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "sphere first: {c:?}");
-    let c = collide(0, &bx, 1, &s).expect("touch");
+    let c = touch(&bx, &s).expect("touch");
     assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.2).abs() < 1e-5, "box first: {c:?}");
     // Past the corner: the normal points from the corner to the centre.
     let s = sphere([1.3, 1.3, 0.0], 0.5);
-    let c = collide(0, &bx, 1, &s).expect("touch the edge");
+    let c = touch(&bx, &s).expect("touch the edge");
     let h = std::f32::consts::FRAC_1_SQRT_2;
     assert!(close(c.normal, [h, h, 0.0]) && (c.depth - (0.5 - 0.3 * 2f32.sqrt())).abs() < 1e-5, "{c:?}");
-    assert!(collide(0, &bx, 1, &sphere([1.4, 1.4, 0.0], 0.5)).is_none());
+    assert!(touch(&bx, &sphere([1.4, 1.4, 0.0], 0.5)).is_none());
     // The centre inside: out through the nearest face.
-    let c = collide(0, &bx, 1, &sphere([0.1, -0.8, 0.2], 0.5)).expect("inside");
+    let c = touch(&bx, &sphere([0.1, -0.8, 0.2], 0.5)).expect("inside");
     assert!(close(c.normal, [0.0, -1.0, 0.0]) && (c.depth - 0.7).abs() < 1e-5, "{c:?}");
     // A box turned 45° about z has an edge at x = √2.
     let turned = cuboid([0.0; 3], [1.0; 3], quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4));
-    let c = collide(0, &turned, 1, &sphere([1.6, 0.0, 0.0], 0.5)).expect("the edge");
+    let c = touch(&turned, &sphere([1.6, 0.0, 0.0], 0.5)).expect("the edge");
     assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - (0.5 - (1.6 - 2f32.sqrt()))).abs() < 1e-5, "{c:?}");
-    assert!(collide(0, &turned, 1, &sphere([1.95, 0.0, 0.0], 0.5)).is_none());
+    assert!(touch(&turned, &sphere([1.95, 0.0, 0.0], 0.5)).is_none());
 }
 
 #[test]
 fn box_box_separating_axes() {
     let id = [0.0, 0.0, 0.0, 1.0];
     let a = cuboid([0.0; 3], [0.5; 3], id);
-    let c = collide(0, &a, 1, &cuboid([0.0, 0.9, 0.0], [0.5; 3], id)).expect("stacked");
+    let c = touch(&a, &cuboid([0.0, 0.9, 0.0], [0.5; 3], id)).expect("stacked");
     assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.1).abs() < 1e-5, "{c:?}");
-    let c = collide(0, &a, 1, &cuboid([0.0, -0.9, 0.0], [0.5; 3], id)).expect("below");
+    let c = touch(&a, &cuboid([0.0, -0.9, 0.0], [0.5; 3], id)).expect("below");
     assert!(close(c.normal, [0.0, -1.0, 0.0]), "{c:?}");
     // b turned 45° about z reaches √2/2 along x.
     let q = quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4);
     let reach = 0.5 + std::f32::consts::FRAC_1_SQRT_2;
-    let c = collide(0, &a, 1, &cuboid([reach - 0.05, 0.0, 0.0], [0.5; 3], q)).expect("edge into face");
+    let c = touch(&a, &cuboid([reach - 0.05, 0.0, 0.0], [0.5; 3], q)).expect("edge into face");
     assert!(close(c.normal, [1.0, 0.0, 0.0]) && (c.depth - 0.05).abs() < 1e-5, "{c:?}");
-    assert!(collide(0, &a, 1, &cuboid([reach + 0.01, 0.0, 0.0], [0.5; 3], q)).is_none());
+    assert!(touch(&a, &cuboid([reach + 0.01, 0.0, 0.0], [0.5; 3], q)).is_none());
     // Two edges crossing: a turned about x, b about z, edge above edge;
     // only the cross product of the edges separates them.
     let qa = quat([1.0, 0.0, 0.0], std::f32::consts::FRAC_PI_4);
     let qb = quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4);
     let a = cuboid([0.0; 3], [0.5; 3], qa);
     let gap = 2.0 * std::f32::consts::FRAC_1_SQRT_2;
-    let c = collide(0, &a, 1, &cuboid([0.0, gap - 0.04, 0.0], [0.5; 3], qb)).expect("edges cross");
+    let c = touch(&a, &cuboid([0.0, gap - 0.04, 0.0], [0.5; 3], qb)).expect("edges cross");
     assert!(close(c.normal, [0.0, 1.0, 0.0]) && (c.depth - 0.04).abs() < 1e-5, "{c:?}");
-    assert!(collide(0, &a, 1, &cuboid([0.0, gap + 0.01, 0.0], [0.5; 3], qb)).is_none());
+    assert!(touch(&a, &cuboid([0.0, gap + 0.01, 0.0], [0.5; 3], qb)).is_none());
 }
 
 /// For every shape pair: moving b along the normal by the depth (a hair
@@ -192,67 +214,16 @@ fn depth_along_the_normal_separates_random_pairs() {
         let a = shape(&mut rng, [0.0; 3]);
         let p = [2.0 * rng.f32() - 1.0, 2.0 * rng.f32() - 1.0, 2.0 * rng.f32() - 1.0];
         let mut b = shape(&mut rng, p);
-        let Some(c) = collide(0, &a, 1, &b) else { continue };
+        let Some(c) = touch(&a, &b) else { continue };
         seen[(a.shape + b.shape) as usize] += 1;
         assert!(c.depth > 0.0 && (dot(c.normal, c.normal) - 1.0).abs() < 1e-4, "{c:?}");
         let at = b.pos;
         b.pos = add(at, scale(c.normal, c.depth + 2e-3));
-        assert!(collide(0, &a, 1, &b).is_none(), "still touching after the depth: {a:?} {b:?} {c:?}");
+        assert!(touch(&a, &b).is_none(), "still touching after the depth: {a:?} {b:?} {c:?}");
         if c.depth > 4e-3 {
             b.pos = add(at, scale(c.normal, c.depth - 2e-3));
-            assert!(collide(0, &a, 1, &b).is_some(), "apart before the depth: {a:?} {b:?} {c:?}");
+            assert!(touch(&a, &b).is_some(), "apart before the depth: {a:?} {b:?} {c:?}");
         }
     }
     assert!(seen.iter().all(|&s| s > 500), "every pairing must be exercised: {seen:?}");
-}
-
-#[test]
-fn fixed_point_round_trips_and_averages() {
-    assert_eq!(to_fixed(1.0), 1 << 24);
-    assert_eq!(to_fixed(-0.5), -(1 << 23));
-    assert_eq!(from_fixed(to_fixed(0.25) + to_fixed(0.75), 2), 0.5);
-    assert_eq!(from_fixed(to_fixed(-3.0), 1), -3.0);
-}
-
-#[test]
-fn contact_response_pushes_apart_and_conserves_momentum() {
-    let w = world();
-    let mut a = sphere([1.0; 3], 0.5);
-    let mut b = sphere([1.8, 1.0, 1.0], 0.5);
-    a.vel = [1.0, 0.5, 0.0];
-    b.vel = [-1.0, 0.0, 0.0];
-    b.inv_mass = 0.5;
-    let c = collide(0, &a, 1, &b).expect("touch");
-    let [dva, dvb, dpa, dpb] = contact_response(&c, &a, &b, &w, true);
-    // Momentum: m_a dva + m_b dvb = 0.
-    let p = add(scale(dva, 1.0 / a.inv_mass), scale(dvb, 1.0 / b.inv_mass));
-    assert!(close(p, [0.0; 3]), "momentum changes by {p:?}");
-    let vn = dot(sub(add(b.vel, dvb), add(a.vel, dva)), c.normal);
-    assert!((vn - 0.2 * 2.0).abs() < 1e-5, "separating at restitution x approach speed: {vn}");
-    assert!(dpa[0] < 0.0 && dpb[0] > 0.0, "positions pushed apart");
-    let [_, _, pa, pb] = contact_response(&c, &a, &b, &w, false);
-    assert!(pa == [0.0; 3] && pb == [0.0; 3], "later passes leave positions alone");
-    // Separating already: no impulse.
-    (a.vel, b.vel) = (b.vel, a.vel);
-    let r = contact_response(&c, &a, &b, &w, false);
-    assert!(r[0] == [0.0; 3] && r[1] == [0.0; 3]);
-}
-
-#[test]
-fn integrate_keeps_bodies_inside_walls_and_drum() {
-    let mut w = world();
-    let mut b = sphere([0.6, 4.0, 4.0], 0.5);
-    b.vel = [-60.0, 0.0, 0.0];
-    integrate(&mut b, &w);
-    assert_eq!(b.pos[0], 0.5);
-    assert!((b.vel[0] - 12.0).abs() < 1e-4, "bounces at the restitution: {:?}", b.vel);
-    w.drum_radius = 3.0;
-    w.drum_x = 4.0;
-    w.drum_y = 4.0;
-    w.drum_omega = 1.0;
-    let mut b = sphere([6.45, 4.0, 4.0], 0.5);
-    b.vel = [6.0, 0.0, 0.0];
-    integrate(&mut b, &w);
-    assert!((b.pos[0] - 6.5).abs() < 1e-5 && b.vel[0] < 0.0, "{b:?}");
-    assert!(b.vel[1] > 0.0, "the wall drags it along: {b:?}");
 }

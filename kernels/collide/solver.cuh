@@ -1,0 +1,143 @@
+// The solver and the step: physics/solver.rs and physics/motion.rs, function
+// for function (common.cuh says how the two sides are kept bit-identical).
+#pragma once
+#include "common.cuh"
+
+namespace physics {
+
+// The diagonal of a body's inverse inertia in its own frame.
+__device__ __forceinline__ V3 inv_inertia(const Body& b) {
+    if (b.shape == COLLIDE_SPHERE) {
+        float i = 2.5f * b.inv_mass / (b.half[0] * b.half[0]);
+        return v3(i, i, i);
+    }
+    float x = b.half[0] * b.half[0], y = b.half[1] * b.half[1], z = b.half[2] * b.half[2];
+    return v3(3.0f * b.inv_mass / (y + z), 3.0f * b.inv_mass / (x + z), 3.0f * b.inv_mass / (x + y));
+}
+
+// The world-space inverse inertia times v: R diag(inv_inertia) Rᵀ v.
+__device__ __forceinline__ V3 inv_inertia_mul(const Body& b, V3 v) {
+    V3 d = inv_inertia(b);
+    Axes u = axes(b.rot);
+    V3 l = v3(dot(v, u[0]) * d[0], dot(v, u[1]) * d[1], dot(v, u[2]) * d[2]);
+    return add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]));
+}
+
+// Fixed point of the solver's sums: 2^24 steps per unit.
+#define FIXED 16777216.0f
+
+// Rust `(x * FIXED) as i64`: truncating, saturating, NaN to 0.
+__device__ __forceinline__ i64 to_fixed(float x) { return __float2ll_rz(x * FIXED); }
+
+__device__ __forceinline__ float from_fixed(i64 sum) { return __ll2float_rn(sum) * (1.0f / FIXED); }
+
+// solver.rs `Impulse`.
+struct Impulse {
+    V3 linear;
+    V3 angular_a;
+    V3 angular_b;
+    V3 push;
+};
+
+// The inverse effective mass of a contact along `d`, each body's mass split
+// over its `k` contacts.
+__device__ __forceinline__ float inv_effective(const Body& a, float ka, V3 ra, const Body& b, float kb, V3 rb, V3 d) {
+    V3 ca = cross(ra, d);
+    V3 cb = cross(rb, d);
+    return ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)));
+}
+
+// One Jacobi pass of contact c between a (in ka contacts) and b (in kb).
+__device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
+                                                   const World& w) {
+    V3 zero = v3(0.0f, 0.0f, 0.0f);
+    Impulse out;
+    out.linear = out.angular_a = out.angular_b = out.push = zero;
+    float ka = __uint2float_rn(ka_), kb = __uint2float_rn(kb_);
+    V3 n = v3(c.normal);
+    V3 ra = sub(v3(c.point), v3(a.pos));
+    V3 rb = sub(v3(c.point), v3(b.pos));
+    float kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    if (kn <= 0.0f) return out;
+    V3 rel = sub(point_velocity(b, rb), point_velocity(a, ra));
+    float vn = dot(rel, n);
+    float lambda = max(c.lambda - (vn - c.bounce) / kn, 0.0f);
+    float dn = lambda - c.lambda;
+    c.lambda = lambda;
+    // Friction against the sliding velocity, capped by the normal impulse.
+    V3 t = sub(rel, scale(n, vn));
+    float tl2 = dot(t, t);
+    V3 f = v3(c.friction);
+    if (tl2 > 1e-12f) {
+        float tl = sqrt(tl2);
+        float kt = inv_effective(a, ka, ra, b, kb, rb, scale(t, 1.0f / tl));
+        f = sub(f, scale(t, 1.0f / kt));
+    }
+    float fl2 = dot(f, f);
+    float stick = w.static_friction * lambda;
+    if (fl2 > stick * stick) f = scale(f, w.friction * lambda / sqrt(fl2));
+    V3 df = sub(f, v3(c.friction));
+    store(c.friction, f);
+    V3 p = add(scale(n, dn), df);
+    // The depth now, the centres having moved since the narrow phase.
+    float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
+    float push = max(depth - w.slop, 0.0f) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    out.linear = p;
+    out.angular_a = scale(cross(ra, p), -1.0f);
+    out.angular_b = cross(rb, p);
+    out.push = scale(n, push);
+    return out;
+}
+
+// A body takes the sums of its contacts' impulses of one pass.
+__device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
+    store(b.vel, add(v3(b.vel), scale(linear, b.inv_mass)));
+    store(b.omega, add(v3(b.omega), inv_inertia_mul(b, angular)));
+    store(b.pos, add(v3(b.pos), scale(push, b.inv_mass)));
+}
+
+// Gravity for one step.
+__device__ __forceinline__ void gravity(Body& b, const World& w) {
+    if (b.inv_mass > 0.0f) store(b.vel, add(v3(b.vel), scale(v3(w.gravity), w.dt)));
+}
+
+// Moves and turns a body by its velocities and puts it back inside the walls
+// and the drum (positions only).
+__device__ __forceinline__ void integrate(Body& b, const World& w) {
+    if (b.inv_mass <= 0.0f) return;
+    store(b.pos, add(v3(b.pos), scale(v3(b.vel), w.dt)));
+    // q += dt/2 (ω, 0) q.
+    float x = b.rot[0], y = b.rot[1], z = b.rot[2], s = b.rot[3];
+    V3 o = scale(v3(b.omega), 0.5f * w.dt);
+    float q0 = x + (o[0] * s + (o[1] * z - o[2] * y));
+    float q1 = y + (o[1] * s + (o[2] * x - o[0] * z));
+    float q2 = z + (o[2] * s + (o[0] * y - o[1] * x));
+    float q3 = s - (o[0] * x + o[1] * y + o[2] * z);
+    float len = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    b.rot[0] = q0 / len;
+    b.rot[1] = q1 / len;
+    b.rot[2] = q2 / len;
+    b.rot[3] = q3 / len;
+    V3 e = extent(b);
+    for (int k = 0; k < 3; k++) {
+        float lo = w.min[k] + e[k];
+        float hi = w.max[k] - e[k];
+        if (b.pos[k] < lo) {
+            b.pos[k] = lo;
+        } else if (b.pos[k] > hi) {
+            b.pos[k] = hi;
+        }
+    }
+    if (w.drum_radius > 0.0f) {
+        float dx = b.pos[0] - w.drum_x;
+        float dy = b.pos[1] - w.drum_y;
+        float d = sqrt(dx * dx + dy * dy);
+        float lim = w.drum_radius - max(e[0], e[1]);
+        if (d > lim && d > 0.0f) {
+            b.pos[0] = w.drum_x + dx / d * lim;
+            b.pos[1] = w.drum_y + dy / d * lim;
+        }
+    }
+}
+
+}  // namespace physics

@@ -1,0 +1,202 @@
+//! The solver's properties on small scenes and on a settled pile, through
+//! the CPU engine (the reference the GPU engine is checked against).
+
+use super::tests::{cuboid, quat, sphere, world};
+use super::*;
+use crate::collide::cpu::CpuCollide;
+use crate::collide::layout::{Body, Contact, SPHERE, World};
+use crate::collide::scenario::{self, Scenario};
+use crate::collide::{CollideSettings, Compaction, Engine, Frontier, SortMethod, frame};
+use crate::compaction::Algorithm;
+
+fn settings(iterations: u32) -> CollideSettings {
+    CollideSettings {
+        compact_pairs: Compaction::With(Algorithm::Lookback),
+        sort: SortMethod::Fast,
+        iterations,
+        max_frontier: 1 << 26,
+    }
+}
+
+/// Runs `frames` frames; the engine, for its bodies and last contacts.
+fn run(w: World, bodies: &[Body], frames: u32, iterations: u32) -> CpuCollide {
+    let mut e = CpuCollide::new(w, bodies).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let s = settings(iterations);
+    for i in 0..frames {
+        frame(&mut e, &s, &mut f, i).expect("frame");
+    }
+    e
+}
+
+#[test]
+fn fixed_point_round_trips_and_sums() {
+    assert_eq!(to_fixed(1.0), 1 << 24);
+    assert_eq!(to_fixed(-0.5), -(1 << 23));
+    assert_eq!(from_fixed(to_fixed(0.25) + to_fixed(0.75)), 1.0);
+    assert_eq!(from_fixed(to_fixed(-3.0)), -3.0);
+}
+
+/// Equal spheres meeting head-on at restitution 1 swap velocities.
+#[test]
+fn elastic_head_on_spheres_swap_velocities() {
+    let mut w = world();
+    (w.gravity, w.restitution, w.friction, w.static_friction, w.rest_speed) = ([0.0; 3], 1.0, 0.0, 0.0, 0.0);
+    let mut a = sphere([3.0, 4.0, 4.0], 0.5);
+    let mut b = sphere([5.0, 4.0, 4.0], 0.5);
+    (a.vel, b.vel) = ([3.0, 0.0, 0.0], [-1.0, 0.0, 0.0]);
+    // They touch after 0.25 s (15 frames); 25 frames see them apart again.
+    let e = run(w, &[a, b], 25, 8);
+    let after = e.bodies().expect("bodies");
+    assert!((after[0].vel[0] + 1.0).abs() < 1e-4 && (after[1].vel[0] - 3.0).abs() < 1e-4, "{after:?}");
+    assert!(after[1].pos[0] - after[0].pos[0] > 1.0, "apart again: {after:?}");
+}
+
+/// A contact conserves linear and angular momentum: equal and opposite
+/// impulses at one point.
+#[test]
+fn contact_impulse_conserves_momentum() {
+    let w = world();
+    let mut a = cuboid([1.0; 3], [0.5, 0.3, 0.4], quat([0.3, 0.9, 0.3], 0.7));
+    let mut b = sphere([1.5, 1.75, 1.1], 0.5);
+    (a.vel, b.vel, a.omega) = ([1.0, 0.5, 0.0], [-1.0, -2.0, 0.3], [0.5, -1.0, 2.0]);
+    b.inv_mass = 0.5;
+    let (found, count) = collide(0, &a, 1, &b, &w);
+    assert_eq!(count, 1);
+    let mut c = found[0];
+    let r = contact_impulse(&mut c, &a, 1, &b, 1, &w);
+    assert!(c.lambda > 0.0 && dot(r.linear, c.normal) > 0.0, "pushes b away from a: {r:?}");
+    // Angular momentum about the origin: x × p + L for each.
+    let l = add(add(cross(a.pos, scale(r.linear, -1.0)), r.angular_a), add(cross(b.pos, r.linear), r.angular_b));
+    assert!(dot(l, l).sqrt() < 1e-5, "angular momentum changes by {l:?}");
+}
+
+/// The depth and the contacts per body of a settled pile of spheres: the
+/// pile scenario's spawn with every box replaced by a sphere inside its
+/// bounding sphere (so nothing starts in contact).
+fn settled_spheres(n: u32, frames: u32, iterations: u32) -> (Vec<Body>, Vec<Contact>) {
+    let (w, mut bodies) = scenario::build(Scenario::Pile, n, 7).expect("scenario");
+    for b in bodies.iter_mut().filter(|b| b.shape != SPHERE) {
+        let r = 0.43;
+        (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
+        b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
+    }
+    let e = run(w, &bodies, frames, iterations);
+    (e.bodies().expect("bodies"), e.contact_list().expect("contacts"))
+}
+
+/// Issue 16: a settled pile of 10k spheres has a mean penetration of at
+/// most 1 % of the radius, at most 5 % anywhere, and at most 7 contacts
+/// per body (a packed pile has about 6).
+#[test]
+#[ignore = "issue 16, not met yet: without warm starting, 8 Jacobi passes leave a deep stack a residual approach speed every frame"]
+fn a_settled_pile_of_spheres_does_not_sink() {
+    let n = 10_000;
+    let (bodies, contacts) = settled_spheres(n, 500, 8);
+    assert!(!contacts.is_empty());
+    let contacts: Vec<Contact> = contacts.into_iter().filter(|c| !is_wall(c.b)).collect();
+    let depth = |c: &Contact| c.depth / bodies[c.a as usize].half[0].min(bodies[c.b as usize].half[0]);
+    let mean = contacts.iter().map(depth).sum::<f32>() / contacts.len() as f32;
+    let max = contacts.iter().map(depth).fold(0.0, f32::max);
+    let per_body = 2.0 * contacts.len() as f32 / n as f32;
+    let top = bodies.iter().map(|b| b.pos[1]).fold(0.0, f32::max);
+    let speed = bodies.iter().map(|b| dot(b.vel, b.vel).sqrt()).fold(0.0, f32::max);
+    eprintln!(
+        "pile of {n}: mean depth {mean:.4} r, max {max:.4} r, {per_body:.2} contacts per body, top {top:.2}, fastest {speed:.3}"
+    );
+    assert!(mean <= 0.01, "mean penetration {mean} of the radius");
+    assert!(max <= 0.05, "max penetration {max} of the radius");
+    assert!(per_body <= 7.0, "{per_body} contacts per body");
+}
+
+/// A world with a wide floor and no drum, gravity on.
+fn floor_world(side: f32, height: f32) -> World {
+    scenario::world([-side, 0.0, -side], [side, height, side])
+}
+
+/// Issue 16: a cube dropped onto one edge tips over and comes to rest on a face.
+#[test]
+#[ignore = "issue 16, not met yet: with the mass split per partner the box still rocks after 300 frames"]
+fn a_box_dropped_on_an_edge_tips_over_and_rests_flat() {
+    let w = floor_world(6.0, 8.0);
+    // Turned 35° about z: the lowest edge is off-centre, so gravity tips it.
+    let mut b = cuboid([0.0, 1.2, 0.0], [0.5; 3], quat([0.0, 0.0, 1.0], 35f32.to_radians()));
+    b.inv_mass = 1.0;
+    let e = run(w, &[b], 300, 8);
+    let b = e.bodies().expect("bodies")[0];
+    let up = axes(b.rot).map(|u| u[1].abs()).into_iter().fold(0.0, f32::max);
+    assert!(up > 0.9998, "a face lies flat (an axis within 1.2° of vertical): {b:?}");
+    assert!((b.pos[1] - 0.5).abs() < 0.01, "resting on the floor: {b:?}");
+    assert!(dot(b.vel, b.vel).sqrt() < 0.02 && dot(b.omega, b.omega).sqrt() < 0.05, "at rest: {b:?}");
+}
+
+/// Issue 16: ten boxes stacked on the floor stand for 600 frames: no box
+/// drifts sideways by 1 % of its size, and the stack sinks by less than
+/// the solver's slop per contact.
+#[test]
+#[ignore = "issue 16, not met yet: without warm starting, 8 Jacobi passes leave a deep stack a residual approach speed every frame"]
+fn a_stack_of_ten_boxes_stays_standing() {
+    let w = floor_world(4.0, 14.0);
+    let start: Vec<Body> =
+        (0..10).map(|i| cuboid([0.0, 0.5 + i as f32, 0.0], [0.5; 3], [0.0, 0.0, 0.0, 1.0])).collect();
+    let e = run(w, &start, 600, 8);
+    let end = e.bodies().expect("bodies");
+    for (i, (a, b)) in start.iter().zip(&end).enumerate() {
+        let side = ((b.pos[0] - a.pos[0]).powi(2) + (b.pos[2] - a.pos[2]).powi(2)).sqrt();
+        assert!(side < 0.01, "box {i} drifts {side} sideways: {b:?}");
+        let sink = a.pos[1] - b.pos[1];
+        assert!(sink < (i + 1) as f32 * w.slop + 1e-3, "box {i} sinks {sink}: {b:?}");
+        let up = axes(b.rot)[1][1];
+        assert!(up > 0.9999, "box {i} tilts: {b:?}");
+    }
+}
+
+/// The angular momentum about the origin: Σ x × m v + I ω.
+fn angular_momentum(bodies: &[Body]) -> ([f64; 3], f64) {
+    let mut total = [0.0f64; 3];
+    let mut scale_sum = 0.0;
+    for b in bodies {
+        let m = 1.0 / b.inv_mass;
+        let orbital = cross(b.pos, scale(b.vel, m));
+        // I ω in world space: R diag(1 / inv_inertia) Rᵀ ω.
+        let (u, d) = (axes(b.rot), inv_inertia(b));
+        let l = [dot(b.omega, u[0]) / d[0], dot(b.omega, u[1]) / d[1], dot(b.omega, u[2]) / d[2]];
+        let spin = add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]));
+        let l = add(orbital, spin);
+        for k in 0..3 {
+            total[k] += l[k] as f64;
+        }
+        scale_sum += dot(l, l).sqrt() as f64;
+    }
+    (total, scale_sum)
+}
+
+/// Issue 16: the gas, its walls moved out of reach, conserves angular
+/// momentum. Every contact applies equal and opposite impulses at one
+/// point, which conserves it exactly; what is left is f32 rounding and the
+/// free rotation of boxes at constant ω (the step has no gyroscopic term,
+/// so a tumbling box's I ω turns by O(|ω|² dt) a step). The bound, 0.5 %
+/// of the summed magnitudes of the bodies' momenta over 120 frames, is
+/// several times what this run shows and far below what a one-sided
+/// impulse would leave.
+#[test]
+fn the_gas_without_walls_conserves_angular_momentum() {
+    let (mut w, mut bodies) = scenario::build(Scenario::Gas, 600, 9).expect("scenario");
+    let mut rng = fastrand::Rng::with_seed(4);
+    for b in &mut bodies {
+        b.omega = [rng.f32() - 0.5, rng.f32() - 0.5, rng.f32() - 0.5];
+    }
+    // Walls 100 m further out: nothing reaches them in 120 frames at 2 m/s.
+    for k in 0..3 {
+        w.min[k] -= 100.0;
+        w.max[k] += 100.0;
+        w.inv_extent[k] = 1.0 / (w.max[k] - w.min[k]);
+    }
+    let (before, size) = angular_momentum(&bodies);
+    let e = run(w, &bodies, 120, 8);
+    let contacts = e.contact_list().expect("contacts").len();
+    let (after, _) = angular_momentum(&e.bodies().expect("bodies"));
+    let change = ((0..3).map(|k| (after[k] - before[k]).powi(2)).sum::<f64>()).sqrt();
+    eprintln!("angular momentum changes by {change:.3e} of summed magnitude {size:.3e} ({contacts} contacts last)");
+    assert!(change < 5e-3 * size, "angular momentum changes by {change} (scale {size})");
+}
