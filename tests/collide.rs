@@ -279,7 +279,7 @@ fn scenarios_spawn_apart_inside_the_world() {
             let touching = brute_contacts(&world, &bodies, &pairs);
             assert!(touching.is_empty(), "{scenario} n={n}: bodies start in contact: {:?}", touching.first());
             let boxes = bodies.iter().filter(|b| b.shape == BOX).count() as f64 / n as f64;
-            if n >= 1000 && scenario != Scenario::Dominoes {
+            if n >= 1000 {
                 assert!((0.25..0.35).contains(&boxes), "{scenario}: {boxes} of the bodies are boxes");
             }
             for b in &bodies {
@@ -303,12 +303,8 @@ fn scenarios_spawn_apart_inside_the_world() {
 #[test]
 fn long_runs_stay_finite_in_bounds_and_calm() {
     let s = lookback();
-    for (scenario, n, frames) in [
-        (Scenario::Pile, 2000, 400),
-        (Scenario::Drum, 2000, 300),
-        (Scenario::Gas, 2000, 300),
-        (Scenario::Dominoes, 500, 200),
-    ] {
+    for (scenario, n, frames) in [(Scenario::Pile, 2000, 400), (Scenario::Drum, 2000, 300), (Scenario::Gas, 2000, 300)]
+    {
         let mut e = engine(scenario, n);
         let world = *e.world();
         let ke0 = kinetic(&e.bodies().expect("bodies"));
@@ -335,13 +331,6 @@ fn long_runs_stay_finite_in_bounds_and_calm() {
             Scenario::Drum => {
                 let bound = n as f64 * 0.5 * (world.drum_omega * world.drum_radius).powi(2) as f64 * 4.0;
                 assert!(peak < bound, "drum: kinetic energy {peak}, more than {bound}");
-            }
-            // Falling dominoes turn height into motion: never more than the
-            // pushes plus every centre dropping from standing to lying.
-            Scenario::Dominoes => {
-                let bodies = e.bodies().expect("bodies");
-                let drop: f64 = bodies.iter().map(|b| 9.81 * (b.half[1] - b.half[0]) as f64 / b.inv_mass as f64).sum();
-                assert!(peak < ke0 + drop, "dominoes: kinetic energy {peak}, more than {ke0} + {drop}");
             }
         }
     }

@@ -1,5 +1,4 @@
-//! The built-in scenarios: a falling pile, a rotating drum, a uniform gas and
-//! rows of dominoes (which show rotation plainly),
+//! The built-in scenarios: a falling pile, a rotating drum and a uniform gas,
 //! each sized from the body count and drawn from a seed, so one
 //! (scenario, bodies, seed) always gives the same world and the same bodies.
 //!
@@ -26,18 +25,16 @@ pub enum Scenario {
     Pile,
     Drum,
     Gas,
-    Dominoes,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [Scenario::Pile, Scenario::Drum, Scenario::Gas, Scenario::Dominoes];
+    pub const ALL: [Scenario; 3] = [Scenario::Pile, Scenario::Drum, Scenario::Gas];
 
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Pile => "pile",
             Scenario::Drum => "drum",
             Scenario::Gas => "gas",
-            Scenario::Dominoes => "dominoes",
         }
     }
 
@@ -46,9 +43,6 @@ impl Scenario {
             Scenario::Pile => "a column of bodies falls under gravity and settles on the floor, a few layers deep",
             Scenario::Drum => "a drum rotating about the z axis, about a third full, tumbles its bodies",
             Scenario::Gas => "bodies fly at random velocities in a closed box, no gravity, elastic collisions",
-            Scenario::Dominoes => {
-                "rows of standing dominoes (boxes); the first of each row is pushed and the row topples"
-            }
         }
     }
 }
@@ -102,8 +96,6 @@ pub fn build(s: Scenario, bodies: u32, seed: u64) -> CollideResult<(World, Vec<B
         Scenario::Pile => pile(n),
         Scenario::Drum => drum(n),
         Scenario::Gas => gas(n),
-        // Placed in rows, not by random addition.
-        Scenario::Dominoes => return Ok(dominoes(bodies, &mut rng)),
     };
     let mut bodies = place(shapes, &world, region, &mut rng)?;
     if s == Scenario::Gas {
@@ -206,36 +198,6 @@ fn gas(n: f32) -> (World, Region) {
     w.static_friction = 0.0;
     w.rest_speed = 0.0;
     (w, Region::Cuboid { min: [0.0; 3], max: [side; 3] })
-}
-
-/// A domino's half extents: thin along x, tall, half as wide as tall.
-const DOMINO: [f32; 3] = [0.08, 0.5, 0.25];
-/// The gap between dominoes' centres along a row (less than their height,
-/// so that each falling one reaches the next) and between rows.
-const DOMINO_STEP: f32 = 0.6;
-const ROW_STEP: f32 = 1.0;
-
-/// Rows of standing dominoes along x, about twice as long as the field is
-/// wide, each domino nudged sideways a little (from the seed); the first of
-/// every row is set turning towards the next.
-fn dominoes(bodies: u32, rng: &mut fastrand::Rng) -> (World, Vec<Body>) {
-    let per_row = ((bodies as f32 * 2.0 * ROW_STEP / DOMINO_STEP).sqrt().ceil() as u32).clamp(1, bodies);
-    let rows = bodies.div_ceil(per_row);
-    let length = per_row as f32 * DOMINO_STEP + 2.0;
-    let width = rows as f32 * ROW_STEP + 1.0;
-    let w = world([-1.0, 0.0, -0.5], [length - 1.0, 3.0, width - 0.5]);
-    let inv_mass = 1.0 / (8.0 * DOMINO[0] * DOMINO[1] * DOMINO[2]);
-    let list = (0..bodies)
-        .map(|i| {
-            let (row, k) = (i / per_row, i % per_row);
-            let jitter = 0.1 * (rng.f32() - 0.5);
-            let pos = [k as f32 * DOMINO_STEP, DOMINO[1], row as f32 * ROW_STEP + 0.5 + jitter];
-            // A push at the top: 3 rad/s about -z tips it towards +x.
-            let omega = if k == 0 { [0.0, 0.0, -3.0] } else { [0.0; 3] };
-            Body { pos, shape: BOX, inv_mass, half: DOMINO, rot: [0.0, 0.0, 0.0, 1.0], omega, ..Body::default() }
-        })
-        .collect();
-    (w, list)
 }
 
 /// A sphere or a box at the origin, at rest, mass from its volume.
