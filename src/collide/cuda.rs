@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, words};
@@ -50,16 +51,11 @@ const RS_RADIX: u64 = 256;
 unsafe impl DeviceRepr for World {}
 
 /// Tuning of the fast radix sort (radix_sort.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct FastSortTuning {
     /// Keys per thread per tile (`RS_ITEMS`); a tile is 256 of these.
+    #[default(8)]
     pub items: u32,
-}
-
-impl Default for FastSortTuning {
-    fn default() -> Self {
-        FastSortTuning { items: 8 }
-    }
 }
 
 /// The fast sort's second key and value buffers and its digit counts.

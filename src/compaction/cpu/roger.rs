@@ -17,6 +17,7 @@
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::cpu::{Job, Phases, Scatter, mark};
 
@@ -24,17 +25,12 @@ use crate::compaction::cpu::{Job, Phases, Scatter, mark};
 const GRAIN: usize = 4096;
 
 /// Tuning for [`select`] and [`partition`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct RogerTuning {
     /// Elements per block, s. 003 §V-A (Fig. 11) found 64 best up to 16M
     /// elements. Values below 1 count as 1.
+    #[default(64)]
     pub block_size: usize,
-}
-
-impl Default for RogerTuning {
-    fn default() -> Self {
-        RogerTuning { block_size: 64 }
-    }
 }
 
 /// Select: the kept elements, in input order; or with `split`, partition:

@@ -10,6 +10,7 @@
 //! still O(n log n), as 003 §II points out.
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::ScanElement;
 use crate::compaction::cpu::{Job, Phases, mark};
@@ -18,7 +19,7 @@ use crate::compaction::cpu::{Job, Phases, mark};
 const GRAIN: usize = 4096;
 
 /// Tuning for [`select`], [`partition`] and [`scan`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SenguptaTuning {
     /// The reduce stops once at most this many partial sums remain; Horn's
     /// scan runs over them. 002 §4 found compaction fastest after about 10
@@ -27,13 +28,8 @@ pub struct SenguptaTuning {
     /// this machine: it keeps the pass structure of the paper's best run and
     /// the same on every machine. At 1024 the Horn part is small on a CPU
     /// either way. Values below 1 count as 1 (reduce all the way, as Blelloch).
+    #[default(1024)]
     pub degree_of_parallelism: usize,
-}
-
-impl Default for SenguptaTuning {
-    fn default() -> Self {
-        SenguptaTuning { degree_of_parallelism: 1024 }
-    }
 }
 
 /// Exclusive scan; returns the total. The hybrid scan is inclusive, so it runs

@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::ScanElement;
 use crate::compaction::cpu::{Job, Phases, Scatter};
@@ -25,19 +26,15 @@ pub trait Protocol: Copy + std::fmt::Debug + Sync {
 }
 
 /// Tuning of the single-pass algorithms (`chained`, `lookback`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SinglePassTuning {
     /// Elements per block (a GPU tile: threads × items per thread).
+    #[default(8192)]
     pub block: usize,
     /// Busy-wait iterations on a predecessor's status before each `yield_now`,
     /// so a waiting task gives its core back when the machine is oversubscribed.
+    #[default(64)]
     pub spins_before_yield: u32,
-}
-
-impl Default for SinglePassTuning {
-    fn default() -> Self {
-        SinglePassTuning { block: 8192, spins_before_yield: 64 }
-    }
 }
 
 // Block status, in the order a block moves through them (never backwards).

@@ -6,12 +6,14 @@
 //! words no slower than bits; we use the shared `mark` phase's 32-bit words.
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::cpu::{Job, Phases, cut, mark};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct StencilTuning {
     /// Threads, i.e. chunks; 0 means one per thread of the rayon pool.
+    #[default(0)]
     pub threads: usize,
 }
 
