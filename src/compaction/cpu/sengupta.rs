@@ -164,9 +164,7 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
-            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
+        testing::check_tunings(&tunings(), compact);
     }
 
     #[test]
