@@ -16,7 +16,7 @@ use crate::clocks::ms;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
-use crate::frontier::{self, Expand, LevelWords, host, status};
+use crate::frontier::{self, LevelWords, Step, host, status};
 
 /// The CPU engine: bodies, tree and lists in host memory.
 pub struct CpuCollide {
@@ -267,7 +267,8 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn expand(&mut self, at: Expand, input: &Vec<u64>, out: &mut Vec<u64>, words: &mut Vec<u64>) -> CollideResult<()> {
+    fn expand(&mut self, step: Step<'_, CpuBackend>) -> CollideResult<()> {
+        let Step { at, input, output: out, words } = step;
         let m = host::n(words, at).min(input.len() as u64);
         if !host::fits(words, at, m, 4, out.len() as u64) {
             return Ok(());

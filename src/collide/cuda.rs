@@ -18,7 +18,7 @@ use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, w
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
+use crate::frontier::{self, DeviceLevel, LevelWords, Step};
 use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics/.
@@ -407,13 +407,8 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn expand(
-        &mut self,
-        at: Expand,
-        input: &CudaBuffer<u64>,
-        output: &mut CudaBuffer<u64>,
-        words: &mut CudaBuffer<u64>,
-    ) -> CollideResult<()> {
+    fn expand(&mut self, step: Step<'_, CudaBackend>) -> CollideResult<()> {
+        let Step { at, input, output, words } = step;
         // The kernel reads n from the words; both buffers hold `capacity` slots.
         let capacity = input.len().min(output.len());
         let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());

@@ -302,13 +302,7 @@ pub trait Engine {
     /// candidate list instead (written below its capacity, counted in
     /// `words[words::CANDIDATES]` always, an overflow sets
     /// [`frontier::status::CANDIDATES`]).
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<Self, u64>,
-        output: &mut Buf<Self, u64>,
-        words: &mut Buf<Self, u64>,
-    ) -> CollideResult<()>;
+    fn expand(&mut self, step: frontier::Step<'_, Self::B>) -> CollideResult<()>;
     fn candidate_capacity(&self) -> u64;
     /// Replaces the candidate list (and the contact list with it) by one of
     /// `n` slots; its contents are lost.
@@ -435,14 +429,8 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         f(self)?;
         self.0.stop_stage(StageId::level(name, level), started)
     }
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<E, u64>,
-        output: &mut Buf<E, u64>,
-        words: &mut Buf<E, u64>,
-    ) -> CollideResult<()> {
-        self.0.expand(at, input, output, words)
+    fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
+        self.0.expand(step)
     }
 }
 
