@@ -8,11 +8,10 @@
 //! and what runs without a GPU.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
-use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::clocks::ms;
+use crate::clocks::HostClock;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
@@ -47,7 +46,7 @@ pub struct CpuCollide {
     ends_of: Vec<u32>,
     /// Each contact's `physics::contact_response` in the current pass.
     responses: Vec<[[f32; 3]; 4]>,
-    stages: Vec<(StageId, f64)>,
+    clock: HostClock<StageId>,
 }
 
 /// Frontier slots a task of `expand` walks before it appends its candidates.
@@ -80,7 +79,7 @@ impl CpuCollide {
             ends: Vec::new(),
             ends_of: vec![0; n],
             responses: Vec::new(),
-            stages: Vec::new(),
+            clock: HostClock::default(),
         })
     }
 
@@ -122,10 +121,14 @@ fn too_short(what: &'static str, expected: usize, actual: usize) -> CollideError
 
 impl Engine for CpuCollide {
     type B = CpuBackend;
-    type Started = Instant;
+    type Clock = HostClock<StageId>;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
+    }
+
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
     }
 
     fn world(&self) -> &World {
@@ -141,7 +144,7 @@ impl Engine for CpuCollide {
     }
 
     fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64) -> CollideResult<()> {
-        self.stages.clear();
+        self.clock.clear();
         let len = usize::try_from(len)
             .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} words do not fit in memory"))))?;
         words.clear();
@@ -149,18 +152,9 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn start_stage(&mut self) -> CollideResult<Instant> {
-        Ok(Instant::now())
-    }
-
-    fn stop_stage(&mut self, id: StageId, started: Instant) -> CollideResult<()> {
-        self.stages.push((id, ms(started.elapsed())));
-        Ok(())
-    }
-
     fn end_frame(&mut self, words: &Vec<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
         self.found = words[words::CANDIDATES as usize];
-        Ok((std::mem::take(&mut self.stages), words.clone()))
+        Ok((self.clock.take(), words.clone()))
     }
 
     fn codes(&mut self) -> CollideResult<()> {

@@ -19,7 +19,7 @@ use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, DeviceLevel, LevelWords, Step};
-use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics/.
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
@@ -305,10 +305,14 @@ impl FastSort {
 
 impl Engine for CudaCollide {
     type B = CudaBackend;
-    type Started = Started;
+    type Clock = Timer<StageId>;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
+    }
+
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
     }
 
     fn world(&self) -> &World {
@@ -331,14 +335,6 @@ impl Engine for CudaCollide {
         }
         words.set_len(len)?;
         zero_words(&self.stream, words)
-    }
-
-    fn start_stage(&mut self) -> CollideResult<Started> {
-        Ok(self.timer.start()?)
-    }
-
-    fn stop_stage(&mut self, id: StageId, started: Started) -> CollideResult<()> {
-        Ok(self.timer.stop(id, started)?)
     }
 
     fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {

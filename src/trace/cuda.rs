@@ -13,7 +13,7 @@ use cudarc::driver::{
 
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::frontier::{DeviceLevel, Step};
-use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{Engine, FrameEnd, FrontierRun, Queue, Shading, StageId, TraceError, TraceResult, Words, Work};
 
@@ -303,10 +303,14 @@ fn check_words(words: &CudaBuffer<u64>, at: &[u64]) -> TraceResult<()> {
 
 impl Engine for CudaEngine {
     type B = CudaBackend;
-    type Mark = Started;
+    type Clock = Timer<StageId>;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
+    }
+
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
     }
 
     fn pixels(&self) -> u64 {
@@ -335,14 +339,6 @@ impl Engine for CudaEngine {
             r.result().map_err(launch_err("clearing the frame's words"))?;
         }
         Ok(())
-    }
-
-    fn stage_begin(&mut self) -> TraceResult<Started> {
-        Ok(self.timer.start()?)
-    }
-
-    fn stage_end(&mut self, id: StageId, mark: Started) -> TraceResult<()> {
-        Ok(self.timer.stop(id, mark)?)
     }
 
     fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd> {

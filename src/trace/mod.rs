@@ -31,6 +31,7 @@ pub mod shading;
 pub mod texture;
 pub mod tonemap;
 
+use crate::clocks::Clock;
 pub use crate::compaction::Compaction;
 use crate::compaction::{Backend, BackendKind, Element, Keep, Lens};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
@@ -68,6 +69,12 @@ pub enum TraceError {
     Memory(#[from] crate::memory::MemoryError),
     #[error("cannot write {path}: {why}")]
     Output { path: String, why: String },
+}
+
+impl From<std::convert::Infallible> for TraceError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
 }
 
 impl From<crate::files::OutputError> for TraceError {
@@ -286,9 +293,10 @@ pub type FrameEnd = (Vec<(StageId, f64)>, Vec<u64>);
 /// capacity: nothing inside a frame waits for the device.
 pub trait Engine {
     type B: Backend;
-    /// A started stage's timing mark.
-    type Mark;
+    /// What times the stages.
+    type Clock: Clock<StageId, Error: Into<TraceError>>;
     fn backend(&self) -> &Self::B;
+    fn clock(&mut self) -> &mut Self::Clock;
     fn pixels(&self) -> u64;
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
@@ -306,18 +314,14 @@ pub trait Engine {
 
     /// Starts a frame: zeroes the frame's words (one fill, no host copy).
     fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()>;
-    /// Starts timing a stage.
-    fn stage_begin(&mut self) -> TraceResult<Self::Mark>;
-    /// Ends the stage started at `mark`, naming it.
-    fn stage_end(&mut self, id: StageId, mark: Self::Mark) -> TraceResult<()>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R>
     where
         Self: Sized,
     {
-        let mark = self.stage_begin()?;
+        let mark = self.clock().start().map_err(Into::into)?;
         let r = f(self)?;
-        self.stage_end(id, mark)?;
+        self.clock().stop(id, mark).map_err(Into::into)?;
         Ok(r)
     }
     /// Ends a frame: the stages' times in ms and the frame's words, read

@@ -10,11 +10,11 @@ mod breadth_first;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
 
 use glam::Vec4;
 use rayon::prelude::*;
 
+use crate::clocks::HostClock;
 use crate::compaction::{CpuBackend, Error};
 use crate::frontier::{Step, host};
 use crate::trace::layout::{CameraLayout, Packed};
@@ -22,7 +22,7 @@ use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, StageId, TraceError, TraceResult, Work, ms};
+use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, StageId, TraceError, TraceResult, Work};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -38,7 +38,7 @@ pub struct CpuEngine {
     sum: Vec<[f32; 4]>,
     /// The image as shown (`rgba8`), rewritten from `sum` on each call.
     rgba: Vec<[u8; 4]>,
-    stages: Vec<(StageId, f64)>,
+    clock: HostClock<StageId>,
     work: Option<Work<CpuEngine>>,
 }
 
@@ -69,7 +69,7 @@ impl CpuEngine {
             claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
             sum: vec![[0.0; 4]; pixels],
             rgba: vec![[0; 4]; pixels],
-            stages: Vec::new(),
+            clock: HostClock::default(),
             work: None,
         }
     }
@@ -216,10 +216,14 @@ fn check_words(words: &[u64], at: &[u64]) -> TraceResult<()> {
 
 impl Engine for CpuEngine {
     type B = CpuBackend;
-    type Mark = Instant;
+    type Clock = HostClock<StageId>;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
+    }
+
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
     }
 
     fn pixels(&self) -> u64 {
@@ -239,22 +243,13 @@ impl Engine for CpuEngine {
     }
 
     fn begin_frame(&mut self, words: &mut Vec<u64>) -> TraceResult<()> {
-        self.stages.clear();
+        self.clock.clear();
         words.fill(0);
         Ok(())
     }
 
-    fn stage_begin(&mut self) -> TraceResult<Instant> {
-        Ok(Instant::now())
-    }
-
-    fn stage_end(&mut self, id: StageId, mark: Instant) -> TraceResult<()> {
-        self.stages.push((id, ms(mark.elapsed())));
-        Ok(())
-    }
-
     fn end_frame(&mut self, words: &Vec<u64>) -> TraceResult<FrameEnd> {
-        Ok((std::mem::take(&mut self.stages), words.clone()))
+        Ok((self.clock.take(), words.clone()))
     }
 
     fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
