@@ -127,10 +127,6 @@ impl Engine for CpuCollide {
         &self.backend
     }
 
-    fn clock(&mut self) -> &mut HostClock<StageId> {
-        &mut self.clock
-    }
-
     fn world(&self) -> &World {
         &self.world
     }
@@ -141,6 +137,10 @@ impl Engine for CpuCollide {
 
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<CpuBackend>> {
         Ok(frontier::Frontier::new(&self.backend, capacity)?)
+    }
+
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
     }
 
     fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64) -> CollideResult<()> {

@@ -311,10 +311,6 @@ impl Engine for CudaCollide {
         &self.backend
     }
 
-    fn clock(&mut self) -> &mut Timer<StageId> {
-        &mut self.timer
-    }
-
     fn world(&self) -> &World {
         &self.world
     }
@@ -326,6 +322,10 @@ impl Engine for CudaCollide {
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<CudaBackend>> {
         check_free(&self.stream, "the pair frontier", capacity.max(1).saturating_mul(2 * 8))?;
         Ok(frontier::Frontier::new(&self.backend, capacity)?)
+    }
+
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
     }
 
     fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64) -> CollideResult<()> {

@@ -258,7 +258,6 @@ pub trait Engine {
     /// What times the stages.
     type Clock: Clock<StageId, Error: Into<CollideError>>;
     fn backend(&self) -> &Self::B;
-    fn clock(&mut self) -> &mut Self::Clock;
     fn world(&self) -> &World;
     /// Number of bodies.
     fn len(&self) -> u32;
@@ -269,6 +268,7 @@ pub trait Engine {
     /// device lacks the memory).
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<Self::B>>;
 
+    fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: `words` holds at least `len` words (grown if needed),
     /// all zero (a memset on a GPU).
     fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;

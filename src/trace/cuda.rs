@@ -309,10 +309,6 @@ impl Engine for CudaEngine {
         &self.backend
     }
 
-    fn clock(&mut self) -> &mut Timer<StageId> {
-        &mut self.timer
-    }
-
     fn pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
     }
@@ -327,6 +323,10 @@ impl Engine for CudaEngine {
 
     fn work(&mut self) -> &mut Option<Work<Self>> {
         &mut self.work
+    }
+
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
     }
 
     fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()> {

@@ -296,7 +296,6 @@ pub trait Engine {
     /// What times the stages.
     type Clock: Clock<StageId, Error: Into<TraceError>>;
     fn backend(&self) -> &Self::B;
-    fn clock(&mut self) -> &mut Self::Clock;
     fn pixels(&self) -> u64;
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
@@ -312,6 +311,7 @@ pub trait Engine {
     where
         Self: Sized;
 
+    fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: zeroes the frame's words (one fill, no host copy).
     fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()>;
     /// Runs `f` as the named stage, timing it.

@@ -222,10 +222,6 @@ impl Engine for CpuEngine {
         &self.backend
     }
 
-    fn clock(&mut self) -> &mut HostClock<StageId> {
-        &mut self.clock
-    }
-
     fn pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
     }
@@ -240,6 +236,10 @@ impl Engine for CpuEngine {
 
     fn work(&mut self) -> &mut Option<Work<Self>> {
         &mut self.work
+    }
+
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
     }
 
     fn begin_frame(&mut self, words: &mut Vec<u64>) -> TraceResult<()> {
