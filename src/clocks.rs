@@ -12,6 +12,54 @@ pub fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What times a frame's stages, labelled `L`: host time on the CPU
+/// ([`HostClock`]), device events on a GPU ([`crate::gpu::Timer`]). The
+/// tracer's and the collider's engines each hand theirs out, so the stage
+/// wrappers are written once, over this trait.
+pub trait Clock<L> {
+    /// Where a stage started.
+    type Mark;
+    type Error;
+    /// Marks the start of a stage.
+    fn start(&mut self) -> Result<Self::Mark, Self::Error>;
+    /// Ends the stage `label` started at `mark`.
+    fn stop(&mut self, label: L, mark: Self::Mark) -> Result<(), Self::Error>;
+}
+
+/// The CPU engines' clock: each stage's host time, in order.
+#[derive(Debug)]
+pub struct HostClock<L> {
+    stages: Vec<(L, f64)>,
+}
+
+impl<L> Default for HostClock<L> {
+    fn default() -> Self {
+        HostClock { stages: Vec::new() }
+    }
+}
+
+impl<L> HostClock<L> {
+    pub fn clear(&mut self) {
+        self.stages.clear();
+    }
+    /// The stages since the last clear or take, with their times in ms.
+    pub fn take(&mut self) -> Vec<(L, f64)> {
+        std::mem::take(&mut self.stages)
+    }
+}
+
+impl<L> Clock<L> for HostClock<L> {
+    type Mark = std::time::Instant;
+    type Error = std::convert::Infallible;
+    fn start(&mut self) -> Result<std::time::Instant, std::convert::Infallible> {
+        Ok(std::time::Instant::now())
+    }
+    fn stop(&mut self, label: L, mark: std::time::Instant) -> Result<(), std::convert::Infallible> {
+        self.stages.push((label, ms(mark.elapsed())));
+        Ok(())
+    }
+}
+
 /// Millions of items per second for `items` in `ms` (0 when no time passed).
 pub fn millions_per_s(items: f64, ms: f64) -> f64 {
     if ms > 0.0 { items / (ms * 1e3) } else { 0.0 }

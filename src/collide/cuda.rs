@@ -19,8 +19,8 @@ use crate::collide::{CollideError, CollideResult, Engine, SortMethod, StageId, w
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
-use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
+use crate::frontier::{self, DeviceLevel, LevelWords, Step};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics/.
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
@@ -301,7 +301,7 @@ impl FastSort {
 
 impl Engine for CudaCollide {
     type B = CudaBackend;
-    type Started = Started;
+    type Clock = Timer<StageId>;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
@@ -320,6 +320,10 @@ impl Engine for CudaCollide {
         Ok(frontier::Frontier::new(&self.backend, capacity)?)
     }
 
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
+    }
+
     fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64) -> CollideResult<()> {
         self.timer.clear();
         if words.capacity() < len {
@@ -327,14 +331,6 @@ impl Engine for CudaCollide {
         }
         words.set_len(len)?;
         zero_words(&self.stream, words)
-    }
-
-    fn start_stage(&mut self) -> CollideResult<Started> {
-        Ok(self.timer.start()?)
-    }
-
-    fn stop_stage(&mut self, id: StageId, started: Started) -> CollideResult<()> {
-        Ok(self.timer.stop(id, started)?)
     }
 
     fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
@@ -403,13 +399,8 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn expand(
-        &mut self,
-        at: Expand,
-        input: &CudaBuffer<u64>,
-        output: &mut CudaBuffer<u64>,
-        words: &mut CudaBuffer<u64>,
-    ) -> CollideResult<()> {
+    fn expand(&mut self, step: Step<'_, CudaBackend>) -> CollideResult<()> {
+        let Step { at, input, output, words } = step;
         // The kernel reads n from the words; both buffers hold `capacity` slots.
         let capacity = input.len().min(output.len());
         let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());

@@ -26,6 +26,7 @@ pub mod output;
 pub mod physics;
 pub mod scenario;
 
+use crate::clocks::Clock;
 pub use crate::compaction::Compaction;
 use crate::compaction::{Algorithm, Backend, Element, Operation};
 use crate::frontier;
@@ -55,6 +56,12 @@ pub enum CollideError {
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error("cannot write {path}: {why}")]
     Output { path: String, why: String },
+}
+
+impl From<std::convert::Infallible> for CollideError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
 }
 
 impl From<crate::files::OutputError> for CollideError {
@@ -248,8 +255,8 @@ impl FrameStats {
 /// frame is read on the host before [`Engine::end_frame`].
 pub trait Engine {
     type B: Backend;
-    /// Where a timed stage started.
-    type Started;
+    /// What times the stages.
+    type Clock: Clock<StageId, Error: Into<CollideError>>;
     fn backend(&self) -> &Self::B;
     fn world(&self) -> &World;
     /// Number of bodies.
@@ -261,16 +268,15 @@ pub trait Engine {
     /// device lacks the memory).
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<Self::B>>;
 
+    fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: `words` holds at least `len` words (grown if needed),
     /// all zero (a memset on a GPU).
     fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;
-    fn start_stage(&mut self) -> CollideResult<Self::Started>;
-    fn stop_stage(&mut self, id: StageId, started: Self::Started) -> CollideResult<()>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        let started = self.start_stage()?;
+        let mark = self.clock().start().map_err(Into::into)?;
         let r = f(self)?;
-        self.stop_stage(id, started)?;
+        self.clock().stop(id, mark).map_err(Into::into)?;
         Ok(r)
     }
     /// Ends a frame: waits for it once, reads the words once and the stage
@@ -302,13 +308,7 @@ pub trait Engine {
     /// candidate list instead (written below its capacity, counted in
     /// `words[words::CANDIDATES]` always, an overflow sets
     /// [`frontier::status::CANDIDATES`]).
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<Self, u64>,
-        output: &mut Buf<Self, u64>,
-        words: &mut Buf<Self, u64>,
-    ) -> CollideResult<()>;
+    fn expand(&mut self, step: frontier::Step<'_, Self::B>) -> CollideResult<()>;
     fn candidate_capacity(&self) -> u64;
     /// Replaces the candidate list (and the contact list with it) by one of
     /// `n` slots; its contents are lost.
@@ -431,18 +431,12 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
     ) -> CollideResult<()> {
-        let started = self.0.start_stage()?;
+        let mark = self.0.clock().start().map_err(Into::into)?;
         f(self)?;
-        self.0.stop_stage(StageId::level(name, level), started)
+        self.0.clock().stop(StageId::level(name, level), mark).map_err(Into::into)
     }
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<E, u64>,
-        output: &mut Buf<E, u64>,
-        words: &mut Buf<E, u64>,
-    ) -> CollideResult<()> {
-        self.0.expand(at, input, output, words)
+    fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
+        self.0.expand(step)
     }
 }
 
