@@ -6,6 +6,7 @@ use std::path::Path;
 use super::{Summary, hash};
 use crate::clocks::{gap_cell, gap_percent, gap_sentence};
 use crate::report::{Fixed, fixed, report_head, write_bench_files};
+use crate::table::{self, Column, Mark, Shown, Side, num};
 use crate::trace::{FrameStats, RenderSettings, TraceResult};
 
 /// One configuration of `reap bench render`.
@@ -134,41 +135,34 @@ pub fn hashes_agree(rows: &[BenchRow]) -> bool {
     })
 }
 
+/// The columns of `reap bench render`'s tables, console and report.md.
+fn columns() -> Vec<Column<BenchRow>> {
+    type C = Column<BenchRow>;
+    vec![
+        // report.md names the scene in each section's heading.
+        C::key("scene", Side::Left, 14, |r| r.scene.clone()).only(Shown::Console),
+        C::key("traversal", Side::Left, 13, |r| r.traversal.clone()),
+        C::key("compaction", Side::Left, 27, |r| r.compaction.clone()).marked(Mark::Code),
+        C::value("Mrays/s", 9, |r| num(r.wall_mrays_per_s, 1)).reported_as("Mrays/s (wall)").marked(Mark::Bold),
+        C::value("ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall ms"),
+        C::value("Mrays/s", 9, |r| num(r.mrays_per_s, 1)).reported_as("Mrays/s (stages)"),
+        C::value("ms", 9, |r| num(r.frame_ms, 3)).reported_as("stages ms"),
+        C::value("gap", 8, |r| gap_cell(r.wall_ms, r.frame_ms)),
+        C::value("compact ms", 10, |r| num(r.compaction_ms, 3)).reported_as("compaction ms"),
+        C::value("share", 7, |r| num(100.0 * r.compaction_share, 1)).marked(Mark::Percent),
+        C::value("image hash", 0, |r| r.image_hash.clone()).left().after_gap(2).marked(Mark::Code),
+    ]
+}
+
+fn failed(r: &BenchRow) -> Option<String> {
+    r.error.as_ref().map(|e| format!("did not run: {e}"))
+}
+
 /// The plain-text table printed after `reap bench render`.
 pub fn bench_table(rows: &[BenchRow]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(out, "{:<56} {:<19} {:<19}", "", "--- wall clock ---", "-- summed stages --");
-    let _ = writeln!(
-        out,
-        "{:<14} {:<13} {:<27} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7}  image hash",
-        "scene", "traversal", "compaction", "Mrays/s", "ms", "Mrays/s", "ms", "gap", "compact ms", "share"
-    );
-    for r in rows {
-        match &r.error {
-            Some(e) => {
-                let _ = writeln!(out, "{:<14} {:<13} {:<27} did not run: {e}", r.scene, r.traversal, r.compaction);
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "{:<14} {:<13} {:<27} {:>9.1} {:>9.3} {:>9.1} {:>9.3} {:>8} {:>10.3} {:>6.1}%  {}",
-                    r.scene,
-                    r.traversal,
-                    r.compaction,
-                    r.wall_mrays_per_s,
-                    r.wall_ms,
-                    r.mrays_per_s,
-                    r.frame_ms,
-                    gap_cell(r.wall_ms, r.frame_ms),
-                    r.compaction_ms,
-                    100.0 * r.compaction_share,
-                    r.image_hash
-                );
-            }
-        }
-    }
-    out
+    // Over the two clocks' pairs of columns.
+    let over = format!("{:<56} {:<19} {:<19}\n", "", "--- wall clock ---", "-- summed stages --");
+    over + &table::console(&columns(), rows, failed)
 }
 
 /// report.md of `reap bench render`: one table per scene, traversal modes side by side.
@@ -201,39 +195,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
              levels per expansion\n",
             first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces, first.descend
         );
-        let _ = writeln!(
-            s,
-            "| traversal | compaction | Mrays/s (wall) | wall ms | Mrays/s (stages) | stages ms | gap | compaction ms \
-             | share | image hash |"
-        );
-        let _ = writeln!(s, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
-        for r in &at {
-            match &r.error {
-                Some(e) => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | – | – | – | – | – | – | – | did not run: {e} |",
-                        r.traversal, r.compaction
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | **{:.1}** | {:.3} | {:.1} | {:.3} | {} | {:.3} | {:.1} % | `{}` |",
-                        r.traversal,
-                        r.compaction,
-                        r.wall_mrays_per_s,
-                        r.wall_ms,
-                        r.mrays_per_s,
-                        r.frame_ms,
-                        gap_cell(r.wall_ms, r.frame_ms),
-                        r.compaction_ms,
-                        100.0 * r.compaction_share,
-                        r.image_hash
-                    );
-                }
-            }
-        }
+        s += &table::markdown(&columns(), at.iter().copied(), failed);
         for t in ["breadth-first", "depth-first"] {
             let ok: Vec<&&BenchRow> = at.iter().filter(|r| r.traversal == t && r.error.is_none()).collect();
             // Ranked by the wall clock: what a user of the tracer waits for.
