@@ -49,19 +49,25 @@ pub struct Column<R> {
 }
 
 impl<R> Column<R> {
-    /// A column naming the configuration, `width` wide on the console.
-    pub fn key(head: &'static str, side: Side, width: usize, cell: fn(&R) -> String) -> Self {
+    /// A column naming the configuration, left-aligned and `width` wide on the console.
+    pub fn key(head: &'static str, width: usize, cell: fn(&R) -> String) -> Self {
+        let side = Side::Left;
         Column { head, report_head: head, side, width, gap: 1, mark: Mark::Plain, shown: Shown::Both, key: true, cell }
     }
 
     /// A measured column, right-aligned and `width` wide on the console.
     pub fn value(head: &'static str, width: usize, cell: fn(&R) -> String) -> Self {
-        Column { key: false, ..Self::key(head, Side::Right, width, cell) }
+        Column { key: false, ..Self::key(head, width, cell).right() }
     }
 
-    /// A measured column printed on the left (a name or a hash).
+    /// A column printed on the left (a measured name or hash).
     pub fn left(self) -> Self {
         Column { side: Side::Left, ..self }
+    }
+
+    /// A column printed on the right (a key that is a number).
+    pub fn right(self) -> Self {
+        Column { side: Side::Right, ..self }
     }
 
     /// Its heading in report.md, where that differs from the console's.
@@ -101,6 +107,12 @@ impl<R> Column<R> {
     }
 }
 
+/// The compaction algorithm a row ran with (or `none`): a key column that
+/// every bench table of the workloads prints alike.
+pub fn compaction_column<R>(cell: fn(&R) -> String) -> Column<R> {
+    Column::key("compaction", 27, cell).marked(Mark::Code)
+}
+
 /// A number at `digits` decimals, the text of most measured cells.
 pub fn num(value: f64, digits: usize) -> String {
     format!("{value:.digits$}")
@@ -120,6 +132,11 @@ fn join<'c, R: 'c>(cells: impl Iterator<Item = (&'c Column<R>, String)>) -> Stri
 
 /// Why a row has no measured cells (`did not run: …`), or `None` when it has them.
 pub type Failed<R> = fn(&R) -> Option<String>;
+
+/// Why a row with `error` did not run, as [`Failed`] gives it.
+pub fn did_not_run(error: &Option<String>) -> Option<String> {
+    error.as_ref().map(|e| format!("did not run: {e}"))
+}
 
 /// The console table: a heading line, then one line a row; a row that
 /// `failed` prints its key columns and why.
@@ -178,7 +195,7 @@ mod tests {
 
     fn columns() -> Vec<Column<Row>> {
         vec![
-            Column::key("name", Side::Left, 6, |r: &Row| r.name.to_string()).marked(Mark::Code),
+            Column::key("name", 6, |r: &Row| r.name.to_string()).marked(Mark::Code),
             Column::value("ms", 7, |r: &Row| num(r.ms, 3)).marked(Mark::Bold),
             Column::value("share", 6, |r: &Row| num(r.share, 1)).marked(Mark::Percent).only(Shown::Console),
             Column::value("count", 5, |r: &Row| num(r.ms * 10.0, 0)).reported_as("count per frame").after_gap(2),
@@ -186,7 +203,7 @@ mod tests {
     }
 
     fn failed(r: &Row) -> Option<String> {
-        r.error.map(|e| format!("did not run: {e}"))
+        did_not_run(&r.error.map(String::from))
     }
 
     fn rows() -> Vec<Row> {

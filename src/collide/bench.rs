@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use crate::clocks::{gap_cell, gap_percent, gap_sentence};
+use crate::clocks::{gap_cell, gap_percent, mean_gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
 use crate::collide::{CollideResult, Contact, FrameStats};
-use crate::report::{Fixed, fixed, report_head, write_bench_files};
-use crate::table::{self, Column, Mark, Shown, Side, num};
+use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
+use crate::table::{self, Column, Mark, Shown, num};
 
 /// A hash of a frame's sorted candidate pairs and contacts: equal hashes mean
 /// the broad and narrow phases found exactly the same sets.
@@ -191,9 +191,9 @@ fn columns() -> Vec<Column<BenchRow>> {
     type C = Column<BenchRow>;
     vec![
         // report.md names the body count in each section's heading.
-        C::key("bodies", Side::Right, 8, |r| r.bodies.to_string()).only(Shown::Console),
-        C::key("sort", Side::Left, 21, |r| r.sort.clone()),
-        C::key("compaction", Side::Left, 27, |r| r.compaction.clone()).marked(Mark::Code),
+        C::key("bodies", 8, |r| r.bodies.to_string()).right().only(Shown::Console),
+        C::key("sort", 21, |r| r.sort.clone()),
+        table::compaction_column(|r| r.compaction.clone()),
         C::value("build", 8, |r| num(r.parts.build, 3)),
         C::value("traverse", 8, |r| num(r.parts.traverse, 3)),
         C::value("compact", 8, |r| num(r.parts.compact, 3)),
@@ -212,7 +212,7 @@ fn columns() -> Vec<Column<BenchRow>> {
 }
 
 fn failed(r: &BenchRow) -> Option<String> {
-    r.error.as_ref().map(|e| format!("did not run: {e}"))
+    table::did_not_run(&r.error)
 }
 
 /// The plain-text table printed after `reap bench collide`.
@@ -246,13 +246,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          largest frontier level in slots; candidates are leaf pairs whose boxes overlap, contacts those whose \
          shapes touch (means per frame).\n"
     );
-    let mut groups: Vec<(&str, &str, u32)> = Vec::new();
-    for r in rows {
-        let g = (r.backend.as_str(), r.scenario.as_str(), r.bodies);
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
+    let groups = first_seen(rows.iter().map(|r| (r.backend.as_str(), r.scenario.as_str(), r.bodies)));
     for (backend, scenario, bodies) in &groups {
         let at: Vec<&BenchRow> =
             rows.iter().filter(|r| r.backend == *backend && r.scenario == *scenario && r.bodies == *bodies).collect();
@@ -264,13 +258,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         );
         s += &table::markdown(&columns(), at.iter().copied(), failed);
         let _ = writeln!(s);
-        let mut sorts: Vec<&str> = Vec::new();
-        for r in &at {
-            if !sorts.contains(&r.sort.as_str()) {
-                sorts.push(&r.sort);
-            }
-        }
-        for sort in sorts {
+        for sort in first_seen(at.iter().map(|r| r.sort.as_str())) {
             let of_sort = || at.iter().copied().filter(|r| r.sort == sort);
             let best = fastest(of_sort().filter(|r| r.compaction != "none"));
             let none = of_sort().find(|r| r.compaction == "none");
@@ -290,12 +278,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 );
             }
         }
-        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
-        if !ran.is_empty() {
-            let n = ran.len() as f64;
-            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
-            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
-            let _ = writeln!(s, "- Clocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
+        if let Some(clocks) =
+            mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
+        {
+            let _ = writeln!(s, "- Clocks: {clocks}.");
         }
         let _ = writeln!(s);
     }

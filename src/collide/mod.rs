@@ -54,19 +54,13 @@ pub enum CollideError {
     FrontierTooLarge { items: u64, gib: f64, level: u32, max: u64, advice: String },
     #[error("{what} needs {bytes} bytes of GPU memory and the device has {free} free: use fewer bodies")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
 impl From<std::convert::Infallible> for CollideError {
     fn from(e: std::convert::Infallible) -> Self {
         match e {}
-    }
-}
-
-impl From<crate::files::OutputError> for CollideError {
-    fn from(e: crate::files::OutputError) -> Self {
-        CollideError::Output { path: e.path, why: e.why }
     }
 }
 
@@ -274,10 +268,7 @@ pub trait Engine {
     fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        let mark = self.clock().start().map_err(Into::into)?;
-        let r = f(self)?;
-        self.clock().stop(id, mark).map_err(Into::into)?;
-        Ok(r)
+        crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: waits for it once, reads the words once and the stage
     /// times once (a GPU frame's only two host waits).
@@ -431,9 +422,7 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
     ) -> CollideResult<()> {
-        let mark = self.0.clock().start().map_err(Into::into)?;
-        f(self)?;
-        self.0.clock().stop(StageId::level(name, level), mark).map_err(Into::into)
+        crate::clocks::timed(self, |w| w.0.clock(), StageId::level(name, level), f)
     }
     fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
         self.0.expand(step)

@@ -9,7 +9,6 @@ use super::{
     Compaction, Engine, FrameStats, FrameWords, FrontierRun, RenderSettings, StageId, TraceError, TraceResult,
     Traversal, Work, frame, stage, work,
 };
-use crate::clocks::Clock;
 use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS, Step};
 use crate::memory;
 
@@ -198,9 +197,8 @@ impl<E: Engine> Levels for Run<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> TraceResult<()>,
     ) -> TraceResult<()> {
-        let mark = self.e.clock().start().map_err(Into::into)?;
-        f(self)?;
-        self.e.clock().stop(StageId::level(name, self.bounce, level), mark).map_err(Into::into)
+        let id = StageId::level(name, self.bounce, level);
+        crate::clocks::timed(self, |r| r.e.clock(), id, f)
     }
     fn expand(&mut self, step: Step<'_, E::B>) -> TraceResult<()> {
         self.e.expand(step, self.run)

@@ -67,19 +67,13 @@ pub enum TraceError {
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
 impl From<std::convert::Infallible> for TraceError {
     fn from(e: std::convert::Infallible) -> Self {
         match e {}
-    }
-}
-
-impl From<crate::files::OutputError> for TraceError {
-    fn from(e: crate::files::OutputError) -> Self {
-        TraceError::Output { path: e.path, why: e.why }
     }
 }
 
@@ -319,10 +313,7 @@ pub trait Engine {
     where
         Self: Sized,
     {
-        let mark = self.clock().start().map_err(Into::into)?;
-        let r = f(self)?;
-        self.clock().stop(id, mark).map_err(Into::into)?;
-        Ok(r)
+        crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: the stages' times in ms and the frame's words, read
     /// back once each (on a GPU the frame's only two host waits).

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use crate::files::{OutputError, fail, write_atomically};
 use crate::input::{self, InputError, InputKind};
-use crate::table::{Column, Mark, Shown, Side, num};
+use crate::table::{Column, Mark, Shown, num};
 
 /// relMSE's guard against dividing by a black reference (Rousselle et al. 2011).
 pub const REL_MSE_EPSILON: f64 = 0.01;
@@ -240,7 +240,7 @@ fn against<'a>(r: &'a NoiseReport, before: &'a NoiseReport) -> Vec<Against<'a>> 
 fn checkpoint_columns() -> Vec<Column<Checkpoint>> {
     type C = Column<Checkpoint>;
     vec![
-        C::key("spp", Side::Right, 6, |c| c.spp.to_string()),
+        C::key("spp", 6, |c| c.spp.to_string()).right(),
         C::value("rel. RMSE", 10, |c| num(c.rel_rmse, 5)).marked(Mark::Bold),
         C::value("w/o ref.", 10, |c| num(c.rel_rmse_test_only, 5)).reported_as("rel. RMSE w/o reference noise"),
         C::value("relMSE", 10, |c| num(c.rel_mse, 6)),
@@ -254,7 +254,7 @@ fn checkpoint_columns() -> Vec<Column<Checkpoint>> {
 fn against_columns<'a>() -> Vec<Column<Against<'a>>> {
     type C<'a> = Column<Against<'a>>;
     vec![
-        C::key("spp", Side::Right, 6, |r| r.now.spp.to_string()),
+        C::key("spp", 6, |r| r.now.spp.to_string()).right(),
         C::value("RMSE before", 12, |r| r.before(|p| num(p.rel_rmse, 5))).reported_as("rel. RMSE before"),
         C::value("RMSE after", 12, |r| num(r.now.rel_rmse, 5)).reported_as("rel. RMSE after").marked(Mark::Bold),
         C::value("ratio", 8, |r| r.before(|p| num(r.now.rel_rmse / p.rel_rmse, 3))),

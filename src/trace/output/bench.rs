@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use super::{Summary, hash};
-use crate::clocks::{gap_cell, gap_percent, gap_sentence};
-use crate::report::{Fixed, fixed, report_head, write_bench_files};
-use crate::table::{self, Column, Mark, Shown, Side, num};
+use crate::clocks::{gap_cell, gap_percent, gap_sentence, mean_gap_sentence};
+use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
+use crate::table::{self, Column, Mark, Shown, num};
 use crate::trace::{FrameStats, RenderSettings, TraceResult};
 
 /// One configuration of `reap bench render`.
@@ -140,9 +140,9 @@ fn columns() -> Vec<Column<BenchRow>> {
     type C = Column<BenchRow>;
     vec![
         // report.md names the scene in each section's heading.
-        C::key("scene", Side::Left, 14, |r| r.scene.clone()).only(Shown::Console),
-        C::key("traversal", Side::Left, 13, |r| r.traversal.clone()),
-        C::key("compaction", Side::Left, 27, |r| r.compaction.clone()).marked(Mark::Code),
+        C::key("scene", 14, |r| r.scene.clone()).only(Shown::Console),
+        C::key("traversal", 13, |r| r.traversal.clone()),
+        table::compaction_column(|r| r.compaction.clone()),
         C::value("Mrays/s", 9, |r| num(r.wall_mrays_per_s, 1)).reported_as("Mrays/s (wall)").marked(Mark::Bold),
         C::value("ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall ms"),
         C::value("Mrays/s", 9, |r| num(r.mrays_per_s, 1)).reported_as("Mrays/s (stages)"),
@@ -155,7 +155,7 @@ fn columns() -> Vec<Column<BenchRow>> {
 }
 
 fn failed(r: &BenchRow) -> Option<String> {
-    r.error.as_ref().map(|e| format!("did not run: {e}"))
+    table::did_not_run(&r.error)
 }
 
 /// The plain-text table printed after `reap bench render`.
@@ -180,13 +180,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          after each level); `none` leaves dead items flagged in place. \"share\" is compaction's part of the \
          summed stages.\n"
     );
-    let mut scenes: Vec<&str> = Vec::new();
-    for r in rows {
-        if !scenes.contains(&r.scene.as_str()) {
-            scenes.push(&r.scene);
-        }
-    }
-    for scene in scenes {
+    for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
         let first = at[0];
         let _ = writeln!(
@@ -224,12 +218,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 );
             }
         }
-        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
-        if !ran.is_empty() {
-            let n = ran.len() as f64;
-            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
-            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
-            let _ = writeln!(s, "\nClocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
+        if let Some(clocks) =
+            mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
+        {
+            let _ = writeln!(s, "\nClocks: {clocks}.");
         }
         let _ = writeln!(s);
     }
