@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use smart_default::SmartDefault;
 
-use crate::compaction::cpu::{Phases, Scatter};
+use crate::compaction::cpu::{KeepIndex, Phases, Scatter};
 
 #[derive(Clone, Debug, SmartDefault)]
 pub struct AtomicTuning {
@@ -27,7 +27,7 @@ pub struct AtomicTuning {
 pub fn select<T: Copy + Send + Sync>(
     t: &AtomicTuning,
     input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
+    keep: &impl KeepIndex,
     output: &mut [T],
     ph: &mut Phases,
 ) -> usize {

@@ -117,26 +117,6 @@ fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::{mark_and_place, testing};
 
-    #[test]
-    fn select_and_partition_match_sequential() {
-        let v = testing::variant("horn", |x, k, o, split, ph| {
-            mark_and_place(Horn, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        testing::check_scan(&testing::scan_family_sizes(), scan, scan);
-    }
-
-    #[test]
-    fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| {
-            mark_and_place(Horn, Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
-        });
-        assert_eq!(names, ["mark", "prefix sum scan", "dichotomic search"]);
-    }
+    crate::compaction::cpu::testing::flag_scan_tests!(Horn, scan, ["mark", "prefix sum scan", "dichotomic search"]);
 }

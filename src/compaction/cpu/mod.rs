@@ -147,8 +147,13 @@ pub struct Job<'a, T, K: ?Sized> {
     pub split: bool,
 }
 
+/// The keep rule as the CPU algorithms take it: an index predicate that
+/// rayon tasks may call at once.
+pub trait KeepIndex: Fn(usize) -> bool + Sync {}
+impl<F: Fn(usize) -> bool + Sync + ?Sized> KeepIndex for F {}
+
 /// Mark phase shared by the flag-consuming algorithms: one 0/1 word per element.
-pub fn mark(n: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Vec<u32> {
+pub fn mark(n: usize, keep: &impl KeepIndex) -> Vec<u32> {
     (0..n).into_par_iter().map(|i| keep(i) as u32).collect()
 }
 
@@ -164,7 +169,7 @@ pub trait FlagScan {
 /// Mark, then `algorithm`'s scan and placement.
 pub fn mark_and_place<T: Copy + Send + Sync>(
     algorithm: impl FlagScan,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
+    job: Job<'_, T, impl KeepIndex>,
     ph: &mut Phases,
 ) -> usize {
     let Job { input, keep, output, split } = job;
@@ -233,7 +238,7 @@ impl CpuBackend {
         algorithm: Algorithm,
         split: bool,
         input: &[T],
-        keep: &(impl Fn(usize) -> bool + Sync),
+        keep: &impl KeepIndex,
         output: &mut [T],
     ) -> Result<CpuReport> {
         if split && !algorithm.supports(Operation::Partition) {

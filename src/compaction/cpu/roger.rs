@@ -19,7 +19,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 use smart_default::SmartDefault;
 
-use crate::compaction::cpu::{Job, Phases, Scatter, mark};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter, mark};
 
 /// Fewest elements a rayon task covers in one phase.
 const GRAIN: usize = 4096;
@@ -37,11 +37,7 @@ pub struct RogerTuning {
 /// the kept elements first, then the rejected ones, both in input order.
 /// Under `split` each block also gathers its rejected elements after its kept
 /// ones, with the same search on the mirrored prefix sum.
-pub fn compact<T: Copy + Send + Sync>(
-    t: &RogerTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
-    ph: &mut Phases,
-) -> usize {
+pub fn compact<T: Copy + Send + Sync>(t: &RogerTuning, job: Job<'_, T, impl KeepIndex>, ph: &mut Phases) -> usize {
     let Job { input, keep, output, split } = job;
     let n = input.len();
     let flags = ph.time("mark", || mark(n, keep));

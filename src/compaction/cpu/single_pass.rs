@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use smart_default::SmartDefault;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Job, Phases, Scatter};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter};
 
 /// How a block learns its exclusive prefix: `chained::Chained` (wait for the
 /// predecessor's inclusive prefix) or `lookback::Decoupled` (look back over
@@ -176,7 +176,7 @@ fn count_block(
     b: usize,
     bs: usize,
     n: usize,
-    keep: &(impl Fn(usize) -> bool + Sync),
+    keep: &impl KeepIndex,
     flags: &mut BlockFlags,
 ) -> (std::ops::Range<usize>, u64) {
     let range = b * bs..((b + 1) * bs).min(n);
@@ -197,7 +197,7 @@ fn count_block(
 pub fn compact<P: Protocol, T: Copy + Send + Sync>(
     protocol: P,
     t: &SinglePassTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
+    job: Job<'_, T, impl KeepIndex>,
     ph: &mut Phases,
 ) -> usize {
     let Job { input, keep, output, split } = job;

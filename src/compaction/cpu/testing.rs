@@ -129,3 +129,34 @@ pub fn check_scan(
         assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
     }
 }
+
+/// The tests of an untuned flag-scan family (horn, blelloch), one per
+/// property: select and partition, and the exclusive scan, against the
+/// sequential reference, and the phases under the paper's names.
+macro_rules! flag_scan_tests {
+    ($algorithm:ident, $scan:ident, $phases:expr) => {
+        use $crate::compaction::cpu::{Job, mark_and_place, testing};
+
+        #[test]
+        fn select_and_partition_match_sequential() {
+            let v = testing::variant(stringify!($algorithm), |x, k, o, split, ph| {
+                mark_and_place($algorithm, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+            });
+            testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
+        }
+
+        #[test]
+        fn scan_matches_sequential() {
+            testing::check_scan(&testing::scan_family_sizes(), $scan, $scan);
+        }
+
+        #[test]
+        fn phases_are_named_after_the_paper() {
+            let names = testing::phase_names(|x, o, ph| {
+                mark_and_place($algorithm, Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+            });
+            assert_eq!(names, $phases);
+        }
+    };
+}
+pub(crate) use flag_scan_tests;

@@ -30,7 +30,7 @@ use smart_default::SmartDefault;
 
 mod phase3;
 
-use crate::compaction::cpu::{Job, Phases, Scatter, cut};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter, cut};
 use crate::compaction::{Billeter, CompactSimd, ScanElement};
 use phase3::{Move, PopcGroup, PrefixGroup};
 
@@ -114,10 +114,9 @@ pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], p
 pub fn compact<T: Copy + Send + Sync>(
     v: Billeter,
     t: &BilleterTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
+    Job { input, keep, output, split }: Job<'_, T, impl KeepIndex>,
     ph: &mut Phases,
 ) -> usize {
-    let Job { input, keep, output, split } = job;
     assert_eq!(input.len(), output.len(), "compaction output length");
     let l = Layout::new(t, input.len());
 
@@ -175,7 +174,7 @@ impl Layout {
 }
 
 /// Listing 3: lane s counts the valid elements of its column; then one reduce.
-fn count_lanes(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool + Sync)) -> usize {
+fn count_lanes(l: &Layout, groups: Range<usize>, keep: &impl KeepIndex) -> usize {
     let mut count = [0usize; MAX_LANES];
     for g in groups {
         let i = g * l.lanes;
@@ -187,7 +186,7 @@ fn count_lanes(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool 
 }
 
 /// Listing 3 plus the ballot of §4.2: one word per group, bit s for lane s.
-fn count_ballot(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool + Sync), words: &mut [u64]) -> usize {
+fn count_ballot(l: &Layout, groups: Range<usize>, keep: &impl KeepIndex, words: &mut [u64]) -> usize {
     let mut count = [0usize; MAX_LANES];
     for (g, word) in groups.zip(words) {
         let i = g * l.lanes;
