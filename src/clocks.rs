@@ -12,6 +12,68 @@ pub fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What times a frame's stages, labelled `L`: host time on the CPU
+/// ([`HostClock`]), device events on a GPU ([`crate::gpu::Timer`]). The
+/// tracer's and the collider's engines each hand theirs out, so the stage
+/// wrappers are written once, over this trait.
+pub trait Clock<L> {
+    /// Where a stage started.
+    type Mark;
+    type Error;
+    /// Marks the start of a stage.
+    fn start(&mut self) -> Result<Self::Mark, Self::Error>;
+    /// Ends the stage `label` started at `mark`.
+    fn stop(&mut self, label: L, mark: Self::Mark) -> Result<(), Self::Error>;
+}
+
+/// Runs `f` on `on` as the stage `label`, timed by the clock that `clock`
+/// hands out: the engines' stage and level-stage wrappers, written once.
+pub fn timed<S: ?Sized, L, C: Clock<L, Error: Into<E>>, E, R>(
+    on: &mut S,
+    clock: fn(&mut S) -> &mut C,
+    label: L,
+    f: impl FnOnce(&mut S) -> Result<R, E>,
+) -> Result<R, E> {
+    let mark = clock(on).start().map_err(Into::into)?;
+    let r = f(on)?;
+    clock(on).stop(label, mark).map_err(Into::into)?;
+    Ok(r)
+}
+
+/// The CPU engines' clock: each stage's host time, in order.
+#[derive(Debug)]
+pub struct HostClock<L> {
+    stages: Vec<(L, f64)>,
+}
+
+impl<L> Default for HostClock<L> {
+    fn default() -> Self {
+        HostClock { stages: Vec::new() }
+    }
+}
+
+impl<L> HostClock<L> {
+    pub fn clear(&mut self) {
+        self.stages.clear();
+    }
+    /// The stages since the last clear or take, with their times in ms.
+    pub fn take(&mut self) -> Vec<(L, f64)> {
+        std::mem::take(&mut self.stages)
+    }
+}
+
+impl<L> Clock<L> for HostClock<L> {
+    type Mark = std::time::Instant;
+    type Error = std::convert::Infallible;
+    fn start(&mut self) -> Result<std::time::Instant, std::convert::Infallible> {
+        Ok(std::time::Instant::now())
+    }
+    fn stop(&mut self, label: L, mark: std::time::Instant) -> Result<(), std::convert::Infallible> {
+        self.stages.push((label, ms(mark.elapsed())));
+        Ok(())
+    }
+}
+
 /// Millions of items per second for `items` in `ms` (0 when no time passed).
 pub fn millions_per_s(items: f64, ms: f64) -> f64 {
     if ms > 0.0 { items / (ms * 1e3) } else { 0.0 }
@@ -37,6 +99,20 @@ pub fn gap_sentence(wall_ms: f64, stages_ms: f64) -> String {
     }
 }
 
+/// The two clocks over a bench's configurations that ran, each given as
+/// (wall ms, summed stages ms): their means compared in a sentence, `None`
+/// when none ran.
+pub fn mean_gap_sentence(ran: impl IntoIterator<Item = (f64, f64)>) -> Option<String> {
+    let ran: Vec<(f64, f64)> = ran.into_iter().collect();
+    if ran.is_empty() {
+        return None;
+    }
+    let n = ran.len() as f64;
+    let wall = ran.iter().map(|r| r.0).sum::<f64>() / n;
+    let stages = ran.iter().map(|r| r.1).sum::<f64>() / n;
+    Some(format!("over the configurations that ran, {}", gap_sentence(wall, stages)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +126,15 @@ mod tests {
         assert_eq!(gap_cell(9.0, 0.0), "–");
         assert_eq!(gap_sentence(12.0, 10.0), "the wall clock exceeds the summed stage times by 20.0 %");
         assert_eq!(gap_sentence(9.0, 10.0), "the wall clock is 10.0 % below the summed stage times");
+    }
+
+    #[test]
+    fn the_mean_gap_compares_the_means_of_what_ran() {
+        assert_eq!(mean_gap_sentence([]), None);
+        assert_eq!(
+            mean_gap_sentence([(10.0, 10.0), (14.0, 10.0)]).as_deref(),
+            Some("over the configurations that ran, the wall clock exceeds the summed stage times by 20.0 %")
+        );
     }
 
     #[test]

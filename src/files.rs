@@ -147,38 +147,60 @@ pub fn write_atomically_with<E: std::fmt::Display>(
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("reap-files-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh folder of one test's own, removed when the test ends.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let d = std::env::temp_dir().join(format!("reap-files-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Scratch(d)
+        }
     }
 
-    /// Every entry of `d` but the ones named.
-    fn others(d: &Path, keep: &[&str]) -> Vec<String> {
-        std::fs::read_dir(d)
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Asserts that `d` holds no entry but the ones named: no temporary or probe was left.
+    fn assert_holds_only(d: &Path, keep: &[&str]) {
+        let others: Vec<String> = std::fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| !keep.contains(&n.as_str()))
-            .collect()
+            .collect();
+        assert!(others.is_empty(), "{} also holds {others:?}", d.display());
+    }
+
+    /// A folder of test `name`'s own whose `out.csv` holds `old`: an earlier output.
+    fn earlier_output(name: &str) -> (Scratch, PathBuf) {
+        let d = Scratch::new(name);
+        let path = d.join("out.csv");
+        std::fs::write(&path, b"old").unwrap();
+        (d, path)
     }
 
     #[test]
     fn a_write_replaces_the_file_and_leaves_no_temporary() {
-        let d = dir("ok");
-        let path = d.join("out.csv");
-        std::fs::write(&path, b"old").unwrap();
+        let (d, path) = earlier_output("ok");
         write_atomically(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert!(others(&d, &["out.csv"]).is_empty());
-        let _ = std::fs::remove_dir_all(&d);
+        assert_holds_only(&d, &["out.csv"]);
     }
 
     #[test]
     fn a_failing_writer_leaves_the_old_file_and_no_temporary() {
-        let d = dir("closure");
-        let path = d.join("out.csv");
-        std::fs::write(&path, b"old").unwrap();
+        let (d, path) = earlier_output("closure");
         let e = write_atomically_with(&path, |w| {
             w.write_all(b"half of it").map_err(|e| e.to_string())?;
             Err("the writer gave up".to_string())
@@ -186,38 +208,35 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("the writer gave up"), "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
-        assert!(others(&d, &["out.csv"]).is_empty(), "{:?}", others(&d, &["out.csv"]));
-        let _ = std::fs::remove_dir_all(&d);
+        assert_holds_only(&d, &["out.csv"]);
     }
 
     #[test]
     fn a_failing_rename_leaves_no_temporary() {
         // A folder under the target's name: the temporary is written, the rename fails.
-        let d = dir("rename");
+        let d = Scratch::new("rename");
         let path = d.join("out.csv");
         std::fs::create_dir(&path).unwrap();
         std::fs::write(path.join("inside"), b"kept").unwrap();
         assert!(write_atomically(&path, b"new").is_err());
-        assert!(others(&d, &["out.csv"]).is_empty(), "{:?}", others(&d, &["out.csv"]));
+        assert_holds_only(&d, &["out.csv"]);
         assert_eq!(std::fs::read(path.join("inside")).unwrap(), b"kept");
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_missing_folder_is_an_error_naming_the_file() {
-        let d = dir("missing");
+        let d = Scratch::new("missing");
         let path = d.join("no-such-folder").join("out.csv");
         let e = write_atomically(&path, b"new").unwrap_err();
         assert!(e.to_string().contains("out.csv"), "{e}");
         assert!(!path.exists());
-        assert!(others(&d, &[]).is_empty());
+        assert_holds_only(&d, &[]);
         assert!(check_writable(&path).is_err());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn item3_a_users_own_partial_file_is_never_touched() {
-        let d = dir("users-partial");
+        let d = Scratch::new("users-partial");
         let path = d.join("o.png");
         let mine = d.join("o.png.partial");
         std::fs::write(&mine, b"the user's").unwrap();
@@ -225,13 +244,12 @@ mod tests {
         assert!(write_atomically_with(&path, |_| Err("the writer gave up")).is_err());
         write_atomically(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&mine).unwrap(), b"the user's");
-        assert!(others(&d, &["o.png", "o.png.partial"]).is_empty(), "{:?}", others(&d, &["o.png", "o.png.partial"]));
-        let _ = std::fs::remove_dir_all(&d);
+        assert_holds_only(&d, &["o.png", "o.png.partial"]);
     }
 
     #[test]
     fn item3_a_folder_or_a_trailing_slash_is_refused_before_any_work() {
-        let d = dir("folder");
+        let d = Scratch::new("folder");
         let path = d.join("o.png");
         std::fs::create_dir(&path).unwrap();
         let e = check_writable(&path).unwrap_err();
@@ -240,14 +258,13 @@ mod tests {
         let e = check_writable(&slash).unwrap_err();
         assert!(e.to_string().contains("ends in a slash"), "{e}");
         // The probes left nothing behind, inside the folder or beside it.
-        assert!(others(&d, &["o.png"]).is_empty(), "{:?}", others(&d, &["o.png"]));
-        assert!(others(&path, &[]).is_empty());
-        let _ = std::fs::remove_dir_all(&d);
+        assert_holds_only(&d, &["o.png"]);
+        assert_holds_only(&path, &[]);
     }
 
     #[test]
     fn item11_an_output_naming_an_input_is_refused() {
-        let d = dir("input");
+        let d = Scratch::new("input");
         let scene = d.join("scene.obj");
         std::fs::write(&scene, b"v 0 0 0").unwrap();
         let e = check_not_an_input(&d.join(".").join("scene.obj"), std::slice::from_ref(&scene)).unwrap_err();
@@ -259,6 +276,5 @@ mod tests {
             assert!(check_not_an_input(&link, std::slice::from_ref(&scene)).is_err());
         }
         assert!(check_not_an_input(&d.join("other.obj"), std::slice::from_ref(&scene)).is_ok());
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -24,7 +24,7 @@
 //! and integration) do nothing on the device when the status word is set, so
 //! the driver can redo the frame with a larger capacity or bound.
 
-use crate::compaction::{Algorithm, Backend, BackendKind, Keep, Lens};
+use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
 use crate::memory::{self, Limit};
 
 /// The loop's device side for CUDA workloads: list it in a kernel source's
@@ -136,6 +136,13 @@ pub struct Expand {
     pub output_len: u64,
     pub output_live: u64,
     pub last: bool,
+}
+
+impl Expand {
+    /// The four words it names, for the engines' bounds checks.
+    pub fn words(&self) -> [u64; 4] {
+        [self.input_len, self.input_live, self.output_len, self.output_live]
+    }
 }
 
 /// An [`Expand`] as a kernel argument: frontier.cuh `FrontierLevel`, keep in
@@ -253,17 +260,23 @@ pub trait Levels {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> Result<(), Self::Error>,
     ) -> Result<(), Self::Error>;
-    fn expand(
-        &mut self,
-        at: Expand,
-        input: &Buf<Self::B>,
-        output: &mut Buf<Self::B>,
-        words: &mut Buf<Self::B>,
-    ) -> Result<(), Self::Error>;
+    fn expand(&mut self, step: Step<'_, Self::B>) -> Result<(), Self::Error>;
 }
 
 /// A frontier buffer of the backend.
 pub type Buf<B> = <B as Backend>::Buffer<u64>;
+
+/// What one expansion reads and writes: its words' indices, its input and
+/// output frontiers and the frame's word array. Every workload's expand
+/// takes these four, so they travel together. A workload's level-0 init is a
+/// step too, whose input is the workload's own list (`I`: the tracer's
+/// queue of u32 path ids).
+pub struct Step<'a, B: Backend, I: Element = u64> {
+    pub at: Expand,
+    pub input: &'a B::Buffer<I>,
+    pub output: &'a mut Buf<B>,
+    pub words: &'a mut Buf<B>,
+}
 
 /// The loop's two buffers, each of the frontier's capacity; the workload's
 /// init writes level 0 into [`Frontier::front_mut`].
@@ -387,7 +400,9 @@ pub fn run<W: Levels>(
             last: level + 1 == plan.levels.min(at.levels()),
         };
         let (front, back) = (&f.front, &mut f.back);
-        w.level_stage(plan.names.expand, level, &mut |w| w.expand(e, front, back, words))?;
+        w.level_stage(plan.names.expand, level, &mut |w| {
+            w.expand(Step { at: e, input: front, output: &mut *back, words: &mut *words })
+        })?;
         std::mem::swap(&mut f.front, &mut f.back);
     }
     Ok(())
@@ -423,13 +438,8 @@ mod tests {
             self.stages.push((name, level));
             f(self)
         }
-        fn expand(
-            &mut self,
-            at: Expand,
-            input: &Vec<u64>,
-            output: &mut Vec<u64>,
-            words: &mut Vec<u64>,
-        ) -> Result<(), Error> {
+        fn expand(&mut self, step: Step<'_, CpuBackend>) -> Result<(), Error> {
+            let Step { at, input, output, words } = step;
             let n = host::n(words, at).min(input.len() as u64);
             if !host::fits(words, at, n, 2, output.len() as u64) {
                 return Ok(());

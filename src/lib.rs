@@ -25,6 +25,7 @@ pub mod input;
 pub mod memory;
 pub mod report;
 pub mod scene;
+pub mod table;
 pub mod trace;
 pub mod verify;
 pub mod viewer;

@@ -114,6 +114,18 @@ where
     stage_ms
 }
 
+/// The distinct values of `items` in first-seen order: a report's sections
+/// (scenes, body counts) come in the order the run measured them.
+pub fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut seen = Vec::new();
+    for t in items {
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    seen
+}
+
 /// The opening of a bench report.md: title, command and reap's commit.
 pub fn report_head(what: &str, device: &str, command: &str) -> String {
     let mut s = String::new();
@@ -158,6 +170,11 @@ mod tests {
         ];
         let text = String::from_utf8(csv_rows_then(rows, &["s1".into(), "s2".into()]).unwrap()).unwrap();
         assert_eq!(text, "name,ms,share,s1,s2\n\"a, b\",1.00,,x y,\"1,2\"\nc,2.0,0.5,,3\n");
+    }
+
+    #[test]
+    fn first_seen_keeps_the_first_of_each() {
+        assert_eq!(first_seen([3, 1, 3, 2, 1]), vec![3, 1, 2]);
     }
 
     #[test]

@@ -8,8 +8,8 @@
 mod common;
 
 use proptest::prelude::*;
-use reap::compaction::{Algorithm, Backend, CpuBackend, Error, Operation};
-use reap::verify::{self, Pattern, RemovalOrder, Rule};
+use reap::compaction::{Algorithm, Backend, CpuBackend, Element, Error, Keep, Operation};
+use reap::verify::{self, CompactCase, Pattern, RemovalOrder, Rule};
 
 fn algorithm() -> impl Strategy<Value = Algorithm> {
     proptest::sample::select(Algorithm::ALL.to_vec())
@@ -69,13 +69,14 @@ fn compact(
     seed: u64,
 ) -> Result<(), String> {
     let b = CpuBackend::new();
+    let c = CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed };
     match (es, len) {
-        (4, None) => verify::compact_case::<_, u32>(&b, alg, op, n, rule, pat, seed),
-        (8, None) => verify::compact_case::<_, u64>(&b, alg, op, n, rule, pat, seed),
-        (_, None) => verify::compact_case::<_, [u32; 4]>(&b, alg, op, n, rule, pat, seed),
-        (4, Some(len)) => verify::counted_compact_case::<_, u32>(&b, alg, op, n, len, rule, pat, seed),
-        (8, Some(len)) => verify::counted_compact_case::<_, u64>(&b, alg, op, n, len, rule, pat, seed),
-        (_, Some(len)) => verify::counted_compact_case::<_, [u32; 4]>(&b, alg, op, n, len, rule, pat, seed),
+        (4, None) => verify::compact_case::<_, u32>(&b, c, n),
+        (8, None) => verify::compact_case::<_, u64>(&b, c, n),
+        (_, None) => verify::compact_case::<_, [u32; 4]>(&b, c, n),
+        (4, Some(len)) => verify::counted_compact_case::<_, u32>(&b, c, n, len),
+        (8, Some(len)) => verify::counted_compact_case::<_, u64>(&b, c, n, len),
+        (_, Some(len)) => verify::counted_compact_case::<_, [u32; 4]>(&b, c, n, len),
     }
 }
 
@@ -184,33 +185,43 @@ fn redzone_rejects_out_of_range_indices() {
     assert!(err.to_string().contains("out of range"));
 }
 
+/// What a select or partition of `input` into `out_len` zeroed slots
+/// returns, which must be an error: the argument checks below.
+fn refused<T: Element>(
+    op: Operation,
+    alg: Algorithm,
+    input: &Vec<T>,
+    keep: Keep<'_, CpuBackend, T>,
+    out_len: usize,
+) -> Error {
+    let b = CpuBackend::new();
+    let mut out = vec![T::zeroed(); out_len];
+    match op {
+        Operation::Select => b.select(alg, input, keep, &mut out).unwrap_err(),
+        Operation::Partition => b.partition(alg, input, keep, &mut out).unwrap_err(),
+        other => panic!("{} takes no keep rule", other.name()),
+    }
+}
+
 #[test]
 fn mismatched_lengths_are_errors() {
-    let b = CpuBackend::new();
     let input: Vec<u32> = (0..10).collect();
-    let mut short = vec![0u32; 9];
-    let err = b.select(Algorithm::Lookback, &input, reap::compaction::Keep::Sentinel(3), &mut short).unwrap_err();
+    let err = refused(Operation::Select, Algorithm::Lookback, &input, Keep::Sentinel(3), 9);
     assert!(matches!(err, Error::LengthMismatch { .. }), "{err}");
     let flags = vec![1u8; 11];
-    let mut out = vec![0u32; 10];
-    let err = b.select(Algorithm::Horn, &input, reap::compaction::Keep::Flags(&flags), &mut out).unwrap_err();
+    let err = refused(Operation::Select, Algorithm::Horn, &input, Keep::Flags(&flags), 10);
     assert!(matches!(err, Error::LengthMismatch { what: "flags", .. }), "{err}");
 }
 
 #[test]
 fn unsupported_element_sizes_are_errors() {
-    let b = CpuBackend::new();
-    let input = vec![[0u8; 3]; 4];
-    let mut out = input.clone();
-    let err = b.select(Algorithm::Sequential, &input, reap::compaction::Keep::Sentinel([0; 3]), &mut out).unwrap_err();
+    let err = refused(Operation::Select, Algorithm::Sequential, &vec![[0u8; 3]; 4], Keep::Sentinel([0; 3]), 4);
     assert!(matches!(err, Error::ElementSize { size: 3 }), "{err}");
 }
 
 #[test]
 fn unsupported_operations_say_which_algorithms_do() {
-    let b = CpuBackend::new();
     let input: Vec<u32> = (0..10).collect();
-    let mut out = vec![0u32; 10];
-    let err = b.partition(Algorithm::Atomic, &input, reap::compaction::Keep::Sentinel(3), &mut out).unwrap_err();
+    let err = refused(Operation::Partition, Algorithm::Atomic, &input, Keep::Sentinel(3), 10);
     assert!(err.to_string().contains("lookback"), "{err}");
 }

@@ -42,6 +42,23 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Asserts that reap failed and that its error says each of `says`.
+fn assert_refused(out: &Output, says: &[&str]) {
+    let err = stderr(out);
+    assert!(!out.status.success(), "reap succeeded: {err}");
+    for s in says {
+        assert!(err.contains(s), "no {s:?} in: {err}");
+    }
+}
+
+/// A link named `name` in `dir` to /dev/zero: a file that never ends.
+#[cfg(unix)]
+fn link_to_dev_zero(dir: &Path, name: &str) -> PathBuf {
+    let link = dir.join(name);
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    link
+}
+
 #[cfg(unix)]
 fn mkfifo(path: &Path) {
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
@@ -57,9 +74,7 @@ fn item1_fifo_as_scene_is_refused_without_hanging() {
         let fifo = dir.join(name);
         mkfifo(&fifo);
         let out = run_bounded(&mut render(&fifo, &dir));
-        assert!(!out.status.success());
-        let err = stderr(&out);
-        assert!(err.contains(&format!("{}: it is a FIFO (named pipe), not a regular file", fifo.display())), "{err}");
+        assert_refused(&out, &[&format!("{}: it is a FIFO (named pipe), not a regular file", fifo.display())]);
         assert!(!dir.join("o.png").exists());
     }
 }
@@ -68,33 +83,24 @@ fn item1_fifo_as_scene_is_refused_without_hanging() {
 #[test]
 fn item1_scene_link_to_dev_zero_and_mtllib_fifo_are_refused() {
     let dir = temp("devzero-scene");
-    let link = dir.join("zero.obj");
-    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    let link = link_to_dev_zero(&dir, "zero.obj");
     let out = run_bounded(&mut render(&link, &dir));
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("zero.obj: it is a character device, not a regular file"), "{err}");
+    assert_refused(&out, &["zero.obj: it is a character device, not a regular file"]);
 
     let obj = dir.join("tri.obj");
     std::fs::write(&obj, "mtllib pipe.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
     mkfifo(&dir.join("pipe.mtl"));
     let out = run_bounded(&mut render(&obj, &dir));
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("pipe.mtl: it is a FIFO (named pipe), not a regular file"), "{err}");
-    assert!(err.contains("an MTL material library"), "{err}");
+    assert_refused(&out, &["pipe.mtl: it is a FIFO (named pipe), not a regular file", "an MTL material library"]);
 }
 
 #[cfg(unix)]
 #[test]
 fn item1_bench_report_refuses_a_results_json_that_is_a_device() {
     let dir = temp("report-devzero");
-    std::os::unix::fs::symlink("/dev/zero", dir.join("results.json")).unwrap();
+    link_to_dev_zero(&dir, "results.json");
     let out = run_bounded(reap().args(["bench", "report"]).arg(&dir));
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("results.json: it is a character device, not a regular file"), "{err}");
-    assert!(err.contains("a JSON report"), "{err}");
+    assert_refused(&out, &["results.json: it is a character device, not a regular file", "a JSON report"]);
 }
 
 #[cfg(unix)]

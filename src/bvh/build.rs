@@ -16,23 +16,20 @@ use std::time::Instant;
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use super::{Bvh, Node};
 
 /// Tuning of the build; the defaults suit the GPU traversal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, SmartDefault)]
 pub struct BuildOptions {
     /// Nodes with more triangles are always split; smaller ones become leaves when the SAH says a
     /// split does not pay. 0 counts as 1.
+    #[default(4)]
     pub max_leaf_size: u32,
     /// SAH candidate bins per axis, 2 to 64 (other values are clamped into that range).
+    #[default(16)]
     pub bins: u32,
-}
-
-impl Default for BuildOptions {
-    fn default() -> Self {
-        BuildOptions { max_leaf_size: 4, bins: 16 }
-    }
 }
 
 const MAX_BINS: usize = 64;

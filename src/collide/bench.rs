@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use crate::clocks::{gap_cell, gap_percent, gap_sentence};
+use crate::clocks::{gap_cell, gap_percent, mean_gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
 use crate::collide::{CollideResult, Contact, FrameStats};
-use crate::report::{Fixed, fixed, write_bench_files};
+use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
+use crate::table::{self, Column, Mark, Shown, num};
 
 /// A hash of a frame's sorted candidate pairs and contacts: equal hashes mean
 /// the broad and narrow phases found exactly the same sets.
@@ -185,60 +186,38 @@ fn sorts_agree(rows: &[BenchRow]) -> bool {
     })
 }
 
+/// The columns of `reap bench collide`'s tables, console and report.md.
+fn columns() -> Vec<Column<BenchRow>> {
+    type C = Column<BenchRow>;
+    vec![
+        // report.md names the body count in each section's heading.
+        C::key("bodies", 8, |r| r.bodies.to_string()).right().only(Shown::Console),
+        C::key("sort", 21, |r| r.sort.clone()),
+        table::compaction_column(|r| r.compaction.clone()),
+        C::value("build", 8, |r| num(r.parts.build, 3)),
+        C::value("traverse", 8, |r| num(r.parts.traverse, 3)),
+        C::value("compact", 8, |r| num(r.parts.compact, 3)),
+        C::value("narrow", 8, |r| num(r.parts.narrow, 3)),
+        C::value("solve", 8, |r| num(r.parts.solve, 3)),
+        C::value("broad", 8, |r| num(r.broad_ms, 3)).marked(Mark::Bold),
+        C::value("frame ms", 9, |r| num(r.frame_ms, 3)).reported_as("frame"),
+        C::value("wall ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall"),
+        C::value("gap", 8, |r| gap_cell(r.wall_ms, r.frame_ms)),
+        C::value("levels", 6, |r| r.levels.to_string()),
+        C::value("peak front", 11, |r| r.peak_frontier.to_string()),
+        C::value("pairs tested", 12, |r| num(r.pairs_tested, 0)).only(Shown::Report),
+        C::value("candidates", 10, |r| num(r.candidates, 0)),
+        C::value("contacts", 9, |r| num(r.contacts, 0)),
+    ]
+}
+
+fn failed(r: &BenchRow) -> Option<String> {
+    table::did_not_run(&r.error)
+}
+
 /// The plain-text table printed after `reap bench collide`.
 pub fn bench_table(rows: &[BenchRow]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:>8} {:<21} {:<27} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>6} {:>11} {:>10} {:>9}",
-        "bodies",
-        "sort",
-        "compaction",
-        "build",
-        "traverse",
-        "compact",
-        "narrow",
-        "solve",
-        "broad",
-        "frame ms",
-        "wall ms",
-        "gap",
-        "levels",
-        "peak front",
-        "candidates",
-        "contacts"
-    );
-    for r in rows {
-        match &r.error {
-            Some(e) => {
-                let _ = writeln!(out, "{:>8} {:<21} {:<27} did not run: {e}", r.bodies, r.sort, r.compaction);
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "{:>8} {:<21} {:<27} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.3} {:>8} {:>6} {:>11} {:>10.0} {:>9.0}",
-                    r.bodies,
-                    r.sort,
-                    r.compaction,
-                    r.parts.build,
-                    r.parts.traverse,
-                    r.parts.compact,
-                    r.parts.narrow,
-                    r.parts.solve,
-                    r.broad_ms,
-                    r.frame_ms,
-                    r.wall_ms,
-                    gap_cell(r.wall_ms, r.frame_ms),
-                    r.levels,
-                    r.peak_frontier,
-                    r.candidates,
-                    r.contacts
-                );
-            }
-        }
-    }
-    out
+    table::console(&columns(), rows, failed)
 }
 
 /// The broad-phase target of issue 7 at a million bodies, ms.
@@ -252,10 +231,7 @@ fn fastest<'a>(rows: impl Iterator<Item = &'a BenchRow>) -> Option<&'a BenchRow>
 /// count, the fastest algorithm, the 5 ms target and the agreement check.
 pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "# reap bench collide: {device}\n");
-    let _ = writeln!(s, "Command: `{command}`\n");
-    let _ = writeln!(s, "reap commit `{}`.\n", crate::build_info::GIT_COMMIT);
+    let mut s = report_head("collide", device, command);
     let _ = writeln!(
         s,
         "Each configuration starts from the same seeded scenario and runs its frames; the times are means per \
@@ -270,13 +246,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          largest frontier level in slots; candidates are leaf pairs whose boxes overlap, contacts those whose \
          shapes touch (means per frame).\n"
     );
-    let mut groups: Vec<(&str, &str, u32)> = Vec::new();
-    for r in rows {
-        let g = (r.backend.as_str(), r.scenario.as_str(), r.bodies);
-        if !groups.contains(&g) {
-            groups.push(g);
-        }
-    }
+    let groups = first_seen(rows.iter().map(|r| (r.backend.as_str(), r.scenario.as_str(), r.bodies)));
     for (backend, scenario, bodies) in &groups {
         let at: Vec<&BenchRow> =
             rows.iter().filter(|r| r.backend == *backend && r.scenario == *scenario && r.bodies == *bodies).collect();
@@ -286,58 +256,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
             "## {scenario}, {bodies} bodies ({backend}, {} frames, {} solver iterations, seed {})\n",
             first.frames, first.iterations, first.seed
         );
-        let _ = writeln!(
-            s,
-            "| sort | compaction | build | traverse | compact | narrow | solve | broad | frame | wall | gap | levels | \
-             peak front | pairs tested | candidates | contacts |"
-        );
-        let _ = writeln!(
-            s,
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | \
-             ---: |"
-        );
-        for r in &at {
-            match &r.error {
-                Some(e) => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | – | – | – | – | – | – | – | – | – | – | – | – | – | did not run: {e} |",
-                        r.sort, r.compaction
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | **{:.3}** | {:.3} | {:.3} | {} | {} | {} | {:.0} \
-                         | {:.0} | {:.0} |",
-                        r.sort,
-                        r.compaction,
-                        r.parts.build,
-                        r.parts.traverse,
-                        r.parts.compact,
-                        r.parts.narrow,
-                        r.parts.solve,
-                        r.broad_ms,
-                        r.frame_ms,
-                        r.wall_ms,
-                        gap_cell(r.wall_ms, r.frame_ms),
-                        r.levels,
-                        r.peak_frontier,
-                        r.pairs_tested,
-                        r.candidates,
-                        r.contacts
-                    );
-                }
-            }
-        }
+        s += &table::markdown(&columns(), at.iter().copied(), failed);
         let _ = writeln!(s);
-        let mut sorts: Vec<&str> = Vec::new();
-        for r in &at {
-            if !sorts.contains(&r.sort.as_str()) {
-                sorts.push(&r.sort);
-            }
-        }
-        for sort in sorts {
+        for sort in first_seen(at.iter().map(|r| r.sort.as_str())) {
             let of_sort = || at.iter().copied().filter(|r| r.sort == sort);
             let best = fastest(of_sort().filter(|r| r.compaction != "none"));
             let none = of_sort().find(|r| r.compaction == "none");
@@ -357,12 +278,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 );
             }
         }
-        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
-        if !ran.is_empty() {
-            let n = ran.len() as f64;
-            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
-            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
-            let _ = writeln!(s, "- Clocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
+        if let Some(clocks) =
+            mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
+        {
+            let _ = writeln!(s, "- Clocks: {clocks}.");
         }
         let _ = writeln!(s);
     }

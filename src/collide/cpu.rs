@@ -8,16 +8,15 @@
 //! and what runs without a GPU.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
-use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::clocks::ms;
+use crate::clocks::HostClock;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::physics::scale;
 use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
 use crate::compaction::{Backend, CpuBackend, Error};
-use crate::frontier::{self, Expand, LevelWords, host, status};
+use crate::frontier::{self, LevelWords, Step, host, status};
 
 /// The CPU engine: bodies, tree and lists in host memory.
 pub struct CpuCollide {
@@ -51,7 +50,7 @@ pub struct CpuCollide {
     counts: Vec<u32>,
     /// Each contact's `physics::contact_impulse` in the current pass.
     responses: Vec<physics::Impulse>,
-    stages: Vec<(StageId, f64)>,
+    clock: HostClock<StageId>,
 }
 
 /// Frontier slots a task of `expand` walks before it appends its candidates.
@@ -85,7 +84,7 @@ impl CpuCollide {
             ends_of: vec![0; n],
             counts: vec![0; n],
             responses: Vec::new(),
-            stages: Vec::new(),
+            clock: HostClock::default(),
         })
     }
 
@@ -127,7 +126,7 @@ fn too_short(what: &'static str, expected: usize, actual: usize) -> CollideError
 
 impl Engine for CpuCollide {
     type B = CpuBackend;
-    type Started = Instant;
+    type Clock = HostClock<StageId>;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
@@ -145,8 +144,12 @@ impl Engine for CpuCollide {
         Ok(frontier::Frontier::new(&self.backend, capacity)?)
     }
 
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
+    }
+
     fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64) -> CollideResult<()> {
-        self.stages.clear();
+        self.clock.clear();
         let len = usize::try_from(len)
             .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} words do not fit in memory"))))?;
         words.clear();
@@ -154,18 +157,9 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn start_stage(&mut self) -> CollideResult<Instant> {
-        Ok(Instant::now())
-    }
-
-    fn stop_stage(&mut self, id: StageId, started: Instant) -> CollideResult<()> {
-        self.stages.push((id, ms(started.elapsed())));
-        Ok(())
-    }
-
     fn end_frame(&mut self, words: &Vec<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
         self.found = words[words::CANDIDATES as usize];
-        Ok((std::mem::take(&mut self.stages), words.clone()))
+        Ok((self.clock.take(), words.clone()))
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -272,7 +266,8 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn expand(&mut self, at: Expand, input: &Vec<u64>, out: &mut Vec<u64>, words: &mut Vec<u64>) -> CollideResult<()> {
+    fn expand(&mut self, step: Step<'_, CpuBackend>) -> CollideResult<()> {
+        let Step { at, input, output: out, words } = step;
         let m = host::n(words, at).min(input.len() as u64);
         if !host::fits(words, at, m, 4, out.len() as u64) {
             return Ok(());

@@ -12,14 +12,15 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, SortMethod, StageId, words};
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, Expand, LevelWords};
-use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
+use crate::frontier::{self, DeviceLevel, LevelWords, Step};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 
 /// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
@@ -57,16 +58,11 @@ const RS_RADIX: u64 = 256;
 unsafe impl DeviceRepr for World {}
 
 /// Tuning of the fast radix sort (radix_sort.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct FastSortTuning {
     /// Keys per thread per tile (`RS_ITEMS`); a tile is 256 of these.
+    #[default(8)]
     pub items: u32,
-}
-
-impl Default for FastSortTuning {
-    fn default() -> Self {
-        FastSortTuning { items: 8 }
-    }
 }
 
 /// The fast sort's second key and value buffers and its digit counts.
@@ -324,7 +320,7 @@ impl FastSort {
 
 impl Engine for CudaCollide {
     type B = CudaBackend;
-    type Started = Started;
+    type Clock = Timer<StageId>;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
@@ -343,6 +339,10 @@ impl Engine for CudaCollide {
         Ok(frontier::Frontier::new(&self.backend, capacity)?)
     }
 
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
+    }
+
     fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64) -> CollideResult<()> {
         self.timer.clear();
         if words.capacity() < len {
@@ -350,14 +350,6 @@ impl Engine for CudaCollide {
         }
         words.set_len(len)?;
         zero_words(&self.stream, words)
-    }
-
-    fn start_stage(&mut self) -> CollideResult<Started> {
-        Ok(self.timer.start()?)
-    }
-
-    fn stop_stage(&mut self, id: StageId, started: Started) -> CollideResult<()> {
-        Ok(self.timer.stop(id, started)?)
     }
 
     fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
@@ -426,13 +418,8 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn expand(
-        &mut self,
-        at: Expand,
-        input: &CudaBuffer<u64>,
-        output: &mut CudaBuffer<u64>,
-        words: &mut CudaBuffer<u64>,
-    ) -> CollideResult<()> {
+    fn expand(&mut self, step: Step<'_, CudaBackend>) -> CollideResult<()> {
+        let Step { at, input, output, words } = step;
         // The kernel reads n from the words; both buffers hold `capacity` slots.
         let capacity = input.len().min(output.len());
         let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());

@@ -27,6 +27,7 @@ pub mod physics;
 pub mod quality;
 pub mod scenario;
 
+use crate::clocks::Clock;
 pub use crate::compaction::Compaction;
 use crate::compaction::{Algorithm, Backend, Element, Operation};
 use crate::frontier;
@@ -54,13 +55,13 @@ pub enum CollideError {
     FrontierTooLarge { items: u64, gib: f64, level: u32, max: u64, advice: String },
     #[error("{what} needs {bytes} bytes of GPU memory and the device has {free} free: use fewer bodies")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
-impl From<crate::files::OutputError> for CollideError {
-    fn from(e: crate::files::OutputError) -> Self {
-        CollideError::Output { path: e.path, why: e.why }
+impl From<std::convert::Infallible> for CollideError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
     }
 }
 
@@ -249,8 +250,8 @@ impl FrameStats {
 /// frame is read on the host before [`Engine::end_frame`].
 pub trait Engine {
     type B: Backend;
-    /// Where a timed stage started.
-    type Started;
+    /// What times the stages.
+    type Clock: Clock<StageId, Error: Into<CollideError>>;
     fn backend(&self) -> &Self::B;
     fn world(&self) -> &World;
     /// Number of bodies.
@@ -262,17 +263,13 @@ pub trait Engine {
     /// device lacks the memory).
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<Self::B>>;
 
+    fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: `words` holds at least `len` words (grown if needed),
     /// all zero (a memset on a GPU).
     fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;
-    fn start_stage(&mut self) -> CollideResult<Self::Started>;
-    fn stop_stage(&mut self, id: StageId, started: Self::Started) -> CollideResult<()>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
-        let started = self.start_stage()?;
-        let r = f(self)?;
-        self.stop_stage(id, started)?;
-        Ok(r)
+        crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: waits for it once, reads the words once and the stage
     /// times once (a GPU frame's only two host waits).
@@ -303,13 +300,7 @@ pub trait Engine {
     /// candidate list instead (written below its capacity, counted in
     /// `words[words::CANDIDATES]` always, an overflow sets
     /// [`frontier::status::CANDIDATES`]).
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<Self, u64>,
-        output: &mut Buf<Self, u64>,
-        words: &mut Buf<Self, u64>,
-    ) -> CollideResult<()>;
+    fn expand(&mut self, step: frontier::Step<'_, Self::B>) -> CollideResult<()>;
     fn candidate_capacity(&self) -> u64;
     /// Replaces the candidate list (and the contact list with it) by one of
     /// `n` slots; its contents are lost.
@@ -437,18 +428,10 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
     ) -> CollideResult<()> {
-        let started = self.0.start_stage()?;
-        f(self)?;
-        self.0.stop_stage(StageId::level(name, level), started)
+        crate::clocks::timed(self, |w| w.0.clock(), StageId::level(name, level), f)
     }
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<E, u64>,
-        output: &mut Buf<E, u64>,
-        words: &mut Buf<E, u64>,
-    ) -> CollideResult<()> {
-        self.0.expand(at, input, output, words)
+    fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
+        self.0.expand(step)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::report::{Fixed, csv_rows_then, fixed, spaced, stage_means};
 use crate::collide::{CollideError, CollideResult, CollideSettings, FrameStats, Part};
 
 fn fail(path: &Path, why: impl ToString) -> CollideError {
-    CollideError::Output { path: path.display().to_string(), why: why.to_string() }
+    crate::files::fail(path, why).into()
 }
 
 /// The checks `reap collide --out` runs before simulating: extension, then a

@@ -66,6 +66,26 @@ impl<B: Backend + ?Sized> Lens<'_, B> {
     }
 }
 
+/// A select (`split` false) or partition (`split` true) as the backend's
+/// [`Backend::compact`] receives it; with `lens`, a counted call.
+pub struct CompactCall<'a, B: Backend + ?Sized, T: Element> {
+    pub algorithm: Algorithm,
+    pub split: bool,
+    pub input: &'a B::Buffer<T>,
+    pub keep: Keep<'a, B, T>,
+    pub output: &'a mut B::Buffer<T>,
+    pub lens: Option<Lens<'a, B>>,
+}
+
+/// An exclusive scan as the backend's [`Backend::scan`] receives it; with
+/// `lens`, a counted call.
+pub struct ScanCall<'a, B: Backend + ?Sized, S: ScanElement> {
+    pub algorithm: Algorithm,
+    pub input: &'a B::Buffer<S>,
+    pub output: &'a mut B::Buffer<S>,
+    pub lens: Option<Lens<'a, B>>,
+}
+
 /// One named phase of a run and how long it took (device events on a GPU).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseTime {
@@ -112,6 +132,14 @@ pub trait Backend {
     fn download<T: Element>(&self, buffer: &Self::Buffer<T>) -> Result<Vec<T>>;
     fn len<T: Element>(&self, buffer: &Self::Buffer<T>) -> u64;
 
+    /// The one entry of select and partition, counted or not: each backend
+    /// makes its checks and runs the algorithm here; callers use the four
+    /// named methods below.
+    fn compact<T: Element>(&self, call: CompactCall<'_, Self, T>) -> Result<Self::Report>;
+
+    /// The one entry of the exclusive scan, counted or not (see [`Backend::compact`]).
+    fn scan<S: ScanElement>(&self, call: ScanCall<'_, Self, S>) -> Result<Self::Report>;
+
     /// Out-of-place compaction: the kept elements go to `output[..count]`,
     /// in input order when the algorithm is stable. `output` must hold as many
     /// elements as `input`; what lies past the count is unspecified.
@@ -121,7 +149,9 @@ pub trait Backend {
         input: &Self::Buffer<T>,
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.compact(CompactCall { algorithm, split: false, input, keep, output, lens: None })
+    }
 
     /// Stream split: kept elements to `output[..count]`, rejected ones to
     /// `output[count..]`, both halves in input order.
@@ -131,7 +161,9 @@ pub trait Backend {
         input: &Self::Buffer<T>,
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.compact(CompactCall { algorithm, split: true, input, keep, output, lens: None })
+    }
 
     /// Exclusive prefix sum; the report's count is the total.
     fn exclusive_scan<S: ScanElement>(
@@ -139,7 +171,9 @@ pub trait Backend {
         algorithm: Algorithm,
         input: &Self::Buffer<S>,
         output: &mut Self::Buffer<S>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.scan(ScanCall { algorithm, input, output, lens: None })
+    }
 
     /// [`Backend::select`] with the length on the backend's side: `input`'s
     /// length is its capacity (`output` and a `Keep::Flags` buffer hold as
@@ -158,7 +192,9 @@ pub trait Backend {
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.compact(CompactCall { algorithm, split: false, input, keep, output, lens: Some(lens) })
+    }
 
     /// [`Backend::partition`] of the first n elements, read and counted as in
     /// [`Backend::select_counted`]: the kept count (the split point) goes to
@@ -170,7 +206,9 @@ pub trait Backend {
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.compact(CompactCall { algorithm, split: true, input, keep, output, lens: Some(lens) })
+    }
 
     /// [`Backend::exclusive_scan`] of the first n values, n read as in
     /// [`Backend::select_counted`]; the total of those n goes to `words[lens.output]`.
@@ -180,7 +218,9 @@ pub trait Backend {
         input: &Self::Buffer<S>,
         output: &mut Self::Buffer<S>,
         lens: Lens<'_, Self>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        self.scan(ScanCall { algorithm, input, output, lens: Some(lens) })
+    }
 
     /// Radix sort by repeated split (one split per key bit), stable; `values`
     /// move with their keys.
@@ -193,13 +233,19 @@ pub trait Backend {
 
     /// In place, remove the elements at the listed indices; the survivors end
     /// up in `data[..count]` (unstable). The list is checked for duplicates and
-    /// out-of-range indices first.
+    /// out-of-range indices first, on the host: O(k), and a bad list must never
+    /// reach the algorithms.
     fn remove<T: Element>(
         &self,
         algorithm: Algorithm,
         data: &mut Self::Buffer<T>,
         removal: &Self::Buffer<u64>,
-    ) -> Result<Self::Report>;
+    ) -> Result<Self::Report> {
+        let list = self.download(removal)?;
+        crate::compaction::cpu::check_removal(&list, self.len(data) as usize)?;
+        // SAFETY: checked just above.
+        unsafe { self.remove_unchecked(algorithm, data, removal) }
+    }
 
     /// [`Backend::remove`] without the O(k) check of the list.
     ///

@@ -32,32 +32,6 @@ pub trait ScanElement: Element + Copy + Default + PartialEq + std::fmt::Debug {
     fn to_u64(self) -> u64;
 }
 
-impl ScanElement for u32 {
-    const ZERO: Self = 0;
-    fn add(self, other: Self) -> Self {
-        self.wrapping_add(other)
-    }
-    fn from_u64(v: u64) -> Self {
-        v as u32
-    }
-    fn to_u64(self) -> u64 {
-        self as u64
-    }
-}
-
-impl ScanElement for u64 {
-    const ZERO: Self = 0;
-    fn add(self, other: Self) -> Self {
-        self.wrapping_add(other)
-    }
-    fn from_u64(v: u64) -> Self {
-        v
-    }
-    fn to_u64(self) -> u64 {
-        self
-    }
-}
-
 /// Keys a radix sort by repeated split can order, one bit per split.
 pub trait SortKey: Element + Copy + Ord + std::fmt::Debug {
     const BITS: u32;
@@ -68,28 +42,37 @@ pub trait SortKey: Element + Copy + Ord + std::fmt::Debug {
     fn low_u32(self) -> u32;
 }
 
-impl SortKey for u32 {
-    const BITS: u32 = 32;
-    fn bit(self, i: u32) -> bool {
-        (self >> i) & 1 == 1
-    }
-    fn from_u32(v: u32) -> Self {
-        v
-    }
-    fn low_u32(self) -> u32 {
-        self
-    }
+/// u32 and u64 are scan values and sort keys alike: wrapping adds, one bit
+/// per split, conversions by `as`.
+macro_rules! unsigned_word {
+    ($t:ty) => {
+        impl ScanElement for $t {
+            const ZERO: Self = 0;
+            fn add(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+        }
+
+        impl SortKey for $t {
+            const BITS: u32 = <$t>::BITS;
+            fn bit(self, i: u32) -> bool {
+                (self >> i) & 1 == 1
+            }
+            fn from_u32(v: u32) -> Self {
+                v as $t
+            }
+            fn low_u32(self) -> u32 {
+                self as u32
+            }
+        }
+    };
 }
 
-impl SortKey for u64 {
-    const BITS: u32 = 64;
-    fn bit(self, i: u32) -> bool {
-        (self >> i) & 1 == 1
-    }
-    fn from_u32(v: u32) -> Self {
-        v as u64
-    }
-    fn low_u32(self) -> u32 {
-        self as u32
-    }
-}
+unsigned_word!(u32);
+unsigned_word!(u64);

@@ -109,3 +109,14 @@ fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
         .map_err(driver_error("reading a stage time"))?;
     Ok(ms as f64)
 }
+
+impl<L: Copy> crate::clocks::Clock<L> for Timer<L> {
+    type Mark = Started;
+    type Error = super::Error;
+    fn start(&mut self) -> Result<Started> {
+        Timer::start(self)
+    }
+    fn stop(&mut self, label: L, started: Started) -> Result<()> {
+        Timer::stop(self, label, started)
+    }
+}

@@ -6,10 +6,10 @@
 //! around it.
 
 use super::{
-    Buf, Compaction, Engine, FrameStats, FrameWords, RenderSettings, StageId, TraceError, TraceResult, Traversal, Work,
-    frame, stage, work,
+    Compaction, Engine, FrameStats, FrameWords, FrontierRun, RenderSettings, StageId, TraceError, TraceResult,
+    Traversal, Work, frame, stage, work,
 };
-use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS};
+use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS, Step};
 use crate::memory;
 
 /// Tests: from now on the engine allocates its breadth-first frontier with
@@ -166,25 +166,23 @@ pub(super) fn breadth_first<E: Engine>(
         output_live: at.live(0),
         last: false,
     };
+    let run = FrontierRun { capacity, shadow, descend: s.descend };
     e.stage(StageId::bounce(init, bounce), |e| {
-        e.frontier_init(&w.queue, shadow, f.front_mut(), capacity, &mut w.words, level0)
+        e.frontier_init(Step { at: level0, input: &w.queue, output: f.front_mut(), words: &mut w.words }, run)
     })?;
     let compaction = match s.compact_frontier {
         Compaction::None => None,
         Compaction::With(alg) => Some(alg),
     };
     let plan = Plan { levels: at.levels(), compaction, names: Names { expand, compact } };
-    let mut run = Run { e, bounce, shadow, descend: s.descend, capacity };
-    frontier::run(&mut run, f, &mut w.words, at, &plan)
+    frontier::run(&mut Run { e, bounce, run }, f, &mut w.words, at, &plan)
 }
 
 /// The tracer's side of the level loop, for one run (a bounce's rays or shadow rays).
 struct Run<'a, E: Engine> {
     e: &'a mut E,
     bounce: u32,
-    shadow: bool,
-    descend: u32,
-    capacity: u64,
+    run: FrontierRun,
 }
 
 impl<E: Engine> Levels for Run<'_, E> {
@@ -199,17 +197,10 @@ impl<E: Engine> Levels for Run<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> TraceResult<()>,
     ) -> TraceResult<()> {
-        let mark = self.e.stage_begin()?;
-        f(self)?;
-        self.e.stage_end(StageId::level(name, self.bounce, level), mark)
+        let id = StageId::level(name, self.bounce, level);
+        crate::clocks::timed(self, |r| r.e.clock(), id, f)
     }
-    fn expand(
-        &mut self,
-        at: frontier::Expand,
-        input: &Buf<E, u64>,
-        output: &mut Buf<E, u64>,
-        words: &mut Buf<E, u64>,
-    ) -> TraceResult<()> {
-        self.e.expand(input, output, self.capacity, self.shadow, self.descend, words, at)
+    fn expand(&mut self, step: Step<'_, E::B>) -> TraceResult<()> {
+        self.e.expand(step, self.run)
     }
 }

@@ -12,10 +12,10 @@ use cudarc::driver::{
 };
 
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::frontier::{DeviceLevel, Expand};
-use crate::gpu::{self, IEEE, Source, Spec, Started, Timer, kernel_source, ptr as raw_ptr};
+use crate::frontier::{DeviceLevel, Step};
+use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Buf, Engine, Estimator, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work};
+use crate::trace::{Engine, FrameEnd, FrontierRun, Queue, Shading, StageId, TraceError, TraceResult, Words, Work};
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
@@ -301,13 +301,9 @@ fn check_words(words: &CudaBuffer<u64>, at: &[u64]) -> TraceResult<()> {
     }
 }
 
-fn level_words(at: &Expand) -> [u64; 4] {
-    [at.input_len, at.input_live, at.output_len, at.output_live]
-}
-
 impl Engine for CudaEngine {
     type B = CudaBackend;
-    type Mark = Started;
+    type Clock = Timer<StageId>;
 
     fn backend(&self) -> &CudaBackend {
         &self.backend
@@ -329,7 +325,11 @@ impl Engine for CudaEngine {
         &mut self.work
     }
 
-    fn begin_frame(&mut self, words: &mut Buf<Self, u64>) -> TraceResult<()> {
+    fn clock(&mut self) -> &mut Timer<StageId> {
+        &mut self.timer
+    }
+
+    fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()> {
         self.timer.clear();
         let bytes = words.capacity() as usize * 8;
         if bytes > 0 {
@@ -341,15 +341,7 @@ impl Engine for CudaEngine {
         Ok(())
     }
 
-    fn stage_begin(&mut self) -> TraceResult<Started> {
-        Ok(self.timer.start()?)
-    }
-
-    fn stage_end(&mut self, id: StageId, mark: Started) -> TraceResult<()> {
-        Ok(self.timer.stop(id, mark)?)
-    }
-
-    fn end_frame(&mut self, words: &Buf<Self, u64>) -> TraceResult<FrameEnd> {
+    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd> {
         // The words are read after the last stage (accumulate), so this one
         // wait also completes the frame; the times are read once after it.
         let words = crate::compaction::Backend::download(&self.backend, words)?;
@@ -361,8 +353,8 @@ impl Engine for CudaEngine {
     fn camera(
         &mut self,
         sample: u32,
-        queue: &mut Buf<Self, u32>,
-        words: &mut Buf<Self, u64>,
+        queue: &mut Queue<Self>,
+        words: &mut Words<Self>,
         queue_len: u64,
     ) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
@@ -388,9 +380,9 @@ impl Engine for CudaEngine {
 
     fn depth_first(
         &mut self,
-        queue: &Buf<Self, u32>,
+        queue: &Queue<Self>,
         shadow: bool,
-        words: &Buf<Self, u64>,
+        words: &Words<Self>,
         queue_len: u64,
     ) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
@@ -403,16 +395,9 @@ impl Engine for CudaEngine {
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }
 
-    fn frontier_init(
-        &mut self,
-        queue: &Buf<Self, u32>,
-        shadow: bool,
-        frontier: &mut Buf<Self, u64>,
-        capacity: u64,
-        words: &mut Buf<Self, u64>,
-        at: Expand,
-    ) -> TraceResult<()> {
-        check_words(words, &level_words(&at))?;
+    fn frontier_init(&mut self, step: Step<'_, CudaBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, .. }) = (step, run);
+        check_words(words, &at.words())?;
         if frontier.len() < capacity {
             return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
         }
@@ -425,17 +410,9 @@ impl Engine for CudaEngine {
         unsafe { l.launch(grid(queue.len().min(capacity))?) }.map(drop).map_err(launch_err("launching trace_bf_init"))
     }
 
-    fn expand(
-        &mut self,
-        input: &Buf<Self, u64>,
-        output: &mut Buf<Self, u64>,
-        capacity: u64,
-        shadow: bool,
-        descend: u32,
-        words: &mut Buf<Self, u64>,
-        at: Expand,
-    ) -> TraceResult<()> {
-        check_words(words, &level_words(&at))?;
+    fn expand(&mut self, step: Step<'_, CudaBackend>, run: FrontierRun) -> TraceResult<()> {
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend }) = (step, run);
+        check_words(words, &at.words())?;
         if input.len() < capacity || output.len() < capacity {
             return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
         }
@@ -455,15 +432,12 @@ impl Engine for CudaEngine {
 
     fn shade(
         &mut self,
-        queue: &Buf<Self, u32>,
-        next: &mut Buf<Self, u32>,
-        sample: u32,
-        bounce: u32,
-        estimator: Estimator,
-        words: &mut Buf<Self, u64>,
-        queue_len: u64,
-        counts: ShadeWords,
+        queue: &Queue<Self>,
+        next: &mut Queue<Self>,
+        words: &mut Words<Self>,
+        s: Shading,
     ) -> TraceResult<()> {
+        let Shading { sample, bounce, estimator, queue_len, counts } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow])?;
         let capacity = queue.len().min(next.len());
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
@@ -489,7 +463,7 @@ impl Engine for CudaEngine {
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
 
-    fn nee(&mut self, queue: &Buf<Self, u32>, words: &Buf<Self, u64>, queue_len: u64) -> TraceResult<()> {
+    fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
         let capacity = queue.len();
         let (qp, wp) = (queue.ptr(), words.ptr());
@@ -499,7 +473,7 @@ impl Engine for CudaEngine {
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_nee"))
     }
 
-    fn accumulate(&mut self, words: &Buf<Self, u64>) -> TraceResult<()> {
+    fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()> {
         check_words(words, &[crate::frontier::STATUS])?;
         let pixels = self.pixels() as u32;
         let (sp, wp) = (raw_ptr(&self.sum), words.ptr());

@@ -31,6 +31,7 @@ pub mod shading;
 pub mod texture;
 pub mod tonemap;
 
+use crate::clocks::Clock;
 pub use crate::compaction::Compaction;
 use crate::compaction::{Backend, BackendKind, Element, Keep, Lens};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
@@ -66,13 +67,13 @@ pub enum TraceError {
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
-    #[error("cannot write {path}: {why}")]
-    Output { path: String, why: String },
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
-impl From<crate::files::OutputError> for TraceError {
-    fn from(e: crate::files::OutputError) -> Self {
-        TraceError::Output { path: e.path, why: e.why }
+impl From<std::convert::Infallible> for TraceError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
     }
 }
 
@@ -286,8 +287,8 @@ pub type FrameEnd = (Vec<(StageId, f64)>, Vec<u64>);
 /// capacity: nothing inside a frame waits for the device.
 pub trait Engine {
     type B: Backend;
-    /// A started stage's timing mark.
-    type Mark;
+    /// What times the stages.
+    type Clock: Clock<StageId, Error: Into<TraceError>>;
     fn backend(&self) -> &Self::B;
     fn pixels(&self) -> u64;
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
@@ -304,89 +305,61 @@ pub trait Engine {
     where
         Self: Sized;
 
+    fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: zeroes the frame's words (one fill, no host copy).
-    fn begin_frame(&mut self, words: &mut Buf<Self, u64>) -> TraceResult<()>;
-    /// Starts timing a stage.
-    fn stage_begin(&mut self) -> TraceResult<Self::Mark>;
-    /// Ends the stage started at `mark`, naming it.
-    fn stage_end(&mut self, id: StageId, mark: Self::Mark) -> TraceResult<()>;
+    fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R>
     where
         Self: Sized,
     {
-        let mark = self.stage_begin()?;
-        let r = f(self)?;
-        self.stage_end(id, mark)?;
-        Ok(r)
+        crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: the stages' times in ms and the frame's words, read
     /// back once each (on a GPU the frame's only two host waits).
-    fn end_frame(&mut self, words: &Buf<Self, u64>) -> TraceResult<FrameEnd>;
+    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd>;
 
     /// Camera rays into every path; the queue holds every path and
     /// `words[queue_len]` becomes the pixel count.
     fn camera(
         &mut self,
         sample: u32,
-        queue: &mut Buf<Self, u32>,
-        words: &mut Buf<Self, u64>,
+        queue: &mut Queue<Self>,
+        words: &mut Words<Self>,
         queue_len: u64,
     ) -> TraceResult<()>;
     fn depth_first(
         &mut self,
-        queue: &Buf<Self, u32>,
+        queue: &Queue<Self>,
         shadow: bool,
-        words: &Buf<Self, u64>,
+        words: &Words<Self>,
         queue_len: u64,
     ) -> TraceResult<()>;
-    /// Level 0 of the breadth-first loop: one item per queued path whose ray
-    /// enters the root's box, dead otherwise, into `frontier[..n]`; the
-    /// level's length and live count into `words[at.output_len]` and
-    /// `words[at.output_live]` (`at.input_len` holds n). Writes nothing when
-    /// n exceeds `capacity` (an overflow, [`frontier::status`]).
-    fn frontier_init(
-        &mut self,
-        queue: &Buf<Self, u32>,
-        shadow: bool,
-        frontier: &mut Buf<Self, u64>,
-        capacity: u64,
-        words: &mut Buf<Self, u64>,
-        at: frontier::Expand,
-    ) -> TraceResult<()>;
-    /// One level: each item descends `descend` BVH levels, intersecting the
-    /// leaves it meets and emitting the internal nodes it reaches at that
+    /// Level 0 of the breadth-first loop, a step whose input is the queue:
+    /// one item per queued path whose ray enters the root's box, dead
+    /// otherwise, into `output[..n]`; the level's length and live count into
+    /// `words[at.output_len]` and `words[at.output_live]` (`at.input_len`
+    /// holds n). Writes nothing when n exceeds `run.capacity` (an overflow,
+    /// [`frontier::status`]).
+    fn frontier_init(&mut self, step: frontier::Step<'_, Self::B, u32>, run: FrontierRun) -> TraceResult<()>;
+    /// One level: each item descends `run.descend` BVH levels, intersecting
+    /// the leaves it meets and emitting the internal nodes it reaches at that
     /// depth into its 2^descend slots of `output` (the rules of
     /// [`frontier::Levels`]).
-    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
-    fn expand(
-        &mut self,
-        input: &Buf<Self, u64>,
-        output: &mut Buf<Self, u64>,
-        capacity: u64,
-        shadow: bool,
-        descend: u32,
-        words: &mut Buf<Self, u64>,
-        at: frontier::Expand,
-    ) -> TraceResult<()>;
+    fn expand(&mut self, step: frontier::Step<'_, Self::B>, run: FrontierRun) -> TraceResult<()>;
     /// Shades the queue's paths into `next` (dead slots where a path ended)
     /// and adds the paths still alive and the shadow rays cast to their words.
-    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
     fn shade(
         &mut self,
-        queue: &Buf<Self, u32>,
-        next: &mut Buf<Self, u32>,
-        sample: u32,
-        bounce: u32,
-        estimator: Estimator,
-        words: &mut Buf<Self, u64>,
-        queue_len: u64,
-        counts: ShadeWords,
+        queue: &Queue<Self>,
+        next: &mut Queue<Self>,
+        words: &mut Words<Self>,
+        s: Shading,
     ) -> TraceResult<()>;
-    fn nee(&mut self, queue: &Buf<Self, u32>, words: &Buf<Self, u64>, queue_len: u64) -> TraceResult<()>;
+    fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()>;
     /// The sample into the per-pixel sums, unless the frame's status says it
     /// failed (it is then redone or reported).
-    fn accumulate(&mut self, words: &Buf<Self, u64>) -> TraceResult<()>;
+    fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()>;
     /// Clears the per-pixel sums (a new view, or the next run of a benchmark).
     fn reset(&mut self) -> TraceResult<()>;
     /// Moves the camera (the caller resets the sums).
@@ -402,12 +375,39 @@ pub trait Engine {
 
 /// A buffer of an engine's compaction backend.
 pub type Buf<E, T> = <<E as Engine>::B as Backend>::Buffer<T>;
+/// A queue of path ids ([`DEAD32`] for a dead slot).
+pub type Queue<E> = Buf<E, u32>;
+/// The frame's word array.
+pub type Words<E> = Buf<E, u64>;
 
 /// Where shading adds its counts (wavefront.cu `trace_shade`'s two words).
 #[derive(Clone, Copy, Debug)]
 pub struct ShadeWords {
     pub alive: u64,
     pub shadow: u64,
+}
+
+/// One bounce's shading: wavefront.cu `trace_shade`'s scalars, in its order.
+#[derive(Clone, Copy, Debug)]
+pub struct Shading {
+    pub sample: u32,
+    pub bounce: u32,
+    pub estimator: Estimator,
+    /// The queue's length word.
+    pub queue_len: u64,
+    pub counts: ShadeWords,
+}
+
+/// One breadth-first run (a bounce's rays or its shadow rays):
+/// `trace_bf_init`'s and `trace_bf_expand`'s scalars, in their order (init
+/// reads no `descend`).
+#[derive(Clone, Copy, Debug)]
+pub struct FrontierRun {
+    /// Items each frontier buffer holds.
+    pub capacity: u64,
+    pub shadow: bool,
+    /// BVH levels one expansion descends (fan-out 2^descend).
+    pub descend: u32,
 }
 
 /// The words of one bounce.
@@ -541,9 +541,8 @@ fn frame<E: Engine>(
             })?,
             Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
-        e.stage(StageId::bounce(stage::SHADE, bounce), |e| {
-            e.shade(&w.queue, &mut w.next, sample, bounce, s.estimator, &mut w.words, bw.queue, bw.counts)
-        })?;
+        let shading = Shading { sample, bounce, estimator: s.estimator, queue_len: bw.queue, counts: bw.counts };
+        e.stage(StageId::bounce(stage::SHADE, bounce), |e| e.shade(&w.queue, &mut w.next, &mut w.words, shading))?;
         if bounce == s.max_bounces {
             break; // the last stage casts no shadow rays and ends every path
         }

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use crate::files::{OutputError, fail, write_atomically};
 use crate::input::{self, InputError, InputKind};
+use crate::table::{Column, Mark, Shown, num};
 
 /// relMSE's guard against dividing by a black reference (Rousselle et al. 2011).
 pub const REL_MSE_EPSILON: f64 = 0.01;
@@ -218,52 +219,64 @@ fn commit_of(r: &NoiseReport) -> String {
     r.reap_commit.chars().take(12).collect()
 }
 
+/// One checkpoint beside the same spp of the `--before` run, where it measured it.
+struct Against<'a> {
+    now: &'a Checkpoint,
+    before: Option<&'a Checkpoint>,
+}
+
+impl Against<'_> {
+    /// A cell of the `--before` run, or a dash where it did not measure this spp.
+    fn before(&self, cell: impl Fn(&Checkpoint) -> String) -> String {
+        self.before.map_or_else(|| "–".into(), cell)
+    }
+}
+
+fn against<'a>(r: &'a NoiseReport, before: &'a NoiseReport) -> Vec<Against<'a>> {
+    r.checkpoints.iter().map(|c| Against { now: c, before: before.at(c.spp) }).collect()
+}
+
+/// The columns of the checkpoint table, stdout and noise.md.
+fn checkpoint_columns() -> Vec<Column<Checkpoint>> {
+    type C = Column<Checkpoint>;
+    vec![
+        C::key("spp", 6, |c| c.spp.to_string()).right(),
+        C::value("rel. RMSE", 10, |c| num(c.rel_rmse, 5)).marked(Mark::Bold),
+        C::value("w/o ref.", 10, |c| num(c.rel_rmse_test_only, 5)).reported_as("rel. RMSE w/o reference noise"),
+        C::value("relMSE", 10, |c| num(c.rel_mse, 6)),
+        C::value("fireflies", 10, |c| c.fireflies.to_string()),
+        C::value("non-finite", 11, |c| c.nonfinite.to_string()),
+        C::value("wall s", 9, |c| num(c.wall_s, 2)),
+    ]
+}
+
+/// The columns of the table against `--before`, stdout and noise.md.
+fn against_columns<'a>() -> Vec<Column<Against<'a>>> {
+    type C<'a> = Column<Against<'a>>;
+    vec![
+        C::key("spp", 6, |r| r.now.spp.to_string()).right(),
+        C::value("RMSE before", 12, |r| r.before(|p| num(p.rel_rmse, 5))).reported_as("rel. RMSE before"),
+        C::value("RMSE after", 12, |r| num(r.now.rel_rmse, 5)).reported_as("rel. RMSE after").marked(Mark::Bold),
+        C::value("ratio", 8, |r| r.before(|p| num(r.now.rel_rmse / p.rel_rmse, 3))),
+        C::value("relMSE bef.", 12, |r| r.before(|p| num(p.rel_mse, 6))).reported_as("relMSE before"),
+        C::value("relMSE aft.", 12, |r| num(r.now.rel_mse, 6)).reported_as("relMSE after"),
+        C::value("ratio", 8, |r| r.before(|p| num(r.now.rel_mse / p.rel_mse, 3))).only(Shown::Report),
+        C::value("ff before", 10, |r| r.before(|p| p.fireflies.to_string())).reported_as("fireflies before"),
+        C::value("ff after", 10, |r| r.now.fireflies.to_string()).reported_as("fireflies after"),
+    ]
+}
+
 /// The table printed to stdout.
 pub fn table(r: &NoiseReport, before: Option<&NoiseReport>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:>6} {:>10} {:>10} {:>10} {:>10} {:>11} {:>9}",
-        "spp", "rel. RMSE", "w/o ref.", "relMSE", "fireflies", "non-finite", "wall s"
-    );
-    for c in &r.checkpoints {
-        let _ = writeln!(
-            s,
-            "{:>6} {:>10.5} {:>10.5} {:>10.6} {:>10} {:>11} {:>9.2}",
-            c.spp, c.rel_rmse, c.rel_rmse_test_only, c.rel_mse, c.fireflies, c.nonfinite, c.wall_s
-        );
-    }
+    let mut s = crate::table::console(&checkpoint_columns(), &r.checkpoints, |_| None);
     for (a, b, got, want) in falloff(&r.checkpoints) {
         let _ = writeln!(s, "rel. RMSE {a} -> {b} spp fell {got:.2}x (1/sqrt(spp) predicts {want:.2}x)");
     }
     if let Some(b) = before {
         let _ = writeln!(s, "\nagainst --before (commit {}):", commit_of(b));
-        let _ = writeln!(
-            s,
-            "{:>6} {:>12} {:>12} {:>8} {:>12} {:>12} {:>10} {:>10}",
-            "spp", "RMSE before", "RMSE after", "ratio", "relMSE bef.", "relMSE aft.", "ff before", "ff after"
-        );
-        for c in &r.checkpoints {
-            match b.at(c.spp) {
-                Some(p) => {
-                    let _ = writeln!(
-                        s,
-                        "{:>6} {:>12.5} {:>12.5} {:>8.3} {:>12.6} {:>12.6} {:>10} {:>10}",
-                        c.spp,
-                        p.rel_rmse,
-                        c.rel_rmse,
-                        c.rel_rmse / p.rel_rmse,
-                        p.rel_mse,
-                        c.rel_mse,
-                        p.fireflies,
-                        c.fireflies
-                    );
-                }
-                None => {
-                    let _ = writeln!(s, "{:>6} not measured before", c.spp);
-                }
-            }
-        }
+        // The console has no room for a row of dashes.
+        let unmeasured = |r: &Against| r.before.is_none().then(|| "not measured before".to_string());
+        s += &crate::table::console(&against_columns(), &against(r, b), unmeasured);
     }
     s
 }
@@ -294,58 +307,14 @@ pub fn markdown(r: &NoiseReport, before: Option<&NoiseReport>) -> String {
         r.firefly_rule
     );
     match before {
-        None => {
-            let _ = writeln!(
-                s,
-                "| spp | rel. RMSE | rel. RMSE w/o reference noise | relMSE | fireflies | non-finite | wall s |"
-            );
-            let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-            for c in &r.checkpoints {
-                let _ = writeln!(
-                    s,
-                    "| {} | **{:.5}** | {:.5} | {:.6} | {} | {} | {:.2} |",
-                    c.spp, c.rel_rmse, c.rel_rmse_test_only, c.rel_mse, c.fireflies, c.nonfinite, c.wall_s
-                );
-            }
-        }
+        None => s += &crate::table::markdown(&checkpoint_columns(), &r.checkpoints, |_| None),
         Some(b) => {
             let _ = writeln!(
                 s,
                 "Before: commit `{}` ({} on {}, reference {} spp). Ratio = after / before (below 1: less noise).\n",
                 b.reap_commit, b.backend, b.device, b.reference_spp
             );
-            let _ = writeln!(
-                s,
-                "| spp | rel. RMSE before | rel. RMSE after | ratio | relMSE before | relMSE after | ratio | fireflies \
-                 before | fireflies after |"
-            );
-            let _ = writeln!(s, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-            for c in &r.checkpoints {
-                match b.at(c.spp) {
-                    Some(p) => {
-                        let _ = writeln!(
-                            s,
-                            "| {} | {:.5} | **{:.5}** | {:.3} | {:.6} | {:.6} | {:.3} | {} | {} |",
-                            c.spp,
-                            p.rel_rmse,
-                            c.rel_rmse,
-                            c.rel_rmse / p.rel_rmse,
-                            p.rel_mse,
-                            c.rel_mse,
-                            c.rel_mse / p.rel_mse,
-                            p.fireflies,
-                            c.fireflies
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(
-                            s,
-                            "| {} | – | **{:.5}** | – | – | {:.6} | – | – | {} |",
-                            c.spp, c.rel_rmse, c.rel_mse, c.fireflies
-                        );
-                    }
-                }
-            }
+            s += &crate::table::markdown(&against_columns(), &against(r, b), |_| None);
         }
     }
     let _ = writeln!(s);

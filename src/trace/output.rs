@@ -14,7 +14,7 @@ use crate::trace::tonemap::{self, Tone};
 use crate::trace::{FrameStats, RenderSettings, TraceError, TraceResult};
 
 fn fail(path: &Path, why: impl ToString) -> TraceError {
-    TraceError::Output { path: path.display().to_string(), why: why.to_string() }
+    crate::files::fail(path, why).into()
 }
 
 /// The image's format, from its extension.

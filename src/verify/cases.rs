@@ -49,15 +49,47 @@ pub(crate) fn first_diff<T: Element>(got: &[T], want: &[T]) -> String {
     }
 }
 
-pub fn compact_case<B: Harness, T: Element>(
-    backend: &B,
-    alg: Algorithm,
-    op: Operation,
-    n: u64,
+/// One select or partition case of the suite: what runs, on which data. The
+/// plain and the counted entry points take the same.
+#[derive(Clone, Copy, Debug)]
+pub struct CompactCase {
+    pub algorithm: Algorithm,
+    pub operation: Operation,
+    pub rule: Rule,
+    pub pattern: Pattern,
+    pub seed: u64,
+}
+
+/// The keep rule `rule` names, over the suite's flags, sentinel and predicate.
+pub(crate) fn keep_rule<'a, B: Backend, T: Element>(
     rule: Rule,
-    pattern: Pattern,
-    seed: u64,
-) -> Result<(), String> {
+    flags: &'a B::Buffer<u8>,
+    sentinel: T,
+    predicate: &'a B::Predicate<T>,
+) -> Keep<'a, B, T> {
+    match rule {
+        Rule::Flags => Keep::Flags(flags),
+        Rule::Sentinel => Keep::Sentinel(sentinel),
+        Rule::Predicate => Keep::Predicate(predicate),
+    }
+}
+
+/// The kept elements against the reference's: in order for a stable
+/// algorithm, as a multiset for the others.
+pub(crate) fn check_kept<T: Element>(alg: Algorithm, got: &[T], kept: &[T]) -> Result<(), String> {
+    if alg.stable() {
+        if !bytes_eq(got, kept) {
+            return Err(format!("kept elements differ from the reference: {}", first_diff(got, kept)));
+        }
+    } else if !same_multiset(got, kept) {
+        return Err("kept elements are not the reference's multiset".into());
+    }
+    Ok(())
+}
+
+/// A select or partition of `n` elements, against the reference.
+pub fn compact_case<B: Harness, T: Element>(backend: &B, case: CompactCase, n: u64) -> Result<(), String> {
+    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed } = case;
     check_element::<T>().map_err(|e| e.to_string())?;
     let n = n as usize;
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -79,11 +111,7 @@ pub fn compact_case<B: Harness, T: Element>(
     let flags: Vec<u8> = keep.iter().map(|&k| if k { 1 + rng.u8(..254) } else { 0 }).collect();
     let d_flags = backend.upload(&flags).map_err(|e| e.to_string())?;
     let pred = backend.word_below::<T>(THRESHOLD as u64);
-    let rule: Keep<'_, B, T> = match rule {
-        Rule::Flags => Keep::Flags(&d_flags),
-        Rule::Sentinel => Keep::Sentinel(sentinel),
-        Rule::Predicate => Keep::Predicate(&*pred),
-    };
+    let rule = keep_rule::<B, T>(rule, &d_flags, sentinel, &*pred);
     let report = match op {
         Operation::Select => backend.select(alg, &d_input, rule, &mut d_out),
         _ => backend.partition(alg, &d_input, rule, &mut d_out),
@@ -94,14 +122,7 @@ pub fn compact_case<B: Harness, T: Element>(
     if count != kept.len() {
         return Err(format!("count {count}, want {}", kept.len()));
     }
-    let got = &out[..count];
-    if alg.stable() {
-        if !bytes_eq(got, &kept) {
-            return Err(format!("kept elements differ from the reference: {}", first_diff(got, &kept)));
-        }
-    } else if !same_multiset(got, &kept) {
-        return Err("kept elements are not the reference's multiset".into());
-    }
+    check_kept(alg, &out[..count], &kept)?;
     if op == Operation::Partition && !bytes_eq(&out[count..], &rejected) {
         return Err(format!("rejected half differs from the reference: {}", first_diff(&out[count..], &rejected)));
     }

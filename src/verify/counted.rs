@@ -5,10 +5,8 @@
 
 use rayon::prelude::*;
 
-use crate::compaction::{
-    Algorithm, Backend, Element, Error, Keep, Lens, Operation, Report, ScanElement, check_element,
-};
-use crate::verify::cases::{bytes_eq, element, first_diff, same_multiset};
+use crate::compaction::{Algorithm, Backend, Element, Error, Lens, Operation, Report, ScanElement, check_element};
+use crate::verify::cases::{CompactCase, bytes_eq, check_kept, element, first_diff, keep_rule};
 use crate::verify::{Config, Harness, POISON, Pattern, Rule, THRESHOLD};
 
 /// The length a counted case stores in its length word, against the capacity.
@@ -126,17 +124,13 @@ fn check_words<B: Backend>(backend: &B, words: &B::Buffer<u64>, len_word: u64, c
 /// leave) and a guard region past it (survivors all, so a read past the
 /// capacity shows); outputs are poisoned. Only `output[..n]` is checked,
 /// and the guard region, which must be untouched.
-#[allow(clippy::too_many_arguments)]
 pub fn counted_compact_case<B: Harness, T: Element>(
     backend: &B,
-    alg: Algorithm,
-    op: Operation,
+    case: CompactCase,
     cap: u64,
     len_word: u64,
-    rule: Rule,
-    pattern: Pattern,
-    seed: u64,
 ) -> Result<(), String> {
+    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed } = case;
     check_element::<T>().map_err(|e| e.to_string())?;
     let cap_elems = usize::try_from(cap).map_err(|_| format!("capacity {cap} does not fit in host memory"))?;
     let n = len_word.min(cap) as usize;
@@ -171,29 +165,18 @@ pub fn counted_compact_case<B: Harness, T: Element>(
     let mut d_out = backend.upload_guarded(&poison::<T>(cap_elems + GUARD), cap).map_err(err)?;
     let mut words = backend.upload(&[LENS_FILL[0], len_word, u64::MAX, LENS_FILL[1]]).map_err(err)?;
     let pred = backend.word_below::<T>(THRESHOLD as u64);
-    let keep_rule: Keep<'_, B, T> = match rule {
-        Rule::Flags => Keep::Flags(&d_flags),
-        Rule::Sentinel => Keep::Sentinel(sentinel),
-        Rule::Predicate => Keep::Predicate(&*pred),
-    };
+    let keep = keep_rule::<B, T>(rule, &d_flags, sentinel, &*pred);
     let lens = Lens { words: &mut words, input: 1, output: 2 };
     let report = match op {
-        Operation::Select => backend.select_counted(alg, &d_input, keep_rule, &mut d_out, lens),
-        _ => backend.partition_counted(alg, &d_input, keep_rule, &mut d_out, lens),
+        Operation::Select => backend.select_counted(alg, &d_input, keep, &mut d_out, lens),
+        _ => backend.partition_counted(alg, &d_input, keep, &mut d_out, lens),
     }
     .map_err(err)?;
     check_counted_report(&report)?;
     check_words(backend, &words, len_word, kept.len() as u64)?;
     let out = backend.download_guarded(&d_out).map_err(err)?;
     check_guard(&out, cap_elems)?;
-    let got = &out[..kept.len()];
-    if alg.stable() {
-        if !bytes_eq(got, &kept) {
-            return Err(format!("kept elements differ from the reference: {}", first_diff(got, &kept)));
-        }
-    } else if !same_multiset(got, &kept) {
-        return Err("kept elements are not the reference's multiset".into());
-    }
+    check_kept(alg, &out[..kept.len()], &kept)?;
     if op == Operation::Partition {
         let rejected = pick(false);
         let got = &out[kept.len()..n];

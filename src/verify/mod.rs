@@ -20,7 +20,7 @@ mod counted;
 #[cfg(feature = "cuda")]
 mod cuda;
 
-pub use cases::{RemovalOrder, compact_case, remove_case, scan_case, sort_case};
+pub use cases::{CompactCase, RemovalOrder, compact_case, remove_case, scan_case, sort_case};
 pub use counted::{CountedLen, counted_compact_case, counted_scan_case};
 // The layouts live in the library, whose own unit tests use them too.
 pub use crate::compaction::Pattern;
@@ -242,11 +242,17 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                             for &rule in &rules {
                                 for &pat in &pats {
                                     let detail = format!("n={n} {es}B {} {pat}", rule.name());
-                                    let seed = rng.u64(..);
+                                    let c = CompactCase {
+                                        algorithm: alg,
+                                        operation: op,
+                                        rule,
+                                        pattern: pat,
+                                        seed: rng.u64(..),
+                                    };
                                     let out = match es {
-                                        4 => compact_case::<B, u32>(backend, alg, op, n, rule, pat, seed),
-                                        8 => compact_case::<B, u64>(backend, alg, op, n, rule, pat, seed),
-                                        16 => compact_case::<B, [u32; 4]>(backend, alg, op, n, rule, pat, seed),
+                                        4 => compact_case::<B, u32>(backend, c, n),
+                                        8 => compact_case::<B, u64>(backend, c, n),
+                                        16 => compact_case::<B, [u32; 4]>(backend, c, n),
                                         _ => Err(format!("element size {es} is not one of 4, 8, 16")),
                                     };
                                     record(case(detail), out);
@@ -265,11 +271,12 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                                 kind.name(),
                                 rule.name()
                             );
-                            let seed = rng.u64(..);
+                            let c =
+                                CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed: rng.u64(..) };
                             let out = match es {
-                                4 => counted_compact_case::<B, u32>(backend, alg, op, n, word, rule, pat, seed),
-                                8 => counted_compact_case::<B, u64>(backend, alg, op, n, word, rule, pat, seed),
-                                16 => counted_compact_case::<B, [u32; 4]>(backend, alg, op, n, word, rule, pat, seed),
+                                4 => counted_compact_case::<B, u32>(backend, c, n, word),
+                                8 => counted_compact_case::<B, u64>(backend, c, n, word),
+                                16 => counted_compact_case::<B, [u32; 4]>(backend, c, n, word),
                                 _ => Err(format!("element size {es} is not one of 4, 8, 16")),
                             };
                             record(case(detail), out);

@@ -2,6 +2,7 @@
 //! its host waits per frame, its frontier bound and its 8-bit hand-off.
 
 use super::gpu;
+use reap::trace::cuda::CudaEngine;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::{Compaction, Estimator, RenderSettings, Traversal};
 
@@ -10,6 +11,13 @@ fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
     let scene = reap::scene::builtin("cornell").expect("cornell");
     let bvh = reap::bvh::build(&scene.triangles);
     (Packed::new(&scene, &bvh), CameraLayout::new(&scene.camera, w, h))
+}
+
+/// The Cornell box on a CUDA engine at `w`×`h`; `None` where no GPU is present.
+fn cornell_on_the_gpu(w: u32, h: u32, seed: u32, max_bounces: u32) -> Option<CudaEngine> {
+    let b = gpu()?;
+    let (packed, camera) = cornell(w, h);
+    Some(CudaEngine::new(b, &packed, camera, w, h, seed, max_bounces).expect("engine"))
 }
 
 /// The settings these tests start from: one frame per sample from sample 0,
@@ -36,13 +44,11 @@ fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> Render
 /// the same; only fused multiply-adds differ).
 #[test]
 fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
-    use reap::trace::{Engine, cpu::CpuEngine, cuda::CudaEngine, render};
-    let Some(b) = gpu() else { return };
+    use reap::trace::{Engine, cpu::CpuEngine, render};
     let (w, h) = (64, 48);
-    let (packed, camera) = cornell(w, h);
+    let Some(mut gpu_engine) = cornell_on_the_gpu(w, h, 7, 6) else { return };
     let mut settings = RenderSettings { traversal: Traversal::BreadthFirst, ..settings_for(w, h, 4, 6, 7) };
-    let choices = Compaction::choices(&b);
-    let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let choices = Compaction::choices(gpu_engine.backend());
     let mut images = Vec::new();
     for traversal in Traversal::ALL {
         for c in &choices {
@@ -71,6 +77,7 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
         let same = bytemuck::cast_slice::<[f32; 4], u32>(img) == bytemuck::cast_slice::<[f32; 4], u32>(first);
         assert!(same, "{name} renders a different image than {first_name}");
     }
+    let (packed, camera) = cornell(w, h);
     let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 6);
     render(&mut cpu, &settings, |_| {}).unwrap();
     let cpu_img = cpu.image().unwrap();
@@ -89,11 +96,9 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
 fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
     use reap::compaction::Algorithm;
     use reap::gpu::SyncMark;
-    use reap::trace::{cuda::CudaEngine, render};
-    let Some(b) = gpu() else { return };
+    use reap::trace::render;
     let (w, h) = (64, 48);
-    let (packed, camera) = cornell(w, h);
-    let mut engine = CudaEngine::new(b, &packed, camera, w, h, 7, 6).expect("engine");
+    let Some(mut engine) = cornell_on_the_gpu(w, h, 7, 6) else { return };
     let base = settings_for(w, h, 3, 6, 7);
     let lookback = Compaction::With(Algorithm::Lookback);
     for traversal in Traversal::ALL {
@@ -127,11 +132,9 @@ fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
 /// guard region is read back intact); the failed frame accumulates nothing.
 #[test]
 fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
-    use reap::trace::{Engine, TraceError, cuda::CudaEngine, frontier_guard, guard_frontier, render};
-    let Some(b) = gpu() else { return };
+    use reap::trace::{Engine, TraceError, frontier_guard, guard_frontier, render};
     let (w, h) = (32, 32);
-    let (packed, camera) = cornell(w, h);
-    let mut e = CudaEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+    let Some(mut e) = cornell_on_the_gpu(w, h, 7, 4) else { return };
     guard_frontier(&mut e, 1 << 16).expect("guard");
     let settings =
         RenderSettings { traversal: Traversal::BreadthFirst, max_frontier: 3000, ..settings_for(w, h, 1, 4, 7) };
@@ -155,11 +158,9 @@ fn cuda_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
 /// follow the sums. An odd size leaves the last block partly empty.
 #[test]
 fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
-    use reap::trace::{Engine, cuda::CudaEngine, render, tonemap};
-    let Some(b) = gpu() else { return };
+    use reap::trace::{Engine, render, tonemap};
     let (w, h) = (61, 59);
-    let (packed, camera) = cornell(w, h);
-    let mut e = CudaEngine::new(b, &packed, camera, w, h, 3, 6).expect("engine");
+    let Some(mut e) = cornell_on_the_gpu(w, h, 3, 6) else { return };
     let black = e.rgba8().expect("the image before any sample").to_vec();
     assert_eq!(black.len(), (w * h) as usize);
     assert!(black.iter().all(|p| *p == [0, 0, 0, 255]), "no sample yet: every pixel black and opaque");
@@ -194,7 +195,7 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
 fn cuda_textured_square_matches_the_cpu() {
     use glam::{Vec2, Vec3};
     use reap::scene::{Camera, Material, Scene, Texture, TextureId};
-    use reap::trace::{Engine, cpu::CpuEngine, cuda::CudaEngine, render};
+    use reap::trace::{Engine, cpu::CpuEngine, render};
     let Some(b) = gpu() else { return };
     let corner = |x: f32, y: f32| Vec3::new(x, y, 0.0);
     let triangles = vec![

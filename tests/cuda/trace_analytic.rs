@@ -12,44 +12,24 @@ fn cuda(job: Job) -> CudaEngine {
     CudaEngine::new(b, job.packed, job.camera, job.width, job.height, job.seed, job.max_bounces).expect("engine")
 }
 
-#[test]
-fn cuda_floor_under_a_ceiling_light_matches_the_parallel_form_factor() {
-    if gpu().is_some() {
-        analytic::floor_under_a_ceiling_light(&mut cuda);
-    }
+/// Stamps out one test per body of `common/analytic.rs`, each under its own
+/// name (so each fails on its own), skipped where no GPU is present.
+macro_rules! on_the_gpu {
+    ($($test:ident => $body:ident,)*) => {$(
+        #[test]
+        fn $test() {
+            if gpu().is_some() {
+                analytic::$body(&mut cuda);
+            }
+        }
+    )*};
 }
 
-#[test]
-fn cuda_wall_beside_a_ceiling_light_matches_lamberts_formula() {
-    if gpu().is_some() {
-        analytic::wall_beside_a_ceiling_light(&mut cuda);
-    }
-}
-
-#[test]
-fn cuda_light_seen_from_its_lit_side_is_exactly_its_radiance() {
-    if gpu().is_some() {
-        analytic::light_seen_from_its_lit_side_is_exactly_le(&mut cuda);
-    }
-}
-
-#[test]
-fn cuda_one_sided_light_seen_from_behind_is_black() {
-    if gpu().is_some() {
-        analytic::light_seen_from_behind_is_black(&mut cuda);
-    }
-}
-
-#[test]
-fn cuda_one_sided_light_turned_away_leaves_the_floor_black() {
-    if gpu().is_some() {
-        analytic::light_facing_away_leaves_the_floor_black(&mut cuda);
-    }
-}
-
-#[test]
-fn cuda_one_sided_light_leaves_the_wall_above_its_plane_black() {
-    if gpu().is_some() {
-        analytic::wall_above_the_light_sees_its_back_and_stays_black(&mut cuda);
-    }
+on_the_gpu! {
+    cuda_floor_under_a_ceiling_light_matches_the_parallel_form_factor => floor_under_a_ceiling_light,
+    cuda_wall_beside_a_ceiling_light_matches_lamberts_formula => wall_beside_a_ceiling_light,
+    cuda_light_seen_from_its_lit_side_is_exactly_its_radiance => light_seen_from_its_lit_side_is_exactly_le,
+    cuda_one_sided_light_seen_from_behind_is_black => light_seen_from_behind_is_black,
+    cuda_one_sided_light_turned_away_leaves_the_floor_black => light_facing_away_leaves_the_floor_black,
+    cuda_one_sided_light_leaves_the_wall_above_its_plane_black => wall_above_the_light_sees_its_back_and_stays_black,
 }

@@ -9,28 +9,25 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
-use crate::compaction::cpu::{Phases, Scatter};
+use crate::compaction::cpu::{KeepIndex, Phases, Scatter};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct AtomicTuning {
     /// Lanes per group (a warp); the ballot is a `u32`, so 1..=32.
+    #[default(32)]
     pub lanes: u32,
     /// Elements per rayon task.
+    #[default(16384)]
     pub chunk: usize,
-}
-
-impl Default for AtomicTuning {
-    fn default() -> Self {
-        AtomicTuning { lanes: 32, chunk: 16384 }
-    }
 }
 
 /// Unstable select by warp-aggregated atomic append.
 pub fn select<T: Copy + Send + Sync>(
     t: &AtomicTuning,
     input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
+    keep: &impl KeepIndex,
     output: &mut [T],
     ph: &mut Phases,
 ) -> usize {

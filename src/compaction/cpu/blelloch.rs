@@ -13,7 +13,7 @@
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Job, Phases, Scatter, mark};
+use crate::compaction::cpu::{FlagScan, Job, Phases, Scatter};
 
 /// Fewest elements a rayon task covers in one tree level or in the scatter.
 const GRAIN: usize = 4096;
@@ -35,56 +35,44 @@ pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S
     out[n - 1].add(input[n - 1])
 }
 
-/// Select: the kept elements, in input order; or with `split`, partition:
-/// the kept elements first, then the rejected ones, both in input order.
-pub fn compact<T: Copy + Send + Sync>(job: Job<'_, T, impl Fn(usize) -> bool + Sync>, ph: &mut Phases) -> usize {
-    let Job { input, keep, output, split } = job;
-    let flags = ph.time("mark", || mark(input.len(), keep));
-    // u32 offsets are exact below 2^32 elements; above, the scan widens to u64.
-    if input.len() <= u32::MAX as usize {
-        scan_and_scatter::<T, u32>(input, &flags, output, split, ph)
-    } else {
-        scan_and_scatter::<T, u64>(input, &flags, output, split, ph)
-    }
-}
+/// Select or partition (see `Job`): mark, the tree scan, then a scatter.
+pub struct Blelloch;
 
-fn scan_and_scatter<T: Copy + Send + Sync, S: ScanElement>(
-    input: &[T],
-    flags: &[u32],
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
-    let n = input.len();
-    if n == 0 {
-        return 0;
-    }
-    // Shifted by one slot, the inclusive tree scan leaves offset[i] = kept
-    // elements before i.
-    let mut offset = ph.time("up-sweep", || {
-        let mut a = vec![S::ZERO; n];
-        a[1..].par_iter_mut().with_min_len(GRAIN).zip(&flags[..n - 1]).for_each(|(o, &f)| *o = S::from_u64(f as u64));
-        up_sweep(&mut a);
-        a
-    });
-    ph.time("down-sweep", || down_sweep(&mut offset));
-    let kept = offset[n - 1].to_u64() as usize + flags[n - 1] as usize;
-    ph.time("scatter", || {
-        let out = Scatter::new(output);
-        (0..n).into_par_iter().with_min_len(GRAIN).for_each(|i| {
-            let before = offset[i].to_u64() as usize;
-            if flags[i] != 0 {
-                // SAFETY: an exclusive scan of 0/1 flags gives each kept element
-                // its own slot below `kept`.
-                unsafe { out.write(before, input[i]) }
-            } else if split {
-                // SAFETY: i - before counts the rejected elements before i, so
-                // each rejected element gets its own slot at or after `kept`.
-                unsafe { out.write(kept + i - before, input[i]) }
-            }
+impl FlagScan for Blelloch {
+    fn place<T: Copy + Send + Sync, S: ScanElement>(&self, job: Job<'_, T, [u32]>, ph: &mut Phases) -> usize {
+        let Job { input, keep: flags, output, split } = job;
+        let n = input.len();
+        // Shifted by one slot, the inclusive tree scan leaves offset[i] = kept
+        // elements before i.
+        let mut offset = ph.time("up-sweep", || {
+            let mut a = vec![S::ZERO; n];
+            a[1..]
+                .par_iter_mut()
+                .with_min_len(GRAIN)
+                .zip(&flags[..n - 1])
+                .for_each(|(o, &f)| *o = S::from_u64(f as u64));
+            up_sweep(&mut a);
+            a
         });
-    });
-    kept
+        ph.time("down-sweep", || down_sweep(&mut offset));
+        let kept = offset[n - 1].to_u64() as usize + flags[n - 1] as usize;
+        ph.time("scatter", || {
+            let out = Scatter::new(output);
+            (0..n).into_par_iter().with_min_len(GRAIN).for_each(|i| {
+                let before = offset[i].to_u64() as usize;
+                if flags[i] != 0 {
+                    // SAFETY: an exclusive scan of 0/1 flags gives each kept element
+                    // its own slot below `kept`.
+                    unsafe { out.write(before, input[i]) }
+                } else if split {
+                    // SAFETY: i - before counts the rejected elements before i, so
+                    // each rejected element gets its own slot at or after `kept`.
+                    unsafe { out.write(kept + i - before, input[i]) }
+                }
+            });
+        });
+        kept
+    }
 }
 
 /// One tree level: within every whole group of `2 * stride` elements, the
@@ -129,26 +117,6 @@ fn down_sweep<S: ScanElement>(a: &mut [S]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::testing;
 
-    #[test]
-    fn select_and_partition_match_sequential() {
-        let v = testing::variant("blelloch", |x, k, o, split, ph| {
-            compact(Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        testing::check_scan(&testing::scan_family_sizes(), scan, scan);
-    }
-
-    #[test]
-    fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| {
-            compact(Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
-        });
-        assert_eq!(names, ["mark", "up-sweep", "down-sweep", "scatter"]);
-    }
+    crate::compaction::cpu::testing::flag_scan_tests!(Blelloch, scan, ["mark", "up-sweep", "down-sweep", "scatter"]);
 }

@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Job, Phases, mark};
+use crate::compaction::cpu::{FlagScan, Job, Phases};
 
 /// Fewest elements a rayon task takes in one pass: a pass does one add per
 /// element, so smaller tasks would cost more to schedule than to run.
@@ -31,37 +31,21 @@ pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S
     output[n - 1].add(input[n - 1])
 }
 
-/// Select: the kept elements, in input order; or with `split`, partition:
-/// the kept elements first, then the rejected ones, both in input order.
-pub fn compact<T: Copy + Send + Sync>(job: Job<'_, T, impl Fn(usize) -> bool + Sync>, ph: &mut Phases) -> usize {
-    let Job { input, keep, output, split } = job;
-    let flags = ph.time("mark", || mark(input.len(), keep));
-    // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
-    if input.len() <= u32::MAX as usize {
-        scan_and_gather::<T, u32>(input, &flags, output, split, ph)
-    } else {
-        scan_and_gather::<T, u64>(input, &flags, output, split, ph)
-    }
-}
+/// Select or partition (see `Job`): mark, scan, gather.
+pub struct Horn;
 
-fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
-    input: &[T],
-    flags: &[u32],
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
-    let n = input.len();
-    if n == 0 {
-        return 0;
+impl FlagScan for Horn {
+    fn place<T: Copy + Send + Sync, S: ScanElement>(&self, job: Job<'_, T, [u32]>, ph: &mut Phases) -> usize {
+        let Job { input, keep: flags, output, split } = job;
+        let n = input.len();
+        // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
+        let sum = ph.time("prefix sum scan", || {
+            let (mut sum, mut tmp) = (vec![S::ZERO; n], vec![S::ZERO; n]);
+            hillis_steele(|k| S::from_u64(flags[k] as u64), &mut sum, &mut tmp);
+            sum
+        });
+        gather(input, &sum, output, split, ph)
     }
-    // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
-    let sum = ph.time("prefix sum scan", || {
-        let (mut sum, mut tmp) = (vec![S::ZERO; n], vec![S::ZERO; n]);
-        hillis_steele(|k| S::from_u64(flags[k] as u64), &mut sum, &mut tmp);
-        sum
-    });
-    gather(input, &sum, output, split, ph)
 }
 
 /// Horn's gather (003 §II): each output slot finds its source by a
@@ -133,26 +117,6 @@ fn dichotomic_search(n: usize, f: impl Fn(usize) -> usize, target: usize) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::testing;
 
-    #[test]
-    fn select_and_partition_match_sequential() {
-        let v = testing::variant("horn", |x, k, o, split, ph| {
-            compact(Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
-        testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
-    }
-
-    #[test]
-    fn scan_matches_sequential() {
-        testing::check_scan(&testing::scan_family_sizes(), scan, scan);
-    }
-
-    #[test]
-    fn phases_are_named_after_the_paper() {
-        let names = testing::phase_names(|x, o, ph| {
-            compact(Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
-        });
-        assert_eq!(names, ["mark", "prefix sum scan", "dichotomic search"]);
-    }
+    crate::compaction::cpu::testing::flag_scan_tests!(Horn, scan, ["mark", "prefix sum scan", "dichotomic search"]);
 }

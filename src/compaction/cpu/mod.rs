@@ -8,8 +8,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, Element, Error, Keep, Lens, Operation, PhaseTime, Report, Result, ScanElement,
-    SortKey, check_element, same_bits,
+    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, PhaseTime, Report, Result,
+    ScanCall, ScanElement, SortKey, check_element, same_bits,
 };
 
 pub mod atomic;
@@ -139,7 +139,7 @@ impl<T: Copy> Scatter<T> {
 /// elements go to `output` in input order (unstable algorithms: in any order);
 /// with `split`, the rejected ones follow them (seed 000 §5.3's stream split).
 /// `output` is as long as `input`.
-pub struct Job<'a, T, K> {
+pub struct Job<'a, T, K: ?Sized> {
     pub input: &'a [T],
     /// The keep rule as an index predicate.
     pub keep: &'a K,
@@ -147,9 +147,43 @@ pub struct Job<'a, T, K> {
     pub split: bool,
 }
 
+/// The keep rule as the CPU algorithms take it: an index predicate that
+/// rayon tasks may call at once.
+pub trait KeepIndex: Fn(usize) -> bool + Sync {}
+impl<F: Fn(usize) -> bool + Sync + ?Sized> KeepIndex for F {}
+
 /// Mark phase shared by the flag-consuming algorithms: one 0/1 word per element.
-pub fn mark(n: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Vec<u32> {
+pub fn mark(n: usize, keep: &impl KeepIndex) -> Vec<u32> {
     (0..n).into_par_iter().map(|i| keep(i) as u32).collect()
+}
+
+/// The scan-based compactions (Horn, Sengupta, Blelloch): each scans the 0/1
+/// flags its own way and places the elements by that scan; marking and the
+/// choice of the offsets' width are shared.
+pub trait FlagScan {
+    /// Scans the flags in `job.keep` with offsets of type `S`, places the
+    /// elements and returns the kept count. The input is not empty.
+    fn place<T: Copy + Send + Sync, S: ScanElement>(&self, job: Job<'_, T, [u32]>, ph: &mut Phases) -> usize;
+}
+
+/// Mark, then `algorithm`'s scan and placement.
+pub fn mark_and_place<T: Copy + Send + Sync>(
+    algorithm: impl FlagScan,
+    job: Job<'_, T, impl KeepIndex>,
+    ph: &mut Phases,
+) -> usize {
+    let Job { input, keep, output, split } = job;
+    let flags = ph.time("mark", || mark(input.len(), keep));
+    if input.is_empty() {
+        return 0;
+    }
+    let job = Job { input, keep: &flags[..], output, split };
+    // u32 offsets are exact below 2^32 elements; above, the scan widens to u64.
+    if input.len() <= u32::MAX as usize {
+        algorithm.place::<T, u32>(job, ph)
+    } else {
+        algorithm.place::<T, u64>(job, ph)
+    }
 }
 
 /// Cuts `xs` into consecutive mutable pieces of the given lengths: disjoint
@@ -204,7 +238,7 @@ impl CpuBackend {
         algorithm: Algorithm,
         split: bool,
         input: &[T],
-        keep: &(impl Fn(usize) -> bool + Sync),
+        keep: &impl KeepIndex,
         output: &mut [T],
     ) -> Result<CpuReport> {
         if split && !algorithm.supports(Operation::Partition) {
@@ -216,9 +250,9 @@ impl CpuBackend {
         let count = match algorithm {
             Algorithm::Sequential if split => sequential::partition(input, keep, job.output, &mut ph),
             Algorithm::Sequential => sequential::select(input, keep, job.output, &mut ph),
-            Algorithm::Horn => horn::compact(job, &mut ph),
-            Algorithm::Sengupta => sengupta::compact(&t.sengupta, job, &mut ph),
-            Algorithm::Blelloch => blelloch::compact(job, &mut ph),
+            Algorithm::Horn => mark_and_place(horn::Horn, job, &mut ph),
+            Algorithm::Sengupta => mark_and_place(sengupta::Sengupta(&t.sengupta), job, &mut ph),
+            Algorithm::Blelloch => mark_and_place(blelloch::Blelloch, job, &mut ph),
             Algorithm::Roger => roger::compact(&t.roger, job, &mut ph),
             Algorithm::Billeter(v) => billeter::compact(v, &t.billeter, job, &mut ph),
             Algorithm::Chained => single_pass::compact(chained::Chained, &t.single_pass, job, &mut ph),
@@ -335,71 +369,24 @@ impl Backend for CpuBackend {
         buffer.len() as u64
     }
 
-    fn select<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut Vec<T>,
-    ) -> Result<CpuReport> {
+    fn compact<T: Element>(&self, call: CompactCall<'_, Self, T>) -> Result<CpuReport> {
+        let CompactCall { algorithm, split, input, keep, output, lens } = call;
         check_compact(input, &keep, output)?;
-        self.compact_n(algorithm, false, input, keep, output)
+        match lens {
+            None => self.compact_n(algorithm, split, input, keep, output),
+            Some(lens) => {
+                counted(lens, input.len(), |n| self.compact_n(algorithm, split, &input[..n], keep, &mut output[..n]))
+            }
+        }
     }
 
-    fn partition<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut Vec<T>,
-    ) -> Result<CpuReport> {
-        check_compact(input, &keep, output)?;
-        self.compact_n(algorithm, true, input, keep, output)
-    }
-
-    fn exclusive_scan<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<S>,
-        output: &mut Vec<S>,
-    ) -> Result<CpuReport> {
+    fn scan<S: ScanElement>(&self, call: ScanCall<'_, Self, S>) -> Result<CpuReport> {
+        let ScanCall { algorithm, input, output, lens } = call;
         check_len("output", input.len(), output.len())?;
-        self.scan_n(algorithm, input, output)
-    }
-
-    fn select_counted<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut Vec<T>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CpuReport> {
-        check_compact(input, &keep, output)?;
-        counted(lens, input.len(), |n| self.compact_n(algorithm, false, &input[..n], keep, &mut output[..n]))
-    }
-
-    fn partition_counted<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut Vec<T>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CpuReport> {
-        check_compact(input, &keep, output)?;
-        counted(lens, input.len(), |n| self.compact_n(algorithm, true, &input[..n], keep, &mut output[..n]))
-    }
-
-    fn exclusive_scan_counted<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &Vec<S>,
-        output: &mut Vec<S>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CpuReport> {
-        check_len("output", input.len(), output.len())?;
-        counted(lens, input.len(), |n| self.scan_n(algorithm, &input[..n], &mut output[..n]))
+        match lens {
+            None => self.scan_n(algorithm, input, output),
+            Some(lens) => counted(lens, input.len(), |n| self.scan_n(algorithm, &input[..n], &mut output[..n])),
+        }
     }
 
     fn radix_sort<K: SortKey>(
@@ -417,12 +404,6 @@ impl Backend for CpuBackend {
         let mut ph = Phases::default();
         sort::radix_sort(self, algorithm, keys, values, &mut ph)?;
         Ok(ph.report(keys.len()))
-    }
-
-    fn remove<T: Element>(&self, algorithm: Algorithm, data: &mut Vec<T>, removal: &Vec<u64>) -> Result<CpuReport> {
-        check_removal(removal, data.len())?;
-        // SAFETY: checked just above.
-        unsafe { self.remove_unchecked(algorithm, data, removal) }
     }
 
     unsafe fn remove_unchecked<T: Element>(

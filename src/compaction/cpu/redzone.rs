@@ -46,27 +46,25 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::Algorithm;
 use crate::compaction::cpu::{Phases, Scatter};
 
 /// Redzone's tuning. The defaults suit a multi-core CPU.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct RedzoneTuning {
     /// Lanes of Alg. 1's single block, its "threads"; 0 means one per rayon thread.
+    #[default(0)]
     pub block_lanes: usize,
     /// Items a lane of Alg. 1 takes per step: the block advances
     /// `block_lanes * lane_items` items between two barriers.
+    #[default(4096)]
     pub lane_items: usize,
     /// Alg. 2's number of blocks |P|; 0 means `4` per rayon thread, so that
     /// uneven batches (scattered writes into cold lines) still balance.
+    #[default(0)]
     pub grid_blocks: usize,
-}
-
-impl Default for RedzoneTuning {
-    fn default() -> Self {
-        RedzoneTuning { block_lanes: 0, lane_items: 4096, grid_blocks: 0 }
-    }
 }
 
 /// Removes data[removal[..]] in place; returns the survivors' count (n - k).

@@ -17,35 +17,27 @@
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
-use crate::compaction::cpu::{Job, Phases, Scatter, mark};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter, mark};
 
 /// Fewest elements a rayon task covers in one phase.
 const GRAIN: usize = 4096;
 
 /// Tuning for [`select`] and [`partition`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct RogerTuning {
     /// Elements per block, s. 003 §V-A (Fig. 11) found 64 best up to 16M
     /// elements. Values below 1 count as 1.
+    #[default(64)]
     pub block_size: usize,
-}
-
-impl Default for RogerTuning {
-    fn default() -> Self {
-        RogerTuning { block_size: 64 }
-    }
 }
 
 /// Select: the kept elements, in input order; or with `split`, partition:
 /// the kept elements first, then the rejected ones, both in input order.
 /// Under `split` each block also gathers its rejected elements after its kept
 /// ones, with the same search on the mirrored prefix sum.
-pub fn compact<T: Copy + Send + Sync>(
-    t: &RogerTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
-    ph: &mut Phases,
-) -> usize {
+pub fn compact<T: Copy + Send + Sync>(t: &RogerTuning, job: Job<'_, T, impl KeepIndex>, ph: &mut Phases) -> usize {
     let Job { input, keep, output, split } = job;
     let n = input.len();
     let flags = ph.time("mark", || mark(n, keep));
@@ -211,9 +203,7 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
-            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
+        testing::check_tunings(&tunings(), compact);
     }
 
     #[test]

@@ -10,15 +10,16 @@
 //! still O(n log n), as 003 §II points out.
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Job, Phases, mark};
+use crate::compaction::cpu::{FlagScan, Job, Phases};
 
 /// Fewest elements a rayon task covers in one pass.
 const GRAIN: usize = 4096;
 
 /// Tuning for [`select`], [`partition`] and [`scan`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SenguptaTuning {
     /// The reduce stops once at most this many partial sums remain; Horn's
     /// scan runs over them. 002 §4 found compaction fastest after about 10
@@ -27,13 +28,8 @@ pub struct SenguptaTuning {
     /// this machine: it keeps the pass structure of the paper's best run and
     /// the same on every machine. At 1024 the Horn part is small on a CPU
     /// either way. Values below 1 count as 1 (reduce all the way, as Blelloch).
+    #[default(1024)]
     pub degree_of_parallelism: usize,
-}
-
-impl Default for SenguptaTuning {
-    fn default() -> Self {
-        SenguptaTuning { degree_of_parallelism: 1024 }
-    }
 }
 
 /// Exclusive scan; returns the total. The hybrid scan is inclusive, so it runs
@@ -47,40 +43,18 @@ pub fn scan<S: ScanElement>(t: &SenguptaTuning, input: &[S], output: &mut [S], p
     output[n - 1].add(input[n - 1])
 }
 
-/// Select: the kept elements, in input order; or with `split`, partition:
-/// the kept elements first, then the rejected ones, both in input order.
-pub fn compact<T: Copy + Send + Sync>(
-    t: &SenguptaTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
-    ph: &mut Phases,
-) -> usize {
-    let Job { input, keep, output, split } = job;
-    let flags = ph.time("mark", || mark(input.len(), keep));
-    // u32 counts are exact below 2^32 elements; above, the scan widens to u64.
-    if input.len() <= u32::MAX as usize {
-        scan_and_gather::<T, u32>(t, input, &flags, output, split, ph)
-    } else {
-        scan_and_gather::<T, u64>(t, input, &flags, output, split, ph)
-    }
-}
+/// Select or partition (see `Job`): mark, the hybrid scan, then Horn's gather.
+pub struct Sengupta<'a>(pub &'a SenguptaTuning);
 
-fn scan_and_gather<T: Copy + Send + Sync, S: ScanElement>(
-    t: &SenguptaTuning,
-    input: &[T],
-    flags: &[u32],
-    output: &mut [T],
-    split: bool,
-    ph: &mut Phases,
-) -> usize {
-    let n = input.len();
-    if n == 0 {
-        return 0;
+impl FlagScan for Sengupta<'_> {
+    fn place<T: Copy + Send + Sync, S: ScanElement>(&self, job: Job<'_, T, [u32]>, ph: &mut Phases) -> usize {
+        let Job { input, keep: flags, output, split } = job;
+        // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
+        let mut sum = vec![S::ZERO; input.len()];
+        hybrid_scan(self.0, |k| S::from_u64(flags[k] as u64), &mut sum, ph);
+        // The hybrid ends as Horn's compaction does (002 §2.4).
+        super::horn::gather(input, &sum, output, split, ph)
     }
-    // Inclusive scan of the flags: sum[i] = kept elements in 0..=i.
-    let mut sum = vec![S::ZERO; n];
-    hybrid_scan(t, |k| S::from_u64(flags[k] as u64), &mut sum, ph);
-    // The hybrid ends as Horn's compaction does (002 §2.4).
-    super::horn::gather(input, &sum, output, split, ph)
 }
 
 /// The hybrid (002 §2.4): the inclusive scan of `x(0..n)` into `out`, timed as
@@ -158,7 +132,7 @@ fn hillis_steele<S: ScanElement>(x: impl Fn(usize) -> S + Sync, out: &mut [S]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::cpu::testing;
+    use crate::compaction::cpu::{mark_and_place, testing};
 
     /// The default, the extremes (reduce all the way; Horn only) and odd sizes
     /// that leave unpaired elements on the way up.
@@ -168,9 +142,7 @@ mod tests {
 
     #[test]
     fn select_and_partition_match_sequential() {
-        testing::check_tunings(&tunings(), |t, x, k, o, split, ph| {
-            compact(t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
-        });
+        testing::check_tunings(&tunings(), |t, job, ph| mark_and_place(Sengupta(t), job, ph));
     }
 
     #[test]
@@ -187,8 +159,8 @@ mod tests {
     #[test]
     fn phases_are_named_after_the_paper() {
         let names = testing::phase_names(|x, o, ph| {
-            compact(
-                &SenguptaTuning { degree_of_parallelism: 8 },
+            mark_and_place(
+                Sengupta(&SenguptaTuning { degree_of_parallelism: 8 }),
                 Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false },
                 ph,
             )

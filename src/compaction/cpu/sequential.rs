@@ -2,47 +2,41 @@
 //! checked against. One thread, one pass, nothing clever.
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::Phases;
+use crate::compaction::cpu::{KeepIndex, Phases};
 
-pub fn select<T: Copy>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
-    ph.time("compact", || {
-        let mut j = 0;
-        for (i, &e) in input.iter().enumerate() {
-            if keep(i) {
-                output[j] = e;
-                j += 1;
-            }
-        }
-        j
-    })
+pub fn select<T: Copy>(input: &[T], keep: &impl KeepIndex, output: &mut [T], ph: &mut Phases) -> usize {
+    ph.time("compact", || split_in_order(input, keep, output, None))
 }
 
 /// Kept elements first, then the rejected ones, both in input order.
-pub fn partition<T: Copy>(
-    input: &[T],
-    keep: &(impl Fn(usize) -> bool + Sync),
-    output: &mut [T],
-    ph: &mut Phases,
-) -> usize {
+pub fn partition<T: Copy>(input: &[T], keep: &impl KeepIndex, output: &mut [T], ph: &mut Phases) -> usize {
     ph.time("split", || {
         let kept = (0..input.len()).filter(|&i| keep(i)).count();
-        let (mut j, mut r) = (0, kept);
-        for (i, &e) in input.iter().enumerate() {
-            if keep(i) {
-                output[j] = e;
-                j += 1;
-            } else {
-                output[r] = e;
-                r += 1;
-            }
-        }
-        kept
+        let (front, back) = output.split_at_mut(kept);
+        split_in_order(input, keep, front, Some(back))
     })
+}
+
+/// The one-pass loop itself, also `stencil`'s per-chunk phase 3: the
+/// elements `keep` picks fill `kept` in input order; with `rejected`, the
+/// others fill it likewise. Returns the kept count.
+pub fn split_in_order<T: Copy>(
+    input: &[T],
+    keep: impl Fn(usize) -> bool,
+    kept: &mut [T],
+    mut rejected: Option<&mut [T]>,
+) -> usize {
+    let (mut j, mut r) = (0, 0);
+    for (i, &e) in input.iter().enumerate() {
+        if keep(i) {
+            kept[j] = e;
+            j += 1;
+        } else if let Some(rejected) = rejected.as_deref_mut() {
+            rejected[r] = e;
+            r += 1;
+        }
+    }
+    j
 }
 
 pub fn scan<S: ScanElement>(input: &[S], output: &mut [S], ph: &mut Phases) -> S {

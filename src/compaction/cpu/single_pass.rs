@@ -11,9 +11,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 use crate::compaction::ScanElement;
-use crate::compaction::cpu::{Job, Phases, Scatter};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter};
 
 /// How a block learns its exclusive prefix: `chained::Chained` (wait for the
 /// predecessor's inclusive prefix) or `lookback::Decoupled` (look back over
@@ -25,19 +26,15 @@ pub trait Protocol: Copy + std::fmt::Debug + Sync {
 }
 
 /// Tuning of the single-pass algorithms (`chained`, `lookback`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SinglePassTuning {
     /// Elements per block (a GPU tile: threads × items per thread).
+    #[default(8192)]
     pub block: usize,
     /// Busy-wait iterations on a predecessor's status before each `yield_now`,
     /// so a waiting task gives its core back when the machine is oversubscribed.
+    #[default(64)]
     pub spins_before_yield: u32,
-}
-
-impl Default for SinglePassTuning {
-    fn default() -> Self {
-        SinglePassTuning { block: 8192, spins_before_yield: 64 }
-    }
 }
 
 // Block status, in the order a block moves through them (never backwards).
@@ -179,7 +176,7 @@ fn count_block(
     b: usize,
     bs: usize,
     n: usize,
-    keep: &(impl Fn(usize) -> bool + Sync),
+    keep: &impl KeepIndex,
     flags: &mut BlockFlags,
 ) -> (std::ops::Range<usize>, u64) {
     let range = b * bs..((b + 1) * bs).min(n);
@@ -200,7 +197,7 @@ fn count_block(
 pub fn compact<P: Protocol, T: Copy + Send + Sync>(
     protocol: P,
     t: &SinglePassTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
+    job: Job<'_, T, impl KeepIndex>,
     ph: &mut Phases,
 ) -> usize {
     let Job { input, keep, output, split } = job;

@@ -6,12 +6,15 @@
 //! words no slower than bits; we use the shared `mark` phase's 32-bit words.
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
-use crate::compaction::cpu::{Job, Phases, cut, mark};
+use crate::compaction::cpu::sequential::split_in_order;
+use crate::compaction::cpu::{Job, KeepIndex, Phases, cut, mark};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct StencilTuning {
     /// Threads, i.e. chunks; 0 means one per thread of the rayon pool.
+    #[default(0)]
     pub threads: usize,
 }
 
@@ -19,7 +22,7 @@ pub struct StencilTuning {
 fn mark_and_count(
     t: &StencilTuning,
     n: usize,
-    keep: &(impl Fn(usize) -> bool + Sync),
+    keep: &impl KeepIndex,
     ph: &mut Phases,
 ) -> (Vec<u32>, usize, Vec<usize>) {
     let threads = if t.threads == 0 { rayon::current_num_threads() } else { t.threads };
@@ -32,11 +35,7 @@ fn mark_and_count(
 
 /// Stable select: mark, count, compact; or with `split`, stable partition:
 /// kept elements first, rejected after, both in input order.
-pub fn compact<T: Copy + Send + Sync>(
-    t: &StencilTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
-    ph: &mut Phases,
-) -> usize {
+pub fn compact<T: Copy + Send + Sync>(t: &StencilTuning, job: Job<'_, T, impl KeepIndex>, ph: &mut Phases) -> usize {
     let Job { input, keep, output, split } = job;
     let (stencil, chunk, counts) = mark_and_count(t, input.len(), keep, ph);
     let kept = counts.iter().sum();
@@ -48,29 +47,14 @@ pub fn compact<T: Copy + Send + Sync>(
         let chunks = input.par_chunks(chunk).zip(stencil.par_chunks(chunk));
         if !split {
             kept_outs.zip(chunks).for_each(|(o, (x, s))| {
-                let mut j = 0;
-                for (&e, &f) in x.iter().zip(s) {
-                    if f != 0 {
-                        o[j] = e;
-                        j += 1;
-                    }
-                }
+                split_in_order(x, |k| s[k] != 0, o, None);
             });
             return;
         }
         let lens = input.chunks(chunk).map(<[T]>::len);
         let rejected_outs = cut(back, lens.zip(&counts).map(|(len, &k)| len - k));
         kept_outs.zip(rejected_outs).zip(chunks).for_each(|((o, r), (x, s))| {
-            let (mut j, mut q) = (0, 0);
-            for (&e, &f) in x.iter().zip(s) {
-                if f != 0 {
-                    o[j] = e;
-                    j += 1;
-                } else {
-                    r[q] = e;
-                    q += 1;
-                }
-            }
+            split_in_order(x, |k| s[k] != 0, o, Some(r));
         })
     });
     kept

@@ -44,7 +44,7 @@ pub fn patterns(n: usize, rng: &mut fastrand::Rng) -> Vec<(String, Vec<bool>)> {
     .collect()
 }
 
-use crate::compaction::cpu::{Phases, sequential};
+use crate::compaction::cpu::{Job, Phases, sequential};
 
 /// A compaction under test, keep rule given as flags: `split` asks for a
 /// partition rather than a select; returns the count.
@@ -87,13 +87,22 @@ pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_
     }
 }
 
+/// The keep rule [`check_tunings`] hands an algorithm's `compact`: owned and
+/// boxed, so that it is one type that `compact` is instantiated with.
+pub type Keep = Box<dyn Fn(usize) -> bool + Sync>;
+
 /// [`check_select_partition`] as the tuned scan families (roger, sengupta) run
 /// it: seed 7, their sizes, one variant per tuning named by its `Debug` form.
 pub fn check_tunings<U: std::fmt::Debug>(
     tunings: &[U],
-    compact: impl Fn(&U, &[u64], &[bool], &mut [u64], bool, &mut Phases) -> usize + Copy,
+    compact: impl Fn(&U, Job<'_, u64, Keep>, &mut Phases) -> usize + Copy,
 ) {
-    let variant = |t| variant(format!("{t:?}"), move |x, k, o, split, ph| compact(t, x, k, o, split, ph));
+    let variant = |t| {
+        variant(format!("{t:?}"), move |input, k, output, split, ph| {
+            let k = k.to_vec();
+            compact(t, Job { input, keep: &(Box::new(move |i| k[i]) as Keep), output, split }, ph)
+        })
+    };
     let variants: Vec<_> = tunings.iter().map(variant).collect();
     check_select_partition(7, &scan_family_sizes(), &variants);
 }
@@ -120,3 +129,34 @@ pub fn check_scan(
         assert_eq!((t0, &want), (t1, &got), "u64 n={n}");
     }
 }
+
+/// The tests of an untuned flag-scan family (horn, blelloch), one per
+/// property: select and partition, and the exclusive scan, against the
+/// sequential reference, and the phases under the paper's names.
+macro_rules! flag_scan_tests {
+    ($algorithm:ident, $scan:ident, $phases:expr) => {
+        use $crate::compaction::cpu::{Job, mark_and_place, testing};
+
+        #[test]
+        fn select_and_partition_match_sequential() {
+            let v = testing::variant(stringify!($algorithm), |x, k, o, split, ph| {
+                mark_and_place($algorithm, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+            });
+            testing::check_select_partition(7, &testing::scan_family_sizes(), &[v]);
+        }
+
+        #[test]
+        fn scan_matches_sequential() {
+            testing::check_scan(&testing::scan_family_sizes(), $scan, $scan);
+        }
+
+        #[test]
+        fn phases_are_named_after_the_paper() {
+            let names = testing::phase_names(|x, o, ph| {
+                mark_and_place($algorithm, Job { input: x, keep: &|i| i % 3 == 0, output: o, split: false }, ph)
+            });
+            assert_eq!(names, $phases);
+        }
+    };
+}
+pub(crate) use flag_scan_tests;

@@ -5,29 +5,27 @@
 //! `src/compaction/cpu/atomic.rs`.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::Result;
 use crate::compaction::cuda::runtime::{ATOMIC, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Io, KeepArgs};
 
 /// Tuning of `atomic_select` (`REAP_AT_ITEMS` in atomic.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct AtomicTuning {
     /// Threads per block (a multiple of 32).
+    #[default(256)]
     pub block: u32,
     /// Ballots of 32 elements a warp takes per atomic: every atomic lands on
     /// one address, so fewer and larger reservations keep it off the critical path.
+    // 512 elements per atomic: at 2^28 elements that is 2^19 same-address
+    // atomics, well under the time to stream the data.
+    #[default(16)]
     pub items: u32,
     /// Resident blocks per SM the grid aims at; the kernel strides over the rest.
+    #[default(8)]
     pub blocks_per_sm: u32,
-}
-
-impl Default for AtomicTuning {
-    fn default() -> Self {
-        // 512 elements per atomic: at 2^28 elements that is 2^19 same-address
-        // atomics, well under the time to stream the data.
-        AtomicTuning { block: 256, items: 16, blocks_per_sm: 8 }
-    }
 }
 
 /// Unstable select by warp-aggregated atomic append; the count goes to `*io.count`.

@@ -10,7 +10,8 @@ use crate::compaction::cuda::{
     raw_ptr, redzone, roger, sengupta, single_pass, sort,
 };
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, Element, Error, Keep, Lens, Operation, Result, ScanElement, SortKey, check_element,
+    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, Result, ScanCall, ScanElement,
+    SortKey, check_element,
 };
 use crate::gpu;
 
@@ -116,37 +117,6 @@ impl CudaBackend {
             }
         };
         Ok(CudaReport { count, stages: st })
-    }
-
-    /// Every select and partition, counted or not.
-    fn compact_call<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        op: Operation,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &CudaBuffer<T>,
-        lens: Option<Lens<'_, Self>>,
-    ) -> Result<CudaReport> {
-        let (variant, args) = self.compact_args(algorithm, op, input, keep, output)?;
-        let split = op == Operation::Partition;
-        self.call("allocating the count", input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.compact_raw(algorithm, split, &variant, args, io, st)
-        })
-    }
-
-    /// Every exclusive scan, counted or not.
-    fn scan_call<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<S>,
-        output: &CudaBuffer<S>,
-        lens: Option<Lens<'_, Self>>,
-    ) -> Result<CudaReport> {
-        let variant = self.scan_args(algorithm, input, output)?;
-        self.call("allocating the total", input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.scan_raw(algorithm, &variant, io, st)
-        })
     }
 
     fn scan_raw(&self, algorithm: Algorithm, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
@@ -255,65 +225,21 @@ impl Backend for CudaBackend {
         buffer.len
     }
 
-    fn select<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-    ) -> Result<CudaReport> {
-        self.compact_call(algorithm, Operation::Select, input, keep, output, None)
+    fn compact<T: Element>(&self, call: CompactCall<'_, Self, T>) -> Result<CudaReport> {
+        let CompactCall { algorithm, split, input, keep, output, lens } = call;
+        let op = if split { Operation::Partition } else { Operation::Select };
+        let (variant, args) = self.compact_args(algorithm, op, input, keep, output)?;
+        self.call("allocating the count", input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.compact_raw(algorithm, split, &variant, args, io, st)
+        })
     }
 
-    fn partition<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-    ) -> Result<CudaReport> {
-        self.compact_call(algorithm, Operation::Partition, input, keep, output, None)
-    }
-
-    fn exclusive_scan<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<S>,
-        output: &mut CudaBuffer<S>,
-    ) -> Result<CudaReport> {
-        self.scan_call(algorithm, input, output, None)
-    }
-
-    fn select_counted<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CudaReport> {
-        self.compact_call(algorithm, Operation::Select, input, keep, output, Some(lens))
-    }
-
-    fn partition_counted<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<T>,
-        keep: Keep<'_, Self, T>,
-        output: &mut CudaBuffer<T>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CudaReport> {
-        self.compact_call(algorithm, Operation::Partition, input, keep, output, Some(lens))
-    }
-
-    fn exclusive_scan_counted<S: ScanElement>(
-        &self,
-        algorithm: Algorithm,
-        input: &CudaBuffer<S>,
-        output: &mut CudaBuffer<S>,
-        lens: Lens<'_, Self>,
-    ) -> Result<CudaReport> {
-        self.scan_call(algorithm, input, output, Some(lens))
+    fn scan<S: ScanElement>(&self, call: ScanCall<'_, Self, S>) -> Result<CudaReport> {
+        let ScanCall { algorithm, input, output, lens } = call;
+        let variant = self.scan_args(algorithm, input, output)?;
+        self.call("allocating the total", input.len, input.ptr(), output.ptr(), lens, |io, st| {
+            self.scan_raw(algorithm, &variant, io, st)
+        })
     }
 
     fn radix_sort<K: SortKey>(
@@ -333,19 +259,6 @@ impl Backend for CudaBackend {
         let mut st = Stages::new(&self.stream);
         sort::radix_sort(self, algorithm, keys, values, &mut st)?;
         Ok(CudaReport { count: Count::Host(keys.len), stages: st })
-    }
-
-    fn remove<T: Element>(
-        &self,
-        algorithm: Algorithm,
-        data: &mut CudaBuffer<T>,
-        removal: &CudaBuffer<u64>,
-    ) -> Result<CudaReport> {
-        // The list is checked on the host: O(k), and a bad list must never reach the kernels.
-        let list = self.download(removal)?;
-        crate::compaction::cpu::check_removal(&list, data.len as usize)?;
-        // SAFETY: checked just above.
-        unsafe { self.remove_unchecked(algorithm, data, removal) }
     }
 
     unsafe fn remove_unchecked<T: Element>(

@@ -10,6 +10,7 @@
 //! from the device length (billeter.cu).
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::runtime::{BILLETER, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
@@ -21,35 +22,34 @@ const LANES: u64 = 32;
 const SCAN_THREADS: u32 = 1024;
 
 /// Billeter's tuning: the machine model of §3.1 mapped onto a GPU.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct BilleterTuning {
     /// Virtual processors (warps) per SM, used when `processors` is None.
     /// The paper ran 480 on a GTX 280's 30 SMs, half of its 32 resident warps
     /// per SM, as few as hide latency (§4.1). 32 per SM is half of a Hopper
     /// SM's 64; `unroll` adds the loads in flight that its longer memory
     /// latency needs. 4224 processors on a 132-SM H100.
+    #[default(32)]
     pub processors_per_sm: u32,
     /// Virtual processors P, overriding `processors_per_sm` (for sweeps).
     /// Never more than the number of 32-element groups.
+    #[default(None)]
     pub processors: Option<u32>,
     /// Warps per block (`REAP_BILLETER_WARPS`): 8, so 4 blocks per SM make up
     /// the default 32 warps.
+    #[default(8)]
     pub warps_per_block: u32,
     /// Groups a warp loads before processing them (`REAP_BILLETER_UNROLL`): the
     /// counterpart of the paper's 64-bit loads (§4.3), 4 independent loads per
     /// lane in flight.
+    #[default(4)]
     pub unroll: u32,
     /// Selective output: a warp stages a stream when that stream's share of its
     /// range is at least this ratio, and scatters it otherwise (§4.2, Figure 3).
     /// As on the CPU; worth a sweep, since a warp's scattered stores already
     /// land in one contiguous run on current GPUs.
+    #[default(0.5)]
     pub staged_ratio: f64,
-}
-
-impl Default for BilleterTuning {
-    fn default() -> Self {
-        BilleterTuning { processors_per_sm: 32, processors: None, warps_per_block: 8, unroll: 4, staged_ratio: 0.5 }
-    }
 }
 
 impl BilleterTuning {

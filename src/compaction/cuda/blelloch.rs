@@ -14,6 +14,7 @@
 //! The tree scan also serves `roger`'s global sum.
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::horn::{self, Sum};
 use crate::compaction::cuda::runtime::{BLELLOCH, Stages, Variant, driver_error};
@@ -21,20 +22,16 @@ use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `blelloch` (`REAP_BLOCK` in blelloch.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct BlellochTuning {
     /// Threads per block, a power of two up to 1024; a tile is twice this,
     /// two values per thread as in 001's kernel.
+    // 512-value tiles: three levels cover 2^27 values, four 2^36.
+    #[default(256)]
     pub block: u32,
     /// The scatter (grid-stride) launches at most this many blocks per SM.
+    #[default(16)]
     pub blocks_per_sm: u32,
-}
-
-impl Default for BlellochTuning {
-    fn default() -> Self {
-        // 512-value tiles: three levels cover 2^27 values, four 2^36.
-        BlellochTuning { block: 256, blocks_per_sm: 16 }
-    }
 }
 
 impl BlellochTuning {

@@ -12,25 +12,22 @@
 //! gather that `sengupta` reuses.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::runtime::{HORN, KeepMode, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of the map-style kernels (`REAP_BLOCK` in horn.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct HornTuning {
     /// Threads per block.
+    #[default(256)]
     pub block: u32,
     /// Grid-stride kernels launch at most this many blocks per SM.
+    // Each pass is a plain map: fill the SMs several times over, loop for the rest.
+    #[default(16)]
     pub blocks_per_sm: u32,
-}
-
-impl Default for HornTuning {
-    fn default() -> Self {
-        // Each pass is a plain map: fill the SMs several times over, loop for the rest.
-        HornTuning { block: 256, blocks_per_sm: 16 }
-    }
 }
 
 impl HornTuning {

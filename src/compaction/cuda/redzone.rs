@@ -30,6 +30,7 @@
 //! list and reuses it in place, as the paper does.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::mark;
 use crate::compaction::cuda::runtime::{KeepMode, REDZONE, Stages, Variant, driver_error};
@@ -37,24 +38,22 @@ use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, raw_ptr};
 use crate::compaction::{Algorithm, Error, Result};
 
 /// Redzone's tuning (`REAP_RZ_BLOCK`, `REAP_RZ_ITEMS` in redzone.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct RedzoneTuning {
     /// Threads of Alg. 1's single block (at most 1024).
+    // Alg. 1 as in the paper's Fig. 5: one block of 1024 threads.
+    #[default(1024)]
     pub block_threads: u32,
     /// Threads per block of Alg. 2.
+    #[default(256)]
     pub grid_threads: u32,
     /// Items each thread classifies per step of `fill holes`; a block advances
     /// `threads * items` items between two block-wide scans.
+    #[default(4)]
     pub items: u32,
     /// Alg. 2's blocks |P| per SM in `fill holes` (fewer when k is small).
+    #[default(8)]
     pub grid_blocks_per_sm: u32,
-}
-
-impl Default for RedzoneTuning {
-    fn default() -> Self {
-        // Alg. 1 as in the paper's Fig. 5: one block of 1024 threads.
-        RedzoneTuning { block_threads: 1024, grid_threads: 256, items: 4, grid_blocks_per_sm: 8 }
-    }
 }
 
 /// One Redzone run's device addresses.

@@ -10,6 +10,7 @@
 //! work. Phase names follow Fig. 10; its CPU twin is src/compaction/cpu/roger.rs.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::blelloch::Tree;
 use crate::compaction::cuda::horn::{self, Sum};
@@ -18,18 +19,13 @@ use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `roger` (`REAP_S` in roger.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct RogerTuning {
     /// Elements per block, s, 1 to 1024: one CUDA block of s threads
     /// (rounded up to whole warps) works on each. 003 §V-A (Fig. 11) found
     /// 64 best up to 16M elements.
+    #[default(64)]
     pub block: u32,
-}
-
-impl Default for RogerTuning {
-    fn default() -> Self {
-        RogerTuning { block: 64 }
-    }
 }
 
 /// Select, or with `split` partition: kept elements first, then the

@@ -11,6 +11,7 @@
 //! is src/compaction/cpu/sengupta.rs.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::Result;
 use crate::compaction::cuda::horn::{self, HornTuning, Source, Sum};
@@ -19,7 +20,7 @@ use crate::compaction::cuda::{CudaBackend, Extent, Io, KeepArgs, mark, raw_ptr};
 
 /// Tuning of `sengupta` (`REAP_BLOCK` in sengupta.cu and, for its Horn
 /// passes and gather, in horn.cu).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SenguptaTuning {
     /// The reduce stops once at most this many partial sums remain; Horn's
     /// scan runs over them. 002 §4 found compaction fastest after about 10
@@ -27,17 +28,14 @@ pub struct SenguptaTuning {
     /// keeps that pass structure, the same as the CPU twin's, rather than the
     /// tens of thousands of threads a modern GPU keeps resident. Values below
     /// 1 count as 1 (reduce all the way, as Blelloch).
+    #[default(1024)]
     pub degree_of_parallelism: u64,
     /// Threads per block.
+    #[default(256)]
     pub block: u32,
     /// Grid-stride kernels launch at most this many blocks per SM.
+    #[default(16)]
     pub blocks_per_sm: u32,
-}
-
-impl Default for SenguptaTuning {
-    fn default() -> Self {
-        SenguptaTuning { degree_of_parallelism: 1024, block: 256, blocks_per_sm: 16 }
-    }
 }
 
 impl SenguptaTuning {

@@ -4,6 +4,7 @@
 //! tile learns its prefix.
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use smart_default::SmartDefault;
 
 use crate::compaction::cuda::runtime::{CHAINED, LOOKBACK, Source, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
@@ -34,24 +35,21 @@ impl Chaining {
 }
 
 /// Tuning of the single-pass kernels (`REAP_BLOCK`, `REAP_VECS` in single_pass.cuh).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct SinglePassTuning {
     /// Threads per block.
+    // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
+    // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
+    #[default(128)]
     pub block: u32,
     /// 16-byte vectors each thread loads per tile.
+    #[default(8)]
     pub vecs: u32,
     /// Blocks of a counted launch, which loop over the tiles: 0 for as many
     /// as the device holds at once. A few make every block loop over many
     /// tiles at small sizes (tests, sanitizer runs).
+    #[default(0)]
     pub counted_grid: u32,
-}
-
-impl Default for SinglePassTuning {
-    fn default() -> Self {
-        // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
-        // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
-        SinglePassTuning { block: 128, vecs: 8, counted_grid: 0 }
-    }
 }
 
 impl SinglePassTuning {

@@ -7,25 +7,16 @@
 use rayon::prelude::*;
 
 use super::{CpuEngine, check_words, too_short};
-use crate::frontier::{Expand, host};
+use crate::compaction::{CpuBackend, Element};
+use crate::frontier::{Step, host};
 use crate::trace::shading::{trace_bf_expand, trace_bf_init};
-use crate::trace::{DEAD64, TraceResult};
+use crate::trace::{DEAD64, FrontierRun, TraceResult};
 
 impl CpuEngine {
     /// `trace_bf_init`: [`Engine::frontier_init`](crate::trace::Engine::frontier_init).
-    pub(super) fn bf_init(
-        &mut self,
-        queue: &[u32],
-        shadow: bool,
-        frontier: &mut [u64],
-        capacity: u64,
-        words: &mut [u64],
-        at: Expand,
-    ) -> TraceResult<()> {
-        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
-        if (frontier.len() as u64) < capacity {
-            return Err(too_short("frontier", capacity as usize, frontier.len()));
-        }
+    pub(super) fn bf_init(&mut self, step: Step<'_, CpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        check_step(&step, run)?;
+        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, .. }) = (step, run);
         let n = host::n(words, at).min(queue.len() as u64);
         if !host::fits(words, at, n, 1, capacity) {
             return Ok(());
@@ -44,21 +35,9 @@ impl CpuEngine {
     }
 
     /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
-    #[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
-    pub(super) fn bf_expand(
-        &mut self,
-        input: &[u64],
-        output: &mut [u64],
-        capacity: u64,
-        shadow: bool,
-        descend: u32,
-        words: &mut [u64],
-        at: Expand,
-    ) -> TraceResult<()> {
-        check_words(words, &[at.input_len, at.input_live, at.output_len, at.output_live])?;
-        if (output.len() as u64) < capacity {
-            return Err(too_short("frontier", capacity as usize, output.len()));
-        }
+    pub(super) fn bf_expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
+        check_step(&step, run)?;
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend }) = (step, run);
         let fan = 1usize << descend;
         let n = host::n(words, at).min(capacity).min(input.len() as u64);
         if !host::fits(words, at, n, fan as u64, capacity) {
@@ -75,15 +54,26 @@ impl CpuEngine {
     }
 }
 
+/// What init and expand check before touching a frontier: every word the
+/// step names exists, and its output holds the run's capacity.
+fn check_step<I: Element>(step: &Step<'_, CpuBackend, I>, run: FrontierRun) -> TraceResult<()> {
+    check_words(step.words, &step.at.words())?;
+    if (step.output.len() as u64) < run.capacity {
+        return Err(too_short("frontier", run.capacity as usize, step.output.len()));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
-    use super::super::tests::{COUNTS, Q, compaction, engine, render_bits, settings};
+    use super::super::tests::{Q, compaction, engine, render_bits, settings, shading};
     use super::*;
+    use crate::frontier::Expand;
     use crate::trace::{
-        Compaction, DEAD32, Engine, Estimator, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard,
-        guard_frontier, render,
+        Compaction, DEAD32, Engine, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard, guard_frontier,
+        render,
     };
 
     fn hits(e: &CpuEngine) -> Vec<u64> {
@@ -110,7 +100,9 @@ mod tests {
         let mut frontier = vec![DEAD64; queue.len()];
         let mut level0 = at(2);
         level0.input_live = 2;
-        e.frontier_init(queue, shadow, &mut frontier, queue.len() as u64, &mut words, level0).expect("init");
+        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend };
+        let init = Step { at: level0, input: queue, output: &mut frontier, words: &mut words };
+        e.frontier_init(init, run).expect("init");
         assert_eq!(words[3], queue.len() as u64);
         frontier.retain(|&item| item != DEAD64);
         assert_eq!(words[4], frontier.len() as u64, "init counts its live items");
@@ -118,7 +110,8 @@ mod tests {
             let capacity = frontier.len() << descend;
             (words[3], words[4], words[5], words[6]) = (0, 0, frontier.len() as u64, frontier.len() as u64);
             let mut out = vec![0; capacity];
-            e.expand(&frontier, &mut out, capacity as u64, shadow, descend, &mut words, at(5)).expect("expand");
+            let step = Step { at: at(5), input: &frontier, output: &mut out, words: &mut words };
+            e.expand(step, FrontierRun { capacity: capacity as u64, ..run }).expect("expand");
             assert_eq!((words[0], words[3]), (0, capacity as u64), "an expansion that fits");
             out.retain(|&item| item != DEAD64);
             assert_eq!(words[4], out.len() as u64, "expand counts its live items");
@@ -149,8 +142,8 @@ mod tests {
             assert!(hit * 2 > live, "bounce {bounce}: only {hit} of {live} rays hit the closed box");
 
             let (mut next_bf, mut next_df) = (vec![0; q_bf.len()], vec![0; q_df.len()]);
-            bf.shade(&q_bf, &mut next_bf, 0, bounce, Estimator::Mis, &mut words, Q, COUNTS).expect("shade");
-            df.shade(&q_df, &mut next_df, 0, bounce, Estimator::Mis, &mut words, Q, COUNTS).expect("shade");
+            bf.shade(&q_bf, &mut next_bf, &mut words, shading(bounce)).expect("shade");
+            df.shade(&q_df, &mut next_df, &mut words, shading(bounce)).expect("shade");
             assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
             breadth_first(&mut bf, &q_bf, true, descend);
             df.depth_first(&q_df, true, &words, Q).expect("shadow depth-first");

@@ -10,19 +10,19 @@ mod breadth_first;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
 
 use glam::Vec4;
 use rayon::prelude::*;
 
+use crate::clocks::HostClock;
 use crate::compaction::{CpuBackend, Error};
-use crate::frontier::{Expand, host};
+use crate::frontier::{Step, host};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, Estimator, FrameEnd, ShadeWords, StageId, TraceError, TraceResult, Work, ms};
+use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, StageId, TraceError, TraceResult, Work};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -38,7 +38,7 @@ pub struct CpuEngine {
     sum: Vec<[f32; 4]>,
     /// The image as shown (`rgba8`), rewritten from `sum` on each call.
     rgba: Vec<[u8; 4]>,
-    stages: Vec<(StageId, f64)>,
+    clock: HostClock<StageId>,
     work: Option<Work<CpuEngine>>,
 }
 
@@ -69,7 +69,7 @@ impl CpuEngine {
             claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
             sum: vec![[0.0; 4]; pixels],
             rgba: vec![[0; 4]; pixels],
-            stages: Vec::new(),
+            clock: HostClock::default(),
             work: None,
         }
     }
@@ -216,7 +216,7 @@ fn check_words(words: &[u64], at: &[u64]) -> TraceResult<()> {
 
 impl Engine for CpuEngine {
     type B = CpuBackend;
-    type Mark = Instant;
+    type Clock = HostClock<StageId>;
 
     fn backend(&self) -> &CpuBackend {
         &self.backend
@@ -238,23 +238,18 @@ impl Engine for CpuEngine {
         &mut self.work
     }
 
+    fn clock(&mut self) -> &mut HostClock<StageId> {
+        &mut self.clock
+    }
+
     fn begin_frame(&mut self, words: &mut Vec<u64>) -> TraceResult<()> {
-        self.stages.clear();
+        self.clock.clear();
         words.fill(0);
         Ok(())
     }
 
-    fn stage_begin(&mut self) -> TraceResult<Instant> {
-        Ok(Instant::now())
-    }
-
-    fn stage_end(&mut self, id: StageId, mark: Instant) -> TraceResult<()> {
-        self.stages.push((id, ms(mark.elapsed())));
-        Ok(())
-    }
-
     fn end_frame(&mut self, words: &Vec<u64>) -> TraceResult<FrameEnd> {
-        Ok((std::mem::take(&mut self.stages), words.clone()))
+        Ok((self.clock.take(), words.clone()))
     }
 
     fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
@@ -283,42 +278,16 @@ impl Engine for CpuEngine {
         Ok(())
     }
 
-    fn frontier_init(
-        &mut self,
-        queue: &Vec<u32>,
-        shadow: bool,
-        frontier: &mut Vec<u64>,
-        capacity: u64,
-        words: &mut Vec<u64>,
-        at: Expand,
-    ) -> TraceResult<()> {
-        self.bf_init(queue, shadow, frontier, capacity, words, at)
+    fn frontier_init(&mut self, step: Step<'_, CpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        self.bf_init(step, run)
     }
 
-    fn expand(
-        &mut self,
-        input: &Vec<u64>,
-        output: &mut Vec<u64>,
-        capacity: u64,
-        shadow: bool,
-        descend: u32,
-        words: &mut Vec<u64>,
-        at: Expand,
-    ) -> TraceResult<()> {
-        self.bf_expand(input, output, capacity, shadow, descend, words, at)
+    fn expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
+        self.bf_expand(step, run)
     }
 
-    fn shade(
-        &mut self,
-        queue: &Vec<u32>,
-        next: &mut Vec<u32>,
-        sample: u32,
-        bounce: u32,
-        estimator: Estimator,
-        words: &mut Vec<u64>,
-        queue_len: u64,
-        counts: ShadeWords,
-    ) -> TraceResult<()> {
+    fn shade(&mut self, queue: &Vec<u32>, next: &mut Vec<u32>, words: &mut Vec<u64>, s: Shading) -> TraceResult<()> {
+        let Shading { sample, bounce, estimator, queue_len, counts } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow])?;
         let n = n_of(words, queue_len, queue.len());
         if next.len() < n {
@@ -383,7 +352,7 @@ impl Engine for CpuEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Compaction, DESCEND, RenderSettings, Traversal, render};
+    use crate::trace::{Compaction, DESCEND, Estimator, RenderSettings, ShadeWords, Traversal, render};
 
     pub(super) fn engine(scene: &str, width: u32, height: u32, max_bounces: u32) -> CpuEngine {
         let scene = crate::scene::builtin(scene).expect("a built-in scene loads");
@@ -396,7 +365,11 @@ mod tests {
     const SEED: u32 = 7;
     /// Test words of a queue's length and of shading's counts (0 and 1 are the status's).
     pub(super) const Q: u64 = 2;
-    pub(super) const COUNTS: ShadeWords = ShadeWords { alive: 3, shadow: 4 };
+    /// A bounce's shading of sample 0 into the test words.
+    pub(super) fn shading(bounce: u32) -> Shading {
+        let counts = ShadeWords { alive: 3, shadow: 4 };
+        Shading { sample: 0, bounce, estimator: Estimator::Mis, queue_len: Q, counts }
+    }
 
     pub(super) fn settings(
         width: u32,
@@ -517,12 +490,11 @@ mod tests {
         e.depth_first(&queue, false, &words, Q).expect("depth-first");
         queue[5] = 3;
         let mut next = vec![0; 64];
-        assert!(e.shade(&queue, &mut next, 0, 0, Estimator::Mis, &mut words, Q, COUNTS).is_err());
+        assert!(e.shade(&queue, &mut next, &mut words, shading(0)).is_err());
         let two = vec![0, 0, 2];
         assert!(e.nee(&[DEAD32, 64].to_vec(), &two, Q).is_err(), "a path id past the last pixel");
         // A fresh stage accepts every path again.
         queue[5] = 5;
-        e.shade(&queue, &mut next, 0, 0, Estimator::Mis, &mut words, Q, COUNTS)
-            .expect("a queue of distinct paths shades");
+        e.shade(&queue, &mut next, &mut words, shading(0)).expect("a queue of distinct paths shades");
     }
 }

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use super::{Summary, hash};
-use crate::clocks::{gap_cell, gap_percent, gap_sentence};
-use crate::report::{Fixed, fixed, report_head, write_bench_files};
+use crate::clocks::{gap_cell, gap_percent, gap_sentence, mean_gap_sentence};
+use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
+use crate::table::{self, Column, Mark, Shown, num};
 use crate::trace::{FrameStats, RenderSettings, TraceResult};
 
 /// One configuration of `reap bench render`.
@@ -134,41 +135,34 @@ pub fn hashes_agree(rows: &[BenchRow]) -> bool {
     })
 }
 
+/// The columns of `reap bench render`'s tables, console and report.md.
+fn columns() -> Vec<Column<BenchRow>> {
+    type C = Column<BenchRow>;
+    vec![
+        // report.md names the scene in each section's heading.
+        C::key("scene", 14, |r| r.scene.clone()).only(Shown::Console),
+        C::key("traversal", 13, |r| r.traversal.clone()),
+        table::compaction_column(|r| r.compaction.clone()),
+        C::value("Mrays/s", 9, |r| num(r.wall_mrays_per_s, 1)).reported_as("Mrays/s (wall)").marked(Mark::Bold),
+        C::value("ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall ms"),
+        C::value("Mrays/s", 9, |r| num(r.mrays_per_s, 1)).reported_as("Mrays/s (stages)"),
+        C::value("ms", 9, |r| num(r.frame_ms, 3)).reported_as("stages ms"),
+        C::value("gap", 8, |r| gap_cell(r.wall_ms, r.frame_ms)),
+        C::value("compact ms", 10, |r| num(r.compaction_ms, 3)).reported_as("compaction ms"),
+        C::value("share", 7, |r| num(100.0 * r.compaction_share, 1)).marked(Mark::Percent),
+        C::value("image hash", 0, |r| r.image_hash.clone()).left().after_gap(2).marked(Mark::Code),
+    ]
+}
+
+fn failed(r: &BenchRow) -> Option<String> {
+    table::did_not_run(&r.error)
+}
+
 /// The plain-text table printed after `reap bench render`.
 pub fn bench_table(rows: &[BenchRow]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(out, "{:<56} {:<19} {:<19}", "", "--- wall clock ---", "-- summed stages --");
-    let _ = writeln!(
-        out,
-        "{:<14} {:<13} {:<27} {:>9} {:>9} {:>9} {:>9} {:>8} {:>10} {:>7}  image hash",
-        "scene", "traversal", "compaction", "Mrays/s", "ms", "Mrays/s", "ms", "gap", "compact ms", "share"
-    );
-    for r in rows {
-        match &r.error {
-            Some(e) => {
-                let _ = writeln!(out, "{:<14} {:<13} {:<27} did not run: {e}", r.scene, r.traversal, r.compaction);
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "{:<14} {:<13} {:<27} {:>9.1} {:>9.3} {:>9.1} {:>9.3} {:>8} {:>10.3} {:>6.1}%  {}",
-                    r.scene,
-                    r.traversal,
-                    r.compaction,
-                    r.wall_mrays_per_s,
-                    r.wall_ms,
-                    r.mrays_per_s,
-                    r.frame_ms,
-                    gap_cell(r.wall_ms, r.frame_ms),
-                    r.compaction_ms,
-                    100.0 * r.compaction_share,
-                    r.image_hash
-                );
-            }
-        }
-    }
-    out
+    // Over the two clocks' pairs of columns.
+    let over = format!("{:<56} {:<19} {:<19}\n", "", "--- wall clock ---", "-- summed stages --");
+    over + &table::console(&columns(), rows, failed)
 }
 
 /// report.md of `reap bench render`: one table per scene, traversal modes side by side.
@@ -186,13 +180,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          after each level); `none` leaves dead items flagged in place. \"share\" is compaction's part of the \
          summed stages.\n"
     );
-    let mut scenes: Vec<&str> = Vec::new();
-    for r in rows {
-        if !scenes.contains(&r.scene.as_str()) {
-            scenes.push(&r.scene);
-        }
-    }
-    for scene in scenes {
+    for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
         let first = at[0];
         let _ = writeln!(
@@ -201,39 +189,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
              levels per expansion\n",
             first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces, first.descend
         );
-        let _ = writeln!(
-            s,
-            "| traversal | compaction | Mrays/s (wall) | wall ms | Mrays/s (stages) | stages ms | gap | compaction ms \
-             | share | image hash |"
-        );
-        let _ = writeln!(s, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
-        for r in &at {
-            match &r.error {
-                Some(e) => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | – | – | – | – | – | – | – | did not run: {e} |",
-                        r.traversal, r.compaction
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "| {} | `{}` | **{:.1}** | {:.3} | {:.1} | {:.3} | {} | {:.3} | {:.1} % | `{}` |",
-                        r.traversal,
-                        r.compaction,
-                        r.wall_mrays_per_s,
-                        r.wall_ms,
-                        r.mrays_per_s,
-                        r.frame_ms,
-                        gap_cell(r.wall_ms, r.frame_ms),
-                        r.compaction_ms,
-                        100.0 * r.compaction_share,
-                        r.image_hash
-                    );
-                }
-            }
-        }
+        s += &table::markdown(&columns(), at.iter().copied(), failed);
         for t in ["breadth-first", "depth-first"] {
             let ok: Vec<&&BenchRow> = at.iter().filter(|r| r.traversal == t && r.error.is_none()).collect();
             // Ranked by the wall clock: what a user of the tracer waits for.
@@ -262,12 +218,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 );
             }
         }
-        let ran: Vec<&&BenchRow> = at.iter().filter(|r| r.error.is_none()).collect();
-        if !ran.is_empty() {
-            let n = ran.len() as f64;
-            let wall = ran.iter().map(|r| r.wall_ms).sum::<f64>() / n;
-            let stages = ran.iter().map(|r| r.frame_ms).sum::<f64>() / n;
-            let _ = writeln!(s, "\nClocks: over the configurations that ran, {}.", gap_sentence(wall, stages));
+        if let Some(clocks) =
+            mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
+        {
+            let _ = writeln!(s, "\nClocks: {clocks}.");
         }
         let _ = writeln!(s);
     }

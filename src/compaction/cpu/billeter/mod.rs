@@ -26,10 +26,11 @@
 use std::ops::Range;
 
 use rayon::prelude::*;
+use smart_default::SmartDefault;
 
 mod phase3;
 
-use crate::compaction::cpu::{Job, Phases, Scatter, cut};
+use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter, cut};
 use crate::compaction::{Billeter, CompactSimd, ScanElement};
 use phase3::{Move, PopcGroup, PrefixGroup};
 
@@ -37,28 +38,25 @@ use phase3::{Move, PopcGroup, PrefixGroup};
 const MAX_LANES: usize = 64;
 
 /// Billeter's tuning: the machine model of §3.1 mapped onto the CPU.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, SmartDefault)]
 pub struct BilleterTuning {
     /// Virtual processors P. The paper keeps P as small as latency hiding
     /// allows (480 on a GTX 280, §4.1); on the CPU a few tasks per rayon
     /// thread leave room for work stealing. At least 1; never more than the
     /// number of lane groups.
+    #[default(4 * rayon::current_num_threads())]
     pub processors: usize,
     /// SIMD width S, 1 to 64 (the popc ballot word is a `u64`); values outside
     /// are clamped. 32 as on NVIDIA hardware (§4.1).
+    #[default(32)]
     pub lanes: usize,
     /// Selective output: a processor stages a stream when that stream's share
     /// of its range is at least this ratio, and scatters it otherwise. Dense
     /// ranges fill whole groups, so staging turns many lane writes into one
     /// contiguous copy; sparse ranges write few lanes, and staging them only
     /// adds a copy (the per-warp choice of §4.2, Figure 3).
+    #[default(0.5)]
     pub staged_ratio: f64,
-}
-
-impl Default for BilleterTuning {
-    fn default() -> Self {
-        BilleterTuning { processors: 4 * rayon::current_num_threads(), lanes: 32, staged_ratio: 0.5 }
-    }
 }
 
 /// Exclusive prefix sum into `output`; returns the total (§5.2).
@@ -116,10 +114,9 @@ pub fn scan<S: ScanElement>(t: &BilleterTuning, input: &[S], output: &mut [S], p
 pub fn compact<T: Copy + Send + Sync>(
     v: Billeter,
     t: &BilleterTuning,
-    job: Job<'_, T, impl Fn(usize) -> bool + Sync>,
+    Job { input, keep, output, split }: Job<'_, T, impl KeepIndex>,
     ph: &mut Phases,
 ) -> usize {
-    let Job { input, keep, output, split } = job;
     assert_eq!(input.len(), output.len(), "compaction output length");
     let l = Layout::new(t, input.len());
 
@@ -177,7 +174,7 @@ impl Layout {
 }
 
 /// Listing 3: lane s counts the valid elements of its column; then one reduce.
-fn count_lanes(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool + Sync)) -> usize {
+fn count_lanes(l: &Layout, groups: Range<usize>, keep: &impl KeepIndex) -> usize {
     let mut count = [0usize; MAX_LANES];
     for g in groups {
         let i = g * l.lanes;
@@ -189,7 +186,7 @@ fn count_lanes(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool 
 }
 
 /// Listing 3 plus the ballot of §4.2: one word per group, bit s for lane s.
-fn count_ballot(l: &Layout, groups: Range<usize>, keep: &(impl Fn(usize) -> bool + Sync), words: &mut [u64]) -> usize {
+fn count_ballot(l: &Layout, groups: Range<usize>, keep: &impl KeepIndex, words: &mut [u64]) -> usize {
     let mut count = [0usize; MAX_LANES];
     for (g, word) in groups.zip(words) {
         let i = g * l.lanes;

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::{BilleterTuning, Layout, MAX_LANES, hillis_steele};
 use crate::compaction::OutputMode;
-use crate::compaction::cpu::Scatter;
+use crate::compaction::cpu::{KeepIndex, Scatter};
 
 /// One lane group after compactSIMD: which lanes are valid, and for each lane
 /// how many valid lanes precede it (its target lane s' when valid).
@@ -26,7 +26,7 @@ pub(super) struct PrefixGroup {
 }
 
 impl PrefixGroup {
-    pub(super) fn new(l: &Layout, g: usize, keep: &(impl Fn(usize) -> bool + Sync)) -> Self {
+    pub(super) fn new(l: &Layout, g: usize, keep: &impl KeepIndex) -> Self {
         let i = g * l.lanes;
         let mut flags = [0u32; MAX_LANES];
         for (s, f) in flags[..l.width(g)].iter_mut().enumerate() {
