@@ -29,6 +29,22 @@ __device__ __forceinline__ u64 warp_append(u64* counter, u32 count) {
     return base + incl - count;
 }
 
+// Appends a thread's `found` contacts behind `counter` (every lane must call
+// it): true when some fall past `capacity`, for the status.
+__device__ __forceinline__ bool append_contacts(const Contact* c, u32 found, u64* counter, Contact* contacts,
+                                                u64 capacity) {
+    u64 at = warp_append(counter, found);
+    bool lost = false;
+    for (u32 k = 0; k < found; k++) {
+        if (at + k < capacity) {
+            contacts[at + k] = c[k];
+        } else {
+            lost = true;
+        }
+    }
+    return lost;
+}
+
 // codes(): the Morton code of each body's centre, ids = 0..n.
 extern "C" __global__ void collide_codes(const Body* bodies, u32 n, World w, u32* keys, u32* ids) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -255,14 +271,7 @@ extern "C" __global__ void collide_narrow(const Body* bodies, World w, const u64
             u32 a = unpack_a(p), b = unpack_b(p);
             found = physics::collide(a, bodies[a], b, bodies[b], w, c);
         }
-        u64 at = warp_append(&words[contact_word], found);
-        for (u32 k = 0; k < found; k++) {
-            if (at + k < contact_capacity) {
-                contacts[at + k] = c[k];
-            } else {
-                lost = true;
-            }
-        }
+        lost |= append_contacts(c, found, &words[contact_word], contacts, contact_capacity);
     }
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
 }
@@ -278,14 +287,7 @@ extern "C" __global__ void collide_walls(const Body* bodies, u32 n, World w, Con
         u64 i = base + threadIdx.x;
         Contact c[COLLIDE_MAX_WALL_POINTS];
         u32 found = i < n ? physics::wall_contacts((u32)i, bodies[i], w, c) : 0u;
-        u64 at = warp_append(&words[contact_word], found);
-        for (u32 k = 0; k < found; k++) {
-            if (at + k < contact_capacity) {
-                contacts[at + k] = c[k];
-            } else {
-                lost = true;
-            }
-        }
+        lost |= append_contacts(c, found, &words[contact_word], contacts, contact_capacity);
     }
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
 }
