@@ -50,6 +50,9 @@ pub struct CpuCollide {
     counts: Vec<u32>,
     /// Each contact's `physics::contact_impulse` in the current pass.
     responses: Vec<physics::Impulse>,
+    /// The last frame's contacts after its passes, sorted by (a, b, slot):
+    /// what warm starting reads.
+    previous: Vec<Contact>,
     clock: HostClock<StageId>,
 }
 
@@ -84,6 +87,7 @@ impl CpuCollide {
             ends_of: vec![0; n],
             counts: vec![0; n],
             responses: Vec::new(),
+            previous: Vec::new(),
             clock: HostClock::default(),
         })
     }
@@ -117,6 +121,32 @@ impl CpuCollide {
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
     }
+}
+
+/// Each body takes the sums of its contacts' responses of one pass: the
+/// spec's fixed-point sums, gathered per body rather than added with
+/// atomics (integer addition, wrapping as atomicAdd on an unsigned long
+/// long, gives the same sums in any order).
+fn gather(bodies: &mut [Body], ends: &[u64], ends_of: &[u32], responses: &[physics::Impulse]) {
+    bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+        let mut sum = [[0i64; 3]; 3];
+        for &end in &ends[range] {
+            let r = &responses[(end >> 1) as usize];
+            let (linear, angular, push) = if end & 1 == 0 {
+                (scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0))
+            } else {
+                (r.linear, r.angular_b, r.push)
+            };
+            for (s, v) in sum.iter_mut().zip([linear, angular, push]) {
+                for k in 0..3 {
+                    s[k] = s[k].wrapping_add(physics::to_fixed(v[k]));
+                }
+            }
+        }
+        let [linear, angular, push] = sum.map(|s| s.map(physics::from_fixed));
+        physics::apply(b, linear, angular, push);
+    });
 }
 
 /// A buffer the caller sized too small for the stage.
@@ -399,6 +429,21 @@ impl Engine for CpuCollide {
         });
         let (ends_of, counts) = (&self.ends_of, &self.counts);
         let count = |i: u32| counts[i as usize];
+        // Warm start: each contact first applies what it ended the last frame with.
+        let (bodies, previous) = (&self.bodies, &self.previous);
+        self.contacts
+            .par_iter_mut()
+            .map(|c| {
+                let a = &bodies[c.a as usize];
+                if physics::is_wall(c.b) {
+                    let wall = physics::wall_body(c.b, c.point, &w);
+                    return physics::warm_start(c, previous, a, &wall);
+                }
+                let b = c.b;
+                physics::warm_start(c, previous, a, &bodies[b as usize])
+            })
+            .collect_into_vec(&mut self.responses);
+        gather(&mut self.bodies, &self.ends, ends_of, &self.responses);
         for _ in 0..iterations {
             let bodies = &self.bodies;
             self.contacts
@@ -413,31 +458,10 @@ impl Engine for CpuCollide {
                     physics::contact_impulse(c, a, count(c.a), &bodies[b as usize], count(b), &w)
                 })
                 .collect_into_vec(&mut self.responses);
-            let (ends, responses) = (&self.ends, &self.responses);
-            self.bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
-                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-                // The spec's fixed-point sums, gathered per body rather than
-                // added with atomics: integer addition (wrapping, as
-                // atomicAdd on an unsigned long long) gives the same sums in
-                // any order.
-                let mut sum = [[0i64; 3]; 3];
-                for &end in &ends[range] {
-                    let r = &responses[(end >> 1) as usize];
-                    let (linear, angular, push) = if end & 1 == 0 {
-                        (scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0))
-                    } else {
-                        (r.linear, r.angular_b, r.push)
-                    };
-                    for (s, v) in sum.iter_mut().zip([linear, angular, push]) {
-                        for k in 0..3 {
-                            s[k] = s[k].wrapping_add(physics::to_fixed(v[k]));
-                        }
-                    }
-                }
-                let [linear, angular, push] = sum.map(|s| s.map(physics::from_fixed));
-                physics::apply(b, linear, angular, push);
-            });
+            gather(&mut self.bodies, &self.ends, ends_of, &self.responses);
         }
+        self.previous.clone_from(&self.contacts);
+        self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         Ok(())
     }
 
@@ -459,6 +483,8 @@ impl Engine for CpuCollide {
             return Err(too_short("bodies", self.bodies.len(), bodies.len()));
         }
         self.bodies.copy_from_slice(bodies);
+        // New bodies: the last frame's impulses are not theirs.
+        self.previous.clear();
         Ok(())
     }
 

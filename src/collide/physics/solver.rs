@@ -87,3 +87,21 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.omega = add(b.omega, inv_inertia_mul(b, angular));
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
+
+/// Warm starting: contact `c` takes the impulses the same contact (a, b,
+/// slot) ended the last frame with, from `previous` sorted by that key
+/// (friction loses its part along the new normal); returns the impulse to
+/// apply before the first pass.
+pub fn warm_start(c: &mut Contact, previous: &[Contact], a: &Body, b: &Body) -> Impulse {
+    let Ok(at) = previous.binary_search_by_key(&(c.a, c.b, c.slot), |p| (p.a, p.b, p.slot)) else {
+        return Impulse::default();
+    };
+    let p = &previous[at];
+    let n = c.normal;
+    c.lambda = p.lambda;
+    c.friction = sub(p.friction, scale(n, dot(p.friction, n)));
+    let ra = sub(c.point, a.pos);
+    let rb = sub(c.point, b.pos);
+    let j = add(scale(n, c.lambda), c.friction);
+    Impulse { linear: j, angular_a: scale(cross(ra, j), -1.0), angular_b: cross(rb, j), push: [0.0; 3] }
+}
