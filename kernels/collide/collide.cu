@@ -324,13 +324,9 @@ struct Acc {
     u64 push[3];
 };
 
-// One contact's impulse added to both bodies' sums.
-__device__ __forceinline__ void solve_one(Contact& c, const Body* bodies, const u32* counts, const World& w,
-                                          Acc* acc) {
+// A contact's impulse r added to both bodies' sums (a wall's side to none).
+__device__ __forceinline__ void add_impulse(const Contact& c, const physics::Impulse& r, Acc* acc) {
     bool wall = physics::is_wall(c.b);
-    physics::Impulse r = wall ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
-                                                         physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
-                              : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
 #pragma unroll
     for (int k = 0; k < 3; k++) {
         atomicAdd(&acc[c.a].linear[k], (u64)physics::to_fixed(r.linear[k] * -1.0f));
@@ -340,6 +336,73 @@ __device__ __forceinline__ void solve_one(Contact& c, const Body* bodies, const 
         atomicAdd(&acc[c.b].linear[k], (u64)physics::to_fixed(r.linear[k]));
         atomicAdd(&acc[c.b].angular[k], (u64)physics::to_fixed(r.angular_b[k]));
         atomicAdd(&acc[c.b].push[k], (u64)physics::to_fixed(r.push[k]));
+    }
+}
+
+// One contact's impulse added to both bodies' sums.
+__device__ __forceinline__ void solve_one(Contact& c, const Body* bodies, const u32* counts, const World& w,
+                                          Acc* acc) {
+    physics::Impulse r = physics::is_wall(c.b)
+                             ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
+                                                        physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
+                             : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
+    add_impulse(c, r, acc);
+}
+
+// Warm starting's table: the last frame's contacts (`previous`, in the
+// order they were appended) by key (a, b, slot), open addressing over
+// mask + 1 slots (a power of two, at least twice the contacts), each slot
+// the contact's index + 1 (0: empty; the host zeroes the slots first).
+// Keys are unique within a frame, so what a lookup finds does not depend on
+// the order of the inserts: the CPU's binary search finds the same contact.
+__device__ __forceinline__ u32 contact_hash(u32 a, u32 b, u32 slot) {
+    u32 h = a * 0x9e3779b1u ^ (b * 0x85ebca77u + slot * 0xc2b2ae3du);
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    return h;
+}
+
+__device__ __forceinline__ const Contact* find_previous(const Contact& c, const Contact* previous, const u32* table,
+                                                        u32 mask) {
+    for (u32 h = contact_hash(c.a, c.b, c.slot) & mask;; h = (h + 1) & mask) {
+        u32 e = table[h];
+        if (e == 0) return nullptr;
+        const Contact* p = &previous[e - 1];
+        if (p->a == c.a && p->b == c.b && p->slot == c.slot) return p;
+    }
+}
+
+// solve(), warm start's first step: the last frame's `count` contacts into
+// the table (the CPU sorts them instead). Nothing when the frame is redone.
+extern "C" __global__ void collide_warm_table(const Contact* previous, u64 count, u32* table, u32 mask,
+                                              const u64* words) {
+    if (!frontier_ok(words)) return;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        const Contact& p = previous[i];
+        u32 h = contact_hash(p.a, p.b, p.slot) & mask;
+        // The table has more slots than contacts: a free one comes.
+        while (atomicCAS(&table[h], 0u, (u32)i + 1u) != 0u) h = (h + 1) & mask;
+    }
+}
+
+// solve(), warm start: each contact that the last frame had takes the
+// impulses it ended with and adds them to both bodies' sums (collide_apply
+// follows, as after a pass). The bodies are read as gravity left them.
+extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64 contact_word,
+                                        const Contact* previous, const u32* table, u32 mask, const Body* bodies,
+                                        World w, Acc* acc) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        Contact& c = contacts[i];
+        const Contact* p = find_previous(c, previous, table, mask);
+        if (p == nullptr) continue;  // a zero impulse: the sums do not change
+        physics::Impulse r =
+            physics::is_wall(c.b)
+                ? physics::warm_start(c, *p, bodies[c.a], physics::wall_body(c.b, physics::v3(c.point), w))
+                : physics::warm_start(c, *p, bodies[c.a], bodies[c.b]);
+        add_impulse(c, r, acc);
     }
 }
 

@@ -89,6 +89,25 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     return out;
 }
 
+// Warm starting: contact c takes the impulses p, the same contact (a, b,
+// slot) of the last frame, ended that frame with (friction loses its part
+// along the new normal); returns the impulse to apply before the first pass.
+__device__ __forceinline__ Impulse warm_start(Contact& c, const Contact& p, const Body& a, const Body& b) {
+    V3 n = v3(c.normal);
+    c.lambda = p.lambda;
+    V3 pf = v3(p.friction);
+    store(c.friction, sub(pf, scale(n, dot(pf, n))));
+    V3 ra = sub(v3(c.point), v3(a.pos));
+    V3 rb = sub(v3(c.point), v3(b.pos));
+    V3 j = add(scale(n, c.lambda), v3(c.friction));
+    Impulse out;
+    out.linear = j;
+    out.angular_a = scale(cross(ra, j), -1.0f);
+    out.angular_b = cross(rb, j);
+    out.push = v3(0.0f, 0.0f, 0.0f);
+    return out;
+}
+
 // A body takes the sums of its contacts' impulses of one pass.
 __device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
     store(b.vel, add(v3(b.vel), scale(linear, b.inv_mass)));

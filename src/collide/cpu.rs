@@ -149,6 +149,14 @@ fn gather(bodies: &mut [Body], ends: &[u64], ends_of: &[u32], responses: &[physi
     });
 }
 
+/// The last frame's contact with `c`'s key (a, b, slot), from `previous`
+/// sorted by it: the contact collide.cu's `find_previous` finds in its hash
+/// table (keys are unique in a frame).
+fn previous_contact<'a>(previous: &'a [Contact], c: &Contact) -> Option<&'a Contact> {
+    let at = previous.binary_search_by_key(&(c.a, c.b, c.slot), |p| (p.a, p.b, p.slot)).ok()?;
+    Some(&previous[at])
+}
+
 /// A buffer the caller sized too small for the stage.
 fn too_short(what: &'static str, expected: usize, actual: usize) -> CollideError {
     CollideError::Compaction(Error::LengthMismatch { what, expected: expected as u64, actual: actual as u64 })
@@ -429,18 +437,21 @@ impl Engine for CpuCollide {
         });
         let (ends_of, counts) = (&self.ends_of, &self.counts);
         let count = |i: u32| counts[i as usize];
-        // Warm start: each contact first applies what it ended the last frame with.
+        // Warm start (collide_warm): each contact first applies what it ended the last frame with.
         let (bodies, previous) = (&self.bodies, &self.previous);
         self.contacts
             .par_iter_mut()
             .map(|c| {
+                let Some(p) = previous_contact(previous, c) else {
+                    return physics::Impulse::default();
+                };
                 let a = &bodies[c.a as usize];
                 if physics::is_wall(c.b) {
                     let wall = physics::wall_body(c.b, c.point, &w);
-                    return physics::warm_start(c, previous, a, &wall);
+                    return physics::warm_start(c, p, a, &wall);
                 }
                 let b = c.b;
-                physics::warm_start(c, previous, a, &bodies[b as usize])
+                physics::warm_start(c, p, a, &bodies[b as usize])
             })
             .collect_into_vec(&mut self.responses);
         gather(&mut self.bodies, &self.ends, ends_of, &self.responses);

@@ -19,8 +19,11 @@ use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, LevelWords, Step};
+use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
 use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+
+mod warm;
+use warm::{WarmArgs, WarmStart};
 
 /// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
@@ -118,6 +121,8 @@ pub struct CudaCollide {
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
+    /// The last complete frame's contacts and the table that finds them.
+    warm: WarmStart,
     fast: FastSort,
     timer: Timer<StageId>,
     functions: Functions,
@@ -188,6 +193,7 @@ impl CudaCollide {
         // frontiers (4 slots of 8 bytes per live pair, about 2n pairs a level).
         let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + ACC_WORDS * 8 + 4 + 2 * 4 * 8 * 2)
             + capacity * (8 + 64 * CONTACTS_PER_CANDIDATE)
+            + warm::bytes(capacity * CONTACTS_PER_CANDIDATE)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
         let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
@@ -223,6 +229,7 @@ impl CudaCollide {
             counts: stream.alloc_zeros::<u32>(n as usize).map_err(launch_err("allocating the contact counts"))?,
             found: 0,
             contact_count: 0,
+            warm: WarmStart::new(&backend, capacity * CONTACTS_PER_CANDIDATE)?,
             fast,
             timer: Timer::new(&stream),
             functions,
@@ -246,6 +253,26 @@ impl CudaCollide {
     /// The last frame's candidates in the list: those found, up to the capacity.
     fn stored_candidates(&self) -> u64 {
         self.found.min(self.capacity)
+    }
+
+    /// The contact list's length in contacts.
+    fn contact_capacity(&self) -> u64 {
+        self.capacity * CONTACTS_PER_CANDIDATE
+    }
+
+    /// A complete frame's contacts become the previous ones (warm.rs), before the list is rewritten.
+    fn keep_last_contacts(&mut self) {
+        let count = self.contact_count.min(self.contact_capacity());
+        self.warm.keep(&mut self.contacts, count);
+    }
+
+    /// Enqueues collide_apply: every body takes the sums at `ap`.
+    fn apply(&self, ap: u64, wp: u64) -> CollideResult<()> {
+        let bp = self.bodies.ptr();
+        let mut l = self.stream.launch_builder(&self.functions.apply);
+        l.arg(&bp).arg(&ap).arg(&self.n).arg(&wp);
+        // SAFETY: matches collide_apply(Body*, const Acc*, u32, const u64*); bodies and sums hold n entries.
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_apply"))
     }
 
     /// A grid-stride launch over a device count of at most `capacity`.
@@ -360,6 +387,7 @@ impl Engine for CudaCollide {
         self.timer.clear();
         self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
         self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
+        self.warm.frame_ended(host::ok(&w));
         Ok((times, w))
     }
 
@@ -442,6 +470,8 @@ impl Engine for CudaCollide {
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
         let capacity = n.max(1);
         let contact_bytes = contact_bytes(capacity);
+        // The last complete frame's contacts outlive the lists, for its redone successor to warm start from.
+        self.keep_last_contacts();
         // Free the old lists before asking for the new ones.
         self.candidates = self.stream.alloc_zeros::<u64>(1).map_err(launch_err("shrinking candidates"))?;
         self.contacts = self.backend.zeroed(1)?;
@@ -452,10 +482,12 @@ impl Engine for CudaCollide {
         self.capacity = capacity;
         self.found = 0;
         self.contact_count = 0;
-        Ok(())
+        self.warm.resize(&self.backend, self.contact_capacity())
     }
 
     fn narrow(&mut self, words: &mut CudaBuffer<u64>) -> CollideResult<()> {
+        // A redone frame keeps what the last complete one left (`pending` is false then).
+        self.keep_last_contacts();
         let (bp, cand, ctp, wp) = (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
         let (cand_word, contact_word) = (words::CANDIDATES, words::CONTACTS);
         let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
@@ -490,18 +522,21 @@ impl Engine for CudaCollide {
         // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*); with the frame's status clear,
         // narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts hold n.
         unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
+        // Warm start: each contact first applies what it ended the last frame with, as a pass applies.
+        self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
+        let ap = raw_ptr(&self.acc);
+        let at = WarmArgs { contacts: ctp, words: wp, contact_word, bodies: bp, world: &self.world, acc: ap };
+        let (over_previous, over_contacts) = (self.strided(self.warm.count()), self.strided(contact_capacity));
+        self.warm.enqueue(&self.stream, at, over_previous, over_contacts)?;
+        self.apply(ap, wp)?;
         for _ in 0..iterations {
             self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
-            let ap = raw_ptr(&self.acc);
             let mut l = self.stream.launch_builder(&self.functions.solve);
             l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&self.world).arg(&ap);
             // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Acc*); as
             // for collide_count; each contact is read and written by one thread; the sums hold 9 words per body.
             unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
-            let mut l = self.stream.launch_builder(&self.functions.apply);
-            l.arg(&bp).arg(&ap).arg(&n).arg(&wp);
-            // SAFETY: matches collide_apply(Body*, const Acc*, u32, const u64*); bodies and sums hold n entries.
-            unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_apply"))?;
+            self.apply(ap, wp)?;
         }
         Ok(())
     }
@@ -527,6 +562,8 @@ impl Engine for CudaCollide {
             )));
         }
         self.bodies = self.backend.upload(bodies)?;
+        // New bodies: the last frame's impulses are not theirs.
+        self.warm.clear();
         Ok(())
     }
 

@@ -88,15 +88,12 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
 
-/// Warm starting: contact `c` takes the impulses the same contact (a, b,
-/// slot) ended the last frame with, from `previous` sorted by that key
-/// (friction loses its part along the new normal); returns the impulse to
-/// apply before the first pass.
-pub fn warm_start(c: &mut Contact, previous: &[Contact], a: &Body, b: &Body) -> Impulse {
-    let Ok(at) = previous.binary_search_by_key(&(c.a, c.b, c.slot), |p| (p.a, p.b, p.slot)) else {
-        return Impulse::default();
-    };
-    let p = &previous[at];
+/// Warm starting: contact `c` takes the impulses `p`, the same contact (a,
+/// b, slot) of the last frame, ended that frame with (friction loses its
+/// part along the new normal); returns the impulse to apply before the first
+/// pass. Finding `p` is the engine's: a binary search on the CPU, a hash
+/// table on the GPU (the same contact either way, keys being unique).
+pub fn warm_start(c: &mut Contact, p: &Contact, a: &Body, b: &Body) -> Impulse {
     let n = c.normal;
     c.lambda = p.lambda;
     c.friction = sub(p.friction, scale(n, dot(p.friction, n)));
