@@ -123,10 +123,12 @@ impl WarmStart {
         over_contacts: LaunchConfig,
     ) -> CollideResult<()> {
         let slots = table_slots(self.count);
-        // `resize` made the table at least this long; its length is a power of two below 2^32 slots.
+        // `resize` made the table at least this long (a power of two, below 2^32 slots for any list that fits).
         let mask = u32::try_from(slots - 1)
             .map_err(|_| CollideError::Settings(format!("{} contacts: too many to warm start", self.count)))?;
-        let mut used = self.table.slice_mut(..slots as usize);
+        let mut used = self.table.try_slice_mut(..slots as usize).ok_or_else(|| {
+            CollideError::Settings(format!("{} previous contacts outgrew the warm-start table", self.count))
+        })?;
         stream.memset_zeros(&mut used).map_err(launch_err("clearing the warm-start table"))?;
         let (pp, tp) = (raw_ptr(&self.previous), raw_ptr(&self.table));
         let mut l = stream.launch_builder(&self.build);
