@@ -196,7 +196,8 @@ fn cuda_collide_simulates_bit_identical_to_the_cpu() {
             let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
             let name = format!("{} frame {i}", sc.name());
             assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{name}");
-            if i == 30 && sg.contacts > 0 {
+            // One candidate slot holds two contacts: more of either redoes the frame.
+            if i == 30 && (sg.candidates > 1 || sg.contacts > 2) {
                 assert!(fg.attempts() > 1, "{name}: a list of one slot did not redo the frame");
             }
             let (bg, bc) = (g.bodies().unwrap(), c.bodies().unwrap());
