@@ -158,10 +158,10 @@ mod tests {
         let fixed = Body { inv_mass: 0.0, pos: [0.0, 9.0, 0.0], ..a };
         let moving = Body { vel: [0.0, -3.0, 0.0], pos: [1.0, 1.0, 3.0], ..a };
         let e0 = EnergySample::of(0, &[a, fixed], &w);
-        // m g h = 2 * 9.81 * 2; the fixed body counts for nothing.
-        assert!((e0.total - 39.24).abs() < 1e-9 && e0.kinetic == 0.0, "{e0:?}");
+        // m g h = 2 * 9.81 * 2 (g in f32); the fixed body counts for nothing.
+        assert!((e0.total - 39.24).abs() < 1e-5 && e0.kinetic == 0.0, "{e0:?}");
         let e1 = EnergySample::of(10, &[moving, fixed], &w);
-        assert!((e1.kinetic - 9.0).abs() < 1e-9 && (e1.total - 28.62).abs() < 1e-9, "{e1:?}");
+        assert!((e1.kinetic - 9.0).abs() < 1e-9 && (e1.total - 28.62).abs() < 1e-5, "{e1:?}");
         let line = energy_line(&[e0, e1]);
         assert!(line.contains("0.0000 J at frame 0, 9.0000 J at frame 10"), "{line}");
         assert!(line.contains("(-27.064 %)"), "{line}");
