@@ -487,7 +487,7 @@ mod tests {
             EnergySample { frame: 0, kinetic: 0.0, total: 200.0 },
             EnergySample { frame: 2, kinetic: 1.5, total: 199.0 },
         ];
-        let rows = vec![measured, BenchRow::failed(&run, 1, "too large".into())];
+        let rows = [measured, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
             "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
