@@ -5,6 +5,9 @@
 
 use reap::collide::cpu::CpuCollide;
 use reap::collide::layout::{BOX, LEAF};
+use std::f32::consts::FRAC_PI_2;
+
+use reap::collide::quality;
 use reap::collide::scenario::{self, build};
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Contact, Engine, FrameStats, Frontier, Scenario, SortMethod,
@@ -282,9 +285,11 @@ fn scenarios_spawn_apart_inside_the_world() {
             if n >= 1000 {
                 assert!((0.25..0.35).contains(&boxes), "{scenario}: {boxes} of the bodies are boxes");
             }
-            for b in &bodies {
+            for (i, b) in bodies.iter().enumerate() {
                 let q = b.rot.iter().map(|x| x * x).sum::<f32>();
-                assert!((q - 1.0).abs() < 1e-5 && b.inv_mass > 0.0, "{scenario}: {b:?}");
+                // The ramp's body 0 is the one that never moves.
+                let fixed = scenario == Scenario::Ramp && i == 0;
+                assert!((q - 1.0).abs() < 1e-5 && (b.inv_mass > 0.0) != fixed, "{scenario}: {b:?}");
             }
             let again = build(scenario, n, SEED).expect("the scenario builds");
             assert!(again.0 == world && again.1 == bodies, "{scenario} n={n}: not reproducible");
@@ -297,7 +302,7 @@ fn scenarios_spawn_apart_inside_the_world() {
     }
     assert_eq!("drum".parse::<Scenario>().expect("a scenario"), Scenario::Drum);
     let err = "heap".parse::<Scenario>().expect_err("not a scenario").to_string();
-    assert!(err.contains("pile, drum, gas"), "{err}");
+    assert!(err.contains("pile, drum, gas, ramp"), "{err}");
 }
 
 #[test]
@@ -332,8 +337,52 @@ fn long_runs_stay_finite_in_bounds_and_calm() {
                 let bound = n as f64 * 0.5 * (world.drum_omega * world.drum_radius).powi(2) as f64 * 4.0;
                 assert!(peak < bound, "drum: kinetic energy {peak}, more than {bound}");
             }
+            // Not in the list: the_ramp_turns_bodies_without_gaining_energy bounds its energy.
+            Scenario::Ramp => unreachable!("the ramp has its own test"),
         }
     }
+}
+
+/// The angle between two orientations, radians.
+fn turned(a: [f32; 4], b: [f32; 4]) -> f32 {
+    let d: f32 = (0..4).map(|k| a[k] * b[k]).sum();
+    2.0 * d.abs().min(1.0).acos()
+}
+
+/// Issue 16: the ramp shows rotation plainly (bodies roll and tumble: most
+/// end turned by more than 90°, and some spin fast on the way), its slab
+/// stays put, and the solver adds no energy: kinetic plus potential never
+/// exceeds the start's by more than the split impulse's lift (pushing
+/// bodies out of each other by up to the depth they reach in a frame).
+#[test]
+fn the_ramp_turns_bodies_without_gaining_energy() {
+    let (world, start) = build(Scenario::Ramp, 400, SEED).expect("the scenario builds");
+    let mut e = CpuCollide::new(world, &start).expect("the engine starts");
+    let e0 = quality::energy(&start, &world);
+    // The bodies start at rest and the potential is zero on the floor: the
+    // start's energy is all they can release by falling.
+    let tolerance = 0.01 * e0;
+    let (mut peak_spin, mut peak_energy) = (0.0f32, e0);
+    let mut f = Frontier::new(&e).expect("frontier");
+    for i in 0..300 {
+        frame(&mut e, &lookback(), &mut f, i).expect("the frame runs");
+        let bodies = e.bodies().expect("bodies");
+        check_state(&world, &bodies, &format!("ramp frame {i}"));
+        let now = quality::energy(&bodies, &world);
+        peak_energy = peak_energy.max(now);
+        assert!(now <= e0 + tolerance, "ramp frame {i}: energy {now} J, more than {e0} J + {tolerance} J");
+        let spin = bodies.iter().map(|b| physics::dot(b.omega, b.omega).sqrt()).fold(0.0, f32::max);
+        peak_spin = peak_spin.max(spin);
+    }
+    let end = e.bodies().expect("bodies");
+    assert_eq!(end[0], start[0], "the ramp moved");
+    let turned_far = start.iter().zip(&end).skip(1).filter(|(a, b)| turned(a.rot, b.rot) > FRAC_PI_2).count();
+    eprintln!(
+        "ramp: energy {e0:.1} J at the start, peak {peak_energy:.1} J, {turned_far} of {} bodies turned past 90°, peak |ω| {peak_spin:.1} rad/s",
+        end.len() - 1
+    );
+    assert!(turned_far * 2 > end.len(), "only {turned_far} bodies turned past 90°");
+    assert!(peak_spin > 5.0, "the fastest body spins at {peak_spin} rad/s");
 }
 
 #[test]

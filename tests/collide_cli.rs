@@ -41,6 +41,12 @@ fn collide_writes_every_frame_as_json_and_csv() {
         "contacts",
         "frame, wall clock",
         "the wall clock exceeds the summed stage times by",
+        "quality: ",
+        "contacts per body, penetration mean",
+        // 5 frames: the start, a quarter (1), half way (2) and the end.
+        "energy: kinetic 0.0000 J at frame 0, ",
+        " J at frame 1, ",
+        " J at frame 5; total energy ",
     ] {
         assert!(stdout.contains(says), "summary lacks `{says}`:\n{stdout}");
     }
@@ -185,6 +191,8 @@ fn bench_collide_writes_its_report_and_agrees_across_algorithms() {
         "fastest",
         "5 ms target",
         "Agreement: every",
+        "- Last frame (`lookback`): quality: ",
+        "- energy: kinetic 0.0000 J at frame 0, ",
     ] {
         assert!(md.contains(says), "report lacks `{says}`:\n{md}");
     }
@@ -201,5 +209,14 @@ fn bench_collide_writes_its_report_and_agrees_across_algorithms() {
     let compacted: Vec<_> = rows.iter().filter(|r| r["compaction"] != "none").collect();
     assert!(compacted.iter().all(|r| r["error"].is_null() && r["candidates_per_frame"].as_array().unwrap().len() == 2));
     assert!(compacted.windows(2).all(|w| w[0]["candidates_per_frame"] == w[1]["candidates_per_frame"]));
+    assert!(
+        header.contains(",contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,")
+    );
+    // The energy series: the start and each of the 2 frames, the pile falling from rest.
+    for r in &compacted {
+        let energy = r["energy"].as_array().expect("energy");
+        assert_eq!(energy.len(), 3, "{r}");
+        assert!(energy[0]["kinetic"] == 0.0 && energy[2]["kinetic"].as_f64() > Some(0.0), "{r}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,8 +9,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::output::{self, Run, Summary};
-use reap::collide::quality::{self, Quality};
-use reap::collide::{Body, CollideSettings, Compaction, Engine, Scenario, SortMethod, World, scenario, simulate};
+use reap::collide::quality::{self, EnergySample, Quality};
+use reap::collide::{
+    Body, CollideSettings, Compaction, Engine, Frontier, Scenario, SortMethod, World, frame, scenario,
+};
 use reap::compaction::{Backend, BackendKind};
 
 use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
@@ -169,13 +171,20 @@ fn go<E: Engine>(
         args.frames
     );
     warm_up(&engine, &s)?;
-    let kinetic_at_start = quality::kinetic(&engine.bodies()?);
+    let world = *engine.world();
+    // The energy is read back between frames, at a few checkpoints only, so
+    // that the frames' timings do not include the copies.
+    let checkpoints = quality::checkpoints(args.frames);
+    let mut energy = vec![EnergySample::of(0, &engine.bodies()?, &world)];
     let bar = ProgressBar::new(args.frames as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {msg}  [{elapsed_precise} < {eta_precise}]")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let frames = simulate(&mut engine, &s, args.frames, |f| {
+    let mut frontier = Frontier::new(&engine)?;
+    let mut frames = Vec::with_capacity(args.frames as usize);
+    for i in 0..args.frames {
+        let f = frame(&mut engine, &s, &mut frontier, i)?;
         bar.set_message(format!(
             "broad {:.3} ms, frame {:.3} ms summed ({:.3} wall clock), {} contacts",
             f.broad_ms(),
@@ -184,13 +193,17 @@ fn go<E: Engine>(
             f.contacts
         ));
         bar.inc(1);
-    });
+        frames.push(f);
+        if checkpoints[1..].contains(&(i + 1)) {
+            energy.push(EnergySample::of(i + 1, &engine.bodies()?, &world));
+        }
+    }
     bar.finish_and_clear();
-    let frames = frames?;
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
     let q = Quality::of(&engine.bodies()?, &engine.contact_list()?);
-    println!("{}", q.line(kinetic_at_start));
+    println!("{}", q.line());
+    println!("{}", quality::energy_line(&energy));
     if let Some(path) = &args.out {
         let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: &s };
         output::write_timings(path, &run, &frames)?;

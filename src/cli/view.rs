@@ -30,7 +30,7 @@ pub struct ViewArgs {
     /// Show the collision demo instead of the path tracer (the overlay switches between them).
     #[arg(long)]
     collide: bool,
-    /// With --collide: the scenario (pile, drum or gas).
+    /// With --collide: the scenario (pile, drum, gas or ramp).
     #[arg(long, default_value = "pile", requires = "collide")]
     scenario: String,
     /// With --collide: how many bodies [default: 4000 on the CPU, 100000 with CUDA].

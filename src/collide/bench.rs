@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::clocks::{gap_cell, gap_percent, mean_gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
+use crate::collide::quality::{self, EnergySample, Quality};
 use crate::collide::{CollideResult, Contact, FrameStats};
 use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
 use crate::table::{self, Column, Mark, Shown, num};
@@ -56,6 +57,12 @@ pub struct BenchRow {
     pub contacts_per_frame: Vec<u64>,
     /// [`set_hash`] of the last frame.
     pub last_frame_sets: String,
+    /// The last frame's contacts per body and penetration.
+    pub quality: Quality,
+    /// The energy before the first frame and after each, from an untimed
+    /// run of the same start (every configuration steps the same bodies, so
+    /// one run serves a body count's rows).
+    pub energy: Vec<EnergySample>,
     /// Why the configuration could not run (a `none` frontier that outgrew its limit).
     pub error: Option<String>,
 }
@@ -84,11 +91,13 @@ impl BenchRow {
             candidates_per_frame: Vec::new(),
             contacts_per_frame: Vec::new(),
             last_frame_sets: String::new(),
+            quality: Quality::default(),
+            energy: Vec::new(),
             error: None,
         }
     }
 
-    pub fn measured(run: &Run<'_>, frames: &[FrameStats], last_frame_sets: String) -> Self {
+    pub fn measured(run: &Run<'_>, frames: &[FrameStats], last_frame_sets: String, quality: Quality) -> Self {
         let s = Summary::of(frames);
         BenchRow {
             parts: s.parts,
@@ -104,12 +113,19 @@ impl BenchRow {
             candidates_per_frame: frames.iter().map(|f| f.candidates).collect(),
             contacts_per_frame: frames.iter().map(|f| f.contacts).collect(),
             last_frame_sets,
+            quality,
             ..Self::base(run, frames.len() as u32)
         }
     }
 
     pub fn failed(run: &Run<'_>, frames: u32, why: String) -> Self {
         BenchRow { error: Some(why), ..Self::base(run, frames) }
+    }
+
+    /// The relative change of the total energy over the run, %.
+    fn energy_drift_percent(&self) -> Option<f64> {
+        let (first, last) = (self.energy.first()?, self.energy.last()?);
+        quality::drift(first.total, last.total).map(|d| 100.0 * d)
     }
 
     fn group(&self) -> (&str, &str, u32, &str) {
@@ -142,6 +158,12 @@ impl BenchRow {
             pairs_tested: fixed(self.pairs_tested, 0),
             candidates: fixed(self.candidates, 1),
             contacts: fixed(self.contacts, 1),
+            contacts_per_body: fixed(self.quality.contacts_per_body, 3),
+            mean_depth_r: fixed(self.quality.mean_depth, 4),
+            max_depth_r: fixed(self.quality.max_depth, 4),
+            kinetic_start: self.energy.first().map(|e| fixed(e.kinetic, 4)),
+            kinetic_end: self.energy.last().map(|e| fixed(e.kinetic, 4)),
+            energy_drift_percent: self.energy_drift_percent().map(|d| fixed(d, 3)),
             last_frame_sets: &self.last_frame_sets,
             error: self.error.as_deref(),
         }
@@ -244,7 +266,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          leaves dead slots in place, so the frontier grows fourfold per level); broad = build + traverse + \
          compact, the part issue 7 targets at {TARGET_BROAD_MS} ms for a million bodies. \"peak front\" is the \
          largest frontier level in slots; candidates are leaf pairs whose boxes overlap, contacts those whose \
-         shapes touch (means per frame).\n"
+         shapes touch (means per frame). Quality is the last frame's: contacts between bodies per body and \
+         their penetration as a fraction of the smaller radius; the energy comes from one more, untimed run of \
+         the same start that reads the bodies back after every frame (results.json has every frame's).\n"
     );
     let groups = first_seen(rows.iter().map(|r| (r.backend.as_str(), r.scenario.as_str(), r.bodies)));
     for (backend, scenario, bodies) in &groups {
@@ -277,6 +301,12 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                     b.compaction, b.broad_ms, b.parts.compact, b.frame_ms, b.wall_ms
                 );
             }
+        }
+        if let Some(r) = at.iter().find(|r| r.error.is_none()) {
+            let _ = writeln!(s, "- Last frame (`{}`): {}.", r.compaction, r.quality.line());
+        }
+        if let Some(line) = energy_sentence(&first.energy) {
+            let _ = writeln!(s, "- {line}.");
         }
         if let Some(clocks) =
             mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
@@ -348,6 +378,14 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     s
 }
 
+/// The energy at the start, a quarter, half way and the end of a series.
+fn energy_sentence(series: &[EnergySample]) -> Option<String> {
+    let last = series.last()?.frame;
+    let at: Vec<EnergySample> =
+        quality::checkpoints(last).iter().filter_map(|&k| series.iter().find(|e| e.frame == k).copied()).collect();
+    Some(quality::energy_line(&at))
+}
+
 /// The results file of `reap bench collide` (results.json).
 #[derive(serde::Serialize)]
 struct BenchResults<'a> {
@@ -390,6 +428,13 @@ struct BenchCsv<'a> {
     pairs_tested: Fixed,
     candidates: Fixed,
     contacts: Fixed,
+    contacts_per_body: Fixed,
+    /// Penetration over the radius, mean and most, at the last frame.
+    mean_depth_r: Fixed,
+    max_depth_r: Fixed,
+    kinetic_start: Option<Fixed>,
+    kinetic_end: Option<Fixed>,
+    energy_drift_percent: Option<Fixed>,
     last_frame_sets: &'a str,
     error: Option<&'a str>,
 }
@@ -406,21 +451,27 @@ mod tests {
         let a = settings(Compaction::With(Algorithm::ALL[0]));
         let b = settings(Compaction::None);
         let run = |s| Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: s };
-        let rows = vec![
-            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into()),
-            BenchRow::measured(&run(&b), &[frame(0, 1.0, 4)], "x".into()),
+        let mut rows = vec![
+            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
+            BenchRow::measured(&run(&b), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
             BenchRow::failed(&run(&b), 1, "too large".into()),
         ];
+        rows[0].energy =
+            (0..=4).map(|k| EnergySample { frame: k, kinetic: k as f64, total: 10.0 + k as f64 }).collect();
         assert!(disagreements(&rows).is_empty());
         let md = bench_report(&rows, "test", "reap bench collide");
+        assert!(md.contains("- Last frame (`sequential`): quality: 0.00 contacts per body"), "{md}");
+        let energy = "- energy: kinetic 0.0000 J at frame 0, 1.0000 J at frame 1, 2.0000 J at frame 2, 4.0000 J at \
+                      frame 4; total energy 10.0000 J to 14.0000 J (+40.000 %).";
+        assert!(md.contains(energy), "{md}");
         assert!(md.contains("Agreement: every compaction choice"), "{md}");
         assert!(md.contains("did not run: too large"), "{md}");
         // frame(): 7 ms summed, 8 ms by wall clock.
         assert!(md.contains("| 7.000 | 8.000 | +14.3 % |"), "{md}");
         assert!(md.contains("- Clocks: over the configurations that ran, the wall clock exceeds"), "{md}");
         let rows = vec![
-            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into()),
-            BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into()),
+            BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
+            BenchRow::measured(&run(&b), &[frame(0, 1.0, 6)], "x".into(), Quality::default()),
         ];
         assert_eq!(disagreements(&rows).len(), 1);
     }
@@ -430,15 +481,18 @@ mod tests {
     fn bench_csv_keeps_its_columns_and_formats() {
         let a = settings(Compaction::With(Algorithm::ALL[0]));
         let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a };
-        let rows = vec![
-            BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into()),
-            BenchRow::failed(&run, 1, "too large".into()),
+        let q = Quality { contacts_per_body: 5.6, mean_depth: 0.0122, max_depth: 0.1, kinetic: 3.0 };
+        let mut measured = BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into(), q);
+        measured.energy = vec![
+            EnergySample { frame: 0, kinetic: 0.0, total: 200.0 },
+            EnergySample { frame: 2, kinetic: 1.5, total: 199.0 },
         ];
+        let rows = [measured, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
-            "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,last_frame_sets,error\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,,too large\n",
+            "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
         );
         assert_eq!(text, want);
     }

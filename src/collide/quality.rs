@@ -1,9 +1,10 @@
 //! The figures that say whether the physics is believable, measured on one
 //! state (issue 16): contacts per body (a packed pile has about 6), how deep
 //! bodies sink into each other as a fraction of their radius, and the
-//! kinetic energy (whose drift shows a solver that adds or loses energy).
+//! kinetic and total energy (whose drift shows a solver that adds or loses
+//! energy).
 
-use crate::collide::layout::{Body, Contact, SPHERE};
+use crate::collide::layout::{Body, Contact, SPHERE, World};
 use crate::collide::physics::{self, dot};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
@@ -38,6 +39,28 @@ pub fn kinetic(bodies: &[Body]) -> f64 {
         .sum()
 }
 
+/// Potential energy of the movable bodies in the world's gravity, J: Σ −m g·x
+/// (zero at the origin; only its changes mean anything).
+pub fn potential(bodies: &[Body], w: &World) -> f64 {
+    let g = w.gravity.map(f64::from);
+    bodies
+        .iter()
+        .filter(|b| b.inv_mass > 0.0)
+        .map(|b| -(g[0] * b.pos[0] as f64 + g[1] * b.pos[1] as f64 + g[2] * b.pos[2] as f64) / b.inv_mass as f64)
+        .sum()
+}
+
+/// Kinetic plus potential energy, J: what a solver must not add to (the
+/// drum, which drives its bodies, aside).
+pub fn energy(bodies: &[Body], w: &World) -> f64 {
+    kinetic(bodies) + potential(bodies, w)
+}
+
+/// The relative change from `first` to `last`, or None when `first` is 0.
+pub fn drift(first: f64, last: f64) -> Option<f64> {
+    (first != 0.0).then(|| (last - first) / first.abs())
+}
+
 impl Quality {
     /// The figures of `bodies` with their contacts (as the last frame found them).
     pub fn of(bodies: &[Body], contacts: &[Contact]) -> Quality {
@@ -55,23 +78,54 @@ impl Quality {
         }
     }
 
-    /// One line for the command's output, with the energy at the start.
-    pub fn line(&self, kinetic_at_start: f64) -> String {
-        let drift = if kinetic_at_start > 0.0 {
-            format!(" ({:+.2} %)", 100.0 * (self.kinetic - kinetic_at_start) / kinetic_at_start)
-        } else {
-            String::new()
-        };
+    /// One line for the command's output.
+    pub fn line(&self) -> String {
         format!(
-            "quality: {:.2} contacts per body, penetration mean {:.2} % and max {:.2} % of the radius, \
-             kinetic energy {:.4} J at the start, {:.4} J at the end{drift}",
+            "quality: {:.2} contacts per body, penetration mean {:.2} % and max {:.2} % of the radius",
             self.contacts_per_body,
             100.0 * self.mean_depth,
             100.0 * self.max_depth,
-            kinetic_at_start,
-            self.kinetic
         )
     }
+}
+
+/// The energy after `frame` frames of a run (0: the start).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EnergySample {
+    pub frame: u32,
+    /// J, linear and rotational.
+    pub kinetic: f64,
+    /// Kinetic plus potential, J.
+    pub total: f64,
+}
+
+impl EnergySample {
+    pub fn of(frame: u32, bodies: &[Body], w: &World) -> Self {
+        let kinetic = kinetic(bodies);
+        EnergySample { frame, kinetic, total: kinetic + potential(bodies, w) }
+    }
+}
+
+/// The frames a run's energy line quotes: the start, a quarter, half way
+/// and the end of `frames` frames, each once.
+pub fn checkpoints(frames: u32) -> Vec<u32> {
+    let mut at = vec![0, frames / 4, frames / 2, frames];
+    at.dedup();
+    at
+}
+
+/// One line for the command's output: the kinetic energy at each sample and
+/// the drift of the total from the first sample to the last.
+pub fn energy_line(samples: &[EnergySample]) -> String {
+    let at: Vec<String> = samples.iter().map(|s| format!("{:.4} J at frame {}", s.kinetic, s.frame)).collect();
+    let drift = match (samples.first(), samples.last()) {
+        (Some(a), Some(b)) => match drift(a.total, b.total) {
+            Some(d) => format!("; total energy {:.4} J to {:.4} J ({:+.3} %)", a.total, b.total, 100.0 * d),
+            None => String::new(),
+        },
+        _ => String::new(),
+    };
+    format!("energy: kinetic {}{drift}", at.join(", "))
 }
 
 #[cfg(test)]
@@ -93,6 +147,26 @@ mod tests {
         // ½ m v² = 0.25; the box spins about z: I = m (hx² + hy²) / 3 = 2 * 1.0625 / 3.
         let want = 0.25 + 0.5 * (2.0 * 1.0625 / 3.0) * 4.0;
         assert!((q.kinetic - want).abs() < 1e-5, "{} vs {want}", q.kinetic);
-        assert!(q.line(q.kinetic).contains("(+0.00 %)"), "{}", q.line(q.kinetic));
+        assert!(q.line().contains("1.00 contacts per body, penetration mean 20.00 %"), "{}", q.line());
+    }
+
+    #[test]
+    fn energy_counts_height_and_its_drift() {
+        let w = crate::collide::scenario::world([0.0; 3], [10.0; 3]);
+        let a =
+            Body { pos: [1.0, 2.0, 3.0], inv_mass: 0.5, half: [0.5; 3], rot: [0.0, 0.0, 0.0, 1.0], ..Body::default() };
+        let fixed = Body { inv_mass: 0.0, pos: [0.0, 9.0, 0.0], ..a };
+        let moving = Body { vel: [0.0, -3.0, 0.0], pos: [1.0, 1.0, 3.0], ..a };
+        let e0 = EnergySample::of(0, &[a, fixed], &w);
+        // m g h = 2 * 9.81 * 2 (g in f32); the fixed body counts for nothing.
+        assert!((e0.total - 39.24).abs() < 1e-5 && e0.kinetic == 0.0, "{e0:?}");
+        let e1 = EnergySample::of(10, &[moving, fixed], &w);
+        assert!((e1.kinetic - 9.0).abs() < 1e-9 && (e1.total - 28.62).abs() < 1e-5, "{e1:?}");
+        let line = energy_line(&[e0, e1]);
+        assert!(line.contains("0.0000 J at frame 0, 9.0000 J at frame 10"), "{line}");
+        assert!(line.contains("(-27.064 %)"), "{line}");
+        assert_eq!(drift(0.0, 1.0), None);
+        assert_eq!(checkpoints(100), [0, 25, 50, 100]);
+        assert_eq!(checkpoints(2), [0, 1, 2]);
     }
 }

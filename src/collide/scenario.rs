@@ -1,5 +1,5 @@
-//! The built-in scenarios: a falling pile, a rotating drum and a uniform gas,
-//! each sized from the body count and drawn from a seed, so one
+//! The built-in scenarios: a falling pile, a rotating drum, a uniform gas and
+//! bodies tumbling down a ramp (which shows rotation plainly), each sized from the body count and drawn from a seed, so one
 //! (scenario, bodies, seed) always gives the same world and the same bodies.
 //!
 //! Bodies are spheres (radius U(0.35, 0.5)) and, about 30 % of them, boxes
@@ -25,16 +25,18 @@ pub enum Scenario {
     Pile,
     Drum,
     Gas,
+    Ramp,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 3] = [Scenario::Pile, Scenario::Drum, Scenario::Gas];
+    pub const ALL: [Scenario; 4] = [Scenario::Pile, Scenario::Drum, Scenario::Gas, Scenario::Ramp];
 
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Pile => "pile",
             Scenario::Drum => "drum",
             Scenario::Gas => "gas",
+            Scenario::Ramp => "ramp",
         }
     }
 
@@ -43,6 +45,7 @@ impl Scenario {
             Scenario::Pile => "a column of bodies falls under gravity and settles on the floor, a few layers deep",
             Scenario::Drum => "a drum rotating about the z axis, about a third full, tumbles its bodies",
             Scenario::Gas => "bodies fly at random velocities in a closed box, no gravity, elastic collisions",
+            Scenario::Ramp => "bodies drop onto a fixed inclined slab (body 0), roll and tumble down it onto the floor",
         }
     }
 }
@@ -96,6 +99,9 @@ pub fn build(s: Scenario, bodies: u32, seed: u64) -> CollideResult<(World, Vec<B
         Scenario::Pile => pile(n),
         Scenario::Drum => drum(n),
         Scenario::Gas => gas(n),
+        // On a lattice over the slope, not by random addition: the ramp is
+        // one body far larger than the spawn grid's cells.
+        Scenario::Ramp => return Ok(ramp(shapes, &mut rng)),
     };
     let mut bodies = place(shapes, &world, region, &mut rng)?;
     if s == Scenario::Gas {
@@ -198,6 +204,62 @@ fn gas(n: f32) -> (World, Region) {
     w.static_friction = 0.0;
     w.rest_speed = 0.0;
     (w, Region::Cuboid { min: [0.0; 3], max: [side; 3] })
+}
+
+/// The ramp's slope (about 26°: spheres roll, boxes tip and slide, and a
+/// body reaches ~12 m/s, a fifth of its size a frame) and its half thickness.
+const RAMP_SLOPE: f32 = 0.45;
+const RAMP_HALF: f32 = 0.3;
+/// The lattice step of the bodies over the ramp: two of the largest
+/// bounding radii and a gap, so that no two start in contact even jittered
+/// by up to `RAMP_JITTER`.
+const RAMP_STEP: f32 = 2.0 * MAX_BOUND + 0.1;
+const RAMP_JITTER: f32 = 0.04;
+
+/// Body 0 is a fixed box (inverse mass 0) tilted by `RAMP_SLOPE` about z,
+/// descending towards +x from the low x wall onto the floor; the other
+/// bodies (`shapes` from the second on) wait on a lattice above its upper
+/// part, at most 4 layers deep and 12 along the slope (more bodies widen
+/// the ramp along z), and fall onto it at the first frame. The floor runs
+/// on past the ramp's foot so that they come to rest there.
+fn ramp(mut shapes: Vec<Body>, rng: &mut fastrand::Rng) -> (World, Vec<Body>) {
+    let m = shapes.len() as u32 - 1;
+    let layers = ((m as f32).cbrt() / 3.0).ceil().clamp(1.0, 4.0) as u32;
+    let per_layer = m.div_ceil(layers).max(1);
+    let along = ((per_layer as f32 / 4.0).sqrt().ceil() as u32).clamp(1, 12);
+    let across = per_layer.div_ceil(along);
+    let (sin, cos) = RAMP_SLOPE.sin_cos();
+    // The slope's horizontal run: the lattice, a margin above it and a quarter more below.
+    let run = 1.25 * along as f32 * RAMP_STEP + 2.0;
+    let half_len = 0.5 * run / cos;
+    let ext = [half_len * cos + RAMP_HALF * sin, half_len * sin + RAMP_HALF * cos];
+    let width = across as f32 * RAMP_STEP + 1.0;
+    let centre = [0.01 + ext[0], 0.001 + ext[1], 0.5 * width];
+    let foot = centre[0] + ext[0];
+    // The top face's height over x.
+    let surface = |x: f32| centre[1] + RAMP_HALF / cos - (x - centre[0]) * sin / cos;
+    // A bounding sphere clears the top face (measured square to it) by 0.05.
+    let clear = (MAX_BOUND + 0.05) / cos;
+    let x0 = 0.01 + 2.0 * RAMP_HALF * sin + MAX_BOUND + 0.5;
+    let top = surface(x0) + clear + layers as f32 * RAMP_STEP + 1.0;
+    let w = world([0.0; 3], [foot + (2.0 * run).max(6.0), top, width]);
+    let half = RAMP_SLOPE * 0.5;
+    shapes[0] = Body {
+        pos: centre,
+        shape: BOX,
+        half: [half_len, RAMP_HALF, 0.5 * width - 0.01],
+        rot: [0.0, 0.0, -half.sin(), half.cos()],
+        ..Body::default()
+    };
+    let mut jitter = || RAMP_JITTER * (2.0 * rng.f32() - 1.0);
+    for (k, b) in shapes[1..].iter_mut().enumerate() {
+        let k = k as u32;
+        let (layer, i, j) = (k / (along * across), k / across % along, k % across);
+        let x = x0 + (i as f32 + 0.5) * RAMP_STEP + jitter();
+        let y = surface(x) + clear + layer as f32 * RAMP_STEP;
+        b.pos = [x, y, 0.5 + (j as f32 + 0.5) * RAMP_STEP + jitter()];
+    }
+    (w, shapes)
 }
 
 /// A sphere or a box at the origin, at rest, mass from its volume.

@@ -9,8 +9,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow};
 use reap::collide::output::Run;
+use reap::collide::quality::{EnergySample, Quality};
 use reap::collide::{
-    Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Scenario, SortMethod, simulate,
+    Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Frontier, Scenario, SortMethod, frame,
+    simulate,
 };
 use reap::compaction::{Algorithm, Backend, BackendKind};
 
@@ -132,12 +134,7 @@ fn bench_bodies<E: Engine>(
     let n = start.len() as u32;
     let settled;
     let start = if args.settle > 0 {
-        let s = CollideSettings {
-            compact_pairs: Compaction::With(Algorithm::Lookback),
-            sort: SortMethod::Fast,
-            iterations: args.sim.iterations,
-            max_frontier: args.sim.max_frontier,
-        };
+        let s = reference(args);
         engine.set_bodies(start)?;
         eprintln!("{n} bodies: settling for {} frames", args.settle);
         simulate(&mut engine, &s, args.settle, |_| {})?;
@@ -160,8 +157,8 @@ fn bench_bodies<E: Engine>(
         engine.set_bodies(start)?;
         let row = match simulate(&mut engine, s, args.frames, |_| {}) {
             Ok(frames) => {
-                let sets = last_frame_sets(&engine, &frames)?;
-                BenchRow::measured(&run, &frames, sets)
+                let (sets, quality) = last_frame(&engine, &frames)?;
+                BenchRow::measured(&run, &frames, sets, quality)
             }
             // Without compaction the frontier grows fourfold per level: running out is a result.
             Err(e @ (CollideError::FrontierTooLarge { .. } | CollideError::OutOfMemory { .. }))
@@ -181,16 +178,50 @@ fn bench_bodies<E: Engine>(
         bar.inc(1);
     }
     bar.finish_and_clear();
+    let series = energy_series(&mut engine, start, args)?;
+    for r in &mut rows {
+        r.energy = series.clone();
+    }
     Ok(rows)
 }
 
-/// The hash of the last frame's candidate pairs and contacts (read back after
-/// timing, so it costs the measurement nothing).
-fn last_frame_sets<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<String> {
-    if frames.is_empty() {
-        return Ok(String::new());
+/// The untimed runs' settings (settling, the energy series): `lookback` and the fast sort.
+fn reference(args: &CollideBenchArgs) -> CollideSettings {
+    CollideSettings {
+        compact_pairs: Compaction::With(Algorithm::Lookback),
+        sort: SortMethod::Fast,
+        iterations: args.sim.iterations,
+        max_frontier: args.sim.max_frontier,
     }
-    Ok(bench::set_hash(&engine.candidate_pairs()?, &engine.contact_list()?))
+}
+
+/// The energy before the first frame and after each, stepping `start` again
+/// untimed with `lookback` and the fast sort: every configuration steps the
+/// same bodies, so this one run stands for them all, and reading the bodies
+/// back every frame costs the measured runs nothing.
+fn energy_series<E: Engine>(engine: &mut E, start: &[Body], args: &CollideBenchArgs) -> Result<Vec<EnergySample>> {
+    let s = reference(args);
+    engine.set_bodies(start)?;
+    let world = *engine.world();
+    let mut f = Frontier::new(engine)?;
+    let mut series = vec![EnergySample::of(0, start, &world)];
+    for i in 0..args.frames {
+        frame(engine, &s, &mut f, i)?;
+        series.push(EnergySample::of(i + 1, &engine.bodies()?, &world));
+    }
+    Ok(series)
+}
+
+/// The hash of the last frame's candidate pairs and contacts, and its
+/// quality figures (read back after timing, so they cost the measurement
+/// nothing).
+fn last_frame<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<(String, Quality)> {
+    if frames.is_empty() {
+        return Ok((String::new(), Quality::default()));
+    }
+    let contacts = engine.contact_list()?;
+    let q = Quality::of(&engine.bodies()?, &contacts);
+    Ok((bench::set_hash(&engine.candidate_pairs()?, &contacts), q))
 }
 
 fn single_line(r: &BenchRow) -> String {
