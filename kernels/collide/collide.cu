@@ -299,16 +299,15 @@ extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w, const u
     physics::gravity(bodies[i], w);
 }
 
-// solve(), second step: each body's partners, bodies and walls (its mass is
-// split over them; a pair's points share their part: counting points would
-// split a box resting on four corners eight ways and stall the solver). The
-// host zeroes `counts` before.
+// solve(), second step: each body's contact points, with bodies and walls
+// (its mass is split over them: a pair's points each take a part, or a box
+// resting on four corners overshoots four times; World::split keeps that
+// from stalling the solver). The host zeroes `counts` before.
 extern "C" __global__ void collide_count(const Contact* contacts, const u64* words, u64 contact_word, u32* counts) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact c = contacts[i];
-        if (c.slot != 0) continue;
         atomicAdd(&counts[c.a], 1u);
         if (!physics::is_wall(c.b)) atomicAdd(&counts[c.b], 1u);
     }

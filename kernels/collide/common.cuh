@@ -78,7 +78,7 @@ struct World {
     float drum_omega;
     float static_friction;
     float rest_speed;
-    float pad;
+    float split;
 };
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");

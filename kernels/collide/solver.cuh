@@ -47,13 +47,16 @@ __device__ __forceinline__ float inv_effective(const Body& a, float ka, V3 ra, c
     return ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)));
 }
 
-// One Jacobi pass of contact c between a (in ka contacts) and b (in kb).
+// What a body in k contact points counts as in the mass split (World::split).
+__device__ __forceinline__ float share(u32 k, const World& w) { return 1.0f + w.split * (__uint2float_rn(k) - 1.0f); }
+
+// One Jacobi pass of contact c between a (in ka contact points) and b (in kb).
 __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
                                                    const World& w) {
     V3 zero = v3(0.0f, 0.0f, 0.0f);
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = zero;
-    float ka = __uint2float_rn(ka_), kb = __uint2float_rn(kb_);
+    float ka = share(ka_, w), kb = share(kb_, w);
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
     V3 rb = sub(v3(c.point), v3(b.pos));

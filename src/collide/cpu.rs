@@ -428,12 +428,11 @@ impl Engine for CpuCollide {
         let w = self.world;
         self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
         self.index_contacts()?;
-        let (ends, ends_of, contacts) = (&self.ends, &self.ends_of, &self.contacts);
-        // A body's partners, bodies and walls: its mass is split over them (a
-        // pair's points share their part, as collide_count counts).
+        let ends_of = &self.ends_of;
+        // A body's contact points, with bodies and walls: its mass is split
+        // over them (as collide_count counts).
         self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
-            let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-            *k = ends[range].iter().filter(|&&e| contacts[(e >> 1) as usize].slot == 0).count() as u32;
+            *k = ends_of[i] - if i == 0 { 0 } else { ends_of[i - 1] };
         });
         let (ends_of, counts) = (&self.ends_of, &self.counts);
         let count = |i: u32| counts[i as usize];

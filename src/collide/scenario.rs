@@ -138,7 +138,10 @@ pub(crate) fn world(min: [f32; 3], max: [f32; 3]) -> World {
         friction: 0.4,
         inv_extent: [1.0 / (max[0] - min[0]), 1.0 / (max[1] - min[1]), 1.0 / (max[2] - min[2])],
         slop: 0.002,
-        baumgarte: 0.5,
+        // The whole depth each pass: the mass split keeps the pushes of a
+        // body's contacts from adding up past it (0.5 left a settled 10k pile
+        // 0.05 r deep at its deepest contact).
+        baumgarte: 1.0,
         drum_radius: 0.0,
         drum_x: 0.0,
         drum_y: 0.0,
@@ -146,7 +149,10 @@ pub(crate) fn world(min: [f32; 3], max: [f32; 3]) -> World {
         static_friction: 0.6,
         // Twice what gravity adds in a step: a body resting under gravity does not bounce.
         rest_speed: 2.0 * 9.81 / 60.0,
-        pad: 0.0,
+        // Over-relaxes the Jacobi step of a body in many contacts by up to
+        // 1 / 0.6: with Tonge's split (1) a stack of 10 boxes sinks 0.16 in
+        // 600 frames at 8 passes, with 0.6 not measurably.
+        split: 0.6,
     }
 }
 

@@ -1,6 +1,8 @@
 //! The solver: projected Jacobi over the contacts with each body's mass
-//! split over its contacts (Tonge et al. 2012), so that summing every
-//! contact's impulse on a body neither overshoots nor averages it away.
+//! split over its contact points (Tonge et al. 2012), so that summing every
+//! contact's impulse on a body does not overshoot; `World::split` shrinks
+//! the split of a body in many contacts, which over-relaxes the step (plain
+//! Tonge converges too slowly for a stack) and leaves an isolated contact exact.
 //! Each pass a contact adds to the normal impulse it has applied this frame
 //! (never below zero) and to its friction (Coulomb, static then dynamic), and
 //! pushes the centres apart along its normal while it is deeper than the slop
@@ -33,6 +35,11 @@ pub struct Impulse {
     pub push: V3,
 }
 
+/// What a body in `k` contact points counts as in the mass split (`World::split`).
+fn share(k: u32, w: &World) -> f32 {
+    1.0 + w.split * (k as f32 - 1.0)
+}
+
 /// The inverse effective mass of a contact along `d`, each body's mass
 /// split over its `k` contacts.
 fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) -> f32 {
@@ -41,11 +48,11 @@ fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) ->
     ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)))
 }
 
-/// One Jacobi pass of contact `c` between a (in `ka` contacts) and b (in
-/// `kb`), from the velocities and positions before the pass; updates the
+/// One Jacobi pass of contact `c` between a (in `ka` contact points) and b
+/// (in `kb`), from the velocities and positions before the pass; updates the
 /// impulses the contact has applied.
 pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
-    let (ka, kb) = (ka as f32, kb as f32);
+    let (ka, kb) = (share(ka, w), share(kb, w));
     let n = c.normal;
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);

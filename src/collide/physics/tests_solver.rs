@@ -89,7 +89,6 @@ fn settled_spheres(n: u32, frames: u32, iterations: u32) -> (Vec<Body>, Vec<Cont
 /// most 1 % of the radius, at most 5 % anywhere, and at most 7 contacts
 /// per body (a packed pile has about 6).
 #[test]
-#[ignore = "issue 16, not met yet: without warm starting, 8 Jacobi passes leave a deep stack a residual approach speed every frame"]
 fn a_settled_pile_of_spheres_does_not_sink() {
     let n = 10_000;
     let (bodies, contacts) = settled_spheres(n, 500, 8);
@@ -116,7 +115,6 @@ fn floor_world(side: f32, height: f32) -> World {
 
 /// Issue 16: a cube dropped onto one edge tips over and comes to rest on a face.
 #[test]
-#[ignore = "issue 16, not met yet: with the mass split per partner the box still rocks after 300 frames"]
 fn a_box_dropped_on_an_edge_tips_over_and_rests_flat() {
     let w = floor_world(6.0, 8.0);
     // Turned 35° about z: the lowest edge is off-centre, so gravity tips it.
@@ -134,7 +132,6 @@ fn a_box_dropped_on_an_edge_tips_over_and_rests_flat() {
 /// drifts sideways by 1 % of its size, and the stack sinks by less than
 /// the solver's slop per contact.
 #[test]
-#[ignore = "issue 16, not met yet: without warm starting, 8 Jacobi passes leave a deep stack a residual approach speed every frame"]
 fn a_stack_of_ten_boxes_stays_standing() {
     let w = floor_world(4.0, 14.0);
     let start: Vec<Body> =
