@@ -11,11 +11,14 @@ mod compaction;
 mod noise;
 mod render;
 mod report;
+mod sweep;
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Time compaction (select or partition) for every algorithm, size, density and element size.
     Compaction(compaction::BenchArgs),
+    /// Time every shape of lookback's tuning grid per element size; write sweep.csv / sweep.md and the winners.
+    Sweep(sweep::SweepArgs),
     /// Write report.md and the plots again from a run's results.json, without measuring.
     Report {
         /// The --out folder of an earlier `reap bench compaction` run.
@@ -32,6 +35,7 @@ pub enum BenchCommand {
 pub fn run(command: BenchCommand) -> Result<bool> {
     match command {
         BenchCommand::Compaction(args) => compaction::run(args),
+        BenchCommand::Sweep(args) => sweep::run(args),
         BenchCommand::Report { dir } => report::run(&dir),
         BenchCommand::Render(args) => render::run(args),
         BenchCommand::Noise(args) => noise::run(args),
