@@ -140,7 +140,7 @@ impl Shape {
     /// Whether the kernels can be built with this shape; says why not.
     pub fn check(&self) -> Result<()> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
-        if self.block == 0 || self.block % 32 != 0 || self.block > 1024 {
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
             return bad(format!("block {} is not a whole number of warps up to 1024", self.block));
         }
         if self.vecs == 0 {
