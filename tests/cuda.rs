@@ -22,11 +22,17 @@ fn skip(why: String) {
     let _ = writeln!(std::io::stderr(), "{why}");
 }
 
+/// Whether NVRTC is here for `test`; says why it skips where it is not.
+fn nvrtc(test: &str) -> bool {
+    let Err(e) = gpu::nvrtc_available() else { return true };
+    assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
+    skip(format!("SKIPPED {test}: {e}"));
+    false
+}
+
 #[test]
 fn every_kernel_compiles_with_nvrtc() {
-    if let Err(e) = gpu::nvrtc_available() {
-        assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
-        skip(format!("SKIPPED every_kernel_compiles_with_nvrtc: {e}"));
+    if !nvrtc("every_kernel_compiles_with_nvrtc") {
         return;
     }
     // Each module owns its sources: the library's and the benchmark's are
@@ -81,9 +87,7 @@ fn every_kernel_compiles_with_nvrtc() {
 /// only for reasons of the device.
 #[test]
 fn every_sweep_shape_compiles_with_nvrtc() {
-    if let Err(e) = gpu::nvrtc_available() {
-        assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
-        skip(format!("SKIPPED every_sweep_shape_compiles_with_nvrtc: {e}"));
+    if !nvrtc("every_sweep_shape_compiles_with_nvrtc") {
         return;
     }
     let mut jobs = Vec::new();

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use crate::bench::{Timed, input, median, phases_of, sample, threshold};
+use crate::bench::{BenchError, BenchResult, Job, Settings, Timed, input, median, phases_of, sample, threshold};
 use crate::compaction::cuda::runtime::{KeepMode, Variant};
 use crate::compaction::cuda::single_pass::{self, ArchClass, Chaining, LoadStyle, Shape, SinglePassTuning};
 use crate::compaction::cuda::{CudaBackend, WORD_BELOW};
-use crate::compaction::{Algorithm, Backend, Element, Error, Keep, Operation, Report, Result};
+use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report, Result};
 use crate::verify::Harness;
 
 /// The "on" value of the look-back delay: about one poll's round trip to L2,
@@ -73,55 +73,25 @@ pub fn grid_tunings() -> Vec<Vec<(String, String)>> {
         .collect()
 }
 
-/// What a sweep measures.
-#[derive(Clone, Debug)]
-pub struct SweepSettings {
-    /// `lookback` or `chained` (they share the shapes).
-    pub algorithm: Algorithm,
-    /// Select or partition.
-    pub operation: Operation,
-    pub element_sizes: Vec<u32>,
-    pub sizes: Vec<u64>,
-    pub densities: Vec<f64>,
-    pub reps: usize,
-    pub warmup: usize,
-    pub seed: u64,
+/// The single-pass algorithm and operation a sweep of `s` times: `s` must
+/// name lookback or chained (they share the shapes) and select or partition.
+pub fn target(s: &Settings) -> BenchResult<(Algorithm, Operation)> {
+    s.check()?;
+    let bad = |why: String| Err(BenchError::Settings(why));
+    let op = match s.job {
+        Job::Compaction(op @ (Operation::Select | Operation::Partition)) => op,
+        _ => return bad("the sweep times select or partition".into()),
+    };
+    match s.algorithms.as_slice() {
+        [a @ (Algorithm::Lookback | Algorithm::Chained)] => Ok((*a, op)),
+        _ => bad("the sweep tunes one algorithm, lookback or chained".into()),
+    }
 }
 
-impl SweepSettings {
-    pub fn check(&self) -> Result<()> {
-        let bad = |why: String| Err(Error::Backend(why));
-        if !matches!(self.algorithm, Algorithm::Lookback | Algorithm::Chained) {
-            return bad(format!("the sweep tunes lookback and chained, not {}", self.algorithm.name()));
-        }
-        if !matches!(self.operation, Operation::Select | Operation::Partition) {
-            return bad(format!("the sweep times select or partition, not {}", self.operation.name()));
-        }
-        if let Some(e) = self.element_sizes.iter().find(|e| !crate::compaction::ELEMENT_SIZES.contains(&(**e as usize)))
-        {
-            return bad(format!("element size {e} is not one of {:?}", crate::compaction::ELEMENT_SIZES));
-        }
-        if self.sizes.is_empty()
-            || self.sizes.contains(&0)
-            || self.element_sizes.is_empty()
-            || self.densities.is_empty()
-        {
-            return bad("the sweep needs at least one size (above 0), element size and density".into());
-        }
-        if let Some(d) = self.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
-            return bad(format!("density {d} is outside [0, 1]"));
-        }
-        if self.reps == 0 {
-            return bad("--reps 0 times nothing".into());
-        }
-        Ok(())
-    }
-
-    /// Shapes timed per element size (the grid, plus the default where it is not in it).
-    pub fn points(&self) -> usize {
-        let per = |e: u32| grid(e).len() + 1;
-        self.element_sizes.iter().map(|&e| per(e) * self.sizes.len() * self.densities.len()).sum()
-    }
+/// Points a sweep of `s` times: the grid, plus the default where it is not in it.
+pub fn planned(s: &Settings) -> usize {
+    let per = |e: usize| grid(e as u32).len() + 1;
+    s.element_sizes.iter().map(|&e| per(e) * s.sizes.len() * s.densities.len()).sum()
 }
 
 /// One timed shape at one configuration: a line of sweep.csv.
@@ -163,34 +133,45 @@ impl SweepPoint {
 /// `stop` is polled between points.
 pub fn run(
     b: &mut CudaBackend,
-    s: &SweepSettings,
+    s: &Settings,
     stop: &dyn Fn() -> bool,
     seen: &mut dyn FnMut(&SweepPoint),
-) -> Result<Vec<SweepPoint>> {
-    s.check()?;
+) -> BenchResult<Vec<SweepPoint>> {
+    let (algorithm, operation) = target(s)?;
     let saved = b.tuning.single_pass.clone();
     let mut points = Vec::new();
-    let result = sweep_all(b, s, stop, &mut |p| {
+    let what = What { algorithm, operation, reps: s.reps, warmup: s.warmup };
+    let result = sweep_all(b, s, &what, stop, &mut |p| {
         seen(&p);
         points.push(p);
     });
     b.tuning.single_pass = saved;
-    result.map(|()| points)
+    result?;
+    Ok(points)
+}
+
+/// What every point of a sweep runs.
+struct What {
+    algorithm: Algorithm,
+    operation: Operation,
+    reps: usize,
+    warmup: usize,
 }
 
 fn sweep_all(
     b: &mut CudaBackend,
-    s: &SweepSettings,
+    s: &Settings,
+    what: &What,
     stop: &dyn Fn() -> bool,
     seen: &mut dyn FnMut(SweepPoint),
 ) -> Result<()> {
     let mut rng = fastrand::Rng::with_seed(s.seed);
-    for &es in &s.element_sizes {
+    for es in s.element_sizes.iter().map(|&e| e as u32) {
         let default = SinglePassTuning::default().shape(es, b.info.compute_capability)?;
         // The default first: its count is what every other shape's must equal.
         let mut shapes = vec![default];
         shapes.extend(grid(es).into_iter().filter(|g| *g != default));
-        precompile(b, s.algorithm, es, &shapes);
+        precompile(b, what.algorithm, es, &shapes);
         for &n in &s.sizes {
             let copy = b.copy_time(n * es as u64, s.reps.max(5))?;
             for &d in &s.densities {
@@ -199,9 +180,9 @@ fn sweep_all(
                 }
                 let at = At { n, density: d, copy, default };
                 match es {
-                    4 => shapes_at::<u32>(b, s, &at, &shapes, &mut rng, stop, seen)?,
-                    8 => shapes_at::<u64>(b, s, &at, &shapes, &mut rng, stop, seen)?,
-                    _ => shapes_at::<[u32; 4]>(b, s, &at, &shapes, &mut rng, stop, seen)?,
+                    4 => shapes_at::<u32>(b, what, &at, &shapes, &mut rng, stop, seen)?,
+                    8 => shapes_at::<u64>(b, what, &at, &shapes, &mut rng, stop, seen)?,
+                    _ => shapes_at::<[u32; 4]>(b, what, &at, &shapes, &mut rng, stop, seen)?,
                 }
             }
         }
@@ -241,7 +222,7 @@ struct At {
 #[allow(clippy::too_many_arguments)]
 fn shapes_at<T: Element>(
     b: &mut CudaBackend,
-    s: &SweepSettings,
+    s: &What,
     at: &At,
     shapes: &[Shape],
     rng: &mut fastrand::Rng,

@@ -43,6 +43,43 @@ pub fn run(command: BenchCommand) -> Result<bool> {
     }
 }
 
+/// How often `reap bench compaction` and `reap bench sweep` run each point.
+#[derive(clap::Args)]
+pub struct Repeat {
+    /// Timed repetitions per configuration (the median is reported, with min and max).
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// Untimed runs first (compilation, caches).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl Repeat {
+    /// A plain (not a preset's) series of `job` with these repetitions.
+    fn series(
+        &self,
+        job: reap::bench::Job,
+        algorithms: Vec<reap::compaction::Algorithm>,
+        sizes: &[u64],
+        densities: &[f64],
+        element_sizes: &[usize],
+    ) -> reap::bench::Settings {
+        reap::bench::Settings {
+            preset: String::new(),
+            job,
+            algorithms,
+            sizes: sizes.to_vec(),
+            densities: densities.to_vec(),
+            element_sizes: element_sizes.to_vec(),
+            reps: self.reps,
+            warmup: self.warmup,
+            seed: self.seed,
+        }
+    }
+}
+
 /// `--algorithms` of the workload benchmarks: catalog names or `none`, each
 /// checked against `backend`; `all` is `none` and every algorithm the backend
 /// selects with.

@@ -24,15 +24,9 @@ pub struct SweepArgs {
     densities: Vec<f64>,
     /// Element sizes in bytes: 4, 8, 16.
     #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
-    elements: Vec<u32>,
-    /// Timed repetitions per point (the median is reported, with min and max).
-    #[arg(long, default_value_t = 20)]
-    reps: usize,
-    /// Untimed runs first.
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    elements: Vec<usize>,
+    #[command(flatten)]
+    repeat: super::Repeat,
     /// Folder for sweep.csv and sweep.md (created if missing).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -45,7 +39,7 @@ pub fn run(_: SweepArgs) -> Result<bool> {
 
 #[cfg(feature = "cuda")]
 pub fn run(args: SweepArgs) -> Result<bool> {
-    use reap::bench::sweep::{self, SweepSettings};
+    use reap::bench::{Job, sweep};
     use reap::compaction::cuda::CudaBackend;
     use reap::files::write_atomically;
 
@@ -55,17 +49,10 @@ pub fn run(args: SweepArgs) -> Result<bool> {
         "partition" => Operation::Partition,
         other => bail!("--operation {other}: the sweep times select or partition"),
     };
-    let s = SweepSettings {
-        algorithm: args.algorithm.parse::<Algorithm>()?,
-        operation,
-        element_sizes: args.elements.clone(),
-        sizes: args.sizes.clone(),
-        densities: args.densities.clone(),
-        reps: args.reps,
-        warmup: args.warmup,
-        seed: args.seed,
-    };
-    s.check()?;
+    let algorithms = vec![args.algorithm.parse::<Algorithm>()?];
+    let s = args.repeat.series(Job::Compaction(operation), algorithms, &args.sizes, &args.densities, &args.elements);
+    let (algorithm, operation) = sweep::target(&s)?;
+    s.check_memory(reap::memory::Limit::host())?;
     if let Some(dir) = &args.out {
         reap::files::check_output_folder(dir)?;
     }
@@ -74,9 +61,9 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     let arch = sweep::arch_class(b.info.compute_capability);
     println!(
         "sweeping {} {} on {device}: {} points (every shape compiles first, on every core)",
-        s.algorithm.name(),
-        s.operation.name(),
-        s.points()
+        algorithm.name(),
+        operation.name(),
+        sweep::planned(&s)
     );
     println!(
         "{:>5} {:>11} {:>6} {:>34} {:>10} {:>10} {:>10} {:>8} {:>7}",
@@ -103,14 +90,15 @@ pub fn run(args: SweepArgs) -> Result<bool> {
             if p.count_ok { "" } else { "  WRONG COUNT" }
         );
     })?;
-    let md = sweep::markdown(&points, &s.element_sizes, &device, arch, &command);
+    let sizes: Vec<u32> = s.element_sizes.iter().map(|&e| e as u32).collect();
+    let md = sweep::markdown(&points, &sizes, &device, arch, &command);
     if let Some(dir) = &args.out {
         write_atomically(&dir.join("sweep.csv"), sweep::csv(&points)?.as_bytes())?;
         write_atomically(&dir.join("sweep.md"), md.as_bytes())?;
         println!("wrote sweep.csv and sweep.md in {}", dir.display());
     }
     println!("\nthe winners, as lines of DEFAULT_SHAPES in src/compaction/cuda/single_pass.rs:\n");
-    print!("{}", sweep::table(&points, &s.element_sizes, arch));
+    print!("{}", sweep::table(&points, &sizes, arch));
     let wrong = points.iter().filter(|p| p.error.is_empty() && !p.count_ok).count();
     if wrong > 0 {
         println!("{wrong} points counted differently from the default shape: see sweep.csv (count_ok)");
