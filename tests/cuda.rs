@@ -7,6 +7,7 @@ mod common;
 
 use rayon::prelude::*;
 use reap::compaction::cuda::runtime::{KeepMode, Variant};
+use reap::compaction::cuda::single_pass::{LoadStyle, Shape, SinglePassTuning};
 use reap::compaction::cuda::{CudaBackend, WORD_BELOW};
 use reap::gpu::{self, Source, Spec};
 
@@ -21,11 +22,17 @@ fn skip(why: String) {
     let _ = writeln!(std::io::stderr(), "{why}");
 }
 
+/// Whether NVRTC is here for `test`; says why it skips where it is not.
+fn nvrtc(test: &str) -> bool {
+    let Err(e) = gpu::nvrtc_available() else { return true };
+    assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
+    skip(format!("SKIPPED {test}: {e}"));
+    false
+}
+
 #[test]
 fn every_kernel_compiles_with_nvrtc() {
-    if let Err(e) = gpu::nvrtc_available() {
-        assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
-        skip(format!("SKIPPED every_kernel_compiles_with_nvrtc: {e}"));
+    if !nvrtc("every_kernel_compiles_with_nvrtc") {
         return;
     }
     // Each module owns its sources: the library's and the benchmark's are
@@ -45,6 +52,24 @@ fn every_kernel_compiles_with_nvrtc() {
             }
         }
     }
+    // The single-pass kernels in every load style, with the look-back delay on,
+    // at each element size's default shape and every keep rule.
+    let single_pass = [&reap::compaction::cuda::runtime::LOOKBACK, &reap::compaction::cuda::runtime::CHAINED];
+    for source in single_pass {
+        for elem in [4, 8, 16] {
+            let default = SinglePassTuning::default().shape(elem as u32, (9, 0)).expect("a default shape");
+            for keep in KeepMode::ALL {
+                for load in LoadStyle::ALL {
+                    let mut v = Variant::new(elem, keep);
+                    if keep == KeepMode::Predicate {
+                        v.predicate = Some(WORD_BELOW.into());
+                    }
+                    let shape = Shape { load, delay_ns: reap::bench::sweep::DELAY_ON_NS, ..default };
+                    jobs.push((source, gpu::Specialise::spec(&shape.specialise(&v))));
+                }
+            }
+        }
+    }
     for source in workloads {
         jobs.push((source, Spec::default()));
     }
@@ -56,6 +81,32 @@ fn every_kernel_compiles_with_nvrtc() {
         .collect();
     assert!(failures.is_empty(), "{} of {} variants failed:\n{}", failures.len(), jobs.len(), failures.join("\n"));
     println!("compiled {} kernel variants with NVRTC", jobs.len());
+}
+
+/// Every shape `reap bench sweep` can time builds, so the sweep's points fail
+/// only for reasons of the device.
+#[test]
+fn every_sweep_shape_compiles_with_nvrtc() {
+    if !nvrtc("every_sweep_shape_compiles_with_nvrtc") {
+        return;
+    }
+    let mut jobs = Vec::new();
+    for elem in [4, 8, 16] {
+        let mut v = Variant::new(elem, KeepMode::Predicate);
+        v.predicate = Some(WORD_BELOW.into());
+        for shape in reap::bench::sweep::grid(elem as u32) {
+            jobs.push(gpu::Specialise::spec(&shape.specialise(&v)));
+        }
+    }
+    let failures: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|spec| {
+            let source = &reap::compaction::cuda::runtime::LOOKBACK;
+            gpu::compile(source, spec, "compute_90").err().map(|e| format!("{:?}: {e}", spec.defines))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{} of {} shapes failed:\n{}", failures.len(), jobs.len(), failures.join("\n"));
+    println!("compiled {} sweep shapes with NVRTC", jobs.len());
 }
 
 fn gpu() -> Option<CudaBackend> {

@@ -10,9 +10,7 @@ struct Chained {
         if (reap_lane() == 0) {
             if (tile > 0) {
                 u64 w;
-                do {
-                    w = reap_load_relaxed(state + tile - 1);
-                } while (st_status(w, epoch) != ST_PREFIX);
+                while (st_status(w = reap_load_relaxed(state + tile - 1), epoch) != ST_PREFIX) reap_backoff();
                 exclusive = ST_VALUE(w);
             }
             reap_store_relaxed(state + tile, ST_WORD(ST_PREFIX, epoch, exclusive + aggregate));
@@ -25,8 +23,7 @@ struct Chained {
         T exclusive = 0;
         if (reap_lane() == 0) {
             if (tile > 0) {
-                while (reap_load_acquire(flags + tile - 1) != (u32)ST_PREFIX) {
-                }
+                while (reap_load_acquire(flags + tile - 1) != (u32)ST_PREFIX) reap_backoff();
                 exclusive = (T)values[2 * (tile - 1)];
             }
             values[2 * tile] = (u64)(T)(exclusive + aggregate);

@@ -21,12 +21,14 @@ struct Decoupled {
             long long mine = window - lane;
             u64 w = 0, st = ST_PREFIX;
             // Spin until every predecessor in the window has at least counted.
-            do {
+            while (true) {
                 if (mine >= 0) {
                     w = reap_load_relaxed(state + mine);
                     st = st_status(w, epoch);
                 }
-            } while (__any_sync(0xffffffffu, st == ST_INVALID));
+                if (!__any_sync(0xffffffffu, st == ST_INVALID)) break;
+                reap_backoff();
+            }
             u32 prefixes = __ballot_sync(0xffffffffu, st == ST_PREFIX);
             // The nearest predecessor with an inclusive prefix ends the walk; the
             // lanes nearer than it contribute their aggregates.
@@ -65,9 +67,11 @@ struct Decoupled {
         while (true) {
             long long mine = window - lane;
             u32 st;
-            do {
+            while (true) {
                 st = mine >= 0 ? reap_load_acquire(flags + mine) : (u32)ST_PREFIX;
-            } while (__any_sync(0xffffffffu, st == ST_INVALID));
+                if (!__any_sync(0xffffffffu, st == ST_INVALID)) break;
+                reap_backoff();
+            }
             u32 prefixes = __ballot_sync(0xffffffffu, st == ST_PREFIX);
             u32 stop = prefixes ? __ffs(prefixes) - 1 : 32;
             T v = 0;

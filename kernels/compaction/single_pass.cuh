@@ -2,11 +2,16 @@
 // ids: the machinery `lookback.cu` and `chained.cu` share. They differ only in
 // how a tile learns the prefix of the tiles before it (the PrefixProtocol).
 //
-// A tile is BLOCK threads x VECS 16-byte vectors each. Loads are warp-striped:
-// vector j of lane l in warp w is vector (w*VECS + j)*32 + l of the tile, so
-// every load instruction of a warp reads 512 contiguous bytes. Kept elements
-// are staged in shared memory at their tile-local rank and written out
-// contiguously after the prefix arrives, so stores coalesce too.
+// A tile is BLOCK threads x VECS 16-byte vectors each. Every load instruction
+// of a warp reads 512 contiguous bytes; which items a thread then holds is the
+// load style (REAP_LOAD, `LoadStyle` in src/compaction/cuda/single_pass.rs):
+// - vectorised: warp-striped, vector j of lane l in warp w is vector
+//   (w*VECS + j)*32 + l of the tile, straight into registers;
+// - warp-transposed (CUB's BLOCK_LOAD_WARP_TRANSPOSE): the warp's segment goes
+//   through shared memory so that lane l holds the warp's vectors l*VECS ..
+//   l*VECS + VECS-1, consecutive items, ranked by one warp scan per tile.
+// Kept elements are staged in shared memory at their tile-local rank and
+// written out contiguously after the prefix arrives, so stores coalesce too.
 #pragma once
 #include "common.cuh"
 
@@ -15,6 +20,16 @@
 #endif
 #ifndef REAP_VECS
 #define REAP_VECS 4
+#endif
+#define REAP_LOAD_VECTORISED 0
+#define REAP_LOAD_WARP_TRANSPOSED 1
+#ifndef REAP_LOAD
+#define REAP_LOAD REAP_LOAD_VECTORISED
+#endif
+// Nanoseconds a look-back sleeps between polls of a predecessor not yet
+// published (0: spin), so spinning warps leave issue slots to loading ones.
+#ifndef REAP_DELAY
+#define REAP_DELAY 0
 #endif
 #define WARPS (REAP_BLOCK / 32)
 #define ITEMS (REAP_VECS * REAP_VEC)
@@ -35,6 +50,22 @@ __device__ __forceinline__ u64 st_status(u64 w, u32 epoch) {
     return ((w >> ST_EPOCH_SHIFT) & 0xffff) == epoch ? (w >> ST_SHIFT) : ST_INVALID;
 }
 
+// Warp-transposed staging: a warp's 32*VECS vectors, one padding vector
+// after every 8 so that lanes reading VECS-strided vectors hit distinct banks.
+#define STAGE_PAD(i) ((i) + (i) / 8)
+#define STAGE_WARP_VECS (36 * REAP_VECS)
+#if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
+#define STAGE_VECS (WARPS * STAGE_WARP_VECS)
+#else
+#define STAGE_VECS 1
+#endif
+
+__device__ __forceinline__ void reap_backoff() {
+#if REAP_DELAY > 0
+    __nanosleep(REAP_DELAY);
+#endif
+}
+
 union Vec16 {
     uint4 v;
     Elem e[REAP_VEC];
@@ -43,14 +74,38 @@ union Vec16 {
 // Element index (tile-local) of item (j, e) of this thread.
 __device__ __forceinline__ u32 item_index(u32 j, u32 e) {
     u32 warp = threadIdx.x >> 5;
+#if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
+    return ((warp * 32 + reap_lane()) * REAP_VECS + j) * REAP_VEC + e;
+#else
     return ((warp * REAP_VECS + j) * 32 + reap_lane()) * REAP_VEC + e;
+#endif
 }
 
 // Loads this thread's items of the tile at `base` (global element index).
 // Full tiles use 16-byte loads; the last, partial tile loads element by element.
-__device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem (&x)[REAP_VECS][REAP_VEC]) {
+// `stage` holds STAGE_VECS vectors; only the warp-transposed load uses it, and
+// only the warp's own part, so a warp barrier orders it.
+__device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem (&x)[REAP_VECS][REAP_VEC],
+                                          uint4* stage) {
     if (base + TILE <= n) {
         const uint4* in4 = reinterpret_cast<const uint4*>(in + base);
+#if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
+        u32 warp = threadIdx.x >> 5, lane = reap_lane();
+        const uint4* seg = in4 + warp * 32 * REAP_VECS;
+        uint4* mine = stage + warp * STAGE_WARP_VECS;
+#pragma unroll
+        for (u32 j = 0; j < REAP_VECS; j++) mine[STAGE_PAD(j * 32 + lane)] = __ldg(seg + j * 32 + lane);
+        __syncwarp();
+#pragma unroll
+        for (u32 j = 0; j < REAP_VECS; j++) {
+            Vec16 u;
+            u.v = mine[STAGE_PAD(lane * REAP_VECS + j)];
+#pragma unroll
+            for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
+        }
+        // The warp's next write of its stage must follow every lane's read.
+        __syncwarp();
+#else
 #pragma unroll
         for (u32 j = 0; j < REAP_VECS; j++) {
             Vec16 u;
@@ -58,6 +113,7 @@ __device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem 
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
         }
+#endif
     } else {
 #pragma unroll
         for (u32 j = 0; j < REAP_VECS; j++)
@@ -70,11 +126,29 @@ __device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem 
 }
 
 // Tile-local exclusive ranks of `v` (a count or a value per item) in memory
-// order, and the tile's total. Row j of a warp covers 32 lanes x REAP_VEC items.
+// order, and the tile's total. Vectorised: row j of a warp covers 32 lanes x
+// REAP_VEC items. Warp-transposed: a lane's items are consecutive.
 template <typename T>
 __device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&rank)[REAP_VECS][REAP_VEC],
                                        T* warp_totals) {
     T carry = 0;
+#if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
+    T mine = 0;
+#pragma unroll
+    for (u32 j = 0; j < REAP_VECS; j++)
+#pragma unroll
+        for (u32 e = 0; e < REAP_VEC; e++) mine += v[j][e];
+    T incl = reap_warp_inclusive(mine);
+    T run = incl - mine;
+#pragma unroll
+    for (u32 j = 0; j < REAP_VECS; j++)
+#pragma unroll
+        for (u32 e = 0; e < REAP_VEC; e++) {
+            rank[j][e] = run;
+            run += v[j][e];
+        }
+    carry = __shfl_sync(0xffffffffu, incl, 31);
+#else
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++) {
         T mine = 0;
@@ -89,6 +163,7 @@ __device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&ra
         }
         carry += __shfl_sync(0xffffffffu, incl, 31);
     }
+#endif
     u32 warp = threadIdx.x >> 5;
     if (reap_lane() == 31) warp_totals[warp] = carry;
     __syncthreads();
@@ -130,17 +205,16 @@ __device__ __forceinline__ u64 tile_prefix(u64* state, u32 tile, u64 aggregate, 
 }
 
 // Compaction (and, with PARTITION, stream split) of one loaded tile. Each
-// thread's keep flags are a bit mask per row; one warp scan of the rows'
-// counts packed 8 bits apiece (a row of a warp holds at most 128 items) ranks
-// every item.
+// thread's keep flags are a bit mask per row (its j-th vector). Vectorised:
+// one warp scan of the rows' counts packed 8 bits apiece (a row of a warp
+// holds at most 128 items) ranks every item. Warp-transposed: one warp scan
+// of each lane's count, its rows following each other.
 template <typename Protocol, bool PARTITION>
 __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
                                             const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
                                             const u64* kept_total, Elem* s_out, u32* s_warp) {
-    static_assert(REAP_VECS <= 8, "row counts are packed 8 bits each into 64 bits");
     u64 base = (u64)tile * TILE;
     u32 m[REAP_VECS];
-    u64 packed = 0;
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++) {
         m[j] = 0;
@@ -149,20 +223,37 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
             u64 i = base + item_index(j, e);
             if (i < n && reap_keep(x[j][e], i, k)) m[j] |= 1u << e;
         }
-        packed |= (u64)__popc(m[j]) << (8 * j);
     }
+    u32 warp = threadIdx.x >> 5;
+    u32 row_base[REAP_VECS];
+    u32 wsum = 0;
+#if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
+    u32 mine = 0;
+#pragma unroll
+    for (u32 j = 0; j < REAP_VECS; j++) mine += __popc(m[j]);
+    u32 lane_incl = reap_warp_inclusive(mine);
+    wsum = __shfl_sync(0xffffffffu, lane_incl, 31);
+    u32 run = lane_incl - mine;
+#pragma unroll
+    for (u32 j = 0; j < REAP_VECS; j++) {
+        row_base[j] = run;
+        run += __popc(m[j]);
+    }
+#else
+    static_assert(REAP_VECS <= 8, "row counts are packed 8 bits each into 64 bits");
+    u64 packed = 0;
+#pragma unroll
+    for (u32 j = 0; j < REAP_VECS; j++) packed |= (u64)__popc(m[j]) << (8 * j);
     u64 incl = reap_warp_inclusive(packed);
     u64 wtot = __shfl_sync(0xffffffffu, incl, 31);
     u64 excl = incl - packed;
-    u32 warp = threadIdx.x >> 5;
     // Rows of a warp are consecutive in memory: row j starts after rows < j.
-    u32 row_base[REAP_VECS];
-    u32 wsum = 0;
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++) {
         row_base[j] = wsum + (u32)((excl >> (8 * j)) & 0xff);
         wsum += (u32)((wtot >> (8 * j)) & 0xff);
     }
+#endif
     if (reap_lane() == 0) s_warp[warp] = wsum;
     __syncthreads();
     u32 before, kept;
@@ -226,7 +317,10 @@ __device__ __forceinline__ u32 following_tile(u32* counter, const TileLoop& t) {
 template <typename Protocol, bool PARTITION>
 __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                               u64* state, u32* counter, u32 epoch, const u64* kept_total) {
-    __shared__ Elem s_out[TILE];
+    // The tile's staging for the output; a warp-transposed load stages its
+    // input in the same memory, which compact_one's first barrier frees.
+    __shared__ uint4 s_raw[STAGE_VECS > TILE * sizeof(Elem) / 16 ? STAGE_VECS : TILE * sizeof(Elem) / 16];
+    Elem* s_out = reinterpret_cast<Elem*>(s_raw);
     __shared__ u32 s_warp[WARPS];
     u64 n = extent_n(ext);
     TileLoop t = tile_loop(ext, n);
@@ -237,7 +331,7 @@ __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepAr
     // s_warp ahead of the next tile's writes.
     for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
         Elem x[REAP_VECS][REAP_VEC];
-        load_tile(in, (u64)tile * TILE, n, x);
+        load_tile(in, (u64)tile * TILE, n, x, s_raw);
         compact_one<Protocol, PARTITION>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
     }
 }
@@ -269,12 +363,13 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
                                            u64* values, u32* counter) {
     __shared__ Elem s_warp[WARPS];
     __shared__ Elem s_prefix;
+    __shared__ uint4 s_stage[STAGE_VECS];
     u64 n = extent_n(ext);
     TileLoop t = tile_loop(ext, n);
     for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
         u64 base = (u64)tile * TILE;
         Elem x[REAP_VECS][REAP_VEC], r[REAP_VECS][REAP_VEC];
-        load_tile(in, base, n, x);
+        load_tile(in, base, n, x, s_stage);
 #pragma unroll
         for (u32 j = 0; j < REAP_VECS; j++)
 #pragma unroll

@@ -10,7 +10,8 @@
 //!
 //! Layers: [`presets`] says what to measure (and what the papers published),
 //! [`run`] measures it, [`cub`] adds the peer's rows, [`report`] and [`plot`]
-//! turn rows into `report.md` and figures, [`output`] writes every file.
+//! turn rows into `report.md` and figures, [`output`] writes every file;
+//! [`sweep`] times the single-pass kernels' shapes per element size.
 
 pub mod cub;
 #[cfg(feature = "cuda")]
@@ -22,6 +23,8 @@ pub mod plot;
 pub mod presets;
 pub mod report;
 mod row;
+#[cfg(feature = "cuda")]
+pub mod sweep;
 
 use std::time::Duration;
 
@@ -262,7 +265,7 @@ impl Settings {
 /// Uniform random words; element i is kept when its first word is below
 /// `density * 2^32`: the same rule as CUB's `x < threshold` in DESIGN.md.
 /// The first word is never all ones, so no element equals the sentinel.
-fn input<T: Element>(n: usize, rng: &mut fastrand::Rng) -> Vec<T> {
+pub(crate) fn input<T: Element>(n: usize, rng: &mut fastrand::Rng) -> Vec<T> {
     let words = std::mem::size_of::<T>() / 4;
     (0..n)
         .map(|_| {
@@ -342,10 +345,27 @@ pub fn run<B: Timed>(
 
 /// Timed repetitions of one configuration.
 #[derive(Default)]
-struct Samples {
-    times: Vec<f64>,
+pub(crate) struct Samples {
+    pub(crate) times: Vec<f64>,
     phases: Vec<(String, Vec<f64>)>,
-    count: u64,
+    pub(crate) count: u64,
+}
+
+/// One run's span, its phases and its count.
+type Timing = (Duration, Vec<(String, f64)>, u64);
+
+/// The timing method of every row: `warmup` untimed runs, then `reps` timed
+/// ones; `run(rep)` runs once (rep picks the rotated input).
+pub(crate) fn sample(warmup: usize, reps: usize, mut run: impl FnMut(usize) -> Result<Timing>) -> Result<Samples> {
+    let mut smp = Samples::default();
+    for rep in 0..warmup + reps {
+        let (span, phases, count) = run(rep)?;
+        smp.count = count;
+        if rep >= warmup {
+            smp.push(span, &phases);
+        }
+    }
+    Ok(smp)
 }
 
 impl Samples {
@@ -360,12 +380,12 @@ impl Samples {
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn phases_of<R: Report>(r: &R) -> Result<Vec<(String, f64)>> {
+pub(crate) fn phases_of<R: Report>(r: &R) -> Result<Vec<(String, f64)>> {
     Ok(r.phases()?.into_iter().map(|p| (p.name.to_string(), ms(p.time))).collect())
 }
 
@@ -438,10 +458,9 @@ impl<B: Timed> Ctx<'_, B> {
             if (self.stop)() {
                 return Ok(());
             }
-            let mut smp = Samples::default();
-            for rep in 0..self.s.warmup + self.s.reps {
+            let smp = sample(self.s.warmup, self.s.reps, |rep| {
                 let input = &inputs[rep % sets];
-                let (span, phases, count) = match (self.s.job.clone(), &removal, &mut work) {
+                Ok(match (self.s.job.clone(), &removal, &mut work) {
                     (Job::Remove, Some(list), Some(work)) => {
                         b.restore(input, work)?;
                         if alg.in_place() {
@@ -465,12 +484,8 @@ impl<B: Timed> Ctx<'_, B> {
                         (r.span()?, phases_of(&r)?, r.count()?)
                     }
                     _ => unreachable!("points() runs compaction and remove jobs"),
-                };
-                smp.count = count;
-                if rep >= self.s.warmup {
-                    smp.push(span, &phases);
-                }
-            }
+                })
+            })?;
             let bytes = n * es + smp.count * es;
             self.finish(alg, es, n, density, bytes, copy, smp);
         }
@@ -486,15 +501,10 @@ impl<B: Timed> Ctx<'_, B> {
             if (self.stop)() {
                 return Ok(());
             }
-            let mut smp = Samples::default();
-            for rep in 0..self.s.warmup + self.s.reps {
+            let smp = sample(self.s.warmup, self.s.reps, |rep| {
                 let r = b.exclusive_scan(alg, &inputs[rep % sets], &mut output)?;
-                let span = r.span()?;
-                smp.count = n;
-                if rep >= self.s.warmup {
-                    smp.push(span, &phases_of(&r)?);
-                }
-            }
+                Ok((r.span()?, phases_of(&r)?, n))
+            })?;
             self.finish(alg, 4, n, 1.0, 2 * n * 4, copy, smp);
         }
         Ok(())
@@ -510,21 +520,16 @@ impl<B: Timed> Ctx<'_, B> {
             if (self.stop)() {
                 return Ok(());
             }
-            let mut smp = Samples::default();
-            for rep in 0..self.s.warmup + self.s.reps {
+            let smp = sample(self.s.warmup, self.s.reps, |_| {
                 // Sorting sorted keys would flatter nothing, but keep every run equal.
                 b.restore(&keys0, &mut keys)?;
                 if pairs {
                     b.restore(&values0, &mut values)?;
                 }
                 let r = b.radix_sort(alg, &mut keys, if pairs { Some(&mut values) } else { None })?;
-                let span = r.span()?;
-                smp.count = n;
-                if rep >= self.s.warmup {
-                    // 32 splits: the per-split phases would be 32 columns; keep the span.
-                    smp.push(span, &[]);
-                }
-            }
+                // 32 splits: the per-split phases would be 32 columns; keep the span.
+                Ok((r.span()?, Vec::new(), n))
+            })?;
             self.finish(alg, es, n, 1.0, 2 * n * es, copy, smp);
         }
         Ok(())

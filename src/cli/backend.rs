@@ -44,6 +44,9 @@ pub trait Opened: Timed + Sized {
     fn sms(&self) -> Option<u32>;
     /// One more backend of the same kind, for a second engine.
     fn another() -> Result<Self>;
+    /// Resets the kernels' tuning to the defaults, then sets each `key=value`
+    /// (`CudaTuning::set`); the CPU backend has no kernel shapes to set.
+    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()>;
     /// The path tracer on this backend.
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
@@ -61,6 +64,9 @@ impl Opened for CpuBackend {
     }
     fn another() -> Result<Self> {
         Ok(CpuBackend::new())
+    }
+    fn retune(&mut self, _: &[(String, String)]) -> Result<()> {
+        anyhow::bail!("--tuning sets CUDA kernel shapes; use --backend cuda")
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cpu::CpuEngine::new(self, t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces))
@@ -82,6 +88,13 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     }
     fn another() -> Result<Self> {
         Ok(Self::new(0)?)
+    }
+    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()> {
+        self.tuning = Default::default();
+        for (key, value) in pairs {
+            self.tuning.set(key, value)?;
+        }
+        Ok(())
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cuda::CudaEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)

@@ -35,6 +35,11 @@ pub struct VerifyArgs {
     elements: Vec<usize>,
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
+    /// CUDA kernel tuning to verify with, repeatable: each is `KEY=VALUE,...` (`CudaTuning::set` keys, e.g.
+    /// `lookback.load=warp-transposed,lookback.delay=200` or `lookback.8.vecs=6`) and runs the whole suite once,
+    /// from the default tuning; `sweep-grid` runs it once per shape of `reap bench sweep`'s grid.
+    #[arg(long)]
+    tuning: Vec<String>,
     /// Print every case, not only failures.
     #[arg(long, short)]
     verbose: bool,
@@ -73,18 +78,60 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
     }
     cfg.element_sizes = args.elements;
     cfg.seed = args.seed;
-    with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose })
+    let tunings = tunings(&args.tuning)?;
+    with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose, tunings })
+}
+
+/// A tuning to verify with: its `--tuning` text and its key-value pairs.
+type Tuning = (String, Vec<(String, String)>);
+
+fn tunings(given: &[String]) -> Result<Vec<Tuning>> {
+    let mut out = Vec::new();
+    for t in given {
+        if t == "sweep-grid" {
+            out.extend(sweep_grid()?);
+            continue;
+        }
+        let pairs = t
+            .split(',')
+            .filter(|kv| !kv.trim().is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').with_context(|| format!("--tuning `{kv}` is not KEY=VALUE"))?;
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        out.push((t.clone(), pairs));
+    }
+    Ok(out)
+}
+
+#[cfg(feature = "cuda")]
+fn sweep_grid() -> Result<Vec<Tuning>> {
+    let sets = reap::bench::sweep::grid_tunings();
+    Ok(sets
+        .into_iter()
+        .map(|pairs| {
+            let label = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+            (label, pairs)
+        })
+        .collect())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn sweep_grid() -> Result<Vec<Tuning>> {
+    bail!("--tuning sweep-grid sets CUDA kernel shapes; this reap was built without the `cuda` feature")
 }
 
 struct VerifyJob {
     cfg: verify::Config,
     sizes_given: bool,
     verbose: bool,
+    tunings: Vec<Tuning>,
 }
 
 impl OnBackend for VerifyJob {
     type Output = bool;
-    fn run<B: Opened>(mut self, backend: B) -> Result<bool> {
+    fn run<B: Opened>(mut self, mut backend: B) -> Result<bool> {
         // Only a GPU has SMs.
         if let Some(sms) = backend.sms() {
             println!("device: {} ({sms} SMs)", backend.device());
@@ -98,7 +145,16 @@ impl OnBackend for VerifyJob {
             bail!(why);
         }
         self.cfg.check_memory(backend.kind() == BackendKind::Cpu, Limit::host())?;
-        verify_on(&backend, &self.cfg, self.verbose)
+        if self.tunings.is_empty() {
+            return verify_on(&backend, &self.cfg, self.verbose);
+        }
+        let mut all_passed = true;
+        for (label, pairs) in &self.tunings {
+            backend.retune(pairs)?;
+            println!("tuning: {label}");
+            all_passed &= verify_on(&backend, &self.cfg, self.verbose)?;
+        }
+        Ok(all_passed)
     }
 }
 

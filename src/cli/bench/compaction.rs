@@ -34,14 +34,8 @@ pub struct BenchArgs {
     /// Element sizes in bytes: 4, 8, 16.
     #[arg(long, value_delimiter = ',', default_value = "4")]
     elements: Vec<usize>,
-    /// Timed repetitions per configuration (the median is reported, with min and max).
-    #[arg(long, default_value_t = 20)]
-    reps: usize,
-    /// Untimed runs first (compilation, caches).
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    repeat: super::Repeat,
     /// Do not build or run the CUB peer.
     #[arg(long)]
     no_cub: bool,
@@ -69,19 +63,9 @@ pub fn run(args: BenchArgs) -> Result<bool> {
             "remove" => Job::Remove,
             other => bail!("--operation {other}: use select, partition, scan, sort, sort-pairs or remove"),
         };
-        vec![Settings {
-            preset: String::new(),
-            job,
-            algorithms,
-            sizes: args.sizes.clone(),
-            densities: args.densities.clone(),
-            element_sizes: args.elements.clone(),
-            reps: args.reps,
-            warmup: args.warmup,
-            seed: args.seed,
-        }]
+        vec![args.repeat.series(job, algorithms, &args.sizes, &args.densities, &args.elements)]
     } else {
-        presets::series(&chosen, args.reps, args.warmup, args.seed)
+        presets::series(&chosen, args.repeat.reps, args.repeat.warmup, args.repeat.seed)
     };
     let host = reap::memory::Limit::host();
     for s in &series {

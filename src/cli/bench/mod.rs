@@ -11,11 +11,14 @@ mod compaction;
 mod noise;
 mod render;
 mod report;
+mod sweep;
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Time compaction (select or partition) for every algorithm, size, density and element size.
     Compaction(compaction::BenchArgs),
+    /// Time every shape of lookback's tuning grid per element size; write sweep.csv / sweep.md and the winners.
+    Sweep(sweep::SweepArgs),
     /// Write report.md and the plots again from a run's results.json, without measuring.
     Report {
         /// The --out folder of an earlier `reap bench compaction` run.
@@ -32,10 +35,48 @@ pub enum BenchCommand {
 pub fn run(command: BenchCommand) -> Result<bool> {
     match command {
         BenchCommand::Compaction(args) => compaction::run(args),
+        BenchCommand::Sweep(args) => sweep::run(args),
         BenchCommand::Report { dir } => report::run(&dir),
         BenchCommand::Render(args) => render::run(args),
         BenchCommand::Noise(args) => noise::run(args),
         BenchCommand::Collide(args) => collide::run(args),
+    }
+}
+
+/// How often `reap bench compaction` and `reap bench sweep` run each point.
+#[derive(clap::Args)]
+pub struct Repeat {
+    /// Timed repetitions per configuration (the median is reported, with min and max).
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+    /// Untimed runs first (compilation, caches).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl Repeat {
+    /// A plain (not a preset's) series of `job` with these repetitions.
+    fn series(
+        &self,
+        job: reap::bench::Job,
+        algorithms: Vec<reap::compaction::Algorithm>,
+        sizes: &[u64],
+        densities: &[f64],
+        element_sizes: &[usize],
+    ) -> reap::bench::Settings {
+        reap::bench::Settings {
+            preset: String::new(),
+            job,
+            algorithms,
+            sizes: sizes.to_vec(),
+            densities: densities.to_vec(),
+            element_sizes: element_sizes.to_vec(),
+            reps: self.reps,
+            warmup: self.warmup,
+            seed: self.seed,
+        }
     }
 }
 

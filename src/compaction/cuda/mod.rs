@@ -169,14 +169,17 @@ pub struct CudaTuning {
 
 impl CudaTuning {
     /// Sets one tuning number by name, `algorithm.field` (e.g. `lookback.vecs`),
-    /// so benchmarks can sweep them without a rebuild.
+    /// so benchmarks can sweep them without a rebuild. The single-pass shape
+    /// takes `lookback.FIELD` for every element size or `lookback.BYTES.FIELD`
+    /// for one, FIELD one of block, vecs, load, delay ([`SinglePassTuning::set`]).
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let bad = |why: String| Error::Tuning { algorithm: "cuda", why };
         let int = || value.parse::<u32>().map_err(|_| bad(format!("`{key}={value}`: expected a whole number")));
         match key {
-            "lookback.block" | "chained.block" => self.single_pass.block = int()?,
-            "lookback.vecs" | "chained.vecs" => self.single_pass.vecs = int()?,
             "lookback.counted_grid" | "chained.counted_grid" => self.single_pass.counted_grid = int()?,
+            _ if key.starts_with("lookback.") || key.starts_with("chained.") => {
+                return self.single_pass.set(key, value);
+            }
             "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
             "billeter.processors" => self.billeter.processors = Some(int()?),
             "billeter.warps_per_block" => self.billeter.warps_per_block = int()?,

@@ -34,17 +34,174 @@ impl Chaining {
     }
 }
 
-/// Tuning of the single-pass kernels (`REAP_BLOCK`, `REAP_VECS` in single_pass.cuh).
-#[derive(Clone, Debug, SmartDefault)]
-pub struct SinglePassTuning {
-    /// Threads per block.
+/// How a thread's items come from global memory (`REAP_LOAD` in single_pass.cuh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoadStyle {
+    /// 16-byte loads, warp-striped, straight into registers.
+    Vectorised,
+    /// CUB's BLOCK_LOAD_WARP_TRANSPOSE: a warp's coalesced 16-byte loads go
+    /// through shared memory, so each thread holds consecutive items.
+    WarpTransposed,
+}
+
+impl LoadStyle {
+    pub const ALL: [LoadStyle; 2] = [LoadStyle::Vectorised, LoadStyle::WarpTransposed];
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadStyle::Vectorised => "vectorised",
+            LoadStyle::WarpTransposed => "warp-transposed",
+        }
+    }
+    /// The value of `REAP_LOAD` (`REAP_LOAD_*` in single_pass.cuh).
+    fn define(self) -> u32 {
+        match self {
+            LoadStyle::Vectorised => 0,
+            LoadStyle::WarpTransposed => 1,
+        }
+    }
+}
+
+impl std::str::FromStr for LoadStyle {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        LoadStyle::ALL.into_iter().find(|l| l.name() == s).ok_or_else(|| Error::Tuning {
+            algorithm: "lookback",
+            why: format!("unknown load style `{s}`; use vectorised or warp-transposed"),
+        })
+    }
+}
+
+/// The GPUs a default shape is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArchClass {
+    /// Compute capability 9.x (H100, H200).
+    Sm90,
+    /// Every device.
+    Any,
+}
+
+impl ArchClass {
+    pub fn matches(self, compute_capability: (i32, i32)) -> bool {
+        match self {
+            ArchClass::Sm90 => compute_capability.0 == 9,
+            ArchClass::Any => true,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ArchClass::Sm90 => "Sm90",
+            ArchClass::Any => "Any",
+        }
+    }
+}
+
+/// One compiled shape of the single-pass kernels (`REAP_BLOCK`, `REAP_VECS`,
+/// `REAP_LOAD`, `REAP_DELAY` in single_pass.cuh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// Threads per block, a whole number of warps.
+    pub block: u32,
+    /// 16-byte vectors each thread loads per tile (items: vecs x 16 / element bytes).
+    pub vecs: u32,
+    pub load: LoadStyle,
+    /// Nanoseconds a look-back sleeps between polls of an unpublished tile; 0 spins.
+    pub delay_ns: u32,
+}
+
+/// Static shared memory a block may use (CUDA's limit without opting in).
+const SHARED_LIMIT: u32 = 48 * 1024;
+
+impl Shape {
+    pub const fn new(block: u32, vecs: u32, load: LoadStyle, delay_ns: u32) -> Shape {
+        Shape { block, vecs, load, delay_ns }
+    }
+    /// The variant compiled for this shape.
+    pub fn specialise(&self, v: &Variant) -> Variant {
+        v.with(&[
+            ("REAP_BLOCK", self.block),
+            ("REAP_VECS", self.vecs),
+            ("REAP_LOAD", self.load.define()),
+            ("REAP_DELAY", self.delay_ns),
+        ])
+    }
+    /// Elements per tile.
+    pub fn tile(&self, elem_bytes: u32) -> u64 {
+        (self.block * self.vecs * (16 / elem_bytes)) as u64
+    }
+    /// Shared memory of the select / partition kernels' tile staging: a warp-transposed
+    /// load adds a padding vector per 8 (single_pass.cuh `STAGE_PAD`).
+    pub fn staging_bytes(&self) -> u32 {
+        let vecs = self.block * self.vecs;
+        16 * match self.load {
+            LoadStyle::Vectorised => vecs,
+            LoadStyle::WarpTransposed => vecs + vecs / 8,
+        }
+    }
+    /// Whether the kernels can be built with this shape; says why not.
+    pub fn check(&self) -> Result<()> {
+        let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
+            return bad(format!("block {} is not a whole number of warps up to 1024", self.block));
+        }
+        if self.vecs == 0 {
+            return bad("vecs 0: a thread must load at least one vector".into());
+        }
+        // The vectorised ranking packs each row's count of a warp (up to 128) into 8 bits of a u64.
+        if self.load == LoadStyle::Vectorised && self.vecs > 8 {
+            return bad(format!("vecs {}: vectorised loads take at most 8 vectors a thread", self.vecs));
+        }
+        // Headroom for the kernels' other shared words (per-warp totals, the tile id, the prefix).
+        if self.staging_bytes() + 1024 > SHARED_LIMIT {
+            return bad(format!(
+                "{} x {} vectors ({}) stage {} bytes, above the {SHARED_LIMIT}-byte shared memory of a block",
+                self.block,
+                self.vecs,
+                self.load.name(),
+                self.staging_bytes()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Shape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{} {} delay {} ns", self.block, self.vecs, self.load.name(), self.delay_ns)
+    }
+}
+
+/// One line of the default table: the shape for an element size on a class of GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShapeEntry {
+    pub arch: ArchClass,
+    pub elem_bytes: u32,
+    pub shape: Shape,
+}
+
+const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
+    ShapeEntry { arch, elem_bytes, shape }
+}
+
+/// The default shapes, searched in order: the first line whose class matches
+/// the device and whose element size matches the call wins, so lines for a
+/// class go above the `Any` line of the same size. `reap bench compaction
+/// --sweep` prints its winners in this form.
+pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
     // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
     // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
-    #[default(128)]
-    pub block: u32,
-    /// 16-byte vectors each thread loads per tile.
-    #[default(8)]
-    pub vecs: u32,
+    entry(ArchClass::Any, 4, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
+    // Same shape as 4 bytes until a sweep per element size picks another.
+    entry(ArchClass::Any, 8, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
+    // Same shape as 4 bytes until a sweep per element size picks another.
+    entry(ArchClass::Any, 16, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
+];
+
+/// Tuning of the single-pass kernels: a shape per element size and class of GPU.
+#[derive(Clone, Debug, SmartDefault)]
+pub struct SinglePassTuning {
+    /// Searched in order, see [`DEFAULT_SHAPES`].
+    #[default(DEFAULT_SHAPES.to_vec())]
+    pub shapes: Vec<ShapeEntry>,
     /// Blocks of a counted launch, which loop over the tiles: 0 for as many
     /// as the device holds at once. A few make every block loop over many
     /// tiles at small sizes (tests, sanitizer runs).
@@ -53,13 +210,70 @@ pub struct SinglePassTuning {
 }
 
 impl SinglePassTuning {
-    fn specialise(&self, v: &Variant) -> Variant {
-        v.with(&[("REAP_BLOCK", self.block), ("REAP_VECS", self.vecs)])
+    /// The shape for `elem_bytes`-byte elements on a device of this compute capability.
+    pub fn shape(&self, elem_bytes: u32, compute_capability: (i32, i32)) -> Result<Shape> {
+        let found = self.shapes.iter().find(|e| e.elem_bytes == elem_bytes && e.arch.matches(compute_capability));
+        let shape = found.map(|e| e.shape).ok_or_else(|| Error::Tuning {
+            algorithm: "lookback",
+            why: format!("no shape for {elem_bytes}-byte elements in the single-pass tuning table"),
+        })?;
+        shape.check()?;
+        Ok(shape)
     }
-    /// Elements per tile.
-    pub fn tile(&self, elem_bytes: u32) -> u64 {
-        (self.block * self.vecs * (16 / elem_bytes)) as u64
+
+    /// Sets `lookback.FIELD` (every element size) or `lookback.BYTES.FIELD`
+    /// (`chained.` alike: the two share the table), FIELD one of block, vecs,
+    /// load (vectorised, warp-transposed), delay (nanoseconds).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |why: String| Error::Tuning { algorithm: "lookback", why };
+        let mut parts = key.split('.').skip(1).collect::<Vec<_>>();
+        let field = parts.pop().unwrap_or_default();
+        let elem_bytes = match parts.as_slice() {
+            [] => None,
+            [bytes] => match bytes.parse::<u32>() {
+                Ok(b) if self.shapes.iter().any(|e| e.elem_bytes == b) => Some(b),
+                _ => return Err(bad(format!("`{key}`: `{bytes}` is not an element size of the table"))),
+            },
+            _ => return Err(bad(format!("`{key}`: expected lookback.FIELD or lookback.BYTES.FIELD"))),
+        };
+        let int = || value.parse::<u32>().map_err(|_| bad(format!("`{key}={value}`: expected a whole number")));
+        match field {
+            "block" => {
+                let v = int()?;
+                self.set_shape(elem_bytes, |s| s.block = v)
+            }
+            "vecs" => {
+                let v = int()?;
+                self.set_shape(elem_bytes, |s| s.vecs = v)
+            }
+            "delay" => {
+                let v = int()?;
+                self.set_shape(elem_bytes, |s| s.delay_ns = v)
+            }
+            "load" => {
+                let v = value.parse::<LoadStyle>()?;
+                self.set_shape(elem_bytes, |s| s.load = v)
+            }
+            _ => return Err(bad(format!("`{key}`: unknown field `{field}`; use block, vecs, load or delay"))),
+        }
+        Ok(())
     }
+
+    /// Every shape used for one element size (all of them with `None`) from
+    /// now on: the benchmark's sweep and `REAP_CUDA_TUNING` overrides.
+    pub fn set_shape(&mut self, elem_bytes: Option<u32>, f: impl Fn(&mut Shape)) {
+        for e in self.shapes.iter_mut().filter(|e| elem_bytes.is_none_or(|b| b == e.elem_bytes)) {
+            f(&mut e.shape);
+        }
+    }
+}
+
+/// Compiles the select module of `shape` ahead of its first call (the
+/// benchmark's sweep compiles its grid on every core before timing it).
+pub fn compile(b: &CudaBackend, c: Chaining, v: &Variant, shape: &Shape) -> Result<()> {
+    let v = shape.specialise(v);
+    b.kernels().function(c.source(), &v, &format!("{}_select", c.name()))?;
+    Ok(())
 }
 
 fn tiles(n: u64, tile: u64) -> Result<u32> {
@@ -67,28 +281,20 @@ fn tiles(n: u64, tile: u64) -> Result<u32> {
         .map_err(|_| Error::Backend(format!("{n} elements need more than 2^32 tiles; raise the tile size")))
 }
 
-fn config(t: &SinglePassTuning, grid: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 }
+fn config(s: &Shape, grid: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// The grid of a single-pass launch over `tiles` tiles (of the capacity):
 /// one block per tile with a host length; counted, at most the blocks that
 /// are resident at once, which loop over the live tiles (single_pass.cuh
 /// `TileLoop`). Such a launch draws tiles + grid tile ids from a 32-bit counter.
-fn grid(
-    b: &CudaBackend,
-    t: &SinglePassTuning,
-    io: &Io,
-    f: &CudaFunction,
-    name: &str,
-    v: &Variant,
-    tiles: u32,
-) -> Result<u32> {
+fn grid(b: &CudaBackend, s: &Shape, io: &Io, f: &CudaFunction, name: &str, v: &Variant, tiles: u32) -> Result<u32> {
     if !io.ext.is_counted() {
         return Ok(tiles);
     }
-    let resident = match t.counted_grid {
-        0 => b.resident_blocks(f, name, v, t.block)?,
+    let resident = match b.tuning.single_pass.counted_grid {
+        0 => b.resident_blocks(f, name, v, s.block)?,
         blocks => blocks,
     };
     let grid = resident.min(tiles);
@@ -111,7 +317,7 @@ pub fn compact(
     split: bool,
     st: &mut Stages,
 ) -> Result<()> {
-    let t = &b.tuning.single_pass;
+    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let (words, epoch) = b.tile_states(tiles as u64)?;
@@ -151,7 +357,7 @@ pub fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    let t = &b.tuning.single_pass;
+    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let name = format!("{}_scan", c.name());

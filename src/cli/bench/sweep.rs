@@ -1,0 +1,107 @@
+//! `reap bench sweep`: times every shape of the single-pass kernels' grid per
+//! element size on the GPU ([`reap::bench::sweep`]), writes sweep.csv and
+//! sweep.md, and prints the winners as lines of the default table.
+
+use anyhow::{Result, bail};
+
+use reap::compaction::{Algorithm, Operation};
+
+use crate::cli::sizes::parse_count;
+
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    /// The single-pass algorithm to tune: lookback or chained (they share the table).
+    #[arg(long, default_value = "lookback")]
+    algorithm: String,
+    /// select or partition.
+    #[arg(long, default_value = "select")]
+    operation: String,
+    /// Element counts (`2^24` or plain), comma separated.
+    #[arg(long, value_delimiter = ',', value_parser = parse_count, default_value = "2^24,2^26,2^28")]
+    sizes: Vec<u64>,
+    /// Fractions kept, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.5")]
+    densities: Vec<f64>,
+    /// Element sizes in bytes: 4, 8, 16.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    elements: Vec<usize>,
+    #[command(flatten)]
+    repeat: super::Repeat,
+    /// Folder for sweep.csv and sweep.md (created if missing).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[cfg(not(feature = "cuda"))]
+pub fn run(_: SweepArgs) -> Result<bool> {
+    bail!("the sweep tunes CUDA kernels; this reap was built without the `cuda` feature")
+}
+
+#[cfg(feature = "cuda")]
+pub fn run(args: SweepArgs) -> Result<bool> {
+    use reap::bench::{Job, sweep};
+    use reap::compaction::cuda::CudaBackend;
+    use reap::files::write_atomically;
+
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let operation = match args.operation.as_str() {
+        "select" => Operation::Select,
+        "partition" => Operation::Partition,
+        other => bail!("--operation {other}: the sweep times select or partition"),
+    };
+    let algorithms = vec![args.algorithm.parse::<Algorithm>()?];
+    let s = args.repeat.series(Job::Compaction(operation), algorithms, &args.sizes, &args.densities, &args.elements);
+    let (algorithm, operation) = sweep::target(&s)?;
+    s.check_memory(reap::memory::Limit::host())?;
+    if let Some(dir) = &args.out {
+        reap::files::check_output_folder(dir)?;
+    }
+    let mut b = CudaBackend::new(0)?;
+    let device = b.info.name.clone();
+    let arch = sweep::arch_class(b.info.compute_capability);
+    println!(
+        "sweeping {} {} on {device}: {} points (every shape compiles first, on every core)",
+        algorithm.name(),
+        operation.name(),
+        sweep::planned(&s)
+    );
+    println!(
+        "{:>5} {:>11} {:>6} {:>34} {:>10} {:>10} {:>10} {:>8} {:>7}",
+        "bytes", "n", "dens%", "shape", "median ms", "min ms", "max ms", "GB/s", "% copy"
+    );
+    crate::cli::interrupt::install();
+    let points = sweep::run(&mut b, &s, &crate::cli::interrupt::stopped, &mut |p| {
+        let shape = p.shape().map_or_else(|| p.load.clone(), |s| s.to_string());
+        let mark = if p.default { " (default)" } else { "" };
+        if !p.error.is_empty() {
+            println!("{:>5} {:>11} {:>6.1} {shape:>34}  failed: {}", p.element_bytes, p.n, p.density * 100.0, p.error);
+            return;
+        }
+        println!(
+            "{:>5} {:>11} {:>6.1} {shape:>34} {:>10.4} {:>10.4} {:>10.4} {:>8.1} {:>7.1}{mark}{}",
+            p.element_bytes,
+            p.n,
+            p.density * 100.0,
+            p.median_ms,
+            p.min_ms,
+            p.max_ms,
+            p.gb_per_s,
+            p.pct_of_copy,
+            if p.count_ok { "" } else { "  WRONG COUNT" }
+        );
+    })?;
+    let sizes: Vec<u32> = s.element_sizes.iter().map(|&e| e as u32).collect();
+    let md = sweep::markdown(&points, &sizes, &device, arch, &command);
+    if let Some(dir) = &args.out {
+        write_atomically(&dir.join("sweep.csv"), sweep::csv(&points)?.as_bytes())?;
+        write_atomically(&dir.join("sweep.md"), md.as_bytes())?;
+        println!("wrote sweep.csv and sweep.md in {}", dir.display());
+    }
+    println!("\nthe winners, as lines of DEFAULT_SHAPES in src/compaction/cuda/single_pass.rs:\n");
+    print!("{}", sweep::table(&points, &sizes, arch));
+    let wrong = points.iter().filter(|p| p.error.is_empty() && !p.count_ok).count();
+    if wrong > 0 {
+        println!("{wrong} points counted differently from the default shape: see sweep.csv (count_ok)");
+    }
+    Ok(wrong == 0)
+}
