@@ -79,18 +79,39 @@ fn bad_flags_fail_before_measuring() {
     }
 }
 
-#[test]
-fn presets_run_on_the_cpu_at_tiny_sizes() {
-    // The preset machinery end to end without a GPU: remove (Redzone) and sort need restores.
-    let dir = std::env::temp_dir().join(format!("reap-bench-remove-{}", std::process::id()));
+/// `reap bench compaction --backend cpu ARGS --out DIR` into a fresh folder named after `tag`; the folder.
+fn bench_on_the_cpu(tag: &str, args: &[&str]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("reap-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = reap()
-        .args(["bench", "compaction", "--backend", "cpu", "--operation", "remove", "--sizes", "4096"])
-        .args(["--algorithms", "redzone-grid,lookback", "--densities", "0.02,0.5", "--reps", "3", "--out"])
+        .args(["bench", "compaction", "--backend", "cpu"])
+        .args(args)
+        .arg("--out")
         .arg(&dir)
         .output()
         .expect("run reap");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
+#[test]
+fn presets_run_on_the_cpu_at_tiny_sizes() {
+    // The preset machinery end to end without a GPU: remove (Redzone) and sort need restores.
+    let dir = bench_on_the_cpu(
+        "remove",
+        &[
+            "--operation",
+            "remove",
+            "--sizes",
+            "4096",
+            "--algorithms",
+            "redzone-grid,lookback",
+            "--densities",
+            "0.02,0.5",
+            "--reps",
+            "3",
+        ],
+    );
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("results.csv");
     assert!(csv.contains("remove") && csv.contains("mark+select"), "{csv}");
     assert!(dir.join("redzone_vs_k.png").is_file());
@@ -100,15 +121,23 @@ fn presets_run_on_the_cpu_at_tiny_sizes() {
 #[test]
 fn several_operations_run_in_one_bench_each_with_its_rows() {
     // `--ops select,partition,scan` (issue 17): one series per operation, scan at u32 and u64.
-    let dir = std::env::temp_dir().join(format!("reap-bench-ops-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = reap()
-        .args(["bench", "compaction", "--backend", "cpu", "--ops", "select,partition,scan,select", "--sizes", "4096"])
-        .args(["--algorithms", "lookback", "--densities", "0.5", "--elements", "4,8", "--reps", "2", "--out"])
-        .arg(&dir)
-        .output()
-        .expect("run reap");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = bench_on_the_cpu(
+        "ops",
+        &[
+            "--ops",
+            "select,partition,scan,select",
+            "--sizes",
+            "4096",
+            "--algorithms",
+            "lookback",
+            "--densities",
+            "0.5",
+            "--elements",
+            "4,8",
+            "--reps",
+            "2",
+        ],
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("results.json")).expect("JSON");
     let rows = json["rows"].as_array().expect("rows");

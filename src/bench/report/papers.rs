@@ -57,7 +57,7 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
     }
     let _ = writeln!(s, "\nTime in ms to compact {} 32-bit elements (seed 000 Fig. 3 plots the same).\n", size(n));
     // The paper: the selective variant is the fastest at every density; buffered is slower everywhere.
-    let billeter: Vec<Algorithm> = v.algorithms().into_iter().filter(|a| is_billeter(a)).collect();
+    let billeter: Vec<Algorithm> = v.algorithms().into_iter().filter(is_billeter).collect();
     if billeter.is_empty() {
         return;
     }

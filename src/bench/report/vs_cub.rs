@@ -9,9 +9,12 @@ use super::*;
 /// The operations whose CUB counterpart is the same primitive on the same input.
 const OPERATIONS: [RowOperation; 3] = [RowOperation::Select, RowOperation::Partition, RowOperation::Scan];
 
+/// (operation, bytes per element, algorithm, n): one line of the table.
+type Key = (RowOperation, usize, RowAlgorithm, u64);
+
 pub(super) fn table(s: &mut String, rows: &[Row]) {
-    // (operation, bytes, algorithm, n) in first-seen order, with every ratio.
-    let mut groups: Vec<((RowOperation, usize, RowAlgorithm, u64), Vec<f64>)> = Vec::new();
+    // Every ratio per key, keys in first-seen order.
+    let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
     for r in rows.iter().filter(|r| r.backend != BenchBackend::Cub && OPERATIONS.contains(&r.operation)) {
         let Some(x) = r.vs_cub else { continue };
         let key = (r.operation, r.element_bytes, r.algorithm, r.n);
