@@ -68,6 +68,8 @@ fn bad_flags_fail_before_measuring() {
         &["--elements", "3"],
         &["--reps", "0"],
         &["--operation", "shuffle"],
+        &["--ops", "select,shuffle"],
+        &["--operation", "scan", "--elements", "16"],
         &["--algorithms", "bogus"],
     ] {
         let out = reap().args(["bench", "compaction", "--backend", "cpu"]).args(args).output().expect("run reap");
@@ -77,20 +79,75 @@ fn bad_flags_fail_before_measuring() {
     }
 }
 
-#[test]
-fn presets_run_on_the_cpu_at_tiny_sizes() {
-    // The preset machinery end to end without a GPU: remove (Redzone) and sort need restores.
-    let dir = std::env::temp_dir().join(format!("reap-bench-remove-{}", std::process::id()));
+/// `reap bench compaction --backend cpu ARGS --out DIR` into a fresh folder named after `tag`; the folder.
+fn bench_on_the_cpu(tag: &str, args: &[&str]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("reap-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = reap()
-        .args(["bench", "compaction", "--backend", "cpu", "--operation", "remove", "--sizes", "4096"])
-        .args(["--algorithms", "redzone-grid,lookback", "--densities", "0.02,0.5", "--reps", "3", "--out"])
+        .args(["bench", "compaction", "--backend", "cpu"])
+        .args(args)
+        .arg("--out")
         .arg(&dir)
         .output()
         .expect("run reap");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
+#[test]
+fn presets_run_on_the_cpu_at_tiny_sizes() {
+    // The preset machinery end to end without a GPU: remove (Redzone) and sort need restores.
+    let dir = bench_on_the_cpu(
+        "remove",
+        &[
+            "--operation",
+            "remove",
+            "--sizes",
+            "4096",
+            "--algorithms",
+            "redzone-grid,lookback",
+            "--densities",
+            "0.02,0.5",
+            "--reps",
+            "3",
+        ],
+    );
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("results.csv");
     assert!(csv.contains("remove") && csv.contains("mark+select"), "{csv}");
     assert!(dir.join("redzone_vs_k.png").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn several_operations_run_in_one_bench_each_with_its_rows() {
+    // `--ops select,partition,scan` (issue 17): one series per operation, scan at u32 and u64.
+    let dir = bench_on_the_cpu(
+        "ops",
+        &[
+            "--ops",
+            "select,partition,scan,select",
+            "--sizes",
+            "4096",
+            "--algorithms",
+            "lookback",
+            "--densities",
+            "0.5",
+            "--elements",
+            "4,8",
+            "--reps",
+            "2",
+        ],
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("results.json")).expect("JSON");
+    let rows = json["rows"].as_array().expect("rows");
+    let of = |op: &str, bytes: u64| {
+        rows.iter().filter(|r| r["operation"] == op && r["element_bytes"].as_u64() == Some(bytes)).count()
+    };
+    // select given twice runs once.
+    for op in ["select", "partition", "scan"] {
+        assert_eq!((of(op, 4), of(op, 8)), (1, 1), "{op}: {rows:?}");
+    }
+    assert_eq!(rows.len(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }

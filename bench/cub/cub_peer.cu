@@ -7,15 +7,24 @@
 //
 //     OP ELEM_BYTES N DENSITY REPS WARMUP SEED
 //
-// OP is select_if, select_flagged, partition_if, scan, sort_keys or sort_pairs.
-// It prints one JSON object per line: first the device, then one per job.
+// OP is select_if, select_flagged, partition_if, scan, sort_keys, sort_pairs
+// or remove. ELEM_BYTES is 4, 8, 16 or 32 (scan: 4 or 8, u32 or u64; sorts:
+// 4). It prints one JSON object per line: first the device, then one per job.
 // Keep the job and output formats in sync with src/bench/cub.rs.
 //
 // Inputs are uniform random 32-bit words generated on the device; element i
 // is kept when its first word is below DENSITY * 2^32 (reap's `word_below`).
 // When one input set fits twice in L2, up to 8 sets are rotated, as in reap.
+//
+// `remove` is seed 004's peer of Redzone: DENSITY is k/n, the fraction
+// removed. k indices drawn as a uniform random sample (the first k of a
+// random permutation) are marked DELETED (every byte 0xFF, reap's sentinel),
+// then thrust::remove compacts in place. Mark and remove are timed apart and
+// together; the data is restored before each run, outside the timed span.
 
 #include <cub/cub.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/remove.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,10 +50,26 @@ struct alignas(16) Vec4 {
     u32 w[4];
 };
 
+// A 32-byte item, e.g. a ray record: reap's 32-byte element, kept by its first word.
+struct alignas(16) Vec8 {
+    u32 w[8];
+};
+
+// thrust::remove compares whole elements with the DELETED value.
+template <int W>
+__host__ __device__ inline bool same_words(const u32 (&a)[W], const u32 (&b)[W]) {
+    for (int i = 0; i < W; ++i)
+        if (a[i] != b[i]) return false;
+    return true;
+}
+__host__ __device__ inline bool operator==(const Vec4& a, const Vec4& b) { return same_words(a.w, b.w); }
+__host__ __device__ inline bool operator==(const Vec8& a, const Vec8& b) { return same_words(a.w, b.w); }
+
 // The first 32-bit word of an element: what the predicate looks at.
 __host__ __device__ inline u32 first_word(u32 x) { return x; }
 __host__ __device__ inline u32 first_word(u64 x) { return (u32)x; }
 __host__ __device__ inline u32 first_word(const Vec4& x) { return x.w[0]; }
+__host__ __device__ inline u32 first_word(const Vec8& x) { return x.w[0]; }
 
 struct Below {
     u64 threshold;
@@ -122,11 +147,20 @@ static u64 threshold_of(double density) {
     return (u64)t;
 }
 
-static void emit(const char* op, int elem, u64 n, double density, u64 kept, Timing t) {
+// One row; `phases` (name, median ms) pairs are printed when given.
+static void emit(const char* op, int elem, u64 n, double density, u64 kept, Timing t,
+                 const std::vector<std::pair<const char*, double>>& phases = {}) {
     std::printf(
         "{\"op\":\"%s\",\"elem\":%d,\"n\":%llu,\"density\":%.6f,\"kept\":%llu,\"median_ms\":%.6f,"
-        "\"min_ms\":%.6f,\"max_ms\":%.6f}\n",
+        "\"min_ms\":%.6f,\"max_ms\":%.6f",
         op, elem, n, density, kept, t.median, t.min, t.max);
+    if (!phases.empty()) {
+        std::printf(",\"phases\":[");
+        for (size_t i = 0; i < phases.size(); ++i)
+            std::printf("%s[\"%s\",%.6f]", i ? "," : "", phases[i].first, phases[i].second);
+        std::printf("]");
+    }
+    std::printf("}\n");
     std::fflush(stdout);
 }
 
@@ -181,15 +215,17 @@ static void run_select(const std::string& op, u64 n, double density, int reps, i
     CHECK(cudaFree(temp));
 }
 
+// T is u32 or u64, as reap's exclusive_scan (ScanElement).
+template <typename T>
 static void run_scan(u64 n, int reps, int warmup, u64 seed) {
-    size_t bytes = n * sizeof(u32);
+    size_t bytes = n * sizeof(T);
     int sets = input_sets(bytes);
-    std::vector<u32*> in(sets);
+    std::vector<T*> in(sets);
     for (int s = 0; s < sets; ++s) {
         CHECK(cudaMalloc(&in[s], std::max<size_t>(bytes, 16)));
         fill(in[s], bytes, seed * 131 + s);
     }
-    u32* out;
+    T* out;
     CHECK(cudaMalloc(&out, std::max<size_t>(bytes, 16)));
     size_t temp_bytes = 0;
     CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in[0], out, (int64_t)n));
@@ -199,7 +235,7 @@ static void run_scan(u64 n, int reps, int warmup, u64 seed) {
         size_t tb = temp_bytes;
         CHECK(cub::DeviceScan::ExclusiveSum(temp, tb, in[s], out, (int64_t)n));
     });
-    emit("scan", 4, n, 1.0, n, t);
+    emit("scan", (int)sizeof(T), n, 1.0, n, t);
     for (int s = 0; s < sets; ++s) CHECK(cudaFree(in[s]));
     CHECK(cudaFree(out));
     CHECK(cudaFree(temp));
@@ -245,6 +281,105 @@ static void run_sort(bool pairs, u64 n, int reps, int warmup, u64 seed) {
     CHECK(cudaFree(temp));
 }
 
+// No input element may equal DELETED: its first word is never all ones (as in reap's input).
+__global__ void never_deleted(u32* words, u64 n, int words_per_element) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u32* w = words + i * words_per_element;
+        if (*w == 0xFFFFFFFFu) *w = 0xFFFFFFFEu;
+    }
+}
+
+__global__ void iota(u64* idx, u64 n) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) idx[i] = i;
+}
+
+// Seed 004's phase 1: every listed element becomes DELETED (a random write each).
+template <typename T>
+__global__ void mark_deleted(T* data, const u64* removal, u64 k) {
+    T deleted;
+    memset(&deleted, 0xFF, sizeof(T));
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < k; i += (u64)gridDim.x * blockDim.x)
+        data[removal[i]] = deleted;
+}
+
+// The first k of a random permutation of 0..n: 64-bit random keys (ties
+// negligible) sorted with the indices. Returns k device indices.
+static u64* random_sample(u64 n, u64 k, u64 seed) {
+    u64 *keys[2], *idx[2];
+    for (int i = 0; i < 2; ++i) {
+        CHECK(cudaMalloc(&keys[i], std::max<u64>(n, 1) * sizeof(u64)));
+        CHECK(cudaMalloc(&idx[i], std::max<u64>(n, 1) * sizeof(u64)));
+    }
+    fill(keys[0], n * sizeof(u64), seed * 7919 + 1);
+    iota<<<1024, 256>>>(idx[0], n);
+    CHECK(cudaGetLastError());
+    size_t temp_bytes = 0;
+    CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys[0], keys[1], idx[0], idx[1], (int64_t)n));
+    void* temp;
+    CHECK(cudaMalloc(&temp, std::max<size_t>(temp_bytes, 16)));
+    CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys[0], keys[1], idx[0], idx[1], (int64_t)n));
+    u64* sample;
+    CHECK(cudaMalloc(&sample, std::max<u64>(k, 1) * sizeof(u64)));
+    CHECK(cudaMemcpy(sample, idx[1], k * sizeof(u64), cudaMemcpyDeviceToDevice));
+    CHECK(cudaFree(temp));
+    for (int i = 0; i < 2; ++i) {
+        CHECK(cudaFree(keys[i]));
+        CHECK(cudaFree(idx[i]));
+    }
+    return sample;
+}
+
+template <typename T>
+static void run_remove(u64 n, double removed, int reps, int warmup, u64 seed) {
+    double f = removed < 0 ? 0 : (removed > 1 ? 1 : removed);
+    u64 k = std::min<u64>(n, (u64)(f * (double)n + 0.5));
+    size_t bytes = n * sizeof(T);
+    T *pristine, *data;
+    CHECK(cudaMalloc(&pristine, std::max<size_t>(bytes, 16)));
+    CHECK(cudaMalloc(&data, std::max<size_t>(bytes, 16)));
+    fill(pristine, bytes, seed * 131);
+    never_deleted<<<1024, 256>>>((u32*)pristine, n, (int)(sizeof(T) / 4));
+    CHECK(cudaGetLastError());
+    u64* sample = random_sample(n, k, seed);
+    T deleted;
+    std::memset(&deleted, 0xFF, sizeof(T));
+    cudaEvent_t ev[3];
+    for (auto& e : ev) CHECK(cudaEventCreate(&e));
+    std::vector<double> total, mark, remove;
+    u64 kept = 0;
+    for (int rep = 0; rep < warmup + reps; ++rep) {
+        CHECK(cudaMemcpy(data, pristine, bytes, cudaMemcpyDeviceToDevice));
+        CHECK(cudaEventRecord(ev[0]));
+        if (k > 0) mark_deleted<T><<<1024, 256>>>(data, sample, k);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(ev[1]));
+        T* end = thrust::remove(thrust::device, data, data + n, deleted);
+        CHECK(cudaEventRecord(ev[2]));
+        CHECK(cudaEventSynchronize(ev[2]));
+        kept = (u64)(end - data);
+        float a = 0, b = 0;
+        CHECK(cudaEventElapsedTime(&a, ev[0], ev[1]));
+        CHECK(cudaEventElapsedTime(&b, ev[1], ev[2]));
+        if (rep >= warmup) {
+            mark.push_back(a);
+            remove.push_back(b);
+            total.push_back((double)a + b);
+        }
+    }
+    for (auto& e : ev) CHECK(cudaEventDestroy(e));
+    auto med = [](std::vector<double>& v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    double m = med(mark), r = med(remove);
+    std::sort(total.begin(), total.end());
+    Timing t{total[total.size() / 2], total.front(), total.back()};
+    emit("remove", (int)sizeof(T), n, removed, kept, t, {{"mark", m}, {"remove", r}});
+    CHECK(cudaFree(pristine));
+    CHECK(cudaFree(data));
+    CHECK(cudaFree(sample));
+}
+
 int main() {
     int dev = 0;
     CHECK(cudaSetDevice(dev));
@@ -264,20 +399,41 @@ int main() {
     while (std::scanf("%63s %d %llu %lf %d %d %llu", op, &elem, &n, &density, &reps, &warmup, &seed) == 7) {
         std::string o(op);
         if (reps < 1) reps = 1;
+        bool known_elem = elem == 4 || elem == 8 || elem == 16 || elem == 32;
+        if (!known_elem || (o == "scan" && elem > 8)) {
+            std::printf("{\"error\":\"%s of %d-byte elements is not a job this peer runs\"}\n", op, elem);
+            std::fflush(stdout);
+            return 1;
+        }
         if (o == "select_if" || o == "select_flagged" || o == "partition_if") {
             if (elem == 4)
                 run_select<u32>(o, n, density, reps, warmup, seed);
             else if (elem == 8)
                 run_select<u64>(o, n, density, reps, warmup, seed);
-            else
+            else if (elem == 16)
                 run_select<Vec4>(o, n, density, reps, warmup, seed);
+            else
+                run_select<Vec8>(o, n, density, reps, warmup, seed);
+        } else if (o == "remove") {
+            if (elem == 4)
+                run_remove<u32>(n, density, reps, warmup, seed);
+            else if (elem == 8)
+                run_remove<u64>(n, density, reps, warmup, seed);
+            else if (elem == 16)
+                run_remove<Vec4>(n, density, reps, warmup, seed);
+            else
+                run_remove<Vec8>(n, density, reps, warmup, seed);
         } else if (o == "scan") {
-            run_scan(n, reps, warmup, seed);
+            if (elem == 4)
+                run_scan<u32>(n, reps, warmup, seed);
+            else
+                run_scan<u64>(n, reps, warmup, seed);
         } else if (o == "sort_keys" || o == "sort_pairs") {
             run_sort(o == "sort_pairs", n, reps, warmup, seed);
         } else {
             std::printf("{\"error\":\"unknown op %s\"}\n", op);
             std::fflush(stdout);
+            return 1;
         }
     }
     return 0;

@@ -37,6 +37,9 @@ pub enum PeerOp {
     SortKeys,
     /// `DeviceRadixSort::SortPairs`
     SortPairs,
+    /// Seed 004's peer: mark k random elements DELETED, then `thrust::remove`
+    /// in place (density is k/n, phases `mark` and `remove`).
+    Remove,
 }
 
 impl PeerOp {
@@ -50,10 +53,12 @@ impl PeerOp {
             PeerOp::Scan => ("scan", "cub-scan"),
             PeerOp::SortKeys => ("sort_keys", "cub-sort-keys"),
             PeerOp::SortPairs => ("sort_pairs", "cub-sort-pairs"),
+            PeerOp::Remove => ("remove", "thrust-remove"),
         }
     }
 
-    /// The peer's row as an algorithm column: `cub-` and the name with hyphens.
+    /// The peer's row as an algorithm column: `cub-` and the name with
+    /// hyphens, or `thrust-remove`.
     pub fn algorithm_name(self) -> &'static str {
         self.names().1
     }
@@ -62,7 +67,7 @@ impl PeerOp {
     fn bytes(self, n: u64, kept: u64, es: u64) -> u64 {
         match self {
             PeerOp::Scan | PeerOp::SortKeys | PeerOp::SortPairs => 2 * n * es,
-            PeerOp::SelectIf | PeerOp::SelectFlagged | PeerOp::PartitionIf => n * es + kept * es,
+            PeerOp::SelectIf | PeerOp::SelectFlagged | PeerOp::PartitionIf | PeerOp::Remove => n * es + kept * es,
         }
     }
 }
@@ -74,7 +79,7 @@ impl Named for PeerOp {
     }
     fn all() -> Vec<Self> {
         use PeerOp::*;
-        vec![SelectIf, SelectFlagged, PartitionIf, Scan, SortKeys, SortPairs]
+        vec![SelectIf, SelectFlagged, PartitionIf, Scan, SortKeys, SortPairs, Remove]
     }
 }
 
@@ -90,6 +95,9 @@ pub struct PeerRow {
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
+    /// Medians of the timed phases (`remove`: mark, remove); none for CUB's.
+    #[serde(default)]
+    pub phases: Vec<(String, f64)>,
 }
 
 /// One job line for the peer.
@@ -151,12 +159,14 @@ pub fn build(nvcc: &Path, dir: &Path, arch: &str) -> Result<PathBuf, String> {
 pub fn jobs(rows: &[Row]) -> Vec<PeerJob> {
     let mut jobs: Vec<PeerJob> = Vec::new();
     for r in rows {
-        let (elem, density) = match r.operation {
-            RowOperation::SortPairs => (4, 1.0),
-            RowOperation::Remove | RowOperation::MarkSelect => (r.element_bytes, 1.0 - r.density),
-            _ => (r.element_bytes, r.density),
-        };
         for &op in counterparts(r.operation) {
+            let (elem, density) = match (r.operation, op) {
+                (RowOperation::SortPairs, _) => (4, 1.0),
+                // thrust::remove takes k/n as reap's remove rows do.
+                (_, PeerOp::Remove) => (r.element_bytes, r.density),
+                (RowOperation::Remove | RowOperation::MarkSelect, _) => (r.element_bytes, 1.0 - r.density),
+                _ => (r.element_bytes, r.density),
+            };
             let j = PeerJob { op, elem, n: r.n, density };
             if !jobs.contains(&j) {
                 jobs.push(j);
@@ -175,8 +185,9 @@ pub fn counterparts(op: RowOperation) -> &'static [PeerOp] {
         RowOperation::Scan => &[PeerOp::Scan],
         RowOperation::SortKeys => &[PeerOp::SortKeys],
         RowOperation::SortPairs => &[PeerOp::SortPairs],
-        // thrust::remove after marking is a select of the survivors.
-        RowOperation::Remove | RowOperation::MarkSelect => &[PeerOp::SelectIf],
+        // Seed 004's own peer (mark + thrust::remove in place), and CUB's
+        // select of the survivors after reap's marking.
+        RowOperation::Remove | RowOperation::MarkSelect => &[PeerOp::Remove, PeerOp::SelectIf],
         RowOperation::Peer(_) => &[],
     }
 }
@@ -270,7 +281,7 @@ pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
         let cub = match r.operation {
             RowOperation::Select => find(PeerOp::SelectIf, r.element_bytes, r.n, r.density),
             RowOperation::Partition => find(PeerOp::PartitionIf, r.element_bytes, r.n, r.density),
-            RowOperation::Scan => find(PeerOp::Scan, 4, r.n, 1.0),
+            RowOperation::Scan => find(PeerOp::Scan, r.element_bytes, r.n, 1.0),
             RowOperation::SortKeys => find(PeerOp::SortKeys, 4, r.n, 1.0),
             RowOperation::SortPairs => find(PeerOp::SortPairs, 4, r.n, 1.0),
             RowOperation::Remove | RowOperation::MarkSelect => {
@@ -315,7 +326,7 @@ pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
                 median_ms: p.median_ms,
                 min_ms: p.min_ms,
                 max_ms: p.max_ms,
-                phases: Vec::new(),
+                phases: p.phases.clone(),
                 bytes,
                 copy_ms,
                 pct_of_copy: pct,
@@ -324,4 +335,113 @@ pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::compaction::Algorithm;
+
+    fn reap_row(algorithm: Algorithm, operation: RowOperation, es: usize, density: f64, ms: f64) -> Row {
+        Row {
+            preset: "004-fig4".into(),
+            backend: BenchBackend::Cuda,
+            device: "Fake GPU".into(),
+            algorithm: RowAlgorithm::Catalog(algorithm),
+            operation,
+            element_bytes: es,
+            n: 1 << 20,
+            density,
+            kept: 0,
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            phases: Vec::new(),
+            bytes: 0,
+            copy_ms: 0.02,
+            pct_of_copy: 0.0,
+            cub_ms: None,
+            vs_cub: None,
+        }
+    }
+
+    /// What the GPU run does after reap's rows: jobs for the peer, its output
+    /// read back (here from a script that prints what cub_peer.cu prints),
+    /// joined, stored as rows, and reported.
+    #[test]
+    fn the_peers_partition_scan_and_thrust_remove_rows_reach_the_report() {
+        let phases = |p: &[(&str, f64)]| p.iter().map(|(n, t)| (n.to_string(), *t)).collect::<Vec<_>>();
+        let grid = Row {
+            phases: phases(&[("mark red zone", 0.01), ("fill holes", 0.02), ("process orphans", 0.005)]),
+            ..reap_row(Algorithm::RedzoneGrid, RowOperation::Remove, 4, 0.02, 0.04)
+        };
+        let marked = Row {
+            phases: phases(&[("mark", 0.03)]),
+            ..reap_row(Algorithm::Lookback, RowOperation::MarkSelect, 4, 0.02, 0.1)
+        };
+        let partition = reap_row(Algorithm::Lookback, RowOperation::Partition, 4, 0.5, 0.2);
+        let scan = reap_row(Algorithm::Lookback, RowOperation::Scan, 8, 1.0, 0.3);
+        let mut rows = vec![grid, marked, partition, scan];
+
+        let want = [
+            PeerJob { op: PeerOp::Remove, elem: 4, n: 1 << 20, density: 0.02 },
+            PeerJob { op: PeerOp::SelectIf, elem: 4, n: 1 << 20, density: 0.98 },
+            PeerJob { op: PeerOp::PartitionIf, elem: 4, n: 1 << 20, density: 0.5 },
+            PeerJob { op: PeerOp::Scan, elem: 8, n: 1 << 20, density: 1.0 },
+        ];
+        assert_eq!(jobs(&rows), want);
+
+        let dir = std::env::temp_dir().join(format!("reap-fake-peer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("cub_peer");
+        std::fs::write(
+            &script,
+            concat!(
+                "#!/bin/sh\ncat > /dev/null\n",
+                r#"echo '{"device":"Fake GPU","cc":"9.0","l2_bytes":52428800,"cuda_runtime":13000,"cub_version":300000}'"#,
+                "\n",
+                r#"echo '{"op":"remove","elem":4,"n":1048576,"density":0.020000,"kept":1027604,"median_ms":0.200000,"min_ms":0.2,"max_ms":0.3,"phases":[["mark",0.008000],["remove",0.192000]]}'"#,
+                "\n",
+                r#"echo '{"op":"select_if","elem":4,"n":1048576,"density":0.980000,"kept":1027604,"median_ms":0.050000,"min_ms":0.05,"max_ms":0.05}'"#,
+                "\n",
+                r#"echo '{"op":"partition_if","elem":4,"n":1048576,"density":0.500000,"kept":524288,"median_ms":0.250000,"min_ms":0.25,"max_ms":0.25}'"#,
+                "\n",
+                r#"echo '{"op":"scan","elem":8,"n":1048576,"density":1.000000,"kept":1048576,"median_ms":0.600000,"min_ms":0.6,"max_ms":0.6}'"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+        let (device, cub_version, cuda_runtime, peer) = run(&script, &want, 3, 1, 1, &mut |_| {}).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((device.as_str(), cub_version.as_str(), cuda_runtime.as_str()), ("Fake GPU", "3.0.0", "13.0"));
+        assert_eq!(peer[0].phases, phases(&[("mark", 0.008), ("remove", 0.192)]));
+
+        join(&mut rows, &peer);
+        // Beside the current comparison: reap's own marking + CUB's select.
+        assert!((rows[0].cub_ms.unwrap() - (0.03 + 0.05)).abs() < 1e-9);
+        assert!((rows[2].vs_cub.unwrap() - 0.8).abs() < 1e-9, "partition: 0.2 / 0.25");
+        assert!((rows[3].vs_cub.unwrap() - 0.5).abs() < 1e-9, "u64 scan: 0.3 / 0.6");
+        let extra = as_rows(&peer, &rows, &device);
+        assert_eq!(extra[0].algorithm.name(), "thrust-remove");
+        assert_eq!(extra[0].operation, RowOperation::Remove);
+        assert_eq!(extra[0].backend, BenchBackend::Cub);
+        rows.extend(extra);
+
+        let md = crate::bench::report::markdown(&crate::bench::report::Input {
+            platform: &crate::bench::Platform::default(),
+            peer: &PeerStatus::Ran { binary: String::new(), nvcc: String::new(), device, cub_version, cuda_runtime },
+            presets: &["004-fig4".to_string()],
+            rows: &rows,
+            complete: true,
+            command: "test",
+        });
+        // mark + thrust::remove 0.2 ms against redzone-grid's 0.04 ms.
+        assert!(md.contains("| 0.2000 (mark 0.0080, remove 0.1920) | 5.00x |"), "{md}");
+        // 20972 removed, 20552.6 expected holes in 0.02 ms; copy 8 MiB in 0.02 ms / 32 B;
+        // the peer's mark: 20972 random writes in 0.008 ms.
+        assert!(md.contains("| 1M | 2 % | 0.02M | 0.0200 | 1.03 | 13.11 | 8 % | 2.62 | 39 % |"), "{md}");
+        assert!(md.contains("| partition | 4 | lookback | 1M | `cub-partition-if` | 0.80 |"), "{md}");
+        assert!(md.contains("| scan | 8 | lookback | 1M | `cub-scan` | 0.50 |"), "{md}");
+    }
 }

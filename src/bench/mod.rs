@@ -33,7 +33,7 @@ pub use output::csv;
 pub use row::{BenchBackend, Named, Row, RowAlgorithm, RowOperation};
 
 use crate::clocks::ms;
-use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result};
+use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result, ScanElement};
 use crate::verify::Harness;
 
 /// What a results file says about the machine.
@@ -127,7 +127,7 @@ pub fn sentinel<T: Element>() -> T {
 pub enum Job {
     /// Select or partition with the `word_below` predicate; densities are fractions kept.
     Compaction(Operation),
-    /// Exclusive scan of u32 (densities are ignored).
+    /// Exclusive scan of u32 (element size 4) or u64 (8); densities are ignored.
     Scan,
     /// Radix sort by split of u32 keys, with u32 values when `pairs`.
     Sort { pairs: bool },
@@ -225,6 +225,9 @@ impl Settings {
         if self.element_sizes.is_empty() || self.element_sizes.iter().any(|e| ![4, 8, 16].contains(e)) {
             return bad("--elements takes 4, 8 and/or 16".into());
         }
+        if matches!(self.job, Job::Scan) && self.element_sizes.iter().any(|e| ![4, 8].contains(e)) {
+            return bad("scan takes --elements 4 (u32) and/or 8 (u64)".into());
+        }
         if self.sizes.is_empty() {
             return bad("--sizes needs at least one count".into());
         }
@@ -249,7 +252,8 @@ impl Settings {
 
     fn points(&self) -> (usize, usize) {
         match self.job {
-            Job::Scan | Job::Sort { .. } => (1, 1),
+            Job::Scan => (self.element_sizes.len(), 1),
+            Job::Sort { .. } => (1, 1),
             _ => (self.element_sizes.len(), self.densities.len()),
         }
     }
@@ -307,18 +311,27 @@ pub fn run<B: Timed>(
     let mut rng = fastrand::Rng::with_seed(s.seed);
     let mut ctx = Ctx { backend, s, stop, seen, rows: &mut rows };
     match s.job {
-        Job::Scan | Job::Sort { .. } => {
+        Job::Scan => {
+            for &es in &s.element_sizes {
+                for &n in &s.sizes {
+                    if stop() {
+                        return Ok(rows);
+                    }
+                    let copy = backend.copy_time(n * es as u64, s.reps.max(5))?;
+                    match es {
+                        4 => ctx.scan::<u32>(n, copy, &mut rng)?,
+                        _ => ctx.scan::<u64>(n, copy, &mut rng)?,
+                    }
+                }
+            }
+        }
+        Job::Sort { pairs } => {
             for &n in &s.sizes {
                 if stop() {
                     break;
                 }
-                let es = if matches!(s.job, Job::Sort { pairs: true }) { 8 } else { 4 };
-                let copy = backend.copy_time(n * es, s.reps.max(5))?;
-                match s.job {
-                    Job::Scan => ctx.scan(n, copy, &mut rng)?,
-                    Job::Sort { pairs } => ctx.sort(n, pairs, copy, &mut rng)?,
-                    _ => unreachable!("matched above"),
-                }
+                let copy = backend.copy_time(n * if pairs { 8 } else { 4 }, s.reps.max(5))?;
+                ctx.sort(n, pairs, copy, &mut rng)?;
             }
         }
         Job::Compaction(_) | Job::Remove => {
@@ -492,11 +505,12 @@ impl<B: Timed> Ctx<'_, B> {
         Ok(())
     }
 
-    fn scan(&mut self, n: u64, copy: Duration, rng: &mut fastrand::Rng) -> Result<()> {
+    fn scan<S: ScanElement>(&mut self, n: u64, copy: Duration, rng: &mut fastrand::Rng) -> Result<()> {
         let b = self.backend;
-        let sets = self.sets(n * 4);
-        let inputs = (0..sets).map(|_| b.upload(&input::<u32>(n as usize, rng))).collect::<Result<Vec<_>>>()?;
-        let mut output = b.alloc::<u32>(n)?;
+        let es = std::mem::size_of::<S>() as u64;
+        let sets = self.sets(n * es);
+        let inputs = (0..sets).map(|_| b.upload(&input::<S>(n as usize, rng))).collect::<Result<Vec<_>>>()?;
+        let mut output = b.alloc::<S>(n)?;
         for alg in self.algorithms() {
             if (self.stop)() {
                 return Ok(());
@@ -505,7 +519,7 @@ impl<B: Timed> Ctx<'_, B> {
                 let r = b.exclusive_scan(alg, &inputs[rep % sets], &mut output)?;
                 Ok((r.span()?, phases_of(&r)?, n))
             })?;
-            self.finish(alg, 4, n, 1.0, 2 * n * 4, copy, smp);
+            self.finish(alg, es, n, 1.0, 2 * n * es, copy, smp);
         }
         Ok(())
     }

@@ -324,7 +324,7 @@ pub fn all(dir: &Path, rows: &[Row]) -> BenchResult<Vec<PathBuf>> {
             &Chart {
                 stem: "redzone_vs_k".into(),
                 title: format!(
-                    "Removing k of {} elements: Redzone vs mark + select, {device}",
+                    "Removing k of {} elements: Redzone vs mark + select and thrust::remove, {device}",
                     Axis::Log2Count.label((n as f64).log2())
                 ),
                 x: ("k/n removed (%)", Axis::Percent),

@@ -162,7 +162,7 @@ pub const PRESETS: &[Preset] = &[
     Preset { name: "002-s4", title: "Hybrid (Sengupta) vs Horn compaction", source: "002 §4", reads: "002-s4" },
     Preset {
         name: "004-fig4",
-        title: "Redzone remove vs marking + O(n) select, k/n = 2/10/50/90 %",
+        title: "Redzone remove vs marking + O(n) select and vs thrust::remove, k/n = 2/10/50/90 %",
         source: "004 §5.1 Fig. 4",
         reads: "004-fig4",
     },

@@ -11,6 +11,8 @@ use crate::bench::{BenchBackend, Named, Platform, Row, RowAlgorithm, RowOperatio
 use crate::compaction::Algorithm;
 
 mod papers;
+mod redzone;
+mod vs_cub;
 
 /// The inputs of a report.
 pub struct Input<'a> {
@@ -132,6 +134,10 @@ fn peer_matches(r: &Row, c: &Row) -> bool {
         RowOperation::Select | RowOperation::Partition => {
             c.element_bytes == r.element_bytes && close(c.density, r.density)
         }
+        // thrust::remove takes k/n as reap's rows do; CUB's select keeps the rest.
+        RowOperation::Remove | RowOperation::MarkSelect if op == PeerOp::Remove => {
+            c.element_bytes == r.element_bytes && close(c.density, r.density)
+        }
         RowOperation::Remove | RowOperation::MarkSelect => {
             c.element_bytes == r.element_bytes && close(c.density, 1.0 - r.density)
         }
@@ -193,7 +199,7 @@ pub fn markdown(input: &Input<'_>) -> String {
                 &[Algorithm::Horn, Algorithm::Blelloch],
             ),
             "002-s4" => papers::speedups(&mut s, &view, "002 §4", Algorithm::Sengupta, &[Algorithm::Horn]),
-            "004-fig4" => papers::redzone(&mut s, &view),
+            "004-fig4" => redzone::fig4(&mut s, &view),
             _ => {}
         }
         if pr.name != "000-table3" {
@@ -204,6 +210,7 @@ pub fn markdown(input: &Input<'_>) -> String {
         let view = View::new(input.rows, "");
         measurements(&mut s, &view);
     }
+    vs_cub::table(&mut s, input.rows);
     s
 }
 

@@ -92,12 +92,13 @@ impl Named for RowAlgorithm {
 pub enum RowOperation {
     Select,
     Partition,
-    /// The same exclusive sum of u32 on both sides, so the CUB peer's scan is
-    /// this value too (never `Peer(PeerOp::Scan)`; see the `From` below).
+    /// The same exclusive sum (u32 or u64) on both sides, so the CUB peer's
+    /// scan is this value too (never `Peer(PeerOp::Scan)`; see the `From` below).
     Scan,
     SortKeys,
     SortPairs,
-    /// Seed 004: Redzone's in-place removal.
+    /// Seed 004: an in-place removal of k listed elements (Redzone's, or the
+    /// peer's mark + thrust::remove: never `Peer(PeerOp::Remove)`).
     Remove,
     /// Seed 004: a competitor marks the removed elements, then selects the rest.
     MarkSelect,
@@ -122,7 +123,8 @@ impl Named for RowOperation {
     fn all() -> Vec<Self> {
         use RowOperation::*;
         let reap = [Select, Partition, Scan, SortKeys, SortPairs, Remove, MarkSelect];
-        reap.into_iter().chain(PeerOp::all().into_iter().filter(|op| *op != PeerOp::Scan).map(Peer)).collect()
+        let shared = |op: &PeerOp| matches!(op, PeerOp::Scan | PeerOp::Remove);
+        reap.into_iter().chain(PeerOp::all().into_iter().filter(|op| !shared(op)).map(Peer)).collect()
     }
 }
 
@@ -130,6 +132,7 @@ impl From<PeerOp> for RowOperation {
     fn from(op: PeerOp) -> Self {
         match op {
             PeerOp::Scan => RowOperation::Scan,
+            PeerOp::Remove => RowOperation::Remove,
             other => RowOperation::Peer(other),
         }
     }

@@ -1,11 +1,11 @@
 //! The report's sections that set a preset beside its paper: seed 000's
-//! figures and tables, the speedup tables of seeds 002 and 003, and seed
-//! 004's Redzone comparison.
+//! figures and tables and the speedup tables of seeds 002 and 003 (seed
+//! 004's Redzone comparison is redzone.rs).
 
 use std::fmt::Write as _;
 
 use super::*;
-use crate::compaction::{Billeter, CompactSimd, Consumes, OutputMode};
+use crate::compaction::{Billeter, CompactSimd, OutputMode};
 
 /// The Billeter variant the paper's tables single out.
 const POPC_SELECTIVE: Algorithm =
@@ -16,13 +16,7 @@ fn is_billeter(a: &Algorithm) -> bool {
     matches!(a, Algorithm::Billeter(_))
 }
 
-/// Whether an algorithm is one of seed 004's Redzone removals (the ones that
-/// take a list of indices to remove).
-fn is_redzone(a: &Algorithm) -> bool {
-    a.consumes() == Consumes::RemovalIndices
-}
-
-fn densities(v: &View<'_>) -> Vec<f64> {
+pub(super) fn densities(v: &View<'_>) -> Vec<f64> {
     let mut d: Vec<f64> = Vec::new();
     for r in &v.rows {
         if !d.iter().any(|x| close(*x, r.density)) {
@@ -63,7 +57,7 @@ pub(super) fn fig3(s: &mut String, v: &View<'_>) {
     }
     let _ = writeln!(s, "\nTime in ms to compact {} 32-bit elements (seed 000 Fig. 3 plots the same).\n", size(n));
     // The paper: the selective variant is the fastest at every density; buffered is slower everywhere.
-    let billeter: Vec<Algorithm> = v.algorithms().into_iter().filter(|a| is_billeter(a)).collect();
+    let billeter: Vec<Algorithm> = v.algorithms().into_iter().filter(is_billeter).collect();
     if billeter.is_empty() {
         return;
     }
@@ -441,109 +435,5 @@ pub(super) fn speedups(s: &mut String, v: &View<'_>, source: &str, hero: Algorit
             "As in the paper, `{hero}` is faster than {} at every size measured.\n",
             others.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" and ")
         );
-    }
-}
-
-pub(super) fn redzone(s: &mut String, v: &View<'_>) {
-    let mut ns: Vec<u64> = v.rows.iter().map(|r| r.n).collect();
-    ns.sort();
-    ns.dedup();
-    let ks = densities(v);
-    let competitors: Vec<Algorithm> = v.algorithms().into_iter().filter(|a| !is_redzone(a)).collect();
-    header(
-        s,
-        &[
-            "n",
-            "k/n",
-            "redzone-grid ms (phases)",
-            "redzone-block ms",
-            "fastest competitor: mark + select",
-            "speed-up",
-            "mark + CUB select ms",
-            "paper",
-        ],
-    );
-    let mut notes = Vec::new();
-    for &n in &ns {
-        for &k in &ks {
-            let rz = v.get(Algorithm::RedzoneGrid, 4, n, k);
-            let rb = v.get(Algorithm::RedzoneBlock, 4, n, k);
-            let comp = competitors
-                .iter()
-                .filter_map(|a| v.get(*a, 4, n, k))
-                .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-            let x = rz.zip(comp).map(|(r, c)| c.median_ms / r.median_ms);
-            let paper = published("004 §6")
-                .chain(published("004 §5.1"))
-                .find(|p| p.contender.contains(&format!("= {:.0} %", k * 100.0)));
-            line(
-                s,
-                &[
-                    size(n),
-                    pct(k),
-                    opt(rz.map(|r| r.median_ms), msf)
-                        + &rz
-                            .map(|r| {
-                                format!(
-                                    " ({})",
-                                    r.phases
-                                        .iter()
-                                        .map(|(p, t)| format!("{p} {}", msf(*t)))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                )
-                            })
-                            .unwrap_or_default(),
-                    opt(rb.map(|r| r.median_ms), msf),
-                    comp.map(|c| {
-                        format!(
-                            "`{}` {} (mark {})",
-                            c.algorithm.name(),
-                            msf(c.median_ms),
-                            c.phases.first().map(|p| msf(p.1)).unwrap_or_default()
-                        )
-                    })
-                    .unwrap_or_else(|| "–".into()),
-                    opt(x, |x| format!("{x:.2}x")),
-                    opt(rz.and_then(|r| r.cub_ms), msf),
-                    opt(paper.map(|p| p.value), |p| format!("{p}x")),
-                ],
-            );
-            if n == *ns.last().unwrap_or(&0)
-                && let (Some(x), Some(p)) = (x, paper)
-            {
-                notes.push((k, x, p.value));
-            }
-        }
-    }
-    let _ = writeln!(
-        s,
-        "\nk/n is the fraction removed. Every competitor first marks the k removed elements (seed 004 §5 adds this \
-         phase 1 to all of them), then selects the rest; Redzone removes in place from the index list. \
-         Speed-up = the fastest competitor's time over `redzone-grid`'s.\n"
-    );
-    for (k, x, paper) in notes {
-        let reversed = (paper > 1.0 && x < 1.0) || (paper <= 1.0 && x > 2.0);
-        let far = paper >= 5.0 && x < paper / 3.0;
-        if reversed || far {
-            let _ = writeln!(
-                s,
-                "**At k/n = {} and n = {}, Redzone is {x:.2}x the speed of the fastest competitor here, where the paper \
-                 reports {paper}x**: on this GPU {}.\n",
-                pct(k),
-                size(*ns.last().unwrap_or(&0)),
-                if x < 1.0 {
-                    "a full O(n) single-pass select streams at close to copy speed, so Redzone's scattered O(k) writes \
-                     no longer win"
-                } else if x < paper {
-                    "Redzone still wins, by less: each of its O(k) moves is a random 4-byte access that costs a whole \
-                     32-byte DRAM sector, while the O(n) select streams at close to copy speed (and the competitors' \
-                     marking pass is as random as Redzone's moves)"
-                } else {
-                    "the O(k) scattered work pays off more than the paper measured: today's O(n) competitors must \
-                     first mark k random flags, which costs as much as Redzone's moves"
-                }
-            );
-        }
     }
 }

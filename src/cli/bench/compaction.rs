@@ -2,13 +2,38 @@
 //! timed beside the copy roofline (and the CUB peer where nvcc is found),
 //! written as results.csv / results.json / report.md and plots.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use reap::bench::Named;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
 use crate::cli::sizes::parse_count;
+
+/// What `--operation` names, one measurement series each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OperationChoice {
+    Select,
+    Partition,
+    Scan,
+    Sort,
+    SortPairs,
+    Remove,
+}
+
+impl OperationChoice {
+    fn job(self) -> reap::bench::Job {
+        use reap::bench::Job;
+        match self {
+            OperationChoice::Select => Job::Compaction(Operation::Select),
+            OperationChoice::Partition => Job::Compaction(Operation::Partition),
+            OperationChoice::Scan => Job::Scan,
+            OperationChoice::Sort => Job::Sort { pairs: false },
+            OperationChoice::SortPairs => Job::Sort { pairs: true },
+            OperationChoice::Remove => Job::Remove,
+        }
+    }
+}
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -22,9 +47,10 @@ pub struct BenchArgs {
     /// Catalog names, comma separated, or `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     algorithms: Vec<String>,
-    /// select, partition, scan, sort, sort-pairs, or remove (seed 004: Redzone vs marking + select).
-    #[arg(long, default_value = "select")]
-    operation: String,
+    /// select, partition, scan, sort, sort-pairs, or remove (seed 004: Redzone vs marking + select);
+    /// comma separated to time several in one run, each beside its CUB peer (e.g. `--ops select,partition,scan`).
+    #[arg(long, alias = "ops", value_enum, value_delimiter = ',', default_value = "select")]
+    operation: Vec<OperationChoice>,
     /// Element counts (`2^22` or plain), comma separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_count, default_value = "2^22")]
     sizes: Vec<u64>,
@@ -45,7 +71,7 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: BenchArgs) -> Result<bool> {
-    use reap::bench::{Job, Settings, presets};
+    use reap::bench::{Settings, presets};
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let chosen = presets::resolve(&args.preset)?;
     let series: Vec<Settings> = if chosen.is_empty() {
@@ -54,16 +80,12 @@ pub fn run(args: BenchArgs) -> Result<bool> {
         } else {
             args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
         };
-        let job = match args.operation.as_str() {
-            "select" => Job::Compaction(Operation::Select),
-            "partition" => Job::Compaction(Operation::Partition),
-            "scan" => Job::Scan,
-            "sort" => Job::Sort { pairs: false },
-            "sort-pairs" => Job::Sort { pairs: true },
-            "remove" => Job::Remove,
-            other => bail!("--operation {other}: use select, partition, scan, sort, sort-pairs or remove"),
-        };
-        vec![args.repeat.series(job, algorithms, &args.sizes, &args.densities, &args.elements)]
+        // Each operation once, in the order given.
+        let ops = args.operation.iter().enumerate().filter(|(i, op)| !args.operation[..*i].contains(op));
+        ops.map(|(_, op)| {
+            args.repeat.series(op.job(), algorithms.clone(), &args.sizes, &args.densities, &args.elements)
+        })
+        .collect()
     } else {
         presets::series(&chosen, args.repeat.reps, args.repeat.warmup, args.repeat.seed)
     };
