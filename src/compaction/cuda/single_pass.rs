@@ -187,6 +187,12 @@ const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
 /// class go above the `Any` line of the same size. `reap bench compaction
 /// --sweep` prints its winners in this form.
 pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
+    // Swept on an H200 (`reap bench sweep --sizes 2^26,2^28`, docs/bench/sweep-h200):
+    // 0.971x the old default's time (geometric mean), 59.4 % of copy at 2^28.
+    entry(ArchClass::Sm90, 4, Shape::new(384, 6, LoadStyle::Vectorised, 0)),
+    // Same sweep: 0.951x the old default's time, 64.5 % of copy at 2^28. (For 8
+    // bytes no shape beat 128x8 by more than noise, 0.996x, so it stays.)
+    entry(ArchClass::Sm90, 16, Shape::new(256, 8, LoadStyle::Vectorised, 200)),
     // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
     // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
     entry(ArchClass::Any, 4, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
