@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::output::{self, Run, Summary};
-use reap::collide::quality::{self, EnergySample, Quality};
+use reap::collide::quality::{self, EnergyRun, Quality};
 use reap::collide::{
     Body, CollideSettings, Compaction, Engine, Frontier, Scenario, SortMethod, World, frame, scenario,
 };
@@ -175,7 +175,8 @@ fn go<E: Engine>(
     // The energy is read back between frames, at a few checkpoints only, so
     // that the frames' timings do not include the copies.
     let checkpoints = quality::checkpoints(args.frames);
-    let mut energy = vec![EnergySample::of(0, &engine.bodies()?, &world)];
+    let mut energy = EnergyRun::new(&world);
+    energy.record(0, &engine.bodies()?, &world);
     let bar = ProgressBar::new(args.frames as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {msg}  [{elapsed_precise} < {eta_precise}]")
@@ -195,7 +196,7 @@ fn go<E: Engine>(
         bar.inc(1);
         frames.push(f);
         if checkpoints[1..].contains(&(i + 1)) {
-            energy.push(EnergySample::of(i + 1, &engine.bodies()?, &world));
+            energy.record(i + 1, &engine.bodies()?, &world);
         }
     }
     bar.finish_and_clear();
@@ -203,7 +204,7 @@ fn go<E: Engine>(
     print!("{}", output::summary_table(&summary, &frames));
     let q = Quality::of(&engine.bodies()?, &engine.contact_list()?);
     println!("{}", q.line());
-    println!("{}", quality::energy_line(&energy));
+    println!("{}", energy.line());
     if let Some(path) = &args.out {
         let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: &s };
         output::write_timings(path, &run, &frames)?;

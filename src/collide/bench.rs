@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::clocks::{gap_cell, gap_percent, mean_gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
-use crate::collide::quality::{self, EnergySample, Quality};
+use crate::collide::quality::{self, EnergyRun, Quality};
 use crate::collide::{CollideResult, Contact, FrameStats};
 use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
 use crate::table::{self, Column, Mark, Shown, num};
@@ -62,7 +62,7 @@ pub struct BenchRow {
     /// The energy before the first frame and after each, from an untimed
     /// run of the same start (every configuration steps the same bodies, so
     /// one run serves a body count's rows).
-    pub energy: Vec<EnergySample>,
+    pub energy: EnergyRun,
     /// Why the configuration could not run (a `none` frontier that outgrew its limit).
     pub error: Option<String>,
 }
@@ -92,7 +92,7 @@ impl BenchRow {
             contacts_per_frame: Vec::new(),
             last_frame_sets: String::new(),
             quality: Quality::default(),
-            energy: Vec::new(),
+            energy: EnergyRun::default(),
             error: None,
         }
     }
@@ -122,10 +122,10 @@ impl BenchRow {
         BenchRow { error: Some(why), ..Self::base(run, frames) }
     }
 
-    /// The relative change of the total energy over the run, %.
+    /// The relative change of the total energy over the run, %; none for
+    /// the driven drum (see [`EnergyRun::drift`]).
     fn energy_drift_percent(&self) -> Option<f64> {
-        let (first, last) = (self.energy.first()?, self.energy.last()?);
-        quality::drift(first.total, last.total).map(|d| 100.0 * d)
+        self.energy.drift().map(|d| 100.0 * d)
     }
 
     fn group(&self) -> (&str, &str, u32, &str) {
@@ -161,8 +161,8 @@ impl BenchRow {
             contacts_per_body: fixed(self.quality.contacts_per_body, 3),
             mean_depth_r: fixed(self.quality.mean_depth, 4),
             max_depth_r: fixed(self.quality.max_depth, 4),
-            kinetic_start: self.energy.first().map(|e| fixed(e.kinetic, 4)),
-            kinetic_end: self.energy.last().map(|e| fixed(e.kinetic, 4)),
+            kinetic_start: self.energy.samples.first().map(|e| fixed(e.kinetic, 4)),
+            kinetic_end: self.energy.samples.last().map(|e| fixed(e.kinetic, 4)),
             energy_drift_percent: self.energy_drift_percent().map(|d| fixed(d, 3)),
             last_frame_sets: &self.last_frame_sets,
             error: self.error.as_deref(),
@@ -378,12 +378,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     s
 }
 
-/// The energy at the start, a quarter, half way and the end of a series.
-fn energy_sentence(series: &[EnergySample]) -> Option<String> {
-    let last = series.last()?.frame;
-    let at: Vec<EnergySample> =
-        quality::checkpoints(last).iter().filter_map(|&k| series.iter().find(|e| e.frame == k).copied()).collect();
-    Some(quality::energy_line(&at))
+/// The energy at the start, a quarter, half way and the end of a run.
+fn energy_sentence(run: &EnergyRun) -> Option<String> {
+    let last = run.samples.last()?.frame;
+    Some(run.at(&quality::checkpoints(last)).line())
 }
 
 /// The results file of `reap bench collide` (results.json).
@@ -443,6 +441,7 @@ struct BenchCsv<'a> {
 mod tests {
     use super::*;
     use crate::collide::output::tests::{frame, settings};
+    use crate::collide::quality::{Balance, EnergySample};
     use crate::compaction::{Algorithm, Compaction};
     use crate::report::csv_rows;
 
@@ -456,13 +455,14 @@ mod tests {
             BenchRow::measured(&run(&b), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
             BenchRow::failed(&run(&b), 1, "too large".into()),
         ];
-        rows[0].energy =
-            (0..=4).map(|k| EnergySample { frame: k, kinetic: k as f64, total: 10.0 + k as f64 }).collect();
+        let samples = (0..=4).map(|k| EnergySample { frame: k, kinetic: k as f64, total: 10.0 + k as f64 }).collect();
+        rows[0].energy = EnergyRun { samples, lowest_y: Some(-2.0), ..EnergyRun::default() };
         assert!(disagreements(&rows).is_empty());
         let md = bench_report(&rows, "test", "reap bench collide");
         assert!(md.contains("- Last frame (`sequential`): quality: 0.00 contacts per body"), "{md}");
         let energy = "- energy: kinetic 0.0000 J at frame 0, 1.0000 J at frame 1, 2.0000 J at frame 2, 4.0000 J at \
-                      frame 4; total energy 10.0000 J to 14.0000 J (+40.000 %).";
+                      frame 4; total 10.0000 J to 14.0000 J (+40.000 %), potential from y = -2.00 m (the lowest a body can \
+                      reach).";
         assert!(md.contains(energy), "{md}");
         assert!(md.contains("Agreement: every compaction choice"), "{md}");
         assert!(md.contains("did not run: too large"), "{md}");
@@ -483,15 +483,20 @@ mod tests {
         let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a };
         let q = Quality { contacts_per_body: 5.6, mean_depth: 0.0122, max_depth: 0.1, kinetic: 3.0 };
         let mut measured = BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into(), q);
-        measured.energy = vec![
+        let samples = vec![
             EnergySample { frame: 0, kinetic: 0.0, total: 200.0 },
             EnergySample { frame: 2, kinetic: 1.5, total: 199.0 },
         ];
-        let rows = [measured, BenchRow::failed(&run, 1, "too large".into())];
+        measured.energy = EnergyRun { samples, ..EnergyRun::default() };
+        // The driven drum judges no drift: its cell is empty, like any missing value.
+        let mut driven = measured.clone();
+        driven.energy.balance = Balance::Driven;
+        let rows = [measured, driven, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
             "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
             "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
             "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
         );
         assert_eq!(text, want);

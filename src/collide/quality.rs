@@ -39,14 +39,24 @@ pub fn kinetic(bodies: &[Body]) -> f64 {
         .sum()
 }
 
-/// Potential energy of the movable bodies in the world's gravity, J: Σ −m g·x
-/// (zero at the origin; only its changes mean anything).
+/// The world's lowest point along gravity: the corner of its box that
+/// gravity pulls towards (the floor, or the drum's bottom, which is its box's).
+/// No body centre gets below it, so the potential measured from it is never negative.
+pub fn lowest(w: &World) -> [f32; 3] {
+    std::array::from_fn(|k| if w.gravity[k] > 0.0 { w.max[k] } else { w.min[k] })
+}
+
+/// Potential energy of the movable bodies in the world's gravity, J: Σ −m g·(x − [`lowest`]).
 pub fn potential(bodies: &[Body], w: &World) -> f64 {
     let g = w.gravity.map(f64::from);
+    let o = lowest(w).map(f64::from);
     bodies
         .iter()
         .filter(|b| b.inv_mass > 0.0)
-        .map(|b| -(g[0] * b.pos[0] as f64 + g[1] * b.pos[1] as f64 + g[2] * b.pos[2] as f64) / b.inv_mass as f64)
+        .map(|b| {
+            let h: f64 = (0..3).map(|k| -g[k] * (b.pos[k] as f64 - o[k])).sum();
+            h / b.inv_mass as f64
+        })
         .sum()
 }
 
@@ -114,18 +124,85 @@ pub fn checkpoints(frames: u32) -> Vec<u32> {
     at
 }
 
-/// One line for the command's output: the kinetic energy at each sample and
-/// the drift of the total from the first sample to the last.
-pub fn energy_line(samples: &[EnergySample]) -> String {
-    let at: Vec<String> = samples.iter().map(|s| format!("{:.4} J at frame {}", s.kinetic, s.frame)).collect();
-    let drift = match (samples.first(), samples.last()) {
-        (Some(a), Some(b)) => match drift(a.total, b.total) {
-            Some(d) => format!("; total energy {:.4} J to {:.4} J ({:+.3} %)", a.total, b.total, 100.0 * d),
+/// What a world's total energy may do, which decides what its drift means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Balance {
+    /// Inelastic contacts and friction: the total may only fall.
+    #[default]
+    Dissipative,
+    /// Closed, elastic and frictionless (the gas): any drift is the solver's error.
+    Conserved,
+    /// A turning drum wall feeds energy in: the total's change judges nothing.
+    Driven,
+}
+
+impl Balance {
+    pub fn of(w: &World) -> Balance {
+        if w.drum_radius > 0.0 && w.drum_omega != 0.0 {
+            Balance::Driven
+        } else if w.restitution == 1.0 && w.friction == 0.0 && w.static_friction == 0.0 {
+            Balance::Conserved
+        } else {
+            Balance::Dissipative
+        }
+    }
+}
+
+/// A run's energy: samples at frames, and how to read their total.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct EnergyRun {
+    pub balance: Balance,
+    /// The height the potential is measured from ([`lowest`]'s y), m; None without gravity.
+    pub lowest_y: Option<f32>,
+    pub samples: Vec<EnergySample>,
+}
+
+impl EnergyRun {
+    /// A run of `w` with no samples yet.
+    pub fn new(w: &World) -> EnergyRun {
+        let gravity = w.gravity != [0.0; 3];
+        EnergyRun { balance: Balance::of(w), lowest_y: gravity.then(|| lowest(w)[1]), samples: Vec::new() }
+    }
+
+    pub fn record(&mut self, frame: u32, bodies: &[Body], w: &World) {
+        self.samples.push(EnergySample::of(frame, bodies, w));
+    }
+
+    /// The relative change of the total from the first sample to the last;
+    /// None for a driven world or a zero start.
+    pub fn drift(&self) -> Option<f64> {
+        let (a, b) = (self.samples.first()?, self.samples.last()?);
+        if self.balance == Balance::Driven { None } else { drift(a.total, b.total) }
+    }
+
+    /// The same run with only the samples at `frames`.
+    pub fn at(&self, frames: &[u32]) -> EnergyRun {
+        let samples = frames.iter().filter_map(|&k| self.samples.iter().find(|e| e.frame == k).copied()).collect();
+        EnergyRun { samples, ..self.clone() }
+    }
+
+    /// One line for the command's output: the kinetic energy at each sample
+    /// and the total's change from the first sample to the last, judged as
+    /// the world's balance allows.
+    pub fn line(&self) -> String {
+        let at: Vec<String> = self.samples.iter().map(|s| format!("{:.4} J at frame {}", s.kinetic, s.frame)).collect();
+        let mut line = format!("energy: kinetic {}", at.join(", "));
+        let (Some(a), Some(b)) = (self.samples.first(), self.samples.last()) else { return line };
+        let totals = format!("total {:.4} J to {:.4} J", a.total, b.total);
+        let from = match self.lowest_y {
+            Some(y) => format!(", potential from y = {y:.2} m (the lowest a body can reach)"),
             None => String::new(),
-        },
-        _ => String::new(),
-    };
-    format!("energy: kinetic {}{drift}", at.join(", "))
+        };
+        line += &match (self.balance, self.drift()) {
+            (Balance::Driven, _) => format!("; {totals}{from}; driven (the drum's wall turns): no drift judged"),
+            (Balance::Conserved, Some(d)) => {
+                format!("; gas energy drift {:+.3} % (closed and elastic: {totals}){from}", 100.0 * d)
+            }
+            (Balance::Dissipative, Some(d)) => format!("; {totals} ({:+.3} %){from}", 100.0 * d),
+            (_, None) => format!("; {totals}{from}"),
+        };
+        line
+    }
 }
 
 #[cfg(test)]
@@ -162,11 +239,48 @@ mod tests {
         assert!((e0.total - 39.24).abs() < 1e-5 && e0.kinetic == 0.0, "{e0:?}");
         let e1 = EnergySample::of(10, &[moving, fixed], &w);
         assert!((e1.kinetic - 9.0).abs() < 1e-9 && (e1.total - 28.62).abs() < 1e-5, "{e1:?}");
-        let line = energy_line(&[e0, e1]);
+        let run = EnergyRun { samples: vec![e0, e1], ..EnergyRun::new(&w) };
+        let line = run.line();
         assert!(line.contains("0.0000 J at frame 0, 9.0000 J at frame 10"), "{line}");
-        assert!(line.contains("(-27.064 %)"), "{line}");
+        assert!(line.contains("total 39.2400 J to 28.6200 J (-27.064 %), potential from y = 0.00 m"), "{line}");
         assert_eq!(drift(0.0, 1.0), None);
         assert_eq!(checkpoints(100), [0, 25, 50, 100]);
         assert_eq!(checkpoints(2), [0, 1, 2]);
+    }
+
+    /// The drum's bodies sit below y = 0: measured from y = 0 their total
+    /// crossed zero and printed a drift of -38509 % (issue 16). From the
+    /// drum's bottom it stays positive, and the driven drum judges no drift.
+    #[test]
+    fn the_drum_measures_height_from_its_bottom_and_judges_no_drift() {
+        let (w, bodies) = crate::collide::scenario::build(crate::collide::scenario::Scenario::Drum, 200, 1).unwrap();
+        assert_eq!(Balance::of(&w), Balance::Driven);
+        assert!(potential(&bodies, &w) > 0.0 && bodies.iter().all(|b| b.pos[1] - lowest(&w)[1] >= 0.0));
+        let mut run = EnergyRun::new(&w);
+        run.record(0, &bodies, &w);
+        let sunk: Vec<Body> = bodies.iter().map(|b| Body { pos: [b.pos[0], b.pos[1] - 1.0, b.pos[2]], ..*b }).collect();
+        run.record(5, &sunk, &w);
+        assert_eq!(run.drift(), None);
+        let line = run.line();
+        assert!(line.contains(&format!("potential from y = {:.2} m", -w.drum_radius)), "{line}");
+        assert!(line.ends_with("driven (the drum's wall turns): no drift judged") && !line.contains('%'), "{line}");
+    }
+
+    #[test]
+    fn the_gas_reports_its_drift_and_no_potential() {
+        let (w, bodies) = crate::collide::scenario::build(crate::collide::scenario::Scenario::Gas, 100, 1).unwrap();
+        assert_eq!(Balance::of(&w), Balance::Conserved);
+        let mut run = EnergyRun::new(&w);
+        run.record(0, &bodies, &w);
+        let slower: Vec<Body> = bodies.iter().map(|b| Body { vel: b.vel.map(|v| 0.5 * v), ..*b }).collect();
+        run.record(1, &slower, &w);
+        let d = run.drift().expect("the gas moves");
+        assert!((d + 0.75).abs() < 1e-6, "{d}");
+        let line = run.line();
+        assert!(
+            line.contains("; gas energy drift -75.000 % (closed and elastic: total ") && !line.contains("potential"),
+            "{line}"
+        );
+        assert_eq!(run.at(&[1]).samples, [run.samples[1]]);
     }
 }

@@ -212,8 +212,7 @@ fn gas(n: f32) -> (World, Region) {
     (w, Region::Cuboid { min: [0.0; 3], max: [side; 3] })
 }
 
-/// The ramp's slope (about 26°: spheres roll, boxes tip and slide, and a
-/// body reaches ~12 m/s, a fifth of its size a frame) and its half thickness.
+/// The ramp's slope (about 26°: spheres roll, boxes tip and slide) and its half thickness.
 const RAMP_SLOPE: f32 = 0.45;
 const RAMP_HALF: f32 = 0.3;
 /// The lattice step of the bodies over the ramp: two of the largest
@@ -221,18 +220,30 @@ const RAMP_HALF: f32 = 0.3;
 /// by up to `RAMP_JITTER`.
 const RAMP_STEP: f32 = 2.0 * MAX_BOUND + 0.1;
 const RAMP_JITTER: f32 = 0.04;
+/// The most lattice rows along the slope, which caps the speeds: at 28 the
+/// slope drops ~29 m, and a body sliding all of it reaches ~24 m/s (0.4 m a
+/// frame), what the fall through the pile's spawn column reaches at 100k
+/// bodies. More bodies go into layers and width instead.
+const RAMP_MAX_ALONG: u32 = 28;
+/// The most layers over the slope (the top one falls ~17 m onto the rest).
+const RAMP_MAX_LAYERS: f32 = 10.0;
 
 /// Body 0 is a fixed box (inverse mass 0) tilted by `RAMP_SLOPE` about z,
 /// descending towards +x from the low x wall onto the floor; the other
 /// bodies (`shapes` from the second on) wait on a lattice above its upper
-/// part, at most 4 layers deep and 12 along the slope (more bodies widen
-/// the ramp along z), and fall onto it at the first frame. The floor runs
-/// on past the ramp's foot so that they come to rest there.
+/// part and fall onto it at the first frame. The lattice grows in every
+/// direction with the body count: more layers (up to `RAMP_MAX_LAYERS`) and
+/// a square footprint (as many rows along the slope as across it) until the
+/// slope reaches `RAMP_MAX_ALONG` rows; beyond that the ramp only widens
+/// along z. The floor runs on past the ramp's foot, as far as the slope is
+/// long, so that the bodies come to rest there (rolling spheres reach the
+/// far wall anyway; a longer floor would only shrink the ramp in the
+/// viewer's overview of the world).
 fn ramp(mut shapes: Vec<Body>, rng: &mut fastrand::Rng) -> (World, Vec<Body>) {
     let m = shapes.len() as u32 - 1;
-    let layers = ((m as f32).cbrt() / 3.0).ceil().clamp(1.0, 4.0) as u32;
+    let layers = ((m as f32).cbrt() / 2.5).ceil().clamp(1.0, RAMP_MAX_LAYERS) as u32;
     let per_layer = m.div_ceil(layers).max(1);
-    let along = ((per_layer as f32 / 4.0).sqrt().ceil() as u32).clamp(1, 12);
+    let along = ((per_layer as f32).sqrt().ceil() as u32).clamp(1, RAMP_MAX_ALONG);
     let across = per_layer.div_ceil(along);
     let (sin, cos) = RAMP_SLOPE.sin_cos();
     // The slope's horizontal run: the lattice, a margin above it and a quarter more below.
@@ -248,7 +259,7 @@ fn ramp(mut shapes: Vec<Body>, rng: &mut fastrand::Rng) -> (World, Vec<Body>) {
     let clear = (MAX_BOUND + 0.05) / cos;
     let x0 = 0.01 + 2.0 * RAMP_HALF * sin + MAX_BOUND + 0.5;
     let top = surface(x0) + clear + layers as f32 * RAMP_STEP + 1.0;
-    let w = world([0.0; 3], [foot + (2.0 * run).max(6.0), top, width]);
+    let w = world([0.0; 3], [foot + run.max(6.0), top, width]);
     let half = RAMP_SLOPE * 0.5;
     shapes[0] = Body {
         pos: centre,

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow};
 use reap::collide::output::Run;
-use reap::collide::quality::{EnergySample, Quality};
+use reap::collide::quality::{EnergyRun, Quality};
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Frontier, Scenario, SortMethod, frame,
     simulate,
@@ -199,15 +199,16 @@ fn reference(args: &CollideBenchArgs) -> CollideSettings {
 /// untimed with `lookback` and the fast sort: every configuration steps the
 /// same bodies, so this one run stands for them all, and reading the bodies
 /// back every frame costs the measured runs nothing.
-fn energy_series<E: Engine>(engine: &mut E, start: &[Body], args: &CollideBenchArgs) -> Result<Vec<EnergySample>> {
+fn energy_series<E: Engine>(engine: &mut E, start: &[Body], args: &CollideBenchArgs) -> Result<EnergyRun> {
     let s = reference(args);
     engine.set_bodies(start)?;
     let world = *engine.world();
     let mut f = Frontier::new(engine)?;
-    let mut series = vec![EnergySample::of(0, start, &world)];
+    let mut series = EnergyRun::new(&world);
+    series.record(0, start, &world);
     for i in 0..args.frames {
         frame(engine, &s, &mut f, i)?;
-        series.push(EnergySample::of(i + 1, &engine.bodies()?, &world));
+        series.record(i + 1, &engine.bodies()?, &world);
     }
     Ok(series)
 }
