@@ -153,6 +153,43 @@ fn counted_single_pass_blocks_loop_over_many_tiles() {
     }
 }
 
+/// The bulk-async ring (sm_90): persistent blocks loop over tiles three deep,
+/// host-length and counted, with one block (the ring wraps every three
+/// tiles), three, and the resident grid; sizes around each element size's
+/// tile and the partial last tile, every density.
+#[test]
+fn bulk_async_ring_matches_the_cpu() {
+    use reap::compaction::cuda::single_pass::LoadStyle;
+    use reap::compaction::{Algorithm, Operation};
+    let Some(mut b) = gpu() else { return };
+    if !LoadStyle::BulkAsync.runs_on(b.info.compute_capability) {
+        skip(format!("SKIPPED bulk-async test: compute capability {:?} is below 9.0", b.info.compute_capability));
+        return;
+    }
+    b.tuning.single_pass.set_shape(None, |s| s.load = LoadStyle::BulkAsync);
+    let mut sizes = vec![0, 1, 33, 100_003, (1 << 22) + 3];
+    for es in [4, 8, 16] {
+        let tile = b.tuning.single_pass.shape(es, b.info.compute_capability).expect("a shape").tile(es);
+        sizes.extend([tile - 1, tile, tile + 1, 3 * tile + 5, 7 * tile]);
+    }
+    for grid in [1, 3, 0] {
+        b.tuning.single_pass.counted_grid = grid;
+        let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
+        cfg.operations = vec![Operation::Select, Operation::Partition];
+        cfg.sizes = sizes.clone();
+        cfg.densities = vec![0.0, 0.3, 1.0];
+        cfg.seed = 17 + grid as u64;
+        let mut failures = Vec::new();
+        let summary = reap::verify::run(&b, &cfg, |case, outcome| {
+            if let Err(e) = outcome {
+                failures.push(format!("{case}: {e}"));
+            }
+        });
+        assert!(failures.is_empty(), "grid {grid}: {} failed:\n{}", summary.failed, failures.join("\n"));
+        assert!(summary.passed > 0);
+    }
+}
+
 /// The counted lookback costs what the host-length call costs: the same
 /// device time (events) within 5 % + 2 µs, and no more host time to enqueue,
 /// at 2^20..2^28 u32 elements with half kept; and it finds the same count.

@@ -5,6 +5,13 @@
 #include "single_pass.cuh"
 
 struct Chained {
+    // Nothing to publish before the prefix: successors wait for the inclusive one.
+    static __device__ __forceinline__ void publish(u64*, u32, u64, u32) {}
+
+    static __device__ __forceinline__ u64 resolve(u64* state, u32 tile, u64 aggregate, u32 epoch) {
+        return prefix(state, tile, aggregate, epoch);
+    }
+
     static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
         u64 exclusive = 0;
         if (reap_lane() == 0) {

@@ -7,14 +7,17 @@
 #include "single_pass.cuh"
 
 struct Decoupled {
-    // Called by the 32 lanes of warp 0; returns the exclusive prefix.
-    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
+    // Called by one thread as soon as the tile has counted: tile 0's count is
+    // already its inclusive prefix.
+    static __device__ __forceinline__ void publish(u64* state, u32 tile, u64 aggregate, u32 epoch) {
+        reap_store_relaxed(state + tile, ST_WORD(tile == 0 ? ST_PREFIX : ST_AGGREGATE, epoch, aggregate));
+    }
+
+    // Called by the 32 lanes of warp 0 after `publish`; returns the exclusive
+    // prefix and publishes the inclusive one.
+    static __device__ __forceinline__ u64 resolve(u64* state, u32 tile, u64 aggregate, u32 epoch) {
         u32 lane = reap_lane();
-        if (tile == 0) {
-            if (lane == 0) reap_store_relaxed(state, ST_WORD(ST_PREFIX, epoch, aggregate));
-            return 0;
-        }
-        if (lane == 0) reap_store_relaxed(state + tile, ST_WORD(ST_AGGREGATE, epoch, aggregate));
+        if (tile == 0) return 0;
         u64 exclusive = 0;
         long long window = (long long)tile - 1;  // predecessor that lane 0 inspects
         while (true) {
@@ -42,6 +45,12 @@ struct Decoupled {
         }
         if (lane == 0) reap_store_relaxed(state + tile, ST_WORD(ST_PREFIX, epoch, exclusive + aggregate));
         return exclusive;
+    }
+
+    // Called by the 32 lanes of warp 0; returns the exclusive prefix.
+    static __device__ __forceinline__ u64 prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
+        if (reap_lane() == 0) publish(state, tile, aggregate, epoch);
+        return resolve(state, tile, aggregate, epoch);
     }
 
     // The same walk for scans, whose values need all 64 bits: flags and values

@@ -23,6 +23,9 @@
 #endif
 #define REAP_LOAD_VECTORISED 0
 #define REAP_LOAD_WARP_TRANSPOSED 1
+// Bulk copies into a ring of tiles in shared memory (sm_90, single_pass_ring.cuh);
+// the items are then read warp-striped, as the vectorised style holds them.
+#define REAP_LOAD_BULK_ASYNC 2
 #ifndef REAP_LOAD
 #define REAP_LOAD REAP_LOAD_VECTORISED
 #endif
@@ -193,26 +196,31 @@ __device__ __forceinline__ u32 next_tile(u32* counter, u32 last_draw) {
     return s_tile;
 }
 
-template <typename Protocol>
+// The tile's exclusive prefix, to every thread. PUBLISHED: the tile's
+// aggregate is already out (Protocol::publish), only the walk remains.
+template <typename Protocol, bool PUBLISHED = false>
 __device__ __forceinline__ u64 tile_prefix(u64* state, u32 tile, u64 aggregate, u32 epoch) {
     __shared__ u64 s_prefix;
     if (threadIdx.x < 32) {
-        u64 prefix = Protocol::prefix(state, tile, aggregate, epoch);
+        u64 prefix = PUBLISHED ? Protocol::resolve(state, tile, aggregate, epoch)
+                               : Protocol::prefix(state, tile, aggregate, epoch);
         if (threadIdx.x == 0) s_prefix = prefix;
     }
     __syncthreads();
     return s_prefix;
 }
 
-// Compaction (and, with PARTITION, stream split) of one loaded tile. Each
-// thread's keep flags are a bit mask per row (its j-th vector). Vectorised:
-// one warp scan of the rows' counts packed 8 bits apiece (a row of a warp
-// holds at most 128 items) ranks every item. Warp-transposed: one warp scan
-// of each lane's count, its rows following each other.
-template <typename Protocol, bool PARTITION>
-__device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
-                                            const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
-                                            const u64* kept_total, Elem* s_out, u32* s_warp) {
+// Ranks one loaded tile and stages it in s_out: kept elements at their
+// tile-local rank, and with PARTITION the rejected ones after them, in order.
+// Returns the tile's kept count. Each thread's keep flags are a bit mask per
+// row (its j-th vector). Vectorised: one warp scan of the rows' counts packed
+// 8 bits apiece (a row of a warp holds at most 128 items) ranks every item.
+// Warp-transposed: one warp scan of each lane's count, its rows following
+// each other. s_out may be the tile's own input: every thread has read its
+// items before the barrier that precedes the first write.
+template <bool PARTITION>
+__device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
+                                          const KeepArgs& k, Elem* s_out, u32* s_warp) {
     u64 base = (u64)tile * TILE;
     u32 m[REAP_VECS];
 #pragma unroll
@@ -260,7 +268,6 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
     reap_warp_totals<WARPS>(s_warp, warp, before, kept);
     u32 valid = (u32)min((u64)TILE, n - base);
 
-    // Stage before the prefix is known: the look-back's latency hides behind it.
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++)
 #pragma unroll
@@ -273,8 +280,16 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
                 if (li < valid) s_out[kept + li - r] = x[j][e];
             }
         }
-    u64 prefix = tile_prefix<Protocol>(state, tile, kept, epoch);
+    return kept;
+}
 
+// Writes a staged tile (stage_tile) once its exclusive prefix is known; the
+// caller has synchronised the block since the staging.
+template <bool PARTITION>
+__device__ __forceinline__ void emit_tile(u32 tile, u32 tiles, u64 n, u32 kept, u64 prefix, Elem* out, u64* count,
+                                          const u64* kept_total, const Elem* s_out) {
+    u64 base = (u64)tile * TILE;
+    u32 valid = (u32)min((u64)TILE, n - base);
     for (u32 i = threadIdx.x; i < kept; i += REAP_BLOCK) out[prefix + i] = s_out[i];
     if (PARTITION) {
         // Rejected elements before this tile: base - prefix.
@@ -282,6 +297,17 @@ __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)
         for (u32 i = kept + threadIdx.x; i < valid; i += REAP_BLOCK) out[rej + i - kept] = s_out[i];
     }
     if (tile == tiles - 1 && threadIdx.x == 0) *count = prefix + kept;
+}
+
+// Compaction (and, with PARTITION, stream split) of one loaded tile. Staged
+// before the prefix is known, so the look-back's latency hides behind it.
+template <typename Protocol, bool PARTITION>
+__device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
+                                            const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
+                                            const u64* kept_total, Elem* s_out, u32* s_warp) {
+    u32 kept = stage_tile<PARTITION>(tile, x, n, k, s_out, s_warp);
+    u64 prefix = tile_prefix<Protocol>(state, tile, kept, epoch);
+    emit_tile<PARTITION>(tile, tiles, n, kept, prefix, out, count, kept_total, s_out);
 }
 
 // Which tiles a launch covers. With a host length the grid is one block per
@@ -314,9 +340,16 @@ __device__ __forceinline__ u32 following_tile(u32* counter, const TileLoop& t) {
     return t.persistent ? next_tile(counter, t.last_draw) : t.tiles;
 }
 
+#if REAP_LOAD == REAP_LOAD_BULK_ASYNC
+#include "single_pass_ring.cuh"
+#endif
+
 template <typename Protocol, bool PARTITION>
 __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                               u64* state, u32* counter, u32 epoch, const u64* kept_total) {
+#if REAP_LOAD == REAP_LOAD_BULK_ASYNC
+    compact_ring<Protocol, PARTITION>(ext, in, keep, out, count, state, counter, epoch, kept_total);
+#else
     // The tile's staging for the output; a warp-transposed load stages its
     // input in the same memory, which compact_one's first barrier frees.
     __shared__ uint4 s_raw[STAGE_VECS > TILE * sizeof(Elem) / 16 ? STAGE_VECS : TILE * sizeof(Elem) / 16];
@@ -334,6 +367,7 @@ __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepAr
         load_tile(in, (u64)tile * TILE, n, x, s_raw);
         compact_one<Protocol, PARTITION>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
     }
+#endif
 }
 
 // Counts survivors (partition needs the kept total before it places the

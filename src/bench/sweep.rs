@@ -34,7 +34,7 @@ pub fn vecs(elem_bytes: u32) -> &'static [u32] {
 }
 
 /// Every shape of the grid that builds (shared memory bounds the largest
-/// tiles), at most 64 per element size.
+/// tiles), at most 96 per element size.
 pub fn grid(elem_bytes: u32) -> Vec<Shape> {
     let mut shapes = Vec::new();
     for &block in &BLOCKS {
@@ -170,7 +170,8 @@ fn sweep_all(
         let default = SinglePassTuning::default().shape(es, b.info.compute_capability)?;
         // The default first: its count is what every other shape's must equal.
         let mut shapes = vec![default];
-        shapes.extend(grid(es).into_iter().filter(|g| *g != default));
+        let runs = |g: &Shape| g.load.runs_on(b.info.compute_capability);
+        shapes.extend(grid(es).into_iter().filter(|g| *g != default && runs(g)));
         precompile(b, what.algorithm, es, &shapes);
         for &n in &s.sizes {
             let copy = b.copy_time(n * es as u64, s.reps.max(5))?;
@@ -363,6 +364,7 @@ pub fn table(points: &[SweepPoint], elem_sizes: &[u32], arch: ArchClass) -> Stri
             let load = match s.load {
                 LoadStyle::Vectorised => "Vectorised",
                 LoadStyle::WarpTransposed => "WarpTransposed",
+                LoadStyle::BulkAsync => "BulkAsync",
             };
             t.push_str(&format!(
                 "    // Swept: {:.3}x the old default's time (geometric mean), {:.1} % of copy at the largest size.\n",

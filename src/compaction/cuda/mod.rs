@@ -347,13 +347,20 @@ impl CudaBackend {
     /// How many blocks of `f` (named `name`, specialised as `v`, launched
     /// with `block` threads and no dynamic shared memory) the whole device
     /// holds at once: the grid of a persistent launch.
-    pub(crate) fn resident_blocks(&self, f: &CudaFunction, name: &str, v: &Variant, block: u32) -> Result<u32> {
+    pub(crate) fn resident_blocks(
+        &self,
+        f: &CudaFunction,
+        name: &str,
+        v: &Variant,
+        block: u32,
+        dynamic_shared: u32,
+    ) -> Result<u32> {
         let mut cache = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&blocks) = cache.get(&(name.to_string(), v.clone())) {
             return Ok(blocks);
         }
         let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+            .occupancy_max_active_blocks_per_multiprocessor(block, dynamic_shared as usize, None)
             .map_err(driver_error("asking the occupancy of a kernel"))?;
         let blocks = per_sm.max(1).saturating_mul(self.info.sms.max(1));
         cache.insert((name.to_string(), v.clone()), blocks);

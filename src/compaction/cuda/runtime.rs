@@ -19,8 +19,10 @@ pub fn driver_error(during: &'static str) -> impl Fn(cudarc::driver::DriverError
 pub const WARP: Source = kernel_source!("warp.cuh");
 /// Declares `REAP_ELEM_BYTES`, `REAP_KEEP`, `Elem`, `KeepArgs` and the keep rule.
 pub const COMMON: Source = kernel_source!("compaction/common.cuh", headers: &[WARP]);
+/// The `bulk-async` load style's ring of tiles (sm_90 bulk copies).
+pub const SINGLE_PASS_RING: Source = kernel_source!("compaction/single_pass_ring.cuh");
 /// The tile machinery `lookback` and `chained` share.
-pub const SINGLE_PASS: Source = kernel_source!("compaction/single_pass.cuh", headers: &[COMMON]);
+pub const SINGLE_PASS: Source = kernel_source!("compaction/single_pass.cuh", headers: &[COMMON, SINGLE_PASS_RING]);
 
 pub const LOOKBACK: Source = kernel_source!("compaction/lookback.cu", headers: &[SINGLE_PASS]);
 pub const CHAINED: Source = kernel_source!("compaction/chained.cu", headers: &[SINGLE_PASS]);

@@ -3,6 +3,7 @@
 //! which share kernels/compaction/single_pass.cuh and differ only in how a
 //! tile learns its prefix.
 
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use smart_default::SmartDefault;
 
@@ -42,14 +43,20 @@ pub enum LoadStyle {
     /// CUB's BLOCK_LOAD_WARP_TRANSPOSE: a warp's coalesced 16-byte loads go
     /// through shared memory, so each thread holds consecutive items.
     WarpTransposed,
+    /// sm_90 bulk copies into a ring of three tiles in shared memory, one
+    /// persistent block looping over tiles, each tile's count published as
+    /// soon as it lands (kernels/compaction/single_pass_ring.cuh). Select and
+    /// partition only: the scan loads vectorised under this style.
+    BulkAsync,
 }
 
 impl LoadStyle {
-    pub const ALL: [LoadStyle; 2] = [LoadStyle::Vectorised, LoadStyle::WarpTransposed];
+    pub const ALL: [LoadStyle; 3] = [LoadStyle::Vectorised, LoadStyle::WarpTransposed, LoadStyle::BulkAsync];
     pub fn name(self) -> &'static str {
         match self {
             LoadStyle::Vectorised => "vectorised",
             LoadStyle::WarpTransposed => "warp-transposed",
+            LoadStyle::BulkAsync => "bulk-async",
         }
     }
     /// The value of `REAP_LOAD` (`REAP_LOAD_*` in single_pass.cuh).
@@ -57,7 +64,12 @@ impl LoadStyle {
         match self {
             LoadStyle::Vectorised => 0,
             LoadStyle::WarpTransposed => 1,
+            LoadStyle::BulkAsync => 2,
         }
+    }
+    /// Whether a device of this compute capability has the instructions.
+    pub fn runs_on(self, compute_capability: (i32, i32)) -> bool {
+        self != LoadStyle::BulkAsync || compute_capability.0 >= 9
     }
 }
 
@@ -66,7 +78,7 @@ impl std::str::FromStr for LoadStyle {
     fn from_str(s: &str) -> Result<Self> {
         LoadStyle::ALL.into_iter().find(|l| l.name() == s).ok_or_else(|| Error::Tuning {
             algorithm: "lookback",
-            why: format!("unknown load style `{s}`; use vectorised or warp-transposed"),
+            why: format!("unknown load style `{s}`; use vectorised, warp-transposed or bulk-async"),
         })
     }
 }
@@ -110,6 +122,11 @@ pub struct Shape {
 
 /// Static shared memory a block may use (CUDA's limit without opting in).
 const SHARED_LIMIT: u32 = 48 * 1024;
+/// Shared memory a block may opt in to on sm_90 (227 KiB), which the
+/// bulk-async ring takes as dynamic shared memory.
+const OPT_IN_SHARED_LIMIT: u32 = 227 * 1024;
+/// Tiles in the bulk-async ring (`RING` in single_pass_ring.cuh).
+const RING: u32 = 3;
 
 impl Shape {
     pub const fn new(block: u32, vecs: u32, load: LoadStyle, delay_ns: u32) -> Shape {
@@ -129,13 +146,19 @@ impl Shape {
         (self.block * self.vecs * (16 / elem_bytes)) as u64
     }
     /// Shared memory of the select / partition kernels' tile staging: a warp-transposed
-    /// load adds a padding vector per 8 (single_pass.cuh `STAGE_PAD`).
+    /// load adds a padding vector per 8 (single_pass.cuh `STAGE_PAD`); bulk-async
+    /// holds a ring of tiles.
     pub fn staging_bytes(&self) -> u32 {
         let vecs = self.block * self.vecs;
         16 * match self.load {
             LoadStyle::Vectorised => vecs,
             LoadStyle::WarpTransposed => vecs + vecs / 8,
+            LoadStyle::BulkAsync => RING * vecs,
         }
+    }
+    /// Dynamic shared memory of a select / partition launch (the ring's).
+    fn dynamic_bytes(&self) -> u32 {
+        if self.load == LoadStyle::BulkAsync { self.staging_bytes() } else { 0 }
     }
     /// Whether the kernels can be built with this shape; says why not.
     pub fn check(&self) -> Result<()> {
@@ -147,13 +170,14 @@ impl Shape {
             return bad("vecs 0: a thread must load at least one vector".into());
         }
         // The vectorised ranking packs each row's count of a warp (up to 128) into 8 bits of a u64.
-        if self.load == LoadStyle::Vectorised && self.vecs > 8 {
-            return bad(format!("vecs {}: vectorised loads take at most 8 vectors a thread", self.vecs));
+        if self.load != LoadStyle::WarpTransposed && self.vecs > 8 {
+            return bad(format!("vecs {}: {} loads take at most 8 vectors a thread", self.vecs, self.load.name()));
         }
         // Headroom for the kernels' other shared words (per-warp totals, the tile id, the prefix).
-        if self.staging_bytes() + 1024 > SHARED_LIMIT {
+        let limit = if self.load == LoadStyle::BulkAsync { OPT_IN_SHARED_LIMIT } else { SHARED_LIMIT };
+        if self.staging_bytes() + 1024 > limit {
             return bad(format!(
-                "{} x {} vectors ({}) stage {} bytes, above the {SHARED_LIMIT}-byte shared memory of a block",
+                "{} x {} vectors ({}) stage {} bytes, above the {limit}-byte shared memory of a block",
                 self.block,
                 self.vecs,
                 self.load.name(),
@@ -208,8 +232,8 @@ pub struct SinglePassTuning {
     /// Searched in order, see [`DEFAULT_SHAPES`].
     #[default(DEFAULT_SHAPES.to_vec())]
     pub shapes: Vec<ShapeEntry>,
-    /// Blocks of a counted launch, which loop over the tiles: 0 for as many
-    /// as the device holds at once. A few make every block loop over many
+    /// Blocks of a counted or bulk-async launch, which loop over the tiles:
+    /// 0 for as many as the device holds at once. A few make every block loop over many
     /// tiles at small sizes (tests, sanitizer runs).
     #[default(0)]
     pub counted_grid: u32,
@@ -287,20 +311,21 @@ fn tiles(n: u64, tile: u64) -> Result<u32> {
         .map_err(|_| Error::Backend(format!("{n} elements need more than 2^32 tiles; raise the tile size")))
 }
 
-fn config(s: &Shape, grid: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes: 0 }
+fn config(s: &Shape, grid: u32, shared_mem_bytes: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes }
 }
 
 /// The grid of a single-pass launch over `tiles` tiles (of the capacity):
-/// one block per tile with a host length; counted, at most the blocks that
-/// are resident at once, which loop over the live tiles (single_pass.cuh
-/// `TileLoop`). Such a launch draws tiles + grid tile ids from a 32-bit counter.
+/// one block per tile with a host length; counted, or in the bulk-async
+/// style, at most the blocks that are resident at once, which loop over the
+/// live tiles (single_pass.cuh `TileLoop`, single_pass_ring.cuh). Such a
+/// launch draws tiles + grid tile ids from a 32-bit counter.
 fn grid(b: &CudaBackend, s: &Shape, io: &Io, f: &CudaFunction, name: &str, v: &Variant, tiles: u32) -> Result<u32> {
-    if !io.ext.is_counted() {
+    if !io.ext.is_counted() && s.load != LoadStyle::BulkAsync {
         return Ok(tiles);
     }
     let resident = match b.tuning.single_pass.counted_grid {
-        0 => b.resident_blocks(f, name, v, s.block)?,
+        0 => b.resident_blocks(f, name, v, s.block, s.dynamic_bytes())?,
         blocks => blocks,
     };
     let grid = resident.min(tiles);
@@ -324,6 +349,16 @@ pub fn compact(
     st: &mut Stages,
 ) -> Result<()> {
     let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    if !t.load.runs_on(b.info.compute_capability) {
+        let (major, minor) = b.info.compute_capability;
+        return Err(Error::Tuning {
+            algorithm: "lookback",
+            why: format!(
+                "{} loads need compute capability 9.0 or newer (this GPU has {major}.{minor}); use vectorised",
+                t.load.name()
+            ),
+        });
+    }
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let (words, epoch) = b.tile_states(tiles as u64)?;
@@ -331,6 +366,11 @@ pub fn compact(
     let state = words + 8;
     let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
     let f = b.kernels().function(c.source(), &v, &name)?;
+    let shared = t.dynamic_bytes();
+    if shared > 0 {
+        f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+            .map_err(driver_error("raising the ring's shared memory"))?;
+    }
     let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Partition needs the kept total before any tile places a rejected element.
     let total = if split { Some(b.zeroed(8)?) } else { None };
@@ -343,7 +383,7 @@ pub fn compact(
             l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&kept_total);
             // SAFETY: matches `NAME_count(Extent, const Elem*, KeepArgs, u64*)`; input holds the extent's
             // capacity of elements (and `len`, if set, is one u64) and kept_total is a zeroed u64.
-            unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching count"))
+            unsafe { l.launch(config(t, grid, 0)) }.map(drop).map_err(driver_error("launching count"))
         })?;
     }
     st.run("single-pass", || {
@@ -356,14 +396,19 @@ pub fn compact(
         // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold the
         // capacity's elements, state a word per tile of it (older epochs read as invalid), counter is 0
         // between calls (the launch's last draw rewinds it), count is one u64.
-        unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the single pass"))
+        unsafe { l.launch(config(t, grid, shared)) }.map(drop).map_err(driver_error("launching the single pass"))
     })?;
     drop(total); // freed in stream order, after the kernels
     Ok(())
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    let mut t = b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    // The ring is select's and partition's; the scan loads such a shape vectorised.
+    if t.load == LoadStyle::BulkAsync {
+        t.load = LoadStyle::Vectorised;
+    }
+    let t = &t;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let name = format!("{}_scan", c.name());
@@ -379,7 +424,7 @@ pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) 
         l.arg(&io.ext).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
         // SAFETY: matches `NAME_scan(Extent, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
         // the flags, values and counter of every tile of the capacity, laid out above, zeroed.
-        unsafe { l.launch(config(t, grid)) }.map(drop).map_err(driver_error("launching the scan"))
+        unsafe { l.launch(config(t, grid, 0)) }.map(drop).map_err(driver_error("launching the scan"))
     })?;
     drop(scratch);
     Ok(())
