@@ -211,6 +211,14 @@ const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
 /// class go above the `Any` line of the same size. `reap bench compaction
 /// --sweep` prints its winners in this form.
 pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
+    // The bulk-async ring, 512 threads x 8 vectors (64 KiB tiles, one block
+    // of 192 KiB per SM), fastest of 13 ring shapes on an H100 at 2^26-2^28
+    // (docs/bench/ring-h100-issue17): 85-98 % of copy at 2^28 against 66-80 %
+    // for the register shapes below.
+    entry(ArchClass::Sm90, 4, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90, 8, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90, 16, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    // The scan takes the first register shape (it has no ring).
     // Swept on an H200 (`reap bench sweep --sizes 2^26,2^28`, docs/bench/sweep-h200):
     // 0.971x the old default's time (geometric mean), 59.4 % of copy at 2^28.
     entry(ArchClass::Sm90, 4, Shape::new(384, 6, LoadStyle::Vectorised, 0)),
@@ -247,6 +255,23 @@ impl SinglePassTuning {
             algorithm: "lookback",
             why: format!("no shape for {elem_bytes}-byte elements in the single-pass tuning table"),
         })?;
+        shape.check()?;
+        Ok(shape)
+    }
+
+    /// The scan's shape: the first register-load line for the element size and
+    /// device, or the select shape loaded vectorised when every line is a ring.
+    pub fn scan_shape(&self, elem_bytes: u32, compute_capability: (i32, i32)) -> Result<Shape> {
+        let registers = self.shapes.iter().find(|e| {
+            e.elem_bytes == elem_bytes && e.arch.matches(compute_capability) && e.shape.load != LoadStyle::BulkAsync
+        });
+        let mut shape = match registers {
+            Some(e) => e.shape,
+            None => self.shape(elem_bytes, compute_capability)?,
+        };
+        if shape.load == LoadStyle::BulkAsync {
+            shape.load = LoadStyle::Vectorised;
+        }
         shape.check()?;
         Ok(shape)
     }
@@ -403,12 +428,7 @@ pub fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    let mut t = b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
-    // The ring is select's and partition's; the scan loads such a shape vectorised.
-    if t.load == LoadStyle::BulkAsync {
-        t.load = LoadStyle::Vectorised;
-    }
-    let t = &t;
+    let t = &b.tuning.single_pass.scan_shape(v.elem_bytes, b.info.compute_capability)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let name = format!("{}_scan", c.name());
