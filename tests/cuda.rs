@@ -153,7 +153,8 @@ fn counted_single_pass_blocks_loop_over_many_tiles() {
     }
 }
 
-/// The bulk-async ring (sm_90): persistent blocks loop over tiles three deep,
+/// The bulk-async ring (sm_90) under select, partition and scan: persistent
+/// blocks loop over tiles three deep,
 /// host-length and counted, with one block (the ring wraps every three
 /// tiles), three, and the resident grid; sizes around each element size's
 /// tile and the partial last tile, every density.
@@ -175,7 +176,7 @@ fn bulk_async_ring_matches_the_cpu() {
     for grid in [1, 3, 0] {
         b.tuning.single_pass.counted_grid = grid;
         let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
-        cfg.operations = vec![Operation::Select, Operation::Partition];
+        cfg.operations = vec![Operation::Select, Operation::Partition, Operation::Scan];
         cfg.sizes = sizes.clone();
         cfg.densities = vec![0.0, 0.3, 1.0];
         cfg.seed = 17 + grid as u64;

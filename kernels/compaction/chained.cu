@@ -26,6 +26,14 @@ struct Chained {
     }
 
     template <typename T>
+    static __device__ __forceinline__ void scan_publish(u32*, u64*, u32, T) {}
+
+    template <typename T>
+    static __device__ __forceinline__ T scan_resolve(u32* flags, u64* values, u32 tile, T aggregate) {
+        return scan_prefix(flags, values, tile, aggregate);
+    }
+
+    template <typename T>
     static __device__ __forceinline__ T scan_prefix(u32* flags, u64* values, u32 tile, T aggregate) {
         T exclusive = 0;
         if (reap_lane() == 0) {

@@ -53,24 +53,20 @@ struct Decoupled {
         return resolve(state, tile, aggregate, epoch);
     }
 
-    // The same walk for scans, whose values need all 64 bits: flags and values
-    // in separate words, published with release and read with acquire.
+    // The same protocol for scans, whose values need all 64 bits: flags and
+    // values in separate words, published with release and read with acquire.
+    // Aggregates go to the odd words, inclusive prefixes to the even ones, so
+    // a published aggregate is never overwritten under a reader. One thread.
     template <typename T>
-    static __device__ __forceinline__ T scan_prefix(u32* flags, u64* values, u32 tile, T aggregate) {
+    static __device__ __forceinline__ void scan_publish(u32* flags, u64* values, u32 tile, T aggregate) {
+        values[tile == 0 ? 0 : 2 * tile + 1] = (u64)aggregate;
+        reap_store_release(flags + tile, (u32)(tile == 0 ? ST_PREFIX : ST_AGGREGATE));
+    }
+
+    template <typename T>
+    static __device__ __forceinline__ T scan_resolve(u32* flags, u64* values, u32 tile, T aggregate) {
         u32 lane = reap_lane();
-        if (tile == 0) {
-            if (lane == 0) {
-                values[0] = (u64)aggregate;
-                reap_store_release(flags, (u32)ST_PREFIX);
-            }
-            return 0;
-        }
-        // Aggregates go to the odd words, inclusive prefixes to the even ones, so
-        // a published aggregate is never overwritten under a reader.
-        if (lane == 0) {
-            values[2 * tile + 1] = (u64)aggregate;
-            reap_store_release(flags + tile, (u32)ST_AGGREGATE);
-        }
+        if (tile == 0) return 0;
         T exclusive = 0;
         long long window = (long long)tile - 1;
         while (true) {
@@ -96,6 +92,12 @@ struct Decoupled {
             reap_store_release(flags + tile, (u32)ST_PREFIX);
         }
         return exclusive;
+    }
+
+    template <typename T>
+    static __device__ __forceinline__ T scan_prefix(u32* flags, u64* values, u32 tile, T aggregate) {
+        if (reap_lane() == 0) scan_publish(flags, values, tile, aggregate);
+        return scan_resolve(flags, values, tile, aggregate);
     }
 };
 

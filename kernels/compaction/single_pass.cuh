@@ -395,6 +395,9 @@ __device__ __forceinline__ void count_kept(Extent ext, const Elem* in, KeepArgs 
 template <typename Protocol>
 __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags,
                                            u64* values, u32* counter) {
+#if REAP_LOAD == REAP_LOAD_BULK_ASYNC
+    scan_ring<Protocol>(ext, in, out, total, flags, values, counter);
+#else
     __shared__ Elem s_warp[WARPS];
     __shared__ Elem s_prefix;
     __shared__ uint4 s_stage[STAGE_VECS];
@@ -425,6 +428,7 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
             }
         if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + agg);
     }
+#endif
 }
 #endif
 

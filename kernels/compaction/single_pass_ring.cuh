@@ -1,4 +1,4 @@
-// The `bulk-async` load style of the single-pass select and partition
+// The `bulk-async` load style of the single-pass select, partition and scan
 // (REAP_LOAD_BULK_ASYNC, sm_90): a persistent block keeps a ring of RING tiles
 // in dynamic shared memory, each filled by one bulk copy that completes on
 // the slot's mbarrier, and publishes a tile's aggregate as soon as the tile
@@ -13,6 +13,8 @@
 //   draw A, load A; draw B, load B; land A, count A, publish A
 //   loop: land B, count B, publish B; draw C, load C;
 //         look back for A, store A; A <- B <- C
+//
+// (for the scan, "count" ranks the tile in place and publishes its sum)
 //
 // so two tiles of the block are in flight while it looks back for a third,
 // whose predecessors have by then most likely counted.
@@ -57,78 +59,64 @@ struct Ring {
     uint4* tiles;  // RING x TILE_VECS vectors (dynamic shared memory)
     u64* bars;     // an mbarrier per slot
     u32* ids;      // the tile id each slot holds
-    u32* kept;     // the kept count of each slot's tile, once counted
     u32 parity;    // bit s: the phase slot s's barrier completes next
     u32 tiles_live;
     u32 last_draw;
-    Elem* slot(u32 s) const { return reinterpret_cast<Elem*>(tiles + s * TILE_VECS); }
+    bool aligned;  // the input allows 16-byte bulk copies
+    __device__ Elem* slot(u32 s) const { return reinterpret_cast<Elem*>(tiles + s * TILE_VECS); }
+    __device__ uint4* slot4(u32 s) const { return tiles + s * TILE_VECS; }
+    // Whether tile t comes by bulk copy; else the threads load it (the last,
+    // partial tile, or an input not 16-byte aligned).
+    __device__ bool bulk(u32 t, u64 n) const { return aligned && (u64)t * TILE + TILE <= n; }
 };
 
-// Thread 0: draws the next tile id into slot s and, for a whole tile, starts
-// its bulk copy. The last, partial tile is loaded by the threads when it
-// lands. The caller synchronises before anyone reads `ids[s]`.
+// Thread 0: draws the next tile id into slot s and starts its bulk copy.
+// The caller synchronises before anyone reads `ids[s]`.
 __device__ __forceinline__ void ring_draw(Ring& r, u32* counter, u32 s, const Elem* in, u64 n) {
     u32 t = atomicAdd(counter, 1u);
     if (t == r.last_draw) atomicExch(counter, 0u);
     r.ids[s] = t;
-    u64 base = (u64)t * TILE;
-    if (t < r.tiles_live && base + TILE <= n) ring_issue(&r.bars[s], r.slot(s), in + base, TILE * sizeof(Elem));
+    if (t < r.tiles_live && r.bulk(t, n)) ring_issue(&r.bars[s], r.slot(s), in + (u64)t * TILE, TILE * sizeof(Elem));
 }
 
-// Every thread: waits for slot s's tile to land, reads its items (warp-striped,
-// as the vectorised style) and stages them in place. Returns the kept count.
-template <typename Protocol, bool PARTITION>
-__device__ __forceinline__ void ring_count(Ring& r, u32 s, const Elem* in, u64 n, const KeepArgs& k, u64* state,
-                                           u32 epoch, u32* s_warp) {
+// Every thread: waits until slot s's tile has landed, and reads its items
+// warp-striped, as the vectorised style holds them (items past n: zero).
+__device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n, Elem (&x)[REAP_VECS][REAP_VEC]) {
     u32 tile = r.ids[s];
     u64 base = (u64)tile * TILE;
-    Elem* slot = r.slot(s);
-    if (base + TILE <= n) {
+    if (r.bulk(tile, n)) {
         ring_wait(&r.bars[s], (r.parity >> s) & 1);
         r.parity ^= 1u << s;
     } else {
-        for (u32 i = threadIdx.x; i < n - base; i += REAP_BLOCK) slot[i] = in[base + i];
+        Elem* slot = r.slot(s);
+        for (u32 i = threadIdx.x; i < TILE && base + i < n; i += REAP_BLOCK) slot[i] = in[base + i];
         __syncthreads();
     }
-    u32 valid = (u32)min((u64)TILE, n - base);
-    Elem x[REAP_VECS][REAP_VEC];
-    const uint4* slot4 = r.tiles + s * TILE_VECS;
 #pragma unroll
     for (u32 j = 0; j < REAP_VECS; j++) {
-        u32 v = item_index(j, 0) / REAP_VEC;
-        if (v * REAP_VEC < valid) {
-            Vec16 u;
-            u.v = slot4[v];
+        Vec16 u;
+        u.v = r.slot4(s)[item_index(j, 0) / REAP_VEC];
 #pragma unroll
-            for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
-        }
-    }
-    u32 kept = stage_tile<PARTITION>(tile, x, n, k, slot, s_warp);
-    if (threadIdx.x == 0) {
-        Protocol::publish(state, tile, kept, epoch);
-        r.kept[s] = kept;
+        for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = base + item_index(j, e) < n ? u.e[e] : Elem{};
     }
 }
 
-template <typename Protocol, bool PARTITION>
-__device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
-                                             u64* state, u32* counter, u32 epoch, const u64* kept_total) {
+// The loop above for a Work with count(ring, slot) and emit(ring, slot).
+template <typename Work>
+__device__ __forceinline__ void ring_loop(Work& w, u32* counter, const Elem* in, u64 n) {
     extern __shared__ uint4 s_ring[];
     __shared__ __align__(8) u64 s_bars[RING];
-    __shared__ u32 s_ids[RING], s_kept[RING], s_warp[WARPS];
-    u64 n = extent_n(ext);
-    // Parameters out of param space: a predicate takes their address.
-    KeepArgs k = keep;
+    __shared__ u32 s_ids[RING];
     Ring r;
     r.tiles = s_ring;
     r.bars = s_bars;
     r.ids = s_ids;
-    r.kept = s_kept;
     r.parity = 0;
     r.tiles_live = (u32)((n + TILE - 1) / TILE);
     // Each block draws until it draws one id past the live tiles: tiles +
     // gridDim.x draws in all (the host checks that they fit in 32 bits).
     r.last_draw = r.tiles_live + gridDim.x - 1;
+    r.aligned = (reinterpret_cast<size_t>(in) & 15) == 0;
     if (threadIdx.x == 0) {
         for (u32 s = 0; s < RING; s++)
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(reap_smem(&s_bars[s])) : "memory");
@@ -140,21 +128,20 @@ __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArg
     __syncthreads();
     if (s_ids[0] >= r.tiles_live) return;
     u32 a = 0, b = 1, c = 2;
-    ring_count<Protocol, PARTITION>(r, a, in, n, k, state, epoch, s_warp);
-    // The next count rewrites s_warp, which slow warps may still be reading.
+    w.count(r, a);
+    // The next count rewrites shared words that slow warps may still be reading.
     __syncthreads();
     while (true) {
         bool more = s_ids[b] < r.tiles_live;
         if (more) {
-            ring_count<Protocol, PARTITION>(r, b, in, n, k, state, epoch, s_warp);
+            w.count(r, b);
             // Slot c's last tile was stored in the previous round, which every
             // thread ended with a proxy fence and a barrier.
             if (threadIdx.x == 0) ring_draw(r, counter, c, in, n);
         }
-        // tile_prefix's barrier also publishes s_kept[a] and s_ids[c].
-        u32 tile = s_ids[a];
-        u64 prefix = tile_prefix<Protocol, true>(state, tile, s_kept[a], epoch);
-        emit_tile<PARTITION>(tile, r.tiles_live, n, s_kept[a], prefix, out, count, kept_total, r.slot(a));
+        // emit's look-back ends with a barrier, which also publishes what
+        // count and ring_draw wrote to shared memory.
+        w.emit(r, a);
         // Slot a's next writer is a bulk copy (the async proxy): order this
         // thread's generic reads and writes of it before that copy.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -166,3 +153,110 @@ __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArg
         c = t;
     }
 }
+
+// Select / partition: count stages the tile in place (stage_tile) and
+// publishes its kept count; emit looks back and stores it.
+template <typename Protocol, bool PARTITION>
+struct CompactWork {
+    const Elem* in;
+    u64 n;
+    KeepArgs k;
+    Elem* out;
+    u64* count_out;
+    u64* state;
+    u32 epoch;
+    const u64* kept_total;
+    u32* s_warp;
+    u32* s_kept;  // per slot
+    __device__ void count(Ring& r, u32 s) {
+        Elem x[REAP_VECS][REAP_VEC];
+        ring_land(r, s, in, n, x);
+        u32 kept = stage_tile<PARTITION>(r.ids[s], x, n, k, r.slot(s), s_warp);
+        if (threadIdx.x == 0) {
+            Protocol::publish(state, r.ids[s], kept, epoch);
+            s_kept[s] = kept;
+        }
+    }
+    __device__ void emit(Ring& r, u32 s) {
+        u32 tile = r.ids[s];
+        u64 prefix = tile_prefix<Protocol, true>(state, tile, s_kept[s], epoch);
+        emit_tile<PARTITION>(tile, r.tiles_live, n, s_kept[s], prefix, out, count_out, kept_total, r.slot(s));
+    }
+};
+
+template <typename Protocol, bool PARTITION>
+__device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
+                                             u64* state, u32* counter, u32 epoch, const u64* kept_total) {
+    __shared__ u32 s_warp[WARPS], s_kept[RING];
+    u64 n = extent_n(ext);
+    // Parameters out of param space: a predicate takes their address.
+    CompactWork<Protocol, PARTITION> w{in, n, keep, out, count, state, epoch, kept_total, s_warp, s_kept};
+    ring_loop(w, counter, in, n);
+}
+
+#if REAP_ELEM_BYTES != 16
+// Exclusive scan: count ranks the tile, writes the ranks over its items and
+// publishes its sum; emit looks back and stores prefix + rank, 16 bytes a store.
+template <typename Protocol>
+struct ScanWork {
+    const Elem* in;
+    u64 n;
+    Elem* out;
+    u64* total;
+    u32* flags;
+    u64* values;
+    Elem* s_warp;
+    Elem* s_sum;  // per slot
+    __device__ void count(Ring& r, u32 s) {
+        Elem x[REAP_VECS][REAP_VEC], rank[REAP_VECS][REAP_VEC];
+        ring_land(r, s, in, n, x);
+        // rank_tile's barrier follows every thread's reads of the slot.
+        Elem sum = rank_tile<Elem>(x, rank, s_warp);
+#pragma unroll
+        for (u32 j = 0; j < REAP_VECS; j++) {
+            Vec16 u;
+#pragma unroll
+            for (u32 e = 0; e < REAP_VEC; e++) u.e[e] = rank[j][e];
+            r.slot4(s)[item_index(j, 0) / REAP_VEC] = u.v;
+        }
+        if (threadIdx.x == 0) {
+            Protocol::scan_publish(flags, values, r.ids[s], sum);
+            s_sum[s] = sum;
+        }
+    }
+    __device__ void emit(Ring& r, u32 s) {
+        __shared__ Elem s_prefix;
+        u32 tile = r.ids[s];
+        if (threadIdx.x < 32) {
+            Elem p = Protocol::scan_resolve(flags, values, tile, s_sum[s]);
+            if (threadIdx.x == 0) s_prefix = p;
+        }
+        __syncthreads();
+        Elem prefix = s_prefix;
+        u64 base = (u64)tile * TILE;
+        if (base + TILE <= n && (reinterpret_cast<size_t>(out) & 15) == 0) {
+            uint4* out4 = reinterpret_cast<uint4*>(out + base);
+            for (u32 v = threadIdx.x; v < TILE_VECS; v += REAP_BLOCK) {
+                Vec16 u;
+                u.v = r.slot4(s)[v];
+#pragma unroll
+                for (u32 e = 0; e < REAP_VEC; e++) u.e[e] += prefix;
+                out4[v] = u.v;
+            }
+        } else {
+            const Elem* slot = r.slot(s);
+            for (u32 i = threadIdx.x; i < TILE && base + i < n; i += REAP_BLOCK) out[base + i] = prefix + slot[i];
+        }
+        if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + s_sum[s]);
+    }
+};
+
+template <typename Protocol>
+__device__ __forceinline__ void scan_ring(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values,
+                                          u32* counter) {
+    __shared__ Elem s_warp[WARPS], s_sum[RING];
+    u64 n = extent_n(ext);
+    ScanWork<Protocol> w{in, n, out, total, flags, values, s_warp, s_sum};
+    ring_loop(w, counter, in, n);
+}
+#endif

@@ -45,8 +45,8 @@ pub enum LoadStyle {
     WarpTransposed,
     /// sm_90 bulk copies into a ring of three tiles in shared memory, one
     /// persistent block looping over tiles, each tile's count published as
-    /// soon as it lands (kernels/compaction/single_pass_ring.cuh). Select and
-    /// partition only: the scan loads vectorised under this style.
+    /// soon as it lands (kernels/compaction/single_pass_ring.cuh); the scan
+    /// ranks a tile in place and publishes its sum the same way.
     BulkAsync,
 }
 
@@ -212,19 +212,12 @@ const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
 /// --sweep` prints its winners in this form.
 pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
     // The bulk-async ring, 512 threads x 8 vectors (64 KiB tiles, one block
-    // of 192 KiB per SM), fastest of 13 ring shapes on an H100 at 2^26-2^28
-    // (docs/bench/ring-h100-issue17): 85-98 % of copy at 2^28 against 66-80 %
-    // for the register shapes below.
+    // of 192 KiB per SM), fastest of 15 shapes on an H100 at 2^26-2^28
+    // (docs/bench/ring-issue17): 85-98 % of copy at 2^28 against 66-80 % for
+    // the register shapes swept before (384x6 for 4 bytes, 256x8 for 16).
     entry(ArchClass::Sm90, 4, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     entry(ArchClass::Sm90, 8, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     entry(ArchClass::Sm90, 16, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
-    // The scan takes the first register shape (it has no ring).
-    // Swept on an H200 (`reap bench sweep --sizes 2^26,2^28`, docs/bench/sweep-h200):
-    // 0.971x the old default's time (geometric mean), 59.4 % of copy at 2^28.
-    entry(ArchClass::Sm90, 4, Shape::new(384, 6, LoadStyle::Vectorised, 0)),
-    // Same sweep: 0.951x the old default's time, 64.5 % of copy at 2^28. (For 8
-    // bytes no shape beat 128x8 by more than noise, 0.996x, so it stays.)
-    entry(ArchClass::Sm90, 16, Shape::new(256, 8, LoadStyle::Vectorised, 200)),
     // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
     // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
     entry(ArchClass::Any, 4, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
@@ -255,23 +248,6 @@ impl SinglePassTuning {
             algorithm: "lookback",
             why: format!("no shape for {elem_bytes}-byte elements in the single-pass tuning table"),
         })?;
-        shape.check()?;
-        Ok(shape)
-    }
-
-    /// The scan's shape: the first register-load line for the element size and
-    /// device, or the select shape loaded vectorised when every line is a ring.
-    pub fn scan_shape(&self, elem_bytes: u32, compute_capability: (i32, i32)) -> Result<Shape> {
-        let registers = self.shapes.iter().find(|e| {
-            e.elem_bytes == elem_bytes && e.arch.matches(compute_capability) && e.shape.load != LoadStyle::BulkAsync
-        });
-        let mut shape = match registers {
-            Some(e) => e.shape,
-            None => self.shape(elem_bytes, compute_capability)?,
-        };
-        if shape.load == LoadStyle::BulkAsync {
-            shape.load = LoadStyle::Vectorised;
-        }
         shape.check()?;
         Ok(shape)
     }
@@ -336,6 +312,32 @@ fn tiles(n: u64, tile: u64) -> Result<u32> {
         .map_err(|_| Error::Backend(format!("{n} elements need more than 2^32 tiles; raise the tile size")))
 }
 
+/// The shape's load style must run on this device (bulk-async: sm_90 on).
+fn check_arch(b: &CudaBackend, t: &Shape) -> Result<()> {
+    if t.load.runs_on(b.info.compute_capability) {
+        return Ok(());
+    }
+    let (major, minor) = b.info.compute_capability;
+    Err(Error::Tuning {
+        algorithm: "lookback",
+        why: format!(
+            "{} loads need compute capability 9.0 or newer (this GPU has {major}.{minor}); use vectorised",
+            t.load.name()
+        ),
+    })
+}
+
+/// The launch's dynamic shared memory (the ring's), which the function is
+/// allowed past the default 48 KiB first.
+fn dynamic_shared(t: &Shape, f: &CudaFunction) -> Result<u32> {
+    let shared = t.dynamic_bytes();
+    if shared > 0 {
+        f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+            .map_err(driver_error("raising the ring's shared memory"))?;
+    }
+    Ok(shared)
+}
+
 fn config(s: &Shape, grid: u32, shared_mem_bytes: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes }
 }
@@ -374,16 +376,7 @@ pub fn compact(
     st: &mut Stages,
 ) -> Result<()> {
     let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
-    if !t.load.runs_on(b.info.compute_capability) {
-        let (major, minor) = b.info.compute_capability;
-        return Err(Error::Tuning {
-            algorithm: "lookback",
-            why: format!(
-                "{} loads need compute capability 9.0 or newer (this GPU has {major}.{minor}); use vectorised",
-                t.load.name()
-            ),
-        });
-    }
+    check_arch(b, t)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let (words, epoch) = b.tile_states(tiles as u64)?;
@@ -391,11 +384,7 @@ pub fn compact(
     let state = words + 8;
     let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
     let f = b.kernels().function(c.source(), &v, &name)?;
-    let shared = t.dynamic_bytes();
-    if shared > 0 {
-        f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
-            .map_err(driver_error("raising the ring's shared memory"))?;
-    }
+    let shared = dynamic_shared(t, &f)?;
     let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Partition needs the kept total before any tile places a rejected element.
     let total = if split { Some(b.zeroed(8)?) } else { None };
@@ -428,11 +417,13 @@ pub fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    let t = &b.tuning.single_pass.scan_shape(v.elem_bytes, b.info.compute_capability)?;
+    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    check_arch(b, t)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
     let name = format!("{}_scan", c.name());
     let f = b.kernels().function(c.source(), &v, &name)?;
+    let shared = dynamic_shared(t, &f)?;
     let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Flags (u32 per tile), values (two u64 per tile), the tile counter.
     let scratch = st.run("init", || b.zeroed(tiles as u64 * 4 + tiles as u64 * 16 + 16))?;
@@ -444,7 +435,7 @@ pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) 
         l.arg(&io.ext).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
         // SAFETY: matches `NAME_scan(Extent, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
         // the flags, values and counter of every tile of the capacity, laid out above, zeroed.
-        unsafe { l.launch(config(t, grid, 0)) }.map(drop).map_err(driver_error("launching the scan"))
+        unsafe { l.launch(config(t, grid, shared)) }.map(drop).map_err(driver_error("launching the scan"))
     })?;
     drop(scratch);
     Ok(())
