@@ -133,24 +133,30 @@ fn cuda_backend_passes_the_verify_suite_on_small_sizes() {
 /// launch's last draw) is exercised on every call.
 #[test]
 fn counted_single_pass_blocks_loop_over_many_tiles() {
-    use reap::compaction::{Algorithm, Operation};
     let Some(mut b) = gpu() else { return };
     for grid in [1, 2, 3] {
         b.tuning.single_pass.counted_grid = grid;
-        let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
-        cfg.operations = vec![Operation::Select, Operation::Partition, Operation::Scan];
-        cfg.sizes = vec![1, 4097, 65_553, 300_007];
-        cfg.densities = vec![0.5];
-        cfg.seed = grid as u64;
-        let mut failures = Vec::new();
-        let summary = reap::verify::run(&b, &cfg, |case, outcome| {
-            if let Err(e) = outcome {
-                failures.push(format!("{case}: {e}"));
-            }
-        });
-        assert!(failures.is_empty(), "counted grid {grid}: {} failed:\n{}", summary.failed, failures.join("\n"));
-        assert!(summary.passed > 0);
+        verify_single_pass(&b, vec![1, 4097, 65_553, 300_007], vec![0.5], grid as u64, &format!("counted grid {grid}"));
     }
+}
+
+/// `lookback` and `chained` select, partition and scan through the verify
+/// suite at these sizes and densities; fails with every failing case.
+fn verify_single_pass(b: &CudaBackend, sizes: Vec<u64>, densities: Vec<f64>, seed: u64, what: &str) {
+    use reap::compaction::{Algorithm, Operation};
+    let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
+    cfg.operations = vec![Operation::Select, Operation::Partition, Operation::Scan];
+    cfg.sizes = sizes;
+    cfg.densities = densities;
+    cfg.seed = seed;
+    let mut failures = Vec::new();
+    let summary = reap::verify::run(b, &cfg, |case, outcome| {
+        if let Err(e) = outcome {
+            failures.push(format!("{case}: {e}"));
+        }
+    });
+    assert!(failures.is_empty(), "{what}: {} failed:\n{}", summary.failed, failures.join("\n"));
+    assert!(summary.passed > 0);
 }
 
 /// The bulk-async ring (sm_90) under select, partition and scan: persistent
@@ -161,7 +167,6 @@ fn counted_single_pass_blocks_loop_over_many_tiles() {
 #[test]
 fn bulk_async_ring_matches_the_cpu() {
     use reap::compaction::cuda::single_pass::LoadStyle;
-    use reap::compaction::{Algorithm, Operation};
     let Some(mut b) = gpu() else { return };
     if !LoadStyle::BulkAsync.runs_on(b.info.compute_capability) {
         skip(format!("SKIPPED bulk-async test: compute capability {:?} is below 9.0", b.info.compute_capability));
@@ -175,19 +180,7 @@ fn bulk_async_ring_matches_the_cpu() {
     }
     for grid in [1, 3, 0] {
         b.tuning.single_pass.counted_grid = grid;
-        let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
-        cfg.operations = vec![Operation::Select, Operation::Partition, Operation::Scan];
-        cfg.sizes = sizes.clone();
-        cfg.densities = vec![0.0, 0.3, 1.0];
-        cfg.seed = 17 + grid as u64;
-        let mut failures = Vec::new();
-        let summary = reap::verify::run(&b, &cfg, |case, outcome| {
-            if let Err(e) = outcome {
-                failures.push(format!("{case}: {e}"));
-            }
-        });
-        assert!(failures.is_empty(), "grid {grid}: {} failed:\n{}", summary.failed, failures.join("\n"));
-        assert!(summary.passed > 0);
+        verify_single_pass(&b, sizes.clone(), vec![0.0, 0.3, 1.0], 17 + grid as u64, &format!("grid {grid}"));
     }
 }
 
