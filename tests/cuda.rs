@@ -6,6 +6,7 @@
 mod common;
 
 use rayon::prelude::*;
+use reap::compaction::ELEMENT_SIZES;
 use reap::compaction::cuda::runtime::{KeepMode, Variant};
 use reap::compaction::cuda::single_pass::{LoadStyle, Shape, SinglePassTuning};
 use reap::compaction::cuda::{CudaBackend, WORD_BELOW};
@@ -42,7 +43,7 @@ fn every_kernel_compiles_with_nvrtc() {
     let workloads: Vec<&Source> = reap::trace::cuda::SOURCES.iter().chain(reap::collide::cuda::SOURCES).collect();
     let mut jobs: Vec<(&Source, Spec)> = Vec::new();
     for source in specialised {
-        for elem in [4, 8, 16] {
+        for elem in ELEMENT_SIZES {
             for keep in KeepMode::ALL {
                 let mut v = Variant::new(elem, keep);
                 if keep == KeepMode::Predicate {
@@ -56,7 +57,7 @@ fn every_kernel_compiles_with_nvrtc() {
     // at each element size's default shape and every keep rule.
     let single_pass = [&reap::compaction::cuda::runtime::LOOKBACK, &reap::compaction::cuda::runtime::CHAINED];
     for source in single_pass {
-        for elem in [4, 8, 16] {
+        for elem in ELEMENT_SIZES {
             let default = SinglePassTuning::default().shape(elem as u32, (9, 0)).expect("a default shape");
             for keep in KeepMode::ALL {
                 for load in LoadStyle::ALL {
@@ -91,7 +92,7 @@ fn every_sweep_shape_compiles_with_nvrtc() {
         return;
     }
     let mut jobs = Vec::new();
-    for elem in [4, 8, 16] {
+    for elem in ELEMENT_SIZES {
         let mut v = Variant::new(elem, KeepMode::Predicate);
         v.predicate = Some(WORD_BELOW.into());
         for shape in reap::bench::sweep::grid(elem as u32) {
@@ -174,7 +175,7 @@ fn bulk_async_ring_matches_the_cpu() {
     }
     b.tuning.single_pass.set_shape(None, |s| s.load = LoadStyle::BulkAsync);
     let mut sizes = vec![0, 1, 33, 100_003, (1 << 22) + 3];
-    for es in [4, 8, 16] {
+    for es in ELEMENT_SIZES.map(|e| e as u32) {
         let tile = b.tuning.single_pass.shape(es, b.info.compute_capability).expect("a shape").tile(es);
         sizes.extend([tile - 1, tile, tile + 1, 3 * tile + 5, 7 * tile]);
     }

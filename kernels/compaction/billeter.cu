@@ -58,7 +58,7 @@ __device__ __forceinline__ Range processor_range(u64 groups, u64 procs, u64 p) {
 // This warp's processor id.
 __device__ __forceinline__ u64 processor_id() { return (u64)blockIdx.x * REAP_BILLETER_WARPS + (threadIdx.x >> 5); }
 
-__device__ __forceinline__ Elem load_lane(const Elem* in, u64 i, bool ok) { return ok ? __ldg(in + i) : Elem{}; }
+__device__ __forceinline__ Elem load_lane(const Elem* in, u64 i, bool ok) { return ok ? reap_ldg(in + i) : Elem{}; }
 
 // Loads groups g .. g + REAP_BILLETER_UNROLL - 1, the lane's column of each:
 // all loads in flight before any is used; zero past the range or n.
@@ -319,7 +319,7 @@ BT_MOVES(popc, true, staged, OUT_STAGED)
 BT_MOVES(popc, true, buffered, OUT_BUFFERED)
 BT_MOVES(popc, true, selective, OUT_SELECTIVE)
 
-#if REAP_ELEM_BYTES != 16
+#if REAP_ELEM_BYTES <= 8
 // Global prefix sum (§5.2) of u32 or u64 values, wrapping as the CPU does.
 
 // Phase 1: each lane sums its column of the range; one reduction per warp.

@@ -1,5 +1,5 @@
 // Shared by every compaction kernel. NVRTC compiles each kernel file with
-// REAP_ELEM_BYTES (4, 8, 16), REAP_KEEP (the keep rule) and REAP_KEY_BYTES
+// REAP_ELEM_BYTES (4, 8, 16, 32), REAP_KEEP (the keep rule) and REAP_KEY_BYTES
 // defined (`Variant` in src/compaction/cuda/runtime.rs; src/gpu/compile.rs
 // `translation_unit` assembles the source); a user's predicate source is
 // inserted right after this header.
@@ -10,16 +10,45 @@ typedef unsigned char u8;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// A 32-byte element (a ray record, say): two 16-byte halves, which loads and
+// stores move with two vector instructions.
+struct __align__(16) Elem32 {
+    uint4 lo, hi;
+};
+
 #if REAP_ELEM_BYTES == 4
 typedef u32 Elem;
 #elif REAP_ELEM_BYTES == 8
 typedef u64 Elem;
-#else
+#elif REAP_ELEM_BYTES == 16
 typedef uint4 Elem;
+#elif REAP_ELEM_BYTES == 32
+typedef Elem32 Elem;
+#else
+#error "REAP_ELEM_BYTES must be 4, 8, 16 or 32"
 #endif
 
-// Elements per 16-byte vector: loads and stores move whole vectors.
+// The unit of a vector load: 16 bytes, or one element when it is larger.
+// REAP_VEC elements make one Vec; loads and stores move whole Vecs.
+#if REAP_ELEM_BYTES <= 16
+typedef uint4 Vec;
 #define REAP_VEC (16 / REAP_ELEM_BYTES)
+#else
+typedef Elem Vec;
+#define REAP_VEC 1
+#endif
+#define REAP_VEC_BYTES (REAP_VEC * REAP_ELEM_BYTES)
+
+// A read-only load through the non-coherent cache, of any Elem or Vec.
+__device__ __forceinline__ u32 reap_ldg(const u32* p) { return __ldg(p); }
+__device__ __forceinline__ u64 reap_ldg(const u64* p) { return __ldg(p); }
+__device__ __forceinline__ uint4 reap_ldg(const uint4* p) { return __ldg(p); }
+__device__ __forceinline__ Elem32 reap_ldg(const Elem32* p) {
+    Elem32 r;
+    r.lo = __ldg(&p->lo);
+    r.hi = __ldg(&p->hi);
+    return r;
+}
 
 #define REAP_KEEP_FLAGS 0
 #define REAP_KEEP_SENTINEL 1
@@ -29,7 +58,7 @@ typedef uint4 Elem;
 // Keep in sync with `KeepArgs` in src/compaction/cuda/mod.rs.
 struct KeepArgs {
     const u8* flags;
-    u32 sentinel[4];
+    u32 sentinel[8];
     u64 param[2];
 };
 
@@ -53,6 +82,7 @@ __device__ __forceinline__ u64 extent_n(const Extent& e) {
 __device__ __forceinline__ u32 reap_word0(const u32& x) { return x; }
 __device__ __forceinline__ u32 reap_word0(const u64& x) { return (u32)x; }
 __device__ __forceinline__ u32 reap_word0(const uint4& x) { return x.x; }
+__device__ __forceinline__ u32 reap_word0(const Elem32& x) { return x.lo.x; }
 
 // The radix-sort key: the first REAP_KEY_BYTES bytes of the element.
 __device__ __forceinline__ u64 reap_key(const u32& x) { return x; }
@@ -60,11 +90,15 @@ __device__ __forceinline__ u64 reap_key(const u64& x) { return REAP_KEY_BYTES ==
 __device__ __forceinline__ u64 reap_key(const uint4& x) {
     return REAP_KEY_BYTES == 8 ? (((u64)x.y << 32) | x.x) : x.x;
 }
+__device__ __forceinline__ u64 reap_key(const Elem32& x) { return reap_key(x.lo); }
 
 __device__ __forceinline__ bool reap_same(const u32& x, const u32* s) { return x == s[0]; }
 __device__ __forceinline__ bool reap_same(const u64& x, const u32* s) { return x == (((u64)s[1] << 32) | s[0]); }
 __device__ __forceinline__ bool reap_same(const uint4& x, const u32* s) {
     return x.x == s[0] && x.y == s[1] && x.z == s[2] && x.w == s[3];
+}
+__device__ __forceinline__ bool reap_same(const Elem32& x, const u32* s) {
+    return reap_same(x.lo, s) && reap_same(x.hi, s + 4);
 }
 
 #if REAP_KEEP == REAP_KEEP_PREDICATE

@@ -2,8 +2,9 @@
 // ids: the machinery `lookback.cu` and `chained.cu` share. They differ only in
 // how a tile learns the prefix of the tiles before it (the PrefixProtocol).
 //
-// A tile is BLOCK threads x VECS 16-byte vectors each. Every load instruction
-// of a warp reads 512 contiguous bytes; which items a thread then holds is the
+// A tile is BLOCK threads x VECS 16-byte vectors each, which a thread loads
+// as UNITS Vecs (common.cuh: 16 bytes, or one 32-byte element). Every load
+// instruction of a warp reads 32 contiguous Vecs; which items a thread then holds is the
 // load style (REAP_LOAD, `LoadStyle` in src/compaction/cuda/single_pass.rs):
 // - vectorised: warp-striped, vector j of lane l in warp w is vector
 //   (w*VECS + j)*32 + l of the tile, straight into registers;
@@ -35,7 +36,10 @@
 #define REAP_DELAY 0
 #endif
 #define WARPS (REAP_BLOCK / 32)
-#define ITEMS (REAP_VECS * REAP_VEC)
+// Vecs a thread loads per tile (REAP_VECS counts 16-byte vectors, as the host's Shape does).
+#define UNITS (REAP_VECS * 16 / REAP_VEC_BYTES)
+static_assert(UNITS * REAP_VEC_BYTES == REAP_VECS * 16, "a thread loads whole elements");
+#define ITEMS (UNITS * REAP_VEC)
 #define TILE (REAP_BLOCK * ITEMS)
 
 // Tile state: [status:2 | epoch:16 | value:46] in one 64-bit word. The state
@@ -53,10 +57,10 @@ __device__ __forceinline__ u64 st_status(u64 w, u32 epoch) {
     return ((w >> ST_EPOCH_SHIFT) & 0xffff) == epoch ? (w >> ST_SHIFT) : ST_INVALID;
 }
 
-// Warp-transposed staging: a warp's 32*VECS vectors, one padding vector
-// after every 8 so that lanes reading VECS-strided vectors hit distinct banks.
+// Warp-transposed staging: a warp's 32*UNITS Vecs, one padding Vec
+// after every 8 so that lanes reading UNITS-strided Vecs hit distinct banks.
 #define STAGE_PAD(i) ((i) + (i) / 8)
-#define STAGE_WARP_VECS (36 * REAP_VECS)
+#define STAGE_WARP_VECS (36 * UNITS)
 #if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
 #define STAGE_VECS (WARPS * STAGE_WARP_VECS)
 #else
@@ -69,8 +73,8 @@ __device__ __forceinline__ void reap_backoff() {
 #endif
 }
 
-union Vec16 {
-    uint4 v;
+union VecItems {
+    Vec v;
     Elem e[REAP_VEC];
 };
 
@@ -78,31 +82,31 @@ union Vec16 {
 __device__ __forceinline__ u32 item_index(u32 j, u32 e) {
     u32 warp = threadIdx.x >> 5;
 #if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
-    return ((warp * 32 + reap_lane()) * REAP_VECS + j) * REAP_VEC + e;
+    return ((warp * 32 + reap_lane()) * UNITS + j) * REAP_VEC + e;
 #else
-    return ((warp * REAP_VECS + j) * 32 + reap_lane()) * REAP_VEC + e;
+    return ((warp * UNITS + j) * 32 + reap_lane()) * REAP_VEC + e;
 #endif
 }
 
 // Loads this thread's items of the tile at `base` (global element index).
-// Full tiles use 16-byte loads; the last, partial tile loads element by element.
-// `stage` holds STAGE_VECS vectors; only the warp-transposed load uses it, and
+// Full tiles use Vec loads; the last, partial tile loads element by element.
+// `stage` holds STAGE_VECS Vecs; only the warp-transposed load uses it, and
 // only the warp's own part, so a warp barrier orders it.
-__device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem (&x)[REAP_VECS][REAP_VEC],
-                                          uint4* stage) {
+__device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem (&x)[UNITS][REAP_VEC],
+                                          Vec* stage) {
     if (base + TILE <= n) {
-        const uint4* in4 = reinterpret_cast<const uint4*>(in + base);
+        const Vec* in4 = reinterpret_cast<const Vec*>(in + base);
 #if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
         u32 warp = threadIdx.x >> 5, lane = reap_lane();
-        const uint4* seg = in4 + warp * 32 * REAP_VECS;
-        uint4* mine = stage + warp * STAGE_WARP_VECS;
+        const Vec* seg = in4 + warp * 32 * UNITS;
+        Vec* mine = stage + warp * STAGE_WARP_VECS;
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++) mine[STAGE_PAD(j * 32 + lane)] = __ldg(seg + j * 32 + lane);
+        for (u32 j = 0; j < UNITS; j++) mine[STAGE_PAD(j * 32 + lane)] = reap_ldg(seg + j * 32 + lane);
         __syncwarp();
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++) {
-            Vec16 u;
-            u.v = mine[STAGE_PAD(lane * REAP_VECS + j)];
+        for (u32 j = 0; j < UNITS; j++) {
+            VecItems u;
+            u.v = mine[STAGE_PAD(lane * UNITS + j)];
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
         }
@@ -110,16 +114,16 @@ __device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem 
         __syncwarp();
 #else
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++) {
-            Vec16 u;
-            u.v = __ldg(in4 + item_index(j, 0) / REAP_VEC);
+        for (u32 j = 0; j < UNITS; j++) {
+            VecItems u;
+            u.v = reap_ldg(in4 + item_index(j, 0) / REAP_VEC);
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
         }
 #endif
     } else {
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++)
+        for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) {
                 u64 i = base + item_index(j, e);
@@ -132,19 +136,19 @@ __device__ __forceinline__ void load_tile(const Elem* in, u64 base, u64 n, Elem 
 // order, and the tile's total. Vectorised: row j of a warp covers 32 lanes x
 // REAP_VEC items. Warp-transposed: a lane's items are consecutive.
 template <typename T>
-__device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&rank)[REAP_VECS][REAP_VEC],
+__device__ __forceinline__ T rank_tile(const T (&v)[UNITS][REAP_VEC], T (&rank)[UNITS][REAP_VEC],
                                        T* warp_totals) {
     T carry = 0;
 #if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
     T mine = 0;
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
+    for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) mine += v[j][e];
     T incl = reap_warp_inclusive(mine);
     T run = incl - mine;
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
+    for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) {
             rank[j][e] = run;
@@ -153,7 +157,7 @@ __device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&ra
     carry = __shfl_sync(0xffffffffu, incl, 31);
 #else
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) {
+    for (u32 j = 0; j < UNITS; j++) {
         T mine = 0;
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) mine += v[j][e];
@@ -173,7 +177,7 @@ __device__ __forceinline__ T rank_tile(const T (&v)[REAP_VECS][REAP_VEC], T (&ra
     T before, total;
     reap_warp_totals<WARPS>(warp_totals, warp, before, total);
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
+    for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) rank[j][e] += before;
     return total;
@@ -219,12 +223,12 @@ __device__ __forceinline__ u64 tile_prefix(u64* state, u32 tile, u64 aggregate, 
 // each other. s_out may be the tile's own input: every thread has read its
 // items before the barrier that precedes the first write.
 template <bool PARTITION>
-__device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
+__device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                           const KeepArgs& k, Elem* s_out, u32* s_warp) {
     u64 base = (u64)tile * TILE;
-    u32 m[REAP_VECS];
+    u32 m[UNITS];
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) {
+    for (u32 j = 0; j < UNITS; j++) {
         m[j] = 0;
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) {
@@ -233,31 +237,31 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[REAP_VECS][R
         }
     }
     u32 warp = threadIdx.x >> 5;
-    u32 row_base[REAP_VECS];
+    u32 row_base[UNITS];
     u32 wsum = 0;
 #if REAP_LOAD == REAP_LOAD_WARP_TRANSPOSED
     u32 mine = 0;
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) mine += __popc(m[j]);
+    for (u32 j = 0; j < UNITS; j++) mine += __popc(m[j]);
     u32 lane_incl = reap_warp_inclusive(mine);
     wsum = __shfl_sync(0xffffffffu, lane_incl, 31);
     u32 run = lane_incl - mine;
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) {
+    for (u32 j = 0; j < UNITS; j++) {
         row_base[j] = run;
         run += __popc(m[j]);
     }
 #else
-    static_assert(REAP_VECS <= 8, "row counts are packed 8 bits each into 64 bits");
+    static_assert(UNITS <= 8, "row counts are packed 8 bits each into 64 bits");
     u64 packed = 0;
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) packed |= (u64)__popc(m[j]) << (8 * j);
+    for (u32 j = 0; j < UNITS; j++) packed |= (u64)__popc(m[j]) << (8 * j);
     u64 incl = reap_warp_inclusive(packed);
     u64 wtot = __shfl_sync(0xffffffffu, incl, 31);
     u64 excl = incl - packed;
     // Rows of a warp are consecutive in memory: row j starts after rows < j.
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) {
+    for (u32 j = 0; j < UNITS; j++) {
         row_base[j] = wsum + (u32)((excl >> (8 * j)) & 0xff);
         wsum += (u32)((wtot >> (8 * j)) & 0xff);
     }
@@ -269,7 +273,7 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[REAP_VECS][R
     u32 valid = (u32)min((u64)TILE, n - base);
 
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++)
+    for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) {
             u32 r = before + row_base[j] + __popc(m[j] & ((1u << e) - 1));
@@ -302,7 +306,7 @@ __device__ __forceinline__ void emit_tile(u32 tile, u32 tiles, u64 n, u32 kept, 
 // Compaction (and, with PARTITION, stream split) of one loaded tile. Staged
 // before the prefix is known, so the look-back's latency hides behind it.
 template <typename Protocol, bool PARTITION>
-__device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[REAP_VECS][REAP_VEC], u64 n,
+__device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                             const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
                                             const u64* kept_total, Elem* s_out, u32* s_warp) {
     u32 kept = stage_tile<PARTITION>(tile, x, n, k, s_out, s_warp);
@@ -352,7 +356,7 @@ __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepAr
 #else
     // The tile's staging for the output; a warp-transposed load stages its
     // input in the same memory, which compact_one's first barrier frees.
-    __shared__ uint4 s_raw[STAGE_VECS > TILE * sizeof(Elem) / 16 ? STAGE_VECS : TILE * sizeof(Elem) / 16];
+    __shared__ Vec s_raw[STAGE_VECS > REAP_BLOCK * UNITS ? STAGE_VECS : REAP_BLOCK * UNITS];
     Elem* s_out = reinterpret_cast<Elem*>(s_raw);
     __shared__ u32 s_warp[WARPS];
     u64 n = extent_n(ext);
@@ -363,7 +367,7 @@ __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepAr
     // next_tile's barrier also keeps the previous tile's reads of s_out and
     // s_warp ahead of the next tile's writes.
     for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
-        Elem x[REAP_VECS][REAP_VEC];
+        Elem x[UNITS][REAP_VEC];
         load_tile(in, (u64)tile * TILE, n, x, s_raw);
         compact_one<Protocol, PARTITION>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
     }
@@ -388,7 +392,7 @@ __device__ __forceinline__ void count_kept(Extent ext, const Elem* in, KeepArgs 
     }
 }
 
-#if REAP_ELEM_BYTES != 16
+#if REAP_ELEM_BYTES <= 8
 // Exclusive scan of one tile of u32 or u64 values. Values can use all 64
 // bits, so status and value live in separate words here: the value is written
 // first and the flag released after it; readers acquire the flag first.
@@ -400,15 +404,15 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
 #else
     __shared__ Elem s_warp[WARPS];
     __shared__ Elem s_prefix;
-    __shared__ uint4 s_stage[STAGE_VECS];
+    __shared__ Vec s_stage[STAGE_VECS];
     u64 n = extent_n(ext);
     TileLoop t = tile_loop(ext, n);
     for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
         u64 base = (u64)tile * TILE;
-        Elem x[REAP_VECS][REAP_VEC], r[REAP_VECS][REAP_VEC];
+        Elem x[UNITS][REAP_VEC], r[UNITS][REAP_VEC];
         load_tile(in, base, n, x, s_stage);
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++)
+        for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++)
                 if (base + item_index(j, e) >= n) x[j][e] = 0;
@@ -420,7 +424,7 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
         __syncthreads();
         Elem prefix = s_prefix;
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++)
+        for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) {
                 u64 i = base + item_index(j, e);
@@ -433,7 +437,7 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
 #endif
 
 // Entry points, stamped out per protocol.
-#if REAP_ELEM_BYTES != 16
+#if REAP_ELEM_BYTES <= 8
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)                                                                  \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                            \
         NAME##_scan(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter) { \

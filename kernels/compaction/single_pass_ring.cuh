@@ -28,7 +28,7 @@
 #pragma once
 
 #define RING 3
-#define TILE_VECS (REAP_BLOCK * REAP_VECS)
+#define TILE_VECS (REAP_BLOCK * UNITS)
 
 __device__ __forceinline__ u32 reap_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
@@ -56,7 +56,7 @@ __device__ __forceinline__ void ring_wait(u64* bar, u32 parity) {
 }
 
 struct Ring {
-    uint4* tiles;  // RING x TILE_VECS vectors (dynamic shared memory)
+    Vec* tiles;    // RING x TILE_VECS Vecs (dynamic shared memory)
     u64* bars;     // an mbarrier per slot
     u32* ids;      // the tile id each slot holds
     u32 parity;    // bit s: the phase slot s's barrier completes next
@@ -64,7 +64,7 @@ struct Ring {
     u32 last_draw;
     bool aligned;  // the input allows 16-byte bulk copies
     __device__ Elem* slot(u32 s) const { return reinterpret_cast<Elem*>(tiles + s * TILE_VECS); }
-    __device__ uint4* slot4(u32 s) const { return tiles + s * TILE_VECS; }
+    __device__ Vec* slot4(u32 s) const { return tiles + s * TILE_VECS; }
     // Whether tile t comes by bulk copy; else the threads load it (the last,
     // partial tile, or an input not 16-byte aligned).
     __device__ bool bulk(u32 t, u64 n) const { return aligned && (u64)t * TILE + TILE <= n; }
@@ -81,7 +81,7 @@ __device__ __forceinline__ void ring_draw(Ring& r, u32* counter, u32 s, const El
 
 // Every thread: waits until slot s's tile has landed, and reads its items
 // warp-striped, as the vectorised style holds them (items past n: zero).
-__device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n, Elem (&x)[REAP_VECS][REAP_VEC]) {
+__device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n, Elem (&x)[UNITS][REAP_VEC]) {
     u32 tile = r.ids[s];
     u64 base = (u64)tile * TILE;
     if (r.bulk(tile, n)) {
@@ -93,8 +93,8 @@ __device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n,
         __syncthreads();
     }
 #pragma unroll
-    for (u32 j = 0; j < REAP_VECS; j++) {
-        Vec16 u;
+    for (u32 j = 0; j < UNITS; j++) {
+        VecItems u;
         u.v = r.slot4(s)[item_index(j, 0) / REAP_VEC];
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = base + item_index(j, e) < n ? u.e[e] : Elem{};
@@ -104,7 +104,7 @@ __device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n,
 // The loop above for a Work with count(ring, slot) and emit(ring, slot).
 template <typename Work>
 __device__ __forceinline__ void ring_loop(Work& w, u32* counter, const Elem* in, u64 n) {
-    extern __shared__ uint4 s_ring[];
+    extern __shared__ Vec s_ring[];
     __shared__ __align__(8) u64 s_bars[RING];
     __shared__ u32 s_ids[RING];
     Ring r;
@@ -169,7 +169,7 @@ struct CompactWork {
     u32* s_warp;
     u32* s_kept;  // per slot
     __device__ void count(Ring& r, u32 s) {
-        Elem x[REAP_VECS][REAP_VEC];
+        Elem x[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
         u32 kept = stage_tile<PARTITION>(r.ids[s], x, n, k, r.slot(s), s_warp);
         if (threadIdx.x == 0) {
@@ -194,7 +194,7 @@ __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArg
     ring_loop(w, counter, in, n);
 }
 
-#if REAP_ELEM_BYTES != 16
+#if REAP_ELEM_BYTES <= 8
 // Exclusive scan: count ranks the tile, writes the ranks over its items and
 // publishes its sum; emit looks back and stores prefix + rank, 16 bytes a store.
 template <typename Protocol>
@@ -208,13 +208,13 @@ struct ScanWork {
     Elem* s_warp;
     Elem* s_sum;  // per slot
     __device__ void count(Ring& r, u32 s) {
-        Elem x[REAP_VECS][REAP_VEC], rank[REAP_VECS][REAP_VEC];
+        Elem x[UNITS][REAP_VEC], rank[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
         // rank_tile's barrier follows every thread's reads of the slot.
         Elem sum = rank_tile<Elem>(x, rank, s_warp);
 #pragma unroll
-        for (u32 j = 0; j < REAP_VECS; j++) {
-            Vec16 u;
+        for (u32 j = 0; j < UNITS; j++) {
+            VecItems u;
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) u.e[e] = rank[j][e];
             r.slot4(s)[item_index(j, 0) / REAP_VEC] = u.v;
@@ -237,7 +237,7 @@ struct ScanWork {
         if (base + TILE <= n && (reinterpret_cast<size_t>(out) & 15) == 0) {
             uint4* out4 = reinterpret_cast<uint4*>(out + base);
             for (u32 v = threadIdx.x; v < TILE_VECS; v += REAP_BLOCK) {
-                Vec16 u;
+                VecItems u;
                 u.v = r.slot4(s)[v];
 #pragma unroll
                 for (u32 e = 0; e < REAP_VEC; e++) u.e[e] += prefix;

@@ -33,7 +33,9 @@ pub use output::csv;
 pub use row::{BenchBackend, Named, Row, RowAlgorithm, RowOperation};
 
 use crate::clocks::ms;
-use crate::compaction::{Algorithm, Element, Keep, Operation, Report, Result, ScanElement};
+use crate::compaction::{
+    Algorithm, ELEMENT_SIZES, Element, Keep, Operation, Report, Result, ScanElement, element_sizes_text,
+};
 use crate::verify::Harness;
 
 /// What a results file says about the machine.
@@ -222,8 +224,8 @@ impl Settings {
         if self.densities.is_empty() {
             return bad("--densities needs at least one value".into());
         }
-        if self.element_sizes.is_empty() || self.element_sizes.iter().any(|e| ![4, 8, 16].contains(e)) {
-            return bad("--elements takes 4, 8 and/or 16".into());
+        if self.element_sizes.is_empty() || self.element_sizes.iter().any(|e| !ELEMENT_SIZES.contains(e)) {
+            return bad(format!("--elements takes one or more of {}", element_sizes_text()));
         }
         if matches!(self.job, Job::Scan) && self.element_sizes.iter().any(|e| ![4, 8].contains(e)) {
             return bad("scan takes --elements 4 (u32) and/or 8 (u64)".into());
@@ -273,7 +275,7 @@ pub(crate) fn input<T: Element>(n: usize, rng: &mut fastrand::Rng) -> Vec<T> {
     let words = std::mem::size_of::<T>() / 4;
     (0..n)
         .map(|_| {
-            let mut w = [0u32; 4];
+            let mut w = [0u32; 8];
             for (i, x) in w.iter_mut().take(words).enumerate() {
                 *x = if i == 0 { rng.u32(..u32::MAX) } else { rng.u32(..) };
             }
@@ -343,11 +345,8 @@ pub fn run<B: Timed>(
                         if stop() {
                             return Ok(rows);
                         }
-                        match es {
-                            4 => ctx.points::<u32>(n, d, copy, &mut rng)?,
-                            8 => ctx.points::<u64>(n, d, copy, &mut rng)?,
-                            _ => ctx.points::<[u32; 4]>(n, d, copy, &mut rng)?,
-                        }
+                        crate::with_element_size!(es, T => ctx.points::<T>(n, d, copy, &mut rng)?,
+                            other => return Err(crate::compaction::Error::ElementSize { size: other }.into()))
                     }
                 }
             }

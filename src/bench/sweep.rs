@@ -13,7 +13,7 @@ use crate::bench::{BenchError, BenchResult, Job, Settings, Timed, input, median,
 use crate::compaction::cuda::runtime::{KeepMode, Variant};
 use crate::compaction::cuda::single_pass::{self, ArchClass, Chaining, LoadStyle, Shape, SinglePassTuning};
 use crate::compaction::cuda::{CudaBackend, WORD_BELOW};
-use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report, Result};
+use crate::compaction::{Algorithm, Backend, ELEMENT_SIZES, Element, Keep, Operation, Report, Result};
 use crate::verify::Harness;
 
 /// The "on" value of the look-back delay: about one poll's round trip to L2,
@@ -25,10 +25,12 @@ pub const BLOCKS: [u32; 4] = [128, 256, 384, 512];
 
 /// 16-byte vectors per thread the sweep tries: items per thread of about
 /// 8-24 for 4-byte elements (CUB's sm_90 select takes 17), 6-16 for 8-byte
-/// ones (CUB: 11), 3-8 for 16-byte ones.
+/// ones (CUB: 11), 3-8 for 16-byte ones, 1-4 for 32-byte ones (whole
+/// elements, so an even count).
 pub fn vecs(elem_bytes: u32) -> &'static [u32] {
     match elem_bytes {
         4 => &[2, 3, 4, 6],
+        32 => &[2, 4, 6, 8],
         _ => &[3, 4, 6, 8],
     }
 }
@@ -55,7 +57,7 @@ pub fn grid(elem_bytes: u32) -> Vec<Shape> {
             shapes.push(Shape::new(block, vecs, LoadStyle::BulkAsync, 0));
         }
     }
-    shapes.retain(|s| s.check().is_ok());
+    shapes.retain(|s| s.check_for(elem_bytes).is_ok());
     shapes
 }
 
@@ -63,7 +65,7 @@ pub fn grid(elem_bytes: u32) -> Vec<Shape> {
 /// --tuning sweep-grid`: set i gives every element size its i-th shape (its
 /// last where its grid is shorter), so every shape the sweep can pick is verified.
 pub fn grid_tunings() -> Vec<Vec<(String, String)>> {
-    let grids: Vec<(u32, Vec<Shape>)> = [4, 8, 16].into_iter().map(|es| (es, grid(es))).collect();
+    let grids: Vec<(u32, Vec<Shape>)> = ELEMENT_SIZES.into_iter().map(|es| (es as u32, grid(es as u32))).collect();
     let longest = grids.iter().map(|(_, g)| g.len()).max().unwrap_or(0);
     (0..longest)
         .map(|i| {
@@ -187,11 +189,8 @@ fn sweep_all(
                     return Ok(());
                 }
                 let at = At { n, density: d, copy, default };
-                match es {
-                    4 => shapes_at::<u32>(b, what, &at, &shapes, &mut rng, stop, seen)?,
-                    8 => shapes_at::<u64>(b, what, &at, &shapes, &mut rng, stop, seen)?,
-                    _ => shapes_at::<[u32; 4]>(b, what, &at, &shapes, &mut rng, stop, seen)?,
-                }
+                crate::with_element_size!(es, T => shapes_at::<T>(b, what, &at, &shapes, &mut rng, stop, seen)?,
+                    other => return Err(crate::compaction::Error::ElementSize { size: other as usize }))
             }
         }
     }
@@ -436,11 +435,11 @@ mod tests {
 
     #[test]
     fn the_grid_builds_and_stays_within_eighty_shapes() {
-        for es in [4, 8, 16] {
+        for es in ELEMENT_SIZES.map(|e| e as u32) {
             let g = grid(es);
             assert!(g.len() <= 80 && g.len() >= 60, "{es}: {} shapes", g.len());
             assert!(g.iter().any(|s| s.load == LoadStyle::BulkAsync && s.block == 512 && s.vecs == 8));
-            assert!(g.iter().all(|s| s.check().is_ok()));
+            assert!(g.iter().all(|s| s.check_for(es).is_ok()));
             assert!(g.iter().any(|s| s.load == LoadStyle::WarpTransposed && s.delay_ns == DELAY_ON_NS));
         }
     }
@@ -448,7 +447,7 @@ mod tests {
     #[test]
     fn the_grid_tunings_set_every_shape_of_the_grid() {
         let sets = grid_tunings();
-        for es in [4, 8, 16] {
+        for es in ELEMENT_SIZES.map(|e| e as u32) {
             let mut seen = Vec::new();
             for set in &sets {
                 let mut t = SinglePassTuning::default();

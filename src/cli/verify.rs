@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result, bail};
 
-use reap::compaction::{Algorithm, BackendKind, Operation};
+use reap::compaction::{Algorithm, BackendKind, ELEMENT_SIZES, Operation, element_sizes_text};
 use reap::memory::Limit;
 use reap::verify::{self, Harness};
 
@@ -30,8 +30,8 @@ pub struct VerifyArgs {
     /// Fractions kept (or removed, for Redzone), comma separated, each in [0, 1].
     #[arg(long, value_delimiter = ',')]
     densities: Vec<f64>,
-    /// Element sizes in bytes: 4, 8, 16.
-    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    /// Element sizes in bytes: 4, 8, 16, 32.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16,32")]
     elements: Vec<usize>,
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
@@ -70,11 +70,11 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
         }
         cfg.densities = args.densities;
     }
-    if let Some(e) = args.elements.iter().find(|e| ![4, 8, 16].contains(*e)) {
-        bail!("element size {e} is not supported; use 4, 8 or 16");
+    if let Some(e) = args.elements.iter().find(|e| !ELEMENT_SIZES.contains(*e)) {
+        bail!("element size {e} is not supported; use {}", element_sizes_text());
     }
     if args.elements.is_empty() {
-        bail!("--elements needs at least one of 4, 8, 16");
+        bail!("--elements needs at least one of {}", element_sizes_text());
     }
     cfg.element_sizes = args.elements;
     cfg.seed = args.seed;

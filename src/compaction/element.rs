@@ -4,14 +4,47 @@ use bytemuck::Pod;
 
 use crate::compaction::{Error, Result};
 
-/// An element the library can move: any plain-old-data type of 4, 8 or 16
-/// bytes. The size is checked at each call ([`check_element`]) rather than in
+/// An element the library can move: any plain-old-data type of 4, 8, 16 or
+/// 32 bytes (a 32-byte ray record, say). The size is checked at each call ([`check_element`]) rather than in
 /// the type system, so `[u32; 4]` or a user's `#[repr(C)]` struct just work.
 pub trait Element: Pod + Send + Sync {}
 impl<T: Pod + Send + Sync> Element for T {}
 
 /// The element sizes reap's kernels are written for.
-pub const ELEMENT_SIZES: [usize; 3] = [4, 8, 16];
+pub const ELEMENT_SIZES: [usize; 4] = [4, 8, 16, 32];
+
+/// The element sizes as a list for messages: "4, 8, 16, 32".
+pub fn element_sizes_text() -> String {
+    ELEMENT_SIZES.map(|s| s.to_string()).join(", ")
+}
+
+/// Runs `$body` with `$t` the plain word type of `$es` bytes (u32, u64,
+/// [u32; 4] or [u32; 8]), or `$other` for any other size: the one place that
+/// turns a run-time element size into a type.
+#[macro_export]
+macro_rules! with_element_size {
+    ($es:expr, $t:ident => $body:expr, $other:pat => $otherwise:expr) => {
+        match $es {
+            4 => {
+                type $t = u32;
+                $body
+            }
+            8 => {
+                type $t = u64;
+                $body
+            }
+            16 => {
+                type $t = [u32; 4];
+                $body
+            }
+            32 => {
+                type $t = [u32; 8];
+                $body
+            }
+            $other => $otherwise,
+        }
+    };
+}
 
 pub fn check_element<T: Element>() -> Result<()> {
     let size = std::mem::size_of::<T>();

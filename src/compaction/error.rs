@@ -16,7 +16,7 @@ pub enum Error {
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
 
-    #[error("elements of {size} bytes are not supported; use 4, 8 or 16-byte elements")]
+    #[error("elements of {size} bytes are not supported; use 4, 8, 16 or 32-byte elements")]
     ElementSize { size: usize },
 
     #[error("{what}: expected length {expected}, got {actual}")]

@@ -6,7 +6,7 @@ use crate::verify::{Harness, POISON, Pattern, Rule, THRESHOLD, first_word};
 
 pub(crate) fn element<T: Element>(first: u32, rng: &mut fastrand::Rng) -> T {
     let words = std::mem::size_of::<T>() / 4;
-    let mut w = [0u32; 4];
+    let mut w = [0u32; 8];
     w[0] = first;
     for x in w.iter_mut().take(words).skip(1) {
         *x = rng.u32(..);

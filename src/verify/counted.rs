@@ -82,7 +82,7 @@ fn generate<T: Send>(len: usize, seed: u64, f: impl Fn(usize, &mut fastrand::Rng
 }
 
 fn poison<T: Element>(len: usize) -> Vec<T> {
-    let p: T = bytemuck::pod_read_unaligned(&[POISON; 16][..std::mem::size_of::<T>()]);
+    let p: T = bytemuck::pod_read_unaligned(&[POISON; 32][..std::mem::size_of::<T>()]);
     vec![p; len]
 }
 

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::compaction::{Algorithm, Backend, Element, Error, Operation};
+use crate::compaction::{Algorithm, Backend, ELEMENT_SIZES, Element, Error, Operation, element_sizes_text};
 use crate::memory::{self, Bytes, Limit, MemoryError};
 
 mod cases;
@@ -106,7 +106,7 @@ impl Config {
             operations: Operation::ALL.to_vec(),
             sizes: Self::DEFAULT_SIZES.to_vec(),
             densities: Self::DEFAULT_DENSITIES.to_vec(),
-            element_sizes: vec![4, 8, 16],
+            element_sizes: ELEMENT_SIZES.to_vec(),
             seed: 0x5EED,
         }
     }
@@ -249,12 +249,9 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                                         pattern: pat,
                                         seed: rng.u64(..),
                                     };
-                                    let out = match es {
-                                        4 => compact_case::<B, u32>(backend, c, n),
-                                        8 => compact_case::<B, u64>(backend, c, n),
-                                        16 => compact_case::<B, [u32; 4]>(backend, c, n),
-                                        _ => Err(format!("element size {es} is not one of 4, 8, 16")),
-                                    };
+                                    let out = crate::with_element_size!(es, T => compact_case::<B, T>(backend, c, n),
+                                        _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
+                                    );
                                     record(case(detail), out);
                                 }
                             }
@@ -273,12 +270,9 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                             );
                             let c =
                                 CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed: rng.u64(..) };
-                            let out = match es {
-                                4 => counted_compact_case::<B, u32>(backend, c, n, word),
-                                8 => counted_compact_case::<B, u64>(backend, c, n, word),
-                                16 => counted_compact_case::<B, [u32; 4]>(backend, c, n, word),
-                                _ => Err(format!("element size {es} is not one of 4, 8, 16")),
-                            };
+                            let out = crate::with_element_size!(es, T => counted_compact_case::<B, T>(backend, c, n, word),
+                                _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
+                            );
                             record(case(detail), out);
                         }
                     }
@@ -333,12 +327,9 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                                 for &order in orders {
                                     let detail = format!("n={n} {es}B k/n={:.0}% {order:?}", d * 100.0);
                                     let seed = rng.u64(..);
-                                    let out = match es {
-                                        4 => remove_case::<B, u32>(backend, alg, n, d, order, seed),
-                                        8 => remove_case::<B, u64>(backend, alg, n, d, order, seed),
-                                        16 => remove_case::<B, [u32; 4]>(backend, alg, n, d, order, seed),
-                                        _ => Err(format!("element size {es} is not one of 4, 8, 16")),
-                                    };
+                                    let out = crate::with_element_size!(es, T => remove_case::<B, T>(backend, alg, n, d, order, seed),
+                                        _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
+                                    );
                                     record(case(detail), out);
                                 }
                             }

@@ -57,7 +57,7 @@ pub struct BenchArgs {
     /// Fractions kept (removed, for `remove`), comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.25,0.5,0.75,0.9,1")]
     densities: Vec<f64>,
-    /// Element sizes in bytes: 4, 8, 16.
+    /// Element sizes in bytes: 4, 8, 16, 32 (scan: 4, 8).
     #[arg(long, value_delimiter = ',', default_value = "4")]
     elements: Vec<usize>,
     #[command(flatten)]

@@ -22,8 +22,8 @@ pub struct SweepArgs {
     /// Fractions kept, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0.5")]
     densities: Vec<f64>,
-    /// Element sizes in bytes: 4, 8, 16.
-    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    /// Element sizes in bytes: 4, 8, 16, 32.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16,32")]
     elements: Vec<usize>,
     #[command(flatten)]
     repeat: super::Repeat,

@@ -98,7 +98,7 @@ impl CudaPredicate {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KeepArgs {
     pub flags: u64,
-    pub sentinel: [u32; 4],
+    pub sentinel: [u32; 8],
     pub param: [u64; 2],
 }
 

@@ -113,7 +113,8 @@ impl ArchClass {
 pub struct Shape {
     /// Threads per block, a whole number of warps.
     pub block: u32,
-    /// 16-byte vectors each thread loads per tile (items: vecs x 16 / element bytes).
+    /// 16-byte vectors each thread loads per tile (items: vecs x 16 / element
+    /// bytes, so an even count for 32-byte elements).
     pub vecs: u32,
     pub load: LoadStyle,
     /// Nanoseconds a look-back sleeps between polls of an unpublished tile; 0 spins.
@@ -143,7 +144,7 @@ impl Shape {
     }
     /// Elements per tile.
     pub fn tile(&self, elem_bytes: u32) -> u64 {
-        (self.block * self.vecs * (16 / elem_bytes)) as u64
+        (self.block * self.vecs * 16 / elem_bytes) as u64
     }
     /// Shared memory of the select / partition kernels' tile staging: a warp-transposed
     /// load adds a padding vector per 8 (single_pass.cuh `STAGE_PAD`); bulk-async
@@ -186,6 +187,17 @@ impl Shape {
         }
         Ok(())
     }
+    /// [`Shape::check`], and that a thread's vectors hold whole elements.
+    pub fn check_for(&self, elem_bytes: u32) -> Result<()> {
+        self.check()?;
+        if !(self.vecs * 16).is_multiple_of(elem_bytes) {
+            return Err(Error::Tuning {
+                algorithm: "lookback",
+                why: format!("vecs {}: {elem_bytes}-byte elements need an even number of 16-byte vectors", self.vecs),
+            });
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for Shape {
@@ -218,6 +230,8 @@ pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
     entry(ArchClass::Sm90, 4, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     entry(ArchClass::Sm90, 8, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     entry(ArchClass::Sm90, 16, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    // The same 64 KiB tiles: 4 elements a thread.
+    entry(ArchClass::Sm90, 32, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     // 128 threads x 8 vectors (16 KiB tiles) was the fastest of the shapes
     // swept on an H200 (64-512 threads, 2-8 vectors) at 2^22-2^28 u32.
     entry(ArchClass::Any, 4, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
@@ -225,6 +239,8 @@ pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
     entry(ArchClass::Any, 8, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
     // Same shape as 4 bytes until a sweep per element size picks another.
     entry(ArchClass::Any, 16, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
+    // Same shape as 4 bytes until a sweep per element size picks another.
+    entry(ArchClass::Any, 32, Shape::new(128, 8, LoadStyle::Vectorised, 0)),
 ];
 
 /// Tuning of the single-pass kernels: a shape per element size and class of GPU.
@@ -248,7 +264,7 @@ impl SinglePassTuning {
             algorithm: "lookback",
             why: format!("no shape for {elem_bytes}-byte elements in the single-pass tuning table"),
         })?;
-        shape.check()?;
+        shape.check_for(elem_bytes)?;
         Ok(shape)
     }
 
