@@ -8,7 +8,7 @@
 mod common;
 
 use proptest::prelude::*;
-use reap::compaction::{Algorithm, Backend, CpuBackend, Element, Error, Keep, Operation};
+use reap::compaction::{Algorithm, Backend, CpuBackend, ELEMENT_SIZES, Element, Error, Keep, Operation, Rejected};
 use reap::verify::{self, CompactCase, Pattern, RemovalOrder, Rule};
 
 fn algorithm() -> impl Strategy<Value = Algorithm> {
@@ -56,10 +56,12 @@ fn rule() -> impl Strategy<Value = Rule> {
 }
 
 /// One case of `op` on `es`-byte elements: the plain call when `len` is
-/// `None`, else the counted one with `len` in the lens word and `n` the capacity.
+/// `None`, else the counted one with `len` in the lens word and `n` the
+/// capacity. A partition asked for its rejected half reversed by an
+/// algorithm that does not offer it must be refused with the typed error.
 #[allow(clippy::too_many_arguments)]
 fn compact(
-    op: Operation,
+    (op, rejected): (Operation, Rejected),
     alg: Algorithm,
     es: usize,
     n: u64,
@@ -69,15 +71,26 @@ fn compact(
     seed: u64,
 ) -> Result<(), String> {
     let b = CpuBackend::new();
-    let c = CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed };
-    match (es, len) {
-        (4, None) => verify::compact_case::<_, u32>(&b, c, n),
-        (8, None) => verify::compact_case::<_, u64>(&b, c, n),
-        (_, None) => verify::compact_case::<_, [u32; 4]>(&b, c, n),
-        (4, Some(len)) => verify::counted_compact_case::<_, u32>(&b, c, n, len),
-        (8, Some(len)) => verify::counted_compact_case::<_, u64>(&b, c, n, len),
-        (_, Some(len)) => verify::counted_compact_case::<_, [u32; 4]>(&b, c, n, len),
+    let c = CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed, rejected };
+    let out = reap::with_element_size!(es, T => match len {
+        None => verify::compact_case::<_, T>(&b, c, n),
+        Some(len) => verify::counted_compact_case::<_, T>(&b, c, n, len),
+    }, other => Err(format!("no {other}-byte elements")));
+    if op == Operation::Partition && rejected == Rejected::Reversed && !alg.reverses_rejected() {
+        return match out {
+            Err(e) if e.contains("rejected half reversed") => Ok(()),
+            other => Err(format!("{} should refuse a reversed rejected half, gave {other:?}", alg.name())),
+        };
     }
+    out
+}
+
+fn element_size() -> impl Strategy<Value = usize> {
+    proptest::sample::select(ELEMENT_SIZES.to_vec())
+}
+
+fn rejected() -> impl Strategy<Value = Rejected> {
+    proptest::sample::select(Rejected::ALL.to_vec())
 }
 
 proptest! {
@@ -85,19 +98,19 @@ proptest! {
 
     #[test]
     fn select_matches_the_sequential_reference(
-        alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
+        alg in algorithm(), es in element_size(),
         n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Select, alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact((Operation::Select, Rejected::InOrder), alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
-    fn partition_keeps_both_halves_in_order(
+    fn partition_keeps_both_halves_in_the_asked_order(
         alg in algorithm().prop_filter("partition", |a| a.supports(Operation::Partition)),
-        es in proptest::sample::select(vec![4usize, 8, 16]),
+        es in element_size(), order in rejected(),
         n in size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Partition, alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact((Operation::Partition, order), alg, es, n, None, rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
@@ -112,19 +125,19 @@ proptest! {
 
     #[test]
     fn counted_select_matches_the_sequential_reference(
-        alg in algorithm(), es in proptest::sample::select(vec![4usize, 8, 16]),
+        alg in algorithm(), es in element_size(),
         (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Select, alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact((Operation::Select, Rejected::InOrder), alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]
-    fn counted_partition_keeps_both_halves_in_order(
+    fn counted_partition_keeps_both_halves_in_the_asked_order(
         alg in algorithm().prop_filter("partition", |a| a.supports(Operation::Partition)),
-        es in proptest::sample::select(vec![4usize, 8, 16]),
+        es in element_size(), order in rejected(),
         (cap, len) in counted_size(), rule in rule(), pat in pattern(), seed in any::<u64>(),
     ) {
-        compact(Operation::Partition, alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
+        compact((Operation::Partition, order), alg, es, cap, Some(len), rule, pat, seed).map_err(TestCaseError::fail)?;
     }
 
     #[test]

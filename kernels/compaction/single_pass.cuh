@@ -214,15 +214,22 @@ __device__ __forceinline__ u64 tile_prefix(u64* state, u32 tile, u64 aggregate, 
     return s_prefix;
 }
 
+// What a compaction writes: the kept elements (select), or also the rejected
+// ones after them, in input order (the host counts the kept total first) or
+// reversed from the end of the output (CUB's contract; no count needed).
+#define SPLIT_NONE 0
+#define SPLIT_IN_ORDER 1
+#define SPLIT_REVERSED 2
+
 // Ranks one loaded tile and stages it in s_out: kept elements at their
-// tile-local rank, and with PARTITION the rejected ones after them, in order.
+// tile-local rank, and with a SPLIT the rejected ones after them, in order.
 // Returns the tile's kept count. Each thread's keep flags are a bit mask per
 // row (its j-th vector). Vectorised: one warp scan of the rows' counts packed
 // 8 bits apiece (a row of a warp holds at most 128 items) ranks every item.
 // Warp-transposed: one warp scan of each lane's count, its rows following
 // each other. s_out may be the tile's own input: every thread has read its
 // items before the barrier that precedes the first write.
-template <bool PARTITION>
+template <int SPLIT>
 __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                           const KeepArgs& k, Elem* s_out, u32* s_warp) {
     u64 base = (u64)tile * TILE;
@@ -279,7 +286,7 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_
             u32 r = before + row_base[j] + __popc(m[j] & ((1u << e) - 1));
             if (m[j] & (1u << e)) {
                 s_out[r] = x[j][e];
-            } else if (PARTITION) {
+            } else if (SPLIT != SPLIT_NONE) {
                 u32 li = item_index(j, e);
                 if (li < valid) s_out[kept + li - r] = x[j][e];
             }
@@ -289,29 +296,33 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_
 
 // Writes a staged tile (stage_tile) once its exclusive prefix is known; the
 // caller has synchronised the block since the staging.
-template <bool PARTITION>
+template <int SPLIT>
 __device__ __forceinline__ void emit_tile(u32 tile, u32 tiles, u64 n, u32 kept, u64 prefix, Elem* out, u64* count,
                                           const u64* kept_total, const Elem* s_out) {
     u64 base = (u64)tile * TILE;
     u32 valid = (u32)min((u64)TILE, n - base);
     for (u32 i = threadIdx.x; i < kept; i += REAP_BLOCK) out[prefix + i] = s_out[i];
-    if (PARTITION) {
-        // Rejected elements before this tile: base - prefix.
+    // Rejected elements before this tile: base - prefix.
+    if (SPLIT == SPLIT_IN_ORDER) {
         u64 rej = *kept_total + base - prefix;
         for (u32 i = kept + threadIdx.x; i < valid; i += REAP_BLOCK) out[rej + i - kept] = s_out[i];
+    }
+    if (SPLIT == SPLIT_REVERSED) {
+        u64 last = n - 1 - (base - prefix);
+        for (u32 i = kept + threadIdx.x; i < valid; i += REAP_BLOCK) out[last - (i - kept)] = s_out[i];
     }
     if (tile == tiles - 1 && threadIdx.x == 0) *count = prefix + kept;
 }
 
-// Compaction (and, with PARTITION, stream split) of one loaded tile. Staged
+// Compaction (and, with a SPLIT, stream split) of one loaded tile. Staged
 // before the prefix is known, so the look-back's latency hides behind it.
-template <typename Protocol, bool PARTITION>
+template <typename Protocol, int SPLIT>
 __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                             const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
                                             const u64* kept_total, Elem* s_out, u32* s_warp) {
-    u32 kept = stage_tile<PARTITION>(tile, x, n, k, s_out, s_warp);
+    u32 kept = stage_tile<SPLIT>(tile, x, n, k, s_out, s_warp);
     u64 prefix = tile_prefix<Protocol>(state, tile, kept, epoch);
-    emit_tile<PARTITION>(tile, tiles, n, kept, prefix, out, count, kept_total, s_out);
+    emit_tile<SPLIT>(tile, tiles, n, kept, prefix, out, count, kept_total, s_out);
 }
 
 // Which tiles a launch covers. With a host length the grid is one block per
@@ -348,11 +359,11 @@ __device__ __forceinline__ u32 following_tile(u32* counter, const TileLoop& t) {
 #include "single_pass_ring.cuh"
 #endif
 
-template <typename Protocol, bool PARTITION>
+template <typename Protocol, int SPLIT>
 __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                               u64* state, u32* counter, u32 epoch, const u64* kept_total) {
 #if REAP_LOAD == REAP_LOAD_BULK_ASYNC
-    compact_ring<Protocol, PARTITION>(ext, in, keep, out, count, state, counter, epoch, kept_total);
+    compact_ring<Protocol, SPLIT>(ext, in, keep, out, count, state, counter, epoch, kept_total);
 #else
     // The tile's staging for the output; a warp-transposed load stages its
     // input in the same memory, which compact_one's first barrier frees.
@@ -369,7 +380,7 @@ __device__ __forceinline__ void compact_tiles(Extent ext, const Elem* in, KeepAr
     for (u32 tile = next_tile(counter, t.last_draw); tile < t.tiles; tile = following_tile(counter, t)) {
         Elem x[UNITS][REAP_VEC];
         load_tile(in, (u64)tile * TILE, n, x, s_raw);
-        compact_one<Protocol, PARTITION>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
+        compact_one<Protocol, SPLIT>(tile, t.tiles, x, n, k, out, count, state, epoch, kept_total, s_out, s_warp);
     }
 #endif
 }
@@ -451,12 +462,17 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
         NAME##_select(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,        \
                       u32* counter, u32 epoch) {                                                          \
-        compact_tiles<PROTOCOL, false>(ext, in, keep, out, count, state, counter, epoch, nullptr);        \
+        compact_tiles<PROTOCOL, SPLIT_NONE>(ext, in, keep, out, count, state, counter, epoch, nullptr);   \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
         NAME##_partition(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,     \
                          u32* counter, u32 epoch, const u64* kept_total) {                                \
-        compact_tiles<PROTOCOL, true>(ext, in, keep, out, count, state, counter, epoch, kept_total);      \
+        compact_tiles<PROTOCOL, SPLIT_IN_ORDER>(ext, in, keep, out, count, state, counter, epoch, kept_total); \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
+        NAME##_partition_reversed(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state, \
+                                  u32* counter, u32 epoch) {                                              \
+        compact_tiles<PROTOCOL, SPLIT_REVERSED>(ext, in, keep, out, count, state, counter, epoch, nullptr); \
     }                                                                                                     \
     extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
         NAME##_count(Extent ext, const Elem* in, KeepArgs keep, u64* total) {                             \

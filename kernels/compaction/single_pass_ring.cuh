@@ -156,7 +156,7 @@ __device__ __forceinline__ void ring_loop(Work& w, u32* counter, const Elem* in,
 
 // Select / partition: count stages the tile in place (stage_tile) and
 // publishes its kept count; emit looks back and stores it.
-template <typename Protocol, bool PARTITION>
+template <typename Protocol, int SPLIT>
 struct CompactWork {
     const Elem* in;
     u64 n;
@@ -171,7 +171,7 @@ struct CompactWork {
     __device__ void count(Ring& r, u32 s) {
         Elem x[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
-        u32 kept = stage_tile<PARTITION>(r.ids[s], x, n, k, r.slot(s), s_warp);
+        u32 kept = stage_tile<SPLIT>(r.ids[s], x, n, k, r.slot(s), s_warp);
         if (threadIdx.x == 0) {
             Protocol::publish(state, r.ids[s], kept, epoch);
             s_kept[s] = kept;
@@ -180,17 +180,17 @@ struct CompactWork {
     __device__ void emit(Ring& r, u32 s) {
         u32 tile = r.ids[s];
         u64 prefix = tile_prefix<Protocol, true>(state, tile, s_kept[s], epoch);
-        emit_tile<PARTITION>(tile, r.tiles_live, n, s_kept[s], prefix, out, count_out, kept_total, r.slot(s));
+        emit_tile<SPLIT>(tile, r.tiles_live, n, s_kept[s], prefix, out, count_out, kept_total, r.slot(s));
     }
 };
 
-template <typename Protocol, bool PARTITION>
+template <typename Protocol, int SPLIT>
 __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                              u64* state, u32* counter, u32 epoch, const u64* kept_total) {
     __shared__ u32 s_warp[WARPS], s_kept[RING];
     u64 n = extent_n(ext);
     // Parameters out of param space: a predicate takes their address.
-    CompactWork<Protocol, PARTITION> w{in, n, keep, out, count, state, epoch, kept_total, s_warp, s_kept};
+    CompactWork<Protocol, SPLIT> w{in, n, keep, out, count, state, epoch, kept_total, s_warp, s_kept};
     ring_loop(w, counter, in, n);
 }
 

@@ -181,7 +181,7 @@ pub fn jobs(rows: &[Row]) -> Vec<PeerJob> {
 pub fn counterparts(op: RowOperation) -> &'static [PeerOp] {
     match op {
         RowOperation::Select => &[PeerOp::SelectIf, PeerOp::SelectFlagged],
-        RowOperation::Partition => &[PeerOp::PartitionIf],
+        RowOperation::Partition | RowOperation::PartitionReversed => &[PeerOp::PartitionIf],
         RowOperation::Scan => &[PeerOp::Scan],
         RowOperation::SortKeys => &[PeerOp::SortKeys],
         RowOperation::SortPairs => &[PeerOp::SortPairs],
@@ -280,7 +280,9 @@ pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
     for r in rows.iter_mut() {
         let cub = match r.operation {
             RowOperation::Select => find(PeerOp::SelectIf, r.element_bytes, r.n, r.density),
-            RowOperation::Partition => find(PeerOp::PartitionIf, r.element_bytes, r.n, r.density),
+            RowOperation::Partition | RowOperation::PartitionReversed => {
+                find(PeerOp::PartitionIf, r.element_bytes, r.n, r.density)
+            }
             RowOperation::Scan => find(PeerOp::Scan, r.element_bytes, r.n, 1.0),
             RowOperation::SortKeys => find(PeerOp::SortKeys, 4, r.n, 1.0),
             RowOperation::SortPairs => find(PeerOp::SortPairs, 4, r.n, 1.0),

@@ -34,7 +34,7 @@ pub use row::{BenchBackend, Named, Row, RowAlgorithm, RowOperation};
 
 use crate::clocks::ms;
 use crate::compaction::{
-    Algorithm, ELEMENT_SIZES, Element, Keep, Operation, Report, Result, ScanElement, element_sizes_text,
+    Algorithm, ELEMENT_SIZES, Element, Keep, Operation, Rejected, Report, Result, ScanElement, element_sizes_text,
 };
 use crate::verify::Harness;
 
@@ -129,6 +129,9 @@ pub fn sentinel<T: Element>() -> T {
 pub enum Job {
     /// Select or partition with the `word_below` predicate; densities are fractions kept.
     Compaction(Operation),
+    /// Partition with the rejected half reversed (`Rejected::Reversed`, the
+    /// contract of CUB's `DevicePartition::If`), by the algorithms that offer it.
+    PartitionReversed,
     /// Exclusive scan of u32 (element size 4) or u64 (8); densities are ignored.
     Scan,
     /// Radix sort by split of u32 keys, with u32 values when `pairs`.
@@ -143,6 +146,7 @@ impl serde::Serialize for Job {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(match self {
             Job::Compaction(op) => op.name(),
+            Job::PartitionReversed => "partition-reversed",
             Job::Scan => "scan",
             Job::Sort { pairs: false } => "sort-keys",
             Job::Sort { pairs: true } => "sort-pairs",
@@ -156,6 +160,7 @@ impl Job {
     pub fn operation(&self, algorithm: Algorithm) -> RowOperation {
         match self {
             Job::Compaction(Operation::Partition) => RowOperation::Partition,
+            Job::PartitionReversed => RowOperation::PartitionReversed,
             Job::Compaction(_) => RowOperation::Select,
             Job::Scan => RowOperation::Scan,
             Job::Sort { pairs: false } => RowOperation::SortKeys,
@@ -169,6 +174,7 @@ impl Job {
     pub fn includes(&self, algorithm: Algorithm) -> bool {
         match self {
             Job::Compaction(op) => algorithm.supports(*op),
+            Job::PartitionReversed => algorithm.reverses_rejected(),
             Job::Scan => algorithm.supports(Operation::Scan),
             Job::Sort { .. } => algorithm.supports(Operation::Sort),
             Job::Remove => algorithm.supports(Operation::Remove) || algorithm.supports(Operation::Select),
@@ -336,7 +342,7 @@ pub fn run<B: Timed>(
                 ctx.sort(n, pairs, copy, &mut rng)?;
             }
         }
-        Job::Compaction(_) | Job::Remove => {
+        Job::Compaction(_) | Job::PartitionReversed | Job::Remove => {
             for &es in &s.element_sizes {
                 for &n in &s.sizes {
                     // Rates are compared at the same byte count for every density.
@@ -493,6 +499,11 @@ impl<B: Timed> Ctx<'_, B> {
                             Operation::Partition => b.partition(alg, input, keep, &mut output)?,
                             _ => b.select(alg, input, keep, &mut output)?,
                         };
+                        (r.span()?, phases_of(&r)?, r.count()?)
+                    }
+                    (Job::PartitionReversed, _, _) => {
+                        let keep = Keep::Predicate(&*pred);
+                        let r = b.partition_with(alg, input, keep, &mut output, Rejected::Reversed)?;
                         (r.span()?, phases_of(&r)?, r.count()?)
                     }
                     _ => unreachable!("points() runs compaction and remove jobs"),

@@ -131,7 +131,7 @@ fn peer_matches(r: &Row, c: &Row) -> bool {
         return false;
     }
     match r.operation {
-        RowOperation::Select | RowOperation::Partition => {
+        RowOperation::Select | RowOperation::Partition | RowOperation::PartitionReversed => {
             c.element_bytes == r.element_bytes && close(c.density, r.density)
         }
         // thrust::remove takes k/n as reap's rows do; CUB's select keeps the rest.

@@ -92,6 +92,8 @@ impl Named for RowAlgorithm {
 pub enum RowOperation {
     Select,
     Partition,
+    /// A partition whose rejected half is reversed: CUB `DevicePartition::If`'s contract.
+    PartitionReversed,
     /// The same exclusive sum (u32 or u64) on both sides, so the CUB peer's
     /// scan is this value too (never `Peer(PeerOp::Scan)`; see the `From` below).
     Scan,
@@ -112,6 +114,7 @@ impl Named for RowOperation {
         match self {
             RowOperation::Select => "select",
             RowOperation::Partition => "partition",
+            RowOperation::PartitionReversed => "partition-reversed",
             RowOperation::Scan => "scan",
             RowOperation::SortKeys => "sort-keys",
             RowOperation::SortPairs => "sort-pairs",
@@ -122,7 +125,7 @@ impl Named for RowOperation {
     }
     fn all() -> Vec<Self> {
         use RowOperation::*;
-        let reap = [Select, Partition, Scan, SortKeys, SortPairs, Remove, MarkSelect];
+        let reap = [Select, Partition, PartitionReversed, Scan, SortKeys, SortPairs, Remove, MarkSelect];
         let shared = |op: &PeerOp| matches!(op, PeerOp::Scan | PeerOp::Remove);
         reap.into_iter().chain(PeerOp::all().into_iter().filter(|op| !shared(op)).map(Peer)).collect()
     }

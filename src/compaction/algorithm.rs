@@ -199,6 +199,14 @@ impl Algorithm {
         }
     }
 
+    /// Whether its partition can leave the rejected half reversed
+    /// ([`Rejected::Reversed`](crate::compaction::Rejected::Reversed)): the single-pass algorithms write it from the
+    /// end backwards as they go, so that contract saves them a pass; the
+    /// sequential reference does it in its one loop.
+    pub fn reverses_rejected(self) -> bool {
+        matches!(self, Algorithm::Sequential | Algorithm::Lookback | Algorithm::Chained)
+    }
+
     /// Which operations the algorithm implements (on every backend that runs it).
     pub fn supports(self, op: Operation) -> bool {
         match op {

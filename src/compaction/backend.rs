@@ -66,11 +66,52 @@ impl<B: Backend + ?Sized> Lens<'_, B> {
     }
 }
 
+/// The order of a partition's rejected half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Rejected {
+    /// In input order after the kept ones: both halves stable. A single pass
+    /// cannot know where that half starts until every element is counted, so
+    /// `lookback` and `chained` count first (or reverse after, on the CPU).
+    #[default]
+    InOrder,
+    /// In reverse input order from the end of the output backwards, as CUB's
+    /// `DevicePartition::If` leaves them: element i rejected goes to
+    /// `n - 1 - (rejected before i)`. No pass needs the kept total first.
+    /// Only algorithms whose [`Algorithm::reverses_rejected`] is true offer it.
+    Reversed,
+}
+
+impl Rejected {
+    pub const ALL: [Rejected; 2] = [Rejected::InOrder, Rejected::Reversed];
+    pub fn name(self) -> &'static str {
+        match self {
+            Rejected::InOrder => "in-order",
+            Rejected::Reversed => "reversed",
+        }
+    }
+}
+
+/// Refuses a partition with the rejected half reversed from an algorithm
+/// that does not offer it; every backend checks this first.
+pub(crate) fn check_rejected(algorithm: Algorithm, split: bool, rejected: Rejected) -> Result<()> {
+    if split && rejected == Rejected::Reversed && !algorithm.reverses_rejected() {
+        let others: Vec<_> = Algorithm::ALL.iter().filter(|a| a.reverses_rejected()).map(|a| a.name()).collect();
+        return Err(Error::Unsupported {
+            algorithm: algorithm.name(),
+            operation: "a partition with the rejected half reversed",
+            hint: format!("; these do: {} (every stable algorithm partitions in order)", others.join(", ")),
+        });
+    }
+    Ok(())
+}
+
 /// A select (`split` false) or partition (`split` true) as the backend's
 /// [`Backend::compact`] receives it; with `lens`, a counted call.
 pub struct CompactCall<'a, B: Backend + ?Sized, T: Element> {
     pub algorithm: Algorithm,
     pub split: bool,
+    /// The rejected half's order (a partition's; a select ignores it).
+    pub rejected: Rejected,
     pub input: &'a B::Buffer<T>,
     pub keep: Keep<'a, B, T>,
     pub output: &'a mut B::Buffer<T>,
@@ -150,7 +191,15 @@ pub trait Backend {
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall { algorithm, split: false, input, keep, output, lens: None })
+        self.compact(CompactCall {
+            algorithm,
+            split: false,
+            rejected: Rejected::InOrder,
+            input,
+            keep,
+            output,
+            lens: None,
+        })
     }
 
     /// Stream split: kept elements to `output[..count]`, rejected ones to
@@ -162,7 +211,20 @@ pub trait Backend {
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall { algorithm, split: true, input, keep, output, lens: None })
+        self.partition_with(algorithm, input, keep, output, Rejected::InOrder)
+    }
+
+    /// [`Backend::partition`] with the rejected half in the order `rejected`
+    /// names ([`Rejected::Reversed`]: CUB's contract, one pass cheaper).
+    fn partition_with<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Self::Buffer<T>,
+        keep: Keep<'_, Self, T>,
+        output: &mut Self::Buffer<T>,
+        rejected: Rejected,
+    ) -> Result<Self::Report> {
+        self.compact(CompactCall { algorithm, split: true, rejected, input, keep, output, lens: None })
     }
 
     /// Exclusive prefix sum; the report's count is the total.
@@ -193,7 +255,15 @@ pub trait Backend {
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall { algorithm, split: false, input, keep, output, lens: Some(lens) })
+        self.compact(CompactCall {
+            algorithm,
+            split: false,
+            rejected: Rejected::InOrder,
+            input,
+            keep,
+            output,
+            lens: Some(lens),
+        })
     }
 
     /// [`Backend::partition`] of the first n elements, read and counted as in
@@ -207,7 +277,15 @@ pub trait Backend {
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall { algorithm, split: true, input, keep, output, lens: Some(lens) })
+        self.compact(CompactCall {
+            algorithm,
+            split: true,
+            rejected: Rejected::InOrder,
+            input,
+            keep,
+            output,
+            lens: Some(lens),
+        })
     }
 
     /// [`Backend::exclusive_scan`] of the first n values, n read as in

@@ -15,7 +15,7 @@ mod pattern;
 mod site;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
-pub use backend::{Backend, BackendKind, CompactCall, Keep, Lens, PhaseTime, Report, ScanCall};
+pub use backend::{Backend, BackendKind, CompactCall, Keep, Lens, PhaseTime, Rejected, Report, ScanCall};
 pub use cpu::{CpuBackend, CpuReport};
 pub use element::{ELEMENT_SIZES, Element, ScanElement, SortKey, check_element, element_sizes_text, same_bits};
 pub use error::{Error, Result};

@@ -1,7 +1,9 @@
 //! The suite's cases through the host-length entry points: select,
 //! partition, scan, sort and remove of n elements, against the reference.
 
-use crate::compaction::{Algorithm, Backend, Element, Keep, Operation, Report, ScanElement, SortKey, check_element};
+use crate::compaction::{
+    Algorithm, Backend, Element, Keep, Operation, Rejected, Report, ScanElement, SortKey, check_element,
+};
 use crate::verify::{Harness, POISON, Pattern, Rule, THRESHOLD, first_word};
 
 pub(crate) fn element<T: Element>(first: u32, rng: &mut fastrand::Rng) -> T {
@@ -58,6 +60,19 @@ pub struct CompactCase {
     pub rule: Rule,
     pub pattern: Pattern,
     pub seed: u64,
+    /// The partition's rejected order (a select ignores it).
+    pub rejected: Rejected,
+}
+
+/// The reference's rejected half in the order a partition asked for.
+pub(crate) fn check_rejected_half<T: Element>(got: &[T], mut want: Vec<T>, order: Rejected) -> Result<(), String> {
+    if order == Rejected::Reversed {
+        want.reverse();
+    }
+    if !bytes_eq(got, &want) {
+        return Err(format!("rejected half ({}) differs from the reference: {}", order.name(), first_diff(got, &want)));
+    }
+    Ok(())
 }
 
 /// The keep rule `rule` names, over the suite's flags, sentinel and predicate.
@@ -89,7 +104,7 @@ pub(crate) fn check_kept<T: Element>(alg: Algorithm, got: &[T], kept: &[T]) -> R
 
 /// A select or partition of `n` elements, against the reference.
 pub fn compact_case<B: Harness, T: Element>(backend: &B, case: CompactCase, n: u64) -> Result<(), String> {
-    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed } = case;
+    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed, rejected: order } = case;
     check_element::<T>().map_err(|e| e.to_string())?;
     let n = n as usize;
     let mut rng = fastrand::Rng::with_seed(seed);
@@ -114,7 +129,7 @@ pub fn compact_case<B: Harness, T: Element>(backend: &B, case: CompactCase, n: u
     let rule = keep_rule::<B, T>(rule, &d_flags, sentinel, &*pred);
     let report = match op {
         Operation::Select => backend.select(alg, &d_input, rule, &mut d_out),
-        _ => backend.partition(alg, &d_input, rule, &mut d_out),
+        _ => backend.partition_with(alg, &d_input, rule, &mut d_out, order),
     }
     .map_err(|e| e.to_string())?;
     let count = report.count().map_err(|e| e.to_string())? as usize;
@@ -123,8 +138,8 @@ pub fn compact_case<B: Harness, T: Element>(backend: &B, case: CompactCase, n: u
         return Err(format!("count {count}, want {}", kept.len()));
     }
     check_kept(alg, &out[..count], &kept)?;
-    if op == Operation::Partition && !bytes_eq(&out[count..], &rejected) {
-        return Err(format!("rejected half differs from the reference: {}", first_diff(&out[count..], &rejected)));
+    if op == Operation::Partition {
+        check_rejected_half(&out[count..], rejected, order)?;
     }
     Ok(())
 }

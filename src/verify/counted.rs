@@ -5,8 +5,10 @@
 
 use rayon::prelude::*;
 
-use crate::compaction::{Algorithm, Backend, Element, Error, Lens, Operation, Report, ScanElement, check_element};
-use crate::verify::cases::{CompactCase, bytes_eq, check_kept, element, first_diff, keep_rule};
+use crate::compaction::{
+    Algorithm, Backend, CompactCall, Element, Error, Lens, Operation, Report, ScanElement, check_element,
+};
+use crate::verify::cases::{CompactCase, check_kept, check_rejected_half, element, keep_rule};
 use crate::verify::{Config, Harness, POISON, Pattern, Rule, THRESHOLD};
 
 /// The length a counted case stores in its length word, against the capacity.
@@ -130,7 +132,7 @@ pub fn counted_compact_case<B: Harness, T: Element>(
     cap: u64,
     len_word: u64,
 ) -> Result<(), String> {
-    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed } = case;
+    let CompactCase { algorithm: alg, operation: op, rule, pattern, seed, rejected } = case;
     check_element::<T>().map_err(|e| e.to_string())?;
     let cap_elems = usize::try_from(cap).map_err(|_| format!("capacity {cap} does not fit in host memory"))?;
     let n = len_word.min(cap) as usize;
@@ -167,22 +169,17 @@ pub fn counted_compact_case<B: Harness, T: Element>(
     let pred = backend.word_below::<T>(THRESHOLD as u64);
     let keep = keep_rule::<B, T>(rule, &d_flags, sentinel, &*pred);
     let lens = Lens { words: &mut words, input: 1, output: 2 };
-    let report = match op {
-        Operation::Select => backend.select_counted(alg, &d_input, keep, &mut d_out, lens),
-        _ => backend.partition_counted(alg, &d_input, keep, &mut d_out, lens),
-    }
-    .map_err(err)?;
+    let split = op == Operation::Partition;
+    let call =
+        CompactCall { algorithm: alg, split, rejected, input: &d_input, keep, output: &mut d_out, lens: Some(lens) };
+    let report = backend.compact(call).map_err(err)?;
     check_counted_report(&report)?;
     check_words(backend, &words, len_word, kept.len() as u64)?;
     let out = backend.download_guarded(&d_out).map_err(err)?;
     check_guard(&out, cap_elems)?;
     check_kept(alg, &out[..kept.len()], &kept)?;
-    if op == Operation::Partition {
-        let rejected = pick(false);
-        let got = &out[kept.len()..n];
-        if !bytes_eq(got, &rejected) {
-            return Err(format!("rejected half differs from the reference: {}", first_diff(got, &rejected)));
-        }
+    if split {
+        check_rejected_half(&out[kept.len()..n], pick(false), rejected)?;
     }
     Ok(())
 }

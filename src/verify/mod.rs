@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::compaction::{Algorithm, Backend, ELEMENT_SIZES, Element, Error, Operation, element_sizes_text};
+use crate::compaction::{Algorithm, Backend, ELEMENT_SIZES, Element, Error, Operation, Rejected, element_sizes_text};
 use crate::memory::{self, Bytes, Limit, MemoryError};
 
 mod cases;
@@ -238,21 +238,32 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                         let sizes = if big { &cfg.element_sizes[..1] } else { &cfg.element_sizes[..] };
                         let rules = if big { vec![Rule::ALL[(rng.u64(..) % 3) as usize]] } else { Rule::ALL.to_vec() };
                         let pats = if big { vec![Pattern::Random(0.5)] } else { patterns.clone() };
+                        // A partition that can leave its rejected half reversed is checked both ways.
+                        let orders = if op == Operation::Partition && alg.reverses_rejected() {
+                            &Rejected::ALL[..]
+                        } else {
+                            &[Rejected::InOrder][..]
+                        };
+                        let order_text = |o: Rejected| if o == Rejected::Reversed { " rejected-reversed" } else { "" };
                         for &es in sizes.iter().filter(|_| !counted_only) {
                             for &rule in &rules {
                                 for &pat in &pats {
-                                    let detail = format!("n={n} {es}B {} {pat}", rule.name());
-                                    let c = CompactCase {
-                                        algorithm: alg,
-                                        operation: op,
-                                        rule,
-                                        pattern: pat,
-                                        seed: rng.u64(..),
-                                    };
-                                    let out = crate::with_element_size!(es, T => compact_case::<B, T>(backend, c, n),
-                                        _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
-                                    );
-                                    record(case(detail), out);
+                                    for &rejected in orders {
+                                        let detail =
+                                            format!("n={n} {es}B {} {pat}{}", rule.name(), order_text(rejected));
+                                        let c = CompactCase {
+                                            algorithm: alg,
+                                            operation: op,
+                                            rule,
+                                            pattern: pat,
+                                            seed: rng.u64(..),
+                                            rejected,
+                                        };
+                                        let out = crate::with_element_size!(es, T => compact_case::<B, T>(backend, c, n),
+                                            _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
+                                        );
+                                        record(case(detail), out);
+                                    }
                                 }
                             }
                         }
@@ -262,14 +273,16 @@ pub fn run<B: Harness>(backend: &B, cfg: &Config, mut seen: impl FnMut(&Case, &R
                             let rule = Rule::ALL[(rng.u64(..) % 3) as usize];
                             let pat = pats[rng.usize(..pats.len())];
                             let word = kind.word(n, &mut rng);
+                            let rejected = orders[i % orders.len()];
                             let detail = format!(
-                                "counted cap={n} n={} ({}) {es}B {} {pat}",
+                                "counted cap={n} n={} ({}) {es}B {} {pat}{}",
                                 word.min(n),
                                 kind.name(),
-                                rule.name()
+                                rule.name(),
+                                order_text(rejected)
                             );
-                            let c =
-                                CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed: rng.u64(..) };
+                            let seed = rng.u64(..);
+                            let c = CompactCase { algorithm: alg, operation: op, rule, pattern: pat, seed, rejected };
                             let out = crate::with_element_size!(es, T => counted_compact_case::<B, T>(backend, c, n, word),
                                 _ => Err(format!("element size {es} is not one of {}", element_sizes_text()))
                             );

@@ -15,6 +15,8 @@ use crate::cli::sizes::parse_count;
 enum OperationChoice {
     Select,
     Partition,
+    /// Partition with the rejected half reversed, CUB's contract (lookback, chained).
+    PartitionReversed,
     Scan,
     Sort,
     SortPairs,
@@ -27,6 +29,7 @@ impl OperationChoice {
         match self {
             OperationChoice::Select => Job::Compaction(Operation::Select),
             OperationChoice::Partition => Job::Compaction(Operation::Partition),
+            OperationChoice::PartitionReversed => Job::PartitionReversed,
             OperationChoice::Scan => Job::Scan,
             OperationChoice::Sort => Job::Sort { pairs: false },
             OperationChoice::SortPairs => Job::Sort { pairs: true },
@@ -138,7 +141,7 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar.println(format!(
-        "{:<27} {:<11} {:>5} {:>11} {:>6} {:>10} {:>10} {:>10} {:>7}  phases (ms)",
+        "{:<27} {:<18} {:>5} {:>11} {:>6} {:>10} {:>10} {:>10} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "dens%", "median ms", "min ms", "max ms", "% copy"
     ));
     let stopped = crate::cli::interrupt::stopped;
@@ -151,7 +154,7 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
         let measured = bench::run(backend, s, &stopped, &mut |r| {
             let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
             bar.println(format!(
-                "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
+                "{:<27} {:<18} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
                 r.algorithm.name(),
                 r.operation.name(),
                 r.element_bytes,
@@ -254,7 +257,7 @@ fn cub_peer(
     let bar = indicatif::ProgressBar::new(jobs.len() as u64);
     let result = cub::run(&binary, &jobs, reps, warmup, seed, &mut |p| {
         bar.println(format!(
-            "{:<27} {:<11} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4}",
+            "{:<27} {:<18} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4}",
             format!("cub-{}", p.op.name()),
             "",
             p.elem,
@@ -287,13 +290,13 @@ fn cub_peer(
 /// The measured rows as a plain table on stdout (the files under --out hold everything).
 fn print_rows(rows: &[reap::bench::Row]) {
     println!(
-        "{:<27} {:<11} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
+        "{:<27} {:<18} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "density", "median ms", "% copy", "vs CUB"
     );
     for r in rows.iter().filter(|r| r.backend != reap::bench::BenchBackend::Cub) {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
         println!(
-            "{:<27} {:<11} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
+            "{:<27} {:<18} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",
             r.algorithm.name(),
             r.operation.name(),
             r.element_bytes,

@@ -50,6 +50,7 @@ mod tests {
                 Decoupled,
                 &SinglePassTuning::default(),
                 Job { input: x, keep: &|i| i % 3 == 0, output: o, split: true },
+                crate::compaction::Rejected::InOrder,
                 ph,
             )
         });

@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::compaction::backend::check_rejected;
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, PhaseTime, Report, Result,
-    ScanCall, ScanElement, SortKey, check_element, same_bits,
+    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, PhaseTime, Rejected, Report,
+    Result, ScanCall, ScanElement, SortKey, check_element, same_bits,
 };
 
 pub mod atomic;
@@ -236,7 +237,7 @@ impl CpuBackend {
     fn compact_by<T: Element>(
         &self,
         algorithm: Algorithm,
-        split: bool,
+        (split, rejected): (bool, Rejected),
         input: &[T],
         keep: &impl KeepIndex,
         output: &mut [T],
@@ -244,19 +245,20 @@ impl CpuBackend {
         if split && !algorithm.supports(Operation::Partition) {
             return Err(unsupported(algorithm, Operation::Partition));
         }
+        check_rejected(algorithm, split, rejected)?;
         let t = &self.tuning;
         let mut ph = Phases::default();
         let job = Job { input, keep, output, split };
         let count = match algorithm {
-            Algorithm::Sequential if split => sequential::partition(input, keep, job.output, &mut ph),
+            Algorithm::Sequential if split => sequential::partition(input, keep, job.output, rejected, &mut ph),
             Algorithm::Sequential => sequential::select(input, keep, job.output, &mut ph),
             Algorithm::Horn => mark_and_place(horn::Horn, job, &mut ph),
             Algorithm::Sengupta => mark_and_place(sengupta::Sengupta(&t.sengupta), job, &mut ph),
             Algorithm::Blelloch => mark_and_place(blelloch::Blelloch, job, &mut ph),
             Algorithm::Roger => roger::compact(&t.roger, job, &mut ph),
             Algorithm::Billeter(v) => billeter::compact(v, &t.billeter, job, &mut ph),
-            Algorithm::Chained => single_pass::compact(chained::Chained, &t.single_pass, job, &mut ph),
-            Algorithm::Lookback => single_pass::compact(lookback::Decoupled, &t.single_pass, job, &mut ph),
+            Algorithm::Chained => single_pass::compact(chained::Chained, &t.single_pass, job, rejected, &mut ph),
+            Algorithm::Lookback => single_pass::compact(lookback::Decoupled, &t.single_pass, job, rejected, &mut ph),
             Algorithm::Stencil => stencil::compact(&t.stencil, job, &mut ph),
             // Select only: a partition was refused above.
             Algorithm::Atomic => atomic::select(&t.atomic, input, keep, job.output, &mut ph),
@@ -283,7 +285,7 @@ impl CpuBackend {
     fn compact_n<T: Element>(
         &self,
         algorithm: Algorithm,
-        split: bool,
+        split: (bool, Rejected),
         input: &[T],
         keep: Keep<'_, Self, T>,
         output: &mut [T],
@@ -370,8 +372,9 @@ impl Backend for CpuBackend {
     }
 
     fn compact<T: Element>(&self, call: CompactCall<'_, Self, T>) -> Result<CpuReport> {
-        let CompactCall { algorithm, split, input, keep, output, lens } = call;
+        let CompactCall { algorithm, split, rejected, input, keep, output, lens } = call;
         check_compact(input, &keep, output)?;
+        let split = (split, rejected);
         match lens {
             None => self.compact_n(algorithm, split, input, keep, output),
             Some(lens) => {

@@ -1,19 +1,41 @@
 //! `sequential`: seed 000 §2 Listing 1, the reference every other algorithm is
 //! checked against. One thread, one pass, nothing clever.
 
-use crate::compaction::ScanElement;
 use crate::compaction::cpu::{KeepIndex, Phases};
+use crate::compaction::{Rejected, ScanElement};
 
 pub fn select<T: Copy>(input: &[T], keep: &impl KeepIndex, output: &mut [T], ph: &mut Phases) -> usize {
     ph.time("compact", || split_in_order(input, keep, output, None))
 }
 
-/// Kept elements first, then the rejected ones, both in input order.
-pub fn partition<T: Copy>(input: &[T], keep: &impl KeepIndex, output: &mut [T], ph: &mut Phases) -> usize {
-    ph.time("split", || {
-        let kept = (0..input.len()).filter(|&i| keep(i)).count();
-        let (front, back) = output.split_at_mut(kept);
-        split_in_order(input, keep, front, Some(back))
+/// Kept elements first, then the rejected ones, in input order or reversed.
+pub fn partition<T: Copy>(
+    input: &[T],
+    keep: &impl KeepIndex,
+    output: &mut [T],
+    rejected: Rejected,
+    ph: &mut Phases,
+) -> usize {
+    ph.time("split", || match rejected {
+        Rejected::InOrder => {
+            let kept = (0..input.len()).filter(|&i| keep(i)).count();
+            let (front, back) = output.split_at_mut(kept);
+            split_in_order(input, keep, front, Some(back))
+        }
+        // One loop: kept from the front, rejected from the back.
+        Rejected::Reversed => {
+            let (mut j, mut end) = (0, input.len());
+            for (i, &e) in input.iter().enumerate() {
+                if keep(i) {
+                    output[j] = e;
+                    j += 1;
+                } else {
+                    end -= 1;
+                    output[end] = e;
+                }
+            }
+            j
+        }
     })
 }
 

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use rayon::prelude::*;
 use smart_default::SmartDefault;
 
-use crate::compaction::ScanElement;
 use crate::compaction::cpu::{Job, KeepIndex, Phases, Scatter};
+use crate::compaction::{Rejected, ScanElement};
 
 /// How a block learns its exclusive prefix: `chained::Chained` (wait for the
 /// predecessor's inclusive prefix) or `lookback::Decoupled` (look back over
@@ -186,18 +186,20 @@ fn count_block(
     (range, kept as u64)
 }
 
-/// Stable select in one pass; or with `split`, stable partition: kept
-/// elements first, rejected after, both in input order.
+/// Stable select in one pass; or with `split`, partition: kept elements
+/// first, rejected after, in input order or (`Rejected::Reversed`) reversed.
 ///
 /// Rejected element i belongs at kept_total + rejected_before(i), but
 /// kept_total is known only when the last block has its prefix. The pass
 /// therefore writes it to the mirrored slot n - 1 - rejected_before(i), which
-/// lies in the same tail [kept_total, n) but counts from the known end; a
-/// parallel in-place reversal of that tail ("reverse") restores input order.
+/// lies in the same tail [kept_total, n) but counts from the known end: the
+/// reversed contract as it stands; for the in-order one, a parallel in-place
+/// reversal of that tail ("reverse") restores input order.
 pub fn compact<P: Protocol, T: Copy + Send + Sync>(
     protocol: P,
     t: &SinglePassTuning,
     job: Job<'_, T, impl KeepIndex>,
+    rejected: Rejected,
     ph: &mut Phases,
 ) -> usize {
     let Job { input, keep, output, split } = job;
@@ -228,7 +230,7 @@ pub fn compact<P: Protocol, T: Copy + Send + Sync>(
         })
     });
     let kept = kept_total.into_inner();
-    if split {
+    if split && rejected == Rejected::InOrder {
         ph.time("reverse", || {
             let tail = &mut output[kept..];
             let half = tail.len() / 2;
@@ -313,7 +315,7 @@ mod tests {
             .map(|t| {
                 let name = format!("{c:?} block={}", t.block);
                 testing::variant(name, move |x, k, o, split, ph| {
-                    compact(c, t, Job { input: x, keep: &|i| k[i], output: o, split }, ph)
+                    compact(c, t, Job { input: x, keep: &|i| k[i], output: o, split }, Rejected::InOrder, ph)
                 })
             })
             .collect()
@@ -375,6 +377,12 @@ mod tests {
         let mut output = vec![0; input.len()];
         let t = SinglePassTuning { block: 16, spins_before_yield: 4 };
         let keep = |i| if i == 50_000 { panic!("keep failed") } else { true };
-        compact(c, &t, Job { input: &input, keep: &keep, output: &mut output, split: false }, &mut Phases::default());
+        compact(
+            c,
+            &t,
+            Job { input: &input, keep: &keep, output: &mut output, split: false },
+            Rejected::InOrder,
+            &mut Phases::default(),
+        );
     }
 }

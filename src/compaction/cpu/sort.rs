@@ -19,7 +19,13 @@ pub fn radix_sort<K: SortKey>(
             let mut scratch = vec![K::zeroed(); n];
             for bit in 0..K::BITS {
                 let src: &Vec<K> = keys;
-                let report = backend.compact_by(algorithm, true, src, &|i| !src[i].bit(bit), &mut scratch)?;
+                let report = backend.compact_by(
+                    algorithm,
+                    (true, crate::compaction::Rejected::InOrder),
+                    src,
+                    &|i| !src[i].bit(bit),
+                    &mut scratch,
+                )?;
                 split_time += report.phases.iter().map(|p| p.time).sum();
                 std::mem::swap(keys, &mut scratch);
             }
@@ -30,7 +36,13 @@ pub fn radix_sort<K: SortKey>(
             let mut scratch = vec![[K::zeroed(); 2]; n];
             for bit in 0..K::BITS {
                 let src = &pairs;
-                let report = backend.compact_by(algorithm, true, src, &|i| !src[i][0].bit(bit), &mut scratch)?;
+                let report = backend.compact_by(
+                    algorithm,
+                    (true, crate::compaction::Rejected::InOrder),
+                    src,
+                    &|i| !src[i][0].bit(bit),
+                    &mut scratch,
+                )?;
                 split_time += report.phases.iter().map(|p| p.time).sum();
                 std::mem::swap(&mut pairs, &mut scratch);
             }

@@ -74,7 +74,8 @@ pub fn check_select_partition(seed: u64, sizes: &[usize], variants: &[Variant<'_
             let mut ph = Phases::default();
             let (mut want, mut want_split) = (vec![u64::MAX; n], vec![u64::MAX; n]);
             let kept = sequential::select(&input, &k, &mut want, &mut ph);
-            let split = sequential::partition(&input, &k, &mut want_split, &mut ph);
+            let split =
+                sequential::partition(&input, &k, &mut want_split, crate::compaction::Rejected::InOrder, &mut ph);
             for v in variants {
                 let mut got = vec![u64::MAX; n];
                 let c = (v.compact)(&input, &keep, &mut got, false, &mut ph);

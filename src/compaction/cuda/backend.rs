@@ -4,14 +4,15 @@
 
 use std::marker::PhantomData;
 
+use crate::compaction::backend::check_rejected;
 use crate::compaction::cuda::runtime::{KeepMode, Stages, Variant, driver_error};
 use crate::compaction::cuda::{
     Count, CudaBackend, CudaBuffer, CudaPredicate, CudaReport, Extent, Io, KeepArgs, atomic, billeter, blelloch, horn,
     raw_ptr, redzone, roger, sengupta, single_pass, sort,
 };
 use crate::compaction::{
-    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, Result, ScanCall, ScanElement,
-    SortKey, check_element,
+    Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, Rejected, Result, ScanCall,
+    ScanElement, SortKey, check_element,
 };
 use crate::gpu;
 
@@ -140,18 +141,22 @@ impl CudaBackend {
     pub(crate) fn compact_raw(
         &self,
         algorithm: Algorithm,
-        split: bool,
+        (split, rejected): (bool, Rejected),
         v: &Variant,
         args: KeepArgs,
         io: Io,
         st: &mut Stages,
     ) -> Result<()> {
+        // A split's layout for the single pass: None selects.
+        let layout = split.then_some(rejected);
         if io.ext.cap == 0 {
             return Ok(()); // nothing to enqueue: the count was zeroed
         }
         match algorithm {
-            Algorithm::Lookback => single_pass::compact(self, single_pass::Chaining::Decoupled, v, args, io, split, st),
-            Algorithm::Chained => single_pass::compact(self, single_pass::Chaining::Chained, v, args, io, split, st),
+            Algorithm::Lookback => {
+                single_pass::compact(self, single_pass::Chaining::Decoupled, v, args, io, layout, st)
+            }
+            Algorithm::Chained => single_pass::compact(self, single_pass::Chaining::Chained, v, args, io, layout, st),
             Algorithm::Billeter(b) => billeter::compact(self, b, v, args, io, split, st),
             Algorithm::Horn => horn::compact(self, v, args, io, split, st),
             Algorithm::Sengupta => sengupta::compact(self, v, args, io, split, st),
@@ -226,11 +231,12 @@ impl Backend for CudaBackend {
     }
 
     fn compact<T: Element>(&self, call: CompactCall<'_, Self, T>) -> Result<CudaReport> {
-        let CompactCall { algorithm, split, input, keep, output, lens } = call;
+        let CompactCall { algorithm, split, rejected, input, keep, output, lens } = call;
         let op = if split { Operation::Partition } else { Operation::Select };
         let (variant, args) = self.compact_args(algorithm, op, input, keep, output)?;
+        check_rejected(algorithm, split, rejected)?;
         self.call("allocating the count", input.len, input.ptr(), output.ptr(), lens, |io, st| {
-            self.compact_raw(algorithm, split, &variant, args, io, st)
+            self.compact_raw(algorithm, (split, rejected), &variant, args, io, st)
         })
     }
 

@@ -9,7 +9,7 @@ use smart_default::SmartDefault;
 
 use crate::compaction::cuda::runtime::{CHAINED, LOOKBACK, Source, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, Io, KeepArgs, raw_ptr};
-use crate::compaction::{Error, Result};
+use crate::compaction::{Error, Rejected, Result};
 
 /// How a tile learns the prefix of the tiles before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -380,15 +380,16 @@ fn grid(b: &CudaBackend, s: &Shape, io: &Io, f: &CudaFunction, name: &str, v: &V
     Ok(grid)
 }
 
-/// Select, or with `split` partition: kept elements first, then the
-/// rejected ones, both in input order.
+/// Select, or with a `split` layout partition: kept elements first, then the
+/// rejected ones, in input order (a count pass first: the kept total places
+/// them) or reversed from the end (`Rejected::Reversed`: no count pass).
 pub fn compact(
     b: &CudaBackend,
     c: Chaining,
     v: &Variant,
     keep: KeepArgs,
     io: Io,
-    split: bool,
+    split: Option<Rejected>,
     st: &mut Stages,
 ) -> Result<()> {
     let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
@@ -398,14 +399,20 @@ pub fn compact(
     let (words, epoch) = b.tile_states(tiles as u64)?;
     let counter = words;
     let state = words + 8;
-    let name = format!("{}_{}", c.name(), if split { "partition" } else { "select" });
+    let entry = match split {
+        None => "select",
+        Some(Rejected::InOrder) => "partition",
+        Some(Rejected::Reversed) => "partition_reversed",
+    };
+    let name = format!("{}_{entry}", c.name());
     let f = b.kernels().function(c.source(), &v, &name)?;
     let shared = dynamic_shared(t, &f)?;
     let grid = grid(b, t, &io, &f, &name, &v, tiles)?;
     // Partition needs the kept total before any tile places a rejected element.
-    let total = if split { Some(b.zeroed(8)?) } else { None };
+    let in_order = split == Some(Rejected::InOrder);
+    let total = if in_order { Some(b.zeroed(8)?) } else { None };
     let kept_total = total.as_ref().map(raw_ptr).unwrap_or(0);
-    if split {
+    if in_order {
         let f = b.kernels().function(c.source(), &v, &format!("{}_count", c.name()))?;
         let grid = (b.info.sms * 8).min(tiles);
         st.run("count", || {
@@ -420,10 +427,10 @@ pub fn compact(
         let mut l = b.stream().launch_builder(&f);
         l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&io.output).arg(&io.count).arg(&state).arg(&counter);
         l.arg(&epoch);
-        if split {
+        if in_order {
             l.arg(&kept_total);
         }
-        // SAFETY: matches `NAME_select` / `NAME_partition` in single_pass.cuh; input and output hold the
+        // SAFETY: matches `NAME_select` / `NAME_partition` / `NAME_partition_reversed` in single_pass.cuh; input and output hold the
         // capacity's elements, state a word per tile of it (older epochs read as invalid), counter is 0
         // between calls (the launch's last draw rewinds it), count is one u64.
         unsafe { l.launch(config(t, grid, shared)) }.map(drop).map_err(driver_error("launching the single pass"))

@@ -6,7 +6,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::compaction::cuda::runtime::{KeepMode, SORT, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer, Extent, Io, KeepArgs, raw_ptr};
-use crate::compaction::{Algorithm, Result, SortKey};
+use crate::compaction::{Algorithm, Rejected, Result, SortKey};
 
 pub fn radix_sort<K: SortKey>(
     b: &CudaBackend,
@@ -39,7 +39,7 @@ pub fn radix_sort<K: SortKey>(
         for bit in 0..K::BITS {
             let keep = KeepArgs { param: [bit as u64, 0], ..KeepArgs::default() };
             let io = Io { ext: Extent::host(n), input: raw_ptr(&a), output: raw_ptr(&c), count: raw_ptr(&count) };
-            b.compact_raw(algorithm, true, &v, keep, io, &mut scratch_stages)?;
+            b.compact_raw(algorithm, (true, Rejected::InOrder), &v, keep, io, &mut scratch_stages)?;
             std::mem::swap(&mut a, &mut c);
         }
         Ok(())

@@ -278,7 +278,7 @@ mod tests {
         assert_eq!((count, &got), (want_count, &want), "select {v:?} {t:?} n={n} {what}");
 
         let mut want = vec![POISON; n];
-        let want_count = sequential::partition(input, &keep, &mut want, &mut ph);
+        let want_count = sequential::partition(input, &keep, &mut want, crate::compaction::Rejected::InOrder, &mut ph);
         let mut got = vec![POISON; n];
         let count = compact(v, t, Job { input, keep: &keep, output: &mut got, split: true }, &mut ph);
         assert_eq!((count, &got), (want_count, &want), "partition {v:?} {t:?} n={n} {what}");
@@ -312,7 +312,7 @@ mod tests {
         let t = BilleterTuning { processors: 5, lanes: 32, staged_ratio: 0.5 };
         let mut ph = Phases::default();
         let mut want = vec![[0; 3]; n];
-        let want_count = sequential::partition(&input, &keep, &mut want, &mut ph);
+        let want_count = sequential::partition(&input, &keep, &mut want, crate::compaction::Rejected::InOrder, &mut ph);
         for v in VARIANTS {
             let mut got = vec![[0; 3]; n];
             assert_eq!(
