@@ -176,7 +176,7 @@ fn sweep_all(
 ) -> Result<()> {
     let mut rng = fastrand::Rng::with_seed(s.seed);
     for es in s.element_sizes.iter().map(|&e| e as u32) {
-        let default = SinglePassTuning::default().shape(es, b.info.compute_capability)?;
+        let default = SinglePassTuning::default().shape(es, &b.info)?;
         // The default first: its count is what every other shape's must equal.
         let mut shapes = vec![default];
         let runs = |g: &Shape| g.load.runs_on(b.info.compute_capability);
@@ -424,11 +424,6 @@ pub fn markdown(points: &[SweepPoint], elem_sizes: &[u32], device: &str, arch: A
     md
 }
 
-/// The class the winners are written for: the device's own where the table has one.
-pub fn arch_class(compute_capability: (i32, i32)) -> ArchClass {
-    if ArchClass::Sm90.matches(compute_capability) { ArchClass::Sm90 } else { ArchClass::Any }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +436,27 @@ mod tests {
             assert!(g.iter().any(|s| s.load == LoadStyle::BulkAsync && s.block == 512 && s.vecs == 8));
             assert!(g.iter().all(|s| s.check_for(es).is_ok()));
             assert!(g.iter().any(|s| s.load == LoadStyle::WarpTransposed && s.delay_ns == DELAY_ON_NS));
+        }
+    }
+
+    #[test]
+    fn the_default_table_tells_an_h200_from_an_h100_and_covers_every_element_size() {
+        use crate::compaction::cuda::single_pass::GpuTraits;
+        let t = SinglePassTuning::default();
+        let h100 = GpuTraits { compute_capability: (9, 0), dram_gbps: 3352.3 };
+        let h200 = GpuTraits { compute_capability: (9, 0), dram_gbps: 4915.2 };
+        assert_eq!(ArchClass::of(h100), ArchClass::Sm90);
+        assert_eq!(ArchClass::of(h200), ArchClass::Sm90Hbm3e);
+        assert_eq!(ArchClass::of((8, 6)), ArchClass::Any);
+        assert_eq!(t.shape(4, h100).unwrap(), Shape::new(512, 8, LoadStyle::BulkAsync, 0));
+        assert_eq!(t.shape(4, h200).unwrap(), Shape::new(256, 8, LoadStyle::BulkAsync, 0));
+        // Where the HBM3e class has no line of its own, the Sm90 line serves it.
+        assert_eq!(t.shape(16, h200).unwrap(), t.shape(16, h100).unwrap());
+        for es in ELEMENT_SIZES.map(|e| e as u32) {
+            for gpu in [h100, h200, (8, 6).into()] {
+                let s = t.shape(es, gpu).unwrap();
+                assert!(s.check_for(es).is_ok(), "{es}-byte {gpu:?}: {s}");
+            }
         }
     }
 

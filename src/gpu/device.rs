@@ -13,6 +13,9 @@ pub struct DeviceInfo {
     pub sms: u32,
     pub compute_capability: (i32, i32),
     pub l2_bytes: u64,
+    /// Peak DRAM bandwidth in GB/s from the memory clock and bus width (0
+    /// where the driver does not say): what tells an H200 from an H100.
+    pub dram_gbps: f64,
 }
 
 /// One device, one stream, and its kernels.
@@ -50,11 +53,25 @@ impl Device {
             sms: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
             compute_capability: ctx.compute_capability().map_err(driver_error("reading the compute capability"))?,
             l2_bytes: attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+            dram_gbps: dram_gbps(&ctx),
         };
         keep_pool_memory(&ctx);
         let (major, minor) = info.compute_capability;
         let kernels = Kernels::new(ctx.clone(), arch_name(major, minor));
         Ok(Device { ctx, stream, info, kernels })
+    }
+}
+
+/// Peak DRAM bandwidth: two transfers per memory clock (kHz) over the bus
+/// width (bits); 0 if either attribute is missing.
+fn dram_gbps(ctx: &Arc<CudaContext>) -> f64 {
+    use sys::CUdevice_attribute::{CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE};
+    match (
+        ctx.attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+        ctx.attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+    ) {
+        (Ok(khz), Ok(bits)) if khz > 0 && bits > 0 => 2.0 * khz as f64 * 1e3 * (bits as f64 / 8.0) / 1e9,
+        _ => 0.0,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use anyhow::{Result, bail};
 
+use reap::compaction::cuda::single_pass::ArchClass;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::sizes::parse_count;
@@ -58,7 +59,8 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     }
     let mut b = CudaBackend::new(0)?;
     let device = b.info.name.clone();
-    let arch = sweep::arch_class(b.info.compute_capability);
+    // The class the winners are written for: the device's most specific one.
+    let arch = ArchClass::of(&b.info);
     println!(
         "sweeping {} {} on {device}: {} points (every shape compiles first, on every core)",
         algorithm.name(),

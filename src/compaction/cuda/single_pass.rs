@@ -83,9 +83,37 @@ impl std::str::FromStr for LoadStyle {
     }
 }
 
-/// The GPUs a default shape is for.
+/// What the default table tells GPUs apart by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuTraits {
+    pub compute_capability: (i32, i32),
+    /// Peak DRAM bandwidth, GB/s; 0 when unknown.
+    pub dram_gbps: f64,
+}
+
+impl From<(i32, i32)> for GpuTraits {
+    /// A device known only by its compute capability.
+    fn from(compute_capability: (i32, i32)) -> Self {
+        GpuTraits { compute_capability, dram_gbps: 0.0 }
+    }
+}
+
+impl From<&crate::gpu::DeviceInfo> for GpuTraits {
+    fn from(info: &crate::gpu::DeviceInfo) -> Self {
+        GpuTraits { compute_capability: info.compute_capability, dram_gbps: info.dram_gbps }
+    }
+}
+
+/// Peak DRAM bandwidth above which an sm_90 device counts as HBM3e (an H200
+/// has 4.8 TB/s, an H100 SXM 3.35 TB/s).
+const HBM3E_GBPS: f64 = 4000.0;
+
+/// The GPUs a default shape is for, most specific first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArchClass {
+    /// Compute capability 9.x with HBM3e (H200, GH200 144 GB): 1.4x an
+    /// H100's bandwidth, so it wants more bytes in flight per SM.
+    Sm90Hbm3e,
     /// Compute capability 9.x (H100, H200).
     Sm90,
     /// Every device.
@@ -93,14 +121,23 @@ pub enum ArchClass {
 }
 
 impl ArchClass {
-    pub fn matches(self, compute_capability: (i32, i32)) -> bool {
+    pub const ALL: [ArchClass; 3] = [ArchClass::Sm90Hbm3e, ArchClass::Sm90, ArchClass::Any];
+    pub fn matches(self, gpu: impl Into<GpuTraits>) -> bool {
+        let gpu = gpu.into();
         match self {
-            ArchClass::Sm90 => compute_capability.0 == 9,
+            ArchClass::Sm90Hbm3e => gpu.compute_capability.0 == 9 && gpu.dram_gbps >= HBM3E_GBPS,
+            ArchClass::Sm90 => gpu.compute_capability.0 == 9,
             ArchClass::Any => true,
         }
     }
+    /// The most specific class of a device.
+    pub fn of(gpu: impl Into<GpuTraits>) -> ArchClass {
+        let gpu = gpu.into();
+        ArchClass::ALL.into_iter().find(|c| c.matches(gpu)).unwrap_or(ArchClass::Any)
+    }
     pub fn name(self) -> &'static str {
         match self {
+            ArchClass::Sm90Hbm3e => "Sm90Hbm3e",
             ArchClass::Sm90 => "Sm90",
             ArchClass::Any => "Any",
         }
@@ -223,6 +260,12 @@ const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
 /// class go above the `Any` line of the same size. `reap bench compaction
 /// --sweep` prints its winners in this form.
 pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
+    // On an H200 the ring of 256 threads x 8 vectors (32 KiB tiles, two
+    // blocks of 96 KiB per SM) beat 512x8 by 3-9 % for 4- and 8-byte
+    // elements at 2^26-2^28 (docs/bench/elem32-partition-issue17); for 16
+    // bytes 512x8 stays within 1-3 % of the best. On an H100 512x8 wins.
+    entry(ArchClass::Sm90Hbm3e, 4, Shape::new(256, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90Hbm3e, 8, Shape::new(256, 8, LoadStyle::BulkAsync, 0)),
     // The bulk-async ring, 512 threads x 8 vectors (64 KiB tiles, one block
     // of 192 KiB per SM), fastest of 15 shapes on an H100 at 2^26-2^28
     // (docs/bench/ring-issue17): 85-98 % of copy at 2^28 against 66-80 % for
@@ -257,9 +300,11 @@ pub struct SinglePassTuning {
 }
 
 impl SinglePassTuning {
-    /// The shape for `elem_bytes`-byte elements on a device of this compute capability.
-    pub fn shape(&self, elem_bytes: u32, compute_capability: (i32, i32)) -> Result<Shape> {
-        let found = self.shapes.iter().find(|e| e.elem_bytes == elem_bytes && e.arch.matches(compute_capability));
+    /// The shape for `elem_bytes`-byte elements on this device (a
+    /// `&DeviceInfo`, or a compute capability alone).
+    pub fn shape(&self, elem_bytes: u32, gpu: impl Into<GpuTraits>) -> Result<Shape> {
+        let gpu = gpu.into();
+        let found = self.shapes.iter().find(|e| e.elem_bytes == elem_bytes && e.arch.matches(gpu));
         let shape = found.map(|e| e.shape).ok_or_else(|| Error::Tuning {
             algorithm: "lookback",
             why: format!("no shape for {elem_bytes}-byte elements in the single-pass tuning table"),
@@ -392,7 +437,7 @@ pub fn compact(
     split: Option<Rejected>,
     st: &mut Stages,
 ) -> Result<()> {
-    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    let t = &b.tuning.single_pass.shape(v.elem_bytes, &b.info)?;
     check_arch(b, t)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
@@ -440,7 +485,7 @@ pub fn compact(
 }
 
 pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
-    let t = &b.tuning.single_pass.shape(v.elem_bytes, b.info.compute_capability)?;
+    let t = &b.tuning.single_pass.shape(v.elem_bytes, &b.info)?;
     check_arch(b, t)?;
     let v = t.specialise(v);
     let tiles = tiles(io.ext.cap, t.tile(v.elem_bytes))?;
