@@ -352,7 +352,7 @@ pub fn run<B: Timed>(
                             return Ok(rows);
                         }
                         crate::with_element_size!(es, T => ctx.points::<T>(n, d, copy, &mut rng)?,
-                            other => return Err(crate::compaction::Error::ElementSize { size: other }.into()))
+                            other => return Err(crate::compaction::Error::ElementSize { size: other }))
                     }
                 }
             }

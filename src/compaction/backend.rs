@@ -191,15 +191,8 @@ pub trait Backend {
         keep: Keep<'_, Self, T>,
         output: &mut Self::Buffer<T>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall {
-            algorithm,
-            split: false,
-            rejected: Rejected::InOrder,
-            input,
-            keep,
-            output,
-            lens: None,
-        })
+        let rejected = Rejected::InOrder;
+        self.compact(CompactCall { algorithm, split: false, rejected, input, keep, output, lens: None })
     }
 
     /// Stream split: kept elements to `output[..count]`, rejected ones to
@@ -255,15 +248,8 @@ pub trait Backend {
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall {
-            algorithm,
-            split: false,
-            rejected: Rejected::InOrder,
-            input,
-            keep,
-            output,
-            lens: Some(lens),
-        })
+        let rejected = Rejected::InOrder;
+        self.compact(CompactCall { algorithm, split: false, rejected, input, keep, output, lens: Some(lens) })
     }
 
     /// [`Backend::partition`] of the first n elements, read and counted as in
@@ -277,15 +263,8 @@ pub trait Backend {
         output: &mut Self::Buffer<T>,
         lens: Lens<'_, Self>,
     ) -> Result<Self::Report> {
-        self.compact(CompactCall {
-            algorithm,
-            split: true,
-            rejected: Rejected::InOrder,
-            input,
-            keep,
-            output,
-            lens: Some(lens),
-        })
+        let rejected = Rejected::InOrder;
+        self.compact(CompactCall { algorithm, split: true, rejected, input, keep, output, lens: Some(lens) })
     }
 
     /// [`Backend::exclusive_scan`] of the first n values, n read as in
