@@ -16,6 +16,20 @@ pub(crate) fn element<T: Element>(first: u32, rng: &mut fastrand::Rng) -> T {
     bytemuck::pod_read_unaligned(&bytemuck::cast_slice::<u32, u8>(&w)[..std::mem::size_of::<T>()])
 }
 
+/// A kept element under the sentinel rule: the sentinel with one word
+/// changed (word 0 to `first`), so a kernel that compares only part of an
+/// element, one half of a 32-byte item say, drops it.
+pub(crate) fn near_sentinel<T: Element>(sentinel: T, first: u32, rng: &mut fastrand::Rng) -> T {
+    let mut e = sentinel;
+    let words = bytemuck::bytes_of_mut(&mut e);
+    let w = 4 * rng.usize(..words.len() / 4);
+    let old = u32::from_le_bytes(words[w..w + 4].try_into().expect("a 4-byte word"));
+    // `first` is below THRESHOLD, the sentinel's word 0 is all ones; a nonzero xor changes any other word.
+    let new = if w == 0 { first } else { old ^ (1 + rng.u32(..u32::MAX)) };
+    words[w..w + 4].copy_from_slice(&new.to_le_bytes());
+    e
+}
+
 fn poisoned<B: Backend, T: Element>(backend: &B, n: usize) -> Result<B::Buffer<T>, String> {
     let bytes = vec![POISON; n * std::mem::size_of::<T>()];
     let host: Vec<T> = bytes.chunks_exact(std::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect();
@@ -113,6 +127,7 @@ pub fn compact_case<B: Harness, T: Element>(backend: &B, case: CompactCase, n: u
     let input: Vec<T> = keep
         .iter()
         .map(|&k| match (k, rule) {
+            (true, Rule::Sentinel) if rng.bool() => near_sentinel(sentinel, rng.u32(..THRESHOLD), &mut rng),
             (true, _) => element(rng.u32(..THRESHOLD), &mut rng),
             (false, Rule::Sentinel) => sentinel,
             (false, _) => element(rng.u32(THRESHOLD..), &mut rng),
@@ -247,4 +262,25 @@ pub fn remove_case<B: Harness, T: Element>(
         return Err("survivors are not the reference's multiset".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Near-sentinels differ from the sentinel, each in one word, and every
+    /// word gets its turn: the high half of a 32-byte item is compared too.
+    #[test]
+    fn near_sentinels_differ_in_one_word_each_and_every_word_in_turn() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let sentinel: [u32; 8] = element(u32::MAX, &mut rng);
+        let mut changed = [0; 8];
+        for _ in 0..400 {
+            let e = near_sentinel(sentinel, rng.u32(..THRESHOLD), &mut rng);
+            let diff: Vec<usize> = (0..8).filter(|&w| e[w] != sentinel[w]).collect();
+            assert_eq!(diff.len(), 1, "{e:?} vs {sentinel:?}");
+            changed[diff[0]] += 1;
+        }
+        assert!(changed.iter().all(|&c| c > 0), "{changed:?}");
+    }
 }

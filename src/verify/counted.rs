@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use crate::compaction::{
     Algorithm, Backend, CompactCall, Element, Error, Lens, Operation, Report, ScanElement, check_element,
 };
-use crate::verify::cases::{CompactCase, check_kept, check_rejected_half, element, keep_rule};
+use crate::verify::cases::{CompactCase, check_kept, check_rejected_half, element, keep_rule, near_sentinel};
 use crate::verify::{Config, Harness, POISON, Pattern, Rule, THRESHOLD};
 
 /// The length a counted case stores in its length word, against the capacity.
@@ -145,6 +145,10 @@ pub fn counted_compact_case<B: Harness, T: Element>(
     keep.resize(cap_elems + GUARD, true);
     let sentinel: T = element(u32::MAX, &mut rng);
     let input: Vec<T> = generate(keep.len(), rng.u64(..), |i, r| match (keep[i], rule) {
+        (true, Rule::Sentinel) if r.bool() => {
+            let first = r.u32(..THRESHOLD);
+            near_sentinel(sentinel, first, r)
+        }
         (true, _) => {
             let first = r.u32(..THRESHOLD);
             element(first, r)
