@@ -493,17 +493,15 @@ impl<B: Timed> Ctx<'_, B> {
                             (mark + r.span()?, ph, r.count()?)
                         }
                     }
-                    (Job::Compaction(op), _, _) => {
+                    (job @ (Job::Compaction(_) | Job::PartitionReversed), _, _) => {
                         let keep = Keep::Predicate(&*pred);
-                        let r = match op {
-                            Operation::Partition => b.partition(alg, input, keep, &mut output)?,
+                        let r = match job {
+                            Job::Compaction(Operation::Partition) => b.partition(alg, input, keep, &mut output)?,
+                            Job::PartitionReversed => {
+                                b.partition_with(alg, input, keep, &mut output, Rejected::Reversed)?
+                            }
                             _ => b.select(alg, input, keep, &mut output)?,
                         };
-                        (r.span()?, phases_of(&r)?, r.count()?)
-                    }
-                    (Job::PartitionReversed, _, _) => {
-                        let keep = Keep::Predicate(&*pred);
-                        let r = b.partition_with(alg, input, keep, &mut output, Rejected::Reversed)?;
                         (r.span()?, phases_of(&r)?, r.count()?)
                     }
                     _ => unreachable!("points() runs compaction and remove jobs"),
