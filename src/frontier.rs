@@ -241,6 +241,9 @@ pub struct Plan {
     pub levels: u32,
     /// The frontier's compaction, or `None` to keep the dead slots.
     pub compaction: Option<Algorithm>,
+    /// The compaction is fused into the workload's expand (and init), which
+    /// then write only live items: no compaction stage runs.
+    pub fused: bool,
     pub names: Names,
 }
 
@@ -380,6 +383,7 @@ pub fn run<W: Levels>(
     for level in 0..plan.levels.min(at.levels()) {
         let input_len = match plan.compaction {
             None => at.len(level),
+            Some(_) if plan.fused => at.len(level),
             Some(alg) => {
                 let (front, back) = (&f.front, &mut f.back);
                 w.level_stage(plan.names.compact, level, &mut |w| {
@@ -471,7 +475,7 @@ mod tests {
         f.front_mut()[0] = 0;
         words[at.len(0) as usize] = 1;
         words[at.live(0) as usize] = 1;
-        let plan = Plan { levels, compaction, names: Names { expand: "expand", compact: "compact" } };
+        let plan = Plan { levels, compaction, fused: false, names: Names { expand: "expand", compact: "compact" } };
         run(&mut t, &mut f, &mut words, at, &plan).expect("run");
         t.visited.sort_unstable();
         (t, words, at)

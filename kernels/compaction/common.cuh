@@ -5,6 +5,7 @@
 // inserted right after this header.
 #pragma once
 #include "../warp.cuh"
+#include "tile_state.cuh"
 
 typedef unsigned char u8;
 typedef unsigned int u32;
@@ -144,24 +145,4 @@ __device__ __forceinline__ void reap_warp_totals(const T* totals, u32 warp, T& b
         if (w < warp) before += t;
         total += t;
     }
-}
-
-// Inter-block flags. A status and its value share one 64-bit word, so a
-// relaxed GPU-scope store publishes both at once and no fence is needed.
-__device__ __forceinline__ void reap_store_relaxed(u64* p, u64 v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ u64 reap_load_relaxed(const u64* p) {
-    u64 v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-// Release / acquire pair for a flag that guards data written before it.
-__device__ __forceinline__ void reap_store_release(u32* p, u32 v) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ u32 reap_load_acquire(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
 }

@@ -30,32 +30,12 @@
 #ifndef REAP_LOAD
 #define REAP_LOAD REAP_LOAD_VECTORISED
 #endif
-// Nanoseconds a look-back sleeps between polls of a predecessor not yet
-// published (0: spin), so spinning warps leave issue slots to loading ones.
-#ifndef REAP_DELAY
-#define REAP_DELAY 0
-#endif
 #define WARPS (REAP_BLOCK / 32)
 // Vecs a thread loads per tile (REAP_VECS counts 16-byte vectors, as the host's Shape does).
 #define UNITS (REAP_VECS * 16 / REAP_VEC_BYTES)
 static_assert(UNITS * REAP_VEC_BYTES == REAP_VECS * 16, "a thread loads whole elements");
 #define ITEMS (UNITS * REAP_VEC)
 #define TILE (REAP_BLOCK * ITEMS)
-
-// Tile state: [status:2 | epoch:16 | value:46] in one 64-bit word. The state
-// buffer persists across calls; a word written by an earlier call carries an
-// older epoch and reads as INVALID, so no call clears the buffer first (the
-// host clears it when the 16-bit epoch wraps). 46 bits count 7e13 elements.
-#define ST_INVALID 0ull
-#define ST_AGGREGATE 1ull
-#define ST_PREFIX 2ull
-#define ST_SHIFT 62
-#define ST_EPOCH_SHIFT 46
-#define ST_VALUE(w) ((w) & ((1ull << ST_EPOCH_SHIFT) - 1))
-#define ST_WORD(status, epoch, value) (((status) << ST_SHIFT) | ((u64)(epoch) << ST_EPOCH_SHIFT) | (value))
-__device__ __forceinline__ u64 st_status(u64 w, u32 epoch) {
-    return ((w >> ST_EPOCH_SHIFT) & 0xffff) == epoch ? (w >> ST_SHIFT) : ST_INVALID;
-}
 
 // Warp-transposed staging: a warp's 32*UNITS Vecs, one padding Vec
 // after every 8 so that lanes reading UNITS-strided Vecs hit distinct banks.
@@ -66,12 +46,6 @@ __device__ __forceinline__ u64 st_status(u64 w, u32 epoch) {
 #else
 #define STAGE_VECS 1
 #endif
-
-__device__ __forceinline__ void reap_backoff() {
-#if REAP_DELAY > 0
-    __nanosleep(REAP_DELAY);
-#endif
-}
 
 union VecItems {
     Vec v;

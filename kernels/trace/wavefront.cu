@@ -14,6 +14,24 @@
 #include "texture.cuh"
 #include "bsdf.cuh"
 #include "../frontier.cuh"
+#include "../compaction/site.cuh"
+
+// The compaction sites compiled in (src/trace/cuda.rs picks them per render):
+// REAP_SITE_FRONTIER for the breadth-first frontier (init and expand),
+// REAP_SITE_PATHS for the path queue after shading. REAP_SITE_SEPARATE: the
+// kernel writes every slot, dead ones included, and the library's pass runs
+// after it. TRACE_DESCEND is the expansion's descent when the frontier's site
+// is fused (its candidates are a register array of 2^TRACE_DESCEND).
+#ifndef REAP_SITE_FRONTIER
+#define REAP_SITE_FRONTIER REAP_SITE_SEPARATE
+#endif
+#ifndef REAP_SITE_PATHS
+#define REAP_SITE_PATHS REAP_SITE_SEPARATE
+#endif
+#ifndef TRACE_DESCEND
+#define TRACE_DESCEND 2
+#endif
+#define TRACE_BLOCK 256
 
 #define STACK 64
 // A descent of at most 5 levels keeps at most one pending sibling per level
@@ -72,6 +90,20 @@ __device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, fl
         }
     }
     return false;
+}
+
+// A fused frontier site's kept total becomes the level's length and live
+// count (one thread, after the site finished): past the capacity it is an
+// overflow (the slots below the capacity were written, the frame is redone);
+// at the last level of the bound, a live item means unfinished.
+__device__ __forceinline__ void frontier_close(u64* words, FrontierLevel at, u64 total, u64 capacity) {
+    words[at.output_len] = total;
+    words[at.output_live] = total;
+    if (total > capacity) {
+        atomicOr(&words[FRONTIER_STATUS], FRONTIER_OVERFLOW);
+        atomicMax(&words[FRONTIER_NEEDED], total);
+    }
+    if (at.last && total) atomicOr(&words[FRONTIER_STATUS], FRONTIER_UNFINISHED);
 }
 
 // Depth-first traversal with a per-ray stack, nearer child first: the
@@ -155,9 +187,12 @@ __device__ u64 bf_init_one(const Scene& s, Paths& p, u32 path, u32 shadow) {
 // Level 0 of the loop: n = the queue's length (`at.input_len`), written to
 // frontier[0, n) with the length and live count into the level's words; an
 // n past the capacity writes nothing and sets the overflow (frontier_fits).
-extern "C" __global__ void trace_bf_init(Scene s, Paths p, const u32* queue, u32 shadow, u64* frontier,
-                                         u64 capacity, u64* words, FrontierLevel at) {
+// Through a fused site only the live items are written, compacted.
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+    trace_bf_init(Scene s, Paths p, const u32* queue, u32 shadow, u64* frontier, u64 capacity, u64* words,
+                  FrontierLevel at, Site site) {
     u64 n = frontier_n(words, at);
+#if REAP_SITE_FRONTIER == REAP_SITE_SEPARATE
     if (!frontier_fits(words, at, n, 1, capacity)) return;
     u32 live = 0;
     FOR_EACH(i, n) {
@@ -166,6 +201,17 @@ extern "C" __global__ void trace_bf_init(Scene s, Paths p, const u32* queue, u32
         live += item != TRACE_DEAD64;
     }
     frontier_count_live(words, at, live);
+#else
+    SiteLoop l = site_loop<REAP_SITE_FRONTIER, TRACE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_FRONTIER>(site, l); t < l.tiles; t = site_next<REAP_SITE_FRONTIER>(site, l, t)) {
+        u64 i = (u64)t * TRACE_BLOCK + threadIdx.x;
+        u64 item[1] = {TRACE_DEAD64};
+        if (i < n) item[0] = bf_init_one(s, p, queue[i], shadow);
+        site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, 1>(site, l, t, item, item[0] != TRACE_DEAD64, frontier);
+    }
+    u64 total;
+    if (site_finish<REAP_SITE_FRONTIER>(site, l, &total)) frontier_close(words, at, total, capacity);
+#endif
 }
 
 // Breadth-first, one frontier item: descends `descend` BVH levels below the
@@ -249,16 +295,37 @@ __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32
 }
 
 // One level of the loop: n items (frontier_n) each write 2^descend slots of
-// `output`; nothing is written when they would not fit the capacity.
-extern "C" __global__ void trace_bf_expand(Scene s, Paths p, const u64* input, u64* output, u64 capacity,
-                                           u32 shadow, u32 descend, u64* words, FrontierLevel at) {
+// `output`; nothing is written when they would not fit the capacity. Through
+// a fused site each item's live slots go straight to their compacted
+// positions (in slot order, as the separate select would leave them), so the
+// level's output holds only live items and no compaction pass follows.
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+    trace_bf_expand(Scene s, Paths p, const u64* input, u64* output, u64 capacity, u32 shadow, u32 descend,
+                    u64* words, FrontierLevel at, Site site) {
     u64 n = frontier_n(words, at);
     if (n > capacity) n = capacity;
+#if REAP_SITE_FRONTIER == REAP_SITE_SEPARATE
     u64 fan = 1ull << descend;
     if (!frontier_fits(words, at, n, fan, capacity)) return;
     u32 live = 0;
     FOR_EACH(i, n) live += bf_expand_one(s, p, input[i], shadow, descend, output + i * fan);
     frontier_count_live(words, at, live);
+#else
+    SiteLoop l = site_loop<REAP_SITE_FRONTIER, TRACE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_FRONTIER>(site, l); t < l.tiles; t = site_next<REAP_SITE_FRONTIER>(site, l, t)) {
+        u64 i = (u64)t * TRACE_BLOCK + threadIdx.x;
+        u64 slots[1u << TRACE_DESCEND];
+        u32 keep = 0;
+        if (i < n) {
+            bf_expand_one(s, p, input[i], shadow, TRACE_DESCEND, slots);
+#pragma unroll
+            for (u32 j = 0; j < (1u << TRACE_DESCEND); j++) keep |= (u32)(slots[j] != TRACE_DEAD64) << j;
+        }
+        site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, (1u << TRACE_DESCEND)>(site, l, t, slots, keep, output);
+    }
+    u64 total;
+    if (site_finish<REAP_SITE_FRONTIER>(site, l, &total)) frontier_close(words, at, total, capacity);
+#endif
 }
 
 // What shading one path decided.
@@ -385,11 +452,15 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
 // Shading of every queued path: next[i] keeps the path id while the path
 // lives, TRACE_DEAD32 once it escaped, was absorbed or was terminated.
 // words[alive] counts the paths still alive, words[shadows] the shadow rays cast.
-extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample,
-                                       u32 bounce, u32 max_bounces, u32 estimator, u32 seed, u64* words,
-                                       u64 queue_len, u64 alive, u64 shadows) {
+// Through a fused path site, `next` holds only the live paths, compacted, and
+// their count goes to words[next_len].
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+    trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample, u32 bounce,
+                u32 max_bounces, u32 estimator, u32 seed, u64* words, u64 queue_len, u64 alive, u64 shadows,
+                u64 next_len, Site site) {
     u64 n = length(words, queue_len, capacity);
     u32 lives = 0, casts = 0;
+#if REAP_SITE_PATHS == REAP_SITE_SEPARATE
     FOR_EACH(i, n) {
         u32 path = queue[i];
         Shaded r = {false, false};
@@ -398,7 +469,24 @@ extern "C" __global__ void trace_shade(Scene s, Paths p, const u32* queue, u32* 
         lives += r.alive;
         casts += r.shadow;
     }
-    // One atomic per block and counter (every thread reaches the barriers).
+#else
+    SiteLoop l = site_loop<REAP_SITE_PATHS, TRACE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_PATHS>(site, l); t < l.tiles; t = site_next<REAP_SITE_PATHS>(site, l, t)) {
+        u64 i = (u64)t * TRACE_BLOCK + threadIdx.x;
+        u32 path[1] = {TRACE_DEAD32};
+        Shaded r = {false, false};
+        if (i < n) {
+            path[0] = queue[i];
+            if (path[0] != TRACE_DEAD32) r = shade_one(s, p, path[0], sample, bounce, max_bounces, estimator, seed);
+        }
+        lives += r.alive;
+        casts += r.shadow;
+        site_emit<REAP_SITE_PATHS, TRACE_BLOCK, 1>(site, l, t, path, r.alive, next);
+    }
+    u64 total;
+    if (site_finish<REAP_SITE_PATHS>(site, l, &total)) words[next_len] = total;
+#endif
+    // One atomic per warp and counter (every thread reaches them).
     warp_add(&words[alive], lives);
     warp_add(&words[shadows], casts);
 }

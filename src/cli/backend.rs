@@ -8,7 +8,7 @@ use clap::ValueEnum;
 
 use reap::bench::Timed;
 use reap::collide::{self, Body, World};
-use reap::compaction::CpuBackend;
+use reap::compaction::{Algorithm, CpuBackend};
 use reap::trace::{
     self,
     layout::{CameraLayout, Packed},
@@ -51,6 +51,18 @@ pub trait Opened: Timed + Sized {
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider>;
+    /// Runs the fused-site cases of `algorithms` at `sizes` (reap::verify::site),
+    /// printing failures (and every case when `verbose`): (passed, failed), or
+    /// `None` where the backend has no fused sites.
+    fn verify_sites(
+        &self,
+        _algorithms: &[Algorithm],
+        _sizes: &[u64],
+        _seed: u32,
+        _verbose: bool,
+    ) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 impl Opened for CpuBackend {
@@ -101,6 +113,13 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cuda::CudaCollide::new(self, world, bodies)?)
+    }
+    fn verify_sites(&self, algorithms: &[Algorithm], sizes: &[u64], seed: u32, verbose: bool) -> Option<(u64, u64)> {
+        Some(reap::verify::site::run(self, algorithms, sizes, seed, |case, r| match r {
+            Ok(()) if verbose => println!("    ok   {case}"),
+            Ok(()) => {}
+            Err(e) => println!("    FAIL {case}: {e}"),
+        }))
     }
 }
 

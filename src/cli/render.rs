@@ -78,6 +78,10 @@ pub struct RenderArgs {
     /// slots, so a deeper descent makes fewer, fuller levels.
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
     pub descend: u32,
+    /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
+    /// items (CUDA); `off` runs it as a separate pass after them, like every other algorithm.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
+    pub fuse: reap::compaction::Fusion,
     /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.
     #[arg(skip)]
     pub first_run: bool,
@@ -216,6 +220,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         first_sample: 0,
         max_frontier: a.max_frontier,
         descend: a.descend,
+        fusion: a.fuse,
     };
     s.check()?;
     s.check_memory(backend.kind(), reap::memory::Limit::host())?;

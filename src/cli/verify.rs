@@ -146,7 +146,8 @@ impl OnBackend for VerifyJob {
         }
         self.cfg.check_memory(backend.kind() == BackendKind::Cpu, Limit::host())?;
         if self.tunings.is_empty() {
-            return verify_on(&backend, &self.cfg, self.verbose);
+            let suite = verify_on(&backend, &self.cfg, self.verbose)?;
+            return Ok(verify_sites(&backend, &self.cfg, self.sizes_given, self.verbose) && suite);
         }
         let mut all_passed = true;
         for (label, pairs) in &self.tunings {
@@ -156,6 +157,33 @@ impl OnBackend for VerifyJob {
         }
         Ok(all_passed)
     }
+}
+
+/// The fused-site cases, where the backend has sites and select is among the
+/// operations: every algorithm through a site of the synthetic producer.
+fn verify_sites<B: Opened>(backend: &B, cfg: &verify::Config, sizes_given: bool, verbose: bool) -> bool {
+    if !cfg.operations.contains(&Operation::Select) {
+        return true;
+    }
+    // The suite's default sizes reach 2^31; the site cases have their own.
+    let sizes: Vec<u64> =
+        if sizes_given { cfg.sizes.iter().copied().filter(|&n| n <= 1 << 26).collect() } else { site_sizes() };
+    let Some((passed, failed)) = backend.verify_sites(&cfg.algorithms, &sizes, cfg.seed as u32, verbose) else {
+        return true;
+    };
+    println!("  {:<27} {passed} passed, {failed} failed", "sites (fused and separate)");
+    println!("{passed} passed, {failed} failed");
+    failed == 0
+}
+
+#[cfg(feature = "cuda")]
+fn site_sizes() -> Vec<u64> {
+    verify::site::SIZES.to_vec()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn site_sizes() -> Vec<u64> {
+    Vec::new()
 }
 
 fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> Result<bool> {

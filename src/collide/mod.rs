@@ -536,6 +536,7 @@ fn enqueue_frame<E: Engine>(
             Compaction::None => None,
             Compaction::With(alg) => Some(alg),
         },
+        fused: false,
         names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS },
     };
     frontier::run(&mut Walk(&mut *e), pairs, words, at, &plan)?;

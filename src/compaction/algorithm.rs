@@ -207,6 +207,15 @@ impl Algorithm {
         matches!(self, Algorithm::Sequential | Algorithm::Lookback | Algorithm::Chained)
     }
 
+    /// Whether a producer kernel can compact through it as it produces (a
+    /// fused site, kernels/compaction/site.cuh): a single-pass algorithm needs
+    /// only a tile's kept count and its predecessors' prefix, so it places each
+    /// kept item in the kernel that made it. The multi-pass ones run as a
+    /// separate pass over the producer's slots.
+    pub fn fuses(self) -> bool {
+        matches!(self, Algorithm::Lookback | Algorithm::Chained | Algorithm::Atomic)
+    }
+
     /// Which operations the algorithm implements (on every backend that runs it).
     pub fn supports(self, op: Operation) -> bool {
         match op {

@@ -20,4 +20,4 @@ pub use cpu::{CpuBackend, CpuReport};
 pub use element::{ELEMENT_SIZES, Element, ScanElement, SortKey, check_element, element_sizes_text, same_bits};
 pub use error::{Error, Result};
 pub use pattern::Pattern;
-pub use site::{Compaction, SiteError};
+pub use site::{Compaction, Fusion, SiteError, SitePath};

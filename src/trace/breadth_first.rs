@@ -77,8 +77,9 @@ pub(super) fn frame_that_fits<E: Engine>(
             )));
         }
         let needed = words.get(NEEDED as usize).copied().unwrap_or(0);
-        let (bounce, level) = overflowed_at(&fw, &words, s.compact_frontier);
         let capacity = w.frontier.as_ref().map_or(0, |f| f.capacity());
+        let fused = super::frontier_site(e, s) == Some(super::SitePath::Fused);
+        let (bounce, level) = overflowed_at(&fw, &words, s.compact_frontier, fused, capacity);
         if needed > s.max_frontier || needed <= capacity {
             let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
             let advice = frontier::past_max_advice(
@@ -115,12 +116,19 @@ fn make_frontier<E: Engine>(e: &E, w: &mut Work<E>, capacity: u64) -> TraceResul
 
 /// The first (bounce, level) whose frontier did not fit: a level entered
 /// with live items whose expansion wrote nothing (or, at level 0, a queue
-/// that init could not hold).
-fn overflowed_at(fw: &FrameWords, words: &[u64], compaction: Compaction) -> (u32, u32) {
+/// that init could not hold); through a fused site, a level whose kept total
+/// passed the capacity.
+fn overflowed_at(fw: &FrameWords, words: &[u64], compaction: Compaction, fused: bool, capacity: u64) -> (u32, u32) {
     let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
     for (b, bw) in fw.bounces.iter().enumerate() {
         let Some((rays, shadows)) = bw.rays else { continue };
         for at in [rays, shadows] {
+            if fused {
+                if let Some(l) = (0..=at.levels()).find(|&l| word(at.len(l)) > capacity) {
+                    return (b as u32, l);
+                }
+                continue;
+            }
             if word(bw.queue) > 0 && word(at.len(0)) == 0 {
                 return (b as u32, 0);
             }
@@ -166,7 +174,12 @@ pub(super) fn breadth_first<E: Engine>(
         output_live: at.live(0),
         last: false,
     };
-    let run = FrontierRun { capacity, shadow, descend: s.descend };
+    let fused = super::frontier_site(e, s) == Some(super::SitePath::Fused);
+    let fuse = match s.compact_frontier {
+        Compaction::With(alg) if fused => Some(alg),
+        _ => None,
+    };
+    let run = FrontierRun { capacity, shadow, descend: s.descend, fuse };
     e.stage(StageId::bounce(init, bounce), |e| {
         e.frontier_init(Step { at: level0, input: &w.queue, output: f.front_mut(), words: &mut w.words }, run)
     })?;
@@ -174,7 +187,7 @@ pub(super) fn breadth_first<E: Engine>(
         Compaction::None => None,
         Compaction::With(alg) => Some(alg),
     };
-    let plan = Plan { levels: at.levels(), compaction, names: Names { expand, compact } };
+    let plan = Plan { levels: at.levels(), compaction, fused, names: Names { expand, compact } };
     frontier::run(&mut Run { e, bounce, run }, f, &mut w.words, at, &plan)
 }
 

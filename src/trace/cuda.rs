@@ -11,6 +11,10 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PinnedHostSlice, PushKernelArg, sys,
 };
 
+use std::collections::HashMap;
+
+use crate::compaction::Algorithm;
+use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::frontier::{DeviceLevel, Step};
 use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
@@ -25,13 +29,14 @@ pub const TEXTURE: Source = kernel_source!("trace/texture.cuh", headers: &[COMMO
 pub const BSDF: Source = kernel_source!("trace/bsdf.cuh", headers: &[COMMON]);
 /// The wavefront stages.
 pub const WAVEFRONT: Source =
-    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, BSDF, crate::frontier::CUDA_HEADER]);
+    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, BSDF, crate::frontier::CUDA_HEADER, SITE]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);
 /// The tracer's kernel sources, for the compile-everything test.
 pub const SOURCES: &[Source] = &[WAVEFRONT, TONEMAP];
 
+/// wavefront.cu `TRACE_BLOCK`: also a fused site's tile of input items.
 const BLOCK: u32 = 256;
 /// wavefront.cu `STACK`.
 const GPU_STACK: u32 = 64;
@@ -102,7 +107,12 @@ pub struct CudaEngine {
     _scene_buffers: Vec<CudaSlice<u8>>,
     _path_buffers: Vec<CudaSlice<u8>>,
     timer: Timer<StageId>,
-    functions: Functions,
+    /// Kernel functions by build and name, loaded once.
+    functions: HashMap<(Build, &'static str), CudaFunction>,
+    /// One fused site per algorithm (the frontier's and the queue's share it:
+    /// their uses follow each other on the stream, and the scratch returns to
+    /// zero after each).
+    sites: HashMap<Algorithm, CudaSite>,
     /// Made by the first `rgba8` call: `reap render` never needs it.
     handoff: Option<Handoff>,
     work: Option<Work<CudaEngine>>,
@@ -142,14 +152,40 @@ impl Handoff {
     }
 }
 
-struct Functions {
-    camera: CudaFunction,
-    depth_first: CudaFunction,
-    bf_init: CudaFunction,
-    bf_expand: CudaFunction,
-    shade: CudaFunction,
-    nee: CudaFunction,
-    accumulate: CudaFunction,
+/// What one compiled wavefront module is specialised for: the frontier's and
+/// the path queue's site kernels (wavefront.cu `REAP_SITE_FRONTIER`,
+/// `REAP_SITE_PATHS`) and the fused expansion's descent (`TRACE_DESCEND`).
+/// A stage asks for the build that changes it only, so a render compiles at
+/// most three modules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Build {
+    frontier: SiteKernel,
+    paths: SiteKernel,
+    descend: u32,
+}
+
+impl Build {
+    /// The stages no site changes.
+    const PLAIN: Build = Build { frontier: SiteKernel::Separate, paths: SiteKernel::Separate, descend: 2 };
+    fn frontier(fuse: Option<Algorithm>, descend: u32) -> Build {
+        match fuse.map(SiteKernel::of) {
+            Some(k) if k != SiteKernel::Separate => Build { frontier: k, descend, ..Build::PLAIN },
+            _ => Build::PLAIN,
+        }
+    }
+    fn paths(fuse: Option<Algorithm>) -> Build {
+        Build { paths: fuse.map_or(SiteKernel::Separate, SiteKernel::of), ..Build::PLAIN }
+    }
+    fn spec(&self) -> Spec {
+        Spec::default().with(&[
+            ("REAP_SITE_FRONTIER", self.frontier.define()),
+            ("REAP_SITE_PATHS", self.paths.define()),
+            ("TRACE_DESCEND", self.descend),
+        ])
+    }
+    fn fused(&self) -> bool {
+        self.frontier != SiteKernel::Separate || self.paths != SiteKernel::Separate
+    }
 }
 
 fn grid(n: u64) -> TraceResult<LaunchConfig> {
@@ -239,16 +275,6 @@ impl CudaEngine {
             flags: q(8),
         };
         let sum = backend.zeroed(pixels.max(1) * 16)?;
-        let f = |name: &str| backend.kernels().function(&WAVEFRONT, &Spec::default(), name);
-        let functions = Functions {
-            camera: f("trace_camera")?,
-            depth_first: f("trace_depth_first")?,
-            bf_init: f("trace_bf_init")?,
-            bf_expand: f("trace_bf_expand")?,
-            shade: f("trace_shade")?,
-            nee: f("trace_nee")?,
-            accumulate: f("trace_accumulate")?,
-        };
         let timer = Timer::new(&stream);
         Ok(CudaEngine {
             stream,
@@ -264,7 +290,8 @@ impl CudaEngine {
             _scene_buffers: scene_buffers,
             _path_buffers: path_buffers,
             timer,
-            functions,
+            functions: HashMap::new(),
+            sites: HashMap::new(),
             handoff: None,
             work: None,
             backend,
@@ -277,6 +304,38 @@ fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Tra
 }
 
 impl CudaEngine {
+    /// Kernel `name` of the wavefront module built as `build` (compiled on first use).
+    fn function(&mut self, build: Build, name: &'static str) -> TraceResult<CudaFunction> {
+        if let Some(f) = self.functions.get(&(build, name)) {
+            return Ok(f.clone());
+        }
+        let f = self.backend.kernels().function(&WAVEFRONT, &build.spec(), name)?;
+        self.functions.insert((build, name), f.clone());
+        Ok(f)
+    }
+
+    /// A fused use of `algorithm`'s site by kernel `f` (`name`) over an input
+    /// of at most `input` items, writing at most `capacity`: its arguments
+    /// and its launch (a resident grid whose blocks loop over tiles).
+    fn fused(
+        &mut self,
+        algorithm: Algorithm,
+        f: &CudaFunction,
+        name: &str,
+        input: u64,
+        capacity: u64,
+    ) -> TraceResult<(DeviceSite, LaunchConfig)> {
+        if !self.sites.contains_key(&algorithm) {
+            let site = CudaSite::new(&self.backend, algorithm, true)?;
+            self.sites.insert(algorithm, site);
+        }
+        let site = &self.sites[&algorithm];
+        let tiles = input.div_ceil(BLOCK as u64);
+        let args = site.bind(&self.backend, capacity, tiles)?;
+        let grid = site.grid(&self.backend, f, name, BLOCK, tiles)?;
+        Ok((args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }))
+    }
+
     /// A launch over a buffer of `capacity` items whose length the kernel
     /// reads from a word: blocks for the capacity, at most
     /// [`STRIDED_BLOCKS_PER_SM`] per SM, the kernel's grid-stride loop covering
@@ -315,6 +374,10 @@ impl Engine for CudaEngine {
 
     fn bvh_depth(&self) -> u32 {
         self.depth
+    }
+
+    fn fuses(&self) -> bool {
+        true
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {
@@ -363,7 +426,8 @@ impl Engine for CudaEngine {
         }
         let cfg = grid(self.pixels())?;
         let (qp, wp) = (queue.ptr(), words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.camera);
+        let f = self.function(Build::PLAIN, "trace_camera")?;
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths)
             .arg(&self.camera)
             .arg(&self.width)
@@ -388,7 +452,8 @@ impl Engine for CudaEngine {
         check_words(words, &[queue_len])?;
         let capacity = queue.len();
         let (qp, sh, wp) = (queue.ptr(), shadow as u32, words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.depth_first);
+        let f = self.function(Build::PLAIN, "trace_depth_first")?;
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
         // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64); the
         // kernel reads at most `capacity` queue entries, each a path id below width * height or DEAD32.
@@ -396,22 +461,29 @@ impl Engine for CudaEngine {
     }
 
     fn frontier_init(&mut self, step: Step<'_, CudaBackend, u32>, run: FrontierRun) -> TraceResult<()> {
-        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, .. }) = (step, run);
+        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, descend, fuse }) =
+            (step, run);
         check_words(words, &at.words())?;
         if frontier.len() < capacity {
             return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
         }
+        let build = Build::frontier(fuse, descend);
+        let f = self.function(build, "trace_bf_init")?;
+        let (site, cfg) = match fuse.filter(|_| build.fused()) {
+            Some(alg) => self.fused(alg, &f, "trace_bf_init", queue.len().min(capacity), capacity)?,
+            None => (DeviceSite::default(), grid(queue.len().min(capacity))?),
+        };
         let (qp, sh, fp, wp, la) = (queue.ptr(), shadow as u32, frontier.ptr(), words.ptr(), DeviceLevel::from(at));
-        let mut l = self.stream.launch_builder(&self.functions.bf_init);
-        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&sh).arg(&fp).arg(&capacity).arg(&wp).arg(&la);
-        // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u32, u64*, u64, u64*, FrontierLevel); the
-        // kernel writes frontier[0, n) only when n <= capacity, and n (the queue's length word) is at
-        // most the queue's length, so it reads no queue entry past it.
-        unsafe { l.launch(grid(queue.len().min(capacity))?) }.map(drop).map_err(launch_err("launching trace_bf_init"))
+        let mut l = self.stream.launch_builder(&f);
+        l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&sh).arg(&fp).arg(&capacity).arg(&wp).arg(&la).arg(&site);
+        // SAFETY: matches trace_bf_init(Scene, Paths, const u32*, u32, u64*, u64, u64*, FrontierLevel, Site); the
+        // kernel writes frontier[0, n) only when n <= capacity (fused: only below the capacity), and n (the
+        // queue's length word) is at most the queue's length, so it reads no queue entry past it.
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_bf_init"))
     }
 
     fn expand(&mut self, step: Step<'_, CudaBackend>, run: FrontierRun) -> TraceResult<()> {
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend }) = (step, run);
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, fuse }) = (step, run);
         check_words(words, &at.words())?;
         if input.len() < capacity || output.len() < capacity {
             return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
@@ -419,15 +491,21 @@ impl Engine for CudaEngine {
         if descend == 0 || descend > crate::trace::MAX_DESCEND {
             return Err(TraceError::Settings(format!("descend {descend} is outside 1..=5")));
         }
+        let build = Build::frontier(fuse, descend);
+        let f = self.function(build, "trace_bf_expand")?;
+        let (site, cfg) = match fuse.filter(|_| build.fused()) {
+            Some(alg) => self.fused(alg, &f, "trace_bf_expand", capacity, capacity)?,
+            None => (DeviceSite::default(), self.strided(capacity >> descend)?),
+        };
         let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), DeviceLevel::from(at));
-        let mut l = self.stream.launch_builder(&self.functions.bf_expand);
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh).arg(&descend).arg(&wp).arg(&la);
-        // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel);
-        // the kernel clamps n to the capacity and writes output[0, n << descend) only when that fits it;
-        // every live item names a path and a node that exist (init and earlier expansions wrote them).
-        unsafe { l.launch(self.strided(capacity >> descend)?) }
-            .map(drop)
-            .map_err(launch_err("launching trace_bf_expand"))
+        l.arg(&site);
+        // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel,
+        // Site); the kernel clamps n to the capacity and writes output[0, n << descend) only when that fits
+        // it (fused: only slots below the capacity); every live item names a path and a node that exist
+        // (init and earlier expansions wrote them).
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
     }
 
     fn shade(
@@ -437,12 +515,18 @@ impl Engine for CudaEngine {
         words: &mut Words<Self>,
         s: Shading,
     ) -> TraceResult<()> {
-        let Shading { sample, bounce, estimator, queue_len, counts } = s;
-        check_words(words, &[queue_len, counts.alive, counts.shadow])?;
+        let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
+        check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
         let capacity = queue.len().min(next.len());
+        let build = Build::paths(fuse);
+        let f = self.function(build, "trace_shade")?;
+        let (site, cfg) = match fuse.filter(|_| build.fused()) {
+            Some(alg) => self.fused(alg, &f, "trace_shade", capacity, next.len())?,
+            None => (DeviceSite::default(), grid(capacity)?),
+        };
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
         let estimator = estimator as u32;
-        let mut l = self.stream.launch_builder(&self.functions.shade);
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene)
             .arg(&self.paths)
             .arg(&qp)
@@ -456,18 +540,21 @@ impl Engine for CudaEngine {
             .arg(&wp)
             .arg(&queue_len)
             .arg(&counts.alive)
-            .arg(&counts.shadow);
+            .arg(&counts.shadow)
+            .arg(&next_len)
+            .arg(&site);
         // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u32, u64*, u64,
-        // u64, u64); the kernel touches at most `capacity` entries of the queue and of `next`, and the three
-        // words lie in the buffer (checked above).
-        unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_shade"))
+        // u64, u64, u64, Site); the kernel touches at most `capacity` entries of the queue and of `next`,
+        // and the four words lie in the buffer (checked above).
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
 
     fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
         let capacity = queue.len();
         let (qp, wp) = (queue.ptr(), words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.nee);
+        let f = self.function(Build::PLAIN, "trace_nee")?;
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths).arg(&qp).arg(&capacity).arg(&wp).arg(&queue_len);
         // SAFETY: matches trace_nee(Paths, const u32*, u64, const u64*, u64).
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_nee"))
@@ -477,7 +564,8 @@ impl Engine for CudaEngine {
         check_words(words, &[crate::frontier::STATUS])?;
         let pixels = self.pixels() as u32;
         let (sp, wp) = (raw_ptr(&self.sum), words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.accumulate);
+        let f = self.function(Build::PLAIN, "trace_accumulate")?;
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths).arg(&sp).arg(&pixels).arg(&wp);
         // SAFETY: matches trace_accumulate(Paths, float4*, u32, const u64*); the sum holds `pixels` float4s
         // and the words their status word.

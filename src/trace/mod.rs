@@ -32,8 +32,8 @@ pub mod texture;
 pub mod tonemap;
 
 use crate::clocks::Clock;
-pub use crate::compaction::Compaction;
-use crate::compaction::{Backend, BackendKind, Element, Keep, Lens};
+use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
+pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
 use crate::memory::{self, Limit};
 
@@ -142,6 +142,9 @@ pub struct RenderSettings {
     pub max_frontier: u64,
     /// BVH levels one breadth-first expansion descends (fan-out 2^descend).
     pub descend: u32,
+    /// Whether the compaction sites may fuse into their producers
+    /// (single-pass algorithms on a backend with fused sites).
+    pub fusion: Fusion,
 }
 
 /// The default of [`RenderSettings::descend`]: 2 levels, fan-out 4. Measured
@@ -259,6 +262,10 @@ pub struct FrameStats {
     /// Wall clock, ms: host time from the frame's start until its results
     /// are complete (after `end_frame` has waited for the device).
     pub wall_ms: f64,
+    /// How the path queue's and the frontier's sites ran (`None`: no
+    /// compaction there, or no frontier).
+    pub paths_site: Option<SitePath>,
+    pub frontier_site: Option<SitePath>,
 }
 
 impl FrameStats {
@@ -293,6 +300,10 @@ pub trait Engine {
     fn pixels(&self) -> u64;
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
+    /// Whether the engine fuses compaction sites into their producers.
+    fn fuses(&self) -> bool {
+        false
+    }
     fn alloc<T: Element>(&self, len: u64) -> TraceResult<Buf<Self, T>> {
         Ok(self.backend().alloc(len)?)
     }
@@ -396,6 +407,11 @@ pub struct Shading {
     /// The queue's length word.
     pub queue_len: u64,
     pub counts: ShadeWords,
+    /// Where a fused path site writes the next queue's length.
+    pub next_len: u64,
+    /// The path queue's algorithm when its site is fused into shading: the
+    /// kernel then writes only the live paths to `next`, compacted.
+    pub fuse: Option<Algorithm>,
 }
 
 /// One breadth-first run (a bounce's rays or its shadow rays):
@@ -408,6 +424,9 @@ pub struct FrontierRun {
     pub shadow: bool,
     /// BVH levels one expansion descends (fan-out 2^descend).
     pub descend: u32,
+    /// The frontier's algorithm when its site is fused into init and expand:
+    /// they then write only live items, compacted, and no pass follows.
+    pub fuse: Option<Algorithm>,
 }
 
 /// The words of one bounce.
@@ -541,7 +560,20 @@ fn frame<E: Engine>(
             })?,
             Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
-        let shading = Shading { sample, bounce, estimator: s.estimator, queue_len: bw.queue, counts: bw.counts };
+        let paths = paths_site(e, s);
+        let fuse = match (paths, s.compact_paths) {
+            (Some(SitePath::Fused), Compaction::With(alg)) => Some(alg),
+            _ => None,
+        };
+        let shading = Shading {
+            sample,
+            bounce,
+            estimator: s.estimator,
+            queue_len: bw.queue,
+            counts: bw.counts,
+            next_len: bw.next,
+            fuse,
+        };
         e.stage(StageId::bounce(stage::SHADE, bounce), |e| e.shade(&w.queue, &mut w.next, &mut w.words, shading))?;
         if bounce == s.max_bounces {
             break; // the last stage casts no shadow rays and ends every path
@@ -556,6 +588,8 @@ fn frame<E: Engine>(
         e.stage(StageId::bounce(stage::NEE, bounce), |e| e.nee(&w.queue, &w.words, bw.queue))?;
         // Dead paths leave the queue.
         match s.compact_paths {
+            // Shading already wrote the live paths, compacted, and their count.
+            _ if fuse.is_some() => std::mem::swap(&mut w.queue, &mut w.next),
             Compaction::None => std::mem::swap(&mut w.queue, &mut w.next),
             Compaction::With(alg) => {
                 e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
@@ -574,7 +608,10 @@ fn frame<E: Engine>(
     let bounces = &fw.bounces[..stats.queue.len()];
     stats.alive = bounces.iter().map(|b| word(b.counts.alive)).collect();
     stats.shadow_rays = bounces.iter().map(|b| word(b.counts.shadow)).collect();
-    let compacted = matches!(s.compact_frontier, Compaction::With(_));
+    // A fused frontier's levels hold only live items in their length words.
+    let compacted = frontier_site(e, s) == Some(SitePath::Separate);
+    stats.paths_site = paths_site(e, s);
+    stats.frontier_site = if s.traversal == Traversal::BreadthFirst { frontier_site(e, s) } else { None };
     for b in bounces {
         let (rays, shadows) = match b.rays {
             Some((r, sh)) => (r.sizes(&words, compacted), sh.sizes(&words, compacted)),
@@ -590,6 +627,16 @@ fn frame<E: Engine>(
     stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
     stats.stages = stages;
     Ok((stats, words))
+}
+
+/// How the path queue's site runs on this engine under these settings.
+pub fn paths_site<E: Engine>(e: &E, s: &RenderSettings) -> Option<SitePath> {
+    s.fusion.path(s.compact_paths, e.fuses())
+}
+
+/// How the breadth-first frontier's site runs on this engine under these settings.
+pub fn frontier_site<E: Engine>(e: &E, s: &RenderSettings) -> Option<SitePath> {
+    s.fusion.path(s.compact_frontier, e.fuses())
 }
 
 pub use crate::clocks::ms;

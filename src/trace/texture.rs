@@ -146,6 +146,7 @@ mod tests {
             seed: 7,
             first_sample: 0,
             max_frontier: 1 << 20,
+            fusion: Default::default(),
             descend: DESCEND,
         };
         render(&mut e, &s, |_| {}).expect("the square renders");

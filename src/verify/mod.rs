@@ -19,6 +19,8 @@ mod cases;
 mod counted;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "cuda")]
+pub mod site;
 
 pub use cases::{CompactCase, RemovalOrder, compact_case, remove_case, scan_case, sort_case};
 pub use counted::{CountedLen, counted_compact_case, counted_scan_case};

@@ -174,6 +174,7 @@ impl Session {
             seed: 1,
             first_sample,
             max_frontier: 1 << 28,
+            fusion: Default::default(),
             descend: self.descend,
         };
         on_backend!(&mut self.engine, e => render(e, &settings, |_| {}))

@@ -35,6 +35,7 @@ fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> Render
         seed,
         first_sample: 0,
         max_frontier: 1 << 26,
+        fusion: Default::default(),
         descend: reap::trace::DESCEND,
     }
 }

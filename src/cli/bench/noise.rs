@@ -135,6 +135,7 @@ impl NoiseJob<'_> {
             seed,
             first_sample,
             max_frontier: 1 << 28,
+            fusion: Default::default(),
             descend: reap::trace::DESCEND,
         };
         s.check()?;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
 use reap::bvh;
-use reap::compaction::Compaction;
+use reap::compaction::{Compaction, Fusion};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
@@ -48,6 +48,10 @@ pub struct RenderBenchArgs {
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
     pub descend: u32,
+    /// Fusion settings, comma separated: `auto` fuses the single-pass algorithms into the kernels that
+    /// produce the items, `off` runs them as a separate pass; an algorithm that does not fuse runs once.
+    #[arg(long, value_delimiter = ',', default_value = "auto,off", value_parser = |s: &str| s.parse::<Fusion>().map_err(|e| e.to_string()))]
+    pub fusion: Vec<Fusion>,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -155,10 +159,11 @@ fn bench_scene<E: Engine>(
     backend: &str,
 ) -> Result<Vec<output::BenchRow>> {
     let mut rows = Vec::new();
-    let bar = ProgressBar::new((traversals.len() * choices.len()) as u64);
+    let runs = with_fusion(choices, &args.fusion, engine.fuses());
+    let bar = ProgressBar::new((traversals.len() * runs.len()) as u64);
     for &traversal in traversals {
-        for &c in choices {
-            bar.set_message(format!("{} {} {}", sc.name, traversal.name(), c.name()));
+        for &(c, fusion) in &runs {
+            bar.set_message(format!("{} {} {} {}", sc.name, traversal.name(), c.name(), fusion.name()));
             let settings = RenderSettings {
                 width: args.width,
                 height: args.height,
@@ -172,6 +177,7 @@ fn bench_scene<E: Engine>(
                 first_sample: 0,
                 max_frontier: args.max_frontier,
                 descend: args.descend,
+                fusion,
             };
             // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
             let warm = RenderSettings { spp: 1, ..settings.clone() };
@@ -209,4 +215,19 @@ fn bench_scene<E: Engine>(
     }
     bar.finish_and_clear();
     Ok(rows)
+}
+
+/// Every compaction choice with each fusion setting that changes what runs:
+/// both for an algorithm the engine fuses, the first one alone for the rest.
+fn with_fusion(choices: &[Compaction], fusions: &[Fusion], fuses: bool) -> Vec<(Compaction, Fusion)> {
+    let first = fusions.first().copied().unwrap_or_default();
+    let mut runs = Vec::new();
+    for &c in choices {
+        match c {
+            Compaction::With(a) if fuses && a.fuses() => runs.extend(fusions.iter().map(|&f| (c, f))),
+            _ => runs.push((c, first)),
+        }
+    }
+    runs.dedup();
+    runs
 }

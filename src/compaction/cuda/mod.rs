@@ -30,6 +30,7 @@ pub mod roger;
 pub mod runtime;
 pub mod sengupta;
 pub mod single_pass;
+pub mod site;
 pub mod sort;
 
 use runtime::{Kernels, Stages, Variant, driver_error};

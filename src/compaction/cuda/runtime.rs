@@ -17,15 +17,26 @@ pub fn driver_error(during: &'static str) -> impl Fn(cudarc::driver::DriverError
 
 /// Warp-level helpers, shared with the collision demo's kernels.
 pub const WARP: Source = kernel_source!("warp.cuh");
+/// The tile-state word and its memory orderings (single-pass kernels and fused sites).
+pub const TILE_STATE: Source = kernel_source!("compaction/tile_state.cuh");
 /// Declares `REAP_ELEM_BYTES`, `REAP_KEEP`, `Elem`, `KeepArgs` and the keep rule.
-pub const COMMON: Source = kernel_source!("compaction/common.cuh", headers: &[WARP]);
+pub const COMMON: Source = kernel_source!("compaction/common.cuh", headers: &[WARP, TILE_STATE]);
 /// The `bulk-async` load style's ring of tiles (sm_90 bulk copies).
 pub const SINGLE_PASS_RING: Source = kernel_source!("compaction/single_pass_ring.cuh");
 /// The tile machinery `lookback` and `chained` share.
 pub const SINGLE_PASS: Source = kernel_source!("compaction/single_pass.cuh", headers: &[COMMON, SINGLE_PASS_RING]);
 
-pub const LOOKBACK: Source = kernel_source!("compaction/lookback.cu", headers: &[SINGLE_PASS]);
-pub const CHAINED: Source = kernel_source!("compaction/chained.cu", headers: &[SINGLE_PASS]);
+/// `lookback`'s and `chained`'s protocols alone (no element type), for the
+/// library's tiles and for fused sites.
+pub const LOOKBACK_PROTOCOL: Source = kernel_source!("compaction/lookback.cuh", headers: &[WARP, TILE_STATE]);
+pub const CHAINED_PROTOCOL: Source = kernel_source!("compaction/chained.cuh", headers: &[WARP, TILE_STATE]);
+pub const LOOKBACK: Source = kernel_source!("compaction/lookback.cu", headers: &[SINGLE_PASS, LOOKBACK_PROTOCOL]);
+pub const CHAINED: Source = kernel_source!("compaction/chained.cu", headers: &[SINGLE_PASS, CHAINED_PROTOCOL]);
+/// The device API of a fused site (site.rs): list it in a producer source's headers.
+pub const SITE: Source =
+    kernel_source!("compaction/site.cuh", headers: &[WARP, TILE_STATE, LOOKBACK_PROTOCOL, CHAINED_PROTOCOL]);
+/// The verify suite's synthetic producer, through a site.
+pub const PRODUCE: Source = kernel_source!("compaction/produce.cu", headers: &[SITE]);
 pub const MARK: Source = kernel_source!("compaction/mark.cu", headers: &[COMMON]);
 pub const BILLETER: Source = kernel_source!("compaction/billeter.cu", headers: &[COMMON]);
 pub const HORN: Source = kernel_source!("compaction/horn.cu", headers: &[COMMON]);

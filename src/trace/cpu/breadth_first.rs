@@ -37,7 +37,7 @@ impl CpuEngine {
     /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
     pub(super) fn bf_expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
         check_step(&step, run)?;
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend }) = (step, run);
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, .. }) = (step, run);
         let fan = 1usize << descend;
         let n = host::n(words, at).min(capacity).min(input.len() as u64);
         if !host::fits(words, at, n, fan as u64, capacity) {
@@ -100,7 +100,7 @@ mod tests {
         let mut frontier = vec![DEAD64; queue.len()];
         let mut level0 = at(2);
         level0.input_live = 2;
-        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend };
+        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend, fuse: None };
         let init = Step { at: level0, input: queue, output: &mut frontier, words: &mut words };
         e.frontier_init(init, run).expect("init");
         assert_eq!(words[3], queue.len() as u64);

@@ -287,7 +287,8 @@ impl Engine for CpuEngine {
     }
 
     fn shade(&mut self, queue: &Vec<u32>, next: &mut Vec<u32>, words: &mut Vec<u64>, s: Shading) -> TraceResult<()> {
-        let Shading { sample, bounce, estimator, queue_len, counts } = s;
+        // The CPU engine has no fused sites (`Engine::fuses` is false): `fuse` is always None here.
+        let Shading { sample, bounce, estimator, queue_len, counts, .. } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow])?;
         let n = n_of(words, queue_len, queue.len());
         if next.len() < n {
@@ -368,7 +369,7 @@ mod tests {
     /// A bounce's shading of sample 0 into the test words.
     pub(super) fn shading(bounce: u32) -> Shading {
         let counts = ShadeWords { alive: 3, shadow: 4 };
-        Shading { sample: 0, bounce, estimator: Estimator::Mis, queue_len: Q, counts }
+        Shading { sample: 0, bounce, estimator: Estimator::Mis, queue_len: Q, counts, next_len: Q, fuse: None }
     }
 
     pub(super) fn settings(
@@ -391,6 +392,7 @@ mod tests {
             first_sample: 0,
             max_frontier: 1 << 26,
             descend: DESCEND,
+            fusion: Default::default(),
         }
     }
 

@@ -25,6 +25,9 @@ pub struct BenchRow {
     pub descend: u32,
     /// The algorithm at both sites (paths and frontier), or `none`.
     pub compaction: String,
+    /// How the sites ran it: `fused` into the producers or a `separate`
+    /// pass; empty for `none` or a row that did not run.
+    pub site: String,
     /// The stages summed, ms per frame (device events on a GPU).
     pub frame_ms: f64,
     /// The wall clock, ms per frame.
@@ -57,6 +60,7 @@ impl BenchRow {
             traversal: s.traversal.name().into(),
             descend: s.descend,
             compaction: s.compact_paths.name().into(),
+            site: String::new(),
             frame_ms: 0.0,
             wall_ms: 0.0,
             compaction_ms: 0.0,
@@ -90,6 +94,10 @@ impl BenchRow {
             rays_per_frame: m.rays_per_frame,
             stage_ms: m.stage_ms,
             image_hash: format!("{:016x}", hash(sum)),
+            site: frames
+                .first()
+                .and_then(|f| f.paths_site.or(f.frontier_site))
+                .map_or(String::new(), |p| p.name().into()),
             ..Self::base(backend, scene, triangles, depth, s)
         }
     }
@@ -112,6 +120,7 @@ impl BenchRow {
             traversal: &self.traversal,
             descend: self.descend,
             compaction: &self.compaction,
+            site: &self.site,
             mrays_per_s: fixed(self.mrays_per_s, 3),
             frame_ms: fixed(self.frame_ms, 4),
             wall_mrays_per_s: fixed(self.wall_mrays_per_s, 3),
@@ -143,6 +152,7 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("scene", 14, |r| r.scene.clone()).only(Shown::Console),
         C::key("traversal", 13, |r| r.traversal.clone()),
         table::compaction_column(|r| r.compaction.clone()),
+        C::key("site", 9, |r| r.site.clone()),
         C::value("Mrays/s", 9, |r| num(r.wall_mrays_per_s, 1)).reported_as("Mrays/s (wall)").marked(Mark::Bold),
         C::value("ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall ms"),
         C::value("Mrays/s", 9, |r| num(r.mrays_per_s, 1)).reported_as("Mrays/s (stages)"),
@@ -177,8 +187,10 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          the wall clock exceeds the summed stages (launch overhead, host work between stages, and the host \
          waiting for counts). Rays are path segments entering each bounce plus shadow rays. \"compaction\" is \
          the algorithm at both sites (the live-path queue after each bounce and the breadth-first frontier \
-         after each level); `none` leaves dead items flagged in place. \"share\" is compaction's part of the \
-         summed stages.\n"
+         after each level); `none` leaves dead items flagged in place. \"site\" says how it ran: `fused` into \
+         the kernels that produce the items (shading, the frontier's init and expansion), which then write only \
+         live items, or as a `separate` pass over the slots they wrote, dead ones included. \"share\" is the \
+         separate compaction passes' part of the summed stages (a fused site has none).\n"
     );
     for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
@@ -208,14 +220,31 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 });
                 let _ = writeln!(
                     s,
-                    "\n{t}: fastest with `{}` at {:.1} Mrays/s by wall clock ({:.1} by the summed stages: {}), \
-                     compaction {:.1} % of the summed stages{vs}.",
+                    "\n{t}: fastest with `{}`{} at {:.1} Mrays/s by wall clock ({:.1} by the summed stages: {}), \
+                     separate compaction {:.1} % of the summed stages{vs}.",
                     b.compaction,
+                    if b.site.is_empty() { String::new() } else { format!(" ({})", b.site) },
                     b.wall_mrays_per_s,
                     b.mrays_per_s,
                     gap_sentence(b.wall_ms, b.frame_ms),
                     100.0 * b.compaction_share
                 );
+            }
+            // What fusion is worth, per algorithm that ran both ways.
+            for f in ok.iter().filter(|r| r.site == "fused") {
+                if let Some(sep) = ok.iter().find(|r| r.site == "separate" && r.compaction == f.compaction) {
+                    let _ = writeln!(
+                        s,
+                        "\n{t}, `{}`: fused {:.1} Mrays/s against separate {:.1} by wall clock ({:.2}x; summed \
+                         stages {:.3} against {:.3} ms).",
+                        f.compaction,
+                        f.wall_mrays_per_s,
+                        sep.wall_mrays_per_s,
+                        f.wall_mrays_per_s / sep.wall_mrays_per_s.max(1e-9),
+                        f.frame_ms,
+                        sep.frame_ms
+                    );
+                }
             }
         }
         if let Some(clocks) =
@@ -252,6 +281,7 @@ struct BenchCsv<'a> {
     traversal: &'a str,
     descend: u32,
     compaction: &'a str,
+    site: &'a str,
     mrays_per_s: Fixed,
     frame_ms: Fixed,
     wall_mrays_per_s: Fixed,
@@ -287,6 +317,7 @@ mod tests {
             traversal: "breadth-first".into(),
             descend: 2,
             compaction: "lookback".into(),
+            site: "fused".into(),
             frame_ms: 1.234_56,
             wall_ms: 1.5,
             compaction_ms: 0.1,
@@ -300,6 +331,7 @@ mod tests {
         };
         let failed = BenchRow {
             compaction: "none".into(),
+            site: String::new(),
             frame_ms: 0.0,
             wall_ms: 0.0,
             error: Some("out of memory, frontier too large".into()),
@@ -312,9 +344,9 @@ mod tests {
     #[test]
     fn bench_csv_keeps_its_columns_and_formats() {
         let want = concat!(
-            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,site,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,fused,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
         assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }

@@ -1,0 +1,239 @@
+// Fused compaction sites: a producer kernel compacts the items it makes in
+// the kernel that makes them, with the library's single-pass algorithms, so
+// no dead slot is ever written and no separate pass reads one back (Merrill &
+// Garland give this as the reason for single-pass designs). The host side is
+// src/compaction/cuda/site.rs (`CudaSite`), which owns the scratch, picks the
+// algorithm at run time and compiles the producer with it.
+//
+// The algorithm is a template argument (REAP_SITE_*), so one producer source
+// can hold several sites with different algorithms:
+// - lookback, chained: stable. The producer's input is cut into tiles of
+//   BLOCK items in input order, handed out by dynamic tile id (so a tile only
+//   waits on tiles whose blocks already run); a tile ranks its kept items,
+//   stages them in shared memory, learns its prefix through the algorithm's
+//   protocol (lookback.cuh, chained.cuh) and writes them out contiguously.
+//   The output is exactly what the library's separate select of the
+//   producer's slots gives.
+// - atomic: unstable, pbrt-v4's queues. Each warp reserves its kept items'
+//   slots with one atomicAdd; no tile waits for another.
+//
+// How a producer uses a site (every thread of the block makes every call, with
+// block-uniform control flow; items past the input carry keep = 0):
+//
+//   SiteLoop l = site_loop<ALG, BLOCK>(n);
+//   for (u32 t = site_first<ALG>(site, l); t < l.tiles; t = site_next<ALG>(site, l, t)) {
+//       u64 i = (u64)t * BLOCK + threadIdx.x;   // this thread's input item
+//       T items[K]; u32 keep = ...;              // candidates, bit j keeps items[j]
+//       SiteEmit e = site_emit<ALG, BLOCK, K>(site, l, t, items, keep, out);
+//       if (e.reporter && e.end > site.capacity) ...;  // the output did not fit
+//   }
+//   u64 total;
+//   if (site_finish<ALG>(site, l, &total)) ...;  // one thread: the kept count
+//
+// Nothing at or past `capacity` is written; the total counts every kept item,
+// so a caller sees how much room it needed.
+#pragma once
+#include "../warp.cuh"
+#include "tile_state.cuh"
+#include "lookback.cuh"
+#include "chained.cuh"
+
+// Which algorithm a site runs (site.rs `SiteKernel`); SEPARATE: the producer
+// writes its slots with dead ones in place and the library's pass runs after.
+#define REAP_SITE_SEPARATE 0
+#define REAP_SITE_LOOKBACK 1
+#define REAP_SITE_CHAINED 2
+#define REAP_SITE_ATOMIC 3
+
+// The site's scratch words, u32 indices (site.rs `SCRATCH_WORDS`): the tile-id
+// counter (lookback, chained), the blocks that finished (atomic), and at u32
+// index 2 the atomic's u64 tally. Each is back at 0 when a launch ends, so no
+// use clears them first.
+#define SITE_COUNTER 0
+#define SITE_DONE 1
+#define SITE_TALLY 2
+
+// A site as a kernel argument: site.rs `DeviceSite`, keep in sync (32 bytes).
+struct Site {
+    u64* state;    // one tile state per tile (lookback, chained)
+    u32* scratch;  // SITE_* words
+    u64 capacity;  // output slots
+    u32 epoch;     // of the tile states (tile_state.cuh)
+    u32 pad;
+};
+static_assert(sizeof(Site) == 32, "Site: keep in sync with site.rs DeviceSite");
+
+struct SiteLoop {
+    u32 tiles;      // tiles of the input
+    u32 last_draw;  // the id drawn last: its block rewinds the counter
+};
+
+// What one emit reserved: `end` is one past the last slot of the block's (or,
+// atomic, the warp's) items; exactly one thread per reservation reports it.
+struct SiteEmit {
+    u64 end;
+    bool reporter;
+};
+
+// Per-block state of a site, one instance per block.
+struct SiteShared {
+    u32 tile;
+    u32 finish;  // this block knows the total
+    u64 prefix;
+    u64 total;
+    u32 warp[32];
+};
+
+__device__ __forceinline__ SiteShared& site_shared() {
+    __shared__ SiteShared s;
+    return s;
+}
+
+// The host sizes the grid so that tiles + grid fit in 32 bits.
+template <int ALG, u32 BLOCK>
+__device__ __forceinline__ SiteLoop site_loop(u64 n) {
+    SiteLoop l;
+    l.tiles = (u32)((n + BLOCK - 1) / BLOCK);
+    // Every block draws until it draws an id past the tiles: tiles + grid draws.
+    l.last_draw = l.tiles + gridDim.x - 1;
+    return l;
+}
+
+// The block's next tile id; the block with the launch's last draw rewinds
+// the counter for the next use (and, with no tile at all, reports the total).
+__device__ __forceinline__ u32 site_draw(const Site& s, const SiteLoop& l) {
+    SiteShared& sh = site_shared();
+    if (threadIdx.x == 0) {
+        u32 t = atomicAdd(s.scratch + SITE_COUNTER, 1u);
+        if (t == l.last_draw) {
+            atomicExch(s.scratch + SITE_COUNTER, 0u);
+            if (l.tiles == 0) {
+                sh.total = 0;
+                sh.finish = 1;
+            }
+        }
+        sh.tile = t;
+    }
+    // Also orders the last tile's reads of the staging before the next tile's writes.
+    __syncthreads();
+    return sh.tile;
+}
+
+template <int ALG>
+__device__ __forceinline__ u32 site_first(const Site& s, const SiteLoop& l) {
+    if (threadIdx.x == 0) site_shared().finish = 0;
+    if (ALG == REAP_SITE_ATOMIC) return blockIdx.x;  // no tile waits on another: a plain grid stride
+    return site_draw(s, l);
+}
+
+template <int ALG>
+__device__ __forceinline__ u32 site_next(const Site& s, const SiteLoop& l, u32 tile) {
+    if (ALG == REAP_SITE_ATOMIC) return tile + gridDim.x;
+    return site_draw(s, l);
+}
+
+template <int ALG, u32 BLOCK, u32 K, typename T>
+__device__ __forceinline__ SiteEmit site_emit(const Site& s, const SiteLoop& l, u32 tile, const T (&items)[K],
+                                              u32 keep, T* out) {
+    static_assert(K <= 32, "a thread keeps at most 32 candidates (one bit each)");
+    static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "a block is whole warps");
+    u32 c = __popc(keep);
+    u32 incl = reap_warp_inclusive(c);
+    u32 lane = reap_lane(), warp = threadIdx.x >> 5;
+    u32 wsum = __shfl_sync(0xffffffffu, incl, 31);
+    SiteEmit r;
+    if (ALG == REAP_SITE_ATOMIC) {
+        // One reservation per warp (atomic.cu's aggregation), no barrier.
+        u64 base = 0;
+        if (lane == 31 && wsum) base = atomicAdd(reinterpret_cast<unsigned long long*>(s.scratch + SITE_TALLY), (u64)wsum);
+        base = __shfl_sync(0xffffffffu, base, 31);
+        u64 at = base + incl - c;
+#pragma unroll
+        for (u32 j = 0; j < K; j++)
+            if ((keep >> j) & 1) {
+                u64 p = at + __popc(keep & ((1u << j) - 1));
+                if (p < s.capacity) out[p] = items[j];
+            }
+        r.end = base + wsum;
+        r.reporter = lane == 31 && wsum;
+        return r;
+    }
+    // lookback, chained: rank in the tile, stage, learn the prefix, write out.
+    // Staged in shared memory up to 16 KiB a block (coalesced stores); wider
+    // producers write from registers, each thread its own run of slots.
+    constexpr bool STAGED = BLOCK * K * sizeof(T) <= 16384;
+    __shared__ __align__(16) unsigned char raw[STAGED ? BLOCK * K * sizeof(T) : 16];
+    T* stage = reinterpret_cast<T*>(raw);
+    SiteShared& sh = site_shared();
+    if (lane == 31) sh.warp[warp] = wsum;
+    __syncthreads();
+    u32 before = 0, kept = 0;
+#pragma unroll
+    for (u32 w = 0; w < BLOCK / 32; w++) {
+        u32 t = sh.warp[w];
+        if (w < warp) before += t;
+        kept += t;
+    }
+    u32 rank = before + incl - c;
+    if (STAGED) {
+#pragma unroll
+        for (u32 j = 0; j < K; j++)
+            if ((keep >> j) & 1) stage[rank + __popc(keep & ((1u << j) - 1))] = items[j];
+    }
+    // Staged before the look-back, so its latency hides behind the staging.
+    if (threadIdx.x < 32) {
+        u64 prefix;
+        if (ALG == REAP_SITE_LOOKBACK) prefix = Decoupled::prefix(s.state, tile, kept, s.epoch);
+        else prefix = Chained::prefix(s.state, tile, kept, s.epoch);
+        if (threadIdx.x == 0) sh.prefix = prefix;
+    }
+    __syncthreads();
+    u64 prefix = sh.prefix;
+    if (STAGED) {
+        for (u32 i = threadIdx.x; i < kept; i += BLOCK) {
+            u64 p = prefix + i;
+            if (p < s.capacity) out[p] = stage[i];
+        }
+    } else {
+#pragma unroll
+        for (u32 j = 0; j < K; j++)
+            if ((keep >> j) & 1) {
+                u64 p = prefix + rank + __popc(keep & ((1u << j) - 1));
+                if (p < s.capacity) out[p] = items[j];
+            }
+    }
+    if (tile == l.tiles - 1 && threadIdx.x == 0) {
+        sh.total = prefix + kept;
+        sh.finish = 1;
+    }
+    r.end = prefix + kept;
+    r.reporter = threadIdx.x == 0;
+    return r;
+}
+
+// After the loop, every thread: true in exactly one thread of the launch,
+// which gets the kept total (the tile that was last in input order knows it;
+// atomic: the block that finished last reads the tally and rewinds it).
+template <int ALG>
+__device__ __forceinline__ bool site_finish(const Site& s, const SiteLoop& l, u64* total) {
+    SiteShared& sh = site_shared();
+    if (ALG == REAP_SITE_ATOMIC) {
+        __shared__ u32 s_last;
+        // Every warp of the block has reserved: then one thread counts the block done.
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();  // this block's reservations before its done count
+            s_last = atomicAdd(s.scratch + SITE_DONE, 1u) == gridDim.x - 1;
+        }
+        __syncthreads();
+        if (!s_last || threadIdx.x != 0) return false;
+        __threadfence();  // every block's reservations are visible after the done counts
+        unsigned long long* tally = reinterpret_cast<unsigned long long*>(s.scratch + SITE_TALLY);
+        *total = atomicExch(tally, 0ull);
+        atomicExch(s.scratch + SITE_DONE, 0u);
+        return true;
+    }
+    if (threadIdx.x != 0 || !sh.finish) return false;
+    *total = sh.total;
+    return true;
+}
