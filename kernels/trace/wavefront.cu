@@ -79,9 +79,9 @@ extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 heig
 // (any_hit) whether one lies before tmax. A closest-hit candidate at exactly
 // tmax (the best t so far) still competes on its index, so ties resolve the
 // same whatever order leaves are visited in.
-__device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, float3 d, float tmax, bool any_hit,
-                                     u64* best) {
-    for (u32 k = n.first; k < n.first + n.count; k++) {
+__device__ __forceinline__ bool leaf_range(const Scene& s, u32 first, u32 count, float3 o, float3 d, float tmax,
+                                           bool any_hit, u64* best) {
+    for (u32 k = first; k < first + count; k++) {
         float t, u, v;
         if (hit_tri(s.tris[k], o, d, &t, &u, &v) && (t < tmax || (!any_hit && t == tmax))) {
             if (any_hit) return true;
@@ -90,6 +90,11 @@ __device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, fl
         }
     }
     return false;
+}
+
+__device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, float3 d, float tmax, bool any_hit,
+                                     u64* best) {
+    return leaf_range(s, n.first, n.count, o, d, tmax, any_hit, best);
 }
 
 // A fused frontier site's kept total becomes the level's length and live
@@ -222,6 +227,13 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
 // independent of the order items run in; an internal node reached at depth
 // `descend` goes to the slot of out[0, 2^descend) named by its left/right
 // turns (first turn highest), every other slot is dead. Returns the live slots.
+//
+// An item past level 0 names its node by the node's children (TRACE_PAIR |
+// first child), read when its parent tested the node's box, so a level
+// starts with the child boxes and never waits for a load of the node itself;
+// level 0 (init) names the root by its index. The stack holds nodes already
+// loaded (children or leaf range), so no node is read twice.
+#define TRACE_PAIR 0x80000000u
 __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32 descend, u64* out) {
     u32 fan = 1u << descend;
     for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
@@ -244,19 +256,25 @@ __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32
     u64 base = (u64)path << 32;
     u64 best = TRACE_DEAD64;
     u32 live = 0;
-    // (node, depth below the item, turns taken)
-    u32 st_node[DESCEND_STACK], st_depth[DESCEND_STACK], st_turns[DESCEND_STACK];
-    st_node[0] = (u32)item;
-    st_depth[0] = 0;
-    st_turns[0] = 0;
+    // (first child or triangle, triangle count (0: internal), depth below the item << 8 | turns taken)
+    u32 st_first[DESCEND_STACK], st_count[DESCEND_STACK], st_at[DESCEND_STACK];
+    u32 named = (u32)item;
+    if (named & TRACE_PAIR) {
+        st_first[0] = named & ~TRACE_PAIR;
+        st_count[0] = 0;
+    } else {
+        Node root = s.nodes[named];
+        st_first[0] = root.first;
+        st_count[0] = root.count;
+    }
+    st_at[0] = 0;
     u32 sp = 1;
     while (sp > 0) {
         sp--;
-        u32 node = st_node[sp], depth = st_depth[sp], turns = st_turns[sp];
-        Node nd = s.nodes[node];
+        u32 first = st_first[sp], count = st_count[sp], depth = st_at[sp] >> 8, turns = st_at[sp] & 0xff;
         float lim = key_dist(best, limit);
-        if (nd.count > 0) {
-            if (leaf(s, nd, o, d, lim, shadow != 0, &best)) {
+        if (count > 0) {
+            if (leaf_range(s, first, count, o, d, lim, shadow != 0, &best)) {
                 p.occluded[path] = 1;
                 for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
                 return 0;
@@ -264,29 +282,31 @@ __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32
             continue;
         }
         if (depth == descend) {
-            out[turns] = base | node;
+            out[turns] = base | TRACE_PAIR | first;
             live++;
             continue;
         }
-        float t0 = hit_box(s.nodes[nd.first], o, inv, lim);
-        float t1 = hit_box(s.nodes[nd.first + 1], o, inv, lim);
+        Node c0 = s.nodes[first], c1 = s.nodes[first + 1];
+        float t0 = hit_box(c0, o, inv, lim);
+        float t1 = hit_box(c1, o, inv, lim);
         // Push the farther child first so the nearer is taken next.
         bool h0 = t0 >= 0.0f, h1 = t1 >= 0.0f;
         bool near0 = t0 <= t1;
+        u32 at = (depth + 1) << 8;
         if (h0 && h1) {
             u32 far = near0 ? 1 : 0;
-            st_node[sp] = nd.first + far;
-            st_depth[sp] = depth + 1;
-            st_turns[sp] = 2 * turns + far;
-            st_node[sp + 1] = nd.first + (1 - far);
-            st_depth[sp + 1] = depth + 1;
-            st_turns[sp + 1] = 2 * turns + (1 - far);
+            st_first[sp] = far ? c1.first : c0.first;
+            st_count[sp] = far ? c1.count : c0.count;
+            st_at[sp] = at | (2 * turns + far);
+            st_first[sp + 1] = far ? c0.first : c1.first;
+            st_count[sp + 1] = far ? c0.count : c1.count;
+            st_at[sp + 1] = at | (2 * turns + (1 - far));
             sp += 2;
         } else if (h0 || h1) {
             u32 c = h0 ? 0 : 1;
-            st_node[sp] = nd.first + c;
-            st_depth[sp] = depth + 1;
-            st_turns[sp] = 2 * turns + c;
+            st_first[sp] = h0 ? c0.first : c1.first;
+            st_count[sp] = h0 ? c0.count : c1.count;
+            st_at[sp] = at | (2 * turns + c);
             sp++;
         }
     }

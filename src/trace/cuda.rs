@@ -209,6 +209,13 @@ impl CudaEngine {
                 packed.depth
             )));
         }
+        // A breadth-first item names a node's children with the top bit of 32 (wavefront.cu TRACE_PAIR).
+        if packed.nodes.len() as u64 >= 1 << 31 {
+            return Err(TraceError::Settings(format!(
+                "the BVH has {} nodes and the GPU tracer indexes at most 2^31: split the scene",
+                packed.nodes.len()
+            )));
+        }
         let stream = backend.stream().clone();
         let pixels = width as u64 * height as u64;
         // Path state, queues and a generous breadth-first frontier must fit beside the scene.
