@@ -55,6 +55,21 @@ __device__ __forceinline__ void frontier_count_live(unsigned long long* words, F
     }
 }
 
+// A fused expansion's kept total (compaction/site.cuh) becomes the level's length and live
+// count (one thread, after the site finished): past the capacity it is an
+// overflow (the slots below the capacity were written, the frame is redone);
+// at the last level of the bound, a live item means unfinished.
+__device__ __forceinline__ void frontier_close(unsigned long long* words, FrontierLevel at, unsigned long long total,
+                                               unsigned long long capacity) {
+    words[at.output_len] = total;
+    words[at.output_live] = total;
+    if (total > capacity) {
+        atomicOr(&words[FRONTIER_STATUS], FRONTIER_OVERFLOW);
+        atomicMax(&words[FRONTIER_NEEDED], total);
+    }
+    if (at.last && total) atomicOr(&words[FRONTIER_STATUS], FRONTIER_UNFINISHED);
+}
+
 // Whether a stage that changes persistent state may run: not after an
 // overflow or an unfinished loop (the host redoes the frame).
 __device__ __forceinline__ bool frontier_ok(const unsigned long long* words) {

@@ -17,6 +17,15 @@
 #include "solver.cuh"
 #include "../frontier.cuh"
 #include "../warp.cuh"
+#include "../compaction/site.cuh"
+
+// The pair frontier's compaction site (src/collide/cuda.rs picks it): a
+// REAP_SITE_* of compaction/site.cuh. SEPARATE: expand writes four slots per
+// pair, dead ones included, and the library's pass compacts them after it.
+#ifndef REAP_SITE_PAIRS
+#define REAP_SITE_PAIRS REAP_SITE_SEPARATE
+#endif
+#define COLLIDE_BLOCK 256
 
 // Reserves `count` consecutive entries of the list behind `counter`, one
 // atomic per warp: returns the lane's first index. Every lane must call it.
@@ -173,12 +182,13 @@ __device__ __forceinline__ u32 children(const Node* nodes, u32 x, const Node& nx
 }
 
 // One pair of expand: pair i of n (none past n: the lane still takes part
-// in the warp's appends) writes its slots, appends its candidates and adds
-// its live slots to `live`; a candidate past the list sets `lost`.
-__device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontier, u64 n, u64 i, u64* out,
+// in the warp's appends) fills its four slots, appends its candidates and
+// adds its live slots to `live`; a candidate past the list sets `lost`.
+__device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontier, u64 n, u64 i, u64 (&slot)[4],
                                            u64* candidates, u64 cand_capacity, u64* cand_count, u32* live,
                                            bool* lost) {
-    u64 slot[4] = {COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64, COLLIDE_DEAD64};
+#pragma unroll
+    for (u32 k = 0; k < 4; k++) slot[k] = COLLIDE_DEAD64;
     u64 cand[4];
     u32 nc = 0;
     u64 p = i < n ? frontier[i] : COLLIDE_DEAD64;
@@ -215,12 +225,6 @@ __device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontie
     }
 #pragma unroll
     for (u32 k = 0; k < 4; k++) *live += slot[k] != COLLIDE_DEAD64;
-    if (i < n) {
-        // 32-byte aligned: two 16-byte stores.
-        ulonglong2* o = (ulonglong2*)(out + 4 * i);
-        o[0] = make_ulonglong2(slot[0], slot[1]);
-        o[1] = make_ulonglong2(slot[2], slot[3]);
-    }
 }
 
 // expand(): one level of the pair walk (frontier.cuh's rules). Its n input
@@ -231,21 +235,46 @@ __device__ __forceinline__ void expand_one(const Node* nodes, const u64* frontie
 // overflow flagged in the status), and the live slots written are counted.
 // Grid-stride over n; the loop's bound is the same for a whole block, so
 // whole warps run every pass (warp-aggregated atomics) and every thread
-// reaches frontier_count_live.
-extern "C" __global__ void collide_expand(const Node* nodes, const u64* frontier, u64 capacity, FrontierLevel at,
-                                          u64* out, u64* candidates, u64 cand_capacity, u64* words, u64 cand_word) {
+// reaches frontier_count_live. Through a fused site the live child pairs go
+// straight to their compacted positions (in slot order) and no pass follows.
+extern "C" __global__ void __launch_bounds__(COLLIDE_BLOCK)
+    collide_expand(const Node* nodes, const u64* frontier, u64 capacity, FrontierLevel at, u64* out,
+                   u64* candidates, u64 cand_capacity, u64* words, u64 cand_word, Site site) {
     u64 n = frontier_n(words, at);
     if (n > capacity) n = capacity;
-    if (!frontier_fits(words, at, n, 4, capacity)) return;
     u32 live = 0;
     bool lost = false;
+#if REAP_SITE_PAIRS == REAP_SITE_SEPARATE
+    if (!frontier_fits(words, at, n, 4, capacity)) return;
     u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
         u64 i = base + threadIdx.x;
-        expand_one(nodes, frontier, n, i, out, candidates, cand_capacity, &words[cand_word], &live, &lost);
+        u64 slot[4];
+        expand_one(nodes, frontier, n, i, slot, candidates, cand_capacity, &words[cand_word], &live, &lost);
+        if (i < n) {
+            // 32-byte aligned: two 16-byte stores.
+            ulonglong2* o = (ulonglong2*)(out + 4 * i);
+            o[0] = make_ulonglong2(slot[0], slot[1]);
+            o[1] = make_ulonglong2(slot[2], slot[3]);
+        }
     }
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
     frontier_count_live(words, at, live);
+#else
+    SiteLoop l = site_loop<REAP_SITE_PAIRS, COLLIDE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_PAIRS>(site, l); t < l.tiles; t = site_next<REAP_SITE_PAIRS>(site, l, t)) {
+        u64 i = (u64)t * COLLIDE_BLOCK + threadIdx.x;
+        u64 slot[4];
+        expand_one(nodes, frontier, n, i, slot, candidates, cand_capacity, &words[cand_word], &live, &lost);
+        u32 keep = 0;
+#pragma unroll
+        for (u32 k = 0; k < 4; k++) keep |= (u32)(slot[k] != COLLIDE_DEAD64) << k;
+        site_emit<REAP_SITE_PAIRS, COLLIDE_BLOCK, 4>(site, l, t, slot, keep, out);
+    }
+    if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
+    u64 total;
+    if (site_finish<REAP_SITE_PAIRS>(site, l, &total)) frontier_close(words, at, total, capacity);
+#endif
 }
 
 // narrow(): the exact shape test of each stored candidate (those counted in

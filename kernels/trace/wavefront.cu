@@ -97,20 +97,6 @@ __device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, fl
     return leaf_range(s, n.first, n.count, o, d, tmax, any_hit, best);
 }
 
-// A fused frontier site's kept total becomes the level's length and live
-// count (one thread, after the site finished): past the capacity it is an
-// overflow (the slots below the capacity were written, the frame is redone);
-// at the last level of the bound, a live item means unfinished.
-__device__ __forceinline__ void frontier_close(u64* words, FrontierLevel at, u64 total, u64 capacity) {
-    words[at.output_len] = total;
-    words[at.output_live] = total;
-    if (total > capacity) {
-        atomicOr(&words[FRONTIER_STATUS], FRONTIER_OVERFLOW);
-        atomicMax(&words[FRONTIER_NEEDED], total);
-    }
-    if (at.last && total) atomicOr(&words[FRONTIER_STATUS], FRONTIER_UNFINISHED);
-}
-
 // Depth-first traversal with a per-ray stack, nearer child first: the
 // baseline. Closest hit into p.hit, or (shadow) the shadow ray's occlusion.
 __device__ void depth_first_one(const Scene& s, Paths& p, u32 path, u32 shadow) {

@@ -58,6 +58,10 @@ pub struct SimFlags {
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
+    /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the pair expansion (CUDA);
+    /// `off` runs it as a separate pass after it, like every other algorithm.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
+    pub fuse: reap::compaction::Fusion,
 }
 
 #[derive(clap::Args)]
@@ -100,14 +104,14 @@ pub(super) fn settings<B: Backend>(
     backend: &B,
     compact_pairs: &str,
     sort: &str,
-    iterations: u32,
-    max_frontier: u64,
+    sim: &SimFlags,
 ) -> Result<CollideSettings> {
     let s = CollideSettings {
         compact_pairs: Compaction::parse(compact_pairs, backend, "compact-pairs")?,
         sort: SortMethod::parse(sort, backend)?,
-        iterations,
-        max_frontier,
+        iterations: sim.iterations,
+        max_frontier: sim.max_frontier,
+        fusion: sim.fuse,
     };
     s.check()?;
     Ok(s)
@@ -134,7 +138,7 @@ impl OnBackend for CollideRun {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
         let (args, sc) = (&self.args, self.scenario);
-        let s = settings(&backend, &args.compact_pairs, &args.sort, args.sim.iterations, args.sim.max_frontier)?;
+        let s = settings(&backend, &args.compact_pairs, &args.sort, &args.sim)?;
         let n = args.bodies.unwrap_or(match backend.kind() {
             BackendKind::Cuda => DEFAULT_BODIES_CUDA,
             BackendKind::Cpu => DEFAULT_BODIES_CPU,

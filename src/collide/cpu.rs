@@ -304,7 +304,8 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn expand(&mut self, step: Step<'_, CpuBackend>) -> CollideResult<()> {
+    // The CPU engine has no fused sites (`Engine::fuses` is false): `fuse` is always None here.
+    fn expand(&mut self, step: Step<'_, CpuBackend>, _fuse: Option<crate::compaction::Algorithm>) -> CollideResult<()> {
         let Step { at, input, output: out, words } = step;
         let m = host::n(words, at).min(input.len() as u64);
         if !host::fits(words, at, m, 4, out.len() as u64) {

@@ -9,8 +9,10 @@
 //! at most [`RESIDENT_BLOCKS_PER_SM`] blocks per SM), so nothing inside a
 //! frame waits for the host or the host for the device.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use smart_default::SmartDefault;
 
@@ -35,7 +37,7 @@ pub const SOLVER: Source = kernel_source!("collide/solver.cuh", headers: &[COMMO
 /// CPU engine bit for bit.
 pub const COLLIDE: Source = kernel_source!(
     "collide/collide.cu",
-    headers: &[COMMON, NARROW, SOLVER, frontier::CUDA_HEADER, WARP],
+    headers: &[COMMON, NARROW, SOLVER, frontier::CUDA_HEADER, WARP, SITE],
     options: IEEE
 );
 /// The fast radix sort (8-bit digits; integer only).
@@ -126,6 +128,10 @@ pub struct CudaCollide {
     fast: FastSort,
     timer: Timer<StageId>,
     functions: Functions,
+    /// collide_expand compiled with a fused pair site (`REAP_SITE_PAIRS`), by site kernel.
+    fused_expand: HashMap<SiteKernel, CudaFunction>,
+    /// One fused site per algorithm.
+    sites: HashMap<Algorithm, CudaSite>,
 }
 
 fn grid(n: u64) -> CollideResult<LaunchConfig> {
@@ -233,6 +239,8 @@ impl CudaCollide {
             fast,
             timer: Timer::new(&stream),
             functions,
+            fused_expand: HashMap::new(),
+            sites: HashMap::new(),
             stream,
             backend,
         };
@@ -446,20 +454,45 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn expand(&mut self, step: Step<'_, CudaBackend>) -> CollideResult<()> {
+    fn fuses(&self) -> bool {
+        true
+    }
+
+    fn expand(&mut self, step: Step<'_, CudaBackend>, fuse: Option<Algorithm>) -> CollideResult<()> {
         let Step { at, input, output, words } = step;
         // The kernel reads n from the words; both buffers hold `capacity` slots.
         let capacity = input.len().min(output.len());
+        let kernel = fuse.map_or(SiteKernel::Separate, SiteKernel::of);
+        let (f, site, cfg) = if kernel == SiteKernel::Separate {
+            (self.functions.expand.clone(), DeviceSite::default(), self.strided(capacity / 4))
+        } else {
+            let alg = fuse.expect("a fused kernel comes from an algorithm");
+            if !self.fused_expand.contains_key(&kernel) {
+                let spec = Spec::default().with(&[("REAP_SITE_PAIRS", kernel.define())]);
+                let f = self.backend.kernels().function(&COLLIDE, &spec, "collide_expand")?;
+                self.fused_expand.insert(kernel, f);
+            }
+            if !self.sites.contains_key(&alg) {
+                self.sites.insert(alg, CudaSite::new(&self.backend, alg, true)?);
+            }
+            let f = self.fused_expand[&kernel].clone();
+            let site = &self.sites[&alg];
+            let tiles = capacity.div_ceil(BLOCK as u64);
+            let args = site.bind(&self.backend, capacity, tiles)?;
+            let grid = site.grid(&self.backend, &f, "collide_expand", BLOCK, tiles)?;
+            (f, args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 })
+        };
         let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());
         let cand = raw_ptr(&self.candidates);
         let (level, cand_word) = (DeviceLevel::from(at), words::CANDIDATES);
-        let mut l = self.stream.launch_builder(&self.functions.expand);
+        let mut l = self.stream.launch_builder(&f);
         l.arg(&np).arg(&ip).arg(&capacity).arg(&level).arg(&op).arg(&cand).arg(&self.capacity).arg(&wp).arg(&cand_word);
-        // SAFETY: matches collide_expand(const Node*, const u64*, u64, FrontierLevel, u64*, u64*, u64, u64*, u64);
-        // input and output hold `capacity` slots and the kernel reads at most that many and writes 4n only when
-        // 4n <= capacity; the candidate list holds `self.capacity` (writes past it are skipped); every word
-        // index lies in the frame's array; every live slot names two nodes of this hierarchy.
-        let cfg = self.strided(capacity / 4);
+        l.arg(&site);
+        // SAFETY: matches collide_expand(const Node*, const u64*, u64, FrontierLevel, u64*, u64*, u64, u64*, u64,
+        // Site); input and output hold `capacity` slots and the kernel reads at most that many and writes 4n
+        // only when 4n <= capacity (fused: only slots below the capacity); the candidate list holds
+        // `self.capacity` (writes past it are skipped); every word index lies in the frame's array; every live
+        // slot names two nodes of this hierarchy.
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching collide_expand"))
     }
 

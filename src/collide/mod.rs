@@ -28,8 +28,8 @@ pub mod quality;
 pub mod scenario;
 
 use crate::clocks::Clock;
-pub use crate::compaction::Compaction;
 use crate::compaction::{Algorithm, Backend, Element, Operation};
+pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier;
 pub use layout::{Body, Contact, Node, World};
 pub use scenario::Scenario;
@@ -128,6 +128,8 @@ pub struct CollideSettings {
     pub iterations: u32,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     pub max_frontier: u64,
+    /// Whether the pair frontier's site may fuse into the expansion.
+    pub fusion: Fusion,
 }
 
 impl CollideSettings {
@@ -228,6 +230,8 @@ pub struct FrameStats {
     /// Wall clock, ms: host time from the frame's start until its results
     /// are complete (after `end_frame` has waited for the device).
     pub wall_ms: f64,
+    /// How the pair frontier's site ran (`None`: no compaction).
+    pub pairs_site: Option<SitePath>,
 }
 
 impl FrameStats {
@@ -300,7 +304,13 @@ pub trait Engine {
     /// candidate list instead (written below its capacity, counted in
     /// `words[words::CANDIDATES]` always, an overflow sets
     /// [`frontier::status::CANDIDATES`]).
-    fn expand(&mut self, step: frontier::Step<'_, Self::B>) -> CollideResult<()>;
+    /// `fuse`: the pair frontier's algorithm when its site is fused into the
+    /// expansion, which then writes only the live pairs, compacted.
+    fn expand(&mut self, step: frontier::Step<'_, Self::B>, fuse: Option<Algorithm>) -> CollideResult<()>;
+    /// Whether the engine fuses compaction sites into their producers.
+    fn fuses(&self) -> bool {
+        false
+    }
     fn candidate_capacity(&self) -> u64;
     /// Replaces the candidate list (and the contact list with it) by one of
     /// `n` slots; its contents are lost.
@@ -414,7 +424,7 @@ impl<E: Engine> Frontier<E> {
 }
 
 /// The loop's view of an engine: its expand and its stage timer.
-struct Walk<'a, E: Engine>(&'a mut E);
+struct Walk<'a, E: Engine>(&'a mut E, Option<Algorithm>);
 
 impl<E: Engine> frontier::Levels for Walk<'_, E> {
     type B = E::B;
@@ -431,7 +441,7 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         crate::clocks::timed(self, |w| w.0.clock(), StageId::level(name, level), f)
     }
     fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
-        self.0.expand(step)
+        self.0.expand(step, self.1)
     }
 }
 
@@ -467,7 +477,9 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
             let live = at.live_counts(&w);
             let mut stats = FrameStats {
                 frame: index,
-                frontier: at.sizes(&w, s.compact_pairs != Compaction::None),
+                // A fused site's levels hold only live pairs in their length words.
+                frontier: at.sizes(&w, pairs_site(e, s) == Some(SitePath::Separate)),
+                pairs_site: pairs_site(e, s),
                 pairs_tested: live.iter().sum(),
                 live,
                 candidates: w[words::CANDIDATES as usize],
@@ -513,6 +525,11 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
     }
 }
 
+/// How the pair frontier's site runs on this engine under these settings.
+pub fn pairs_site<E: Engine>(e: &E, s: &CollideSettings) -> Option<SitePath> {
+    s.fusion.path(s.compact_pairs, e.fuses())
+}
+
 /// Enqueues one attempt at a frame with the walk bounded by `at`, then ends
 /// it: the stage times and the words.
 fn enqueue_frame<E: Engine>(
@@ -530,16 +547,19 @@ fn enqueue_frame<E: Engine>(
     e.stage(StageId::frame(stage::BUILD), |e| e.build())?;
     e.stage(StageId::frame(stage::REFIT), |e| e.refit())?;
     e.stage(StageId::frame(stage::PAIRS_INIT), |e| e.pairs_init(pairs.front_mut(), words, at))?;
+    let fused = pairs_site(e, s) == Some(SitePath::Fused);
+    let compaction = match s.compact_pairs {
+        Compaction::None => None,
+        Compaction::With(alg) => Some(alg),
+    };
     let plan = frontier::Plan {
         levels: at.levels(),
-        compaction: match s.compact_pairs {
-            Compaction::None => None,
-            Compaction::With(alg) => Some(alg),
-        },
-        fused: false,
+        compaction,
+        fused,
         names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS },
     };
-    frontier::run(&mut Walk(&mut *e), pairs, words, at, &plan)?;
+    let fuse = if fused { compaction } else { None };
+    frontier::run(&mut Walk(&mut *e, fuse), pairs, words, at, &plan)?;
     e.stage(StageId::frame(stage::NARROW), |e| e.narrow(words))?;
     e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations, words))?;
     e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))?;

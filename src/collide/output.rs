@@ -372,7 +372,13 @@ pub(crate) mod tests {
     use crate::compaction::{Algorithm, Compaction};
 
     pub(crate) fn settings(c: Compaction) -> CollideSettings {
-        CollideSettings { compact_pairs: c, sort: SortMethod::Fast, iterations: 4, max_frontier: 1 << 20 }
+        CollideSettings {
+            compact_pairs: c,
+            sort: SortMethod::Fast,
+            iterations: 4,
+            max_frontier: 1 << 20,
+            fusion: Default::default(),
+        }
     }
 
     pub(crate) fn frame(i: u32, ms: f64, candidates: u64) -> FrameStats {
@@ -395,6 +401,7 @@ pub(crate) mod tests {
             pairs_tested: 4,
             candidates,
             contacts: candidates / 2,
+            pairs_site: None,
         }
     }
 

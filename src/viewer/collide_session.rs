@@ -108,6 +108,7 @@ impl CollideSession {
             sort: choices.sort,
             iterations: ITERATIONS,
             max_frontier: MAX_FRONTIER,
+            fusion: Default::default(),
         };
         let index = self.frame_index;
         let stats = on_backend!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;

@@ -59,7 +59,13 @@ pub fn short_frames_are_redone_and_find_the_same<E: Engine>(e: &mut E, s: &Colli
 /// frontier never grew past the limit, and no body moved.
 pub fn an_overflowing_frontier_is_refused_and_moves_no_body<E: Engine>(e: &mut E, state: &[Body]) {
     for (compact_pairs, max_frontier) in [(Compaction::None, 64), (Compaction::With(Algorithm::Lookback), 4)] {
-        let s = CollideSettings { compact_pairs, sort: SortMethod::Fast, iterations: 4, max_frontier };
+        let s = CollideSettings {
+            compact_pairs,
+            sort: SortMethod::Fast,
+            iterations: 4,
+            max_frontier,
+            fusion: Default::default(),
+        };
         let what = compact_pairs.name();
         e.set_bodies(state).expect("set_bodies");
         let mut f = Frontier::new(e).expect("frontier");

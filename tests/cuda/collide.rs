@@ -22,7 +22,7 @@ use reap::compaction::cuda::CudaBackend;
 const MAX_FRONTIER: u64 = 1 << 28;
 
 fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
-    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: MAX_FRONTIER }
+    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: MAX_FRONTIER, fusion: Default::default() }
 }
 
 fn lookback() -> CollideSettings {

@@ -116,7 +116,7 @@ fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<Colli
     let mut out = Vec::new();
     for sort in &args.sorts {
         for c in &compactions {
-            out.push(settings(backend, c.name(), sort, args.sim.iterations, args.sim.max_frontier)?);
+            out.push(settings(backend, c.name(), sort, &args.sim)?);
         }
     }
     Ok(out)
@@ -192,6 +192,7 @@ fn reference(args: &CollideBenchArgs) -> CollideSettings {
         sort: SortMethod::Fast,
         iterations: args.sim.iterations,
         max_frontier: args.sim.max_frontier,
+        fusion: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ fn settings(iterations: u32) -> CollideSettings {
         sort: SortMethod::Fast,
         iterations,
         max_frontier: 1 << 26,
+        fusion: Default::default(),
     }
 }
 
