@@ -11,10 +11,22 @@
 //! once after the frame. Chosen over a CUDA graph per frame (the frontier's
 //! capacity and the level bound change between frames, and a graph would hide
 //! the per-level stage events the reports are built from), conditional graph
-//! nodes (same, plus CUDA ≥ 12.4 only) and a persistent kernel (one kernel
-//! could not call the library's compaction algorithms, which are the point of
-//! the project). The price is the launches of levels past the natural depth,
-//! whose frontier is empty: that fixed per-level overhead is reported.
+//! nodes (same, plus CUDA ≥ 12.4 only) and a persistent kernel. The price is
+//! the launches of levels past the natural depth, whose frontier is empty:
+//! that fixed per-level overhead is reported.
+//!
+//! What changed with fused sites ([`Plan::fused`]): a producer kernel can now
+//! call the library's single-pass algorithms itself (kernels/compaction/site.cuh),
+//! so the reason a level needed two launches (expand, then the library's
+//! compaction) is gone for `lookback`, `chained` and `atomic`: their expand
+//! writes only live items, compacted, and the loop runs one launch per level.
+//! The multi-pass algorithms keep { compact → expand }. A fused launch is a
+//! resident grid that draws tiles until the device length runs out, so an
+//! empty level costs one launch of blocks that exit (about 6 µs on an H100).
+//! A graph per frame is still not taken: every single-pass use takes a fresh
+//! tile-state epoch from the host (kernel arguments that change per use), and
+//! capturing would freeze them; a replayable frame needs those epochs (and the
+//! sample index) on the device first.
 //!
 //! A level cannot grow past the capacity fixed before the frame: an expand
 //! whose output would not fit writes nothing, sets [`status::OVERFLOW`] and

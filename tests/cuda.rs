@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use reap::compaction::ELEMENT_SIZES;
 use reap::compaction::cuda::runtime::{KeepMode, Variant};
 use reap::compaction::cuda::single_pass::{LoadStyle, Shape, SinglePassTuning};
+use reap::compaction::cuda::site::SiteKernel;
 use reap::compaction::cuda::{CudaBackend, WORD_BELOW};
 use reap::gpu::{self, Source, Spec};
 
@@ -74,6 +75,17 @@ fn every_kernel_compiles_with_nvrtc() {
     for source in workloads {
         jobs.push((source, Spec::default()));
     }
+    // Producers with every site kernel: the verify suite's synthetic one, the
+    // tracer (frontier and path queue, every descent) and the collider's expansion.
+    for kernel in [SiteKernel::Separate, SiteKernel::Lookback, SiteKernel::Chained, SiteKernel::Atomic] {
+        let k = kernel.define();
+        jobs.push((&reap::compaction::cuda::site::PRODUCE, Spec::default().with(&[("REAP_SITE_PRODUCE", k)])));
+        jobs.push((&reap::collide::cuda::COLLIDE, Spec::default().with(&[("REAP_SITE_PAIRS", k)])));
+        for descend in 1..=reap::trace::MAX_DESCEND {
+            let defines = [("REAP_SITE_FRONTIER", k), ("REAP_SITE_PATHS", k), ("TRACE_DESCEND", descend)];
+            jobs.push((&reap::trace::cuda::WAVEFRONT, Spec::default().with(&defines)));
+        }
+    }
     let failures: Vec<String> = jobs
         .par_iter()
         .filter_map(|(source, spec)| {
@@ -132,6 +144,27 @@ fn cuda_backend_passes_the_verify_suite_on_small_sizes() {
 /// sizes each block takes one tile and the loop over drawn tiles never turns;
 /// with two or three blocks it turns many times, and the counter rewind (the
 /// launch's last draw) is exercised on every call.
+/// Fused sites: the synthetic producer emits 0..4 candidates per item
+/// through every fusable algorithm's site (and every algorithm as a separate
+/// pass), at empty, one, a tile ± 1, odd sizes and 2^24 + 1, with a stale count
+/// and a poisoned output, and once with half the room it needs.
+#[test]
+fn fused_sites_match_the_sequential_reference() {
+    use reap::compaction::Algorithm;
+    let Some(b) = gpu() else { return };
+    let algorithms =
+        [Algorithm::Lookback, Algorithm::Chained, Algorithm::Atomic, Algorithm::Blelloch, Algorithm::Roger];
+    let mut failures = Vec::new();
+    let (passed, failed) = reap::verify::site::run(&b, &algorithms, &reap::verify::site::SIZES, 0x5EED, |case, r| {
+        if let Err(e) = r {
+            failures.push(format!("{case}: {e}"));
+        }
+    });
+    assert_eq!(failed, 0, "{}", failures.join("\n"));
+    // Fused and separate for three algorithms, separate for two, at 9 sizes, two producers; short cases on top.
+    assert!(passed >= 8 * 9 * 2, "only {passed} site cases ran");
+}
+
 #[test]
 fn counted_single_pass_blocks_loop_over_many_tiles() {
     let Some(mut b) = gpu() else { return };

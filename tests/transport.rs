@@ -34,6 +34,7 @@ fn frames(scene: &Scene, size: u32, n: u32, max_bounces: u32, estimator: Estimat
                 seed: SEED,
                 first_sample: k,
                 max_frontier: 1 << 24,
+                fusion: Default::default(),
                 descend: DESCEND,
             };
             render(&mut e, &s, |_| {}).expect("the scene renders");

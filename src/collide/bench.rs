@@ -37,6 +37,9 @@ pub struct BenchRow {
     pub sort: String,
     /// The frontier's compaction algorithm, or `none`.
     pub compaction: String,
+    /// How its site ran: `fused` into the expansion or a `separate` pass
+    /// (empty for `none` or a row that did not run).
+    pub site: String,
     pub iterations: u32,
     /// Frames run (the means leave out frame 0 when there are more).
     pub frames: u32,
@@ -76,6 +79,7 @@ impl BenchRow {
             seed: run.seed,
             sort: run.settings.sort.name(),
             compaction: run.settings.compact_pairs.name().into(),
+            site: String::new(),
             iterations: run.settings.iterations,
             frames,
             parts: PartTimes::default(),
@@ -100,6 +104,7 @@ impl BenchRow {
     pub fn measured(run: &Run<'_>, frames: &[FrameStats], last_frame_sets: String, quality: Quality) -> Self {
         let s = Summary::of(frames);
         BenchRow {
+            site: frames.first().and_then(|f| f.pairs_site).map_or(String::new(), |p| p.name().into()),
             parts: s.parts,
             broad_ms: s.broad_ms,
             broad_ms_min: s.broad_ms_min,
@@ -141,6 +146,7 @@ impl BenchRow {
             seed: self.seed,
             sort: &self.sort,
             compaction: &self.compaction,
+            site: &self.site,
             iterations: self.iterations,
             frames: self.frames,
             build_ms: fixed(self.parts.build, 4),
@@ -216,6 +222,7 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("bodies", 8, |r| r.bodies.to_string()).right().only(Shown::Console),
         C::key("sort", 21, |r| r.sort.clone()),
         table::compaction_column(|r| r.compaction.clone()),
+        C::key("site", 9, |r| r.site.clone()),
         C::value("build", 8, |r| num(r.parts.build, 3)),
         C::value("traverse", 8, |r| num(r.parts.traverse, 3)),
         C::value("compact", 8, |r| num(r.parts.compact, 3)),
@@ -409,6 +416,7 @@ struct BenchCsv<'a> {
     seed: u64,
     sort: &'a str,
     compaction: &'a str,
+    site: &'a str,
     iterations: u32,
     frames: u32,
     build_ms: Fixed,
@@ -494,10 +502,10 @@ mod tests {
         let rows = [measured, driven, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
-            "backend,scenario,bodies,seed,sort,compaction,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
+            "backend,scenario,bodies,seed,sort,compaction,site,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
         );
         assert_eq!(text, want);
     }

@@ -252,6 +252,7 @@ mod tests {
             rays: 190,
             frame_ms: 5.083,
             wall_ms: 6.0,
+            ..Default::default()
         };
         vec![f.clone(), FrameStats { sample: 1, ..f }]
     }

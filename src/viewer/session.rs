@@ -174,7 +174,7 @@ impl Session {
             seed: 1,
             first_sample,
             max_frontier: 1 << 28,
-            fusion: Default::default(),
+            fusion: choices.fusion,
             descend: self.descend,
         };
         on_backend!(&mut self.engine, e => render(e, &settings, |_| {}))

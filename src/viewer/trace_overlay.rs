@@ -7,6 +7,7 @@ use egui_plot::{Legend, Line, Plot};
 use super::overlay::{Action, OverlayState, Panel, TableLayout, combo};
 use super::state::{Mode, Ranked};
 use super::trace_state::{Tracing, ViewerState};
+use crate::compaction::Fusion;
 use crate::trace::{FrameStats, Traversal};
 
 /// What the path tracer's header shows about its session.
@@ -43,6 +44,12 @@ impl Panel for Tracing {
             crate::clocks::gap_cell(st.wall_ms, st.frame_ms),
             st.compaction_ms()
         ));
+        let site = |p: Option<crate::compaction::SitePath>| p.map_or("none", |p| p.name());
+        ui.label(format!(
+            "sites: live paths {}, frontier {}",
+            site(st.paths_site),
+            if st.frontier_site.is_some() { site(st.frontier_site) } else { "-" }
+        ));
     }
 
     fn picker_rows(ui: &mut egui::Ui, s: &mut ViewerState, actions: &mut Vec<Action>) {
@@ -57,6 +64,10 @@ impl Panel for Tracing {
         ui.add_enabled_ui(!comparing, |ui| {
             combo(ui, "traversal", &mut s.choices.traversal, &Traversal::ALL, |t| t.name().to_string())
         });
+        ui.end_row();
+        // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA).
+        ui.label("fuse sites");
+        combo(ui, "fuse sites", &mut s.choices.fusion, &Fusion::ALL, |f| f.name().to_string());
         ui.end_row();
         let t = &mut s.workload;
         ui.label("spp per frame");

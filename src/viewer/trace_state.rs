@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::state::{Metric, Record, State, Workload, lookback_or};
-use crate::compaction::Compaction;
+use crate::compaction::{Compaction, Fusion};
 use crate::trace::{FrameStats, Traversal};
 
 /// The path tracer's state in the viewer.
@@ -18,6 +18,8 @@ pub struct Choices {
     pub compact_paths: Compaction,
     pub compact_frontier: Compaction,
     pub traversal: Traversal,
+    /// Whether single-pass algorithms fuse into the kernels that produce the items.
+    pub fusion: Fusion,
 }
 
 /// What only the path tracer's overlay shows and edits.
@@ -37,8 +39,7 @@ impl Workload for Tracing {
     type Run = ();
     const METRICS: &'static [Metric<FrameStats>] =
         &[Metric { column: "Mrays/s", value: FrameStats::mrays_per_s, decimals: 1 }];
-    const CSV_HEADER: &'static str =
-        "frame,sample,backend,traversal,compact_paths,compact_frontier,stage,bounce,level,ms,frame_ms,wall_ms,rays";
+    const CSV_HEADER: &'static str = "frame,sample,backend,traversal,compact_paths,compact_frontier,fusion,stage,bounce,level,ms,frame_ms,wall_ms,rays";
 
     fn label(c: &Choices) -> String {
         let sites = if c.compact_paths == c.compact_frontier {
@@ -50,12 +51,20 @@ impl Workload for Tracing {
             Traversal::BreadthFirst => "bf",
             Traversal::DepthFirst => "df",
         };
-        format!("{sites} ({t})")
+        match c.fusion {
+            Fusion::Auto => format!("{sites} ({t})"),
+            Fusion::Off => format!("{sites} ({t}, separate)"),
+        }
     }
 
     /// Both sites run the algorithm; the traversal stays the user's.
     fn compare_choices(user: &Choices, algorithm: Compaction) -> Choices {
-        Choices { compact_paths: algorithm, compact_frontier: algorithm, traversal: user.traversal }
+        Choices {
+            compact_paths: algorithm,
+            compact_frontier: algorithm,
+            traversal: user.traversal,
+            fusion: user.fusion,
+        }
     }
 
     /// A site whose algorithm the backend lacks falls back to `lookback` (or `none`).
@@ -100,13 +109,14 @@ impl Workload for Tracing {
         for (id, ms) in &r.stats.stages {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
+                "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
                 r.frame,
                 r.stats.sample,
                 r.backend,
                 r.choices.traversal.name(),
                 r.choices.compact_paths.name(),
                 r.choices.compact_frontier.name(),
+                r.choices.fusion.name(),
                 id.name,
                 opt(id.bounce),
                 opt(id.level),
@@ -123,7 +133,12 @@ impl ViewerState {
     /// Starts on `lookback` at both sites (or `none`), breadth-first.
     pub fn for_tracer(available: Vec<Compaction>) -> Self {
         let start = lookback_or(&available, || Compaction::None);
-        let choices = Choices { compact_paths: start, compact_frontier: start, traversal: Traversal::BreadthFirst };
+        let choices = Choices {
+            compact_paths: start,
+            compact_frontier: start,
+            traversal: Traversal::BreadthFirst,
+            fusion: Fusion::Auto,
+        };
         let tracing = Tracing { spp_per_frame: 1, max_bounces: 8, scale: 1.0, accumulated: 0 };
         State::new(tracing, choices, available, 8)
     }

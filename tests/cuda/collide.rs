@@ -132,12 +132,20 @@ fn cuda_collide_is_the_same_under_every_compaction_and_sort() {
     let reference = one_frame(&mut e, &lookback(), &state);
     assert!(reference.stats.contacts > 0, "the settled pile has no contact");
     for c in &choices {
-        let s = settings(Compaction::parse(c, e.backend(), "compact-pairs").unwrap(), SortMethod::Fast);
-        let got = one_frame(&mut e, &s, &state);
-        assert_same(&format!("compaction {c}"), &got, &reference, "lookback");
-        assert_eq!(got.stats.live, reference.stats.live, "compaction {c}: live pairs per level");
-        if *c != "none" {
-            assert_eq!(got.stats.frontier, reference.stats.frontier, "compaction {c}: frontier sizes");
+        // Fused into the expansion where the algorithm fuses, and as a separate pass.
+        for fusion in reap::compaction::Fusion::ALL {
+            let s = CollideSettings {
+                fusion,
+                ..settings(Compaction::parse(c, e.backend(), "compact-pairs").unwrap(), SortMethod::Fast)
+            };
+            let got = one_frame(&mut e, &s, &state);
+            let what = format!("compaction {c} ({fusion:?})");
+            assert_same(&what, &got, &reference, "lookback");
+            assert_eq!(got.stats.live, reference.stats.live, "{what}: live pairs per level");
+            if *c != "none" {
+                assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
+                assert!(got.stats.pairs_site.is_some(), "{what}: the site's path is reported");
+            }
         }
     }
     for sort in &sorts {

@@ -53,14 +53,23 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
     let mut images = Vec::new();
     for traversal in Traversal::ALL {
         for c in &choices {
-            settings.traversal = traversal;
-            settings.compact_paths = Compaction::parse(c, gpu_engine.backend(), "paths").unwrap();
-            settings.compact_frontier = settings.compact_paths;
-            gpu_engine.reset().unwrap();
-            render(&mut gpu_engine, &settings, |_| {}).unwrap_or_else(|e| panic!("{c} {traversal:?}: {e}"));
-            images.push((format!("{c} {}", traversal.name()), gpu_engine.image().unwrap()));
+            // Fused sites (lookback, chained, atomic) and the same algorithms as a separate pass.
+            for fusion in reap::compaction::Fusion::ALL {
+                settings.traversal = traversal;
+                settings.fusion = fusion;
+                settings.compact_paths = Compaction::parse(c, gpu_engine.backend(), "paths").unwrap();
+                settings.compact_frontier = settings.compact_paths;
+                gpu_engine.reset().unwrap();
+                let frames = render(&mut gpu_engine, &settings, |_| {})
+                    .unwrap_or_else(|e| panic!("{c} {traversal:?} {fusion:?}: {e}"));
+                let fused = reap::trace::paths_site(&gpu_engine, &settings) == Some(reap::compaction::SitePath::Fused);
+                assert_eq!(frames[0].paths_site.is_some(), *c != "none", "{c}: the site's path is reported");
+                let name = format!("{c} {} {}", traversal.name(), if fused { "fused" } else { "separate" });
+                images.push((name, gpu_engine.image().unwrap()));
+            }
         }
     }
+    settings.fusion = Default::default();
     // Any descent depth, with and without frontier compaction, renders the same bits.
     settings.traversal = Traversal::BreadthFirst;
     for descend in [1, 5] {

@@ -14,7 +14,7 @@ use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Frontier, Scenario, SortMethod, frame,
     simulate,
 };
-use reap::compaction::{Algorithm, Backend, BackendKind};
+use reap::compaction::{Algorithm, Backend, BackendKind, Fusion};
 
 use super::compactions;
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
@@ -51,6 +51,10 @@ pub struct CollideBenchArgs {
     /// Folder for results.csv, results.json and report.md (created if missing).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Run each fusable algorithm (lookback, chained, atomic) both fused into the expansion and as a
+    /// separate pass (CUDA, with --fuse auto).
+    #[arg(long)]
+    pub both_paths: bool,
 }
 
 /// `reap bench collide`: every body count × sort × compaction choice, one
@@ -114,9 +118,18 @@ impl OnBackend for BodiesBench<'_> {
 fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<CollideSettings>> {
     let compactions = compactions(&args.algorithms, backend)?;
     let mut out = Vec::new();
+    // A fusable algorithm runs fused and as a separate pass where the backend fuses (CUDA), unless --fuse pins one.
+    let fuses = backend.kind() == reap::compaction::BackendKind::Cuda;
     for sort in &args.sorts {
         for c in &compactions {
-            out.push(settings(backend, c.name(), sort, &args.sim)?);
+            let s = settings(backend, c.name(), sort, &args.sim)?;
+            match *c {
+                Compaction::With(a) if fuses && a.fuses() && args.sim.fuse == Fusion::Auto && args.both_paths => {
+                    out.push(s.clone());
+                    out.push(CollideSettings { fusion: Fusion::Off, ..s });
+                }
+                _ => out.push(s),
+            }
         }
     }
     Ok(out)
