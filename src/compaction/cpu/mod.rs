@@ -24,6 +24,7 @@ pub mod roger;
 pub mod sengupta;
 pub mod sequential;
 pub mod single_pass;
+pub mod site;
 pub mod sort;
 pub mod stencil;
 #[cfg(test)]
