@@ -273,7 +273,7 @@ extern "C" __global__ void __launch_bounds__(COLLIDE_BLOCK)
     }
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
     u64 total;
-    if (site_finish<REAP_SITE_PAIRS>(site, l, &total)) frontier_close(words, at, total, capacity);
+    if (site_finish<REAP_SITE_PAIRS, COLLIDE_BLOCK, 4>(site, l, out, &total)) frontier_close(words, at, total, capacity);
 #endif
 }
 

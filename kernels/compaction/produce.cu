@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(PRODUCE_BLOCK)
         site_emit<REAP_SITE_PRODUCE, PRODUCE_BLOCK, PRODUCE_K>(site, l, t, items, keep, out);
     }
     u64 total;
-    if (site_finish<REAP_SITE_PRODUCE>(site, l, &total)) words[count_at] = total;
+    if (site_finish<REAP_SITE_PRODUCE, PRODUCE_BLOCK, PRODUCE_K>(site, l, out, &total)) words[count_at] = total;
 #endif
 }
 
@@ -69,6 +69,6 @@ extern "C" __global__ void __launch_bounds__(PRODUCE_BLOCK)
         site_emit<REAP_SITE_PRODUCE, PRODUCE_BLOCK, 1>(site, l, t, items, keep, out);
     }
     u64 total;
-    if (site_finish<REAP_SITE_PRODUCE>(site, l, &total)) words[count_at] = total;
+    if (site_finish<REAP_SITE_PRODUCE, PRODUCE_BLOCK, 1>(site, l, out, &total)) words[count_at] = total;
 #endif
 }

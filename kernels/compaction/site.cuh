@@ -10,8 +10,9 @@
 // - lookback, chained: stable. The producer's input is cut into tiles of
 //   BLOCK items in input order, handed out by dynamic tile id (so a tile only
 //   waits on tiles whose blocks already run); a tile ranks its kept items,
-//   stages them in shared memory, learns its prefix through the algorithm's
-//   protocol (lookback.cuh, chained.cuh) and writes them out contiguously.
+//   stages them in shared memory and publishes its count; one tile later,
+//   while the next is staged, it learns its prefix through the algorithm's
+//   protocol (lookback.cuh, chained.cuh) and is written out contiguously.
 //   The output is exactly what the library's separate select of the
 //   producer's slots gives.
 // - atomic: unstable, pbrt-v4's queues. Each warp reserves its kept items'
@@ -24,11 +25,10 @@
 //   for (u32 t = site_first<ALG>(site, l); t < l.tiles; t = site_next<ALG>(site, l, t)) {
 //       u64 i = (u64)t * BLOCK + threadIdx.x;   // this thread's input item
 //       T items[K]; u32 keep = ...;              // candidates, bit j keeps items[j]
-//       SiteEmit e = site_emit<ALG, BLOCK, K>(site, l, t, items, keep, out);
-//       if (e.reporter && e.end > site.capacity) ...;  // the output did not fit
+//       site_emit<ALG, BLOCK, K>(site, l, t, items, keep, out);
 //   }
 //   u64 total;
-//   if (site_finish<ALG>(site, l, &total)) ...;  // one thread: the kept count
+//   if (site_finish<ALG, BLOCK, K>(site, l, out, &total)) ...;  // one thread: the kept count
 //
 // Nothing at or past `capacity` is written; the total counts every kept item,
 // so a caller sees how much room it needed.
@@ -68,17 +68,14 @@ struct SiteLoop {
     u32 last_draw;  // the id drawn last: its block rewinds the counter
 };
 
-// What one emit reserved: `end` is one past the last slot of the block's (or,
-// atomic, the warp's) items; exactly one thread per reservation reports it.
-struct SiteEmit {
-    u64 end;
-    bool reporter;
-};
-
 // Per-block state of a site, one instance per block.
+#define SITE_NONE 0xffffffffu
 struct SiteShared {
     u32 tile;
-    u32 finish;  // this block knows the total
+    u32 finish;        // this block knows the total
+    u32 pending;       // a staged tile waiting for its prefix (lookback, chained), or SITE_NONE
+    u32 pending_kept;  // its kept count
+    u32 cur;           // the staging slot the next tile goes to
     u64 prefix;
     u64 total;
     u32 warp[32];
@@ -121,7 +118,12 @@ __device__ __forceinline__ u32 site_draw(const Site& s, const SiteLoop& l) {
 
 template <int ALG>
 __device__ __forceinline__ u32 site_first(const Site& s, const SiteLoop& l) {
-    if (threadIdx.x == 0) site_shared().finish = 0;
+    if (threadIdx.x == 0) {
+        SiteShared& sh = site_shared();
+        sh.finish = 0;
+        sh.pending = SITE_NONE;
+        sh.cur = 0;
+    }
     if (ALG == REAP_SITE_ATOMIC) return blockIdx.x;  // no tile waits on another: a plain grid stride
     return site_draw(s, l);
 }
@@ -132,16 +134,59 @@ __device__ __forceinline__ u32 site_next(const Site& s, const SiteLoop& l, u32 t
     return site_draw(s, l);
 }
 
+// lookback, chained: tiles are staged in shared memory up to 16 KiB a tile
+// (coalesced stores); wider producers keep their items in registers.
+template <u32 BLOCK, u32 K, typename T>
+struct SiteStage {
+    static constexpr bool STAGED = BLOCK * K * sizeof(T) <= 16384;
+    static constexpr u32 SLOT = STAGED ? BLOCK * K : 1;
+    // Two slots: the tile being made and the one waiting for its prefix.
+    static __device__ __forceinline__ T* slot(u32 which) {
+        __shared__ __align__(16) unsigned char raw[2 * SLOT * sizeof(T)];
+        return reinterpret_cast<T*>(raw) + which * SLOT;
+    }
+};
+
+// The prefix of tile `tile` (its aggregate already published), to every
+// thread: warp 0 walks back, a barrier hands it out.
+template <int ALG>
+__device__ __forceinline__ u64 site_resolve(const Site& s, u32 tile, u32 kept) {
+    SiteShared& sh = site_shared();
+    if (threadIdx.x < 32) {
+        u64 prefix;
+        if (ALG == REAP_SITE_LOOKBACK) prefix = Decoupled::resolve(s.state, tile, kept, s.epoch);
+        else prefix = Chained::resolve(s.state, tile, kept, s.epoch);
+        if (threadIdx.x == 0) sh.prefix = prefix;
+    }
+    __syncthreads();
+    return sh.prefix;
+}
+
+// Writes a staged tile at its prefix; the tile that is last in input order
+// knows the total.
+template <u32 BLOCK, typename T>
+__device__ __forceinline__ void site_write(const Site& s, const SiteLoop& l, u32 tile, u32 kept, u64 prefix,
+                                           const T* stage, T* out) {
+    for (u32 i = threadIdx.x; i < kept; i += BLOCK) {
+        u64 p = prefix + i;
+        if (p < s.capacity) out[p] = stage[i];
+    }
+    if (tile == l.tiles - 1 && threadIdx.x == 0) {
+        SiteShared& sh = site_shared();
+        sh.total = prefix + kept;
+        sh.finish = 1;
+    }
+}
+
 template <int ALG, u32 BLOCK, u32 K, typename T>
-__device__ __forceinline__ SiteEmit site_emit(const Site& s, const SiteLoop& l, u32 tile, const T (&items)[K],
-                                              u32 keep, T* out) {
+__device__ __forceinline__ void site_emit(const Site& s, const SiteLoop& l, u32 tile, const T (&items)[K], u32 keep,
+                                          T* out) {
     static_assert(K <= 32, "a thread keeps at most 32 candidates (one bit each)");
     static_assert(BLOCK % 32 == 0 && BLOCK <= 1024, "a block is whole warps");
     u32 c = __popc(keep);
     u32 incl = reap_warp_inclusive(c);
     u32 lane = reap_lane(), warp = threadIdx.x >> 5;
     u32 wsum = __shfl_sync(0xffffffffu, incl, 31);
-    SiteEmit r;
     if (ALG == REAP_SITE_ATOMIC) {
         // One reservation per warp (atomic.cu's aggregation), no barrier.
         u64 base = 0;
@@ -154,17 +199,13 @@ __device__ __forceinline__ SiteEmit site_emit(const Site& s, const SiteLoop& l, 
                 u64 p = at + __popc(keep & ((1u << j) - 1));
                 if (p < s.capacity) out[p] = items[j];
             }
-        r.end = base + wsum;
-        r.reporter = lane == 31 && wsum;
-        return r;
+        return;
     }
-    // lookback, chained: rank in the tile, stage, learn the prefix, write out.
-    // Staged in shared memory up to 16 KiB a block (coalesced stores); wider
-    // producers write from registers, each thread its own run of slots.
-    constexpr bool STAGED = BLOCK * K * sizeof(T) <= 16384;
-    __shared__ __align__(16) unsigned char raw[STAGED ? BLOCK * K * sizeof(T) : 16];
-    T* stage = reinterpret_cast<T*>(raw);
+    // lookback, chained: rank in the tile, stage, publish the count.
+    typedef SiteStage<BLOCK, K, T> Stage;
     SiteShared& sh = site_shared();
+    // Read before the barrier below: thread 0 changes them after it.
+    u32 pending = sh.pending, pending_kept = sh.pending_kept, cur = sh.cur;
     if (lane == 31) sh.warp[warp] = wsum;
     __syncthreads();
     u32 before = 0, kept = 0;
@@ -175,47 +216,54 @@ __device__ __forceinline__ SiteEmit site_emit(const Site& s, const SiteLoop& l, 
         kept += t;
     }
     u32 rank = before + incl - c;
-    if (STAGED) {
-#pragma unroll
-        for (u32 j = 0; j < K; j++)
-            if ((keep >> j) & 1) stage[rank + __popc(keep & ((1u << j) - 1))] = items[j];
-    }
-    // Staged before the look-back, so its latency hides behind the staging.
-    if (threadIdx.x < 32) {
-        u64 prefix;
-        if (ALG == REAP_SITE_LOOKBACK) prefix = Decoupled::prefix(s.state, tile, kept, s.epoch);
-        else prefix = Chained::prefix(s.state, tile, kept, s.epoch);
-        if (threadIdx.x == 0) sh.prefix = prefix;
-    }
-    __syncthreads();
-    u64 prefix = sh.prefix;
-    if (STAGED) {
-        for (u32 i = threadIdx.x; i < kept; i += BLOCK) {
-            u64 p = prefix + i;
-            if (p < s.capacity) out[p] = stage[i];
+    if (!Stage::STAGED) {
+        // Items stay in registers: learn the prefix now and write them.
+        if (threadIdx.x < 32 && reap_lane() == 0) {
+            if (ALG == REAP_SITE_LOOKBACK) Decoupled::publish(s.state, tile, kept, s.epoch);
         }
-    } else {
+        u64 prefix = site_resolve<ALG>(s, tile, kept);
 #pragma unroll
         for (u32 j = 0; j < K; j++)
             if ((keep >> j) & 1) {
                 u64 p = prefix + rank + __popc(keep & ((1u << j) - 1));
                 if (p < s.capacity) out[p] = items[j];
             }
+        if (tile == l.tiles - 1 && threadIdx.x == 0) {
+            sh.total = prefix + kept;
+            sh.finish = 1;
+        }
+        return;
     }
-    if (tile == l.tiles - 1 && threadIdx.x == 0) {
-        sh.total = prefix + kept;
-        sh.finish = 1;
+    // Staged: this tile goes to the free slot and publishes its count at once;
+    // the tile made before it (pending since) then resolves its prefix and is
+    // written. A block never waits on its predecessors right after making a
+    // tile, only one tile later, by when they have mostly counted: each tile
+    // still waits only on lower ids, all drawn by running blocks that publish
+    // a count as soon as they made the tile, so no wait can deadlock.
+    T* stage = Stage::slot(cur);
+#pragma unroll
+    for (u32 j = 0; j < K; j++)
+        if ((keep >> j) & 1) stage[rank + __popc(keep & ((1u << j) - 1))] = items[j];
+    if (threadIdx.x == 0 && ALG == REAP_SITE_LOOKBACK) Decoupled::publish(s.state, tile, kept, s.epoch);
+    if (pending != SITE_NONE) {
+        u64 prefix = site_resolve<ALG>(s, pending, pending_kept);  // its barrier also orders the staging above
+        site_write<BLOCK>(s, l, pending, pending_kept, prefix, Stage::slot(cur ^ 1), out);
     }
-    r.end = prefix + kept;
-    r.reporter = threadIdx.x == 0;
-    return r;
+    // Every thread read these before the barrier above; the next draw's
+    // barrier orders the writes before their next reads.
+    if (threadIdx.x == 0) {
+        sh.pending = tile;
+        sh.pending_kept = kept;
+        sh.cur = cur ^ 1;
+    }
 }
 
 // After the loop, every thread: true in exactly one thread of the launch,
 // which gets the kept total (the tile that was last in input order knows it;
 // atomic: the block that finished last reads the tally and rewinds it).
-template <int ALG>
-__device__ __forceinline__ bool site_finish(const Site& s, const SiteLoop& l, u64* total) {
+// lookback and chained first resolve and write the block's pending tile.
+template <int ALG, u32 BLOCK, u32 K, typename T>
+__device__ __forceinline__ bool site_finish(const Site& s, const SiteLoop& l, T* out, u64* total) {
     SiteShared& sh = site_shared();
     if (ALG == REAP_SITE_ATOMIC) {
         __shared__ u32 s_last;
@@ -232,6 +280,13 @@ __device__ __forceinline__ bool site_finish(const Site& s, const SiteLoop& l, u6
         *total = atomicExch(tally, 0ull);
         atomicExch(s.scratch + SITE_DONE, 0u);
         return true;
+    }
+    // The last draw's barrier made `pending` the same in every thread.
+    u32 p = sh.pending;
+    if (p != SITE_NONE) {
+        u64 prefix = site_resolve<ALG>(s, p, sh.pending_kept);
+        site_write<BLOCK>(s, l, p, sh.pending_kept, prefix, SiteStage<BLOCK, K, T>::slot(sh.cur ^ 1), out);
+        __syncthreads();
     }
     if (threadIdx.x != 0 || !sh.finish) return false;
     *total = sh.total;

@@ -201,7 +201,7 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
         site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, 1>(site, l, t, item, item[0] != TRACE_DEAD64, frontier);
     }
     u64 total;
-    if (site_finish<REAP_SITE_FRONTIER>(site, l, &total)) frontier_close(words, at, total, capacity);
+    if (site_finish<REAP_SITE_FRONTIER, TRACE_BLOCK, 1>(site, l, frontier, &total)) frontier_close(words, at, total, capacity);
 #endif
 }
 
@@ -330,7 +330,8 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
         site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, (1u << TRACE_DESCEND)>(site, l, t, slots, keep, output);
     }
     u64 total;
-    if (site_finish<REAP_SITE_FRONTIER>(site, l, &total)) frontier_close(words, at, total, capacity);
+    if (site_finish<REAP_SITE_FRONTIER, TRACE_BLOCK, (1u << TRACE_DESCEND)>(site, l, output, &total))
+        frontier_close(words, at, total, capacity);
 #endif
 }
 
@@ -490,7 +491,7 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
         site_emit<REAP_SITE_PATHS, TRACE_BLOCK, 1>(site, l, t, path, r.alive, next);
     }
     u64 total;
-    if (site_finish<REAP_SITE_PATHS>(site, l, &total)) words[next_len] = total;
+    if (site_finish<REAP_SITE_PATHS, TRACE_BLOCK, 1>(site, l, next, &total)) words[next_len] = total;
 #endif
     // One atomic per warp and counter (every thread reaches them).
     warp_add(&words[alive], lives);
