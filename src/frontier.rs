@@ -231,6 +231,21 @@ pub mod host {
         }
     }
 
+    /// A fused expansion's kept total becomes the output's length and live
+    /// count: past `capacity` it is an overflow (the slots below it were
+    /// written); at the last level of the bound, a live item means unfinished.
+    pub fn close(words: &mut [u64], at: Expand, total: u64, capacity: u64) {
+        words[at.output_len as usize] = total;
+        words[at.output_live as usize] = total;
+        if total > capacity {
+            words[STATUS as usize] |= status::OVERFLOW;
+            words[NEEDED as usize] = words[NEEDED as usize].max(total);
+        }
+        if at.last && total > 0 {
+            words[STATUS as usize] |= status::UNFINISHED;
+        }
+    }
+
     /// Whether a stage that changes persistent state may run: not after an
     /// overflow or an unfinished loop. An array without a status word (no
     /// level ran) has nothing to report.

@@ -7,7 +7,8 @@
 use rayon::prelude::*;
 
 use super::{CpuEngine, check_words, too_short};
-use crate::compaction::{CpuBackend, Element};
+use crate::compaction::cpu::site::{Candidates, CpuSite};
+use crate::compaction::{CpuBackend, Element, Report};
 use crate::frontier::{Step, host};
 use crate::trace::shading::{trace_bf_expand, trace_bf_init};
 use crate::trace::{DEAD64, FrontierRun, TraceResult};
@@ -16,8 +17,25 @@ impl CpuEngine {
     /// `trace_bf_init`: [`Engine::frontier_init`](crate::trace::Engine::frontier_init).
     pub(super) fn bf_init(&mut self, step: Step<'_, CpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
         check_step(&step, run)?;
-        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, .. }) = (step, run);
+        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, fuse, .. }) =
+            (step, run);
         let n = host::n(words, at).min(queue.len() as u64);
+        if let Some(alg) = fuse {
+            // The fused site (twin of site.cuh): only the live items, compacted.
+            let (s, p) = (&self.scene, &self.paths);
+            let init = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                let item = trace_bf_init(s, p, queue[i as usize], shadow);
+                if item != DEAD64 {
+                    emit.push(item);
+                }
+            };
+            let site = CpuSite::new(&self.backend, alg, true)?;
+            let cap = (capacity as usize).min(frontier.len());
+            let report =
+                site.produce(&self.backend, n, Candidates { per_item: 1, dead: DEAD64 }, &init, &mut frontier[..cap])?;
+            host::close(words, at, report.count()?, capacity);
+            return Ok(());
+        }
         if !host::fits(words, at, n, 1, capacity) {
             return Ok(());
         }
@@ -37,9 +55,24 @@ impl CpuEngine {
     /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
     pub(super) fn bf_expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
         check_step(&step, run)?;
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, .. }) = (step, run);
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, fuse }) = (step, run);
         let fan = 1usize << descend;
         let n = host::n(words, at).min(capacity).min(input.len() as u64);
+        if let Some(alg) = fuse {
+            // The fused site: each item's live slots, in slot order, straight to their compacted places.
+            let (s, p) = (&self.scene, &self.paths);
+            let expand = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                let mut slots = [DEAD64; 1 << crate::trace::MAX_DESCEND];
+                trace_bf_expand(s, p, input[i as usize], shadow, descend, &mut slots[..fan]);
+                slots[..fan].iter().filter(|&&x| x != DEAD64).for_each(|&x| emit.push(x));
+            };
+            let site = CpuSite::new(&self.backend, alg, true)?;
+            let cap = (capacity as usize).min(output.len());
+            let candidates = Candidates { per_item: fan, dead: DEAD64 };
+            let report = site.produce(&self.backend, n, candidates, &expand, &mut output[..cap])?;
+            host::close(words, at, report.count()?, capacity);
+            return Ok(());
+        }
         if !host::fits(words, at, n, fan as u64, capacity) {
             return Ok(());
         }

@@ -230,6 +230,11 @@ impl Engine for CpuEngine {
         self.scene.depth
     }
 
+    /// The CPU twin of the GPU's fused sites (`compaction::cpu::site`).
+    fn fuses(&self) -> bool {
+        true
+    }
+
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {
         Ok(crate::memory::Limit::host())
     }
@@ -287,15 +292,50 @@ impl Engine for CpuEngine {
     }
 
     fn shade(&mut self, queue: &Vec<u32>, next: &mut Vec<u32>, words: &mut Vec<u64>, s: Shading) -> TraceResult<()> {
-        // The CPU engine has no fused sites (`Engine::fuses` is false): `fuse` is always None here.
-        let Shading { sample, bounce, estimator, queue_len, counts, .. } = s;
-        check_words(words, &[queue_len, counts.alive, counts.shadow])?;
+        let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
+        check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
         let n = n_of(words, queue_len, queue.len());
         if next.len() < n {
             return Err(too_short("next queue", n, next.len()));
         }
         let (s, seed, max_bounces) = (&self.scene, self.seed, self.max_bounces);
         let view = PathsView::new(&mut self.paths, &mut self.claims);
+        if let Some(alg) = fuse {
+            // The fused path site (twin of trace_shade's): only the live paths go to `next`, compacted.
+            use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+            let (alive, shadows) = (AtomicU64::new(0), AtomicU64::new(0));
+            // The first claim that failed (a path queued twice): the error the separate path returns.
+            let failed = std::sync::Mutex::new(None);
+            let shade = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u32>| {
+                let path = queue[i as usize];
+                if path == DEAD32 {
+                    return;
+                }
+                let claim = match view.claim(path) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                        return;
+                    }
+                };
+                let r = shade_one(s, claim, path, sample, bounce, max_bounces, estimator, seed);
+                alive.fetch_add(r.alive as u64, Relaxed);
+                shadows.fetch_add(r.shadow as u64, Relaxed);
+                if r.alive {
+                    emit.push(path);
+                }
+            };
+            let site = crate::compaction::cpu::site::CpuSite::new(&self.backend, alg, true)?;
+            let candidates = crate::compaction::cpu::site::Candidates { per_item: 1, dead: DEAD32 };
+            let report = site.produce(&self.backend, n as u64, candidates, &shade, next)?;
+            if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                return Err(e);
+            }
+            words[next_len as usize] = crate::compaction::Report::count(&report)?;
+            words[counts.alive as usize] += alive.into_inner();
+            words[counts.shadow as usize] += shadows.into_inner();
+            return Ok(());
+        }
         let (alive, shadows) = queue[..n]
             .par_iter()
             .zip(next[..n].par_iter_mut())
