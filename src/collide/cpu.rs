@@ -304,85 +304,71 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    // The CPU engine has no fused sites (`Engine::fuses` is false): `fuse` is always None here.
-    fn expand(&mut self, step: Step<'_, CpuBackend>, _fuse: Option<crate::compaction::Algorithm>) -> CollideResult<()> {
+    fn fuses(&self) -> bool {
+        true
+    }
+
+    fn expand(&mut self, step: Step<'_, CpuBackend>, fuse: Option<crate::compaction::Algorithm>) -> CollideResult<()> {
         let Step { at, input, output: out, words } = step;
         let m = host::n(words, at).min(input.len() as u64);
+        let first = self.first_leaf();
+        let (nodes, candidates) = (&self.nodes, &self.candidates);
+        let found = AtomicU64::new(words[words::CANDIDATES as usize]);
+        // Stores a thread's candidates at room claimed with one atomic add: the
+        // list's order is free (it is read sorted). Past the capacity only the
+        // count grows: the status then says so, and the driver reserves room
+        // and redoes the frame.
+        let store = |found_here: &[u64]| {
+            if !found_here.is_empty() {
+                let at = found.fetch_add(found_here.len() as u64, Relaxed) as usize;
+                for (slot, &c) in candidates.iter().skip(at).zip(found_here) {
+                    slot.store(c, Relaxed);
+                }
+            }
+        };
+        if let Some(alg) = fuse {
+            // The fused site (twin of collide_expand's): the live child pairs
+            // of each pair, in slot order, straight to their compacted places.
+            let expand = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                let mut found_here = [0u64; 4];
+                let mut nc = 0;
+                let slots = expand_pair(nodes, first, input[i as usize], &mut |c| {
+                    found_here[nc] = c;
+                    nc += 1;
+                });
+                store(&found_here[..nc]);
+                slots.iter().filter(|&&s| s != DEAD64).for_each(|&s| emit.push(s));
+            };
+            let site = crate::compaction::cpu::site::CpuSite::new(&self.backend, alg, true)?;
+            let candidates_of = crate::compaction::cpu::site::Candidates { per_item: 4, dead: DEAD64 };
+            let report = site.produce(&self.backend, m, candidates_of, &expand, &mut out[..])?;
+            let total = crate::compaction::Report::count(&report)?;
+            close_candidates(words, found.into_inner(), candidates.len());
+            host::close(words, at, total, out.len() as u64);
+            return Ok(());
+        }
         if !host::fits(words, at, m, 4, out.len() as u64) {
             return Ok(());
         }
         let m = m as usize;
-        let first = self.first_leaf();
-        let (nodes, candidates) = (&self.nodes, &self.candidates);
-        let found = AtomicU64::new(words[words::CANDIDATES as usize]);
-        let internal = |x: u32| x < first;
         // A block of pairs gathers its candidates, then claims room for them
-        // with one atomic add: the list's order is free (it is read sorted),
-        // one add per candidate would make every thread fight over the counter.
+        // with one atomic add: one add per candidate would make every thread
+        // fight over the counter.
         let live: u64 = out[..4 * m]
             .par_chunks_mut(4 * EXPAND_BLOCK)
             .zip(input[..m].par_chunks(EXPAND_BLOCK))
             .map_init(Vec::new, |found_here, (out, pairs)| {
                 found_here.clear();
-                let mut test = |x: u32, y: u32| -> u64 {
-                    let (a, b) = (&nodes[x as usize], &nodes[y as usize]);
-                    if !physics::overlap(a, b) {
-                        return DEAD64;
-                    }
-                    if internal(x) || internal(y) {
-                        return pack(x, y);
-                    }
-                    found_here.push(pack(a.left.min(b.left), a.left.max(b.left)));
-                    DEAD64
-                };
                 let mut live = 0;
                 for (slots, &p) in out.chunks_exact_mut(4).zip(pairs) {
-                    slots.fill(DEAD64);
-                    if p == DEAD64 {
-                        continue;
-                    }
-                    let (a, b) = unpack(p);
-                    if a == b {
-                        let n = nodes[a as usize];
-                        let (l, r) = (n.left, n.right);
-                        if internal(l) {
-                            slots[0] = pack(l, l);
-                        }
-                        if internal(r) {
-                            slots[1] = pack(r, r);
-                        }
-                        slots[2] = test(l, r);
-                    } else {
-                        let children = |x: u32| {
-                            let n = nodes[x as usize];
-                            if internal(x) { [n.left, n.right] } else { [x, u32::MAX] }
-                        };
-                        let (ca, cb) = (children(a), children(b));
-                        for (k, slot) in slots.iter_mut().enumerate() {
-                            let (x, y) = (ca[k / 2], cb[k % 2]);
-                            if x != u32::MAX && y != u32::MAX {
-                                *slot = test(x, y);
-                            }
-                        }
-                    }
+                    slots.copy_from_slice(&expand_pair(nodes, first, p, &mut |c| found_here.push(c)));
                     live += slots.iter().filter(|&&s| s != DEAD64).count() as u64;
                 }
-                if !found_here.is_empty() {
-                    let at = found.fetch_add(found_here.len() as u64, Relaxed) as usize;
-                    // Past the capacity only the count grows: the status
-                    // then says so, and the driver reserves room and redoes the frame.
-                    for (slot, &c) in candidates.iter().skip(at).zip(found_here.iter()) {
-                        slot.store(c, Relaxed);
-                    }
-                }
+                store(found_here);
                 live
             })
             .sum();
-        let found = found.into_inner();
-        words[words::CANDIDATES as usize] = found;
-        if found > candidates.len() as u64 {
-            words[frontier::STATUS as usize] |= status::CANDIDATES;
-        }
+        close_candidates(words, found.into_inner(), candidates.len());
         host::count_live(words, at, live);
         Ok(())
     }
@@ -513,5 +499,60 @@ impl Engine for CpuCollide {
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
         Ok(self.nodes.clone())
+    }
+}
+
+/// One pair of the walk (collide.cu `expand_one`): its four child-pair slots
+/// by the spec's slot rules (dead ones DEAD64); each leaf-leaf pair whose
+/// boxes overlap goes to `found` (bodies in increasing order) instead.
+fn expand_pair(nodes: &[Node], first_leaf: u32, p: u64, found: &mut dyn FnMut(u64)) -> [u64; 4] {
+    let mut slots = [DEAD64; 4];
+    if p == DEAD64 {
+        return slots;
+    }
+    let internal = |x: u32| x < first_leaf;
+    let mut test = |x: u32, y: u32| -> u64 {
+        let (a, b) = (&nodes[x as usize], &nodes[y as usize]);
+        if !physics::overlap(a, b) {
+            return DEAD64;
+        }
+        if internal(x) || internal(y) {
+            return pack(x, y);
+        }
+        found(pack(a.left.min(b.left), a.left.max(b.left)));
+        DEAD64
+    };
+    let (a, b) = unpack(p);
+    if a == b {
+        let n = nodes[a as usize];
+        let (l, r) = (n.left, n.right);
+        if internal(l) {
+            slots[0] = pack(l, l);
+        }
+        if internal(r) {
+            slots[1] = pack(r, r);
+        }
+        slots[2] = test(l, r);
+    } else {
+        let children = |x: u32| {
+            let n = nodes[x as usize];
+            if internal(x) { [n.left, n.right] } else { [x, u32::MAX] }
+        };
+        let (ca, cb) = (children(a), children(b));
+        for (k, slot) in slots.iter_mut().enumerate() {
+            let (x, y) = (ca[k / 2], cb[k % 2]);
+            if x != u32::MAX && y != u32::MAX {
+                *slot = test(x, y);
+            }
+        }
+    }
+    slots
+}
+
+/// The candidates found this level into the words; more than the list holds sets the status.
+fn close_candidates(words: &mut [u64], found: u64, capacity: usize) {
+    words[words::CANDIDATES as usize] = found;
+    if found > capacity as u64 {
+        words[frontier::STATUS as usize] |= status::CANDIDATES;
     }
 }

@@ -52,7 +52,7 @@ pub struct CollideBenchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run each fusable algorithm (lookback, chained, atomic) both fused into the expansion and as a
-    /// separate pass (CUDA, with --fuse auto).
+    /// separate pass (with --fuse auto).
     #[arg(long)]
     pub both_paths: bool,
 }
@@ -118,13 +118,12 @@ impl OnBackend for BodiesBench<'_> {
 fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<CollideSettings>> {
     let compactions = compactions(&args.algorithms, backend)?;
     let mut out = Vec::new();
-    // A fusable algorithm runs fused and as a separate pass where the backend fuses (CUDA), unless --fuse pins one.
-    let fuses = backend.kind() == reap::compaction::BackendKind::Cuda;
+    // With --both-paths a fusable algorithm runs fused and as a separate pass (both engines fuse).
     for sort in &args.sorts {
         for c in &compactions {
             let s = settings(backend, c.name(), sort, &args.sim)?;
             match *c {
-                Compaction::With(a) if fuses && a.fuses() && args.sim.fuse == Fusion::Auto && args.both_paths => {
+                Compaction::With(a) if a.fuses() && args.sim.fuse == Fusion::Auto && args.both_paths => {
                     out.push(s.clone());
                     out.push(CollideSettings { fusion: Fusion::Off, ..s });
                 }
