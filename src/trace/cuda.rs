@@ -4,6 +4,10 @@
 //! timed by the GPU layer's [`Timer`] and read back once per frame. The
 //! viewer's image leaves through [`Handoff`]: `kernels/trace/tonemap.cu`, then
 //! one copy into page-locked memory.
+//!
+//! Over 600 lines, kept whole: one `Engine` method per kernel of
+//! wavefront.cu, in the kernel file's order, so a reader holds the two side by
+//! side; the site builds (`Build`) belong to the same launches.
 
 use std::sync::Arc;
 

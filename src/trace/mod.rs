@@ -17,6 +17,10 @@
 //! closest hits are merged by an order-independent minimum, so every
 //! compaction algorithm, stable or not, renders a bit-identical image on a
 //! backend.
+//!
+//! Over 600 lines, kept whole: the pipeline ([`render`], the frame) and what
+//! it is made of (settings, the frame's words, its stats, the `Engine` trait)
+//! read together; the stages and traversals live in their own files.
 
 mod breadth_first;
 pub mod bsdf;
