@@ -165,6 +165,48 @@ fn fused_sites_match_the_sequential_reference() {
     assert!(passed >= 8 * 9 * 2, "only {passed} site cases ran");
 }
 
+/// Sharded select, partition and scan over every GPU here (NCCL between
+/// them; one GPU: a group of one, no NCCL), gathered and compared with one
+/// GPU alone. REAP_REQUIRE_GPUS=N fails when fewer than N GPUs are here.
+#[test]
+fn sharded_compaction_over_every_gpu_matches_one_gpu() {
+    use reap::compaction::Algorithm;
+    use reap::compaction::shard::CudaGroup;
+    if gpu().is_none() {
+        return;
+    }
+    let count = gpu::device_count().expect("a GPU opened");
+    if let Some(need) = std::env::var("REAP_REQUIRE_GPUS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        assert!(count >= need, "REAP_REQUIRE_GPUS={need} but {count} GPUs are here");
+    }
+    if count < 2 {
+        skip(format!("NOTE sharded test runs one rank: {count} GPU here"));
+    }
+    let group = match CudaGroup::open(count) {
+        Ok(g) => g,
+        Err(e) if count > 1 && !required("REAP_REQUIRE_GPU") => {
+            skip(format!("SKIPPED sharded test over {count} GPUs: {e}"));
+            return;
+        }
+        Err(e) => panic!("opening {count} ranks: {e}"),
+    };
+    let algorithms = [Algorithm::Lookback, Algorithm::Chained, Algorithm::Atomic, Algorithm::Horn, Algorithm::Blelloch];
+    let ops = [
+        reap::compaction::Operation::Select,
+        reap::compaction::Operation::Partition,
+        reap::compaction::Operation::Scan,
+    ];
+    let mut failures = Vec::new();
+    let (passed, failed) =
+        reap::verify::shard::run(&group, &algorithms, &ops, reap::verify::shard::SIZES, 0x5EED, |case, r| {
+            if let Err(e) = r {
+                failures.push(format!("{case}: {e}"));
+            }
+        });
+    assert_eq!(failed, 0, "{}", failures.join("\n"));
+    assert!(passed > 100, "only {passed} sharded cases ran");
+}
+
 #[test]
 fn counted_single_pass_blocks_loop_over_many_tiles() {
     let Some(mut b) = gpu() else { return };

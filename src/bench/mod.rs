@@ -23,6 +23,7 @@ pub mod plot;
 pub mod presets;
 pub mod report;
 mod row;
+pub mod shard;
 #[cfg(feature = "cuda")]
 pub mod sweep;
 

@@ -8,6 +8,7 @@ use clap::ValueEnum;
 
 use reap::bench::Timed;
 use reap::collide::{self, Body, World};
+use reap::compaction::shard::{Group, Sharding};
 use reap::compaction::{Algorithm, CpuBackend};
 use reap::trace::{
     self,
@@ -35,7 +36,7 @@ pub struct TracerSetup {
 }
 
 /// A backend the binary opened, with the workload engines built on it.
-pub trait Opened: Timed + Sized {
+pub trait Opened: Timed + Sharding + Sized {
     type Tracer: trace::Engine;
     type Collider: collide::Engine;
     /// The device as the reports name it.
@@ -47,6 +48,9 @@ pub trait Opened: Timed + Sized {
     /// Resets the kernels' tuning to the defaults, then sets each `key=value`
     /// (`CudaTuning::set`); the CPU backend has no kernel shapes to set.
     fn retune(&mut self, pairs: &[(String, String)]) -> Result<()>;
+    /// `gpus` ranks of this kind, this backend the first (`--gpus`): the
+    /// GPUs 0..gpus on CUDA, as many CPU ranks on the CPU.
+    fn group(self, gpus: usize) -> Result<Group<Self>>;
     /// The path tracer on this backend.
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
@@ -80,6 +84,10 @@ impl Opened for CpuBackend {
     fn retune(&mut self, _: &[(String, String)]) -> Result<()> {
         anyhow::bail!("--tuning sets CUDA kernel shapes; use --backend cuda")
     }
+    fn group(self, gpus: usize) -> Result<Group<Self>> {
+        check_gpus(gpus, usize::MAX)?;
+        Ok(Group::new(std::iter::once(self).chain((1..gpus).map(|_| CpuBackend::new())).collect())?)
+    }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cpu::CpuEngine::new(self, t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces))
     }
@@ -108,6 +116,14 @@ impl Opened for reap::compaction::cuda::CudaBackend {
         }
         Ok(())
     }
+    fn group(self, gpus: usize) -> Result<Group<Self>> {
+        check_gpus(gpus, reap::gpu::device_count()?)?;
+        let mut ranks = vec![self];
+        for ordinal in 1..gpus {
+            ranks.push(Self::new(ordinal)?);
+        }
+        Ok(Group::new(ranks)?)
+    }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cuda::CudaEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)
     }
@@ -121,6 +137,17 @@ impl Opened for reap::compaction::cuda::CudaBackend {
             Err(e) => println!("    FAIL {case}: {e}"),
         }))
     }
+}
+
+/// Refuses `--gpus 0` and more GPUs than the machine has.
+fn check_gpus(gpus: usize, count: usize) -> Result<()> {
+    if gpus == 0 {
+        anyhow::bail!("--gpus must be at least 1");
+    }
+    if gpus > count {
+        anyhow::bail!("--gpus {gpus} asks for more GPUs than this machine has ({count}); `nvidia-smi -L` lists them");
+    }
+    Ok(())
 }
 
 /// A job that runs on whichever backend opened: a closure generic over the

@@ -43,6 +43,10 @@ pub struct VerifyArgs {
     /// Print every case, not only failures.
     #[arg(long, short)]
     verbose: bool,
+    /// Ranks to shard over: select, partition and scan split across GPUs 0..N (NCCL between them), or N
+    /// CPU ranks with `--backend cpu`, gathered and compared with one rank alone.
+    #[arg(long, default_value_t = 1)]
+    gpus: usize,
 }
 
 pub fn run(args: VerifyArgs) -> Result<bool> {
@@ -79,6 +83,12 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
     cfg.element_sizes = args.elements;
     cfg.seed = args.seed;
     let tunings = tunings(&args.tuning)?;
+    if args.gpus != 1 {
+        if !tunings.is_empty() {
+            bail!("--tuning and --gpus verify separately: run one, then the other");
+        }
+        return with_backend(args.backend, ShardJob { cfg, sizes_given, verbose: args.verbose, gpus: args.gpus });
+    }
     with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose, tunings })
 }
 
@@ -156,6 +166,62 @@ impl OnBackend for VerifyJob {
             all_passed &= verify_on(&backend, &self.cfg, self.verbose)?;
         }
         Ok(all_passed)
+    }
+}
+
+/// `--gpus N`: the sharded cases over N ranks.
+struct ShardJob {
+    cfg: verify::Config,
+    sizes_given: bool,
+    verbose: bool,
+    gpus: usize,
+}
+
+impl OnBackend for ShardJob {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let device = backend.device();
+        let group = backend.group(self.gpus)?;
+        let sizes = if self.sizes_given { self.cfg.sizes.clone() } else { verify::shard::SIZES.to_vec() };
+        println!(
+            "verifying {} ranks on the {} backend ({device}; collectives: {}; seed {:#x})",
+            group.len(),
+            group.ranks()[0].kind().name(),
+            group.carrier(),
+            self.cfg.seed
+        );
+        let mut per_alg: Vec<(Algorithm, u64, u64)> = Vec::new();
+        let (passed, failed) =
+            verify::shard::run(&group, &self.cfg.algorithms, &self.cfg.operations, &sizes, self.cfg.seed, |case, r| {
+                if per_alg.last().is_none_or(|(a, _, _)| *a != case.algorithm) {
+                    if let Some((a, p, f)) = per_alg.last() {
+                        println!("  {:<27} {p} passed, {f} failed", a.name());
+                    }
+                    per_alg.push((case.algorithm, 0, 0));
+                }
+                let entry = per_alg.last_mut().expect("pushed above");
+                match r {
+                    Ok(()) => {
+                        entry.1 += 1;
+                        if self.verbose {
+                            println!("    ok   {case}");
+                        }
+                    }
+                    Err(e) => {
+                        entry.2 += 1;
+                        println!("    FAIL {case}: {e}");
+                    }
+                }
+                let _ = std::io::stdout().flush();
+            });
+        if let Some((a, p, f)) = per_alg.last() {
+            println!("  {:<27} {p} passed, {f} failed", a.name());
+        }
+        println!("{passed} passed, {failed} failed");
+        if passed + failed == 0 {
+            bail!("no sharded case ran: --gpus checks select, partition and scan; pick one of them");
+        }
+        Ok(failed == 0)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod cuda;
 mod element;
 mod error;
 mod pattern;
+pub mod shard;
 mod site;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};

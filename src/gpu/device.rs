@@ -26,15 +26,22 @@ pub struct Device {
     pub kernels: Kernels,
 }
 
+/// How many CUDA devices the driver sees, or why it cannot say.
+pub fn device_count() -> Result<usize> {
+    driver_available()?;
+    let count = CudaContext::device_count().map_err(|e| Error::Unavailable {
+        what: format!("the CUDA driver did not start ({e})"),
+        how: "Check `nvidia-smi`; or use `--backend cpu`.",
+    })?;
+    Ok(count.max(0) as usize)
+}
+
 impl Device {
     /// Opens device `ordinal`, or says what is missing.
     pub fn open(ordinal: usize) -> Result<Self> {
         driver_available()?;
         nvrtc_available()?;
-        let count = CudaContext::device_count().map_err(|e| Error::Unavailable {
-            what: format!("the CUDA driver did not start ({e})"),
-            how: "Check `nvidia-smi`; or use `--backend cpu`.",
-        })?;
+        let count = device_count()?;
         if (count as usize) <= ordinal {
             return Err(Error::Unavailable {
                 what: format!("no CUDA device {ordinal} ({count} found)"),

@@ -13,7 +13,7 @@ const INSTALL_NVRTC: &str = "Install the CUDA toolkit (libnvrtc.so.13 in /usr/lo
                              `nvidia-cuda-nvrtc==13.0.*`, or set CUDA_PATH; or use `--backend cpu`.";
 
 /// Folders where CUDA's libraries usually live, most specific first.
-fn library_dirs() -> Vec<PathBuf> {
+pub(super) fn library_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for var in ["CUDA_PATH", "CUDA_HOME", "CUDA_ROOT"] {
         if let Some(root) = std::env::var_os(var) {

@@ -15,12 +15,14 @@
 mod compile;
 mod device;
 mod library;
+pub mod nccl;
 mod sync;
 mod timer;
 
 pub use compile::{IEEE, Kernels, Source, Spec, Specialise, arch_name, compile, translation_unit};
-pub use device::{Device, DeviceInfo, copy_dtod, free_memory, grid, ptr};
+pub use device::{Device, DeviceInfo, copy_dtod, device_count, free_memory, grid, ptr};
 pub use library::{cuda_driver_version, driver_available, kernel_driver_version, nvrtc_available, nvrtc_version};
+pub use nccl::nccl_available;
 pub use sync::{SyncMark, dtoh, dtoh_into, host_syncs, htod, pinned, synchronize, thread_host_syncs};
 pub use timer::{Started, Timer};
 

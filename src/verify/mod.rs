@@ -19,6 +19,7 @@ mod cases;
 mod counted;
 #[cfg(feature = "cuda")]
 mod cuda;
+pub mod shard;
 #[cfg(feature = "cuda")]
 pub mod site;
 

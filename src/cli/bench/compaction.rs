@@ -71,11 +71,18 @@ pub struct BenchArgs {
     /// Folder for results.csv, results.json, report.md and the plots (created if missing).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Shard a 4-byte select across GPUs 0..N (NCCL between them; N CPU ranks with `--backend cpu`) and time
+    /// it beside the same select on one GPU: speedup, scaling efficiency and the collectives' share.
+    #[arg(long, default_value_t = 1)]
+    gpus: usize,
 }
 
 pub fn run(args: BenchArgs) -> Result<bool> {
     use reap::bench::{Settings, presets};
     let command = std::env::args().collect::<Vec<_>>().join(" ");
+    if args.gpus != 1 {
+        return sharded(args, command);
+    }
     let chosen = presets::resolve(&args.preset)?;
     let series: Vec<Settings> = if chosen.is_empty() {
         let algorithms = if args.algorithms.iter().any(|a| a == "all") {
@@ -307,5 +314,108 @@ fn print_rows(rows: &[reap::bench::Row]) {
             r.vs_cub.map_or("-".to_string(), |v| format!("{v:.2}")),
             phases.join(", ")
         );
+    }
+}
+
+/// `--gpus N`: the sharded select beside one rank.
+fn sharded(args: BenchArgs, command: String) -> Result<bool> {
+    if !args.preset.is_empty() || args.operation != [OperationChoice::Select] || args.elements != [4] {
+        anyhow::bail!("--gpus times the 4-byte select only: drop --preset, --operation and --elements");
+    }
+    let algorithms = if args.algorithms.iter().any(|a| a == "all") {
+        Algorithm::ALL.to_vec()
+    } else {
+        args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
+    };
+    if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
+        anyhow::bail!("density {d} is outside [0, 1]");
+    }
+    if args.repeat.reps == 0 {
+        anyhow::bail!("--reps must be at least 1");
+    }
+    // The input on the host, its copy and rank 0's whole copy with its output.
+    let largest = args.sizes.iter().copied().max().unwrap_or(0);
+    reap::memory::check(
+        format!("{largest} 4-byte elements (host copy of the sharded input)"),
+        reap::memory::times(largest, 8),
+        reap::memory::Limit::host(),
+        "lower --sizes",
+    )?;
+    if let Some(dir) = &args.out {
+        reap::files::check_output_folder(dir)?;
+    }
+    crate::cli::interrupt::install();
+    with_backend(args.backend, ShardedBench { args, algorithms, command })
+}
+
+struct ShardedBench {
+    args: BenchArgs,
+    algorithms: Vec<Algorithm>,
+    command: String,
+}
+
+impl OnBackend for ShardedBench {
+    type Output = bool;
+    fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        use reap::bench::shard;
+        let device = backend.device();
+        let group = backend.group(self.args.gpus)?;
+        let carrier = group.carrier();
+        println!("sharded select over {} ranks on {device}; collectives: {carrier}", group.len());
+        println!(
+            "{:<27} {:>11} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9} {:>7}",
+            "algorithm",
+            "n",
+            "dens%",
+            "1 wall ms",
+            "1 dev ms",
+            "N wall ms",
+            "N dev ms",
+            "speedup",
+            "eff%",
+            "gather ms",
+            "coll%"
+        );
+        let s = shard::ShardBench {
+            algorithms: &self.algorithms,
+            sizes: &self.args.sizes,
+            densities: &self.args.densities,
+            reps: self.args.repeat.reps,
+            warmup: self.args.repeat.warmup,
+            seed: self.args.repeat.seed,
+        };
+        let out = self.args.out.as_deref();
+        let mut measured = Vec::new();
+        let rows = shard::run(&group, &s, &crate::cli::interrupt::stopped, &mut |r| {
+            println!(
+                "{:<27} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.2}x {:>6.1} {:>9.4} {:>7.2}",
+                r.algorithm,
+                r.n,
+                r.density * 100.0,
+                r.one_wall_ms,
+                r.one_device_ms,
+                r.many_wall_ms,
+                r.many_device_ms,
+                r.speedup,
+                r.efficiency * 100.0,
+                r.gather_ms,
+                r.collective_share * 100.0
+            );
+            measured.push(r.clone());
+            // Each row on disk as it comes: a stop keeps what was measured.
+            if let Some(dir) = out {
+                if let Ok(text) = shard::csv(&measured) {
+                    let _ = reap::bench::output::write_atomically(&dir.join("results.csv"), text.as_bytes());
+                }
+            }
+        });
+        let rows = rows?;
+        if let Some(dir) = out {
+            reap::bench::output::write_atomically(&dir.join("results.csv"), shard::csv(&rows)?.as_bytes())?;
+            let md = shard::markdown(&rows, &device, &carrier, &self.command);
+            reap::bench::output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
+            println!("wrote {}", dir.display());
+        }
+        Ok(true)
     }
 }

@@ -46,11 +46,13 @@ pub const ROGER: Source = kernel_source!("compaction/roger.cu", headers: &[COMMO
 pub const ATOMIC: Source = kernel_source!("compaction/atomic.cu", headers: &[COMMON]);
 pub const REDZONE: Source = kernel_source!("compaction/redzone.cu", headers: &[COMMON]);
 pub const SORT: Source = kernel_source!("compaction/sort.cu", headers: &[COMMON]);
+/// The sharded scan's prefix (src/compaction/shard/).
+pub const SHARD: Source = kernel_source!("compaction/shard.cu", headers: &[COMMON]);
 
 /// Every library kernel source, for the compile-everything test (each is
 /// specialised by element size and keep rule).
 pub const SOURCES: &[Source] =
-    &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT];
+    &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT, SHARD];
 
 /// How the keep rule is compiled into a kernel (`REAP_KEEP` in common.cuh).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

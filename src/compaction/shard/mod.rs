@@ -1,0 +1,387 @@
+//! Compaction across several devices of one kind (ranks): an input split into
+//! contiguous shards, one per rank, each compacted by any catalog algorithm on
+//! its own device with its count left on the device; one all-gather of the
+//! per-rank counts gives every rank the global offsets; the output stays
+//! sharded (each rank's part and its offset) or is gathered on one rank.
+//!
+//! Because the shards are contiguous and in rank order, the gathered result
+//! is the single-device result: a stable select keeps input order, a
+//! partition puts every rank's kept part (rank order) before every rank's
+//! rejected part, and a scan adds to each rank's exclusive scan the totals of
+//! the ranks before it (integers: exact).
+//!
+//! The collectives are the backend's ([`Sharding`]): NCCL between CUDA
+//! devices (`cuda.rs`), plain copies between CPU ranks (`cpu.rs`), which is how
+//! CI runs several ranks without a GPU.
+
+use crate::compaction::{Algorithm, Backend, Element, Error, Keep, Lens, Rejected, Report, Result, ScanElement};
+
+mod cpu;
+#[cfg(feature = "cuda")]
+mod cuda;
+
+#[cfg(feature = "cuda")]
+pub use cuda::CudaGroup;
+
+/// One piece of a gather: `len` elements from `start` of a rank's buffer to
+/// `at` in the destination.
+pub struct Part<'a, B: Backend + ?Sized, T: Element> {
+    pub rank: usize,
+    pub buffer: &'a B::Buffer<T>,
+    pub start: u64,
+    pub len: u64,
+    pub at: u64,
+}
+
+/// What a backend adds to run one operation over several ranks.
+pub trait Sharding: Backend + Sized {
+    /// The state of the collectives between the ranks (NCCL communicators).
+    type Comm;
+    /// Connects the ranks, in rank order.
+    fn connect(ranks: &[Self]) -> Result<Self::Comm>;
+    /// What carries the collectives, for reports ("NCCL 2.27.3 (...)").
+    fn carrier(comm: &Self::Comm) -> String;
+    /// Every rank's `words[src]` into every rank's `words[dst..dst + ranks]`,
+    /// in rank order: one all-gather, enqueued (no host wait).
+    fn all_gather_word(
+        comm: &Self::Comm,
+        ranks: &[Self],
+        words: &mut [Self::Buffer<u64>],
+        src: u64,
+        dst: u64,
+    ) -> Result<()>;
+    /// The parts into `dst`, a buffer on rank `root`.
+    fn gather<T: Element>(
+        comm: &Self::Comm,
+        ranks: &[Self],
+        parts: &[Part<'_, Self, T>],
+        root: usize,
+        dst: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// Adds `words[first..first + count]`'s sum to `data[..n]` on this rank:
+    /// a rank's exclusive scan becomes its part of the global scan.
+    fn add_prefix<S: ScanElement>(
+        &self,
+        data: &mut Self::Buffer<S>,
+        n: u64,
+        words: &Self::Buffer<u64>,
+        first: u64,
+        count: u32,
+    ) -> Result<()>;
+    /// Waits for everything enqueued on this rank.
+    fn finish(&self) -> Result<()>;
+}
+
+/// Several backends of one kind, one per rank, and what connects them.
+pub struct Group<B: Sharding> {
+    ranks: Vec<B>,
+    comm: B::Comm,
+}
+
+/// An input split across the ranks: rank r holds elements
+/// `[starts[r], starts[r] + len(shards[r]))` of the whole.
+pub struct Sharded<B: Backend, T: Element> {
+    pub shards: Vec<B::Buffer<T>>,
+    pub starts: Vec<u64>,
+    pub total: u64,
+}
+
+/// The keep rule of a sharded call: the same for every rank, or per-rank flags.
+pub enum ShardKeep<'a, B: Backend, T: Element> {
+    Sentinel(T),
+    /// One predicate for every rank (a closure on the CPU, CUDA source on a GPU).
+    Predicate(&'a B::Predicate<T>),
+    /// Flags sharded like the input.
+    Flags(&'a Sharded<B, u8>),
+}
+
+/// Which operation made a [`ShardedOutput`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardOp {
+    Select,
+    Partition,
+    Scan,
+}
+
+/// A sharded result: each rank's own output, and on each rank the device
+/// words `[n_r, count_r, count_0, …, count_{R-1}]` (the all-gathered counts,
+/// or a scan's totals) from which the global offsets follow.
+pub struct ShardedOutput<B: Backend, T: Element> {
+    pub op: ShardOp,
+    pub shards: Vec<B::Buffer<T>>,
+    pub words: Vec<B::Buffer<u64>>,
+    /// Each rank's input length.
+    pub lens: Vec<u64>,
+    /// Each rank's run: its phases, named as in the algorithm's paper.
+    pub reports: Vec<B::Report>,
+}
+
+/// Words of a rank's word buffer: its input length, its count, then the gathered counts.
+const N: u64 = 0;
+const COUNT: u64 = 1;
+const GATHERED: u64 = 2;
+
+/// Shard lengths of `n` elements over `ranks`: equal, the first `n % ranks` one longer.
+pub fn shard_lens(n: u64, ranks: usize) -> Vec<u64> {
+    let r = ranks.max(1) as u64;
+    (0..r).map(|i| n / r + u64::from(i < n % r)).collect()
+}
+
+impl<B: Sharding> Group<B> {
+    /// The ranks in order; at least one.
+    pub fn new(ranks: Vec<B>) -> Result<Self> {
+        if ranks.is_empty() {
+            return Err(Error::Tuning { algorithm: "shard", why: "a group needs at least one rank".into() });
+        }
+        let comm = B::connect(&ranks)?;
+        Ok(Group { ranks, comm })
+    }
+
+    pub fn ranks(&self) -> &[B] {
+        &self.ranks
+    }
+
+    pub fn ranks_mut(&mut self) -> &mut [B] {
+        &mut self.ranks
+    }
+
+    pub fn len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
+    }
+
+    pub fn comm(&self) -> &B::Comm {
+        &self.comm
+    }
+
+    /// What carries the collectives.
+    pub fn carrier(&self) -> String {
+        B::carrier(&self.comm)
+    }
+
+    /// Splits `data` into contiguous shards, one per rank ([`shard_lens`]).
+    pub fn scatter<T: Element>(&self, data: &[T]) -> Result<Sharded<B, T>> {
+        let mut shards = Vec::with_capacity(self.len());
+        let mut starts = Vec::with_capacity(self.len());
+        let mut at = 0u64;
+        for (rank, len) in self.ranks.iter().zip(shard_lens(data.len() as u64, self.len())) {
+            starts.push(at);
+            shards.push(rank.upload(&data[at as usize..(at + len) as usize])?);
+            at += len;
+        }
+        Ok(Sharded { shards, starts, total: data.len() as u64 })
+    }
+
+    /// Each rank's word buffer: its length and a zeroed count and gather area.
+    fn words(&self, lens: &[u64]) -> Result<Vec<B::Buffer<u64>>> {
+        let r = self.len();
+        self.ranks
+            .iter()
+            .zip(lens)
+            .map(|(b, &n)| {
+                let mut w = vec![0u64; GATHERED as usize + r];
+                w[N as usize] = n;
+                b.upload(&w)
+            })
+            .collect()
+    }
+
+    fn check_keep<T: Element>(&self, input: &Sharded<B, T>, keep: &ShardKeep<'_, B, T>) -> Result<()> {
+        if input.shards.len() != self.len() {
+            return Err(Error::LengthMismatch {
+                what: "shards of the input (one per rank)",
+                expected: self.len() as u64,
+                actual: input.shards.len() as u64,
+            });
+        }
+        if let ShardKeep::Flags(f) = keep {
+            for (r, (fl, inp)) in f.shards.iter().zip(&input.shards).enumerate() {
+                let (a, b) = (self.ranks[r].len(fl), self.ranks[r].len(inp));
+                if a != b {
+                    return Err(Error::LengthMismatch {
+                        what: "a rank's flags (as its shard)",
+                        expected: b,
+                        actual: a,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Select (`split` false) or partition on every rank, then one
+    /// all-gather of the counts. Enqueued only: no host wait on a GPU.
+    fn compact<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        split: bool,
+        input: &Sharded<B, T>,
+        keep: ShardKeep<'_, B, T>,
+    ) -> Result<ShardedOutput<B, T>> {
+        self.check_keep(input, &keep)?;
+        let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
+        let mut words = self.words(&lens)?;
+        let mut shards = Vec::with_capacity(self.len());
+        let mut reports = Vec::with_capacity(self.len());
+        for (r, b) in self.ranks.iter().enumerate() {
+            let mut out = b.alloc::<T>(lens[r])?;
+            let k = match &keep {
+                ShardKeep::Sentinel(s) => Keep::Sentinel(*s),
+                ShardKeep::Predicate(p) => Keep::Predicate(*p),
+                ShardKeep::Flags(f) => Keep::Flags(&f.shards[r]),
+            };
+            let lens = Lens { words: &mut words[r], input: N, output: COUNT };
+            let report = if split {
+                b.partition_counted(algorithm, &input.shards[r], k, &mut out, lens)?
+            } else {
+                b.select_counted(algorithm, &input.shards[r], k, &mut out, lens)?
+            };
+            shards.push(out);
+            reports.push(report);
+        }
+        B::all_gather_word(&self.comm, &self.ranks, &mut words, COUNT, GATHERED)?;
+        let op = if split { ShardOp::Partition } else { ShardOp::Select };
+        Ok(ShardedOutput { op, shards, words, lens, reports })
+    }
+
+    /// Each rank selects its shard with `algorithm`; the counts are gathered
+    /// on every rank (device words). Stable algorithms keep input order
+    /// across the ranks too.
+    pub fn select<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Sharded<B, T>,
+        keep: ShardKeep<'_, B, T>,
+    ) -> Result<ShardedOutput<B, T>> {
+        self.compact(algorithm, false, input, keep)
+    }
+
+    /// Each rank partitions its shard (rejected half in order); gathered, every
+    /// rank's kept part comes first, then every rank's rejected part.
+    pub fn partition<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &Sharded<B, T>,
+        keep: ShardKeep<'_, B, T>,
+    ) -> Result<ShardedOutput<B, T>> {
+        crate::compaction::backend::check_rejected(algorithm, true, Rejected::InOrder)?;
+        self.compact(algorithm, true, input, keep)
+    }
+
+    /// Each rank scans its shard; the totals are all-gathered and each rank
+    /// adds those of the ranks before it, so every shard holds its part of
+    /// the global exclusive scan.
+    pub fn exclusive_scan<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Sharded<B, S>,
+    ) -> Result<ShardedOutput<B, S>> {
+        let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
+        let mut words = self.words(&lens)?;
+        let mut shards = Vec::with_capacity(self.len());
+        let mut reports = Vec::with_capacity(self.len());
+        for (r, b) in self.ranks.iter().enumerate() {
+            let mut out = b.alloc::<S>(lens[r])?;
+            let l = Lens { words: &mut words[r], input: N, output: COUNT };
+            reports.push(b.exclusive_scan_counted(algorithm, &input.shards[r], &mut out, l)?);
+            shards.push(out);
+        }
+        B::all_gather_word(&self.comm, &self.ranks, &mut words, COUNT, GATHERED)?;
+        for (r, b) in self.ranks.iter().enumerate() {
+            if r > 0 {
+                b.add_prefix(&mut shards[r], lens[r], &words[r], GATHERED, r as u32)?;
+            }
+        }
+        Ok(ShardedOutput { op: ShardOp::Scan, shards, words, lens, reports })
+    }
+
+    /// Waits for every rank.
+    pub fn finish(&self) -> Result<()> {
+        self.ranks.iter().try_for_each(|b| b.finish())
+    }
+
+    /// The gathered counts (a scan's per-rank totals), read from rank 0: one host wait.
+    pub fn counts<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<u64>> {
+        let w = self.ranks[0].download(&out.words[0])?;
+        Ok(w[GATHERED as usize..GATHERED as usize + self.len()].to_vec())
+    }
+
+    /// Where each rank's part lies in the gathered result, and its length:
+    /// `(at, start, len)` per piece (a partition has two pieces a rank).
+    fn pieces<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<(usize, u64, u64, u64)>> {
+        let counts = self.counts(out)?;
+        let mut pieces = Vec::new();
+        match out.op {
+            ShardOp::Scan => {
+                let mut at = 0;
+                for (r, &n) in out.lens.iter().enumerate() {
+                    pieces.push((r, 0, n, at));
+                    at += n;
+                }
+            }
+            ShardOp::Select | ShardOp::Partition => {
+                let kept: u64 = counts.iter().sum();
+                let (mut at, mut rejected_at) = (0, kept);
+                for (r, (&k, &n)) in counts.iter().zip(&out.lens).enumerate() {
+                    pieces.push((r, 0, k, at));
+                    at += k;
+                    if out.op == ShardOp::Partition {
+                        pieces.push((r, k, n - k, rejected_at));
+                        rejected_at += n - k;
+                    }
+                }
+            }
+        }
+        Ok(pieces)
+    }
+
+    /// The global offset of each rank's (kept) part.
+    pub fn offsets<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<u64>> {
+        Ok(self.pieces(out)?.into_iter().filter(|p| p.1 == 0).map(|p| p.3).collect())
+    }
+
+    /// Elements in the gathered result (select: the kept total).
+    pub fn gathered_len<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<u64> {
+        Ok(self.pieces(out)?.iter().map(|p| p.2).sum())
+    }
+
+    /// The whole result in one buffer on rank `root`: what one device would
+    /// have produced. Reads the counts once (one host wait).
+    pub fn gather<T: Element>(&self, out: &ShardedOutput<B, T>, root: usize) -> Result<B::Buffer<T>> {
+        if root >= self.len() {
+            return Err(Error::LengthMismatch {
+                what: "gather root (a rank)",
+                expected: self.len() as u64,
+                actual: root as u64,
+            });
+        }
+        let pieces = self.pieces(out)?;
+        let total: u64 = pieces.iter().map(|p| p.2).sum();
+        let mut dst = self.ranks[root].alloc::<T>(total)?;
+        let parts: Vec<Part<'_, B, T>> = pieces
+            .iter()
+            .map(|&(rank, start, len, at)| Part { rank, buffer: &out.shards[rank], start, len, at })
+            .collect();
+        B::gather(&self.comm, &self.ranks, &parts, root, &mut dst)?;
+        Ok(dst)
+    }
+
+    /// The gathered result on the host.
+    pub fn collect<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<T>> {
+        let dst = self.gather(out, 0)?;
+        self.ranks[0].download(&dst)
+    }
+}
+
+impl<B: Backend, T: Element> ShardedOutput<B, T> {
+    /// Sum over the ranks of their phase times (device time; the ranks run at once).
+    pub fn rank_times(&self) -> Result<Vec<std::time::Duration>> {
+        self.reports.iter().map(|r| r.total()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! CPU ranks against one backend: the gathered result of every sharded
+//! operation is the single-device result, bit for bit for stable algorithms.
+
+use super::*;
+use crate::compaction::{Algorithm, CpuBackend, Operation};
+use proptest::prelude::*;
+
+fn group(ranks: usize) -> Group<CpuBackend> {
+    Group::new((0..ranks).map(|_| CpuBackend::new()).collect()).expect("cpu ranks connect")
+}
+
+fn data(n: usize, seed: u64) -> Vec<u32> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n).map(|_| if rng.bool() { rng.u32(..1 << 31) } else { u32::MAX }).collect()
+}
+
+fn single(alg: Algorithm, split: bool, input: &[u32]) -> (Vec<u32>, u64) {
+    let b = CpuBackend::new();
+    let mut out = vec![0u32; input.len()];
+    let input = input.to_vec();
+    let r = if split {
+        b.partition(alg, &input, Keep::Sentinel(u32::MAX), &mut out)
+    } else {
+        b.select(alg, &input, Keep::Sentinel(u32::MAX), &mut out)
+    }
+    .expect("single run");
+    let k = r.count().expect("count");
+    if !split {
+        out.truncate(k as usize);
+    }
+    (out, k)
+}
+
+fn sorted(mut v: Vec<u32>) -> Vec<u32> {
+    v.sort_unstable();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn sharded_select_and_partition_gather_to_the_single_result(n in 0usize..5000, ranks in 1usize..6, seed: u64) {
+        let g = group(ranks);
+        let input = data(n, seed);
+        let sh = g.scatter(&input).unwrap();
+        for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Select)) {
+            let (want, k) = single(alg, false, &input);
+            let out = g.select(alg, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
+            let got = g.collect(&out).unwrap();
+            prop_assert_eq!(g.counts(&out).unwrap().iter().sum::<u64>(), k);
+            if alg.stable() { prop_assert_eq!(&got, &want, "{}", alg.name()); }
+            else { prop_assert_eq!(sorted(got), sorted(want), "{}", alg.name()); }
+        }
+        for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Partition) && a.stable()) {
+            let (want, _) = single(alg, true, &input);
+            let out = g.partition(alg, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
+            prop_assert_eq!(g.collect(&out).unwrap(), want, "{}", alg.name());
+        }
+    }
+
+    #[test]
+    fn sharded_scan_is_the_global_scan(n in 0usize..5000, ranks in 1usize..6, seed: u64) {
+        let g = group(ranks);
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let input: Vec<u64> = (0..n).map(|_| rng.u64(..)).collect();
+        let mut want = vec![0u64; n];
+        let mut acc = 0u64;
+        for (w, x) in want.iter_mut().zip(&input) { *w = acc; acc = acc.wrapping_add(*x); }
+        let sh = g.scatter(&input).unwrap();
+        for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Scan)) {
+            let out = g.exclusive_scan(alg, &sh).unwrap();
+            prop_assert_eq!(g.collect(&out).unwrap(), want.clone(), "{}", alg.name());
+            let total = g.counts(&out).unwrap().iter().fold(0u64, |a, &t| a.wrapping_add(t));
+            prop_assert_eq!(total, acc);
+        }
+    }
+}
+
+#[test]
+fn offsets_are_the_counts_before_each_rank() {
+    let g = group(3);
+    let input: Vec<u32> = (0..10).map(|i| if i % 3 == 0 { u32::MAX } else { i }).collect();
+    let sh = g.scatter(&input).unwrap();
+    assert_eq!(sh.starts, vec![0, 4, 7]);
+    let out = g.select(Algorithm::Lookback, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
+    // shards [0..4) [4..7) [7..10): kept 1,2 | 4,5 | 7,8
+    assert_eq!(g.counts(&out).unwrap(), vec![2, 2, 2]);
+    assert_eq!(g.offsets(&out).unwrap(), vec![0, 2, 4]);
+    assert_eq!(g.collect(&out).unwrap(), vec![1, 2, 4, 5, 7, 8]);
+}
+
+#[test]
+fn a_group_needs_a_rank_and_flags_like_the_input() {
+    assert!(Group::<CpuBackend>::new(Vec::new()).is_err());
+    let g = group(2);
+    let sh = g.scatter(&[1u32, 2, 3]).unwrap();
+    let flags = g.scatter(&[1u8, 0]).unwrap();
+    assert!(g.select(Algorithm::Lookback, &sh, ShardKeep::Flags(&flags)).is_err());
+}
