@@ -385,3 +385,6 @@ mod trace;
 mod analytic;
 #[path = "cuda/trace_analytic.rs"]
 mod trace_analytic;
+// Split-frame rendering's test bodies, shared with tests/shard.rs (the CPU's).
+#[path = "common/shard.rs"]
+mod shard;

@@ -1,7 +1,8 @@
 // The wavefront path tracer's stages (src/trace/mod.rs runs them in order;
-// src/trace/cpu/ is the CPU twin of each kernel). One path per pixel per
-// sample; state in structure-of-arrays indexed by path id; the live-path queue
-// holds path ids, TRACE_DEAD32 marks a dead slot, and the library's
+// src/trace/cpu/ is the CPU twin of each kernel). One path per pixel of the
+// engine's shard (src/trace/shard.rs: path i is pixel base + i) per sample;
+// state in structure-of-arrays indexed by path id; the live-path queue holds
+// path ids, TRACE_DEAD32 marks a dead slot, and the library's
 // compaction removes dead slots between bounces. Breadth-first traversal works
 // on a frontier of (path << 32 | node) items, TRACE_DEAD64 marking dead ones,
 // through the shared level loop (frontier.cuh, src/frontier.rs).
@@ -57,15 +58,17 @@ __device__ __forceinline__ void warp_add(u64* word, u32 v) {
 
 __device__ __forceinline__ float3 inv_dir(float3 d) { return make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z); }
 
-// Camera rays for one sample: path i is pixel i; the queue holds every path
-// and its length word becomes the pixel count.
-extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 sample, u32 seed,
-                                        u32* queue, u64* words, u64 queue_len) {
+// Camera rays for one sample over the shard [base, base + count) of the
+// image: path i is pixel base + i; the queue holds every path and its length
+// word becomes the shard's pixel count.
+extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 base, u32 count, u32 sample,
+                                        u32 seed, u32* queue, u64* words, u64 queue_len) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i == 0) words[queue_len] = (u64)width * height;
-    if (i >= width * height) return;
-    float x = ((float)(i % width) + rnd(i, sample, 0, 60, seed)) / (float)width;
-    float y = ((float)(i / width) + rnd(i, sample, 0, 61, seed)) / (float)height;
+    if (i == 0) words[queue_len] = count;
+    if (i >= count) return;
+    u32 pixel = base + i;
+    float x = ((float)(pixel % width) + rnd(pixel, sample, 0, 60, seed)) / (float)width;
+    float y = ((float)(pixel / width) + rnd(pixel, sample, 0, 61, seed)) / (float)height;
     float3 d = normalize(f3(cam.forward) + f3(cam.right) * (2.0f * x - 1.0f) + f3(cam.up) * (1.0f - 2.0f * y));
     p.origin[i] = f4(f3(cam.origin), 0.0f);
     p.dir[i] = f4(d, 0.0f);
@@ -347,7 +350,9 @@ struct Shaded {
 // counts the emission or environment the last scattered ray found (pbrt-v4's
 // maxdepth).
 __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 bounce, u32 max_bounces,
-                            u32 estimator, u32 seed) {
+                            u32 estimator, u32 seed, u32 base) {
+    // Random numbers follow the pixel, not the path slot, so shards sum to the whole image.
+    u32 pixel = base + path;
     Shaded out = {false, false};
     float3 T = f3(p.throughput[path]);
     float3 L = f3(p.radiance[path]);
@@ -393,8 +398,8 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     bool delta = m.kind == MAT_MIRROR || m.kind == MAT_GLASS;
     if (!delta && estimator != ESTIMATOR_BSDF && s.light_count > 0) {
         // next-event estimation: one point on one emitter, by power
-        float r = rnd(path, sample, bounce, 0, seed), r1 = rnd(path, sample, bounce, 1, seed),
-              r2 = rnd(path, sample, bounce, 2, seed);
+        float r = rnd(pixel, sample, bounce, 0, seed), r1 = rnd(pixel, sample, bounce, 1, seed),
+              r2 = rnd(pixel, sample, bounce, 2, seed);
         float3 nl, le;
         float3 lp = sample_light(s, r, r1, r2, &nl, &le);
         float3 xo = x + ng * s.eps;
@@ -418,11 +423,11 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     float pdf = 0.0f;  // its solid-angle pdf; 0 for a delta bounce
     bool above = true;  // the new ray leaves on the side the ray came from
     if (m.kind == MAT_DIFFUSE) {
-        wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+        wi = cosine_around(ns, rnd(pixel, sample, bounce, 3, seed), rnd(pixel, sample, bounce, 4, seed));
         pdf = fmaxf(dot(ns, wi), 0.0f) * TRACE_PI_INV;
     } else if (m.kind == MAT_GLOSSY) {
-        wi = glossy_sample(m, ns, wo, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed), &weight,
-                           &pdf);
+        wi = glossy_sample(m, ns, wo, rnd(pixel, sample, bounce, 3, seed), rnd(pixel, sample, bounce, 4, seed),
+                           &weight, &pdf);
     } else if (m.kind == MAT_MIRROR) {
         wi = reflect(d, ns);
     } else {  // glass: reflect or refract by Fresnel (Schlick)
@@ -433,7 +438,7 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
         r0 = r0 * r0;
         float c = 1.0f - cosi;
         float fresnel = r0 + (1.0f - r0) * c * c * c * c * c;
-        if (sin2t >= 1.0f || rnd(path, sample, bounce, 5, seed) < fresnel) {
+        if (sin2t >= 1.0f || rnd(pixel, sample, bounce, 5, seed) < fresnel) {
             wi = reflect(d, ns);
         } else {
             wi = normalize(d * eta + ns * (eta * cosi - sqrtf(1.0f - sin2t)));
@@ -444,7 +449,7 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     bool alive = max3(weight) > 0.0f && (above ? dot(wi, ng) > 0.0f : dot(wi, ng) < 0.0f);
     if (alive && bounce >= 3) {  // Russian roulette
         float q = fminf(max3(T), 0.95f);
-        if (rnd(path, sample, bounce, 6, seed) >= q) alive = false;
+        if (rnd(pixel, sample, bounce, 6, seed) >= q) alive = false;
         else T = T * (1.0f / q);
     }
     p.radiance[path] = f4(L, 0.0f);
@@ -456,22 +461,23 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
     return out;
 }
 
-// Shading of every queued path: next[i] keeps the path id while the path
-// lives, TRACE_DEAD32 once it escaped, was absorbed or was terminated.
+// Shading of every queued path (path i is pixel base + i of the image):
+// next[i] keeps the path id while the path lives, TRACE_DEAD32 once it
+// escaped, was absorbed or was terminated.
 // words[alive] counts the paths still alive, words[shadows] the shadow rays cast.
 // Through a fused path site, `next` holds only the live paths, compacted, and
 // their count goes to words[next_len].
 extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
     trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample, u32 bounce,
-                u32 max_bounces, u32 estimator, u32 seed, u64* words, u64 queue_len, u64 alive, u64 shadows,
-                u64 next_len, Site site) {
+                u32 max_bounces, u32 estimator, u32 seed, u32 base, u64* words, u64 queue_len, u64 alive,
+                u64 shadows, u64 next_len, Site site) {
     u64 n = length(words, queue_len, capacity);
     u32 lives = 0, casts = 0;
 #if REAP_SITE_PATHS == REAP_SITE_SEPARATE
     FOR_EACH(i, n) {
         u32 path = queue[i];
         Shaded r = {false, false};
-        if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, estimator, seed);
+        if (path != TRACE_DEAD32) r = shade_one(s, p, path, sample, bounce, max_bounces, estimator, seed, base);
         next[i] = r.alive ? path : TRACE_DEAD32;
         lives += r.alive;
         casts += r.shadow;
@@ -484,7 +490,8 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
         Shaded r = {false, false};
         if (i < n) {
             path[0] = queue[i];
-            if (path[0] != TRACE_DEAD32) r = shade_one(s, p, path[0], sample, bounce, max_bounces, estimator, seed);
+            if (path[0] != TRACE_DEAD32)
+                r = shade_one(s, p, path[0], sample, bounce, max_bounces, estimator, seed, base);
         }
         lives += r.alive;
         casts += r.shadow;
@@ -509,11 +516,12 @@ extern "C" __global__ void trace_nee(Paths p, const u32* queue, u64 capacity, co
     }
 }
 
-// The sample's radiance into the per-pixel sum, unless the frame failed (a
-// frontier overflow: the host redoes the frame or reports it).
-extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 pixels, const u64* words) {
+// The sample's radiance into the per-pixel sum, path i into pixel base + i
+// (the sum covers the whole image, whatever the shard), unless the frame
+// failed (a frontier overflow: the host redoes the frame or reports it).
+extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 base, u32 count, const u64* words) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= pixels || !frontier_ok(words)) return;
-    float4 s = sum[i], L = p.radiance[i];
-    sum[i] = make_float4(s.x + L.x, s.y + L.y, s.z + L.z, s.w + 1.0f);
+    if (i >= count || !frontier_ok(words)) return;
+    float4 s = sum[base + i], L = p.radiance[i];
+    sum[base + i] = make_float4(s.x + L.x, s.y + L.y, s.z + L.z, s.w + 1.0f);
 }

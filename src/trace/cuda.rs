@@ -23,7 +23,9 @@ use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::frontier::{DeviceLevel, Step};
 use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Engine, FrameEnd, FrontierRun, Queue, Shading, StageId, TraceError, TraceResult, Words, Work};
+use crate::trace::{
+    Engine, FrameEnd, FrontierRun, Queue, Shading, Shard, StageId, TraceError, TraceResult, Words, Work,
+};
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
 pub const COMMON: Source = kernel_source!("trace/common.cuh");
@@ -105,7 +107,12 @@ pub struct CudaEngine {
     depth: u32,
     camera: CameraLayout,
     scene: SceneArgs,
+    /// The pixels traced: path i is pixel `shard.base + i`.
+    shard: Shard,
+    /// Paths `paths` holds state for: at least `shard.count` (kept when a shard shrinks).
+    path_capacity: u64,
     paths: PathArgs,
+    /// One float4 sum per pixel of the whole image, whatever the shard.
     sum: CudaSlice<u8>,
     // Owned so the addresses in `scene` and `paths` stay valid.
     _scene_buffers: Vec<CudaSlice<u8>>,
@@ -261,30 +268,7 @@ impl CudaEngine {
             textures: p(7),
             texels: p(8),
         };
-        let field = |bytes: u64| backend.zeroed(pixels.max(1) * bytes);
-        let path_buffers = vec![
-            field(16)?,
-            field(16)?,
-            field(16)?,
-            field(16)?,
-            field(8)?,
-            field(16)?,
-            field(16)?,
-            field(4)?,
-            field(4)?,
-        ];
-        let q = |i: usize| raw_ptr(&path_buffers[i]);
-        let paths = PathArgs {
-            origin: q(0),
-            dir: q(1),
-            throughput: q(2),
-            radiance: q(3),
-            hit: q(4),
-            shadow_dir: q(5),
-            shadow_radiance: q(6),
-            occluded: q(7),
-            flags: q(8),
-        };
+        let (path_buffers, paths) = alloc_paths(&backend, pixels)?;
         let sum = backend.zeroed(pixels.max(1) * 16)?;
         let timer = Timer::new(&stream);
         Ok(CudaEngine {
@@ -296,6 +280,8 @@ impl CudaEngine {
             depth: packed.depth,
             camera,
             scene,
+            shard: Shard::whole(pixels),
+            path_capacity: pixels,
             paths,
             sum,
             _scene_buffers: scene_buffers,
@@ -307,6 +293,54 @@ impl CudaEngine {
             work: None,
             backend,
         })
+    }
+}
+
+/// Zeroed path state for `count` paths (common.cuh `Paths`): the buffers, to
+/// own, and their addresses.
+fn alloc_paths(backend: &CudaBackend, count: u64) -> TraceResult<(Vec<CudaSlice<u8>>, PathArgs)> {
+    let field = |bytes: u64| backend.zeroed(count.max(1) * bytes);
+    let buffers =
+        vec![field(16)?, field(16)?, field(16)?, field(16)?, field(8)?, field(16)?, field(16)?, field(4)?, field(4)?];
+    let q = |i: usize| raw_ptr(&buffers[i]);
+    let paths = PathArgs {
+        origin: q(0),
+        dir: q(1),
+        throughput: q(2),
+        radiance: q(3),
+        hit: q(4),
+        shadow_dir: q(5),
+        shadow_radiance: q(6),
+        occluded: q(7),
+        flags: q(8),
+    };
+    Ok((buffers, paths))
+}
+
+impl CudaEngine {
+    /// The per-pixel sums of the whole image: `image_pixels` float4s (RGBA,
+    /// A = samples) in a byte buffer, written by `trace_accumulate` on
+    /// [`CudaEngine::stream`].
+    pub fn sums(&self) -> &CudaSlice<u8> {
+        &self.sum
+    }
+
+    /// The sums for writing (a split-frame driver moving the sums of pixels
+    /// that change owner: copied to the new owner, zeroed at the old one).
+    pub fn sums_mut(&mut self) -> &mut CudaSlice<u8> {
+        &mut self.sum
+    }
+
+    /// The sums' device address: pixel p's float4 lies at `sums_ptr() + 16 * p`.
+    pub fn sums_ptr(&self) -> u64 {
+        raw_ptr(&self.sum)
+    }
+
+    /// The stream every stage of the engine runs on: a copy of the sums
+    /// enqueued on it is ordered after the frames before it and before the
+    /// frames after it.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
     }
 }
 
@@ -379,8 +413,26 @@ impl Engine for CudaEngine {
         &self.backend
     }
 
-    fn pixels(&self) -> u64 {
+    fn image_pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
+    }
+
+    fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
+        shard.check(self.image_pixels())?;
+        if shard.count > self.path_capacity {
+            // Made before the old state goes, so a failed allocation leaves the engine as it was; the
+            // old buffers' frees are stream-ordered, after every launch that used them.
+            let (buffers, paths) = alloc_paths(&self.backend, shard.count)?;
+            self._path_buffers = buffers;
+            self.paths = paths;
+            self.path_capacity = shard.count;
+        }
+        self.shard = shard;
+        Ok(())
     }
 
     fn bvh_depth(&self) -> u32 {
@@ -433,23 +485,28 @@ impl Engine for CudaEngine {
     ) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
         if queue.len() < self.pixels() {
-            return Err(TraceError::Settings("the camera's queue holds fewer entries than pixels".into()));
+            return Err(TraceError::Settings("the camera's queue holds fewer entries than the shard's pixels".into()));
         }
         let cfg = grid(self.pixels())?;
         let (qp, wp) = (queue.ptr(), words.ptr());
+        // u32: set_shard keeps the shard inside the image, below 2^32 pixels.
+        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
         let f = self.function(Build::PLAIN, "trace_camera")?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths)
             .arg(&self.camera)
             .arg(&self.width)
             .arg(&self.height)
+            .arg(&base)
+            .arg(&count)
             .arg(&sample)
             .arg(&self.seed)
             .arg(&qp)
             .arg(&wp)
             .arg(&queue_len);
-        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32*, u64*, u64); the queue and
-        // every path field hold width * height entries, `queue_len` is a word of the buffer.
+        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32, u32, u32*, u64*, u64); the
+        // queue (checked above) and every path field (path_capacity) hold at least `count` entries,
+        // `queue_len` is a word of the buffer.
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_camera"))
     }
 
@@ -467,7 +524,7 @@ impl Engine for CudaEngine {
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
         // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64); the
-        // kernel reads at most `capacity` queue entries, each a path id below width * height or DEAD32.
+        // kernel reads at most `capacity` queue entries, each a path id below the shard's count or DEAD32.
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }
 
@@ -536,7 +593,7 @@ impl Engine for CudaEngine {
             None => (DeviceSite::default(), grid(capacity)?),
         };
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
-        let estimator = estimator as u32;
+        let (estimator, base) = (estimator as u32, self.shard.base as u32);
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene)
             .arg(&self.paths)
@@ -548,14 +605,15 @@ impl Engine for CudaEngine {
             .arg(&self.max_bounces)
             .arg(&estimator)
             .arg(&self.seed)
+            .arg(&base)
             .arg(&wp)
             .arg(&queue_len)
             .arg(&counts.alive)
             .arg(&counts.shadow)
             .arg(&next_len)
             .arg(&site);
-        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u32, u64*, u64,
-        // u64, u64, u64, Site); the kernel touches at most `capacity` entries of the queue and of `next`,
+        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u32, u32, u64*,
+        // u64, u64, u64, u64, Site); the kernel touches at most `capacity` entries of the queue and of `next`,
         // and the four words lie in the buffer (checked above).
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_shade"))
     }
@@ -573,14 +631,15 @@ impl Engine for CudaEngine {
 
     fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()> {
         check_words(words, &[crate::frontier::STATUS])?;
-        let pixels = self.pixels() as u32;
+        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
         let (sp, wp) = (raw_ptr(&self.sum), words.ptr());
         let f = self.function(Build::PLAIN, "trace_accumulate")?;
         let mut l = self.stream.launch_builder(&f);
-        l.arg(&self.paths).arg(&sp).arg(&pixels).arg(&wp);
-        // SAFETY: matches trace_accumulate(Paths, float4*, u32, const u64*); the sum holds `pixels` float4s
-        // and the words their status word.
-        unsafe { l.launch(grid(pixels as u64)?) }.map(drop).map_err(launch_err("launching trace_accumulate"))
+        l.arg(&self.paths).arg(&sp).arg(&base).arg(&count).arg(&wp);
+        // SAFETY: matches trace_accumulate(Paths, float4*, u32, u32, const u64*); the sum holds the image's
+        // float4s and the shard lies inside it (set_shard), the radiance holds `count` paths, and the words
+        // their status word.
+        unsafe { l.launch(grid(count as u64)?) }.map(drop).map_err(launch_err("launching trace_accumulate"))
     }
 
     fn reset(&mut self) -> TraceResult<()> {
@@ -594,12 +653,12 @@ impl Engine for CudaEngine {
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
         let bytes = gpu::dtoh(&self.stream, &self.sum, "reading the image")?;
         let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
-        out.truncate(self.pixels() as usize);
+        out.truncate(self.image_pixels() as usize);
         Ok(out)
     }
 
     fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
-        let pixels = self.pixels() as usize;
+        let pixels = self.image_pixels() as usize;
         let h = match self.handoff.take() {
             Some(h) => h,
             None => Handoff::new(&self.backend, pixels)?,

@@ -16,7 +16,8 @@
 //! Every path's random numbers depend on (pixel, sample, bounce) alone, and
 //! closest hits are merged by an order-independent minimum, so every
 //! compaction algorithm, stable or not, renders a bit-identical image on a
-//! backend.
+//! backend; and engines that each trace one [`Shard`] of the image (split-frame
+//! rendering) sum to the single engine's image.
 //!
 //! Over 600 lines, kept whole: the pipeline ([`render`], the frame) and what
 //! it is made of (settings, the frame's words, its stats, the `Engine` trait)
@@ -32,6 +33,7 @@ pub mod layout;
 pub mod noise;
 pub mod output;
 pub mod shading;
+mod shard;
 pub mod texture;
 pub mod tonemap;
 
@@ -44,6 +46,7 @@ use crate::memory::{self, Limit};
 use breadth_first::{breadth_first, frame_that_fits};
 pub use breadth_first::{frontier_guard, guard_frontier, levels};
 pub use estimator::Estimator;
+pub use shard::Shard;
 
 /// A dead queue slot (a path id) and a dead frontier item ((path << 32) | node).
 pub const DEAD32: u32 = u32::MAX;
@@ -60,6 +63,11 @@ pub enum TraceError {
     Scene(#[from] crate::scene::SceneError),
     #[error("{0}")]
     Settings(String),
+    #[error(
+        "the shard of pixels [{base}, {base} + {count}) is not a non-empty range of the image's {image} pixels: \
+         give each engine a band inside the image"
+    )]
+    ShardOutsideImage { base: u64, count: u64, image: u64 },
     #[error(transparent)]
     Site(#[from] crate::compaction::SiteError),
     #[error(
@@ -301,7 +309,23 @@ pub trait Engine {
     /// What times the stages.
     type Clock: Clock<StageId, Error: Into<TraceError>>;
     fn backend(&self) -> &Self::B;
-    fn pixels(&self) -> u64;
+    /// Pixels of the whole image (width × height): what the per-pixel sums,
+    /// [`Engine::image`] and [`Engine::rgba8`] cover, whatever the shard.
+    fn image_pixels(&self) -> u64;
+    /// The pixels this engine traces ([`Shard::whole`] unless set).
+    fn shard(&self) -> Shard;
+    /// Traces only `shard`'s pixels from the next frame on: path i becomes
+    /// pixel `shard.base + i`. Regrows the per-path state when the shard
+    /// outgrows it (the queues follow at the next [`render`]); never touches
+    /// the sums, which stay image-sized, so a caller moving a band's edge
+    /// copies the moved pixels' sums between engines. A shard that is empty
+    /// or passes the image is [`TraceError::ShardOutsideImage`].
+    fn set_shard(&mut self, shard: Shard) -> TraceResult<()>;
+    /// Paths per frame: the shard's pixels. Queues, path state and the
+    /// frontier's first guess are sized from it.
+    fn pixels(&self) -> u64 {
+        self.shard().count
+    }
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
     /// Whether the engine fuses compaction sites into their producers.
@@ -334,8 +358,9 @@ pub trait Engine {
     /// back once each (on a GPU the frame's only two host waits).
     fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd>;
 
-    /// Camera rays into every path; the queue holds every path and
-    /// `words[queue_len]` becomes the pixel count.
+    /// Camera rays into every path (path i through pixel `shard.base + i`);
+    /// the queue holds every path and `words[queue_len]` becomes the shard's
+    /// pixel count.
     fn camera(
         &mut self,
         sample: u32,
@@ -372,14 +397,18 @@ pub trait Engine {
         s: Shading,
     ) -> TraceResult<()>;
     fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()>;
-    /// The sample into the per-pixel sums, unless the frame's status says it
-    /// failed (it is then redone or reported).
+    /// The sample into the shard's per-pixel sums (path i into pixel
+    /// `shard.base + i`), unless the frame's status says it failed (it is
+    /// then redone or reported).
     fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()>;
-    /// Clears the per-pixel sums (a new view, or the next run of a benchmark).
+    /// Clears every per-pixel sum of the image, inside the shard and out (a
+    /// new view, or the next run of a benchmark).
     fn reset(&mut self) -> TraceResult<()>;
     /// Moves the camera (the caller resets the sums).
     fn set_camera(&mut self, camera: crate::trace::layout::CameraLayout);
-    /// The per-pixel sums of radiance and sample counts (RGBA, A = samples).
+    /// The per-pixel sums of radiance and sample counts (RGBA, A = samples)
+    /// of the whole image: outside the shard they hold whatever was put there
+    /// (zero on a fresh engine).
     fn image(&self) -> TraceResult<Vec<[f32; 4]>>;
     /// The image as the viewer shows it: per pixel the mean radiance,
     /// clamped and sRGB-encoded to 8 bits, alpha opaque ([`tonemap`]). Computed
@@ -496,10 +525,17 @@ impl<E: Engine> Work<E> {
     }
 }
 
-/// The engine's work buffers, made on first use.
+/// The engine's work buffers, made on first use, and remade (keeping the
+/// guard) when a larger shard outgrew their queues: the frontier's first
+/// guess then follows the new pixel count too.
 fn work<E: Engine>(e: &mut E) -> TraceResult<Work<E>> {
     match e.work().take() {
-        Some(w) => Ok(w),
+        Some(w) if e.backend().len(&w.queue) >= e.pixels() => Ok(w),
+        Some(w) => {
+            let guard = w.guard;
+            drop(w); // freed before the new queues are made
+            Ok(Work { guard, ..Work::new(e)? })
+        }
         None => Work::new(e),
     }
 }
@@ -511,7 +547,8 @@ pub fn render<E: Engine>(
     mut on_frame: impl FnMut(&FrameStats),
 ) -> TraceResult<Vec<FrameStats>> {
     settings.check()?;
-    let pixels = engine.pixels();
+    // The image's size, not the shard's: every engine of a split frame renders with the same settings.
+    let pixels = engine.image_pixels();
     if pixels != settings.pixels() {
         return Err(TraceError::Settings(format!(
             "the engine was made for {pixels} pixels and the settings ask for {}",
@@ -624,7 +661,7 @@ fn frame<E: Engine>(
         stats.frontier.push(rays);
         stats.shadow_frontier.push(shadows);
     }
-    // Under `none` the queue keeps dead slots: count rays from the live paths.
+    // Under `none` the queue keeps dead slots: count rays from the live paths (the shard's camera rays first).
     let pixels = e.pixels();
     let live_in: Vec<u64> = (0..bounces.len()).map(|b| if b == 0 { pixels } else { stats.alive[b - 1] }).collect();
     stats.rays = live_in.iter().sum::<u64>() + stats.shadow_rays.iter().sum::<u64>();

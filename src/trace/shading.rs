@@ -177,11 +177,22 @@ pub fn inv_dir(d: Vec3) -> Vec3 {
     Vec3::new(1.0 / d.x, 1.0 / d.y, 1.0 / d.z)
 }
 
-/// Camera rays for one sample: path i is pixel i. `trace_camera` for one path
-/// (the engine writes `queue[i] = i`).
-pub fn trace_camera(p: PathMut<'_>, cam: &CameraLayout, width: u32, height: u32, sample: u32, seed: u32, i: u32) {
-    let x = ((i % width) as f32 + rnd(i, sample, 0, 60, seed)) / width as f32;
-    let y = ((i / width) as f32 + rnd(i, sample, 0, 61, seed)) / height as f32;
+/// Camera rays for one sample: path i is pixel `base + i` of the image.
+/// `trace_camera` for one path (the engine writes `queue[i] = i`).
+#[allow(clippy::too_many_arguments)] // the kernel's arguments, in its order
+pub fn trace_camera(
+    p: PathMut<'_>,
+    cam: &CameraLayout,
+    width: u32,
+    height: u32,
+    base: u32,
+    sample: u32,
+    seed: u32,
+    i: u32,
+) {
+    let pixel = base.wrapping_add(i);
+    let x = ((pixel % width) as f32 + rnd(pixel, sample, 0, 60, seed)) / width as f32;
+    let y = ((pixel / width) as f32 + rnd(pixel, sample, 0, 61, seed)) / height as f32;
     let d = normalize(f3(cam.forward) + f3(cam.right) * (2.0 * x - 1.0) + f3(cam.up) * (1.0 - 2.0 * y));
     *p.origin = f4(f3(cam.origin), 0.0);
     *p.dir = f4(d, 0.0);
@@ -392,7 +403,10 @@ pub fn shade_one(
     max_bounces: u32,
     estimator: Estimator,
     seed: u32,
+    base: u32,
 ) -> Shaded {
+    // Random numbers follow the pixel, not the path slot, so shards sum to the whole image.
+    let pixel = base.wrapping_add(path);
     let mut out = Shaded::default();
     let mut throughput = p.throughput.truncate();
     let mut radiance = p.radiance.truncate();
@@ -443,9 +457,9 @@ pub fn shade_one(
     if !delta && estimator != Estimator::Bsdf && !s.light_tris.is_empty() {
         // next-event estimation: one point on one emitter, by power
         let (r, r1, r2) = (
-            rnd(path, sample, bounce, 0, seed),
-            rnd(path, sample, bounce, 1, seed),
-            rnd(path, sample, bounce, 2, seed),
+            rnd(pixel, sample, bounce, 0, seed),
+            rnd(pixel, sample, bounce, 1, seed),
+            rnd(pixel, sample, bounce, 2, seed),
         );
         let (lp, nl, le) = sample_light(s, r, r1, r2);
         let xo = x + ng * s.eps;
@@ -469,11 +483,11 @@ pub fn shade_one(
     let mut pdf = 0.0; // its solid-angle pdf; 0 for a delta bounce
     let mut above = true; // the new ray leaves on the side the ray came from
     if m.kind == MAT_DIFFUSE {
-        wi = cosine_around(ns, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+        wi = cosine_around(ns, rnd(pixel, sample, bounce, 3, seed), rnd(pixel, sample, bounce, 4, seed));
         pdf = ns.dot(wi).max(0.0) * FRAC_1_PI;
     } else if m.kind == MAT_GLOSSY {
         (wi, weight, pdf) =
-            glossy_sample(m, ns, wo, rnd(path, sample, bounce, 3, seed), rnd(path, sample, bounce, 4, seed));
+            glossy_sample(m, ns, wo, rnd(pixel, sample, bounce, 3, seed), rnd(pixel, sample, bounce, 4, seed));
     } else if m.kind == MAT_MIRROR {
         wi = reflect(d, ns);
     } else {
@@ -485,7 +499,7 @@ pub fn shade_one(
         r0 = r0 * r0;
         let c = 1.0 - cosi;
         let fresnel = r0 + (1.0 - r0) * c * c * c * c * c;
-        if sin2t >= 1.0 || rnd(path, sample, bounce, 5, seed) < fresnel {
+        if sin2t >= 1.0 || rnd(pixel, sample, bounce, 5, seed) < fresnel {
             wi = reflect(d, ns);
         } else {
             wi = normalize(d * eta + ns * (eta * cosi - (1.0 - sin2t).sqrt()));
@@ -497,7 +511,7 @@ pub fn shade_one(
     if alive && bounce >= 3 {
         // Russian roulette
         let q = max3(throughput).min(0.95);
-        if rnd(path, sample, bounce, 6, seed) >= q {
+        if rnd(pixel, sample, bounce, 6, seed) >= q {
             alive = false;
         } else {
             throughput *= 1.0 / q;

@@ -253,3 +253,52 @@ fn cuda_textured_square_matches_the_cpu() {
     let mean: Vec3 = c.iter().map(|p| Vec3::new(p[0], p[1], p[2]) / p[3]).sum::<Vec3>() / c.len() as f32;
     assert!((mean - texture.mean()).abs().max_element() < 1e-2, "mean {mean} vs the texture's {}", texture.mean());
 }
+
+/// Split-frame rendering on one GPU with one engine per band (the bodies of
+/// tests/common/shard.rs, as on the CPU): two and three bands of rows sum to
+/// the whole image bit for bit, both traversals, with and without a fused
+/// site; and an edge that moves between samples, the moved rows' sums moved
+/// on the device through the engines' sum pointers and streams.
+#[test]
+fn cuda_bands_of_rows_sum_to_the_whole_image() {
+    use reap::compaction::Algorithm;
+    let (w, h) = (61, 47);
+    if gpu().is_none() {
+        return;
+    }
+    let make = || cornell_on_the_gpu(w, h, 7, 6).expect("the GPU answered a moment ago");
+    let lookback = Compaction::With(Algorithm::Lookback);
+    for traversal in Traversal::ALL {
+        for c in [Compaction::None, lookback] {
+            let s = RenderSettings { traversal, compact_paths: c, compact_frontier: c, ..settings_for(w, h, 2, 6, 7) };
+            super::shard::split_frames_sum_to_the_whole_image(make, &s, &[&[30, 17], &[1, 40, 6]]);
+        }
+        let s = RenderSettings {
+            traversal,
+            compact_paths: lookback,
+            compact_frontier: lookback,
+            ..settings_for(w, h, 1, 6, 7)
+        };
+        super::shard::a_moving_band_edge_keeps_the_image(make, &s, &[20, 9, 33, 33], move_rows);
+    }
+    super::shard::bad_shards_are_typed_errors(make(), &settings_for(w, h, 1, 6, 7));
+}
+
+/// Moves the sums of `pixels` from one engine to another on the same device:
+/// copied on the new owner's stream, then zeroed on the old owner's.
+fn move_rows(from: &mut CudaEngine, to: &mut CudaEngine, pixels: std::ops::Range<u64>) {
+    let (offset, bytes) = (16 * pixels.start, 16 * (pixels.end - pixels.start) as usize);
+    // The old owner's last frame must have landed before its sums are read on another stream.
+    reap::gpu::synchronize(from.stream(), "finishing the old owner's frames").expect("sync");
+    // SAFETY: both ranges lie inside the two engines' image-sized sums, distinct allocations on one device.
+    let copy = unsafe {
+        reap::gpu::copy_dtod(to.stream(), to.sums_ptr() + offset, from.sums_ptr() + offset, bytes, "moving sums")
+    };
+    copy.expect("copy");
+    // The copy must have read the rows before the old owner's stream zeroes them.
+    reap::gpu::synchronize(to.stream(), "finishing the copy").expect("sync");
+    // SAFETY: the range lies inside the old owner's sums; enqueued on its stream, before its next frame.
+    let r =
+        unsafe { cudarc::driver::sys::cuMemsetD8Async(from.sums_ptr() + offset, 0, bytes, from.stream().cu_stream()) };
+    r.result().expect("zeroing the moved rows at their old owner");
+}

@@ -22,7 +22,7 @@ use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, StageId, TraceError, TraceResult, Work};
+use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, Shard, StageId, TraceError, TraceResult, Work};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -33,8 +33,12 @@ pub struct CpuEngine {
     height: u32,
     seed: u32,
     max_bounces: u32,
+    /// The pixels traced: path i is pixel `shard.base + i`.
+    shard: Shard,
+    /// Per-path state for at least `shard.count` paths (kept when a shard shrinks).
     paths: Paths,
     claims: Claims,
+    /// One sum per pixel of the whole image, whatever the shard.
     sum: Vec<[f32; 4]>,
     /// The image as shown (`rgba8`), rewritten from `sum` on each call.
     rgba: Vec<[u8; 4]>,
@@ -43,8 +47,8 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
-    /// An engine for `width` x `height` pixels (one path each) over `scene`,
-    /// seen through `camera`. `seed` and `max_bounces` are the render's: the
+    /// An engine for `width` x `height` pixels (one path each, until
+    /// [`Engine::set_shard`] narrows them) over `scene`, seen through `camera`. `seed` and `max_bounces` are the render's: the
     /// stages take them from here, as the GPU engine's do, so pass the values
     /// of the [`RenderSettings`](crate::trace::RenderSettings) given to `render`.
     pub fn new(
@@ -65,13 +69,26 @@ impl CpuEngine {
             height,
             seed,
             max_bounces,
+            shard: Shard::whole(pixels as u64),
             paths: Paths::new(pixels),
-            claims: Claims { stamp: (0..pixels).map(|_| AtomicU32::new(0)).collect(), epoch: 0 },
+            claims: Claims::new(pixels),
             sum: vec![[0.0; 4]; pixels],
             rgba: vec![[0; 4]; pixels],
             clock: HostClock::default(),
             work: None,
         }
+    }
+
+    /// The per-pixel sums of the whole image (RGBA, A = samples), in place.
+    pub fn sums(&self) -> &[[f32; 4]] {
+        &self.sum
+    }
+
+    /// The sums for writing: a split-frame driver moves the sums of pixels
+    /// that change owner between engines (copied to the new owner, zeroed at
+    /// the old one so that the engines' sums still add up to the image).
+    pub fn sums_mut(&mut self) -> &mut [[f32; 4]] {
+        &mut self.sum
     }
 }
 
@@ -117,6 +134,12 @@ struct Claims {
     epoch: u32,
 }
 
+impl Claims {
+    fn new(paths: usize) -> Self {
+        Claims { stamp: (0..paths).map(|_| AtomicU32::new(0)).collect(), epoch: 0 }
+    }
+}
+
 /// Raw pointers to the path state, handed out one path at a time by [`Claims`].
 struct PathsView<'a> {
     origin: *mut Vec4,
@@ -130,6 +153,8 @@ struct PathsView<'a> {
     flags: *mut u32,
     stamp: &'a [AtomicU32],
     epoch: u32,
+    /// The shard's path count: slots past it (kept from a larger shard) hold no path of this frame.
+    paths: usize,
     _paths: PhantomData<&'a mut Paths>,
 }
 
@@ -139,8 +164,8 @@ unsafe impl Send for PathsView<'_> {}
 unsafe impl Sync for PathsView<'_> {}
 
 impl<'a> PathsView<'a> {
-    /// Opens a new epoch: every path can be claimed once until the view drops.
-    fn new(p: &'a mut Paths, claims: &'a mut Claims) -> Self {
+    /// Opens a new epoch: each of the first `paths` paths can be claimed once until the view drops.
+    fn new(p: &'a mut Paths, claims: &'a mut Claims, paths: usize) -> Self {
         claims.epoch = claims.epoch.wrapping_add(1);
         if claims.epoch == 0 {
             // After 2^32 stages: clear the stamps so no old one equals the new epoch.
@@ -159,6 +184,7 @@ impl<'a> PathsView<'a> {
             flags: p.flags.as_mut_ptr(),
             stamp: &claims.stamp,
             epoch: claims.epoch,
+            paths: paths.min(claims.stamp.len()),
             _paths: PhantomData,
         }
     }
@@ -169,14 +195,14 @@ impl<'a> PathsView<'a> {
         let i = path as usize;
         // Only atomicity matters here: of two swaps on one stamp, exactly one
         // sees the old epoch. The data itself is ordered by rayon's joins.
-        if i >= self.stamp.len() || self.stamp[i].swap(self.epoch, Relaxed) == self.epoch {
+        if i >= self.paths || self.stamp[i].swap(self.epoch, Relaxed) == self.epoch {
             return Err(TraceError::Compaction(Error::Backend(format!(
                 "a queue names path {path} twice, or a path past the last of {}: the stage that wrote it \
                  (the camera or a compaction) broke the queue",
-                self.stamp.len()
+                self.paths
             ))));
         }
-        // SAFETY: every field holds `stamp.len()` elements, so `i` is in bounds; the swap above
+        // SAFETY: every field holds `stamp.len()` >= `self.paths` elements, so `i` is in bounds; the swap above
         // succeeds once per path and view, so these are the only references to slot `i` while the
         // view (which holds the exclusive borrow of the fields) lives.
         unsafe {
@@ -222,8 +248,24 @@ impl Engine for CpuEngine {
         &self.backend
     }
 
-    fn pixels(&self) -> u64 {
+    fn image_pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
+    }
+
+    fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
+        shard.check(self.image_pixels())?;
+        let count = shard.count as usize;
+        if self.paths.origin.len() < count {
+            // Rewritten by the camera every frame: nothing to keep.
+            self.paths = Paths::new(count);
+            self.claims = Claims::new(count);
+        }
+        self.shard = shard;
+        Ok(())
     }
 
     fn bvh_depth(&self) -> u32 {
@@ -258,17 +300,18 @@ impl Engine for CpuEngine {
     }
 
     fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
-        let pixels = self.pixels() as usize;
-        if queue.len() < pixels {
-            return Err(too_short("camera queue", pixels, queue.len()));
+        // u32 as the kernel's arguments: set_shard keeps the shard inside the image, below 2^32 pixels.
+        let (base, count) = (self.shard.base as u32, self.shard.count as usize);
+        if queue.len() < count {
+            return Err(too_short("camera queue", count, queue.len()));
         }
         check_words(words, &[queue_len])?;
         let (cam, width, height, seed) = (&self.camera, self.width, self.height, self.seed);
-        paths_mut(&mut self.paths).zip(&mut queue[..pixels]).enumerate().for_each(|(i, (p, q))| {
-            trace_camera(p, cam, width, height, sample, seed, i as u32);
+        paths_mut(&mut self.paths).zip(&mut queue[..count]).enumerate().for_each(|(i, (p, q))| {
+            trace_camera(p, cam, width, height, base, sample, seed, i as u32);
             *q = i as u32;
         });
-        words[queue_len as usize] = pixels as u64;
+        words[queue_len as usize] = count as u64;
         Ok(())
     }
 
@@ -298,8 +341,8 @@ impl Engine for CpuEngine {
         if next.len() < n {
             return Err(too_short("next queue", n, next.len()));
         }
-        let (s, seed, max_bounces) = (&self.scene, self.seed, self.max_bounces);
-        let view = PathsView::new(&mut self.paths, &mut self.claims);
+        let (s, seed, max_bounces, base) = (&self.scene, self.seed, self.max_bounces, self.shard.base as u32);
+        let view = PathsView::new(&mut self.paths, &mut self.claims, self.shard.count as usize);
         if let Some(alg) = fuse {
             // The fused path site (twin of trace_shade's): only the live paths go to `next`, compacted.
             use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -318,7 +361,7 @@ impl Engine for CpuEngine {
                         return;
                     }
                 };
-                let r = shade_one(s, claim, path, sample, bounce, max_bounces, estimator, seed);
+                let r = shade_one(s, claim, path, sample, bounce, max_bounces, estimator, seed, base);
                 alive.fetch_add(r.alive as u64, Relaxed);
                 shadows.fetch_add(r.shadow as u64, Relaxed);
                 if r.alive {
@@ -342,7 +385,7 @@ impl Engine for CpuEngine {
             .map(|(&path, next)| {
                 let mut r = Shaded::default();
                 if path != DEAD32 {
-                    r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, estimator, seed);
+                    r = shade_one(s, view.claim(path)?, path, sample, bounce, max_bounces, estimator, seed, base);
                 }
                 *next = if r.alive { path } else { DEAD32 };
                 Ok::<_, TraceError>((r.alive as u64, r.shadow as u64))
@@ -355,7 +398,7 @@ impl Engine for CpuEngine {
 
     fn nee(&mut self, queue: &Vec<u32>, words: &Vec<u64>, queue_len: u64) -> TraceResult<()> {
         let n = n_of(words, queue_len, queue.len());
-        let view = PathsView::new(&mut self.paths, &mut self.claims);
+        let view = PathsView::new(&mut self.paths, &mut self.claims, self.shard.count as usize);
         queue[..n].par_iter().filter(|&&path| path != DEAD32).try_for_each(|&path| {
             trace_nee(view.claim(path)?);
             Ok(())
@@ -367,7 +410,9 @@ impl Engine for CpuEngine {
         if !host::ok(words) {
             return Ok(());
         }
-        self.sum.par_iter_mut().zip(&self.paths.radiance).for_each(|(sum, &l)| trace_accumulate(sum, l));
+        let (base, count) = (self.shard.base as usize, self.shard.count as usize);
+        let sums = &mut self.sum[base..base + count];
+        sums.par_iter_mut().zip(&self.paths.radiance[..count]).for_each(|(sum, &l)| trace_accumulate(sum, l));
         Ok(())
     }
 
