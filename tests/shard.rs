@@ -71,6 +71,19 @@ fn a_moving_band_edge_keeps_the_image() {
     }
 }
 
+/// Split renders (2 and 3 CPU ranks, bands that follow the time, then set
+/// by hand) gather to the one-engine image.
+#[test]
+fn split_renders_gather_to_the_whole_image() {
+    for traversal in Traversal::ALL {
+        let s = settings(traversal, "lookback");
+        shard::split_renders_the_whole_image(|_| cornell(), &s, 2, vec![3, 20]);
+        shard::split_renders_the_whole_image(|_| cornell(), &s, 3, vec![20, 1, 2]);
+    }
+    // More ranks than rows cannot split.
+    assert!(reap::trace::split::Split::new((0..24).map(|_| cornell()).collect(), W, H).is_err());
+}
+
 #[test]
 fn bad_shards_are_typed_errors() {
     shard::bad_shards_are_typed_errors(cornell(), &settings(Traversal::DepthFirst, "none"));

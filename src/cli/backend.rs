@@ -26,6 +26,7 @@ pub enum BackendChoice {
 }
 
 /// What a path tracer is built from: the scene, the camera and the frame.
+#[derive(Clone)]
 pub struct TracerSetup {
     pub packed: Packed,
     pub camera: CameraLayout,
@@ -37,7 +38,7 @@ pub struct TracerSetup {
 
 /// A backend the binary opened, with the workload engines built on it.
 pub trait Opened: Timed + Sharding + Sized {
-    type Tracer: trace::Engine;
+    type Tracer: trace::Engine + reap::trace::split::SplitEngine;
     type Collider: collide::Engine;
     /// The device as the reports name it.
     fn device(&self) -> String;
@@ -48,9 +49,17 @@ pub trait Opened: Timed + Sharding + Sized {
     /// Resets the kernels' tuning to the defaults, then sets each `key=value`
     /// (`CudaTuning::set`); the CPU backend has no kernel shapes to set.
     fn retune(&mut self, pairs: &[(String, String)]) -> Result<()>;
-    /// `gpus` ranks of this kind, this backend the first (`--gpus`): the
+    /// `gpus` backends of this kind, this one the first (`--gpus`): the
     /// GPUs 0..gpus on CUDA, as many CPU ranks on the CPU.
-    fn group(self, gpus: usize) -> Result<Group<Self>>;
+    fn ranks(self, gpus: usize) -> Result<Vec<Self>>;
+    /// The ranks, connected for sharded compaction.
+    fn group(self, gpus: usize) -> Result<Group<Self>> {
+        Ok(Group::new(self.ranks(gpus)?)?)
+    }
+    /// One path tracer per rank, for a split frame.
+    fn tracers(self, gpus: usize, setup: TracerSetup) -> Result<Vec<Self::Tracer>> {
+        self.ranks(gpus)?.into_iter().map(|b| b.tracer(setup.clone())).collect()
+    }
     /// The path tracer on this backend.
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
@@ -84,9 +93,9 @@ impl Opened for CpuBackend {
     fn retune(&mut self, _: &[(String, String)]) -> Result<()> {
         anyhow::bail!("--tuning sets CUDA kernel shapes; use --backend cuda")
     }
-    fn group(self, gpus: usize) -> Result<Group<Self>> {
+    fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
         check_gpus(gpus, usize::MAX)?;
-        Ok(Group::new(std::iter::once(self).chain((1..gpus).map(|_| CpuBackend::new())).collect())?)
+        Ok(std::iter::once(self).chain((1..gpus).map(|_| CpuBackend::new())).collect())
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cpu::CpuEngine::new(self, t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces))
@@ -116,13 +125,13 @@ impl Opened for reap::compaction::cuda::CudaBackend {
         }
         Ok(())
     }
-    fn group(self, gpus: usize) -> Result<Group<Self>> {
+    fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
         check_gpus(gpus, reap::gpu::device_count()?)?;
         let mut ranks = vec![self];
         for ordinal in 1..gpus {
             ranks.push(Self::new(ordinal)?);
         }
-        Ok(Group::new(ranks)?)
+        Ok(ranks)
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
         Ok(trace::cuda::CudaEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)

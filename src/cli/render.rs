@@ -11,8 +11,9 @@ use reap::compaction::{Backend, BackendKind};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
+use reap::trace::split::{Renderer, Split};
 use reap::trace::tonemap::{Tone, ToneCurve};
-use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal};
 use reap::{bvh, files};
 
 use super::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
@@ -82,6 +83,10 @@ pub struct RenderArgs {
     /// items (CUDA); `off` runs it as a separate pass after them, like every other algorithm.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
     pub fuse: reap::compaction::Fusion,
+    /// Split each frame across GPUs 0..N in bands of rows that follow the measured time (NCCL carries the
+    /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
     /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.
     #[arg(skip)]
     pub first_run: bool,
@@ -181,15 +186,26 @@ impl OnBackend for RenderRun {
         let camera = CameraLayout::new(&scene.camera, args.width, args.height);
         let job = RenderJob { args: &args, scene: &scene, tree: &tree };
         let (kind, device) = (backend.kind().name(), backend.device());
-        let engine = backend.tracer(TracerSetup {
+        let setup = TracerSetup {
             packed,
             camera,
             width: args.width,
             height: args.height,
             seed: args.seed,
             max_bounces: args.path.max_bounces,
-        })?;
-        job.go(engine, settings, kind, &device)
+        };
+        if args.gpus == 1 {
+            let engine = backend.tracer(setup)?;
+            warm_up(&engine, &settings)?;
+            return job.go(engine, settings, kind, &device);
+        }
+        let engines = backend.tracers(args.gpus, setup)?;
+        for e in &engines {
+            warm_up(e, &settings)?;
+        }
+        let split = Split::new(engines, args.width, args.height)?;
+        println!("split over {} ranks in bands of rows; collectives: {}", args.gpus, split.carrier());
+        job.go(split, settings, kind, &format!("{device} x{}", args.gpus))
     }
 }
 
@@ -228,7 +244,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
 }
 
 impl RenderJob<'_> {
-    fn go<E: Engine>(&self, mut engine: E, settings: RenderSettings, backend: &str, device: &str) -> Result<bool> {
+    fn go<R: Renderer>(&self, mut engine: R, settings: RenderSettings, backend: &str, device: &str) -> Result<bool> {
         let a = self.args;
         println!(
             "rendering {}x{}, {} spp, {} bounces, {} estimator on {device}: {} traversal, paths compacted by {}, \
@@ -242,13 +258,12 @@ impl RenderJob<'_> {
             settings.compact_paths.name(),
             settings.compact_frontier.name()
         );
-        warm_up(&engine, &settings)?;
         let bar = ProgressBar::new(a.spp as u64);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} spp  {msg}  [{elapsed_precise} < {eta_precise}]")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let frames = render(&mut engine, &settings, |f| {
+        let frames = engine.render_frames(&settings, &mut |f| {
             bar.set_message(format!(
                 "{:.2} ms/frame wall clock, {:.0} Mrays/s (stages {:.2} ms)",
                 f.wall_ms,
@@ -258,7 +273,7 @@ impl RenderJob<'_> {
             bar.inc(1);
         })?;
         bar.finish_and_clear();
-        let sum = engine.image()?;
+        let sum = engine.sums()?;
         let hash = format!("{:016x}", output::hash(&sum));
         output::write_image(&a.out, &sum, a.width, a.height, a.tone())?;
         let summary = Summary::of(&frames);

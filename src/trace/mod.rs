@@ -34,6 +34,7 @@ pub mod noise;
 pub mod output;
 pub mod shading;
 mod shard;
+pub mod split;
 pub mod texture;
 pub mod tonemap;
 

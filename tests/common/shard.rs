@@ -153,3 +153,31 @@ pub fn bad_shards_are_typed_errors<E: Engine>(mut e: E, s: &RenderSettings) {
     e.reset().expect("reset");
     assert!(e.image().expect("sums").iter().all(|p| *p == [0.0; 4]), "reset clears every pixel, not only the shard's");
 }
+
+/// A [`Split`] of `ranks` engines against one engine, `s.spp` frames each:
+/// the bands follow the measured time between frames, and are then set by
+/// hand to `bands` for as many frames again; the gathered sums must be the
+/// one engine's bits.
+pub fn split_renders_the_whole_image<E: reap::trace::split::SplitEngine>(
+    make: impl Fn(usize) -> E,
+    s: &RenderSettings,
+    ranks: usize,
+    bands: Vec<u32>,
+) {
+    use reap::trace::split::{Renderer, Split};
+    // `make(r)`: an engine on rank r's device; the whole image on rank 0's.
+    let mut whole = make(0);
+    let twice = RenderSettings { spp: 2 * s.spp, ..s.clone() };
+    reap::trace::render(&mut whole, &twice, |_| {}).expect("whole render");
+    let want = bits(&whole.image().expect("whole sums"));
+    let mut split = Split::new((0..ranks).map(&make).collect(), s.width, s.height).expect("split");
+    let first = split.render_frames(s, &mut |_| {}).expect("split render");
+    split.set_bands(bands).expect("bands");
+    let again = RenderSettings { first_sample: s.first_sample + s.spp, ..s.clone() };
+    let second = split.render_frames(&again, &mut |_| {}).expect("split render, moved bands");
+    assert_eq!(bits(&split.sums().expect("gathered")), want, "{ranks} ranks, {}", s.traversal.name());
+    let rays: u64 = first.iter().chain(&second).map(|f| f.rays).sum();
+    assert!(rays > 0);
+    // Bands that leave a rank without rows, or miss rows, are refused.
+    assert!(split.set_bands(vec![0; ranks]).is_err());
+}

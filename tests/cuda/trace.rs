@@ -302,3 +302,37 @@ fn move_rows(from: &mut CudaEngine, to: &mut CudaEngine, pixels: std::ops::Range
         unsafe { cudarc::driver::sys::cuMemsetD8Async(from.sums_ptr() + offset, 0, bytes, from.stream().cu_stream()) };
     r.result().expect("zeroing the moved rows at their old owner");
 }
+
+/// A split render over every GPU here (NCCL moves the rows whose band
+/// changes and gathers the image): the same bits as one GPU. Needs two GPUs;
+/// NCCL refuses two ranks on one device.
+#[test]
+fn cuda_split_over_gpus_gathers_the_one_gpu_image() {
+    use reap::compaction::Algorithm;
+    use reap::compaction::cuda::CudaBackend;
+    let (w, h) = (61, 47);
+    if gpu().is_none() {
+        return;
+    }
+    let count = reap::gpu::device_count().expect("a GPU opened");
+    if count < 2 {
+        super::skip(format!("SKIPPED cuda_split_over_gpus: {count} GPU here, a split needs two"));
+        return;
+    }
+    let make = |d: usize| {
+        let (packed, camera) = cornell(w, h);
+        CudaEngine::new(CudaBackend::new(d).expect("device"), &packed, camera, w, h, 7, 6).expect("engine")
+    };
+    let lookback = Compaction::With(Algorithm::Lookback);
+    for traversal in Traversal::ALL {
+        let s = RenderSettings {
+            traversal,
+            compact_paths: lookback,
+            compact_frontier: lookback,
+            ..settings_for(w, h, 2, 6, 7)
+        };
+        let mut bands = vec![1u32; count];
+        bands[0] = h - (count as u32 - 1);
+        super::shard::split_renders_the_whole_image(make, &s, count, bands);
+    }
+}

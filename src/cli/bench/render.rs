@@ -12,7 +12,8 @@ use reap::compaction::{Compaction, Fusion};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
-use reap::trace::{Engine, RenderSettings, Traversal};
+use reap::trace::split::{Renderer, Split};
+use reap::trace::{RenderSettings, Traversal};
 
 use super::compactions;
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
@@ -55,6 +56,10 @@ pub struct RenderBenchArgs {
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Split each frame across GPUs 0..N (bands of rows that follow the measured time; N CPU ranks with
+    /// `--backend cpu`); the rows' backend reads e.g. `cuda x2`.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
 }
 
 /// `reap bench render`: every traversal × compaction choice on each scene, one
@@ -136,21 +141,29 @@ impl OnBackend for SceneBench<'_> {
         let device = backend.device();
         let choices = compactions(&a.algorithms, &backend)?;
         let kind = backend.kind().name();
-        let engine = backend.tracer(TracerSetup {
+        let setup = TracerSetup {
             packed: self.packed,
             camera: self.camera,
             width: a.width,
             height: a.height,
             seed: a.seed,
             max_bounces: a.path.max_bounces,
-        })?;
-        let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
-        Ok((device, rows))
+        };
+        if a.gpus == 1 {
+            let engine = backend.tracer(setup)?;
+            let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
+            return Ok((device, rows));
+        }
+        let split = Split::new(backend.tracers(a.gpus, setup)?, a.width, a.height)?;
+        println!("split over {} ranks; collectives: {}", a.gpus, split.carrier());
+        let label = format!("{kind} x{}", a.gpus);
+        let rows = bench_scene(split, a, self.scene, self.tree, self.traversals, &choices, &label)?;
+        Ok((format!("{device} x{}", a.gpus), rows))
     }
 }
 
-fn bench_scene<E: Engine>(
-    mut engine: E,
+fn bench_scene<R: Renderer>(
+    mut engine: R,
     args: &RenderBenchArgs,
     sc: &scene::Scene,
     tree: &bvh::Bvh,
@@ -159,7 +172,7 @@ fn bench_scene<E: Engine>(
     backend: &str,
 ) -> Result<Vec<output::BenchRow>> {
     let mut rows = Vec::new();
-    let runs = with_fusion(choices, &args.fusion, engine.fuses());
+    let runs = with_fusion(choices, &args.fusion, engine.fuses_sites());
     let bar = ProgressBar::new((traversals.len() * runs.len()) as u64);
     for &traversal in traversals {
         for &(c, fusion) in &runs {
@@ -181,12 +194,13 @@ fn bench_scene<E: Engine>(
             };
             // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
             let warm = RenderSettings { spp: 1, ..settings.clone() };
-            let outcome = reap::trace::render(&mut engine, &warm, |_| {})
-                .and_then(|_| engine.reset())
-                .and_then(|_| reap::trace::render(&mut engine, &settings, |_| {}));
+            let outcome = engine
+                .render_frames(&warm, &mut |_| {})
+                .and_then(|_| engine.reset_sums())
+                .and_then(|_| engine.render_frames(&settings, &mut |_| {}));
             let row = match outcome {
                 Ok(frames) => {
-                    let sum = engine.image()?;
+                    let sum = engine.sums()?;
                     output::BenchRow::measured(
                         backend,
                         &sc.name,
@@ -208,7 +222,7 @@ fn bench_scene<E: Engine>(
                 ),
                 Err(e) => return Err(e.into()),
             };
-            engine.reset()?;
+            engine.reset_sums()?;
             rows.push(row);
             bar.inc(1);
         }

@@ -338,9 +338,21 @@ impl<B: Sharding> Group<B> {
         Ok(pieces)
     }
 
-    /// The global offset of each rank's (kept) part.
+    /// The global offset of each rank's (kept) part: the counts (a scan: the
+    /// lengths) of the ranks before it.
     pub fn offsets<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<u64>> {
-        Ok(self.pieces(out)?.into_iter().filter(|p| p.1 == 0).map(|p| p.3).collect())
+        let sizes = match out.op {
+            ShardOp::Scan => out.lens.clone(),
+            ShardOp::Select | ShardOp::Partition => self.counts(out)?,
+        };
+        Ok(sizes
+            .iter()
+            .scan(0u64, |at, &n| {
+                let offset = *at;
+                *at += n;
+                Some(offset)
+            })
+            .collect())
     }
 
     /// Elements in the gathered result (select: the kept total).

@@ -55,6 +55,10 @@ proptest! {
             let (want, _) = single(alg, true, &input);
             let out = g.partition(alg, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
             prop_assert_eq!(g.collect(&out).unwrap(), want, "{}", alg.name());
+            // Each rank's kept part starts where the counts before it end (also an empty one).
+            let counts = g.counts(&out).unwrap();
+            let offsets = g.offsets(&out).unwrap();
+            for r in 1..ranks { prop_assert_eq!(offsets[r], offsets[r - 1] + counts[r - 1]); }
         }
     }
 

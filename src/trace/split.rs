@@ -1,0 +1,387 @@
+//! Split-frame rendering: one engine per rank (a GPU, or a CPU rank in
+//! tests), each tracing one band of whole rows ([`Shard`]), all of them at
+//! once, one thread each. Every random number is drawn from the pixel, so the
+//! bands' sums together are the one-engine image bit for bit.
+//!
+//! Bands follow the measured time: after each frame, each band's cost per row
+//! (its rank's frame time over its rows) predicts the next frame, and the
+//! boundaries move so that every rank's predicted time is equal. A pixel's
+//! running sum lives on exactly one rank at a time: when a boundary moves, the
+//! moved rows' sums travel to their new owner ([`SplitEngine::move_sums`],
+//! NCCL sends on GPUs) before the next frame adds to them, so each pixel is
+//! still summed in sample order and the image stays the same bits however
+//! often the bands move. Reading the image gathers every band onto rank 0.
+
+use std::time::Instant;
+
+use super::{Engine, FrameStats, RenderSettings, Shard, TraceError, TraceResult, render};
+
+/// One range of pixels' sums, from one engine to another (the same pixels on both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumMove {
+    pub from: usize,
+    pub to: usize,
+    pub first: u64,
+    pub count: u64,
+}
+
+/// What an engine adds to render one frame split across several.
+pub trait SplitEngine: Engine + Send + Sized {
+    /// The state of the collectives between the engines (NCCL communicators).
+    type Comm;
+    fn connect(engines: &[Self]) -> TraceResult<Self::Comm>;
+    /// What carries the moves, for reports.
+    fn carrier(comm: &Self::Comm) -> String;
+    /// Copies each move's pixels' sums from engine `from` to engine `to`.
+    fn move_sums(comm: &Self::Comm, engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()>;
+}
+
+/// Something that renders frames into per-pixel sums: one engine, or a split.
+pub trait Renderer {
+    /// Renders `s.spp` frames; `on_frame` sees each as it ends.
+    fn render_frames(
+        &mut self,
+        s: &RenderSettings,
+        on_frame: &mut dyn FnMut(&FrameStats),
+    ) -> TraceResult<Vec<FrameStats>>;
+    /// Clears the sums.
+    fn reset_sums(&mut self) -> TraceResult<()>;
+    /// The whole image's sums.
+    fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>>;
+    fn fuses_sites(&self) -> bool;
+    /// Ranks rendering (1 for one engine).
+    fn ranks(&self) -> usize {
+        1
+    }
+}
+
+impl<E: Engine> Renderer for E {
+    fn render_frames(
+        &mut self,
+        s: &RenderSettings,
+        on_frame: &mut dyn FnMut(&FrameStats),
+    ) -> TraceResult<Vec<FrameStats>> {
+        render(self, s, on_frame)
+    }
+    fn reset_sums(&mut self) -> TraceResult<()> {
+        self.reset()
+    }
+    fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>> {
+        self.image()
+    }
+    fn fuses_sites(&self) -> bool {
+        self.fuses()
+    }
+}
+
+/// Several engines rendering one image in bands of rows.
+pub struct Split<E: SplitEngine> {
+    engines: Vec<E>,
+    comm: E::Comm,
+    width: u32,
+    /// Rows of each rank's band, in rank order (top band first).
+    rows: Vec<u32>,
+    /// Whether the bands follow the measured times between frames.
+    pub balance: bool,
+    /// Each rank's frame time of the last frame, ms (what the bands follow).
+    pub last_times: Vec<f64>,
+}
+
+impl<E: SplitEngine> Split<E> {
+    /// Engines of one image (`width` x `height`), one per rank, into equal bands.
+    pub fn new(engines: Vec<E>, width: u32, height: u32) -> TraceResult<Self> {
+        let ranks = engines.len() as u32;
+        if ranks == 0 {
+            return Err(TraceError::Settings("a split render needs at least one engine".into()));
+        }
+        if ranks > height {
+            return Err(TraceError::Settings(format!(
+                "{ranks} ranks need at least {ranks} rows to split; the image has {height}"
+            )));
+        }
+        let image = width as u64 * height as u64;
+        if let Some(e) = engines.iter().find(|e| e.image_pixels() != image) {
+            return Err(TraceError::Settings(format!(
+                "the engines were made for {} pixels and the split for {image}",
+                e.image_pixels()
+            )));
+        }
+        let rows: Vec<u32> = (0..ranks).map(|r| height / ranks + u32::from(r < height % ranks)).collect();
+        let comm = E::connect(&engines)?;
+        let mut split = Split { engines, comm, width, rows, balance: true, last_times: Vec::new() };
+        split.apply_bands()?;
+        Ok(split)
+    }
+
+    pub fn engines(&self) -> &[E] {
+        &self.engines
+    }
+
+    pub fn carrier(&self) -> String {
+        E::carrier(&self.comm)
+    }
+
+    /// Each rank's band as rows (first row, rows).
+    pub fn bands(&self) -> Vec<(u32, u32)> {
+        let mut first = 0;
+        self.rows
+            .iter()
+            .map(|&r| {
+                let band = (first, r);
+                first += r;
+                band
+            })
+            .collect()
+    }
+
+    /// Sets each rank's rows (rank order, top first; every rank at least
+    /// one, all of them the image's height), moving the moved rows' sums.
+    pub fn set_bands(&mut self, rows: Vec<u32>) -> TraceResult<()> {
+        let height: u32 = self.rows.iter().sum();
+        if rows.len() != self.rows.len()
+            || rows.contains(&0)
+            || rows.iter().map(|&r| r as u64).sum::<u64>() != height as u64
+        {
+            return Err(TraceError::Settings(format!(
+                "bands {rows:?}: give each of the {} ranks at least one row, {height} rows in all",
+                self.rows.len()
+            )));
+        }
+        self.rebalance(rows)
+    }
+
+    fn apply_bands(&mut self) -> TraceResult<()> {
+        let (width, bands) = (self.width, self.bands());
+        for (e, (first, rows)) in self.engines.iter_mut().zip(bands) {
+            e.set_shard(Shard::rows(width, first, rows))?;
+        }
+        Ok(())
+    }
+
+    /// Moves the band boundaries to `rows`, carrying the moved rows' sums.
+    fn rebalance(&mut self, rows: Vec<u32>) -> TraceResult<()> {
+        let owners = |rows: &[u32]| -> Vec<usize> {
+            rows.iter().enumerate().flat_map(|(r, &n)| std::iter::repeat_n(r, n as usize)).collect()
+        };
+        let (old, new) = (owners(&self.rows), owners(&rows));
+        let mut moves: Vec<SumMove> = Vec::new();
+        let w = self.width as u64;
+        for (y, (&from, &to)) in old.iter().zip(&new).enumerate() {
+            if from == to {
+                continue;
+            }
+            match moves.last_mut() {
+                Some(m) if m.from == from && m.to == to && m.first + m.count == y as u64 * w => m.count += w,
+                _ => moves.push(SumMove { from, to, first: y as u64 * w, count: w }),
+            }
+        }
+        E::move_sums(&self.comm, &mut self.engines, &moves)?;
+        self.rows = rows;
+        self.apply_bands()
+    }
+
+    /// One frame on every rank at once; the merged stats.
+    fn frame(&mut self, s: &RenderSettings, sample: u32) -> TraceResult<FrameStats> {
+        let one = RenderSettings { spp: 1, first_sample: sample, ..s.clone() };
+        let clock = Instant::now();
+        let results: Vec<TraceResult<FrameStats>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = self
+                .engines
+                .iter_mut()
+                .map(|e| {
+                    let one = &one;
+                    scope.spawn(move || render(e, one, |_| {}).map(|mut f| f.remove(0)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| Err(TraceError::Settings("a rank's render thread panicked".into())))
+                })
+                .collect()
+        });
+        let frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
+        let mut merged = merge(&frames);
+        self.last_times = frames.iter().map(|f| f.wall_ms).collect();
+        if self.balance && self.engines.len() > 1 {
+            let rows = balance(&self.rows, &self.last_times);
+            // A move costs a copy per moved row: skip ones that buy under 2 %.
+            let worst = self.last_times.iter().cloned().fold(0.0, f64::max);
+            let mean = self.last_times.iter().sum::<f64>() / self.last_times.len() as f64;
+            if rows != self.rows && worst > mean * 1.02 {
+                self.rebalance(rows)?;
+            }
+        }
+        merged.wall_ms = crate::clocks::ms(clock.elapsed());
+        Ok(merged)
+    }
+
+    /// Every band's sums onto rank 0 (rank 0 then holds the whole image).
+    fn gather(&mut self) -> TraceResult<()> {
+        let w = self.width as u64;
+        let moves: Vec<SumMove> = self
+            .bands()
+            .into_iter()
+            .enumerate()
+            .skip(1)
+            .map(|(r, (first, rows))| SumMove { from: r, to: 0, first: first as u64 * w, count: rows as u64 * w })
+            .collect();
+        E::move_sums(&self.comm, &mut self.engines, &moves)
+    }
+
+    /// The whole image as rank 0's engine shows it (gathered first).
+    pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
+        self.gather()?;
+        self.engines[0].rgba8()
+    }
+}
+
+/// The band sizes that give every rank the same predicted time, each band's
+/// measured time spread evenly over its rows; every band keeps a row.
+fn balance(rows: &[u32], times: &[f64]) -> Vec<u32> {
+    let ranks = rows.len();
+    let height: usize = rows.iter().map(|&r| r as usize).sum();
+    let mut cost: Vec<f64> = Vec::with_capacity(height);
+    for (&n, &t) in rows.iter().zip(times) {
+        cost.extend(std::iter::repeat_n(t.max(1e-9) / n.max(1) as f64, n as usize));
+    }
+    let total: f64 = cost.iter().sum();
+    let (mut out, mut at, mut acc) = (Vec::with_capacity(ranks), 0usize, 0.0);
+    for r in 0..ranks {
+        let start = at;
+        if r + 1 == ranks {
+            at = height;
+        } else {
+            let target = total * (r + 1) as f64 / ranks as f64;
+            // Take rows while a row's middle stays under the target, leaving one for each later rank.
+            while at < height - (ranks - r - 1) && (at == start || acc + cost[at] * 0.5 <= target) {
+                acc += cost[at];
+                at += 1;
+            }
+        }
+        out.push((at - start) as u32);
+    }
+    out
+}
+
+/// A split frame as one frame: the rays of every rank, the slowest rank's stages.
+fn merge(frames: &[FrameStats]) -> FrameStats {
+    let slowest = frames.iter().max_by(|a, b| a.frame_ms.total_cmp(&b.frame_ms)).cloned().unwrap_or_default();
+    let add = |pick: fn(&FrameStats) -> &Vec<u64>| -> Vec<u64> {
+        let len = frames.iter().map(|f| pick(f).len()).max().unwrap_or(0);
+        (0..len).map(|i| frames.iter().map(|f| pick(f).get(i).copied().unwrap_or(0)).sum()).collect()
+    };
+    FrameStats {
+        queue: add(|f| &f.queue),
+        alive: add(|f| &f.alive),
+        shadow_rays: add(|f| &f.shadow_rays),
+        rays: frames.iter().map(|f| f.rays).sum(),
+        ..slowest
+    }
+}
+
+impl<E: SplitEngine> Renderer for Split<E> {
+    fn render_frames(
+        &mut self,
+        s: &RenderSettings,
+        on_frame: &mut dyn FnMut(&FrameStats),
+    ) -> TraceResult<Vec<FrameStats>> {
+        s.check()?;
+        let mut frames = Vec::with_capacity(s.spp as usize);
+        for sample in s.first_sample..s.first_sample + s.spp {
+            let f = self.frame(s, sample)?;
+            on_frame(&f);
+            frames.push(f);
+        }
+        Ok(frames)
+    }
+    fn reset_sums(&mut self) -> TraceResult<()> {
+        self.engines.iter_mut().try_for_each(|e| e.reset())
+    }
+    fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>> {
+        self.gather()?;
+        self.engines[0].image()
+    }
+    fn fuses_sites(&self) -> bool {
+        self.engines[0].fuses()
+    }
+    fn ranks(&self) -> usize {
+        self.engines.len()
+    }
+}
+
+impl SplitEngine for super::cpu::CpuEngine {
+    type Comm = ();
+    fn connect(_: &[Self]) -> TraceResult<()> {
+        Ok(())
+    }
+    fn carrier(_: &()) -> String {
+        "host memory (CPU ranks)".into()
+    }
+    fn move_sums(_: &(), engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
+        for m in moves.iter().filter(|m| m.from != m.to) {
+            let range = m.first as usize..(m.first + m.count) as usize;
+            let part = engines[m.from].sums()[range.clone()].to_vec();
+            engines[m.to].sums_mut()[range].copy_from_slice(&part);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl SplitEngine for super::cuda::CudaEngine {
+    /// `None` for one engine.
+    type Comm = Option<crate::gpu::nccl::Comms>;
+    fn connect(engines: &[Self]) -> TraceResult<Self::Comm> {
+        if engines.len() < 2 {
+            return Ok(None);
+        }
+        let streams = engines.iter().map(|e| e.stream().clone()).collect();
+        Ok(Some(crate::gpu::nccl::Comms::new(streams).map_err(crate::compaction::Error::from)?))
+    }
+    fn carrier(comm: &Self::Comm) -> String {
+        match comm {
+            Some(_) => crate::gpu::nccl_available().unwrap_or_else(|e| e.to_string()),
+            None => "one GPU (no collectives)".into(),
+        }
+    }
+    fn move_sums(comm: &Self::Comm, engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
+        const PIXEL: u64 = 16; // an RGBA f32 sum
+        let raw: Vec<crate::gpu::nccl::Move> = moves
+            .iter()
+            .filter(|m| m.from != m.to && m.count > 0)
+            .map(|m| crate::gpu::nccl::Move {
+                from: m.from,
+                src: engines[m.from].sums_ptr() + m.first * PIXEL,
+                to: m.to,
+                dst: engines[m.to].sums_ptr() + m.first * PIXEL,
+                bytes: m.count * PIXEL,
+            })
+            .collect();
+        if raw.is_empty() {
+            return Ok(());
+        }
+        let comm = comm.as_ref().ok_or_else(|| TraceError::Settings("moving sums needs two engines".into()))?;
+        comm.exchange(&raw).map_err(crate::compaction::Error::from)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // The boundary arithmetic alone; whole split renders are in tests/split.rs.
+    #[test]
+    fn balanced_rows_cover_the_image_and_favour_the_fast_rank() {
+        let rows = vec![50u32, 50];
+        let slow_first = balanced(&rows, &[3.0, 1.0]);
+        assert_eq!(slow_first, vec![33, 67]);
+        // Equal times keep equal bands; every band keeps a row.
+        assert_eq!(balanced(&rows, &[1.0, 1.0]), vec![50, 50]);
+        let tiny = balanced(&[1, 1, 1], &[100.0, 1.0, 1.0]);
+        assert_eq!(tiny, vec![1, 1, 1]);
+    }
+
+    fn balanced(rows: &[u32], times: &[f64]) -> Vec<u32> {
+        super::balance(rows, times)
+    }
+}
