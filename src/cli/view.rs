@@ -39,6 +39,9 @@ pub struct ViewArgs {
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
     descend: u32,
+    /// Split the path tracer's image across GPUs 0..N (bands of rows that follow the measured time).
+    #[arg(long, default_value_t = 1)]
+    gpus: usize,
 }
 
 /// The viewer with `reap view`'s defaults, for `reap` with no arguments:
@@ -91,6 +94,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         compare_all: args.compare_all,
         collide,
         descend: args.descend,
+        gpus: args.gpus,
     })
 }
 

@@ -117,6 +117,16 @@ impl<E: SplitEngine> Split<E> {
         &self.engines
     }
 
+    /// Rank 0's compaction backend (every rank's is of the same kind).
+    pub fn backend(&self) -> &E::B {
+        self.engines[0].backend()
+    }
+
+    /// Moves every rank's camera (the caller resets the sums).
+    pub fn set_camera(&mut self, camera: crate::trace::layout::CameraLayout) {
+        self.engines.iter_mut().for_each(|e| e.set_camera(camera));
+    }
+
     pub fn carrier(&self) -> String {
         E::carrier(&self.comm)
     }

@@ -158,15 +158,17 @@ fn compare<T: Element>(
     if got.len() != want.len() {
         return Err(format!("gathered {} elements, one rank gave {}", got.len(), want.len()));
     }
-    let bytes = |v: &[T]| -> Vec<Vec<u8>> { v.iter().map(|x| bytemuck::bytes_of(x).to_vec()).collect() };
-    let (mut g, mut w) = (bytes(&got), bytes(&want));
+    // Elements as byte slices: unstable results sort without an allocation per element.
+    let size = std::mem::size_of::<T>();
+    let mut g: Vec<&[u8]> = bytemuck::cast_slice::<T, u8>(&got).chunks(size).collect();
+    let mut w: Vec<&[u8]> = bytemuck::cast_slice::<T, u8>(&want).chunks(size).collect();
     if !algorithm.stable() {
         // Unstable: the same multiset of kept elements (and of rejected ones).
-        g[..kept].sort();
-        w[..kept].sort();
+        g[..kept].sort_unstable();
+        w[..kept].sort_unstable();
         if split {
-            g[kept..].sort();
-            w[kept..].sort();
+            g[kept..].sort_unstable();
+            w[kept..].sort_unstable();
         }
     }
     match g.iter().zip(&w).position(|(a, b)| a != b) {

@@ -152,6 +152,8 @@ mod app {
         pub collide: Option<CollideOptions>,
         /// BVH levels one breadth-first expansion descends.
         pub descend: u32,
+        /// Ranks the path tracer's image is split across (GPUs 0..N).
+        pub gpus: usize,
     }
 
     /// The collision demo's workload.

@@ -10,7 +10,8 @@ use crate::compaction::CpuBackend;
 use crate::scene::{self, Camera};
 use crate::trace::cpu::CpuEngine;
 use crate::trace::layout::{CameraLayout, Packed};
-use crate::trace::{Compaction, Engine, Estimator, FrameStats, RenderSettings, TraceResult, render};
+use crate::trace::split::{Renderer, Split};
+use crate::trace::{Compaction, Estimator, FrameStats, RenderSettings, TraceResult};
 
 use super::ViewerError;
 use super::trace_state::Choices;
@@ -55,13 +56,14 @@ impl<E: Engines> OnBackend<E> {
     }
 }
 
-/// The path tracer's engines.
+/// The path tracer's engines: a split over `--gpus` ranks (one rank: the
+/// whole image on one engine).
 pub struct Tracers;
 
 impl Engines for Tracers {
-    type Cpu = CpuEngine;
+    type Cpu = Split<CpuEngine>;
     #[cfg(feature = "cuda")]
-    type Cuda = crate::trace::cuda::CudaEngine;
+    type Cuda = Split<crate::trace::cuda::CudaEngine>;
 }
 
 /// The path tracer's engine on either backend.
@@ -92,6 +94,8 @@ pub struct Session {
     pub max_bounces: u32,
     /// BVH levels one breadth-first expansion descends (`--descend`).
     pub descend: u32,
+    /// Ranks the image is split across (`--gpus`).
+    pub gpus: usize,
 }
 
 /// Opens the CUDA backend, or says why not.
@@ -114,12 +118,13 @@ impl Session {
         height: u32,
         max_bounces: u32,
         camera: Option<&Camera>,
+        gpus: usize,
     ) -> Result<Self, ViewerError> {
         let sc = scene::load(spec)?;
         let tree = bvh::build(&sc.triangles);
         let packed = Packed::new(&sc, &tree);
         let cam = camera.copied().unwrap_or(sc.camera);
-        let engine = build_engine(kind, &packed, &cam, width, height, max_bounces)?;
+        let engine = build_engine(kind, &packed, &cam, width, height, max_bounces, gpus)?;
         Ok(Session {
             scene_name: sc.name.clone(),
             triangles: sc.triangles.len(),
@@ -131,6 +136,7 @@ impl Session {
             height,
             max_bounces,
             descend: crate::trace::DESCEND,
+            gpus,
         })
     }
 
@@ -143,7 +149,7 @@ impl Session {
         max_bounces: u32,
         camera: &Camera,
     ) -> Result<(), ViewerError> {
-        self.engine = build_engine(kind, &self.packed, camera, width, height, max_bounces)?;
+        self.engine = build_engine(kind, &self.packed, camera, width, height, max_bounces, self.gpus)?;
         (self.width, self.height, self.max_bounces) = (width, height, max_bounces);
         Ok(())
     }
@@ -152,12 +158,12 @@ impl Session {
         let layout = CameraLayout::new(camera, self.width, self.height);
         on_backend!(&mut self.engine, e => {
             e.set_camera(layout);
-            e.reset()
+            e.reset_sums()
         })
     }
 
     pub fn reset(&mut self) -> TraceResult<()> {
-        on_backend!(&mut self.engine, e => e.reset())
+        on_backend!(&mut self.engine, e => e.reset_sums())
     }
 
     /// Renders `spp` samples per pixel on top of the `first_sample` already accumulated.
@@ -177,7 +183,7 @@ impl Session {
             fusion: choices.fusion,
             descend: self.descend,
         };
-        on_backend!(&mut self.engine, e => render(e, &settings, |_| {}))
+        on_backend!(&mut self.engine, e => e.render_frames(&settings, &mut |_| {}))
     }
 
     /// The image as shown, 8-bit sRGB RGBA, converted where the engine
@@ -195,17 +201,43 @@ fn build_engine(
     width: u32,
     height: u32,
     max_bounces: u32,
+    gpus: usize,
 ) -> Result<AnyEngine, ViewerError> {
     let layout = CameraLayout::new(camera, width, height);
+    if gpus == 0 {
+        return Err(ViewerError::Backend("--gpus must be at least 1".into()));
+    }
     match kind {
         BackendKind::Cpu => {
-            Ok(OnBackend::Cpu(CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces)))
+            let engines = (0..gpus)
+                .map(|_| CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces))
+                .collect();
+            Ok(OnBackend::Cpu(Split::new(engines, width, height)?))
         }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
-            let backend = cuda_backend().map_err(ViewerError::Backend)?;
-            let e = crate::trace::cuda::CudaEngine::new(backend, packed, layout, width, height, 1, max_bounces)?;
-            Ok(OnBackend::Cuda(e))
+            let count = crate::gpu::device_count().map_err(|e| ViewerError::Backend(e.to_string()))?;
+            if gpus > count {
+                return Err(ViewerError::Backend(format!("--gpus {gpus}: this machine has {count} GPU(s)")));
+            }
+            let mut engines = Vec::with_capacity(gpus);
+            for d in 0..gpus {
+                let backend = match d {
+                    0 => cuda_backend(),
+                    _ => crate::compaction::cuda::CudaBackend::new(d).map_err(|e| e.to_string()),
+                }
+                .map_err(ViewerError::Backend)?;
+                engines.push(crate::trace::cuda::CudaEngine::new(
+                    backend,
+                    packed,
+                    layout,
+                    width,
+                    height,
+                    1,
+                    max_bounces,
+                )?);
+            }
+            Ok(OnBackend::Cuda(Split::new(engines, width, height)?))
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),

@@ -39,6 +39,10 @@ impl Sharding for CpuBackend {
         Ok(())
     }
 
+    fn duplicate<T: Element>(&self, src: &Vec<T>) -> Result<Vec<T>> {
+        Ok(src.clone())
+    }
+
     fn add_prefix<S: ScanElement>(
         &self,
         data: &mut Vec<S>,

@@ -92,6 +92,15 @@ impl Sharding for CudaBackend {
         }
     }
 
+    fn duplicate<T: Element>(&self, src: &CudaBuffer<T>) -> Result<CudaBuffer<T>> {
+        use crate::compaction::Backend;
+        let dst = self.alloc::<T>(src.len())?;
+        if src.len() > 0 {
+            copy(self, dst.ptr(), src.ptr(), src.len() * std::mem::size_of::<T>() as u64)?;
+        }
+        Ok(dst)
+    }
+
     fn add_prefix<S: ScanElement>(
         &self,
         data: &mut CudaBuffer<S>,

@@ -58,6 +58,8 @@ pub trait Sharding: Backend + Sized {
         root: usize,
         dst: &mut Self::Buffer<T>,
     ) -> Result<()>;
+    /// A copy of `src` on this rank, enqueued (no host wait).
+    fn duplicate<T: Element>(&self, src: &Self::Buffer<T>) -> Result<Self::Buffer<T>>;
     /// Adds `words[first..first + count]`'s sum to `data[..n]` on this rank:
     /// a rank's exclusive scan becomes its part of the global scan.
     fn add_prefix<S: ScanElement>(
@@ -84,6 +86,9 @@ pub struct Sharded<B: Backend, T: Element> {
     pub shards: Vec<B::Buffer<T>>,
     pub starts: Vec<u64>,
     pub total: u64,
+    /// Each rank's word buffer as a call starts it (`[n_r, 0, …]`), uploaded
+    /// once: a call copies it on the device rather than uploading from the host.
+    words: Vec<B::Buffer<u64>>,
 }
 
 /// The keep rule of a sharded call: the same for every rank, or per-rank flags.
@@ -165,14 +170,34 @@ impl<B: Sharding> Group<B> {
     /// Splits `data` into contiguous shards, one per rank ([`shard_lens`]).
     pub fn scatter<T: Element>(&self, data: &[T]) -> Result<Sharded<B, T>> {
         let mut shards = Vec::with_capacity(self.len());
-        let mut starts = Vec::with_capacity(self.len());
         let mut at = 0u64;
         for (rank, len) in self.ranks.iter().zip(shard_lens(data.len() as u64, self.len())) {
-            starts.push(at);
             shards.push(rank.upload(&data[at as usize..(at + len) as usize])?);
             at += len;
         }
-        Ok(Sharded { shards, starts, total: data.len() as u64 })
+        self.adopt(shards)
+    }
+
+    /// Buffers already on the ranks (one each, in rank order) as one sharded
+    /// input: rank r's elements follow rank r - 1's.
+    pub fn adopt<T: Element>(&self, shards: Vec<B::Buffer<T>>) -> Result<Sharded<B, T>> {
+        if shards.len() != self.len() {
+            return Err(Error::LengthMismatch {
+                what: "shards (one per rank)",
+                expected: self.len() as u64,
+                actual: shards.len() as u64,
+            });
+        }
+        let lens: Vec<u64> = shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
+        let starts: Vec<u64> = lens
+            .iter()
+            .scan(0u64, |at, &n| {
+                let s = *at;
+                *at += n;
+                Some(s)
+            })
+            .collect();
+        Ok(Sharded { words: self.words(&lens)?, total: lens.iter().sum(), shards, starts })
     }
 
     /// Each rank's word buffer: its length and a zeroed count and gather area.
@@ -187,6 +212,11 @@ impl<B: Sharding> Group<B> {
                 b.upload(&w)
             })
             .collect()
+    }
+
+    /// This call's word buffers, copied on each rank from the input's template.
+    fn fresh_words(&self, template: &[B::Buffer<u64>]) -> Result<Vec<B::Buffer<u64>>> {
+        self.ranks.iter().zip(template).map(|(b, w)| b.duplicate(w)).collect()
     }
 
     fn check_keep<T: Element>(&self, input: &Sharded<B, T>, keep: &ShardKeep<'_, B, T>) -> Result<()> {
@@ -223,7 +253,7 @@ impl<B: Sharding> Group<B> {
     ) -> Result<ShardedOutput<B, T>> {
         self.check_keep(input, &keep)?;
         let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
-        let mut words = self.words(&lens)?;
+        let mut words = self.fresh_words(&input.words)?;
         let mut shards = Vec::with_capacity(self.len());
         let mut reports = Vec::with_capacity(self.len());
         for (r, b) in self.ranks.iter().enumerate() {
@@ -279,8 +309,15 @@ impl<B: Sharding> Group<B> {
         algorithm: Algorithm,
         input: &Sharded<B, S>,
     ) -> Result<ShardedOutput<B, S>> {
+        if input.shards.len() != self.len() {
+            return Err(Error::LengthMismatch {
+                what: "shards of the input (one per rank)",
+                expected: self.len() as u64,
+                actual: input.shards.len() as u64,
+            });
+        }
         let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
-        let mut words = self.words(&lens)?;
+        let mut words = self.fresh_words(&input.words)?;
         let mut shards = Vec::with_capacity(self.len());
         let mut reports = Vec::with_capacity(self.len());
         for (r, b) in self.ranks.iter().enumerate() {

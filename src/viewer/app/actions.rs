@@ -71,7 +71,7 @@ impl App {
                     return;
                 }
                 let kind = tr.session.engine.kind();
-                match Session::open(&spec, kind, w, h, s.workload.max_bounces, None) {
+                match Session::open(&spec, kind, w, h, s.workload.max_bounces, None, tr.session.gpus) {
                     Ok(mut session) => {
                         session.descend = tr.session.descend;
                         tr.orbit = Orbit::from_camera(&session.home);

@@ -24,7 +24,7 @@ pub(super) type Collide = Workspace<CollideSession, CollideState>;
 
 impl Tracer {
     pub(super) fn open(opts: &ViewOptions, kind: BackendKind, backends: &[BackendKind]) -> Result<Self, ViewerError> {
-        let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None)?;
+        let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None, opts.gpus)?;
         session.descend = opts.descend;
         Ok(Tracer {
             state: ViewerState::for_tracer(session.engine.choices()),
