@@ -157,6 +157,23 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
     assert_overlay(&img);
 }
 
+/// `--gpus 2` on the CPU: the image split across two ranks in bands of
+/// rows, gathered for the window (both bands lit, both walls there).
+#[test]
+fn view_split_across_two_ranks_draws_the_whole_render() {
+    let Some(img) = screenshot("split", &["--frames", "4", "--gpus", "2"]) else { return };
+    let render = picture(&img);
+    let half = render.len() / 2;
+    for (band, pixels) in [("top", &render[..half]), ("bottom", &render[half..])] {
+        let mean =
+            pixels.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (pixels.len() as f64 * 3.0);
+        assert!(mean > 10.0, "the {band} band is blank (mean {mean:.1})");
+    }
+    assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
+    assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
+    assert_overlay(&img);
+}
+
 #[test]
 fn view_collide_draws_the_bodies_and_the_overlay() {
     let args = ["--collide", "--scenario", "pile", "--bodies", "400", "--frames", "8"];
