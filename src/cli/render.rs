@@ -107,6 +107,12 @@ fn scenes_help() -> String {
 }
 
 pub fn run(args: RenderArgs) -> Result<bool> {
+    if args.gpus == 0 {
+        anyhow::bail!("--gpus must be at least 1");
+    }
+    if args.gpus as u64 > args.height as u64 {
+        anyhow::bail!("--gpus {} splits the image in bands of rows and it has {} rows", args.gpus, args.height);
+    }
     // Output paths first: a bad path must not cost a render.
     let format = output::image_format(&args.out)?;
     if !args.exposure.is_finite() {

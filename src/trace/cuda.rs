@@ -424,12 +424,14 @@ impl Engine for CudaEngine {
     fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
         shard.check(self.image_pixels())?;
         if shard.count > self.path_capacity {
-            // Made before the old state goes, so a failed allocation leaves the engine as it was; the
-            // old buffers' frees are stream-ordered, after every launch that used them.
-            let (buffers, paths) = alloc_paths(&self.backend, shard.count)?;
+            // An eighth to spare: a split's bands move by a few rows a frame. Made before the old
+            // state goes, so a failed allocation leaves the engine as it was; the old buffers' frees
+            // are stream-ordered, after every launch that used them.
+            let room = (shard.count + shard.count / 8).min(self.image_pixels()).max(shard.count);
+            let (buffers, paths) = alloc_paths(&self.backend, room)?;
             self._path_buffers = buffers;
             self.paths = paths;
-            self.path_capacity = shard.count;
+            self.path_capacity = room;
         }
         self.shard = shard;
         Ok(())

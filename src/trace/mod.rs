@@ -520,24 +520,25 @@ pub struct Work<E: Engine> {
 }
 
 impl<E: Engine> Work<E> {
-    fn new(e: &E) -> TraceResult<Self> {
-        let pixels = e.pixels();
-        Ok(Work { queue: e.alloc(pixels)?, next: e.alloc(pixels)?, words: e.alloc(0)?, frontier: None, guard: 0 })
+    fn new(e: &E, capacity: u64) -> TraceResult<Self> {
+        Ok(Work { queue: e.alloc(capacity)?, next: e.alloc(capacity)?, words: e.alloc(0)?, frontier: None, guard: 0 })
     }
 }
 
-/// The engine's work buffers, made on first use, and remade (keeping the
-/// guard) when a larger shard outgrew their queues: the frontier's first
-/// guess then follows the new pixel count too.
+/// The engine's work buffers, made on first use, and remade when the
+/// engine's shard outgrows the queues: with an eighth to spare (a split's
+/// bands move by a few rows a frame) and the frontier kept, so its learned
+/// capacity survives the move and the next frame is not redone.
 fn work<E: Engine>(e: &mut E) -> TraceResult<Work<E>> {
     match e.work().take() {
         Some(w) if e.backend().len(&w.queue) >= e.pixels() => Ok(w),
         Some(w) => {
-            let guard = w.guard;
-            drop(w); // freed before the new queues are made
-            Ok(Work { guard, ..Work::new(e)? })
+            let (guard, frontier) = (w.guard, w.frontier);
+            drop((w.queue, w.next)); // freed before the new queues are made
+            let room = (e.pixels() + e.pixels() / 8).min(e.image_pixels()).max(e.pixels());
+            Ok(Work { guard, frontier, ..Work::new(e, room)? })
         }
-        None => Work::new(e),
+        None => Work::new(e, e.pixels()),
     }
 }
 

@@ -65,6 +65,9 @@ pub struct RenderBenchArgs {
 /// `reap bench render`: every traversal × compaction choice on each scene, one
 /// engine per scene, with image hashes checked equal across compaction choices.
 pub fn run(args: RenderBenchArgs) -> Result<bool> {
+    if args.gpus == 0 || args.gpus as u64 > args.height as u64 {
+        anyhow::bail!("--gpus must be from 1 to the image's {} rows (bands of rows, one a rank)", args.height);
+    }
     super::out_folder(args.out.as_deref(), "report.md")?;
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     // Names and the backend before the first scene loads: a typo must not cost a large scene's load.
