@@ -4,7 +4,9 @@
 
 use anyhow::{Result, bail};
 
+#[cfg(feature = "cuda")]
 use reap::compaction::cuda::single_pass::ArchClass;
+#[cfg(feature = "cuda")]
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::sizes::parse_count;
