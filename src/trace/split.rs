@@ -194,22 +194,23 @@ impl<E: SplitEngine> Split<E> {
     fn frame(&mut self, s: &RenderSettings, sample: u32) -> TraceResult<FrameStats> {
         let one = RenderSettings { spp: 1, first_sample: sample, ..s.clone() };
         let clock = Instant::now();
-        let results: Vec<TraceResult<FrameStats>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = self
-                .engines
-                .iter_mut()
-                .map(|e| {
-                    let one = &one;
-                    scope.spawn(move || render(e, one, |_| {}).map(|mut f| f.remove(0)))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| Err(TraceError::Settings("a rank's render thread panicked".into())))
-                })
-                .collect()
-        });
+        let results: Vec<TraceResult<FrameStats>> = if self.engines.len() == 1 {
+            // One rank (the viewer's default): no thread to start.
+            vec![render(&mut self.engines[0], &one, |_| {}).map(|mut f| f.remove(0))]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .engines
+                    .iter_mut()
+                    .map(|e| {
+                        let one = &one;
+                        scope.spawn(move || render(e, one, |_| {}).map(|mut f| f.remove(0)))
+                    })
+                    .collect();
+                let panicked = || Err(TraceError::Settings("a rank's render thread panicked".into()));
+                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panicked())).collect()
+            })
+        };
         let frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
         let mut merged = merge(&frames);
         // The device's own stage times where the engine has them: the host's clock adds launch
