@@ -68,6 +68,9 @@ fn bad_gpus_are_refused_before_any_work() {
         &["render", "--backend", "cpu", "--gpus", "0", "--out", "never.png"][..],
         &["verify", "--backend", "cpu", "--gpus", "0"],
         &["bench", "compaction", "--backend", "cpu", "--gpus", "2", "--ops", "scan"],
+        // A million CPU ranks would be a million ranks' buffers.
+        &["verify", "--backend", "cpu", "--gpus", "1000000", "--sizes", "10"],
+        &["bench", "compaction", "--backend", "cpu", "--gpus", "1000000", "--sizes", "10"],
         // More ranks than rows cannot split an image.
         &["render", "--backend", "cpu", "--gpus", "5", "--width", "8", "--height", "4", "--out", "never.png"],
     ] {
@@ -78,6 +81,11 @@ fn bad_gpus_are_refused_before_any_work() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
     assert!(!std::path::Path::new("never.png").exists());
+    // Sizes past the host's memory are refused before any rank is made.
+    let out = reap().args(["verify", "--backend", "cpu", "--gpus", "2", "--sizes", "2^40"]).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && !stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("memory") || stderr.contains("lower"), "{stderr}");
 }
 
 /// Without NCCL (a machine like CI's), asking for it is a typed error that

@@ -94,6 +94,15 @@ impl Opened for CpuBackend {
         anyhow::bail!("--tuning sets CUDA kernel shapes; use --backend cuda")
     }
     fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
+        // CPU ranks share the cores: they are there to run the protocol, so a bound keeps a typo
+        // (`--gpus 1000000`) from allocating a million ranks' buffers.
+        if gpus > reap::trace::split::MAX_CPU_RANKS {
+            anyhow::bail!(
+                "--gpus {gpus} with --backend cpu: CPU ranks share the cores and run the multi-GPU protocol for \
+                 testing; use at most {}",
+                reap::trace::split::MAX_CPU_RANKS
+            );
+        }
         check_gpus(gpus, usize::MAX)?;
         Ok(std::iter::once(self).chain((1..gpus).map(|_| CpuBackend::new())).collect())
     }

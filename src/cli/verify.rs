@@ -180,9 +180,12 @@ struct ShardJob {
 impl OnBackend for ShardJob {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
+        let sizes = if self.sizes_given { self.cfg.sizes.clone() } else { verify::shard::SIZES.to_vec() };
+        // The host holds each case's input, the one-rank reference and the gathered result.
+        let cfg = verify::Config { sizes: sizes.clone(), ..self.cfg.clone() };
+        cfg.check_memory(true, Limit::host())?;
         let device = backend.device();
         let group = backend.group(self.gpus)?;
-        let sizes = if self.sizes_given { self.cfg.sizes.clone() } else { verify::shard::SIZES.to_vec() };
         println!(
             "verifying {} ranks on the {} backend ({device}; collectives: {}; seed {:#x})",
             group.len(),

@@ -16,6 +16,10 @@ use std::time::Instant;
 
 use super::{Engine, FrameStats, RenderSettings, Shard, TraceError, TraceResult, render};
 
+/// The most CPU ranks a split or a sharded call takes: CPU ranks share the
+/// cores and exist to run the multi-GPU protocol without GPUs.
+pub const MAX_CPU_RANKS: usize = 64;
+
 /// One range of pixels' sums, from one engine to another (the same pixels on both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SumMove {

@@ -204,8 +204,14 @@ fn build_engine(
     gpus: usize,
 ) -> Result<AnyEngine, ViewerError> {
     let layout = CameraLayout::new(camera, width, height);
-    if gpus == 0 {
-        return Err(ViewerError::Backend("--gpus must be at least 1".into()));
+    if gpus == 0 || gpus as u64 > height as u64 {
+        return Err(ViewerError::Backend(format!("--gpus must be from 1 to the image's {height} rows")));
+    }
+    if kind == BackendKind::Cpu && gpus > crate::trace::split::MAX_CPU_RANKS {
+        return Err(ViewerError::Backend(format!(
+            "--gpus {gpus} on the CPU: CPU ranks share the cores; use at most {}",
+            crate::trace::split::MAX_CPU_RANKS
+        )));
     }
     match kind {
         BackendKind::Cpu => {
