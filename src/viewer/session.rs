@@ -186,6 +186,24 @@ impl Session {
         on_backend!(&mut self.engine, e => e.render_frames(&settings, &mut |_| {}))
     }
 
+    /// With several ranks: each one's rows and last frame time, for the overlay.
+    pub fn split_line(&self) -> Option<String> {
+        on_backend!(&self.engine, e => {
+            (e.ranks() > 1).then(|| {
+                let bands: Vec<String> = e
+                    .bands()
+                    .iter()
+                    .zip(e.last_times.iter().map(Some).chain(std::iter::repeat(None)))
+                    .map(|((_, rows), t)| match t {
+                        Some(t) => format!("{rows} rows {t:.2} ms"),
+                        None => format!("{rows} rows"),
+                    })
+                    .collect();
+                format!("split over {} ranks: {}", e.ranks(), bands.join(" | "))
+            })
+        })
+    }
+
     /// The image as shown, 8-bit sRGB RGBA, converted where the engine
     /// computes: on a GPU only these bytes come back to the host.
     pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {

@@ -16,6 +16,8 @@ pub struct TraceFacts<'a> {
     pub triangles: usize,
     pub width: u32,
     pub height: u32,
+    /// With `--gpus N`: the ranks' bands and their last frame times.
+    pub split: Option<String>,
 }
 
 impl Panel for Tracing {
@@ -33,6 +35,9 @@ impl Panel for Tracing {
             "{}: {} triangles, {}x{}, {} spp accumulated",
             f.scene, f.triangles, f.width, f.height, s.workload.accumulated
         ));
+        if let Some(split) = &f.split {
+            ui.label(split);
+        }
     }
 
     fn last_frame_lines(ui: &mut egui::Ui, st: &FrameStats) {

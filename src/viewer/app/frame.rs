@@ -34,6 +34,7 @@ impl App {
                     triangles: t.session.triangles,
                     width: t.session.width,
                     height: t.session.height,
+                    split: t.session.split_line(),
                 };
                 let facts = facts(t.session.engine.kind(), adapter, fps, of);
                 let (state, ov) = (&mut t.state, &mut t.overlay);
