@@ -222,10 +222,10 @@ impl<E: SplitEngine> Split<E> {
         self.last_times = frames.iter().map(|f| if f.frame_ms > 0.0 { f.frame_ms } else { f.wall_ms }).collect();
         if self.balance && self.engines.len() > 1 {
             let rows = balance(&self.rows, &self.last_times);
-            // A move costs a copy per moved row and may grow a rank's buffers: skip ones that buy under 3 %.
+            // A move costs a copy per moved row and may grow a rank's buffers: skip ones that buy under 1 %.
             let worst = self.last_times.iter().cloned().fold(0.0, f64::max);
             let mean = self.last_times.iter().sum::<f64>() / self.last_times.len() as f64;
-            if rows != self.rows && worst > mean * 1.03 {
+            if rows != self.rows && worst > mean * 1.01 {
                 self.rebalance(rows)?;
             }
         }
