@@ -193,33 +193,12 @@ impl OnBackend for ShardJob {
             group.carrier(),
             self.cfg.seed
         );
-        let mut per_alg: Vec<(Algorithm, u64, u64)> = Vec::new();
+        let mut tally = PerAlgorithm::new(self.verbose);
         let (passed, failed) =
             verify::shard::run(&group, &self.cfg.algorithms, &self.cfg.operations, &sizes, self.cfg.seed, |case, r| {
-                if per_alg.last().is_none_or(|(a, _, _)| *a != case.algorithm) {
-                    if let Some((a, p, f)) = per_alg.last() {
-                        println!("  {:<27} {p} passed, {f} failed", a.name());
-                    }
-                    per_alg.push((case.algorithm, 0, 0));
-                }
-                let entry = per_alg.last_mut().expect("pushed above");
-                match r {
-                    Ok(()) => {
-                        entry.1 += 1;
-                        if self.verbose {
-                            println!("    ok   {case}");
-                        }
-                    }
-                    Err(e) => {
-                        entry.2 += 1;
-                        println!("    FAIL {case}: {e}");
-                    }
-                }
-                let _ = std::io::stdout().flush();
+                tally.seen(case.algorithm, case, r)
             });
-        if let Some((a, p, f)) = per_alg.last() {
-            println!("  {:<27} {p} passed, {f} failed", a.name());
-        }
+        tally.finish();
         println!("{passed} passed, {failed} failed");
         if passed + failed == 0 {
             bail!("no sharded case ran: --gpus checks select, partition and scan; pick one of them");
@@ -260,22 +239,39 @@ fn site_sizes() -> Vec<u64> {
 
 fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> Result<bool> {
     println!("verifying on the {} backend (seed {:#x})", backend.kind().name(), cfg.seed);
-    let mut per_alg: Vec<(Algorithm, u64, u64)> = Vec::new();
-    let summary = verify::run(backend, cfg, |case, outcome| {
-        match per_alg.last_mut() {
-            Some((a, _, _)) if *a == case.algorithm => {}
-            _ => {
-                if let Some((a, p, f)) = per_alg.last() {
-                    println!("  {:<27} {p} passed, {f} failed", a.name());
-                }
-                per_alg.push((case.algorithm, 0, 0));
-            }
+    let mut tally = PerAlgorithm::new(verbose);
+    let summary = verify::run(backend, cfg, |case, outcome| tally.seen(case.algorithm, case, outcome));
+    tally.finish();
+    println!("{} passed, {} failed", summary.passed, summary.failed);
+    if summary.passed + summary.failed == 0 {
+        // E.g. only sort, at sizes above the sort cases' limit.
+        bail!("no case ran: the sizes and operations picked select no case; see `reap verify --help`");
+    }
+    Ok(summary.failed == 0)
+}
+
+/// The console's running tally: a line per algorithm as its cases end, each
+/// failure (every case when verbose) as it comes.
+struct PerAlgorithm {
+    rows: Vec<(Algorithm, u64, u64)>,
+    verbose: bool,
+}
+
+impl PerAlgorithm {
+    fn new(verbose: bool) -> Self {
+        PerAlgorithm { rows: Vec::new(), verbose }
+    }
+
+    fn seen(&mut self, algorithm: Algorithm, case: &dyn std::fmt::Display, outcome: &Result<(), String>) {
+        if self.rows.last().is_none_or(|(a, _, _)| *a != algorithm) {
+            self.finish();
+            self.rows.push((algorithm, 0, 0));
         }
-        let entry = per_alg.last_mut().expect("pushed above");
+        let entry = self.rows.last_mut().expect("pushed above");
         match outcome {
             Ok(()) => {
                 entry.1 += 1;
-                if verbose {
+                if self.verbose {
                     println!("    ok   {case}");
                 }
             }
@@ -285,14 +281,12 @@ fn verify_on<B: Harness>(backend: &B, cfg: &verify::Config, verbose: bool) -> Re
             }
         }
         let _ = std::io::stdout().flush();
-    });
-    if let Some((a, p, f)) = per_alg.last() {
-        println!("  {:<27} {p} passed, {f} failed", a.name());
     }
-    println!("{} passed, {} failed", summary.passed, summary.failed);
-    if summary.passed + summary.failed == 0 {
-        // E.g. only sort, at sizes above the sort cases' limit.
-        bail!("no case ran: the sizes and operations picked select no case; see `reap verify --help`");
+
+    /// The line of the algorithm whose cases just ended.
+    fn finish(&self) {
+        if let Some((a, p, f)) = self.rows.last() {
+            println!("  {:<27} {p} passed, {f} failed", a.name());
+        }
     }
-    Ok(summary.failed == 0)
 }

@@ -126,6 +126,18 @@ const N: u64 = 0;
 const COUNT: u64 = 1;
 const GATHERED: u64 = 2;
 
+/// Where each of `sizes` starts when they are laid end to end.
+fn exclusive_prefix(sizes: &[u64]) -> Vec<u64> {
+    sizes
+        .iter()
+        .scan(0u64, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect()
+}
+
 /// Shard lengths of `n` elements over `ranks`: equal, the first `n % ranks` one longer.
 pub fn shard_lens(n: u64, ranks: usize) -> Vec<u64> {
     let r = ranks.max(1) as u64;
@@ -181,22 +193,9 @@ impl<B: Sharding> Group<B> {
     /// Buffers already on the ranks (one each, in rank order) as one sharded
     /// input: rank r's elements follow rank r - 1's.
     pub fn adopt<T: Element>(&self, shards: Vec<B::Buffer<T>>) -> Result<Sharded<B, T>> {
-        if shards.len() != self.len() {
-            return Err(Error::LengthMismatch {
-                what: "shards (one per rank)",
-                expected: self.len() as u64,
-                actual: shards.len() as u64,
-            });
-        }
+        self.check_shards(shards.len())?;
         let lens: Vec<u64> = shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
-        let starts: Vec<u64> = lens
-            .iter()
-            .scan(0u64, |at, &n| {
-                let s = *at;
-                *at += n;
-                Some(s)
-            })
-            .collect();
+        let starts = exclusive_prefix(&lens);
         Ok(Sharded { words: self.words(&lens)?, total: lens.iter().sum(), shards, starts })
     }
 
@@ -219,14 +218,20 @@ impl<B: Sharding> Group<B> {
         self.ranks.iter().zip(template).map(|(b, w)| b.duplicate(w)).collect()
     }
 
-    fn check_keep<T: Element>(&self, input: &Sharded<B, T>, keep: &ShardKeep<'_, B, T>) -> Result<()> {
-        if input.shards.len() != self.len() {
+    /// One shard per rank.
+    fn check_shards(&self, shards: usize) -> Result<()> {
+        if shards != self.len() {
             return Err(Error::LengthMismatch {
-                what: "shards of the input (one per rank)",
+                what: "shards (one per rank)",
                 expected: self.len() as u64,
-                actual: input.shards.len() as u64,
+                actual: shards as u64,
             });
         }
+        Ok(())
+    }
+
+    fn check_keep<T: Element>(&self, input: &Sharded<B, T>, keep: &ShardKeep<'_, B, T>) -> Result<()> {
+        self.check_shards(input.shards.len())?;
         if let ShardKeep::Flags(f) = keep {
             for (r, (fl, inp)) in f.shards.iter().zip(&input.shards).enumerate() {
                 let (a, b) = (self.ranks[r].len(fl), self.ranks[r].len(inp));
@@ -309,13 +314,7 @@ impl<B: Sharding> Group<B> {
         algorithm: Algorithm,
         input: &Sharded<B, S>,
     ) -> Result<ShardedOutput<B, S>> {
-        if input.shards.len() != self.len() {
-            return Err(Error::LengthMismatch {
-                what: "shards of the input (one per rank)",
-                expected: self.len() as u64,
-                actual: input.shards.len() as u64,
-            });
-        }
+        self.check_shards(input.shards.len())?;
         let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
         let mut words = self.fresh_words(&input.words)?;
         let mut shards = Vec::with_capacity(self.len());
@@ -349,9 +348,9 @@ impl<B: Sharding> Group<B> {
     /// Where each rank's part lies in the gathered result, and its length:
     /// `(at, start, len)` per piece (a partition has two pieces a rank).
     fn pieces<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<(usize, u64, u64, u64)>> {
-        let counts = self.counts(out)?;
         let mut pieces = Vec::new();
         match out.op {
+            // A scan's parts are its shards, in place: no count to read.
             ShardOp::Scan => {
                 let mut at = 0;
                 for (r, &n) in out.lens.iter().enumerate() {
@@ -360,6 +359,7 @@ impl<B: Sharding> Group<B> {
                 }
             }
             ShardOp::Select | ShardOp::Partition => {
+                let counts = self.counts(out)?;
                 let kept: u64 = counts.iter().sum();
                 let (mut at, mut rejected_at) = (0, kept);
                 for (r, (&k, &n)) in counts.iter().zip(&out.lens).enumerate() {
@@ -382,14 +382,7 @@ impl<B: Sharding> Group<B> {
             ShardOp::Scan => out.lens.clone(),
             ShardOp::Select | ShardOp::Partition => self.counts(out)?,
         };
-        Ok(sizes
-            .iter()
-            .scan(0u64, |at, &n| {
-                let offset = *at;
-                *at += n;
-                Some(offset)
-            })
-            .collect())
+        Ok(exclusive_prefix(&sizes))
     }
 
     /// Elements in the gathered result (select: the kept total).
