@@ -8,12 +8,10 @@
 //! writes its output length to another, threads past the length exit, and the
 //! compaction is the library's counted call ([`Backend::select_counted`]). The
 //! host enqueues the whole loop without reading anything and reads the words
-//! once after the frame. Chosen over a CUDA graph per frame (the frontier's
-//! capacity and the level bound change between frames, and a graph would hide
-//! the per-level stage events the reports are built from), conditional graph
-//! nodes (same, plus CUDA ≥ 12.4 only) and a persistent kernel. The price is
-//! the launches of levels past the natural depth, whose frontier is empty:
-//! that fixed per-level overhead is reported.
+//! once after the frame. Conditional graph nodes (CUDA ≥ 12.4 only) and a
+//! persistent kernel were not taken. The price is the launches of levels past
+//! the natural depth, whose frontier is empty: that fixed per-level overhead
+//! is reported.
 //!
 //! What changed with fused sites ([`Plan::fused`]): a producer kernel can now
 //! call the library's single-pass algorithms itself (kernels/compaction/site.cuh),
@@ -23,10 +21,25 @@
 //! The multi-pass algorithms keep { compact → expand }. A fused launch is a
 //! resident grid that draws tiles until the device length runs out, so an
 //! empty level costs one launch of blocks that exit (about 6 µs on an H100).
-//! A graph per frame is still not taken: every single-pass use takes a fresh
-//! tile-state epoch from the host (kernel arguments that change per use), and
-//! capturing would freeze them; a replayable frame needs those epochs (and the
-//! sample index) on the device first.
+//!
+//! Why a frame is now one CUDA graph ([`Graphs`]), where it was first ruled
+//! out: with every length on the device, a frame's launch sequence is fixed by
+//! its configuration, and the three things that made launches differ between
+//! frames of one configuration moved off the launch arguments. The sample
+//! index is a device word the host sets before the frame; the single-pass
+//! algorithms' tile-state epochs start over at each frame
+//! (`CudaBackend::restart_tile_states`, a clear of the states), so a frame's
+//! calls pass the same epochs every time; and [`run`] leaves the frontier's
+//! two buffers in the roles it found them (the tracer's queues likewise), so
+//! every frame launches on the same addresses. A GPU engine streams the first
+//! frame of a configuration (kernels compile, sites and scratch are made),
+//! captures the second into a graph, and replays it while the frame's key
+//! (settings, buffers, capacities, the level bound) stays the same; a grown
+//! frontier or a new bound is a new key. Per-stage times survive: while
+//! capturing, the stage timer records its events as event-record nodes, read
+//! after each replay as before. The capacity and the bound still change
+//! between configurations, which is why a graph is recorded per key rather
+//! than built once.
 //!
 //! A level cannot grow past the capacity fixed before the frame: an expand
 //! whose output would not fit writes nothing, sets [`status::OVERFLOW`] and
@@ -64,6 +77,86 @@ pub mod status {
 
 /// Dead frontier slot (every workload's items are u64).
 pub const DEAD: u64 = u64::MAX;
+
+/// Whether a GPU engine records a frame's launches as one CUDA graph and
+/// replays it: `Auto` captures the second frame of a configuration and
+/// replays it while nothing a launch depends on changes; `Off` enqueues
+/// every launch from the host each frame (to measure what the graph is worth).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Graphs {
+    #[default]
+    Auto,
+    Off,
+}
+
+impl Graphs {
+    pub const ALL: [Graphs; 2] = [Graphs::Auto, Graphs::Off];
+    pub fn name(self) -> &'static str {
+        match self {
+            Graphs::Auto => "auto",
+            Graphs::Off => "off",
+        }
+    }
+}
+
+impl std::str::FromStr for Graphs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Graphs::ALL.into_iter().find(|g| g.name() == s).ok_or_else(|| format!("unknown value `{s}`; use auto or off"))
+    }
+}
+
+/// How a frame's work reached the device: each launch enqueued by the host
+/// (`Streamed`), recorded into a graph and then launched (`Captured`), or a
+/// recorded graph launched again (`Replayed`: the host ran no stage).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FramePath {
+    Streamed,
+    Captured,
+    Replayed,
+}
+
+impl FramePath {
+    pub fn name(self) -> &'static str {
+        match self {
+            FramePath::Streamed => "streamed",
+            FramePath::Captured => "captured",
+            FramePath::Replayed => "replayed",
+        }
+    }
+
+    /// How a run of frames reached the device, for a report's cell: the one
+    /// path they all took, `k/n replayed` when they differ, empty on an
+    /// engine without graphs.
+    pub fn summary(paths: impl IntoIterator<Item = Option<FramePath>>) -> String {
+        let paths: Vec<FramePath> = paths.into_iter().flatten().collect();
+        match paths.first() {
+            None => String::new(),
+            Some(&p) if paths.iter().all(|&q| q == p) => p.name().into(),
+            Some(_) => {
+                let replayed = paths.iter().filter(|&&p| p == FramePath::Replayed).count();
+                format!("{replayed}/{} replayed", paths.len())
+            }
+        }
+    }
+}
+
+/// A frame's key ([`Graphs`]) from the parts of its configuration.
+pub fn key(parts: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut h);
+    h.finish()
+}
+
+/// A process-wide unique id for a set of buffers a frame's key names: new
+/// whenever a workload makes one, so no graph recorded on the old ones replays.
+pub fn fresh_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Hands out word indices of a frame's word array, in order.
 #[derive(Clone, Copy, Debug)]
@@ -399,7 +492,10 @@ pub fn past_max_advice(compacted: bool, flag: &str, less_work: &str) -> String {
 /// Runs the levels after the workload's init wrote level 0 (its items in
 /// `f.front`, `words[at.len(0)]` and `words[at.live(0)]`): per level, compact
 /// the frontier (unless `plan.compaction` is `None`), then expand it. Only
-/// enqueues work: reads nothing back.
+/// enqueues work: reads nothing back. The two buffers end in the roles they
+/// began in (their contents are spent once the loop ends): every run of a
+/// configuration then launches on the same addresses, so a frame recorded as
+/// a CUDA graph can be replayed.
 pub fn run<W: Levels>(
     w: &mut W,
     f: &mut Frontier<W::B>,
@@ -407,6 +503,7 @@ pub fn run<W: Levels>(
     at: LevelWords,
     plan: &Plan,
 ) -> Result<(), W::Error> {
+    let mut swaps = 0u32;
     for level in 0..plan.levels.min(at.levels()) {
         let input_len = match plan.compaction {
             None => at.len(level),
@@ -419,6 +516,7 @@ pub fn run<W: Levels>(
                     Ok(())
                 })?;
                 std::mem::swap(&mut f.front, &mut f.back);
+                swaps += 1;
                 at.kept(level)
             }
         };
@@ -434,6 +532,10 @@ pub fn run<W: Levels>(
         w.level_stage(plan.names.expand, level, &mut |w| {
             w.expand(Step { at: e, input: front, output: &mut *back, words: &mut *words })
         })?;
+        std::mem::swap(&mut f.front, &mut f.back);
+        swaps += 1;
+    }
+    if swaps % 2 == 1 {
         std::mem::swap(&mut f.front, &mut f.back);
     }
     Ok(())

@@ -401,11 +401,31 @@ __device__ __forceinline__ const Contact* find_previous(const Contact& c, const 
     }
 }
 
-// solve(), warm start's first step: the last frame's `count` contacts into
-// the table (the CPU sorts them instead). Nothing when the frame is redone.
-extern "C" __global__ void collide_warm_table(const Contact* previous, u64 count, u32* table, u32 mask,
+// The warm-start table's mask for `count` previous contacts: slots are a
+// power of two, at least twice the contacts (warm.rs `table_slots`). The count
+// is a device word the host sets before the frame, so that a frame recorded
+// as a CUDA graph warm starts from whatever the last frame left.
+__device__ __forceinline__ u32 warm_mask(u32 count) {
+    u64 slots = 1;
+    while (slots < 2ull * count) slots <<= 1;
+    return (u32)(slots - 1);
+}
+
+// solve(), warm start: the table's used slots cleared (the table holds at
+// least that many: warm.rs `resize`).
+extern "C" __global__ void collide_warm_clear(u32* table, const u32* count_word) {
+    u64 slots = (u64)warm_mask(*count_word) + 1;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < slots; i += (u64)gridDim.x * blockDim.x) table[i] = 0;
+}
+
+// solve(), warm start's first step: the last frame's contacts (`*count_word`
+// of them) into the table (the CPU sorts them instead). Nothing when the
+// frame is redone.
+extern "C" __global__ void collide_warm_table(const Contact* previous, const u32* count_word, u32* table,
                                               const u64* words) {
     if (!frontier_ok(words)) return;
+    u64 count = *count_word;
+    u32 mask = warm_mask(*count_word);
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         const Contact& p = previous[i];
         u32 h = contact_hash(p.a, p.b, p.slot) & mask;
@@ -418,9 +438,10 @@ extern "C" __global__ void collide_warm_table(const Contact* previous, u64 count
 // impulses it ended with and adds them to both bodies' sums (collide_apply
 // follows, as after a pass). The bodies are read as gravity left them.
 extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64 contact_word,
-                                        const Contact* previous, const u32* table, u32 mask, const Body* bodies,
-                                        World w, Acc* acc) {
+                                        const Contact* previous, const u32* table, const u32* previous_count,
+                                        const Body* bodies, World w, Acc* acc) {
     if (!frontier_ok(words)) return;
+    u32 mask = warm_mask(*previous_count);
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact& c = contacts[i];

@@ -60,10 +60,13 @@ __device__ __forceinline__ float3 inv_dir(float3 d) { return make_float3(1.0f / 
 
 // Camera rays for one sample over the shard [base, base + count) of the
 // image: path i is pixel base + i; the queue holds every path and its length
-// word becomes the shard's pixel count.
-extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 base, u32 count, u32 sample,
-                                        u32 seed, u32* queue, u64* words, u64 queue_len) {
+// word becomes the shard's pixel count. The sample index is a device word the
+// host sets before the frame (camera and shade read it), so that a frame
+// recorded as a CUDA graph draws a new sample each time it is replayed.
+extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 height, u32 base, u32 count,
+                                        const u32* sample_word, u32 seed, u32* queue, u64* words, u64 queue_len) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 sample = *sample_word;
     if (i == 0) words[queue_len] = count;
     if (i >= count) return;
     u32 pixel = base + i;
@@ -468,10 +471,11 @@ __device__ Shaded shade_one(const Scene& s, Paths& p, u32 path, u32 sample, u32 
 // Through a fused path site, `next` holds only the live paths, compacted, and
 // their count goes to words[next_len].
 extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
-    trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, u32 sample, u32 bounce,
+    trace_shade(Scene s, Paths p, const u32* queue, u32* next, u64 capacity, const u32* sample_word, u32 bounce,
                 u32 max_bounces, u32 estimator, u32 seed, u32 base, u64* words, u64 queue_len, u64 alive,
                 u64 shadows, u64 next_len, Site site) {
     u64 n = length(words, queue_len, capacity);
+    u32 sample = *sample_word;
     u32 lives = 0, casts = 0;
 #if REAP_SITE_PATHS == REAP_SITE_SEPARATE
     FOR_EACH(i, n) {

@@ -62,6 +62,11 @@ pub struct SimFlags {
     /// `off` runs it as a separate pass after it, like every other algorithm.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
     pub fuse: reap::compaction::Fusion,
+    /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
+    /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
+    /// host each frame.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::frontier::Graphs>())]
+    pub graphs: reap::frontier::Graphs,
 }
 
 #[derive(clap::Args)]
@@ -145,7 +150,8 @@ impl OnBackend for CollideRun {
         });
         let (kind, device) = (backend.kind().name(), backend.device());
         let (world, bodies) = build(sc, n, args.sim.seed)?;
-        let engine = backend.collider(world, &bodies)?;
+        let mut engine = backend.collider(world, &bodies)?;
+        engine.set_graphs(args.sim.graphs);
         go(engine, args, sc, n, s, kind, &device)
     }
 }

@@ -83,6 +83,11 @@ pub struct RenderArgs {
     /// items (CUDA); `off` runs it as a separate pass after them, like every other algorithm.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
     pub fuse: reap::compaction::Fusion,
+    /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
+    /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
+    /// host each frame.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::frontier::Graphs>())]
+    pub graphs: reap::frontier::Graphs,
     /// Split each frame across GPUs 0..N in bands of rows that follow the measured time (NCCL carries the
     /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
     #[arg(long, default_value_t = 1)]
@@ -201,12 +206,14 @@ impl OnBackend for RenderRun {
             max_bounces: args.path.max_bounces,
         };
         if args.gpus == 1 {
-            let engine = backend.tracer(setup)?;
+            let mut engine = backend.tracer(setup)?;
+            engine.set_graphs(args.graphs);
             warm_up(&engine, &settings)?;
             return job.go(engine, settings, kind, &device);
         }
-        let engines = backend.tracers(args.gpus, setup)?;
-        for e in &engines {
+        let mut engines = backend.tracers(args.gpus, setup)?;
+        for e in &mut engines {
+            e.set_graphs(args.graphs);
             warm_up(e, &settings)?;
         }
         let split = Split::new(engines, args.width, args.height)?;

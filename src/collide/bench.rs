@@ -40,6 +40,9 @@ pub struct BenchRow {
     /// How its site ran: `fused` into the expansion or a `separate` pass
     /// (empty for `none` or a row that did not run).
     pub site: String,
+    /// How the measured frames reached the device (`replayed` CUDA graphs,
+    /// `streamed` launches, or `k/n replayed`); empty on the CPU.
+    pub graph: String,
     pub iterations: u32,
     /// Frames run (the means leave out frame 0 when there are more).
     pub frames: u32,
@@ -80,6 +83,7 @@ impl BenchRow {
             sort: run.settings.sort.name(),
             compaction: run.settings.compact_pairs.name().into(),
             site: String::new(),
+            graph: String::new(),
             iterations: run.settings.iterations,
             frames,
             parts: PartTimes::default(),
@@ -105,6 +109,8 @@ impl BenchRow {
         let s = Summary::of(frames);
         BenchRow {
             site: frames.first().and_then(|f| f.pairs_site).map_or(String::new(), |p| p.name().into()),
+            // The frames the means cover (all but the first).
+            graph: crate::frontier::FramePath::summary(frames.iter().skip(1).map(|f| f.graph)),
             parts: s.parts,
             broad_ms: s.broad_ms,
             broad_ms_min: s.broad_ms_min,
@@ -147,6 +153,7 @@ impl BenchRow {
             sort: &self.sort,
             compaction: &self.compaction,
             site: &self.site,
+            graph: &self.graph,
             iterations: self.iterations,
             frames: self.frames,
             build_ms: fixed(self.parts.build, 4),
@@ -223,6 +230,7 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("sort", 21, |r| r.sort.clone()),
         table::compaction_column(|r| r.compaction.clone()),
         C::key("site", 9, |r| r.site.clone()),
+        C::key("graph", 9, |r| r.graph.clone()),
         C::value("build", 8, |r| num(r.parts.build, 3)),
         C::value("traverse", 8, |r| num(r.parts.traverse, 3)),
         C::value("compact", 8, |r| num(r.parts.compact, 3)),
@@ -252,6 +260,11 @@ pub fn bench_table(rows: &[BenchRow]) -> String {
 /// The broad-phase target of issue 7 at a million bodies, ms.
 pub const TARGET_BROAD_MS: f64 = 5.0;
 
+/// Frames `reap bench collide` runs before those it shows: the first sizes the
+/// lists and the level bound, the next record the frame's two CUDA graphs
+/// (the contact lists alternate between frames).
+pub const GRAPH_WARM_UP: u32 = 4;
+
 fn fastest<'a>(rows: impl Iterator<Item = &'a BenchRow>) -> Option<&'a BenchRow> {
     rows.filter(|r| r.error.is_none()).min_by(|a, b| a.broad_ms.total_cmp(&b.broad_ms))
 }
@@ -263,11 +276,15 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let mut s = report_head("collide", device, command);
     let _ = writeln!(
         s,
-        "Each configuration starts from the same seeded scenario and runs its frames; the times are means per \
-         frame in ms over every frame but the first (a warm-up), measured per stage (device events on a GPU) and \
+        "Each configuration starts from the same seeded scenario and runs {GRAPH_WARM_UP} more frames than \
+         measured: they size the lists and the level bound and record the frame's CUDA graphs (two: the contact \
+         lists alternate), and are not shown. The times are means per frame in ms over every frame shown but \
+         the first (a warm-up), measured per stage (device events on a GPU) and \
          summed; \"wall\" is the frame's wall clock (host time from its start until its results are complete) \
          and \"gap\" how far it exceeds the summed stages (launch overhead, host work between stages, and the \
-         host waiting for counts). \
+         host waiting for counts). \"graph\" says how the frames reached a GPU: `replayed`, one CUDA graph a \
+         frame recorded from the frame's launches (per-stage times from its event nodes), `streamed`, every \
+         launch enqueued by the host, or how many of them replayed (a new level bound records a new graph). \
          build = AABBs, Morton codes, sort, LBVH and bounds; traverse = the breadth-first pair expansion, level \
          by level; compact = compacting the pair frontier after each level with the named algorithm (`none` \
          leaves dead slots in place, so the frontier grows fourfold per level); broad = build + traverse + \
@@ -417,6 +434,7 @@ struct BenchCsv<'a> {
     sort: &'a str,
     compaction: &'a str,
     site: &'a str,
+    graph: &'a str,
     iterations: u32,
     frames: u32,
     build_ms: Fixed,
@@ -502,10 +520,10 @@ mod tests {
         let rows = [measured, driven, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
-            "backend,scenario,bodies,seed,sort,compaction,site,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
+            "backend,scenario,bodies,seed,sort,compaction,site,graph,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
         );
         assert_eq!(text, want);
     }

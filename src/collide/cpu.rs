@@ -14,7 +14,9 @@ use rayon::prelude::*;
 use crate::clocks::HostClock;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::physics::scale;
-use crate::collide::{CollideError, CollideResult, DEAD64, Engine, SortMethod, StageId, physics, words};
+use crate::collide::{
+    CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, physics, words,
+};
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
 
@@ -186,18 +188,18 @@ impl Engine for CpuCollide {
         &mut self.clock
     }
 
-    fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64) -> CollideResult<()> {
+    fn begin_frame(&mut self, words: &mut Vec<u64>, len: u64, _key: u64) -> CollideResult<Option<FramePath>> {
         self.clock.clear();
         let len = usize::try_from(len)
             .map_err(|_| CollideError::Compaction(Error::Backend(format!("{len} words do not fit in memory"))))?;
         words.clear();
         words.resize(len, 0);
-        Ok(())
+        Ok(None)
     }
 
-    fn end_frame(&mut self, words: &Vec<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+    fn end_frame(&mut self, words: &Vec<u64>) -> CollideResult<Option<FrameEnd>> {
         self.found = words[words::CANDIDATES as usize];
-        Ok((self.clock.take(), words.clone()))
+        Ok(Some((self.clock.take(), words.clone())))
     }
 
     fn codes(&mut self) -> CollideResult<()> {

@@ -20,12 +20,14 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConf
 use smart_default::SmartDefault;
 
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, SortMethod, StageId, words};
+use crate::collide::{
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, words,
+};
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
-use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::frontier::{self, DeviceLevel, FramePath, Graphs, LevelWords, Step, host};
+use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 
 mod warm;
 use warm::{WarmArgs, WarmStart};
@@ -130,6 +132,10 @@ pub struct CudaCollide {
     warm: WarmStart,
     fast: FastSort,
     timer: Timer<StageId>,
+    /// The frames recorded as CUDA graphs, by key.
+    graphs: FrameGraphs<StageId>,
+    /// Counts changes of what the launches take from the engine (bodies, sort tuning): part of every frame's key.
+    generation: u64,
     functions: Functions,
     /// collide_expand compiled with a fused pair site (`REAP_SITE_PAIRS`), by site kernel.
     fused_expand: HashMap<SiteKernel, CudaFunction>,
@@ -241,6 +247,8 @@ impl CudaCollide {
             warm: WarmStart::new(&backend, capacity * CONTACTS_PER_CANDIDATE)?,
             fast,
             timer: Timer::new(&stream),
+            graphs: FrameGraphs::default(),
+            generation: 0,
             functions,
             fused_expand: HashMap::new(),
             sites: HashMap::new(),
@@ -258,7 +266,18 @@ impl CudaCollide {
     /// Replaces the fast sort's tuning (recompiles its kernels on first use).
     pub fn set_fast_sort_tuning(&mut self, tuning: FastSortTuning) -> CollideResult<()> {
         self.fast = FastSort::new(&self.backend, self.n as u64, tuning)?;
+        self.generation += 1;
         Ok(())
+    }
+
+    /// Frames streamed, captured and replayed so far.
+    pub fn graph_counts(&self) -> GraphCounts {
+        self.graphs.counts()
+    }
+
+    /// Timing events the host has recorded so far: none for a replayed frame.
+    pub fn host_events(&self) -> u64 {
+        self.timer.records()
     }
 
     /// The last frame's candidates in the list: those found, up to the capacity.
@@ -381,25 +400,49 @@ impl Engine for CudaCollide {
         &mut self.timer
     }
 
-    fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64) -> CollideResult<()> {
-        self.timer.clear();
+    fn begin_frame(&mut self, words: &mut CudaBuffer<u64>, len: u64, key: u64) -> CollideResult<Option<FramePath>> {
+        // Before the contact list is rewritten: a complete frame's contacts become the previous ones (a
+        // redone frame keeps what the last complete one left: `pending` is false then). Host work only, so
+        // a replayed frame's buffers are swapped as a streamed frame's are.
+        self.keep_last_contacts();
+        self.warm.set_count(&self.stream)?;
         if words.capacity() < len {
             *words = self.backend.alloc(len)?;
         }
         words.set_len(len)?;
-        zero_words(&self.stream, words)
+        let buffers = [words.ptr(), raw_ptr(&self.contacts), raw_ptr(&self.candidates), self.capacity];
+        let key = crate::frontier::key((key, buffers, self.warm.addresses(), self.generation));
+        let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
+        if path == FramePath::Replayed {
+            return Ok(Some(path));
+        }
+        // A frame's single-pass calls take the same tile-state epochs every time.
+        self.backend.restart_tile_states()?;
+        zero_words(&self.stream, words)?;
+        Ok(Some(path))
     }
 
-    fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+    fn end_frame(&mut self, words: &CudaBuffer<u64>) -> CollideResult<Option<FrameEnd>> {
+        if !self.graphs.end(&self.stream, &mut self.timer)? {
+            return Ok(None);
+        }
         // The frame's two host waits: the words (the copy returns when the
         // frame's work before it is done), then the stage times.
         let w = self.backend.download(words)?;
-        let times = self.timer.times_ms()?;
+        let times = self.graphs.times(&self.timer)?;
         self.timer.clear();
         self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
         self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
         self.warm.frame_ended(host::ok(&w));
-        Ok((times, w))
+        Ok(Some((times, w)))
+    }
+
+    fn abort_frame(&mut self) {
+        self.graphs.abort(&self.stream, &mut self.timer);
+    }
+
+    fn set_graphs(&mut self, graphs: Graphs) {
+        self.graphs.set_mode(graphs);
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -522,8 +565,6 @@ impl Engine for CudaCollide {
     }
 
     fn narrow(&mut self, words: &mut CudaBuffer<u64>) -> CollideResult<()> {
-        // A redone frame keeps what the last complete one left (`pending` is false then).
-        self.keep_last_contacts();
         let (bp, cand, ctp, wp) = (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
         let (cand_word, contact_word) = (words::CANDIDATES, words::CONTACTS);
         let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
@@ -562,8 +603,8 @@ impl Engine for CudaCollide {
         self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
         let ap = raw_ptr(&self.acc);
         let at = WarmArgs { contacts: ctp, words: wp, contact_word, bodies: bp, world: &self.world, acc: ap };
-        let (over_previous, over_contacts) = (self.strided(self.warm.count()), self.strided(contact_capacity));
-        self.warm.enqueue(&self.stream, at, over_previous, over_contacts)?;
+        let over = [self.warm.capacity(), self.warm.table_len(), contact_capacity].map(|c| self.strided(c));
+        self.warm.enqueue(&self.stream, at, over)?;
         self.apply(ap, wp)?;
         for _ in 0..iterations {
             self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
@@ -598,6 +639,7 @@ impl Engine for CudaCollide {
             )));
         }
         self.bodies = self.backend.upload(bodies)?;
+        self.generation += 1;
         // New bodies: the last frame's impulses are not theirs.
         self.warm.clear();
         Ok(())

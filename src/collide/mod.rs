@@ -31,6 +31,7 @@ use crate::clocks::Clock;
 use crate::compaction::{Algorithm, Backend, Element, Operation};
 pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier;
+pub use crate::frontier::{FramePath, Graphs};
 pub use layout::{Body, Contact, Node, World};
 pub use scenario::Scenario;
 
@@ -232,6 +233,9 @@ pub struct FrameStats {
     pub wall_ms: f64,
     /// How the pair frontier's site ran (`None`: no compaction).
     pub pairs_site: Option<SitePath>,
+    /// How the frame reached the device on an engine that records frames as
+    /// CUDA graphs (`None` on the CPU).
+    pub graph: Option<FramePath>,
 }
 
 impl FrameStats {
@@ -269,15 +273,26 @@ pub trait Engine {
 
     fn clock(&mut self) -> &mut Self::Clock;
     /// Starts a frame: `words` holds at least `len` words (grown if needed),
-    /// all zero (a memset on a GPU).
-    fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64) -> CollideResult<()>;
+    /// all zero (a memset on a GPU). `key` names what the frame's launches
+    /// depend on besides the engine's own state (settings, frontier, bound).
+    /// An engine that records frames as CUDA graphs says how this one runs:
+    /// when it replays a recorded graph ([`FramePath::Replayed`]) the caller
+    /// enqueues no stage. `None`: the engine records no graphs.
+    fn begin_frame(&mut self, words: &mut Buf<Self, u64>, len: u64, key: u64) -> CollideResult<Option<FramePath>>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> CollideResult<R>) -> CollideResult<R> {
         crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: waits for it once, reads the words once and the stage
-    /// times once (a GPU frame's only two host waits).
-    fn end_frame(&mut self, words: &Buf<Self, u64>) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)>;
+    /// times once (a GPU frame's only two host waits). `None` when the frame
+    /// was being captured and the capture failed: nothing of it ran, so the
+    /// caller enqueues it again (it is then streamed).
+    fn end_frame(&mut self, words: &Buf<Self, u64>) -> CollideResult<Option<FrameEnd>>;
+    /// Abandons a frame whose enqueueing failed (a capture in progress is discarded).
+    fn abort_frame(&mut self) {}
+    /// Whether frames are recorded as CUDA graphs and replayed; an engine
+    /// without graphs ignores it.
+    fn set_graphs(&mut self, _graphs: Graphs) {}
 
     /// Each body's AABB and the Morton code of its centre (30 bits, world
     /// bounds), with ids = 0..n.
@@ -348,6 +363,10 @@ pub trait Engine {
 /// A buffer of an engine's compaction backend.
 pub type Buf<E, T> = <<E as Engine>::B as Backend>::Buffer<T>;
 
+/// What an engine reports at a frame's end: each stage with its time in ms,
+/// and the frame's words.
+pub type FrameEnd = (Vec<(StageId, f64)>, Vec<u64>);
+
 /// The collider's words of a frame, after the loop's status and needed size
 /// (`frontier::WordAlloc` hands them out in this order; collide.cu receives
 /// the indices as arguments).
@@ -391,12 +410,14 @@ pub struct Frontier<E: Engine + ?Sized> {
     bound: u32,
     /// Attempts the last frame took (1 unless it was redone).
     attempts: u32,
+    /// Names the pair frontier's buffers in a frame's key: new whenever they are made.
+    id: u64,
 }
 
 impl<E: Engine> Frontier<E> {
     pub fn new(e: &E) -> CollideResult<Self> {
         let (_, len) = layout(FIRST_BOUND);
-        Ok(Frontier { pairs: None, words: e.alloc(len)?, bound: FIRST_BOUND, attempts: 0 })
+        Ok(Frontier { pairs: None, words: e.alloc(len)?, bound: FIRST_BOUND, attempts: 0, id: frontier::fresh_id() })
     }
     /// Slots per frontier buffer (0 before the first frame).
     pub fn capacity(&self) -> u64 {
@@ -415,6 +436,7 @@ impl<E: Engine> Frontier<E> {
     pub fn set_capacity(&mut self, e: &E, capacity: u64) -> CollideResult<()> {
         self.pairs = None; // free the old buffers first
         self.pairs = Some(e.new_frontier(capacity)?);
+        self.id = frontier::fresh_id();
         Ok(())
     }
     /// How many times the last frame ran (1 unless it was redone).
@@ -468,12 +490,16 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
     loop {
         f.attempts += 1;
         let (at, len) = layout(f.bound);
-        let (stages, w) = enqueue_frame(e, s, f, at, len)?;
+        let (graph, (stages, w)) = enqueue_frame(e, s, f, at, len)?;
         let status = w[frontier::STATUS as usize];
         if status == 0 {
-            // The next bound follows the depth this frame reached.
+            // The next bound follows the depth this frame reached, with hysteresis: it shrinks only when
+            // the walk ends more than two margins short of it, so that a settled scene keeps one bound
+            // (one recorded graph) while its depth wavers by a level.
             let depth = at.live_counts(&w).len() as u32;
-            f.bound = (depth + BOUND_MARGIN).min(MOST_LEVELS);
+            if depth + BOUND_MARGIN > f.bound || depth + 2 * BOUND_MARGIN < f.bound {
+                f.bound = (depth + BOUND_MARGIN).min(MOST_LEVELS);
+            }
             let live = at.live_counts(&w);
             let mut stats = FrameStats {
                 frame: index,
@@ -484,6 +510,7 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
                 live,
                 candidates: w[words::CANDIDATES as usize],
                 contacts: w[words::CONTACTS as usize],
+                graph,
                 ..Default::default()
             };
             stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
@@ -530,18 +557,44 @@ pub fn pairs_site<E: Engine>(e: &E, s: &CollideSettings) -> Option<SitePath> {
     s.fusion.path(s.compact_pairs, e.fuses())
 }
 
-/// Enqueues one attempt at a frame with the walk bounded by `at`, then ends
-/// it: the stage times and the words.
+/// Runs one attempt at a frame with the walk bounded by `at`: begins it
+/// (an engine with graphs may replay it), enqueues its stages, ends it; the
+/// frame's path, stage times and words. A failed capture runs it again, streamed.
 fn enqueue_frame<E: Engine>(
     e: &mut E,
     s: &CollideSettings,
     f: &mut Frontier<E>,
     at: frontier::LevelWords,
     len: u64,
-) -> CollideResult<(Vec<(StageId, f64)>, Vec<u64>)> {
+) -> CollideResult<(Option<FramePath>, FrameEnd)> {
+    // Debug covers every setting, so a field added later is in the key too.
+    let key = frontier::key((format!("{s:?}"), f.id, f.bound));
+    loop {
+        let path = e.begin_frame(&mut f.words, len, key)?;
+        if path != Some(FramePath::Replayed) {
+            if let Err(err) = enqueue(e, s, f, at) {
+                e.abort_frame();
+                if path == Some(FramePath::Captured) {
+                    continue; // the key is refused now: streamed
+                }
+                return Err(err);
+            }
+        }
+        if let Some(end) = e.end_frame(&f.words)? {
+            return Ok((path, end));
+        }
+    }
+}
+
+/// Enqueues one frame's stages (see [`frame`]).
+fn enqueue<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    f: &mut Frontier<E>,
+    at: frontier::LevelWords,
+) -> CollideResult<()> {
     let Frontier { pairs, words, .. } = f;
     let pairs = pairs.as_mut().ok_or_else(|| CollideError::Settings("the frontier has no buffers".into()))?;
-    e.begin_frame(words, len)?;
     e.stage(StageId::frame(stage::CODES), |e| e.codes())?;
     e.stage(StageId::frame(stage::SORT), |e| e.sort(s.sort))?;
     e.stage(StageId::frame(stage::BUILD), |e| e.build())?;
@@ -562,8 +615,7 @@ fn enqueue_frame<E: Engine>(
     frontier::run(&mut Walk(&mut *e, fuse), pairs, words, at, &plan)?;
     e.stage(StageId::frame(stage::NARROW), |e| e.narrow(words))?;
     e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations, words))?;
-    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))?;
-    e.end_frame(words)
+    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))
 }
 
 /// Runs `frames` frames; `on_frame` sees each frame's stats as it ends.

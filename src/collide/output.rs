@@ -402,6 +402,7 @@ pub(crate) mod tests {
             candidates,
             contacts: candidates / 2,
             pairs_site: None,
+            graph: None,
         }
     }
 

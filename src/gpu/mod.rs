@@ -14,6 +14,7 @@
 
 mod compile;
 mod device;
+pub mod graph;
 mod library;
 pub mod nccl;
 mod sync;
@@ -21,10 +22,11 @@ mod timer;
 
 pub use compile::{IEEE, Kernels, Source, Spec, Specialise, arch_name, compile, translation_unit};
 pub use device::{Device, DeviceInfo, copy_dtod, device_count, free_memory, grid, ptr};
+pub use graph::{FrameGraphs, GraphCounts};
 pub use library::{cuda_driver_version, driver_available, kernel_driver_version, nvrtc_available, nvrtc_version};
 pub use nccl::nccl_available;
 pub use sync::{SyncMark, dtoh, dtoh_into, host_syncs, htod, pinned, synchronize, thread_host_syncs};
-pub use timer::{Started, Timer};
+pub use timer::{StageEvents, Started, Timer, stage_times};
 
 /// The GPU layer's errors. Each message says what went wrong and what to do.
 #[derive(Debug, thiserror::Error)]

@@ -20,11 +20,38 @@ pub struct Timer<L> {
     /// Events of cleared stages, recorded again by the next ones (a frame has
     /// hundreds of stages: creating events each frame costs host time).
     spare: Vec<CudaEvent>,
+    /// The stream is being captured into a graph: events become record nodes.
+    capturing: bool,
+    /// Events the host has recorded so far (a replayed graph records its own).
+    records: u64,
 }
+
+/// Stages whose events a CUDA graph records when it is replayed
+/// ([`Timer::take_stages`]): read with [`stage_times`].
+pub type StageEvents<L> = Vec<(L, CudaEvent, CudaEvent)>;
 
 impl<L: Copy> Timer<L> {
     pub fn new(stream: &Arc<CudaStream>) -> Self {
-        Timer { stream: stream.clone(), stages: Vec::new(), spare: Vec::new() }
+        Timer { stream: stream.clone(), stages: Vec::new(), spare: Vec::new(), capturing: false, records: 0 }
+    }
+
+    /// While the stream is captured into a graph, each event is recorded as
+    /// an event-record node (`CU_EVENT_RECORD_EXTERNAL`), so that every
+    /// replay of the graph records it again and the stage keeps its time.
+    pub fn set_capturing(&mut self, capturing: bool) {
+        self.capturing = capturing;
+    }
+
+    /// The stages recorded so far, handed to the graph that captured them
+    /// (their events are its nodes); the timer starts empty.
+    pub fn take_stages(&mut self) -> StageEvents<L> {
+        std::mem::take(&mut self.stages)
+    }
+
+    /// Events recorded by the host since the timer was made: a replayed
+    /// frame adds none (tests count the host's work per frame with it).
+    pub fn records(&self) -> u64 {
+        self.records
     }
 
     fn record(&mut self) -> Result<CudaEvent> {
@@ -37,7 +64,15 @@ impl<L: Copy> Timer<L> {
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(driver_error("creating a timing event"))?,
         };
-        event.record(&self.stream).map_err(driver_error("recording a timing event"))?;
+        if self.capturing {
+            let flags = sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
+            // SAFETY: a live event and stream of one context; the node records the event at each replay.
+            let r = unsafe { sys::cuEventRecordWithFlags(event.cu_event(), self.stream.cu_stream(), flags) };
+            r.result().map_err(driver_error("recording a timing event into a graph"))?;
+        } else {
+            event.record(&self.stream).map_err(driver_error("recording a timing event"))?;
+        }
+        self.records += 1;
         Ok(event)
     }
 
@@ -81,9 +116,7 @@ impl<L: Copy> Timer<L> {
     /// the last stage's end (events on one stream complete in order), then
     /// plain reads.
     pub fn times_ms(&self) -> Result<Vec<(L, f64)>> {
-        let Some((_, _, last)) = self.stages.last() else { return Ok(Vec::new()) };
-        wait_event(last, "waiting for the last stage")?;
-        self.stages.iter().map(|(label, start, end)| Ok((*label, elapsed_ms(start, end)?))).collect()
+        stage_times(&self.stages)
     }
 
     /// From the first stage's start to the last stage's end, ms.
@@ -96,6 +129,14 @@ impl<L: Copy> Timer<L> {
             _ => Ok(0.0),
         }
     }
+}
+
+/// Every stage of `stages` with its time in ms (one wait for the last end,
+/// then plain reads): a timer's, or a replayed graph's.
+pub fn stage_times<L: Copy>(stages: &StageEvents<L>) -> Result<Vec<(L, f64)>> {
+    let Some((_, _, last)) = stages.last() else { return Ok(Vec::new()) };
+    wait_event(last, "waiting for the last stage")?;
+    stages.iter().map(|(label, start, end)| Ok((*label, elapsed_ms(start, end)?))).collect()
 }
 
 /// The time between two completed events of one context. cudarc's

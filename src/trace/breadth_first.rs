@@ -18,6 +18,7 @@ pub fn guard_frontier<E: Engine>(e: &mut E, guard: u64) -> TraceResult<()> {
     let mut w = work(e)?;
     w.guard = guard;
     w.frontier = None;
+    w.renew();
     *e.work() = Some(w);
     Ok(())
 }
@@ -111,6 +112,7 @@ fn make_frontier<E: Engine>(e: &E, w: &mut Work<E>, capacity: u64) -> TraceResul
     memory::check(what, bytes(capacity), limit, "lower --max-frontier, compact the frontier, or render fewer pixels")?;
     w.frontier = None;
     w.frontier = Some(Frontier::guarded(e.backend(), capacity, w.guard)?);
+    w.renew();
     Ok(())
 }
 

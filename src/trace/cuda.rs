@@ -21,10 +21,11 @@ use crate::compaction::Algorithm;
 use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::frontier::{DeviceLevel, Step};
-use crate::gpu::{self, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{
-    Engine, FrameEnd, FrontierRun, Queue, Shading, Shard, StageId, TraceError, TraceResult, Words, Work,
+    Engine, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId, TraceError, TraceResult, Words,
+    Work,
 };
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
@@ -118,6 +119,14 @@ pub struct CudaEngine {
     _scene_buffers: Vec<CudaSlice<u8>>,
     _path_buffers: Vec<CudaSlice<u8>>,
     timer: Timer<StageId>,
+    /// The frames recorded as CUDA graphs, by key.
+    graphs: FrameGraphs<StageId>,
+    /// The frame's sample index, one u32 that camera and shade read: set by
+    /// `begin_frame` outside any graph, so a replayed frame draws its own sample.
+    sample: CudaSlice<u32>,
+    /// Counts changes of what the launches take from the engine (camera,
+    /// shard, path buffers): part of every frame's key.
+    generation: u64,
     /// Kernel functions by build and name, loaded once.
     functions: HashMap<(Build, &'static str), CudaFunction>,
     /// One fused site per algorithm (the frontier's and the queue's share it:
@@ -271,6 +280,7 @@ impl CudaEngine {
         let (path_buffers, paths) = alloc_paths(&backend, pixels)?;
         let sum = backend.zeroed(pixels.max(1) * 16)?;
         let timer = Timer::new(&stream);
+        let sample = stream.alloc_zeros::<u32>(1).map_err(launch_err("allocating the sample word"))?;
         Ok(CudaEngine {
             stream,
             width,
@@ -287,6 +297,9 @@ impl CudaEngine {
             _scene_buffers: scene_buffers,
             _path_buffers: path_buffers,
             timer,
+            graphs: FrameGraphs::default(),
+            sample,
+            generation: 0,
             functions: HashMap::new(),
             sites: HashMap::new(),
             handoff: None,
@@ -341,6 +354,17 @@ impl CudaEngine {
     /// frames after it.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Frames streamed, captured and replayed so far.
+    pub fn graph_counts(&self) -> GraphCounts {
+        self.graphs.counts()
+    }
+
+    /// Timing events the host has recorded so far: one pair per stage it
+    /// enqueued, none for a replayed frame (tests count the host's launches with it).
+    pub fn host_events(&self) -> u64 {
+        self.timer.records()
     }
 }
 
@@ -423,6 +447,7 @@ impl Engine for CudaEngine {
 
     fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
         shard.check(self.image_pixels())?;
+        self.generation += 1;
         if shard.count > self.path_capacity {
             // An eighth to spare: a split's bands move by a few rows a frame. Made before the old
             // state goes, so a failed allocation leaves the engine as it was; the old buffers' frees
@@ -457,8 +482,18 @@ impl Engine for CudaEngine {
         &mut self.timer
     }
 
-    fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()> {
-        self.timer.clear();
+    fn begin_frame(&mut self, words: &mut Words<Self>, sample: u32, key: u64) -> TraceResult<Option<FramePath>> {
+        // The sample, before the graph (a memset: no host memory to stage, no wait).
+        // SAFETY: the word is the engine's one-u32 allocation, written in stream order.
+        let r = unsafe { sys::cuMemsetD32Async(raw_ptr(&self.sample), sample, 1, self.stream.cu_stream()) };
+        r.result().map_err(launch_err("setting the frame's sample"))?;
+        let key = crate::frontier::key((key, self.generation, words.ptr()));
+        let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
+        if path == FramePath::Replayed {
+            return Ok(Some(path));
+        }
+        // A frame's single-pass calls take the same tile-state epochs every time.
+        self.backend.restart_tile_states()?;
         let bytes = words.capacity() as usize * 8;
         if bytes > 0 {
             // SAFETY: the range is the words buffer's own allocation; enqueued on
@@ -466,21 +501,32 @@ impl Engine for CudaEngine {
             let r = unsafe { sys::cuMemsetD8Async(words.ptr(), 0, bytes, self.stream.cu_stream()) };
             r.result().map_err(launch_err("clearing the frame's words"))?;
         }
-        Ok(())
+        Ok(Some(path))
     }
 
-    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd> {
+    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<Option<FrameEnd>> {
+        if !self.graphs.end(&self.stream, &mut self.timer)? {
+            return Ok(None);
+        }
         // The words are read after the last stage (accumulate), so this one
         // wait also completes the frame; the times are read once after it.
         let words = crate::compaction::Backend::download(&self.backend, words)?;
-        let times = self.timer.times_ms()?;
+        let times = self.graphs.times(&self.timer)?;
         self.timer.clear();
-        Ok((times, words))
+        Ok(Some((times, words)))
+    }
+
+    fn abort_frame(&mut self) {
+        self.graphs.abort(&self.stream, &mut self.timer);
+    }
+
+    fn set_graphs(&mut self, graphs: Graphs) {
+        self.graphs.set_mode(graphs);
     }
 
     fn camera(
         &mut self,
-        sample: u32,
+        _sample: u32,
         queue: &mut Queue<Self>,
         words: &mut Words<Self>,
         queue_len: u64,
@@ -493,6 +539,8 @@ impl Engine for CudaEngine {
         let (qp, wp) = (queue.ptr(), words.ptr());
         // u32: set_shard keeps the shard inside the image, below 2^32 pixels.
         let (base, count) = (self.shard.base as u32, self.shard.count as u32);
+        // The kernel reads the sample from the word begin_frame set (the same number as `_sample`).
+        let sp = raw_ptr(&self.sample);
         let f = self.function(Build::PLAIN, "trace_camera")?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths)
@@ -501,12 +549,12 @@ impl Engine for CudaEngine {
             .arg(&self.height)
             .arg(&base)
             .arg(&count)
-            .arg(&sample)
+            .arg(&sp)
             .arg(&self.seed)
             .arg(&qp)
             .arg(&wp)
             .arg(&queue_len);
-        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, u32, u32, u32*, u64*, u64); the
+        // SAFETY: matches trace_camera(Paths, Camera, u32, u32, u32, u32, const u32*, u32, u32*, u64*, u64); the
         // queue (checked above) and every path field (path_capacity) hold at least `count` entries,
         // `queue_len` is a word of the buffer.
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_camera"))
@@ -585,7 +633,8 @@ impl Engine for CudaEngine {
         words: &mut Words<Self>,
         s: Shading,
     ) -> TraceResult<()> {
-        let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
+        // The kernel reads the sample begin_frame set (`s.sample` is the same number).
+        let Shading { bounce, estimator, queue_len, counts, next_len, fuse, .. } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
         let capacity = queue.len().min(next.len());
         let build = Build::paths(fuse);
@@ -595,14 +644,14 @@ impl Engine for CudaEngine {
             None => (DeviceSite::default(), grid(capacity)?),
         };
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
-        let (estimator, base) = (estimator as u32, self.shard.base as u32);
+        let (estimator, base, sp) = (estimator as u32, self.shard.base as u32, raw_ptr(&self.sample));
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene)
             .arg(&self.paths)
             .arg(&qp)
             .arg(&np)
             .arg(&capacity)
-            .arg(&sample)
+            .arg(&sp)
             .arg(&bounce)
             .arg(&self.max_bounces)
             .arg(&estimator)
@@ -614,7 +663,7 @@ impl Engine for CudaEngine {
             .arg(&counts.shadow)
             .arg(&next_len)
             .arg(&site);
-        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, u32, u32, u32, u32, u32, u32, u64*,
+        // SAFETY: matches trace_shade(Scene, Paths, const u32*, u32*, u64, const u32*, u32, u32, u32, u32, u32, u64*,
         // u64, u64, u64, u64, Site); the kernel touches at most `capacity` entries of the queue and of `next`,
         // and the four words lie in the buffer (checked above).
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_shade"))
@@ -650,6 +699,7 @@ impl Engine for CudaEngine {
 
     fn set_camera(&mut self, camera: CameraLayout) {
         self.camera = camera;
+        self.generation += 1;
     }
 
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {

@@ -42,6 +42,7 @@ use crate::clocks::Clock;
 use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
 pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
+pub use crate::frontier::{FramePath, Graphs};
 use crate::memory::{self, Limit};
 
 use breadth_first::{breadth_first, frame_that_fits};
@@ -279,6 +280,9 @@ pub struct FrameStats {
     /// compaction there, or no frontier).
     pub paths_site: Option<SitePath>,
     pub frontier_site: Option<SitePath>,
+    /// How the frame reached the device on an engine that records frames as
+    /// CUDA graphs (`None` on the CPU).
+    pub graph: Option<FramePath>,
 }
 
 impl FrameStats {
@@ -346,8 +350,13 @@ pub trait Engine {
         Self: Sized;
 
     fn clock(&mut self) -> &mut Self::Clock;
-    /// Starts a frame: zeroes the frame's words (one fill, no host copy).
-    fn begin_frame(&mut self, words: &mut Words<Self>) -> TraceResult<()>;
+    /// Starts a frame of sample `sample`: zeroes the frame's words (one
+    /// fill, no host copy). `key` names what the frame's launches depend on
+    /// besides the engine's own state (settings, work buffers). An engine
+    /// that records frames as CUDA graphs says how this one runs: when it
+    /// replays a recorded graph ([`FramePath::Replayed`]) the caller enqueues
+    /// no stage. `None`: the engine records no graphs.
+    fn begin_frame(&mut self, words: &mut Words<Self>, sample: u32, key: u64) -> TraceResult<Option<FramePath>>;
     /// Runs `f` as the named stage, timing it.
     fn stage<R>(&mut self, id: StageId, f: impl FnOnce(&mut Self) -> TraceResult<R>) -> TraceResult<R>
     where
@@ -356,8 +365,16 @@ pub trait Engine {
         crate::clocks::timed(self, Self::clock, id, f)
     }
     /// Ends a frame: the stages' times in ms and the frame's words, read
-    /// back once each (on a GPU the frame's only two host waits).
-    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<FrameEnd>;
+    /// back once each (on a GPU the frame's only two host waits). `None`
+    /// when the frame was being captured and the capture failed: nothing of
+    /// it ran, so the caller enqueues it again (it is then streamed).
+    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<Option<FrameEnd>>;
+    /// Abandons a frame whose enqueueing failed (a capture in progress is
+    /// discarded).
+    fn abort_frame(&mut self) {}
+    /// Whether frames are recorded as CUDA graphs and replayed; an engine
+    /// without graphs ignores it.
+    fn set_graphs(&mut self, _graphs: Graphs) {}
 
     /// Camera rays into every path (path i through pixel `shard.base + i`);
     /// the queue holds every path and `words[queue_len]` becomes the shard's
@@ -517,12 +534,28 @@ pub struct Work<E: Engine> {
     /// Slots past the frontier's capacity that are poisoned when it is
     /// allocated and can be checked after a frame (tests; 0 in renders).
     guard: u64,
+    /// Names these buffers in a frame's key: new whenever one is made.
+    id: u64,
 }
 
 impl<E: Engine> Work<E> {
     fn new(e: &E, capacity: u64) -> TraceResult<Self> {
-        Ok(Work { queue: e.alloc(capacity)?, next: e.alloc(capacity)?, words: e.alloc(0)?, frontier: None, guard: 0 })
+        let (queue, next, words) = (e.alloc(capacity)?, e.alloc(capacity)?, e.alloc(0)?);
+        Ok(Work { queue, next, words, frontier: None, guard: 0, id: frontier::fresh_id() })
     }
+    /// After a buffer was made: frames keyed by the old ones are not replayed.
+    fn renew(&mut self) {
+        self.id = frontier::fresh_id();
+    }
+}
+
+/// The key of a frame under `s` on the work buffers `w` (with the engine's
+/// own state, what the frame's launches depend on): the settings but the
+/// sample range, which reaches the kernels through a device word.
+fn frame_key<E: Engine>(s: &RenderSettings, w: &Work<E>) -> u64 {
+    let s = RenderSettings { spp: 0, first_sample: 0, ..s.clone() };
+    // Debug covers every field, so a field added later is in the key too.
+    crate::frontier::key((format!("{s:?}"), w.id))
 }
 
 /// The engine's work buffers, made on first use, and remade when the
@@ -590,9 +623,59 @@ fn frame<E: Engine>(
     let fw = FrameWords::plan(s, levels);
     if e.backend().len(&w.words) < fw.used {
         w.words = e.alloc(fw.used)?;
+        w.renew();
     }
-    e.begin_frame(&mut w.words)?;
+    let key = frame_key(s, w);
+    let (stages, words) = loop {
+        let path = e.begin_frame(&mut w.words, sample, key)?;
+        stats.graph = path;
+        if path != Some(FramePath::Replayed) {
+            if let Err(err) = enqueue(e, s, w, &fw, sample) {
+                e.abort_frame();
+                if path == Some(FramePath::Captured) {
+                    continue; // the key is refused now: streamed
+                }
+                return Err(err);
+            }
+        }
+        match e.end_frame(&w.words)? {
+            Some(end) => break end,
+            None => continue, // the capture failed and nothing ran: streamed
+        }
+    };
+    stats.wall_ms = ms(clock.elapsed());
+    let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
+    stats.queue = fw.bounces.iter().map(|b| word(b.queue)).take_while(|&n| n > 0).collect();
+    let bounces = &fw.bounces[..stats.queue.len()];
+    stats.alive = bounces.iter().map(|b| word(b.counts.alive)).collect();
+    stats.shadow_rays = bounces.iter().map(|b| word(b.counts.shadow)).collect();
+    // A fused frontier's levels hold only live items in their length words.
+    let compacted = frontier_site(e, s) == Some(SitePath::Separate);
+    stats.paths_site = paths_site(e, s);
+    stats.frontier_site = if s.traversal == Traversal::BreadthFirst { frontier_site(e, s) } else { None };
+    for b in bounces {
+        let (rays, shadows) = match b.rays {
+            Some((r, sh)) => (r.sizes(&words, compacted), sh.sizes(&words, compacted)),
+            None => (Vec::new(), Vec::new()),
+        };
+        stats.frontier.push(rays);
+        stats.shadow_frontier.push(shadows);
+    }
+    // Under `none` the queue keeps dead slots: count rays from the live paths (the shard's camera rays first).
+    let pixels = e.pixels();
+    let live_in: Vec<u64> = (0..bounces.len()).map(|b| if b == 0 { pixels } else { stats.alive[b - 1] }).collect();
+    stats.rays = live_in.iter().sum::<u64>() + stats.shadow_rays.iter().sum::<u64>();
+    stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
+    stats.stages = stages;
+    Ok((stats, words))
+}
+
+/// Enqueues one frame's stages (see [`frame`]); the queues end in the roles
+/// they began in, so every frame of a configuration launches on the same
+/// addresses (a recorded graph stays valid).
+fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &FrameWords, sample: u32) -> TraceResult<()> {
     let first = fw.bounces[0].queue;
+    let mut swapped = false;
     e.stage(StageId::frame(stage::CAMERA), |e| e.camera(sample, &mut w.queue, &mut w.words, first))?;
     for (bounce, bw) in fw.bounces.iter().enumerate() {
         let bounce = bounce as u32;
@@ -632,44 +715,26 @@ fn frame<E: Engine>(
         // Dead paths leave the queue.
         match s.compact_paths {
             // Shading already wrote the live paths, compacted, and their count.
-            _ if fuse.is_some() => std::mem::swap(&mut w.queue, &mut w.next),
-            Compaction::None => std::mem::swap(&mut w.queue, &mut w.next),
-            Compaction::With(alg) => {
-                e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
-                    let lens = Lens { words: &mut w.words, input: bw.queue, output: bw.next };
-                    e.backend().select_counted(alg, &w.next, Keep::Sentinel(DEAD32), &mut w.queue, lens)?;
-                    Ok(())
-                })?;
-            }
+            _ if fuse.is_some() => swap_queues(w, &mut swapped),
+            Compaction::None => swap_queues(w, &mut swapped),
+            // Compacted from `next` back into the queue: no swap.
+            Compaction::With(alg) => e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
+                let lens = Lens { words: &mut w.words, input: bw.queue, output: bw.next };
+                e.backend().select_counted(alg, &w.next, Keep::Sentinel(DEAD32), &mut w.queue, lens)?;
+                Ok(())
+            })?,
         }
     }
     e.stage(StageId::frame(stage::ACCUMULATE), |e| e.accumulate(&w.words))?;
-    let (stages, words) = e.end_frame(&w.words)?;
-    stats.wall_ms = ms(clock.elapsed());
-    let word = |i: u64| words.get(i as usize).copied().unwrap_or(0);
-    stats.queue = fw.bounces.iter().map(|b| word(b.queue)).take_while(|&n| n > 0).collect();
-    let bounces = &fw.bounces[..stats.queue.len()];
-    stats.alive = bounces.iter().map(|b| word(b.counts.alive)).collect();
-    stats.shadow_rays = bounces.iter().map(|b| word(b.counts.shadow)).collect();
-    // A fused frontier's levels hold only live items in their length words.
-    let compacted = frontier_site(e, s) == Some(SitePath::Separate);
-    stats.paths_site = paths_site(e, s);
-    stats.frontier_site = if s.traversal == Traversal::BreadthFirst { frontier_site(e, s) } else { None };
-    for b in bounces {
-        let (rays, shadows) = match b.rays {
-            Some((r, sh)) => (r.sizes(&words, compacted), sh.sizes(&words, compacted)),
-            None => (Vec::new(), Vec::new()),
-        };
-        stats.frontier.push(rays);
-        stats.shadow_frontier.push(shadows);
+    if swapped {
+        swap_queues(w, &mut swapped);
     }
-    // Under `none` the queue keeps dead slots: count rays from the live paths (the shard's camera rays first).
-    let pixels = e.pixels();
-    let live_in: Vec<u64> = (0..bounces.len()).map(|b| if b == 0 { pixels } else { stats.alive[b - 1] }).collect();
-    stats.rays = live_in.iter().sum::<u64>() + stats.shadow_rays.iter().sum::<u64>();
-    stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
-    stats.stages = stages;
-    Ok((stats, words))
+    Ok(())
+}
+
+fn swap_queues<E: Engine>(w: &mut Work<E>, swapped: &mut bool) {
+    std::mem::swap(&mut w.queue, &mut w.next);
+    *swapped = !*swapped;
 }
 
 /// How the path queue's site runs on this engine under these settings.

@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use super::{Engine, FrameStats, RenderSettings, Shard, TraceError, TraceResult, render};
+use super::{Engine, FrameStats, Graphs, RenderSettings, Shard, TraceError, TraceResult, render};
 
 /// The most CPU ranks a split or a sharded call takes: CPU ranks share the
 /// cores and exist to run the multi-GPU protocol without GPUs.
@@ -53,6 +53,8 @@ pub trait Renderer {
     /// The whole image's sums.
     fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>>;
     fn fuses_sites(&self) -> bool;
+    /// Whether each engine records its frames as CUDA graphs ([`Engine::set_graphs`]).
+    fn use_graphs(&mut self, graphs: Graphs);
     /// Ranks rendering (1 for one engine).
     fn ranks(&self) -> usize {
         1
@@ -75,6 +77,9 @@ impl<E: Engine> Renderer for E {
     }
     fn fuses_sites(&self) -> bool {
         self.fuses()
+    }
+    fn use_graphs(&mut self, graphs: Graphs) {
+        self.set_graphs(graphs);
     }
 }
 
@@ -321,6 +326,9 @@ impl<E: SplitEngine> Renderer for Split<E> {
     }
     fn fuses_sites(&self) -> bool {
         self.engines[0].fuses()
+    }
+    fn use_graphs(&mut self, graphs: Graphs) {
+        self.engines.iter_mut().for_each(|e| e.set_graphs(graphs));
     }
     fn ranks(&self) -> usize {
         self.engines.len()

@@ -50,8 +50,10 @@ impl Panel for Tracing {
             st.compaction_ms()
         ));
         let site = |p: Option<crate::compaction::SitePath>| p.map_or("none", |p| p.name());
+        // How the frame reached the GPU: a still view replays one recorded CUDA graph a frame.
+        let graph = st.graph.map_or(String::new(), |p| format!("; frame {}", p.name()));
         ui.label(format!(
-            "sites: live paths {}, frontier {}",
+            "sites: live paths {}, frontier {}{graph}",
             site(st.paths_site),
             if st.frontier_site.is_some() { site(st.frontier_site) } else { "-" }
         ));

@@ -284,8 +284,10 @@ fn cuda_fast_sort_equals_the_split_sort() {
     let mut trees = Vec::new();
     // The build stages alone: a frame's words, none of them used.
     let (mut words, mut cpu_words) = (e.alloc::<u64>(4).unwrap(), vec![0u64; 4]);
-    for sort in [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)] {
-        e.begin_frame(&mut words, 4).unwrap();
+    let sorts = [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)];
+    for (key, sort) in sorts.into_iter().enumerate() {
+        // A key of its own per sort: each frame is seen once, so it is streamed (no graph replays another sort).
+        e.begin_frame(&mut words, 4, key as u64).unwrap();
         e.codes().unwrap();
         e.sort(sort).unwrap();
         e.build().unwrap();
@@ -293,7 +295,7 @@ fn cuda_fast_sort_equals_the_split_sort() {
         e.end_frame(&words).unwrap();
         trees.push((sort.name(), e.nodes().unwrap()));
     }
-    cpu.begin_frame(&mut cpu_words, 4).unwrap();
+    cpu.begin_frame(&mut cpu_words, 4, 0).unwrap();
     cpu.codes().unwrap();
     cpu.sort(SortMethod::Fast).unwrap();
     cpu.build().unwrap();
@@ -307,4 +309,47 @@ fn cuda_fast_sort_equals_the_split_sort() {
     let mut leaves: Vec<u32> = want[n - 1..].iter().map(|l| l.left).collect();
     leaves.sort_unstable();
     assert_eq!(leaves, (0..n as u32).collect::<Vec<_>>(), "the leaves are not a permutation of the bodies");
+}
+
+/// Collide frames recorded as CUDA graphs replay to the bits streamed frames
+/// give, frame after frame (the warm start's count and its two contact lists
+/// reach the replays through device words and alternating graphs); a
+/// replayed frame runs no stage on the host.
+#[test]
+fn cuda_collide_replayed_frames_match_streamed_ones() {
+    use reap::frontier::{FramePath, Graphs};
+    let Some(b) = gpu() else { return };
+    let (mut graphs, world, state) = settled(b, 3000, 40);
+    let mut streamed = CudaCollide::new(CudaBackend::new(0).expect("backend"), world, &state).expect("engine");
+    streamed.set_graphs(Graphs::Off);
+    let configs = [
+        lookback(),
+        CollideSettings { fusion: reap::compaction::Fusion::Off, ..lookback() },
+        settings(Compaction::With(Algorithm::Atomic), SortMethod::Split(Algorithm::Lookback)),
+        settings(Compaction::With(Algorithm::Horn), SortMethod::Fast),
+    ];
+    for s in configs {
+        let what = format!("{} {} {:?}", s.compact_pairs.name(), s.sort.name(), s.fusion);
+        graphs.set_bodies(&state).expect("set_bodies");
+        streamed.set_bodies(&state).expect("set_bodies");
+        let (mut fg, mut fs) = (Frontier::new(&graphs).expect("frontier"), Frontier::new(&streamed).expect("frontier"));
+        let (mut replayed, mut paths) = (0, Vec::new());
+        // A settling pile's walk deepens now and then, and a new level bound records new graphs.
+        for i in 0..40 {
+            let events = graphs.host_events();
+            let a = frame(&mut graphs, &s, &mut fg, i).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let b = frame(&mut streamed, &s, &mut fs, i).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(b.graph, Some(FramePath::Streamed), "{what}");
+            assert_eq!((a.candidates, a.contacts), (b.candidates, b.contacts), "{what}: frame {i}");
+            paths.push((a.graph.map(|p| p.name()), fg.attempts(), fg.bound(), fg.capacity()));
+            if a.graph == Some(FramePath::Replayed) && fg.attempts() == 1 {
+                replayed += 1;
+                assert_eq!(graphs.host_events(), events, "{what}: a replayed frame enqueued stages from the host");
+                assert!(a.frame_ms > 0.0 && !a.stages.is_empty(), "{what}: the replay keeps its stage times");
+            }
+        }
+        assert!(replayed >= 24, "{what}: {replayed} of 40 frames replayed: {paths:?}");
+        let (ga, sa) = (graphs.bodies().unwrap(), streamed.bodies().unwrap());
+        assert!(bits(&ga) == bits(&sa), "{what}: {}", first_difference(&ga, &sa));
+    }
 }

@@ -336,3 +336,67 @@ fn cuda_split_over_gpus_gathers_the_one_gpu_image() {
         super::shard::split_renders_the_whole_image(make, &s, count, bands);
     }
 }
+
+/// A frame recorded as a CUDA graph (the second of a configuration) is
+/// replayed from then on: a replayed frame runs no stage on the host (it
+/// records no timing event, so it enqueues no per-level launch), keeps its
+/// per-stage times from the graph's event nodes, and renders the bits that
+/// streamed frames render; a changed camera streams again. Fused single-pass
+/// sites, a separate single-pass pass, a multi-pass algorithm (scratch made
+/// and freed inside the graph), both traversals.
+#[test]
+fn cuda_replayed_frames_launch_nothing_from_the_host_and_render_the_same_bits() {
+    use reap::compaction::{Algorithm, Fusion};
+    use reap::frontier::{FramePath, Graphs};
+    use reap::trace::{Engine, render};
+    let (w, h) = (64, 48);
+    let Some(mut graphs) = cornell_on_the_gpu(w, h, 7, 6) else { return };
+    let mut streamed = cornell_on_the_gpu(w, h, 7, 6).expect("a second engine");
+    streamed.set_graphs(Graphs::Off);
+    let runs = [
+        (Algorithm::Lookback, Fusion::Auto),
+        (Algorithm::Atomic, Fusion::Off),
+        (Algorithm::Horn, Fusion::Auto),
+        (Algorithm::Chained, Fusion::Auto),
+    ];
+    for (alg, fusion) in runs {
+        for traversal in Traversal::ALL {
+            let c = Compaction::With(alg);
+            let s = RenderSettings {
+                traversal,
+                compact_paths: c,
+                compact_frontier: c,
+                fusion,
+                ..settings_for(w, h, 2, 6, 7)
+            };
+            let what = format!("{} {} {}", alg.name(), fusion.name(), traversal.name());
+            graphs.reset().unwrap();
+            streamed.reset().unwrap();
+            let first = render(&mut graphs, &s, |_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let paths: Vec<_> = first.iter().map(|f| f.graph).collect();
+            assert_eq!(paths, [Some(FramePath::Streamed), Some(FramePath::Captured)], "{what}");
+            let (events, counts) = (graphs.host_events(), graphs.graph_counts());
+            let rest = RenderSettings { spp: 3, first_sample: 2, ..s.clone() };
+            let replayed = render(&mut graphs, &rest, |_| {}).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(replayed.iter().all(|f| f.graph == Some(FramePath::Replayed)), "{what}: {replayed:?}");
+            assert_eq!(graphs.host_events(), events, "{what}: a replayed frame enqueued stages from the host");
+            assert_eq!(graphs.graph_counts().replayed, counts.replayed + 3, "{what}");
+            for f in &replayed {
+                assert_eq!(f.stages.len(), first[1].stages.len(), "{what}: the replay times every stage");
+                assert!(f.frame_ms > 0.0 && f.stages.iter().all(|(_, t)| *t >= 0.0), "{what}: {:?}", f.stages);
+                assert_eq!(f.queue[0], (w * h) as u64, "{what}: the counts come from the replay's words");
+            }
+            // The same five samples, every frame streamed.
+            let all = render(&mut streamed, &RenderSettings { spp: 5, ..s.clone() }, |_| {}).unwrap();
+            assert!(all.iter().all(|f| f.graph == Some(FramePath::Streamed)), "{what}");
+            assert!(graphs.image().unwrap() == streamed.image().unwrap(), "{what}: replayed frames render other bits");
+            assert_eq!(replayed.last().unwrap().alive, all.last().unwrap().alive, "{what}");
+        }
+    }
+    // A moved camera is another configuration: streamed, then recorded again.
+    let s = settings_for(w, h, 1, 6, 7);
+    let (_, camera) = cornell(w, h);
+    graphs.set_camera(CameraLayout { origin: [camera.origin[0] + 0.01, camera.origin[1], camera.origin[2]], ..camera });
+    let f = render(&mut graphs, &s, |_| {}).unwrap();
+    assert_eq!(f[0].graph, Some(FramePath::Streamed), "a moved camera replayed the old camera's frame");
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use reap::collide::bench::{self, BenchRow};
+use reap::collide::bench::{self, BenchRow, GRAPH_WARM_UP};
 use reap::collide::output::Run;
 use reap::collide::quality::{EnergyRun, Quality};
 use reap::collide::{
@@ -108,7 +108,8 @@ impl OnBackend for BodiesBench<'_> {
         let (kind, device) = (backend.kind(), backend.device());
         let configs = configs(args, &backend)?;
         let (world, bodies) = build(sc, self.bodies, args.sim.seed)?;
-        let engine = backend.collider(world, &bodies)?;
+        let mut engine = backend.collider(world, &bodies)?;
+        engine.set_graphs(args.sim.graphs);
         let rows = bench_bodies(engine, args, sc, &bodies, &configs, kind.name(), &device)?;
         Ok((kind, device, rows))
     }
@@ -167,10 +168,11 @@ fn bench_bodies<E: Engine>(
         warm_up(&engine, s)?;
         // Every configuration steps the same start.
         engine.set_bodies(start)?;
-        let row = match simulate(&mut engine, s, args.frames, |_| {}) {
-            Ok(frames) => {
-                let (sets, quality) = last_frame(&engine, &frames)?;
-                BenchRow::measured(&run, &frames, sets, quality)
+        let row = match simulate(&mut engine, s, args.frames + GRAPH_WARM_UP, |_| {}) {
+            Ok(all) => {
+                let frames = &all[GRAPH_WARM_UP as usize..];
+                let (sets, quality) = last_frame(&engine, frames)?;
+                BenchRow::measured(&run, frames, sets, quality)
             }
             // Without compaction the frontier grows fourfold per level: running out is a result.
             Err(e @ (CollideError::FrontierTooLarge { .. } | CollideError::OutOfMemory { .. }))

@@ -53,6 +53,11 @@ pub struct RenderBenchArgs {
     /// produce the items, `off` runs them as a separate pass; an algorithm that does not fuse runs once.
     #[arg(long, value_delimiter = ',', default_value = "auto,off", value_parser = |s: &str| s.parse::<Fusion>().map_err(|e| e.to_string()))]
     pub fusion: Vec<Fusion>,
+    /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
+    /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
+    /// host each frame.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::frontier::Graphs>())]
+    pub graphs: reap::frontier::Graphs,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -175,6 +180,7 @@ fn bench_scene<R: Renderer>(
     backend: &str,
 ) -> Result<Vec<output::BenchRow>> {
     let mut rows = Vec::new();
+    engine.use_graphs(args.graphs);
     let runs = with_fusion(choices, &args.fusion, engine.fuses_sites());
     let bar = ProgressBar::new((traversals.len() * runs.len()) as u64);
     for &traversal in traversals {
@@ -195,8 +201,9 @@ fn bench_scene<R: Renderer>(
                 descend: args.descend,
                 fusion,
             };
-            // One warm-up frame compiles the kernels and fills the allocator; then the measured frames.
-            let warm = RenderSettings { spp: 1, ..settings.clone() };
+            // Warm-up frames compile the kernels and fill the allocator (the first), and record the
+            // frame's CUDA graph (the second, under --graphs auto); then the measured frames.
+            let warm = RenderSettings { spp: 2, ..settings.clone() };
             let outcome = engine
                 .render_frames(&warm, &mut |_| {})
                 .and_then(|_| engine.reset_sums())

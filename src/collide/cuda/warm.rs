@@ -36,6 +36,10 @@ pub(super) struct WarmStart {
     pending: bool,
     /// `collide_warm_table`'s slots: a contact's index + 1, 0 when free.
     table: CudaSlice<u32>,
+    /// `count` on the device, set before each frame ([`WarmStart::set_count`]):
+    /// the kernels size the table from it, so a recorded frame replays.
+    count_word: CudaSlice<u32>,
+    clear: CudaFunction,
     build: CudaFunction,
     warm: CudaFunction,
 }
@@ -61,6 +65,8 @@ impl WarmStart {
             count: 0,
             pending: false,
             table: alloc_table(stream, table_slots(contacts))?,
+            count_word: alloc_table(stream, 1)?,
+            clear: f("collide_warm_clear")?,
             build: f("collide_warm_table")?,
             warm: f("collide_warm")?,
         })
@@ -111,42 +117,62 @@ impl WarmStart {
         Ok(())
     }
 
-    /// Enqueues warm starting's two kernels: the previous contacts into the
-    /// table (its used slots zeroed first), then `collide_warm` over the
-    /// frame's contacts. `over_previous` and `over_contacts` are grid-stride
-    /// launches over the two counts' capacities.
+    /// Before a frame, outside any graph: the previous contacts' count into
+    /// the device word the kernels read (a memset: no host memory, no wait).
+    pub(super) fn set_count(&self, stream: &CudaStream) -> CollideResult<()> {
+        // `resize` keeps the count below the table's slots, which a u32 indexes.
+        let count = u32::try_from(self.count)
+            .map_err(|_| CollideError::Settings(format!("{} contacts: too many to warm start", self.count)))?;
+        // SAFETY: the word is this one-u32 allocation, written in stream order.
+        let r =
+            unsafe { cudarc::driver::sys::cuMemsetD32Async(raw_ptr(&self.count_word), count, 1, stream.cu_stream()) };
+        r.result().map_err(launch_err("setting the warm-start count"))
+    }
+
+    /// Enqueues warm starting's kernels: the table's used slots cleared, the
+    /// previous contacts into it, then `collide_warm` over the frame's
+    /// contacts. Every count comes from the device (`set_count`, the frame's
+    /// words); `over_previous`, `over_table` and `over_contacts` are
+    /// grid-stride launches over their capacities.
     pub(super) fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
         at: WarmArgs<'_>,
-        over_previous: LaunchConfig,
-        over_contacts: LaunchConfig,
+        [over_previous, over_table, over_contacts]: [LaunchConfig; 3],
     ) -> CollideResult<()> {
-        let slots = table_slots(self.count);
-        // `resize` made the table at least this long (a power of two, below 2^32 slots for any list that fits).
-        let mask = u32::try_from(slots - 1)
-            .map_err(|_| CollideError::Settings(format!("{} contacts: too many to warm start", self.count)))?;
-        let mut used = self.table.try_slice_mut(..slots as usize).ok_or_else(|| {
-            CollideError::Settings(format!("{} previous contacts outgrew the warm-start table", self.count))
-        })?;
-        stream.memset_zeros(&mut used).map_err(launch_err("clearing the warm-start table"))?;
-        let (pp, tp) = (raw_ptr(&self.previous), raw_ptr(&self.table));
+        let (pp, tp, cw) = (raw_ptr(&self.previous), raw_ptr(&self.table), raw_ptr(&self.count_word));
+        let mut l = stream.launch_builder(&self.clear);
+        l.arg(&tp).arg(&cw);
+        // SAFETY: matches collide_warm_clear(u32*, const u32*); `resize` made the table at least
+        // table_slots(count) long, the slots the kernel clears.
+        unsafe { l.launch(over_table) }.map_err(launch_err("launching collide_warm_clear"))?;
         let mut l = stream.launch_builder(&self.build);
-        l.arg(&pp).arg(&self.count).arg(&tp).arg(&mask).arg(&at.words);
-        // SAFETY: matches collide_warm_table(const Contact*, u64, u32*, u32, const u64*); `previous` holds `count`
-        // contacts and the table mask + 1 > count slots, so every insert finds a free slot.
+        l.arg(&pp).arg(&cw).arg(&tp).arg(&at.words);
+        // SAFETY: matches collide_warm_table(const Contact*, const u32*, u32*, const u64*); `previous` holds the
+        // `count` contacts and the table more than `count` slots, so every insert finds a free slot.
         unsafe { l.launch(over_previous) }.map_err(launch_err("launching collide_warm_table"))?;
         let mut l = stream.launch_builder(&self.warm);
-        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&pp).arg(&tp).arg(&mask);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&pp).arg(&tp).arg(&cw);
         l.arg(&at.bodies).arg(at.world).arg(&at.acc);
-        // SAFETY: matches collide_warm(Contact*, const u64*, u64, const Contact*, const u32*, u32, const Body*,
-        // World, Acc*); as for collide_solve, and every table entry names one of the `count` previous contacts.
+        // SAFETY: matches collide_warm(Contact*, const u64*, u64, const Contact*, const u32*, const u32*,
+        // const Body*, World, Acc*); as for collide_solve, and every table entry names one of the `count`
+        // previous contacts.
         unsafe { l.launch(over_contacts) }.map(drop).map_err(launch_err("launching collide_warm"))
     }
 
-    /// Previous contacts kept, for the launch over them.
-    pub(super) fn count(&self) -> u64 {
-        self.count
+    /// Contacts the previous buffer holds (the launch over them reads the count from the device).
+    pub(super) fn capacity(&self) -> u64 {
+        self.previous.len() as u64 / std::mem::size_of::<Contact>() as u64
+    }
+
+    /// The buffers a frame's launches name, for its key.
+    pub(super) fn addresses(&self) -> [u64; 3] {
+        [raw_ptr(&self.previous), raw_ptr(&self.table), self.table.len() as u64]
+    }
+
+    /// Slots of the table.
+    pub(super) fn table_len(&self) -> u64 {
+        self.table.len() as u64
     }
 }
 

@@ -331,6 +331,12 @@ impl CudaBackend {
     pub(crate) fn tile_states(&self, tiles: u64) -> Result<(u64, u32)> {
         let mut s = self.tile_states.lock().unwrap_or_else(|p| p.into_inner());
         if s.buffer.is_none() || s.tiles < tiles {
+            if gpu::graph::capturing(&self.stream) {
+                // A buffer made now would be the graph's memory, gone after the frame.
+                return Err(Error::Backend(
+                    "the tile states would grow while a frame is being captured into a graph".into(),
+                ));
+            }
             let cap = tiles.max(1 << 16).next_power_of_two();
             s.buffer = Some(self.zeroed(8 + cap * 8)?);
             s.tiles = cap;
@@ -343,6 +349,20 @@ impl CudaBackend {
             s.epoch = 1;
         }
         Ok((raw_ptr(s.buffer.as_ref().expect("allocated above")), s.epoch))
+    }
+
+    /// Starts the tile-state epochs over: the buffer is cleared in stream
+    /// order and the next call takes epoch 1. A workload calls it at the
+    /// start of each frame, so that a frame's calls take the same epochs
+    /// every time and the frame can be recorded once and replayed as a CUDA
+    /// graph (a replay's states then carry the epochs the recording passed).
+    pub fn restart_tile_states(&self) -> Result<()> {
+        let mut s = self.tile_states.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(buf) = s.buffer.as_mut() {
+            self.stream.memset_zeros(buf).map_err(driver_error("clearing tile states"))?;
+        }
+        s.epoch = 0;
+        Ok(())
     }
 
     /// How many blocks of `f` (named `name`, specialised as `v`, launched

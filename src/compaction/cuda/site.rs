@@ -81,6 +81,10 @@ impl CudaSite {
                 hint: String::new(),
             });
         }
+        if crate::gpu::graph::capturing(b.stream()) {
+            // Its scratch would be the graph's memory, gone after the frame.
+            return Err(Error::Backend("a compaction site cannot be made while a frame is being captured".into()));
+        }
         let kernel = if fuse { SiteKernel::of(algorithm) } else { SiteKernel::Separate };
         Ok(CudaSite { algorithm, kernel, scratch: b.zeroed(SCRATCH_BYTES)?, resident: Default::default() })
     }

@@ -22,7 +22,9 @@ use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
 };
 use crate::trace::tonemap::tonemap;
-use crate::trace::{DEAD32, Engine, FrameEnd, FrontierRun, Shading, Shard, StageId, TraceError, TraceResult, Work};
+use crate::trace::{
+    DEAD32, Engine, FrameEnd, FramePath, FrontierRun, Shading, Shard, StageId, TraceError, TraceResult, Work,
+};
 
 /// The CPU engine: the scene and the path state in host memory.
 pub struct CpuEngine {
@@ -289,14 +291,14 @@ impl Engine for CpuEngine {
         &mut self.clock
     }
 
-    fn begin_frame(&mut self, words: &mut Vec<u64>) -> TraceResult<()> {
+    fn begin_frame(&mut self, words: &mut Vec<u64>, _sample: u32, _key: u64) -> TraceResult<Option<FramePath>> {
         self.clock.clear();
         words.fill(0);
-        Ok(())
+        Ok(None)
     }
 
-    fn end_frame(&mut self, words: &Vec<u64>) -> TraceResult<FrameEnd> {
-        Ok((self.clock.take(), words.clone()))
+    fn end_frame(&mut self, words: &Vec<u64>) -> TraceResult<Option<FrameEnd>> {
+        Ok(Some((self.clock.take(), words.clone())))
     }
 
     fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {

@@ -28,6 +28,9 @@ pub struct BenchRow {
     /// How the sites ran it: `fused` into the producers or a `separate`
     /// pass; empty for `none` or a row that did not run.
     pub site: String,
+    /// How the measured frames reached the device (`replayed` CUDA graphs,
+    /// `streamed` launches); empty on the CPU.
+    pub graph: String,
     /// The stages summed, ms per frame (device events on a GPU).
     pub frame_ms: f64,
     /// The wall clock, ms per frame.
@@ -61,6 +64,7 @@ impl BenchRow {
             descend: s.descend,
             compaction: s.compact_paths.name().into(),
             site: String::new(),
+            graph: String::new(),
             frame_ms: 0.0,
             wall_ms: 0.0,
             compaction_ms: 0.0,
@@ -98,6 +102,7 @@ impl BenchRow {
                 .first()
                 .and_then(|f| f.paths_site.or(f.frontier_site))
                 .map_or(String::new(), |p| p.name().into()),
+            graph: crate::frontier::FramePath::summary(frames.iter().map(|f| f.graph)),
             ..Self::base(backend, scene, triangles, depth, s)
         }
     }
@@ -121,6 +126,7 @@ impl BenchRow {
             descend: self.descend,
             compaction: &self.compaction,
             site: &self.site,
+            graph: &self.graph,
             mrays_per_s: fixed(self.mrays_per_s, 3),
             frame_ms: fixed(self.frame_ms, 4),
             wall_mrays_per_s: fixed(self.wall_mrays_per_s, 3),
@@ -153,6 +159,7 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("traversal", 13, |r| r.traversal.clone()),
         table::compaction_column(|r| r.compaction.clone()),
         C::key("site", 9, |r| r.site.clone()),
+        C::key("graph", 9, |r| r.graph.clone()),
         C::value("Mrays/s", 9, |r| num(r.wall_mrays_per_s, 1)).reported_as("Mrays/s (wall)").marked(Mark::Bold),
         C::value("ms", 9, |r| num(r.wall_ms, 3)).reported_as("wall ms"),
         C::value("Mrays/s", 9, |r| num(r.mrays_per_s, 1)).reported_as("Mrays/s (stages)"),
@@ -171,7 +178,7 @@ fn failed(r: &BenchRow) -> Option<String> {
 /// The plain-text table printed after `reap bench render`.
 pub fn bench_table(rows: &[BenchRow]) -> String {
     // Over the two clocks' pairs of columns.
-    let over = format!("{:<56} {:<19} {:<19}\n", "", "--- wall clock ---", "-- summed stages --");
+    let over = format!("{:<66} {:<19} {:<19}\n", "", "--- wall clock ---", "-- summed stages --");
     over + &table::console(&columns(), rows, failed)
 }
 
@@ -181,7 +188,8 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let mut s = report_head("render", device, command);
     let _ = writeln!(
         s,
-        "Each configuration renders `spp` frames of one sample per pixel after one warm-up frame. Two clocks \
+        "Each configuration renders `spp` frames of one sample per pixel after two warm-up frames (the first \
+         compiles and allocates, the second records the frame's CUDA graph). Two clocks \
          per frame: the wall clock (host time from the frame's start until its results are complete) and the \
          stages' own times summed (device events on a GPU); Mrays/s is given by each, and \"gap\" is how far \
          the wall clock exceeds the summed stages (launch overhead, host work between stages, and the host \
@@ -190,7 +198,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          after each level); `none` leaves dead items flagged in place. \"site\" says how it ran: `fused` into \
          the kernels that produce the items (shading, the frontier's init and expansion), which then write only \
          live items, or as a `separate` pass over the slots they wrote, dead ones included. \"share\" is the \
-         separate compaction passes' part of the summed stages (a fused site has none).\n"
+         separate compaction passes' part of the summed stages (a fused site has none). \"graph\" says how the \
+         measured frames reached a GPU: `replayed`, one CUDA graph a frame recorded from the frame's launches \
+         (per-stage times from its event nodes), or `streamed`, every launch enqueued by the host.\n"
     );
     for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
@@ -282,6 +292,7 @@ struct BenchCsv<'a> {
     descend: u32,
     compaction: &'a str,
     site: &'a str,
+    graph: &'a str,
     mrays_per_s: Fixed,
     frame_ms: Fixed,
     wall_mrays_per_s: Fixed,
@@ -318,6 +329,7 @@ mod tests {
             descend: 2,
             compaction: "lookback".into(),
             site: "fused".into(),
+            graph: String::new(),
             frame_ms: 1.234_56,
             wall_ms: 1.5,
             compaction_ms: 0.1,
