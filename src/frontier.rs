@@ -544,6 +544,17 @@ pub fn run<W: Levels>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn graph_choices_parse_and_frame_paths_summarise() {
+        assert_eq!("auto".parse::<Graphs>(), Ok(Graphs::Auto));
+        assert_eq!("off".parse::<Graphs>(), Ok(Graphs::Off));
+        assert!("on".parse::<Graphs>().unwrap_err().contains("use auto or off"));
+        use FramePath::{Captured, Replayed, Streamed};
+        assert_eq!(FramePath::summary([None, None]), "");
+        assert_eq!(FramePath::summary([Some(Replayed); 3]), "replayed");
+        assert_eq!(FramePath::summary([Some(Streamed), Some(Captured), Some(Replayed)]), "1/3 replayed");
+    }
     use crate::compaction::{CpuBackend, Error};
 
     /// A heap-ordered tree of `nodes` nodes walked from the root: every node

@@ -22,8 +22,10 @@ use super::{Result, Timer, driver_error};
 use crate::frontier::{FramePath, Graphs};
 
 /// Recorded graphs kept per engine: a workload whose buffers alternate
-/// between frames (the collider's two contact lists) needs two.
-const KEPT: usize = 4;
+/// between frames (the collider's two contact lists) needs two, and each
+/// holds the device memory its frame's scratch takes (stream-ordered
+/// allocations captured as graph memory), so no more are kept.
+const KEPT: usize = 2;
 
 /// A frame's graph and the stages its event nodes time.
 struct Recorded<L> {

@@ -329,7 +329,7 @@ mod tests {
             descend: 2,
             compaction: "lookback".into(),
             site: "fused".into(),
-            graph: String::new(),
+            graph: "replayed".into(),
             frame_ms: 1.234_56,
             wall_ms: 1.5,
             compaction_ms: 0.1,
@@ -344,6 +344,7 @@ mod tests {
         let failed = BenchRow {
             compaction: "none".into(),
             site: String::new(),
+            graph: String::new(),
             frame_ms: 0.0,
             wall_ms: 0.0,
             error: Some("out of memory, frontier too large".into()),
@@ -356,9 +357,9 @@ mod tests {
     #[test]
     fn bench_csv_keeps_its_columns_and_formats() {
         let want = concat!(
-            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,site,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,fused,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
         assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }
