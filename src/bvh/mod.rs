@@ -7,6 +7,7 @@
 mod build;
 mod intersect;
 mod traverse;
+pub mod wide;
 
 use std::time::Duration;
 
@@ -28,6 +29,16 @@ pub struct Node {
     pub count: u32,
 }
 
+/// A box is culled only when the ray enters it past the closest hit by more
+/// than this relative slack. A triangle's computed distance and its box's
+/// computed entry round independently, so a hit on a box's face can come out a
+/// few ulps before the box's entry: culling at the hit itself would then drop
+/// or keep that box depending on which of two touching boxes was visited first,
+/// and two traversals (or two BVHs) could return different hits of equal merit.
+/// The slack only makes the CPU traversals visit slightly more; which hit wins
+/// is decided by the triangle test alone.
+pub const CULL_SLACK: f32 = 1.0 + 1.0 / 65536.0;
+
 #[derive(Clone, Debug)]
 pub struct Bvh {
     /// Node 0 is the root.
@@ -46,13 +57,13 @@ mod tests {
 
     use super::*;
 
-    fn random_vec(rng: &mut fastrand::Rng) -> Vec3 {
+    pub(super) fn random_vec(rng: &mut fastrand::Rng) -> Vec3 {
         Vec3::new(rng.f32(), rng.f32(), rng.f32())
     }
 
     /// Small triangles scattered in the unit cube, some big ones across it, axis-aligned ones whose
     /// boxes are flat, and exact duplicates (equal t: the tie-break must decide).
-    fn random_triangles(n: usize, seed: u64) -> Vec<[Vec3; 3]> {
+    pub(super) fn random_triangles(n: usize, seed: u64) -> Vec<[Vec3; 3]> {
         let mut rng = fastrand::Rng::with_seed(seed);
         let mut triangles = Vec::with_capacity(n);
         while triangles.len() < n {
@@ -206,6 +217,15 @@ mod tests {
                 bvh.nodes.len(),
                 bvh.depth,
                 bvh.build_time
+            );
+            let start = std::time::Instant::now();
+            let wide = wide::WideBvh::collapse(&bvh);
+            eprintln!(
+                "{name}: 8-wide collapse {} nodes, {} leaves, depth {}, in {:.2?}",
+                wide.nodes.len(),
+                wide.leaves.len(),
+                wide.depth,
+                start.elapsed()
             );
             check_structure(&bvh, &scene.triangles, 4);
         }

@@ -4,7 +4,7 @@
 use glam::Vec3;
 use rayon::prelude::*;
 
-use super::{Bvh, intersect_box, intersect_triangle};
+use super::{Bvh, CULL_SLACK, intersect_box, intersect_triangle};
 
 impl Bvh {
     /// The nearest hit of the ray `o + t·d`, `t ≤ t_max`, as `(t, BVH position, u, v)`. Triangles
@@ -15,7 +15,7 @@ impl Bvh {
         let inv_d = d.recip();
         let entry = |i: u32, t: f32| {
             let node = &self.nodes[i as usize];
-            intersect_box(o, inv_d, node.min.into(), node.max.into(), t)
+            intersect_box(o, inv_d, node.min.into(), node.max.into(), t * CULL_SLACK)
         };
         let mut best: Option<(f32, u32, f32, f32)> = None;
         let mut t_best = t_max;
@@ -25,7 +25,7 @@ impl Bvh {
             stack.extend(entry(0, t_best).map(|t| (0u32, t)));
         }
         while let Some((i, t_entry)) = stack.pop() {
-            if t_entry > t_best {
+            if t_entry > t_best * CULL_SLACK {
                 continue;
             }
             let node = self.nodes[i as usize];
