@@ -30,15 +30,8 @@ impl Bvh {
             }
             let node = self.nodes[i as usize];
             if node.count > 0 {
-                for position in node.first..node.first + node.count {
-                    let Some((t, u, v)) = intersect_triangle(o, d, &triangles[position as usize], t_best) else {
-                        continue;
-                    };
-                    if best.is_none_or(|(bt, bp, ..)| t < bt || (t == bt && position < bp)) {
-                        best = Some((t, position, u, v));
-                        t_best = t;
-                    }
-                }
+                leaf_hits(triangles, (o, d, t_max), node.first..node.first + node.count, &mut best);
+                t_best = best.map_or(t_max, |b| b.0);
                 continue;
             }
             let (a, b) = (node.first, node.first + 1);
@@ -57,5 +50,22 @@ impl Bvh {
     /// `items` (one per scene triangle) permuted into BVH order: `out[p] = items[order[p]]`.
     pub fn reorder<T: Copy + Send + Sync>(&self, items: &[T]) -> Vec<T> {
         self.order.par_iter().map(|&i| items[i as usize]).collect()
+    }
+}
+
+/// The triangles at `positions` against the ray up to `t_max`, into `best`
+/// (closest first, ties to the smallest position): every CPU traversal's leaf.
+pub(super) fn leaf_hits(
+    triangles: &[[Vec3; 3]],
+    (o, d, t_max): (Vec3, Vec3, f32),
+    positions: std::ops::Range<u32>,
+    best: &mut Option<(f32, u32, f32, f32)>,
+) {
+    for position in positions {
+        let limit = best.map_or(t_max, |b| b.0);
+        let Some((t, u, v)) = intersect_triangle(o, d, &triangles[position as usize], limit) else { continue };
+        if best.is_none_or(|(bt, bp, ..)| t < bt || (t == bt && position < bp)) {
+            *best = Some((t, position, u, v));
+        }
     }
 }

@@ -18,7 +18,7 @@
 
 use glam::Vec3;
 
-use super::{Bvh, CULL_SLACK, Node, intersect_box, intersect_triangle};
+use super::{Bvh, CULL_SLACK, Node, intersect_box};
 
 /// Children per wide node.
 pub const WIDTH: usize = 8;
@@ -230,15 +230,13 @@ impl WideBvh {
             match child {
                 Child::Leaf(l) => {
                     let leaf = self.leaves[l as usize];
-                    for position in leaf.first..leaf.first + leaf.count {
-                        let Some((t, u, v)) = intersect_triangle(o, d, &triangles[position as usize], t_best) else {
-                            continue;
-                        };
-                        if best.is_none_or(|(bt, bp, ..)| t < bt || (t == bt && position < bp)) {
-                            best = Some((t, position, u, v));
-                            t_best = t;
-                        }
-                    }
+                    super::traverse::leaf_hits(
+                        triangles,
+                        (o, d, t_max),
+                        leaf.first..leaf.first + leaf.count,
+                        &mut best,
+                    );
+                    t_best = best.map_or(t_max, |b| b.0);
                 }
                 Child::Node(i) => {
                     let n = &self.nodes[i as usize];
