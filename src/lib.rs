@@ -23,6 +23,7 @@ pub mod frontier;
 pub mod gpu;
 pub mod input;
 pub mod memory;
+pub mod replay;
 pub mod report;
 pub mod scene;
 pub mod table;

@@ -86,8 +86,8 @@ pub struct RenderArgs {
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
     /// host each frame.
-    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::frontier::Graphs>())]
-    pub graphs: reap::frontier::Graphs,
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
+    pub graphs: reap::replay::Graphs,
     /// Split each frame across GPUs 0..N in bands of rows that follow the measured time (NCCL carries the
     /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
     #[arg(long, default_value_t = 1)]

@@ -110,7 +110,7 @@ impl BenchRow {
         BenchRow {
             site: frames.first().and_then(|f| f.pairs_site).map_or(String::new(), |p| p.name().into()),
             // The frames the means cover (all but the first).
-            graph: crate::frontier::FramePath::summary(frames.iter().skip(1).map(|f| f.graph)),
+            graph: crate::replay::FramePath::summary(frames.iter().skip(1).map(|f| f.graph)),
             parts: s.parts,
             broad_ms: s.broad_ms,
             broad_ms_min: s.broad_ms_min,

@@ -26,8 +26,9 @@ use crate::collide::{
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
-use crate::frontier::{self, DeviceLevel, FramePath, Graphs, LevelWords, Step, host};
+use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
 use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
+use crate::replay::{FramePath, Graphs};
 
 mod warm;
 use warm::{WarmArgs, WarmStart};
@@ -411,7 +412,7 @@ impl Engine for CudaCollide {
         }
         words.set_len(len)?;
         let buffers = [words.ptr(), raw_ptr(&self.contacts), raw_ptr(&self.candidates), self.capacity];
-        let key = crate::frontier::key((key, buffers, self.warm.addresses(), self.generation));
+        let key = crate::replay::key((key, buffers, self.warm.addresses(), self.generation));
         let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
         if path == FramePath::Replayed {
             return Ok(Some(path));

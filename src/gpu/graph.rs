@@ -19,7 +19,7 @@ use cudarc::driver::{CudaGraph, CudaStream, sys};
 
 use super::timer::{StageEvents, stage_times};
 use super::{Result, Timer, driver_error};
-use crate::frontier::{FramePath, Graphs};
+use crate::replay::{FramePath, Graphs};
 
 /// Recorded graphs kept per engine: a workload whose buffers alternate
 /// between frames (the collider's two contact lists) needs two, and each

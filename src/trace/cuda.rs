@@ -487,7 +487,7 @@ impl Engine for CudaEngine {
         // SAFETY: the word is the engine's one-u32 allocation, written in stream order.
         let r = unsafe { sys::cuMemsetD32Async(raw_ptr(&self.sample), sample, 1, self.stream.cu_stream()) };
         r.result().map_err(launch_err("setting the frame's sample"))?;
-        let key = crate::frontier::key((key, self.generation, words.ptr()));
+        let key = crate::replay::key((key, self.generation, words.ptr()));
         let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
         if path == FramePath::Replayed {
             return Ok(Some(path));

@@ -42,8 +42,8 @@ use crate::clocks::Clock;
 use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
 pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier::{self, Frontier, LevelWords, WordAlloc};
-pub use crate::frontier::{FramePath, Graphs};
 use crate::memory::{self, Limit};
+pub use crate::replay::{FramePath, Graphs};
 
 use breadth_first::{breadth_first, frame_that_fits};
 pub use breadth_first::{frontier_guard, guard_frontier, levels};
@@ -541,11 +541,11 @@ pub struct Work<E: Engine> {
 impl<E: Engine> Work<E> {
     fn new(e: &E, capacity: u64) -> TraceResult<Self> {
         let (queue, next, words) = (e.alloc(capacity)?, e.alloc(capacity)?, e.alloc(0)?);
-        Ok(Work { queue, next, words, frontier: None, guard: 0, id: frontier::fresh_id() })
+        Ok(Work { queue, next, words, frontier: None, guard: 0, id: crate::replay::fresh_id() })
     }
     /// After a buffer was made: frames keyed by the old ones are not replayed.
     fn renew(&mut self) {
-        self.id = frontier::fresh_id();
+        self.id = crate::replay::fresh_id();
     }
 }
 
@@ -555,7 +555,7 @@ impl<E: Engine> Work<E> {
 fn frame_key<E: Engine>(s: &RenderSettings, w: &Work<E>) -> u64 {
     let s = RenderSettings { spp: 0, first_sample: 0, ..s.clone() };
     // Debug covers every field, so a field added later is in the key too.
-    crate::frontier::key((format!("{s:?}"), w.id))
+    crate::replay::key((format!("{s:?}"), w.id))
 }
 
 /// The engine's work buffers, made on first use, and remade when the

@@ -317,7 +317,7 @@ fn cuda_fast_sort_equals_the_split_sort() {
 /// replayed frame runs no stage on the host.
 #[test]
 fn cuda_collide_replayed_frames_match_streamed_ones() {
-    use reap::frontier::{FramePath, Graphs};
+    use reap::replay::{FramePath, Graphs};
     let Some(b) = gpu() else { return };
     let (mut graphs, world, state) = settled(b, 3000, 40);
     let mut streamed = CudaCollide::new(CudaBackend::new(0).expect("backend"), world, &state).expect("engine");

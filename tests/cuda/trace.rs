@@ -347,7 +347,7 @@ fn cuda_split_over_gpus_gathers_the_one_gpu_image() {
 #[test]
 fn cuda_replayed_frames_launch_nothing_from_the_host_and_render_the_same_bits() {
     use reap::compaction::{Algorithm, Fusion};
-    use reap::frontier::{FramePath, Graphs};
+    use reap::replay::{FramePath, Graphs};
     use reap::trace::{Engine, render};
     let (w, h) = (64, 48);
     let Some(mut graphs) = cornell_on_the_gpu(w, h, 7, 6) else { return };

@@ -56,8 +56,8 @@ pub struct RenderBenchArgs {
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
     /// host each frame.
-    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::frontier::Graphs>())]
-    pub graphs: reap::frontier::Graphs,
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
+    pub graphs: reap::replay::Graphs,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,

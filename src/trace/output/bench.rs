@@ -102,7 +102,7 @@ impl BenchRow {
                 .first()
                 .and_then(|f| f.paths_site.or(f.frontier_site))
                 .map_or(String::new(), |p| p.name().into()),
-            graph: crate::frontier::FramePath::summary(frames.iter().map(|f| f.graph)),
+            graph: crate::replay::FramePath::summary(frames.iter().map(|f| f.graph)),
             ..Self::base(backend, scene, triangles, depth, s)
         }
     }

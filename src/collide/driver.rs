@@ -1,0 +1,274 @@
+//! The collider's frame driver: the words of a frame, the pair frontier and
+//! level bound kept across frames, one frame (redone while something was
+//! short) and a run of frames, over any [`Engine`]. Split from `mod.rs`,
+//! which holds what a frame is made of (settings, stages, stats, the trait).
+
+use super::{
+    Algorithm, Buf, CollideError, CollideResult, CollideSettings, Compaction, Engine, FrameEnd, FramePath, FrameStats,
+    SitePath, StageId, stage, words,
+};
+use crate::frontier;
+
+/// The words of a frame whose walk is bounded by `levels`: the level words
+/// and the array's length.
+fn layout(levels: u32) -> (frontier::LevelWords, u64) {
+    let mut alloc = frontier::WordAlloc::default();
+    let (candidates, contacts) = (alloc.take(1), alloc.take(1));
+    debug_assert_eq!((candidates, contacts), (words::CANDIDATES, words::CONTACTS));
+    let at = alloc.levels(levels);
+    (at, alloc.used())
+}
+
+/// Contact slots per candidate slot: a box pair may give up to
+/// `physics::MAX_POINTS`, most pairs give one; a frame with more contacts sets
+/// the candidates' status and is redone with room for them.
+pub const CONTACTS_PER_CANDIDATE: u64 = 2;
+
+/// The first frame's level bound: deeper than any LBVH of 30-bit codes over
+/// bodies spread in space needs (a deeper one is redone with a larger bound).
+pub const FIRST_BOUND: u32 = 64;
+/// Levels past the last frame's depth that a frame may walk before it is
+/// redone with a larger bound: bodies move little between frames.
+pub const BOUND_MARGIN: u32 = 4;
+/// No tree of u32 node indices is deeper: a bound past it is a bug.
+const MOST_LEVELS: u32 = 1 << 16;
+
+/// What the driver keeps across frames: the pair frontier (its capacity only
+/// grows), the frame's words, and the level bound.
+pub struct Frontier<E: Engine + ?Sized> {
+    pairs: Option<frontier::Frontier<E::B>>,
+    words: Buf<E, u64>,
+    /// The next frame's bound on expansions.
+    bound: u32,
+    /// Attempts the last frame took (1 unless it was redone).
+    attempts: u32,
+    /// Names the pair frontier's buffers in a frame's key: new whenever they are made.
+    id: u64,
+}
+
+impl<E: Engine> Frontier<E> {
+    pub fn new(e: &E) -> CollideResult<Self> {
+        let (_, len) = layout(FIRST_BOUND);
+        Ok(Frontier {
+            pairs: None,
+            words: e.alloc(len)?,
+            bound: FIRST_BOUND,
+            attempts: 0,
+            id: crate::replay::fresh_id(),
+        })
+    }
+    /// Slots per frontier buffer (0 before the first frame).
+    pub fn capacity(&self) -> u64 {
+        self.pairs.as_ref().map_or(0, |p| p.capacity())
+    }
+    /// The next frame's level bound.
+    pub fn bound(&self) -> u32 {
+        self.bound
+    }
+    /// Sets the next frame's level bound (a frame that needs more is redone).
+    pub fn set_bound(&mut self, levels: u32) {
+        self.bound = levels.clamp(1, MOST_LEVELS);
+    }
+    /// Replaces the frontier by one of `capacity` slots (a frame that needs
+    /// more grows it and is redone).
+    pub fn set_capacity(&mut self, e: &E, capacity: u64) -> CollideResult<()> {
+        self.pairs = None; // free the old buffers first
+        self.pairs = Some(e.new_frontier(capacity)?);
+        self.id = crate::replay::fresh_id();
+        Ok(())
+    }
+    /// How many times the last frame ran (1 unless it was redone).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
+
+/// The loop's view of an engine: its expand and its stage timer.
+struct Walk<'a, E: Engine>(&'a mut E, Option<Algorithm>);
+
+impl<E: Engine> frontier::Levels for Walk<'_, E> {
+    type B = E::B;
+    type Error = CollideError;
+    fn backend(&self) -> &E::B {
+        self.0.backend()
+    }
+    fn level_stage(
+        &mut self,
+        name: &'static str,
+        level: u32,
+        f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
+    ) -> CollideResult<()> {
+        crate::clocks::timed(self, |w| w.0.clock(), StageId::level(name, level), f)
+    }
+    fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
+        self.0.expand(step, self.1)
+    }
+}
+
+/// Frontier slots for `n` bodies before any frame asks for more: about two
+/// live pairs per body at the widest level, four slots each.
+fn initial_capacity(n: u32) -> u64 {
+    (8 * n as u64).max(1024)
+}
+
+/// One time step: build the tree, find the pairs, resolve the contacts, move.
+///
+/// The whole frame is enqueued without reading anything back; `end_frame`
+/// then reads the words once. A frame whose frontier overflowed, whose walk
+/// did not end within the bound, or whose candidate list overflowed did not
+/// move a body (those stages check the status on the device): the driver
+/// grows what was short and runs it again from the start.
+pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, index: u32) -> CollideResult<FrameStats> {
+    s.check()?;
+    let clock = std::time::Instant::now();
+    if f.pairs.is_none() {
+        f.set_capacity(e, initial_capacity(e.len()).min(s.max_frontier))?;
+    }
+    f.attempts = 0;
+    loop {
+        f.attempts += 1;
+        let (at, len) = layout(f.bound);
+        let (graph, (stages, w)) = enqueue_frame(e, s, f, at, len)?;
+        let status = w[frontier::STATUS as usize];
+        if status == 0 {
+            // The next bound follows the depth this frame reached, with hysteresis: it shrinks only when
+            // the walk ends more than two margins short of it, so that a settled scene keeps one bound
+            // (one recorded graph) while its depth wavers by a level.
+            let depth = at.live_counts(&w).len() as u32;
+            if depth + BOUND_MARGIN > f.bound || depth + 2 * BOUND_MARGIN < f.bound {
+                f.bound = (depth + BOUND_MARGIN).min(MOST_LEVELS);
+            }
+            let live = at.live_counts(&w);
+            let mut stats = FrameStats {
+                frame: index,
+                // A fused site's levels hold only live pairs in their length words.
+                frontier: at.sizes(&w, pairs_site(e, s) == Some(SitePath::Separate)),
+                pairs_site: pairs_site(e, s),
+                pairs_tested: live.iter().sum(),
+                live,
+                candidates: w[words::CANDIDATES as usize],
+                contacts: w[words::CONTACTS as usize],
+                graph,
+                ..Default::default()
+            };
+            stats.frame_ms = stages.iter().map(|(_, t)| t).sum();
+            stats.stages = stages;
+            // From the first attempt's start: a redone frame's wall clock says so.
+            stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
+            return Ok(stats);
+        }
+        if status & frontier::status::OVERFLOW != 0 {
+            let needed = w[frontier::NEEDED as usize];
+            if needed > s.max_frontier {
+                // The overflowing expand left no live pair: it was the level after the last live one.
+                let level = at.live_counts(&w).len().saturating_sub(1) as u32;
+                let gib = (needed * 8) as f64 / (1u64 << 30) as f64;
+                let advice = frontier::past_max_advice(
+                    s.compact_pairs != Compaction::None,
+                    "--compact-pairs",
+                    "use fewer bodies",
+                );
+                return Err(CollideError::FrontierTooLarge { items: needed, gib, level, max: s.max_frontier, advice });
+            }
+            // Twice the old capacity when that is more: `none` grows fourfold a level.
+            let grown = needed.max(2 * f.capacity()).min(s.max_frontier);
+            if f.set_capacity(e, grown).is_err() {
+                f.set_capacity(e, needed)?;
+            }
+        }
+        if status & frontier::status::UNFINISHED != 0 {
+            if f.bound >= MOST_LEVELS {
+                return Err(CollideError::Settings(format!("the pair walk did not end in {MOST_LEVELS} levels")));
+            }
+            f.set_bound(2 * f.bound);
+        }
+        if status & frontier::status::CANDIDATES != 0 {
+            // The contact list holds CONTACTS_PER_CANDIDATE per candidate slot.
+            let contacts = w[words::CONTACTS as usize].div_ceil(CONTACTS_PER_CANDIDATE);
+            e.reserve_candidates(w[words::CANDIDATES as usize].max(contacts))?;
+        }
+    }
+}
+
+/// How the pair frontier's site runs on this engine under these settings.
+pub fn pairs_site<E: Engine>(e: &E, s: &CollideSettings) -> Option<SitePath> {
+    s.fusion.path(s.compact_pairs, e.fuses())
+}
+
+/// Runs one attempt at a frame with the walk bounded by `at`: begins it
+/// (an engine with graphs may replay it), enqueues its stages, ends it; the
+/// frame's path, stage times and words. A failed capture runs it again, streamed.
+fn enqueue_frame<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    f: &mut Frontier<E>,
+    at: frontier::LevelWords,
+    len: u64,
+) -> CollideResult<(Option<FramePath>, FrameEnd)> {
+    // Debug covers every setting, so a field added later is in the key too.
+    let key = crate::replay::key((format!("{s:?}"), f.id, f.bound));
+    loop {
+        let path = e.begin_frame(&mut f.words, len, key)?;
+        if path != Some(FramePath::Replayed) {
+            if let Err(err) = enqueue(e, s, f, at) {
+                e.abort_frame();
+                if path == Some(FramePath::Captured) {
+                    continue; // the key is refused now: streamed
+                }
+                return Err(err);
+            }
+        }
+        if let Some(end) = e.end_frame(&f.words)? {
+            return Ok((path, end));
+        }
+    }
+}
+
+/// Enqueues one frame's stages (see [`frame`]).
+fn enqueue<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    f: &mut Frontier<E>,
+    at: frontier::LevelWords,
+) -> CollideResult<()> {
+    let Frontier { pairs, words, .. } = f;
+    let pairs = pairs.as_mut().ok_or_else(|| CollideError::Settings("the frontier has no buffers".into()))?;
+    e.stage(StageId::frame(stage::CODES), |e| e.codes())?;
+    e.stage(StageId::frame(stage::SORT), |e| e.sort(s.sort))?;
+    e.stage(StageId::frame(stage::BUILD), |e| e.build())?;
+    e.stage(StageId::frame(stage::REFIT), |e| e.refit())?;
+    e.stage(StageId::frame(stage::PAIRS_INIT), |e| e.pairs_init(pairs.front_mut(), words, at))?;
+    let fused = pairs_site(e, s) == Some(SitePath::Fused);
+    let compaction = match s.compact_pairs {
+        Compaction::None => None,
+        Compaction::With(alg) => Some(alg),
+    };
+    let plan = frontier::Plan {
+        levels: at.levels(),
+        compaction,
+        fused,
+        names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS },
+    };
+    let fuse = if fused { compaction } else { None };
+    frontier::run(&mut Walk(&mut *e, fuse), pairs, words, at, &plan)?;
+    e.stage(StageId::frame(stage::NARROW), |e| e.narrow(words))?;
+    e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations, words))?;
+    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))
+}
+
+/// Runs `frames` frames; `on_frame` sees each frame's stats as it ends.
+pub fn simulate<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    frames: u32,
+    mut on_frame: impl FnMut(&FrameStats),
+) -> CollideResult<Vec<FrameStats>> {
+    let mut f = Frontier::new(e)?;
+    let mut out = Vec::with_capacity(frames as usize);
+    for i in 0..frames {
+        let st = frame(e, s, &mut f, i)?;
+        on_frame(&st);
+        out.push(st);
+    }
+    Ok(out)
+}
