@@ -149,11 +149,9 @@ fn view_draws_the_render_and_the_overlay_and_saves_a_screenshot() {
     let Some(img) = screenshot("trace", &["--frames", "5", "--compare-all", "1"]) else { return };
     // The render: lit, with the Cornell box's red and green walls.
     let render = picture(&img);
-    let mean =
-        render.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (render.len() as f64 * 3.0);
+    let mean = mean_level(&render);
     assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
-    assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
-    assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
+    assert_cornell_walls(&render);
     assert_overlay(&img);
 }
 
@@ -165,13 +163,22 @@ fn view_split_across_two_ranks_draws_the_whole_render() {
     let render = picture(&img);
     let half = render.len() / 2;
     for (band, pixels) in [("top", &render[..half]), ("bottom", &render[half..])] {
-        let mean =
-            pixels.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (pixels.len() as f64 * 3.0);
+        let mean = mean_level(pixels);
         assert!(mean > 10.0, "the {band} band is blank (mean {mean:.1})");
     }
+    assert_cornell_walls(&render);
+    assert_overlay(&img);
+}
+
+/// Mean channel level of `pixels`, 0-255.
+fn mean_level(pixels: &[[u8; 3]]) -> f64 {
+    pixels.iter().map(|p| p.iter().map(|c| *c as f64).sum::<f64>()).sum::<f64>() / (pixels.len() as f64 * 3.0)
+}
+
+/// The Cornell box's red and green walls are both in the render.
+fn assert_cornell_walls(render: &[[u8; 3]]) {
     assert!(render.iter().any(|p| above(p, 0, 1) && above(p, 0, 2)), "no red wall in the render region");
     assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
-    assert_overlay(&img);
 }
 
 #[test]
