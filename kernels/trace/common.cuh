@@ -38,6 +38,22 @@ struct Node {  // src/bvh/mod.rs `Node`
     u32 count;
 };
 
+struct WideNode {  // src/bvh/wide.rs `WideNode`, 80 bytes
+    float origin[3];
+    unsigned char exp[3];
+    unsigned char valid;
+    u32 child_base;
+    u32 leaf_base;
+    unsigned char internal;
+    unsigned char pad[7];
+    unsigned char lo_x[8], hi_x[8], lo_y[8], hi_y[8], lo_z[8], hi_z[8];
+};
+
+struct WideLeaf {  // src/bvh/wide.rs `WideLeaf`: a binary leaf's triangles
+    u32 first;
+    u32 count;
+};
+
 struct Tri {  // v0, edges v1 - v0 and v2 - v0, in BVH order
     float v0[3];
     u32 material;
@@ -78,6 +94,8 @@ struct Scene {
     const float* uvs;  // 6 floats per triangle: the three vertex UVs; empty when nothing is textured
     const Texture* textures;
     const float4* texels;  // linear RGB, w = 1, every texture's one after the other
+    const struct WideNode* wide_nodes;  // the 8-wide BVH (src/bvh/wide.rs), node 0 the root
+    const struct WideLeaf* wide_leaves;
 };
 
 struct Camera {

@@ -151,12 +151,139 @@ __device__ void depth_first_one(const Scene& s, Paths& p, u32 path, u32 shadow) 
     else p.hit[path] = best;
 }
 
+// Entry distance into the box lo..hi if the ray enters it before tmax, else -1 (hit_box's test).
+__device__ __forceinline__ float hit_lohi(float3 lo, float3 hi, float3 o, float3 inv, float tmax) {
+    float tx0 = (lo.x - o.x) * inv.x, tx1 = (hi.x - o.x) * inv.x;
+    float ty0 = (lo.y - o.y) * inv.y, ty1 = (hi.y - o.y) * inv.y;
+    float tz0 = (lo.z - o.z) * inv.z, tz1 = (hi.z - o.z) * inv.z;
+    float t0 = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
+    float t1 = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fminf(fmaxf(tz0, tz1), tmax));
+    return t0 <= t1 ? t0 : -1.0f;
+}
+
+#define WIDE_STACK 32
+
+// Depth-first on the 8-wide BVH, after Ylitie, Karras & Laine (HPG 2017): a
+// node's children are tested at once, their boxes dequantized (origin + q *
+// step: q * step is exact, so one rounding, as on the CPU), and the hit ones
+// become two groups of bits, wide children and leaves, each bit at
+// `slot ^ inv` where `inv` has bit a set when the ray runs up axis a. The
+// collapse put children in octant order (src/bvh/wide.rs `octant_slots`), so
+// the highest bit is about the nearest child. A group is (the node's first
+// child, its hit bits << 24 | the slot mask the children are counted by): the
+// stack holds groups, one per level at most, not children.
+__device__ void depth_first_wide_one(const Scene& s, Paths& p, u32 path, u32 shadow) {
+    float3 o = f3(p.origin[path]);
+    float3 d;
+    float tmax;
+    if (shadow) {
+        float4 sd = p.shadow_dir[path];
+        if (sd.w <= 0.0f) return;
+        d = f3(sd);
+        tmax = sd.w;
+    } else {
+        d = f3(p.dir[path]);
+        tmax = TRACE_INF;
+    }
+    float3 inv = inv_dir(d);
+    u32 oct = (d.x >= 0.0f ? 1u : 0u) | (d.y >= 0.0f ? 2u : 0u) | (d.z >= 0.0f ? 4u : 0u);
+    u64 best = TRACE_DEAD64;
+    bool occluded = false;
+    uint2 stack[WIDE_STACK];
+    int sp = 0;
+    // The root: a group of one wide child, slot oct ^ 7 (its bit, 31, maps back to slot 7 ^ oct; no mask bits
+    // below it, so it is child 0 of base 0).
+    uint2 group = make_uint2(0u, 0x80000000u);
+    while (true) {
+        uint2 leaves = make_uint2(0u, 0u);
+        if (group.y & 0xff000000u) {
+            u32 bit = 31 - __clz(group.y & 0xff000000u);
+            group.y &= ~(1u << bit);
+            u32 slot = (bit - 24) ^ oct;
+            u32 e = group.x + __popc(group.y & 0xffu & ((1u << slot) - 1u));
+            if (group.y & 0xff000000u) stack[sp++] = group;
+            float limit = key_dist(best, tmax);
+            // The node as five 16-byte loads: header, indices, then the six plane rows of 8 bytes.
+            const uint4* w = reinterpret_cast<const uint4*>(s.wide_nodes) + 5 * (u64)e;
+            uint4 h = __ldg(w), ix = __ldg(w + 1), px = __ldg(w + 2), py = __ldg(w + 3), pz = __ldg(w + 4);
+            float3 org = make_float3(__uint_as_float(h.x), __uint_as_float(h.y), __uint_as_float(h.z));
+            float3 step =
+                make_float3(__uint_as_float((h.w & 0xffu) << 23), __uint_as_float(((h.w >> 8) & 0xffu) << 23),
+                            __uint_as_float(((h.w >> 16) & 0xffu) << 23));
+            u32 valid = h.w >> 24, internal = ix.z & 0xffu, leaf_slots = valid & ~internal;
+            u32 node_hits = 0, leaf_hits = 0;
+            // The ray in the node's grid, once per node (Ylitie et al.): plane q of axis a lies at q * is_a + oq_a
+            // along the ray. That rounds otherwise than the dequantized box's planes would, so each axis's
+            // interval is widened by 2^-20 of its own magnitudes (near planes from oq - err, far ones from
+            // oq + err): a box is never rejected that the exact box keeps; the triangle test decides every hit.
+            float3 is = make_float3(step.x * inv.x, step.y * inv.y, step.z * inv.z);
+            float3 oq = make_float3((org.x - o.x) * inv.x, (org.y - o.y) * inv.y, (org.z - o.z) * inv.z);
+            float3 err = make_float3(9.54e-7f * (fabsf(oq.x) + 255.0f * fabsf(is.x)),
+                                     9.54e-7f * (fabsf(oq.y) + 255.0f * fabsf(is.y)),
+                                     9.54e-7f * (fabsf(oq.z) + 255.0f * fabsf(is.z)));
+            float3 on = make_float3(oq.x - err.x, oq.y - err.y, oq.z - err.z);
+            float3 of = make_float3(oq.x + err.x, oq.y + err.y, oq.z + err.z);
+            // The near plane of each axis is the low one where the ray runs up it: pick the rows once.
+            uint2 nx = inv.x >= 0.0f ? make_uint2(px.x, px.y) : make_uint2(px.z, px.w);
+            uint2 fx = inv.x >= 0.0f ? make_uint2(px.z, px.w) : make_uint2(px.x, px.y);
+            uint2 ny = inv.y >= 0.0f ? make_uint2(py.x, py.y) : make_uint2(py.z, py.w);
+            uint2 fy = inv.y >= 0.0f ? make_uint2(py.z, py.w) : make_uint2(py.x, py.y);
+            uint2 nz = inv.z >= 0.0f ? make_uint2(pz.x, pz.y) : make_uint2(pz.z, pz.w);
+            uint2 fz = inv.z >= 0.0f ? make_uint2(pz.z, pz.w) : make_uint2(pz.x, pz.y);
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                if (!((valid >> c) & 1)) continue;
+                u32 sh = 8 * (c & 3);
+                float qnx = (float)(((c < 4 ? nx.x : nx.y) >> sh) & 0xffu), qfx = (float)(((c < 4 ? fx.x : fx.y) >> sh) & 0xffu);
+                float qny = (float)(((c < 4 ? ny.x : ny.y) >> sh) & 0xffu), qfy = (float)(((c < 4 ? fy.x : fy.y) >> sh) & 0xffu);
+                float qnz = (float)(((c < 4 ? nz.x : nz.y) >> sh) & 0xffu), qfz = (float)(((c < 4 ? fz.x : fz.y) >> sh) & 0xffu);
+                float t0 = fmaxf(fmaxf(qnx * is.x + on.x, qny * is.y + on.y), fmaxf(qnz * is.z + on.z, 0.0f));
+                float t1 = fminf(fminf(qfx * is.x + of.x, qfy * is.y + of.y), fminf(qfz * is.z + of.z, limit));
+                if (!(t0 <= t1)) continue;
+                u32 b = 1u << (c ^ oct);
+                if ((internal >> c) & 1) node_hits |= b;
+                else leaf_hits |= b;
+            }
+            group = make_uint2(ix.x, (node_hits << 24) | internal);
+            leaves = make_uint2(ix.y, (leaf_hits << 24) | leaf_slots);
+        }
+        // The node's leaves now, nearest first; their boxes were tested against the limit of the moment.
+        while (leaves.y & 0xff000000u) {
+            u32 bit = 31 - __clz(leaves.y & 0xff000000u);
+            leaves.y &= ~(1u << bit);
+            u32 slot = (bit - 24) ^ oct;
+            WideLeaf l = s.wide_leaves[leaves.x + __popc(leaves.y & 0xffu & ((1u << slot) - 1u))];
+            if (leaf_range(s, l.first, l.count, o, d, key_dist(best, tmax), shadow != 0, &best)) {
+                occluded = true;
+                break;
+            }
+        }
+        if (occluded) break;
+        if (!(group.y & 0xff000000u)) {
+            if (sp == 0) break;
+            group = stack[--sp];
+        }
+    }
+    if (shadow) p.occluded[path] = occluded;
+    else p.hit[path] = best;
+}
+
 extern "C" __global__ void trace_depth_first(Scene s, Paths p, const u32* queue, u64 capacity, u32 shadow,
                                              const u64* words, u64 queue_len) {
     u64 n = length(words, queue_len, capacity);
     FOR_EACH(i, n) {
         u32 path = queue[i];
         if (path != TRACE_DEAD32) depth_first_one(s, p, path, shadow);
+    }
+}
+
+// The same over the 8-wide BVH: a kernel of its own, so neither traversal's registers limit the other's occupancy.
+extern "C" __global__ void trace_depth_first_wide(Scene s, Paths p, const u32* queue, u64 capacity, u32 shadow,
+                                                  const u64* words, u64 queue_len) {
+    u64 n = length(words, queue_len, capacity);
+    FOR_EACH(i, n) {
+        u32 path = queue[i];
+        if (path != TRACE_DEAD32) depth_first_wide_one(s, p, path, shadow);
     }
 }
 

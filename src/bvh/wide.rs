@@ -107,7 +107,7 @@ pub enum Child {
 
 /// Quantizes the boxes of up to eight children inside `lo..hi` (their union)
 /// into `n`'s grid, rounding outward.
-fn quantize(n: &mut WideNode, lo: Vec3, hi: Vec3, boxes: &[(Vec3, Vec3)]) {
+fn quantize(n: &mut WideNode, lo: Vec3, hi: Vec3, boxes: &[(usize, (Vec3, Vec3))]) {
     n.origin = lo.into();
     for a in 0..3 {
         // The smallest power-of-two step whose 255 steps reach past the union's far plane as floats
@@ -136,7 +136,7 @@ fn quantize(n: &mut WideNode, lo: Vec3, hi: Vec3, boxes: &[(Vec3, Vec3)]) {
         }
         q as u8
     };
-    for (slot, &(clo, chi)) in boxes.iter().enumerate() {
+    for &(slot, (clo, chi)) in boxes {
         n.lo_x[slot] = planes(n, 0, clo.x, true);
         n.hi_x[slot] = planes(n, 0, chi.x, false);
         n.lo_y[slot] = planes(n, 1, clo.y, true);
@@ -144,6 +144,38 @@ fn quantize(n: &mut WideNode, lo: Vec3, hi: Vec3, boxes: &[(Vec3, Vec3)]) {
         n.lo_z[slot] = planes(n, 2, clo.z, true);
         n.hi_z[slot] = planes(n, 2, chi.z, false);
     }
+}
+
+/// The slot of each child, Ylitie et al.'s octant order: slot s stands for
+/// the direction whose axis a is positive where bit a of s is set, and each
+/// child goes to the free slot toward which it lies farthest from the node's
+/// centre (greedy over all pairs, best first). A ray whose direction has the
+/// signs of s' then meets the children near to far, roughly, by descending
+/// `slot ^ (7 - octant)`: what the traversal's hit bits are ordered by.
+fn octant_slots(bvh: &Bvh, node: &Node, children: &[u32]) -> [Option<u32>; WIDTH] {
+    let centre = |n: &Node| 0.5 * (Vec3::from(n.min) + Vec3::from(n.max));
+    let c0 = centre(node);
+    let dir = |s: usize| Vec3::new(sign(s & 1), sign(s & 2), sign(s & 4));
+    let mut pairs: Vec<(f32, usize, usize)> = Vec::with_capacity(children.len() * WIDTH);
+    for (i, &c) in children.iter().enumerate() {
+        let offset = centre(&bvh.nodes[c as usize]) - c0;
+        pairs.extend((0..WIDTH).map(|s| (offset.dot(dir(s)), i, s)));
+    }
+    // Best first; ties by child, then slot, so the layout is deterministic.
+    pairs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut slots = [None; WIDTH];
+    let mut placed = vec![false; children.len()];
+    for (_, i, s) in pairs {
+        if !placed[i] && slots[s].is_none() {
+            slots[s] = Some(children[i]);
+            placed[i] = true;
+        }
+    }
+    slots
+}
+
+fn sign(bit: usize) -> f32 {
+    if bit != 0 { 1.0 } else { -1.0 }
 }
 
 fn area(n: &Node) -> f32 {
@@ -183,27 +215,26 @@ impl WideBvh {
         while let Some((b, at, level)) = queue.pop_front() {
             w.depth = w.depth.max(level);
             let children = gathered(b);
-            let mut n = WideNode {
-                child_base: w.nodes.len() as u32,
-                leaf_base: w.leaves.len() as u32,
-                valid: ((1u32 << children.len()) - 1) as u8,
-                ..Default::default()
-            };
-            // Wide children first (slot order), so they take consecutive indices; then the leaves.
+            let node = &bvh.nodes[b as usize];
+            let slots = octant_slots(bvh, node, &children);
+            let mut n =
+                WideNode { child_base: w.nodes.len() as u32, leaf_base: w.leaves.len() as u32, ..Default::default() };
             let is_leaf = |c: u32| bvh.nodes[c as usize].count > 0;
-            let (inner, leaves): (Vec<u32>, Vec<u32>) = children.iter().partition(|&&c| !is_leaf(c));
-            let ordered: Vec<u32> = inner.iter().chain(&leaves).copied().collect();
-            n.internal = ((1u32 << inner.len()) - 1) as u8;
-            for &c in &inner {
-                queue.push_back((c, w.nodes.len() as u32, level + 1));
-                w.nodes.push(WideNode::default());
+            // Wide children take consecutive indices in slot order, and so do the leaves.
+            let mut boxes = Vec::with_capacity(children.len());
+            for (slot, c) in slots.iter().enumerate() {
+                let Some(c) = *c else { continue };
+                n.valid |= 1 << slot;
+                let child = &bvh.nodes[c as usize];
+                if is_leaf(c) {
+                    w.leaves.push(WideLeaf { first: child.first, count: child.count });
+                } else {
+                    n.internal |= 1 << slot;
+                    queue.push_back((c, w.nodes.len() as u32, level + 1));
+                    w.nodes.push(WideNode::default());
+                }
+                boxes.push((slot, (Vec3::from(child.min), Vec3::from(child.max))));
             }
-            for &c in &leaves {
-                let leaf = &bvh.nodes[c as usize];
-                w.leaves.push(WideLeaf { first: leaf.first, count: leaf.count });
-            }
-            let boxes: Vec<(Vec3, Vec3)> =
-                ordered.iter().map(|&c| (bvh.nodes[c as usize].min.into(), bvh.nodes[c as usize].max.into())).collect();
             let node = &bvh.nodes[b as usize];
             quantize(&mut n, node.min.into(), node.max.into(), &boxes);
             w.nodes[at as usize] = n;

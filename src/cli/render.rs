@@ -88,6 +88,9 @@ pub struct RenderArgs {
     /// host each frame.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
     pub graphs: reap::replay::Graphs,
+    /// `wide` walks the 8-wide BVH depth-first (issue 28, in progress; CUDA only).
+    #[arg(long, default_value = "binary", value_parser = ["binary", "wide"])]
+    pub bvh: String,
     /// Split each frame across GPUs 0..N in bands of rows that follow the measured time (NCCL carries the
     /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
     #[arg(long, default_value_t = 1)]
@@ -208,6 +211,7 @@ impl OnBackend for RenderRun {
         if args.gpus == 1 {
             let mut engine = backend.tracer(setup)?;
             engine.set_graphs(args.graphs);
+            engine.set_wide(args.bvh == "wide")?;
             warm_up(&engine, &settings)?;
             return job.go(engine, settings, kind, &device);
         }

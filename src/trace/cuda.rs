@@ -75,6 +75,8 @@ struct SceneArgs {
     uvs: u64,
     textures: u64,
     texels: u64,
+    wide_nodes: u64,
+    wide_leaves: u64,
 }
 
 /// common.cuh `Paths`.
@@ -106,6 +108,9 @@ pub struct CudaEngine {
     seed: u32,
     max_bounces: u32,
     depth: u32,
+    /// Levels of the 8-wide BVH, and whether depth-first traversal walks it.
+    wide_depth: u32,
+    wide: bool,
     camera: CameraLayout,
     scene: SceneArgs,
     /// The pixels traced: path i is pixel `shard.base + i`.
@@ -260,6 +265,8 @@ impl CudaEngine {
             upload(bytemuck::cast_slice(&packed.uvs))?,
             upload(bytemuck::cast_slice(&packed.textures))?,
             upload(bytemuck::cast_slice(&packed.texels))?,
+            upload(bytemuck::cast_slice(&packed.wide.nodes))?,
+            upload(bytemuck::cast_slice(&packed.wide.leaves))?,
         ];
         let p = |i: usize| raw_ptr(&scene_buffers[i]);
         let scene = SceneArgs {
@@ -276,6 +283,8 @@ impl CudaEngine {
             uvs: p(6),
             textures: p(7),
             texels: p(8),
+            wide_nodes: p(9),
+            wide_leaves: p(10),
         };
         let (path_buffers, paths) = alloc_paths(&backend, pixels)?;
         let sum = backend.zeroed(pixels.max(1) * 16)?;
@@ -288,6 +297,8 @@ impl CudaEngine {
             seed,
             max_bounces,
             depth: packed.depth,
+            wide_depth: packed.wide.depth,
+            wide: false,
             camera,
             scene,
             shard: Shard::whole(pixels),
@@ -354,6 +365,23 @@ impl CudaEngine {
     /// frames after it.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+}
+
+impl CudaEngine {
+    /// Whether depth-first traversal walks the 8-wide BVH (issue 28, in progress:
+    /// breadth-first keeps the binary one).
+    fn set_wide_bvh(&mut self, wide: bool) -> TraceResult<()> {
+        // The stack holds one group of children per level at most (wavefront.cu WIDE_STACK).
+        if wide && self.wide_depth > 32 {
+            return Err(TraceError::Settings(format!(
+                "the 8-wide BVH is {} levels deep and the GPU stack holds 32: use the binary BVH",
+                self.wide_depth
+            )));
+        }
+        self.wide = wide;
+        self.generation += 1;
+        Ok(())
     }
 
     /// Frames streamed, captured and replayed so far.
@@ -524,6 +552,10 @@ impl Engine for CudaEngine {
         self.graphs.set_mode(graphs);
     }
 
+    fn set_wide(&mut self, wide: bool) -> TraceResult<()> {
+        self.set_wide_bvh(wide)
+    }
+
     fn camera(
         &mut self,
         _sample: u32,
@@ -570,10 +602,11 @@ impl Engine for CudaEngine {
         check_words(words, &[queue_len])?;
         let capacity = queue.len();
         let (qp, sh, wp) = (queue.ptr(), shadow as u32, words.ptr());
-        let f = self.function(Build::PLAIN, "trace_depth_first")?;
+        let name = if self.wide { "trace_depth_first_wide" } else { "trace_depth_first" };
+        let f = self.function(Build::PLAIN, name)?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
-        // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64); the
+        // SAFETY: matches trace_depth_first[_wide](Scene, Paths, const u32*, u64, u32, const u64*, u64); the
         // kernel reads at most `capacity` queue entries, each a path id below the shard's count or DEAD32.
         unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
     }

@@ -112,6 +112,8 @@ pub struct Packed {
     /// Ray origins move this far off a surface: a fixed fraction of the scene's size.
     pub eps: f32,
     pub depth: u32,
+    /// The 8-wide BVH collapsed from `nodes` (same triangle order).
+    pub wide: crate::bvh::wide::WideBvh,
 }
 
 impl Packed {
@@ -212,6 +214,7 @@ impl Packed {
             env: scene.environment.to_array(),
             eps: 1e-5 * (hi - lo).length().max(1e-3),
             depth: bvh.depth,
+            wide: crate::bvh::wide::WideBvh::collapse(bvh),
         }
     }
 
@@ -223,6 +226,8 @@ impl Packed {
             + self.materials.len() * 48
             + self.textures.len() * 16
             + self.texels.len() * 16
-            + self.light_tris.len() * 8) as u64
+            + self.light_tris.len() * 8
+            + self.wide.nodes.len() * 80
+            + self.wide.leaves.len() * 8) as u64
     }
 }

@@ -375,6 +375,13 @@ pub trait Engine {
     /// Whether frames are recorded as CUDA graphs and replayed; an engine
     /// without graphs ignores it.
     fn set_graphs(&mut self, _graphs: Graphs) {}
+    /// Whether depth-first traversal walks the 8-wide BVH (issue 28, in progress).
+    fn set_wide(&mut self, wide: bool) -> TraceResult<()> {
+        if wide {
+            return Err(TraceError::Settings("this engine has no 8-wide traversal yet: use --bvh binary".into()));
+        }
+        Ok(())
+    }
 
     /// Camera rays into every path (path i through pixel `shard.base + i`);
     /// the queue holds every path and `words[queue_len]` becomes the shard's

@@ -58,6 +58,9 @@ pub struct RenderBenchArgs {
     /// host each frame.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
     pub graphs: reap::replay::Graphs,
+    /// `wide` walks the 8-wide BVH depth-first (issue 28, in progress; CUDA only).
+    #[arg(long, default_value = "binary", value_parser = ["binary", "wide"])]
+    pub bvh: String,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -158,7 +161,8 @@ impl OnBackend for SceneBench<'_> {
             max_bounces: a.path.max_bounces,
         };
         if a.gpus == 1 {
-            let engine = backend.tracer(setup)?;
+            let mut engine = backend.tracer(setup)?;
+            reap::trace::Engine::set_wide(&mut engine, a.bvh == "wide")?;
             let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
             return Ok((device, rows));
         }
