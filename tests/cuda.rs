@@ -385,6 +385,8 @@ mod trace;
 mod analytic;
 #[path = "cuda/trace_analytic.rs"]
 mod trace_analytic;
+#[path = "common/wide.rs"]
+mod wide;
 // Split-frame rendering's test bodies, shared with tests/shard.rs (the CPU's).
 #[path = "common/shard.rs"]
 mod shard;

@@ -40,6 +40,7 @@ fn settings(traversal: Traversal, compaction: &str) -> RenderSettings {
         first_sample: 0,
         max_frontier: 1 << 24,
         descend: DESCEND,
+        bvh: reap::trace::BVH,
         fusion: Default::default(),
     }
 }

@@ -151,27 +151,102 @@ __device__ void depth_first_one(const Scene& s, Paths& p, u32 path, u32 shadow) 
     else p.hit[path] = best;
 }
 
-// Entry distance into the box lo..hi if the ray enters it before tmax, else -1 (hit_box's test).
-__device__ __forceinline__ float hit_lohi(float3 lo, float3 hi, float3 o, float3 inv, float tmax) {
-    float tx0 = (lo.x - o.x) * inv.x, tx1 = (hi.x - o.x) * inv.x;
-    float ty0 = (lo.y - o.y) * inv.y, ty1 = (hi.y - o.y) * inv.y;
-    float tz0 = (lo.z - o.z) * inv.z, tz1 = (hi.z - o.z) * inv.z;
-    float t0 = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
-    float t1 = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fminf(fmaxf(tz0, tz1), tmax));
-    return t0 <= t1 ? t0 : -1.0f;
+#define WIDE_STACK 32  // trace/cuda.rs WIDE_STACK
+
+// The octant of a direction: bit a set when the ray runs up axis a.
+__device__ __forceinline__ u32 octant(float3 d) {
+    return (d.x >= 0.0f ? 1u : 0u) | (d.y >= 0.0f ? 2u : 0u) | (d.z >= 0.0f ? 4u : 0u);
 }
 
-#define WIDE_STACK 32
+// What a wide node's child test found: the node's first wide child and first
+// leaf, which slots hold wide children, and the hit ones of each kind as
+// masks with slot c at bit c ^ oct (the highest bit is about the nearest).
+struct WideHits {
+    u32 child_base, leaf_base;
+    u32 internal, leaf_slots;
+    u32 nodes, leaves;
+};
 
-// Depth-first on the 8-wide BVH, after Ylitie, Karras & Laine (HPG 2017): a
-// node's children are tested at once, their boxes dequantized (origin + q *
-// step: q * step is exact, so one rounding, as on the CPU), and the hit ones
-// become two groups of bits, wide children and leaves, each bit at
-// `slot ^ inv` where `inv` has bit a set when the ray runs up axis a. The
-// collapse put children in octant order (src/bvh/wide.rs `octant_slots`), so
-// the highest bit is about the nearest child. A group is (the node's first
-// child, its hit bits << 24 | the slot mask the children are counted by): the
-// stack holds groups, one per level at most, not children.
+// Byte j of a row of quantized planes as a float, exactly, without a
+// conversion (I2F issues at 1/8 of the FMA rate on sm_90, and a node needs 48):
+// the byte under the exponent of 2^23 is the float 2^23 + q, less 2^23.
+__device__ __forceinline__ float plane(u32 row, u32 j) {
+    return __uint_as_float(__byte_perm(row, 0x4b000000u, 0x7440u | j)) - 8388608.0f;
+}
+
+// Wide node e's children the ray enters before `limit` (src/trace/wide.rs
+// `wide_children`), after Ylitie, Karras & Laine (HPG 2017). The node is five
+// 16-byte loads: header, indices, then the six plane rows of 8 bytes. The
+// ray is put into the node's grid once: plane q of axis a lies at
+// q * is_a + oq_a along it. That rounds otherwise than the dequantized box's
+// planes would (origin + q * step, exact but for one rounding, as on the
+// CPU), so each axis's interval is widened by 2^-20 of its own magnitudes
+// (near planes from oq - err, far ones from oq + err): a box is never
+// rejected that the exact box keeps; the triangle test decides every hit.
+__device__ __forceinline__ WideHits wide_children(const Scene& s, u32 e, float3 o, float3 inv, u32 oct, float limit) {
+    const uint4* w = reinterpret_cast<const uint4*>(s.wide_nodes) + 5 * (u64)e;
+    uint4 h = __ldg(w), ix = __ldg(w + 1), px = __ldg(w + 2), py = __ldg(w + 3), pz = __ldg(w + 4);
+    float3 org = make_float3(__uint_as_float(h.x), __uint_as_float(h.y), __uint_as_float(h.z));
+    float3 step = make_float3(__uint_as_float((h.w & 0xffu) << 23), __uint_as_float(((h.w >> 8) & 0xffu) << 23),
+                              __uint_as_float(((h.w >> 16) & 0xffu) << 23));
+    u32 valid = h.w >> 24, internal = ix.z & 0xffu;
+    float3 is = make_float3(step.x * inv.x, step.y * inv.y, step.z * inv.z);
+    float3 oq = make_float3((org.x - o.x) * inv.x, (org.y - o.y) * inv.y, (org.z - o.z) * inv.z);
+    float3 err = make_float3(9.54e-7f * (fabsf(oq.x) + 255.0f * fabsf(is.x)),
+                             9.54e-7f * (fabsf(oq.y) + 255.0f * fabsf(is.y)),
+                             9.54e-7f * (fabsf(oq.z) + 255.0f * fabsf(is.z)));
+    float3 on = make_float3(oq.x - err.x, oq.y - err.y, oq.z - err.z);
+    float3 of = make_float3(oq.x + err.x, oq.y + err.y, oq.z + err.z);
+    // The near plane of each axis is the low one where the ray runs up it: pick the rows once.
+    uint2 nx = inv.x >= 0.0f ? make_uint2(px.x, px.y) : make_uint2(px.z, px.w);
+    uint2 fx = inv.x >= 0.0f ? make_uint2(px.z, px.w) : make_uint2(px.x, px.y);
+    uint2 ny = inv.y >= 0.0f ? make_uint2(py.x, py.y) : make_uint2(py.z, py.w);
+    uint2 fy = inv.y >= 0.0f ? make_uint2(py.z, py.w) : make_uint2(py.x, py.y);
+    uint2 nz = inv.z >= 0.0f ? make_uint2(pz.x, pz.y) : make_uint2(pz.z, pz.w);
+    uint2 fz = inv.z >= 0.0f ? make_uint2(pz.z, pz.w) : make_uint2(pz.x, pz.y);
+    WideHits r = {ix.x, ix.y, internal, valid & ~internal, 0u, 0u};
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        if (!((valid >> c) & 1)) continue;
+        u32 j = c & 3;
+        float qnx = plane(c < 4 ? nx.x : nx.y, j), qfx = plane(c < 4 ? fx.x : fx.y, j);
+        float qny = plane(c < 4 ? ny.x : ny.y, j), qfy = plane(c < 4 ? fy.x : fy.y, j);
+        float qnz = plane(c < 4 ? nz.x : nz.y, j), qfz = plane(c < 4 ? fz.x : fz.y, j);
+        float t0 = fmaxf(fmaxf(qnx * is.x + on.x, qny * is.y + on.y), fmaxf(qnz * is.z + on.z, 0.0f));
+        float t1 = fminf(fminf(qfx * is.x + of.x, qfy * is.y + of.y), fminf(qfz * is.z + of.z, limit));
+        if (!(t0 <= t1)) continue;
+        u32 b = 1u << (c ^ oct);
+        if ((internal >> c) & 1) r.nodes |= b;
+        else r.leaves |= b;
+    }
+    return r;
+}
+
+// The index behind bit `bit` of a WideHits mask among the children of one
+// kind (`kind`: the slots holding them), counted in slot order.
+__device__ __forceinline__ u32 wide_rank(u32 kind, u32 bit, u32 oct) {
+    return __popc(kind & ((1u << (bit ^ oct)) - 1u));
+}
+
+// Intersects the hit leaves of a node, nearest first, each against the
+// closest hit of the moment: true when a shadow ray (any_hit) found a blocker.
+__device__ __forceinline__ bool wide_leaves(const Scene& s, const WideHits& h, u32 oct, float3 o, float3 d, float tmax,
+                                            bool any_hit, u64* best) {
+    u32 bits = h.leaves;
+    while (bits) {
+        u32 bit = 31 - __clz(bits);
+        bits &= ~(1u << bit);
+        WideLeaf l = s.wide_leaves[h.leaf_base + wide_rank(h.leaf_slots, bit, oct)];
+        if (leaf_range(s, l.first, l.count, o, d, key_dist(*best, tmax), any_hit, best)) return true;
+    }
+    return false;
+}
+
+// Depth-first on the 8-wide BVH, after Ylitie et al.: the hit children of a
+// node become a group, (the node's first wide child, its hit bits << 24 |
+// the slots the children are counted by), and the stack holds groups, one
+// per level at most, not children; the next node is the group's highest
+// bit, about the nearest child. A node's leaves are intersected at once.
 __device__ void depth_first_wide_one(const Scene& s, Paths& p, u32 path, u32 shadow) {
     float3 o = f3(p.origin[path]);
     float3 d;
@@ -186,7 +261,7 @@ __device__ void depth_first_wide_one(const Scene& s, Paths& p, u32 path, u32 sha
         tmax = TRACE_INF;
     }
     float3 inv = inv_dir(d);
-    u32 oct = (d.x >= 0.0f ? 1u : 0u) | (d.y >= 0.0f ? 2u : 0u) | (d.z >= 0.0f ? 4u : 0u);
+    u32 oct = octant(d);
     u64 best = TRACE_DEAD64;
     bool occluded = false;
     uint2 stack[WIDE_STACK];
@@ -195,70 +270,16 @@ __device__ void depth_first_wide_one(const Scene& s, Paths& p, u32 path, u32 sha
     // below it, so it is child 0 of base 0).
     uint2 group = make_uint2(0u, 0x80000000u);
     while (true) {
-        uint2 leaves = make_uint2(0u, 0u);
-        if (group.y & 0xff000000u) {
-            u32 bit = 31 - __clz(group.y & 0xff000000u);
-            group.y &= ~(1u << bit);
-            u32 slot = (bit - 24) ^ oct;
-            u32 e = group.x + __popc(group.y & 0xffu & ((1u << slot) - 1u));
-            if (group.y & 0xff000000u) stack[sp++] = group;
-            float limit = key_dist(best, tmax);
-            // The node as five 16-byte loads: header, indices, then the six plane rows of 8 bytes.
-            const uint4* w = reinterpret_cast<const uint4*>(s.wide_nodes) + 5 * (u64)e;
-            uint4 h = __ldg(w), ix = __ldg(w + 1), px = __ldg(w + 2), py = __ldg(w + 3), pz = __ldg(w + 4);
-            float3 org = make_float3(__uint_as_float(h.x), __uint_as_float(h.y), __uint_as_float(h.z));
-            float3 step =
-                make_float3(__uint_as_float((h.w & 0xffu) << 23), __uint_as_float(((h.w >> 8) & 0xffu) << 23),
-                            __uint_as_float(((h.w >> 16) & 0xffu) << 23));
-            u32 valid = h.w >> 24, internal = ix.z & 0xffu, leaf_slots = valid & ~internal;
-            u32 node_hits = 0, leaf_hits = 0;
-            // The ray in the node's grid, once per node (Ylitie et al.): plane q of axis a lies at q * is_a + oq_a
-            // along the ray. That rounds otherwise than the dequantized box's planes would, so each axis's
-            // interval is widened by 2^-20 of its own magnitudes (near planes from oq - err, far ones from
-            // oq + err): a box is never rejected that the exact box keeps; the triangle test decides every hit.
-            float3 is = make_float3(step.x * inv.x, step.y * inv.y, step.z * inv.z);
-            float3 oq = make_float3((org.x - o.x) * inv.x, (org.y - o.y) * inv.y, (org.z - o.z) * inv.z);
-            float3 err = make_float3(9.54e-7f * (fabsf(oq.x) + 255.0f * fabsf(is.x)),
-                                     9.54e-7f * (fabsf(oq.y) + 255.0f * fabsf(is.y)),
-                                     9.54e-7f * (fabsf(oq.z) + 255.0f * fabsf(is.z)));
-            float3 on = make_float3(oq.x - err.x, oq.y - err.y, oq.z - err.z);
-            float3 of = make_float3(oq.x + err.x, oq.y + err.y, oq.z + err.z);
-            // The near plane of each axis is the low one where the ray runs up it: pick the rows once.
-            uint2 nx = inv.x >= 0.0f ? make_uint2(px.x, px.y) : make_uint2(px.z, px.w);
-            uint2 fx = inv.x >= 0.0f ? make_uint2(px.z, px.w) : make_uint2(px.x, px.y);
-            uint2 ny = inv.y >= 0.0f ? make_uint2(py.x, py.y) : make_uint2(py.z, py.w);
-            uint2 fy = inv.y >= 0.0f ? make_uint2(py.z, py.w) : make_uint2(py.x, py.y);
-            uint2 nz = inv.z >= 0.0f ? make_uint2(pz.x, pz.y) : make_uint2(pz.z, pz.w);
-            uint2 fz = inv.z >= 0.0f ? make_uint2(pz.z, pz.w) : make_uint2(pz.x, pz.y);
-#pragma unroll
-            for (int c = 0; c < 8; c++) {
-                if (!((valid >> c) & 1)) continue;
-                u32 sh = 8 * (c & 3);
-                float qnx = (float)(((c < 4 ? nx.x : nx.y) >> sh) & 0xffu), qfx = (float)(((c < 4 ? fx.x : fx.y) >> sh) & 0xffu);
-                float qny = (float)(((c < 4 ? ny.x : ny.y) >> sh) & 0xffu), qfy = (float)(((c < 4 ? fy.x : fy.y) >> sh) & 0xffu);
-                float qnz = (float)(((c < 4 ? nz.x : nz.y) >> sh) & 0xffu), qfz = (float)(((c < 4 ? fz.x : fz.y) >> sh) & 0xffu);
-                float t0 = fmaxf(fmaxf(qnx * is.x + on.x, qny * is.y + on.y), fmaxf(qnz * is.z + on.z, 0.0f));
-                float t1 = fminf(fminf(qfx * is.x + of.x, qfy * is.y + of.y), fminf(qfz * is.z + of.z, limit));
-                if (!(t0 <= t1)) continue;
-                u32 b = 1u << (c ^ oct);
-                if ((internal >> c) & 1) node_hits |= b;
-                else leaf_hits |= b;
-            }
-            group = make_uint2(ix.x, (node_hits << 24) | internal);
-            leaves = make_uint2(ix.y, (leaf_hits << 24) | leaf_slots);
+        u32 bit = 31 - __clz(group.y & 0xff000000u);
+        group.y &= ~(1u << bit);
+        u32 e = group.x + wide_rank(group.y & 0xffu, bit - 24, oct);
+        if (group.y & 0xff000000u) stack[sp++] = group;
+        WideHits h = wide_children(s, e, o, inv, oct, key_dist(best, tmax));
+        if (wide_leaves(s, h, oct, o, d, tmax, shadow != 0, &best)) {
+            occluded = true;
+            break;
         }
-        // The node's leaves now, nearest first; their boxes were tested against the limit of the moment.
-        while (leaves.y & 0xff000000u) {
-            u32 bit = 31 - __clz(leaves.y & 0xff000000u);
-            leaves.y &= ~(1u << bit);
-            u32 slot = (bit - 24) ^ oct;
-            WideLeaf l = s.wide_leaves[leaves.x + __popc(leaves.y & 0xffu & ((1u << slot) - 1u))];
-            if (leaf_range(s, l.first, l.count, o, d, key_dist(best, tmax), shadow != 0, &best)) {
-                occluded = true;
-                break;
-            }
-        }
-        if (occluded) break;
+        group = make_uint2(h.child_base, (h.nodes << 24) | h.internal);
         if (!(group.y & 0xff000000u)) {
             if (sp == 0) break;
             group = stack[--sp];
@@ -465,6 +486,83 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
     u64 total;
     if (site_finish<REAP_SITE_FRONTIER, TRACE_BLOCK, (1u << TRACE_DESCEND)>(site, l, output, &total))
         frontier_close(words, at, total, capacity);
+#endif
+}
+
+// Breadth-first on the 8-wide BVH, one frontier item (path, wide node):
+// tests the node's children, intersects its hit leaves at once (nearest
+// first; the hit merges with an atomic min, a shadow ray's blocker sets the
+// occlusion and ends the item) and writes the hit wide children to out[0, 8),
+// nearest first, every other slot dead. Returns the live slots. Init's root
+// item names wide node 0 (both BVHs share the root's box).
+__device__ u32 bf_expand_wide_one(const Scene& s, Paths& p, u64 item, u32 shadow, u64* out) {
+#pragma unroll
+    for (u32 j = 0; j < 8; j++) out[j] = TRACE_DEAD64;
+    if (item == TRACE_DEAD64) return 0;
+    u32 path = (u32)(item >> 32);
+    float3 o = f3(p.origin[path]);
+    float3 d;
+    float limit;
+    if (shadow) {
+        // Another item of this path may have found a blocker already.
+        if (*(volatile u32*)&p.occluded[path] != 0) return 0;
+        float4 sd = p.shadow_dir[path];
+        d = f3(sd);
+        limit = sd.w;
+    } else {
+        d = f3(p.dir[path]);
+        limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
+    }
+    u32 oct = octant(d);
+    u64 best = TRACE_DEAD64;
+    WideHits h = wide_children(s, (u32)item, o, inv_dir(d), oct, limit);
+    if (wide_leaves(s, h, oct, o, d, limit, shadow != 0, &best)) {
+        p.occluded[path] = 1;
+        return 0;
+    }
+    u64 base = (u64)path << 32;
+    u32 bits = h.nodes;
+    // Static slots (registers, not local memory): slot j takes the j-th nearest hit child.
+#pragma unroll
+    for (u32 j = 0; j < 8; j++) {
+        if (bits) {
+            u32 bit = 31 - __clz(bits);
+            bits &= ~(1u << bit);
+            out[j] = base | (h.child_base + wide_rank(h.internal, bit, oct));
+        }
+    }
+    if (!shadow && best != TRACE_DEAD64) atomicMin(&p.hit[path], best);
+    return __popc(h.nodes);
+}
+
+// One level over the wide BVH: trace_bf_expand with eight slots an item.
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+    trace_bf_expand_wide(Scene s, Paths p, const u64* input, u64* output, u64 capacity, u32 shadow, u64* words,
+                         FrontierLevel at, Site site) {
+    u64 n = frontier_n(words, at);
+    if (n > capacity) n = capacity;
+#if REAP_SITE_FRONTIER == REAP_SITE_SEPARATE
+    if (!frontier_fits(words, at, n, 8, capacity)) return;
+    u32 live = 0;
+    FOR_EACH(i, n) live += bf_expand_wide_one(s, p, input[i], shadow, output + i * 8);
+    frontier_count_live(words, at, live);
+#else
+    SiteLoop l = site_loop<REAP_SITE_FRONTIER, TRACE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_FRONTIER>(site, l); t < l.tiles; t = site_next<REAP_SITE_FRONTIER>(site, l, t)) {
+        u64 i = (u64)t * TRACE_BLOCK + threadIdx.x;
+        u64 slots[8];
+        u32 keep = 0;
+        if (i < n) {
+            // The live slots come first, so the keep mask is their count's low bits.
+            keep = (1u << bf_expand_wide_one(s, p, input[i], shadow, slots)) - 1u;
+        } else {
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) slots[j] = TRACE_DEAD64;
+        }
+        site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, 8>(site, l, t, slots, keep, output);
+    }
+    u64 total;
+    if (site_finish<REAP_SITE_FRONTIER, TRACE_BLOCK, 8>(site, l, output, &total)) frontier_close(words, at, total, capacity);
 #endif
 }
 

@@ -88,9 +88,10 @@ pub struct RenderArgs {
     /// host each frame.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
     pub graphs: reap::replay::Graphs,
-    /// `wide` walks the 8-wide BVH depth-first (issue 28, in progress; CUDA only).
-    #[arg(long, default_value = "binary", value_parser = ["binary", "wide"])]
-    pub bvh: String,
+    /// The BVH both traversals walk: `binary`, or `wide`, 8 quantized children per 80-byte node
+    /// (a breadth-first expansion then tests one node's children and emits up to 8; --descend is ignored).
+    #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
+    pub bvh: reap::trace::BvhKind,
     /// Split each frame across GPUs 0..N in bands of rows that follow the measured time (NCCL carries the
     /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
     #[arg(long, default_value_t = 1)]
@@ -211,7 +212,6 @@ impl OnBackend for RenderRun {
         if args.gpus == 1 {
             let mut engine = backend.tracer(setup)?;
             engine.set_graphs(args.graphs);
-            engine.set_wide(args.bvh == "wide")?;
             warm_up(&engine, &settings)?;
             return job.go(engine, settings, kind, &device);
         }
@@ -253,6 +253,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         first_sample: 0,
         max_frontier: a.max_frontier,
         descend: a.descend,
+        bvh: a.bvh,
         fusion: a.fuse,
     };
     s.check()?;

@@ -39,6 +39,9 @@ pub struct ViewArgs {
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
     descend: u32,
+    /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
+    #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
+    bvh: reap::trace::BvhKind,
     /// Split the path tracer's image across GPUs 0..N (bands of rows that follow the measured time).
     #[arg(long, default_value_t = 1)]
     gpus: usize,
@@ -94,6 +97,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         compare_all: args.compare_all,
         collide,
         descend: args.descend,
+        bvh: args.bvh,
         gpus: args.gpus,
     })
 }

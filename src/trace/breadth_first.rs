@@ -6,7 +6,7 @@
 //! around it.
 
 use super::{
-    Compaction, Engine, FrameStats, FrameWords, FrontierRun, RenderSettings, StageId, TraceError, TraceResult,
+    BvhKind, Compaction, Engine, FrameStats, FrameWords, FrontierRun, RenderSettings, StageId, TraceError, TraceResult,
     Traversal, Work, frame, stage, work,
 };
 use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS, Step};
@@ -44,6 +44,16 @@ pub fn levels(depth: u32, descend: u32) -> u32 {
     1 + depth.saturating_sub(2) / descend.max(1)
 }
 
+/// The breadth-first levels of a run under `s` on `e`'s BVHs: a wide
+/// expansion descends one wide level, and the deepest wide nodes (at the
+/// wide depth) hold only leaves, as the binary BVH's at depth − 1 do.
+pub fn run_levels<E: Engine>(e: &E, s: &RenderSettings) -> u32 {
+    match s.bvh {
+        BvhKind::Binary => levels(e.bvh_depth(), s.descend),
+        BvhKind::Wide => levels(e.wide_depth() + 1, 1),
+    }
+}
+
 /// One frame, redone from its start with a larger frontier while the device
 /// says the frontier overflowed and `--max-frontier` and the memory allow it.
 /// The failed attempt accumulated nothing, so the image is as if it fitted.
@@ -53,7 +63,7 @@ pub(super) fn frame_that_fits<E: Engine>(
     w: &mut Work<E>,
     sample: u32,
 ) -> TraceResult<FrameStats> {
-    let fan = 1u64 << s.descend;
+    let fan = s.fan();
     loop {
         if s.traversal == Traversal::BreadthFirst {
             // The first guess: every level at most fan-out × pixels; kept across frames.
@@ -68,13 +78,13 @@ pub(super) fn frame_that_fits<E: Engine>(
         if status == 0 {
             return Ok(stats);
         }
-        let fw = FrameWords::plan(s, levels(e.bvh_depth(), s.descend));
+        let fw = FrameWords::plan(s, run_levels(e, s));
         if status & frontier::status::OVERFLOW == 0 {
             return Err(TraceError::Settings(format!(
                 "the breadth-first loop ended with live items after its {} levels (status {status:#x}): \
-                 the level bound from the BVH depth {} is wrong",
-                levels(e.bvh_depth(), s.descend),
-                e.bvh_depth()
+                 the level bound from the {} BVH's depth is wrong",
+                run_levels(e, s),
+                s.bvh.name()
             )));
         }
         let needed = words.get(NEEDED as usize).copied().unwrap_or(0);
@@ -181,7 +191,7 @@ pub(super) fn breadth_first<E: Engine>(
         Compaction::With(alg) if fused => Some(alg),
         _ => None,
     };
-    let run = FrontierRun { capacity, shadow, descend: s.descend, fuse };
+    let run = FrontierRun { capacity, shadow, descend: s.descend, bvh: s.bvh, fuse };
     e.stage(StageId::bounce(init, bounce), |e| {
         e.frontier_init(Step { at: level0, input: &w.queue, output: f.front_mut(), words: &mut w.words }, run)
     })?;

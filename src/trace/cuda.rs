@@ -24,8 +24,8 @@ use crate::frontier::{DeviceLevel, Step};
 use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{
-    Engine, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId, TraceError, TraceResult, Words,
-    Work,
+    BvhKind, Engine, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId, TraceError, TraceResult,
+    Words, Work,
 };
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
@@ -108,9 +108,8 @@ pub struct CudaEngine {
     seed: u32,
     max_bounces: u32,
     depth: u32,
-    /// Levels of the 8-wide BVH, and whether depth-first traversal walks it.
+    /// Levels of the 8-wide BVH.
     wide_depth: u32,
-    wide: bool,
     camera: CameraLayout,
     scene: SceneArgs,
     /// The pixels traced: path i is pixel `shard.base + i`.
@@ -176,6 +175,9 @@ impl Handoff {
         Ok(Handoff { tonemap, rgba, staging })
     }
 }
+
+/// Groups of children the wide depth-first stack holds (wavefront.cu `WIDE_STACK`).
+const WIDE_STACK: u32 = 32;
 
 /// What one compiled wavefront module is specialised for: the frontier's and
 /// the path queue's site kernels (wavefront.cu `REAP_SITE_FRONTIER`,
@@ -298,7 +300,6 @@ impl CudaEngine {
             max_bounces,
             depth: packed.depth,
             wide_depth: packed.wide.depth,
-            wide: false,
             camera,
             scene,
             shard: Shard::whole(pixels),
@@ -369,19 +370,13 @@ impl CudaEngine {
 }
 
 impl CudaEngine {
-    /// Whether depth-first traversal walks the 8-wide BVH (issue 28, in progress:
-    /// breadth-first keeps the binary one).
-    fn set_wide_bvh(&mut self, wide: bool) -> TraceResult<()> {
-        // The stack holds one group of children per level at most (wavefront.cu WIDE_STACK).
-        if wide && self.wide_depth > 32 {
-            return Err(TraceError::Settings(format!(
-                "the 8-wide BVH is {} levels deep and the GPU stack holds 32: use the binary BVH",
-                self.wide_depth
-            )));
-        }
-        self.wide = wide;
-        self.generation += 1;
-        Ok(())
+    /// The closest-hit key of each of the shard's paths as the last ray
+    /// traversal left it (common.cuh `Paths::hit`): tests compare traversals with it.
+    pub fn hits(&self) -> TraceResult<Vec<u64>> {
+        let bytes = gpu::dtoh(&self.stream, &self._path_buffers[4], "reading the hit keys")?;
+        let mut keys: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes);
+        keys.truncate(self.shard.count as usize);
+        Ok(keys)
     }
 
     /// Frames streamed, captured and replayed so far.
@@ -552,8 +547,8 @@ impl Engine for CudaEngine {
         self.graphs.set_mode(graphs);
     }
 
-    fn set_wide(&mut self, wide: bool) -> TraceResult<()> {
-        self.set_wide_bvh(wide)
+    fn wide_depth(&self) -> u32 {
+        self.wide_depth
     }
 
     fn camera(
@@ -598,11 +593,23 @@ impl Engine for CudaEngine {
         shadow: bool,
         words: &Words<Self>,
         queue_len: u64,
+        bvh: BvhKind,
     ) -> TraceResult<()> {
         check_words(words, &[queue_len])?;
+        // The wide stack holds one group of children per level at most (wavefront.cu WIDE_STACK).
+        if bvh == BvhKind::Wide && self.wide_depth > WIDE_STACK {
+            return Err(TraceError::Settings(format!(
+                "the 8-wide BVH is {} levels deep and the GPU's depth-first stack holds {WIDE_STACK}: \
+                 use --bvh binary or --traversal breadth-first",
+                self.wide_depth
+            )));
+        }
         let capacity = queue.len();
         let (qp, sh, wp) = (queue.ptr(), shadow as u32, words.ptr());
-        let name = if self.wide { "trace_depth_first_wide" } else { "trace_depth_first" };
+        let name = match bvh {
+            BvhKind::Binary => "trace_depth_first",
+            BvhKind::Wide => "trace_depth_first_wide",
+        };
         let f = self.function(Build::PLAIN, name)?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
@@ -612,7 +619,7 @@ impl Engine for CudaEngine {
     }
 
     fn frontier_init(&mut self, step: Step<'_, CudaBackend, u32>, run: FrontierRun) -> TraceResult<()> {
-        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, descend, fuse }) =
+        let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, descend, fuse, .. }) =
             (step, run);
         check_words(words, &at.words())?;
         if frontier.len() < capacity {
@@ -634,7 +641,7 @@ impl Engine for CudaEngine {
     }
 
     fn expand(&mut self, step: Step<'_, CudaBackend>, run: FrontierRun) -> TraceResult<()> {
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, fuse }) = (step, run);
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse }) = (step, run);
         check_words(words, &at.words())?;
         if input.len() < capacity || output.len() < capacity {
             return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
@@ -642,21 +649,29 @@ impl Engine for CudaEngine {
         if descend == 0 || descend > crate::trace::MAX_DESCEND {
             return Err(TraceError::Settings(format!("descend {descend} is outside 1..=5")));
         }
+        // The wide kernel sits in every module (it does not depend on the descent).
         let build = Build::frontier(fuse, descend);
-        let f = self.function(build, "trace_bf_expand")?;
+        let name = match bvh {
+            BvhKind::Binary => "trace_bf_expand",
+            BvhKind::Wide => "trace_bf_expand_wide",
+        };
+        let f = self.function(build, name)?;
         let (site, cfg) = match fuse.filter(|_| build.fused()) {
-            Some(alg) => self.fused(alg, &f, "trace_bf_expand", capacity, capacity)?,
-            None => (DeviceSite::default(), self.strided(capacity >> descend)?),
+            Some(alg) => self.fused(alg, &f, name, capacity, capacity)?,
+            None => (DeviceSite::default(), self.strided(capacity / run.fan())?),
         };
         let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), DeviceLevel::from(at));
         let mut l = self.stream.launch_builder(&f);
-        l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh).arg(&descend).arg(&wp).arg(&la);
-        l.arg(&site);
+        l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh);
+        if bvh == BvhKind::Binary {
+            l.arg(&descend);
+        }
+        l.arg(&wp).arg(&la).arg(&site);
         // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel,
-        // Site); the kernel clamps n to the capacity and writes output[0, n << descend) only when that fits
-        // it (fused: only slots below the capacity); every live item names a path and a node that exist
-        // (init and earlier expansions wrote them).
-        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_bf_expand"))
+        // Site), or trace_bf_expand_wide, the same without the descent; the kernel clamps n to the capacity
+        // and writes output[0, n * fan) only when that fits it (fused: only slots below the capacity); every
+        // live item names a path and a node of its BVH that exist (init and earlier expansions wrote them).
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching the breadth-first expansion"))
     }
 
     fn shade(

@@ -37,6 +37,7 @@ mod shard;
 pub mod split;
 pub mod texture;
 pub mod tonemap;
+pub mod wide;
 
 use crate::clocks::Clock;
 use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
@@ -46,7 +47,7 @@ use crate::memory::{self, Limit};
 pub use crate::replay::{FramePath, Graphs};
 
 use breadth_first::{breadth_first, frame_that_fits};
-pub use breadth_first::{frontier_guard, guard_frontier, levels};
+pub use breadth_first::{frontier_guard, guard_frontier, levels, run_levels};
 pub use estimator::Estimator;
 pub use shard::Shard;
 
@@ -120,6 +121,49 @@ impl std::str::FromStr for Traversal {
     }
 }
 
+/// Which BVH the traversals walk (issue 28). Both hold the same triangles in
+/// the same order, so both find the same hits, bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BvhKind {
+    /// Two children per node: one box test per node, descend levels per breadth-first expansion.
+    #[default]
+    Binary,
+    /// Eight quantized children per 80-byte node ([`crate::bvh::wide`]): a breadth-first expansion
+    /// tests one node's children and emits up to eight.
+    Wide,
+}
+
+impl BvhKind {
+    pub const ALL: [BvhKind; 2] = [BvhKind::Binary, BvhKind::Wide];
+    pub fn name(self) -> &'static str {
+        match self {
+            BvhKind::Binary => "binary",
+            BvhKind::Wide => "wide",
+        }
+    }
+    /// Slots one breadth-first expansion writes per item: 2^descend, or one wide node's eight.
+    pub fn fan(self, descend: u32) -> u64 {
+        match self {
+            BvhKind::Binary => 1 << descend,
+            BvhKind::Wide => crate::bvh::wide::WIDTH as u64,
+        }
+    }
+}
+
+impl std::fmt::Display for BvhKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for BvhKind {
+    type Err = TraceError;
+    fn from_str(s: &str) -> TraceResult<Self> {
+        parse_named(&BvhKind::ALL, BvhKind::name, "BVH kind", s)
+    }
+}
+
 /// The choice of `all` named `s`, else an error that lists every name
 /// ("use a, b or c"): the tracer's typed choices parse alike.
 fn parse_named<T: Copy>(all: &[T], name: fn(T) -> &'static str, what: &str, s: &str) -> TraceResult<T> {
@@ -154,8 +198,11 @@ pub struct RenderSettings {
     pub first_sample: u32,
     /// The most frontier items a level may hold (the `none` baseline grows without bound).
     pub max_frontier: u64,
-    /// BVH levels one breadth-first expansion descends (fan-out 2^descend).
+    /// BVH levels one breadth-first expansion descends (fan-out 2^descend); the wide BVH's
+    /// expansions descend one wide level (fan-out 8) and ignore it.
     pub descend: u32,
+    /// The BVH both traversals walk.
+    pub bvh: BvhKind,
     /// Whether the compaction sites may fuse into their producers
     /// (single-pass algorithms on a backend with fused sites).
     pub fusion: Fusion,
@@ -167,6 +214,9 @@ pub struct RenderSettings {
 /// the levels but write 2^k slots per item, most of them dead, which the
 /// compaction then reads.
 pub const DESCEND: u32 = 2;
+/// The default of [`RenderSettings::bvh`] (`--bvh`).
+pub const BVH: BvhKind = BvhKind::Binary;
+
 /// The deepest descent per expansion (wavefront.cu `DESCEND_STACK` holds it).
 pub const MAX_DESCEND: u32 = 5;
 
@@ -192,6 +242,10 @@ impl RenderSettings {
     }
     pub fn pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
+    }
+    /// Slots one breadth-first expansion writes per item.
+    pub fn fan(&self) -> u64 {
+        self.bvh.fan(self.descend)
     }
     /// Refuses an image whose per-pixel buffers do not fit `host` memory
     /// (the breadth-first frontier is sized, and checked, per frame).
@@ -375,13 +429,8 @@ pub trait Engine {
     /// Whether frames are recorded as CUDA graphs and replayed; an engine
     /// without graphs ignores it.
     fn set_graphs(&mut self, _graphs: Graphs) {}
-    /// Whether depth-first traversal walks the 8-wide BVH (issue 28, in progress).
-    fn set_wide(&mut self, wide: bool) -> TraceResult<()> {
-        if wide {
-            return Err(TraceError::Settings("this engine has no 8-wide traversal yet: use --bvh binary".into()));
-        }
-        Ok(())
-    }
+    /// Levels of the 8-wide BVH (its root at 1).
+    fn wide_depth(&self) -> u32;
 
     /// Camera rays into every path (path i through pixel `shard.base + i`);
     /// the queue holds every path and `words[queue_len]` becomes the shard's
@@ -399,6 +448,7 @@ pub trait Engine {
         shadow: bool,
         words: &Words<Self>,
         queue_len: u64,
+        bvh: BvhKind,
     ) -> TraceResult<()>;
     /// Level 0 of the breadth-first loop, a step whose input is the queue:
     /// one item per queued path whose ray enters the root's box, dead
@@ -480,11 +530,19 @@ pub struct FrontierRun {
     /// Items each frontier buffer holds.
     pub capacity: u64,
     pub shadow: bool,
-    /// BVH levels one expansion descends (fan-out 2^descend).
+    /// BVH levels one expansion descends (fan-out 2^descend; the wide BVH's one wide level, fan-out 8).
     pub descend: u32,
+    pub bvh: BvhKind,
     /// The frontier's algorithm when its site is fused into init and expand:
     /// they then write only live items, compacted, and no pass follows.
     pub fuse: Option<Algorithm>,
+}
+
+impl FrontierRun {
+    /// Slots one expansion writes per item.
+    pub fn fan(&self) -> u64 {
+        self.bvh.fan(self.descend)
+    }
 }
 
 /// The words of one bounce.
@@ -626,8 +684,7 @@ fn frame<E: Engine>(
 ) -> TraceResult<(FrameStats, Vec<u64>)> {
     let mut stats = FrameStats { sample, ..Default::default() };
     let clock = std::time::Instant::now();
-    let levels = levels(e.bvh_depth(), s.descend);
-    let fw = FrameWords::plan(s, levels);
+    let fw = FrameWords::plan(s, run_levels(e, s));
     if e.backend().len(&w.words) < fw.used {
         w.words = e.alloc(fw.used)?;
         w.renew();
@@ -689,7 +746,7 @@ fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &Frame
         // Closest hits.
         match bw.rays {
             None => e.stage(StageId::bounce(stage::TRAVERSE, bounce), |e| {
-                e.depth_first(&w.queue, false, &w.words, bw.queue)
+                e.depth_first(&w.queue, false, &w.words, bw.queue, s.bvh)
             })?,
             Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
@@ -714,7 +771,7 @@ fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &Frame
         // Shadow rays of next-event estimation, then their light.
         match bw.rays {
             None => e.stage(StageId::bounce(stage::SHADOW_TRAVERSE, bounce), |e| {
-                e.depth_first(&w.queue, true, &w.words, bw.queue)
+                e.depth_first(&w.queue, true, &w.words, bw.queue, s.bvh)
             })?,
             Some((_, shadows)) => breadth_first(e, s, w, bounce, bw.queue, shadows, true)?,
         }

@@ -207,7 +207,21 @@ pub fn trace_camera(
 /// same whatever order leaves are visited in.
 #[inline]
 pub fn leaf(s: &Packed, n: &Node, o: Vec3, d: Vec3, tmax: f32, any_hit: bool, best: &mut u64) -> bool {
-    for k in n.first..n.first + n.count {
+    leaf_range(s, n.first..n.first + n.count, o, d, tmax, any_hit, best)
+}
+
+/// [`leaf`] over BVH positions `range` (a wide leaf's, or a binary leaf's).
+#[inline]
+pub fn leaf_range(
+    s: &Packed,
+    range: std::ops::Range<u32>,
+    o: Vec3,
+    d: Vec3,
+    tmax: f32,
+    any_hit: bool,
+    best: &mut u64,
+) -> bool {
+    for k in range {
         if let Some((t, _, _)) = hit_tri(&s.tris[k as usize], o, d)
             && (t < tmax || (!any_hit && t == tmax))
         {
@@ -226,7 +240,7 @@ pub fn leaf(s: &Packed, n: &Node, o: Vec3, d: Vec3, tmax: f32, any_hit: bool, be
 /// The ray a traversal follows: the path's ray to infinity, or its shadow ray
 /// (None when the path cast none).
 #[inline]
-fn ray(p: &Paths, path: usize, shadow: bool) -> Option<(Vec3, Vec3, f32)> {
+pub(super) fn ray(p: &Paths, path: usize, shadow: bool) -> Option<(Vec3, Vec3, f32)> {
     let o = p.origin[path].truncate();
     if shadow {
         let sd = p.shadow_dir[path];

@@ -152,6 +152,8 @@ mod app {
         pub collide: Option<CollideOptions>,
         /// BVH levels one breadth-first expansion descends.
         pub descend: u32,
+        /// The BVH the traversals start on (the overlay switches it).
+        pub bvh: crate::trace::BvhKind,
         /// Ranks the path tracer's image is split across (GPUs 0..N).
         pub gpus: usize,
     }

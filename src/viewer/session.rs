@@ -182,6 +182,7 @@ impl Session {
             max_frontier: 1 << 28,
             fusion: choices.fusion,
             descend: self.descend,
+            bvh: choices.bvh,
         };
         on_backend!(&mut self.engine, e => e.render_frames(&settings, &mut |_| {}))
     }

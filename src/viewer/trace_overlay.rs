@@ -8,7 +8,7 @@ use super::overlay::{Action, OverlayState, Panel, TableLayout, combo};
 use super::state::{Mode, Ranked};
 use super::trace_state::{Tracing, ViewerState};
 use crate::compaction::Fusion;
-use crate::trace::{FrameStats, Traversal};
+use crate::trace::{BvhKind, FrameStats, Traversal};
 
 /// What the path tracer's header shows about its session.
 pub struct TraceFacts<'a> {
@@ -70,6 +70,11 @@ impl Panel for Tracing {
         ui.label("traversal");
         ui.add_enabled_ui(!comparing, |ui| {
             combo(ui, "traversal", &mut s.choices.traversal, &Traversal::ALL, |t| t.name().to_string())
+        });
+        ui.end_row();
+        ui.label("BVH");
+        ui.add_enabled_ui(!comparing, |ui| {
+            combo(ui, "BVH", &mut s.choices.bvh, &BvhKind::ALL, |b| b.name().to_string())
         });
         ui.end_row();
         // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA).

@@ -5,19 +5,20 @@ use std::fmt::Write as _;
 
 use super::state::{Metric, Record, State, Workload, lookback_or};
 use crate::compaction::{Compaction, Fusion};
-use crate::trace::{FrameStats, Traversal};
+use crate::trace::{BvhKind, FrameStats, Traversal};
 
 /// The path tracer's state in the viewer.
 pub type ViewerState = State<Tracing>;
 
 /// The choices that shape a frame's work but not its image: every compaction
-/// algorithm and both traversal modes render the same pixels, so switching
+/// algorithm, both traversal modes and both BVHs render the same pixels, so switching
 /// them keeps the accumulated image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Choices {
     pub compact_paths: Compaction,
     pub compact_frontier: Compaction,
     pub traversal: Traversal,
+    pub bvh: BvhKind,
     /// Whether single-pass algorithms fuse into the kernels that produce the items.
     pub fusion: Fusion,
 }
@@ -39,7 +40,7 @@ impl Workload for Tracing {
     type Run = ();
     const METRICS: &'static [Metric<FrameStats>] =
         &[Metric { column: "Mrays/s", value: FrameStats::mrays_per_s, decimals: 1 }];
-    const CSV_HEADER: &'static str = "frame,sample,backend,traversal,compact_paths,compact_frontier,fusion,stage,bounce,level,ms,frame_ms,wall_ms,rays";
+    const CSV_HEADER: &'static str = "frame,sample,backend,traversal,bvh,compact_paths,compact_frontier,fusion,stage,bounce,level,ms,frame_ms,wall_ms,rays";
 
     fn label(c: &Choices) -> String {
         let sites = if c.compact_paths == c.compact_frontier {
@@ -47,9 +48,11 @@ impl Workload for Tracing {
         } else {
             format!("{} + {}", c.compact_paths.name(), c.compact_frontier.name())
         };
-        let t = match c.traversal {
-            Traversal::BreadthFirst => "bf",
-            Traversal::DepthFirst => "df",
+        let t = match (c.traversal, c.bvh) {
+            (Traversal::BreadthFirst, BvhKind::Binary) => "bf",
+            (Traversal::DepthFirst, BvhKind::Binary) => "df",
+            (Traversal::BreadthFirst, BvhKind::Wide) => "bf wide",
+            (Traversal::DepthFirst, BvhKind::Wide) => "df wide",
         };
         match c.fusion {
             Fusion::Auto => format!("{sites} ({t})"),
@@ -57,12 +60,13 @@ impl Workload for Tracing {
         }
     }
 
-    /// Both sites run the algorithm; the traversal stays the user's.
+    /// Both sites run the algorithm; the traversal and the BVH stay the user's.
     fn compare_choices(user: &Choices, algorithm: Compaction) -> Choices {
         Choices {
             compact_paths: algorithm,
             compact_frontier: algorithm,
             traversal: user.traversal,
+            bvh: user.bvh,
             fusion: user.fusion,
         }
     }
@@ -109,11 +113,12 @@ impl Workload for Tracing {
         for (id, ms) in &r.stats.stages {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
                 r.frame,
                 r.stats.sample,
                 r.backend,
                 r.choices.traversal.name(),
+                r.choices.bvh.name(),
                 r.choices.compact_paths.name(),
                 r.choices.compact_frontier.name(),
                 r.choices.fusion.name(),
@@ -130,13 +135,14 @@ impl Workload for Tracing {
 }
 
 impl ViewerState {
-    /// Starts on `lookback` at both sites (or `none`), breadth-first.
-    pub fn for_tracer(available: Vec<Compaction>) -> Self {
+    /// Starts on `lookback` at both sites (or `none`), breadth-first, on `bvh`.
+    pub fn for_tracer(available: Vec<Compaction>, bvh: BvhKind) -> Self {
         let start = lookback_or(&available, || Compaction::None);
         let choices = Choices {
             compact_paths: start,
             compact_frontier: start,
             traversal: Traversal::BreadthFirst,
+            bvh,
             fusion: Fusion::Auto,
         };
         let tracing = Tracing { spp_per_frame: 1, max_bounces: 8, scale: 1.0, accumulated: 0 };
@@ -170,7 +176,7 @@ mod tests {
 
     #[test]
     fn switching_an_algorithm_feeds_a_new_table_row_and_keeps_the_image() {
-        let mut s = ViewerState::for_tracer(algs());
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
         let first = s.plan().choices;
         s.record("cpu", &first, frame(10.0, 2.0));
         s.choices.compact_paths = ATOMIC;
@@ -186,7 +192,7 @@ mod tests {
 
     #[test]
     fn table_rows_track_mean_min_max_of_frames_and_compaction() {
-        let mut s = ViewerState::for_tracer(algs());
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
         let c = s.plan().choices;
         for (f, k) in [(10.0, 1.0), (20.0, 3.0), (30.0, 5.0)] {
             s.record("cpu", &c, frame(f, k));
@@ -199,7 +205,7 @@ mod tests {
 
     #[test]
     fn compare_all_runs_each_algorithm_for_warmup_plus_k_frames_then_ranks_and_restores() {
-        let mut s = ViewerState::for_tracer(algs());
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
         s.choices.compact_paths = ATOMIC;
         s.choices.traversal = Traversal::DepthFirst;
         let mine = s.choices;
@@ -224,7 +230,7 @@ mod tests {
 
     #[test]
     fn a_backend_without_the_chosen_algorithm_falls_back_to_lookback() {
-        let mut s = ViewerState::for_tracer(algs());
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
         s.choices.compact_paths = BLELLOCH;
         s.choices.compact_frontier = ATOMIC;
         s.start_compare();
@@ -236,7 +242,7 @@ mod tests {
 
     #[test]
     fn stage_names_and_csv_follow_the_frames() {
-        let mut s = ViewerState::for_tracer(algs());
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
         let c = s.plan().choices;
         s.record("cpu", &c, frame(4.0, 1.0));
         assert_eq!(s.stage_names(), [stage::CAMERA, stage::COMPACT_PATHS]);

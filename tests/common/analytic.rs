@@ -195,6 +195,7 @@ fn settings(width: u32, height: u32, max_bounces: u32, sample: u32) -> RenderSet
         max_frontier: 1 << 26,
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
+        bvh: reap::trace::BVH,
     }
 }
 

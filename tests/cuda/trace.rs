@@ -37,6 +37,7 @@ fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> Render
         max_frontier: 1 << 26,
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
+        bvh: reap::trace::BVH,
     }
 }
 
@@ -399,4 +400,33 @@ fn cuda_replayed_frames_launch_nothing_from_the_host_and_render_the_same_bits() 
     graphs.set_camera(CameraLayout { origin: [camera.origin[0] + 0.01, camera.origin[1], camera.origin[2]], ..camera });
     let f = render(&mut graphs, &s, |_| {}).unwrap();
     assert_eq!(f[0].graph, Some(FramePath::Streamed), "a moved camera replayed the old camera's frame");
+}
+
+/// The 8-wide BVH on the GPU (tests/common/wide.rs): both traversals over it
+/// find the binary BVH's hits and render its image, bit for bit, with fused
+/// and separate sites; and the GPU's hit keys are the CPU's.
+#[test]
+fn cuda_wide_bvh_finds_the_binary_hits_and_the_cpus() {
+    use reap::trace::cpu::CpuEngine;
+    if gpu().is_none() {
+        return;
+    }
+    let make = |spec: &str, w, h, bounces| {
+        let (packed, camera) = super::wide::packed(spec, w, h);
+        CudaEngine::new(gpu().expect("the GPU"), &packed, camera, w, h, 3, bounces).expect("engine")
+    };
+    // Not `none`: its wide frontier keeps 8 slots an item per level, past any --max-frontier on sphereflake.
+    let algorithms = ["lookback", "chained", "blelloch"];
+    let on_gpu = super::wide::wide_finds_the_binary_hits(make, |e| e.hits().expect("hits"), &algorithms);
+    let cpu = |spec: &str, w, h, bounces| {
+        let (packed, camera) = super::wide::packed(spec, w, h);
+        CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 3, bounces)
+    };
+    let on_cpu = super::wide::wide_finds_the_binary_hits(cpu, CpuEngine::hits, &["lookback"]);
+    // Camera rays are the same bits on both; the second bounce's directions come from shading, where the
+    // GPU fuses multiply-adds, so compare the keys of the pixels whose paths agree.
+    for (scene, (g, c)) in on_gpu.iter().zip(&on_cpu).enumerate() {
+        let same = g.iter().zip(c).filter(|(a, b)| a == b).count();
+        assert!(same * 10 >= g.len() * 9, "scene {scene}: only {same} of {} hit keys agree", g.len());
+    }
 }

@@ -137,6 +137,7 @@ impl NoiseJob<'_> {
             max_frontier: 1 << 28,
             fusion: Default::default(),
             descend: reap::trace::DESCEND,
+            bvh: reap::trace::BVH,
         };
         s.check()?;
         Ok(s)

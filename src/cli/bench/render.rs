@@ -13,7 +13,7 @@ use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
 use reap::trace::split::{Renderer, Split};
-use reap::trace::{RenderSettings, Traversal};
+use reap::trace::{BvhKind, RenderSettings, Traversal};
 
 use super::compactions;
 use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
@@ -58,9 +58,10 @@ pub struct RenderBenchArgs {
     /// host each frame.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::replay::Graphs>())]
     pub graphs: reap::replay::Graphs,
-    /// `wide` walks the 8-wide BVH depth-first (issue 28, in progress; CUDA only).
-    #[arg(long, default_value = "binary", value_parser = ["binary", "wide"])]
-    pub bvh: String,
+    /// BVH kinds, comma separated: `binary`, and `wide`, 8 quantized children per 80-byte node (a
+    /// breadth-first expansion then tests one node's children and emits up to 8; --descend is ignored).
+    #[arg(long, value_delimiter = ',', default_value = "binary,wide", value_parser = |s: &str| s.parse::<BvhKind>())]
+    pub bvh: Vec<BvhKind>,
     /// Folder for results.csv, results.json and report.md.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -70,7 +71,7 @@ pub struct RenderBenchArgs {
     pub gpus: usize,
 }
 
-/// `reap bench render`: every traversal × compaction choice on each scene, one
+/// `reap bench render`: every BVH × traversal × compaction choice on each scene, one
 /// engine per scene, with image hashes checked equal across compaction choices.
 pub fn run(args: RenderBenchArgs) -> Result<bool> {
     if args.gpus == 0 || args.gpus as u64 > args.height as u64 {
@@ -152,6 +153,7 @@ impl OnBackend for SceneBench<'_> {
         let device = backend.device();
         let choices = compactions(&a.algorithms, &backend)?;
         let kind = backend.kind().name();
+        let depths = Depths { binary: self.tree.depth, wide: self.packed.wide.depth };
         let setup = TracerSetup {
             packed: self.packed,
             camera: self.camera,
@@ -161,24 +163,30 @@ impl OnBackend for SceneBench<'_> {
             max_bounces: a.path.max_bounces,
         };
         if a.gpus == 1 {
-            let mut engine = backend.tracer(setup)?;
-            reap::trace::Engine::set_wide(&mut engine, a.bvh == "wide")?;
-            let rows = bench_scene(engine, a, self.scene, self.tree, self.traversals, &choices, kind)?;
+            let engine = backend.tracer(setup)?;
+            let rows = bench_scene(engine, a, self.scene, depths, self.traversals, &choices, kind)?;
             return Ok((device, rows));
         }
         let split = Split::new(backend.tracers(a.gpus, setup)?, a.width, a.height)?;
         println!("split over {} ranks; collectives: {}", a.gpus, split.carrier());
         let label = format!("{kind} x{}", a.gpus);
-        let rows = bench_scene(split, a, self.scene, self.tree, self.traversals, &choices, &label)?;
+        let rows = bench_scene(split, a, self.scene, depths, self.traversals, &choices, &label)?;
         Ok((format!("{device} x{}", a.gpus), rows))
     }
+}
+
+/// The depth of each BVH kind of a scene, for its rows.
+#[derive(Clone, Copy)]
+struct Depths {
+    binary: u32,
+    wide: u32,
 }
 
 fn bench_scene<R: Renderer>(
     mut engine: R,
     args: &RenderBenchArgs,
     sc: &scene::Scene,
-    tree: &bvh::Bvh,
+    depths: Depths,
     traversals: &[Traversal],
     choices: &[Compaction],
     backend: &str,
@@ -186,10 +194,17 @@ fn bench_scene<R: Renderer>(
     let mut rows = Vec::new();
     engine.use_graphs(args.graphs);
     let runs = with_fusion(choices, &args.fusion, engine.fuses_sites());
-    let bar = ProgressBar::new((traversals.len() * runs.len()) as u64);
-    for &traversal in traversals {
+    let configs: Vec<(BvhKind, Traversal)> =
+        args.bvh.iter().flat_map(|&b| traversals.iter().map(move |&t| (b, t))).collect();
+    let bar = ProgressBar::new((configs.len() * runs.len()) as u64);
+    for &(bvh, traversal) in &configs {
+        let depth = match bvh {
+            BvhKind::Binary => depths.binary,
+            BvhKind::Wide => depths.wide,
+        };
         for &(c, fusion) in &runs {
-            bar.set_message(format!("{} {} {} {}", sc.name, traversal.name(), c.name(), fusion.name()));
+            let what = [sc.name.as_str(), bvh.name(), traversal.name(), c.name(), fusion.name()];
+            bar.set_message(what.join(" "));
             let settings = RenderSettings {
                 width: args.width,
                 height: args.height,
@@ -203,6 +218,7 @@ fn bench_scene<R: Renderer>(
                 first_sample: 0,
                 max_frontier: args.max_frontier,
                 descend: args.descend,
+                bvh,
                 fusion,
             };
             // Warm-up frames compile the kernels and fill the allocator (the first), and record the
@@ -215,25 +231,12 @@ fn bench_scene<R: Renderer>(
             let row = match outcome {
                 Ok(frames) => {
                     let sum = engine.sums()?;
-                    output::BenchRow::measured(
-                        backend,
-                        &sc.name,
-                        sc.triangles.len(),
-                        tree.depth,
-                        &settings,
-                        &frames,
-                        &sum,
-                    )
+                    output::BenchRow::measured(backend, &sc.name, sc.triangles.len(), depth, &settings, &frames, &sum)
                 }
                 // The `none` frontier may outgrow memory on a deep BVH: that is a result, not a failure.
-                Err(e @ reap::trace::TraceError::FrontierTooLarge { .. }) => output::BenchRow::failed(
-                    backend,
-                    &sc.name,
-                    sc.triangles.len(),
-                    tree.depth,
-                    &settings,
-                    e.to_string(),
-                ),
+                Err(e @ reap::trace::TraceError::FrontierTooLarge { .. }) => {
+                    output::BenchRow::failed(backend, &sc.name, sc.triangles.len(), depth, &settings, e.to_string())
+                }
                 Err(e) => return Err(e.into()),
             };
             engine.reset_sums()?;

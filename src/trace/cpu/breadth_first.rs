@@ -11,7 +11,8 @@ use crate::compaction::cpu::site::{Candidates, CpuSite};
 use crate::compaction::{CpuBackend, Element, Report};
 use crate::frontier::{Step, host};
 use crate::trace::shading::{trace_bf_expand, trace_bf_init};
-use crate::trace::{DEAD64, FrontierRun, TraceResult};
+use crate::trace::wide::trace_bf_expand_wide;
+use crate::trace::{BvhKind, DEAD64, FrontierRun, TraceResult};
 
 impl CpuEngine {
     /// `trace_bf_init`: [`Engine::frontier_init`](crate::trace::Engine::frontier_init).
@@ -55,37 +56,45 @@ impl CpuEngine {
     /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
     pub(super) fn bf_expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
         check_step(&step, run)?;
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, fuse }) = (step, run);
-        let fan = 1usize << descend;
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse }) = (step, run);
+        let fan = run.fan() as usize;
         let n = host::n(words, at).min(capacity).min(input.len() as u64);
+        let (s, p) = (&self.scene, &self.paths);
+        let expand = |item: u64, slots: &mut [u64]| match bvh {
+            BvhKind::Binary => trace_bf_expand(s, p, item, shadow, descend, slots),
+            BvhKind::Wide => trace_bf_expand_wide(s, p, item, shadow, slots),
+        };
         if let Some(alg) = fuse {
             // The fused site: each item's live slots, in slot order, straight to their compacted places.
-            let (s, p) = (&self.scene, &self.paths);
-            let expand = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
-                let mut slots = [DEAD64; 1 << crate::trace::MAX_DESCEND];
-                trace_bf_expand(s, p, input[i as usize], shadow, descend, &mut slots[..fan]);
+            let produce = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                let mut slots = [DEAD64; MAX_FAN];
+                expand(input[i as usize], &mut slots[..fan]);
                 slots[..fan].iter().filter(|&&x| x != DEAD64).for_each(|&x| emit.push(x));
             };
             let site = CpuSite::new(&self.backend, alg, true)?;
             let cap = (capacity as usize).min(output.len());
             let candidates = Candidates { per_item: fan, dead: DEAD64 };
-            let report = site.produce(&self.backend, n, candidates, &expand, &mut output[..cap])?;
+            let report = site.produce(&self.backend, n, candidates, &produce, &mut output[..cap])?;
             host::close(words, at, report.count()?, capacity);
             return Ok(());
         }
         if !host::fits(words, at, n, fan as u64, capacity) {
             return Ok(());
         }
-        let (s, p) = (&self.scene, &self.paths);
         let live: u64 = output[..n as usize * fan]
             .par_chunks_mut(fan)
             .zip(&input[..n as usize])
-            .map(|(slots, &item)| trace_bf_expand(s, p, item, shadow, descend, slots) as u64)
+            .map(|(slots, &item)| expand(item, slots) as u64)
             .sum();
         host::count_live(words, at, live);
         Ok(())
     }
 }
+
+/// The most slots an expansion writes per item: a binary descent of
+/// `MAX_DESCEND` levels (at least the wide BVH's eight).
+const MAX_FAN: usize = 1 << crate::trace::MAX_DESCEND;
+const _: () = assert!(MAX_FAN >= crate::bvh::wide::WIDTH);
 
 /// What init and expand check before touching a frontier: every word the
 /// step names exists, and its output holds the run's capacity.
@@ -133,7 +142,7 @@ mod tests {
         let mut frontier = vec![DEAD64; queue.len()];
         let mut level0 = at(2);
         level0.input_live = 2;
-        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend, fuse: None };
+        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend, bvh: BvhKind::Binary, fuse: None };
         let init = Step { at: level0, input: queue, output: &mut frontier, words: &mut words };
         e.frontier_init(init, run).expect("init");
         assert_eq!(words[3], queue.len() as u64);
@@ -167,7 +176,7 @@ mod tests {
             // Every descent depth, bounce by bounce: all must find the depth-first hits.
             let descend = bounce % MAX_DESCEND + 1;
             breadth_first(&mut bf, &q_bf, false, descend);
-            df.depth_first(&q_df, false, &words, Q).expect("depth-first");
+            df.depth_first(&q_df, false, &words, Q, BvhKind::Binary).expect("depth-first");
             let found = hits(&df);
             assert_eq!(hits(&bf), found, "closest hits differ at bounce {bounce}");
             let live = q_df.iter().filter(|&&p| p != DEAD32).count();
@@ -179,7 +188,7 @@ mod tests {
             df.shade(&q_df, &mut next_df, &mut words, shading(bounce)).expect("shade");
             assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
             breadth_first(&mut bf, &q_bf, true, descend);
-            df.depth_first(&q_df, true, &words, Q).expect("shadow depth-first");
+            df.depth_first(&q_df, true, &words, Q, BvhKind::Binary).expect("shadow depth-first");
             // A path without a shadow ray keeps whatever it had; compare the ones that cast one.
             let casts = |e: &CpuEngine| {
                 let o = occluded(e);

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use crate::clocks::HostClock;
 use crate::compaction::{CpuBackend, Error};
 use crate::frontier::{Step, host};
+use crate::trace::BvhKind;
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::shading::{
     PathMut, Paths, Shaded, shade_one, trace_accumulate, trace_camera, trace_depth_first, trace_nee,
@@ -79,6 +80,12 @@ impl CpuEngine {
             clock: HostClock::default(),
             work: None,
         }
+    }
+
+    /// The closest-hit key of each of the shard's paths as the last ray
+    /// traversal left it: tests compare traversals with it.
+    pub fn hits(&self) -> Vec<u64> {
+        self.paths.hit[..self.shard.count as usize].iter().map(|h| h.load(Relaxed)).collect()
     }
 
     /// The per-pixel sums of the whole image (RGBA, A = samples), in place.
@@ -274,6 +281,10 @@ impl Engine for CpuEngine {
         self.scene.depth
     }
 
+    fn wide_depth(&self) -> u32 {
+        self.scene.wide.depth
+    }
+
     /// The CPU twin of the GPU's fused sites (`compaction::cpu::site`).
     fn fuses(&self) -> bool {
         true
@@ -317,12 +328,23 @@ impl Engine for CpuEngine {
         Ok(())
     }
 
-    fn depth_first(&mut self, queue: &Vec<u32>, shadow: bool, words: &Vec<u64>, queue_len: u64) -> TraceResult<()> {
+    fn depth_first(
+        &mut self,
+        queue: &Vec<u32>,
+        shadow: bool,
+        words: &Vec<u64>,
+        queue_len: u64,
+        bvh: BvhKind,
+    ) -> TraceResult<()> {
         let n = n_of(words, queue_len, queue.len());
         let (s, p) = (&self.scene, &self.paths);
+        let trace = match bvh {
+            BvhKind::Binary => trace_depth_first,
+            BvhKind::Wide => crate::trace::wide::trace_depth_first_wide,
+        };
         queue[..n].par_iter().for_each_init(Vec::new, |stack, &path| {
             if path != DEAD32 {
-                trace_depth_first(s, p, path, shadow, stack);
+                trace(s, p, path, shadow, stack);
             }
         });
         Ok(())
@@ -479,6 +501,7 @@ mod tests {
             first_sample: 0,
             max_frontier: 1 << 26,
             descend: DESCEND,
+            bvh: BvhKind::Binary,
             fusion: Default::default(),
         }
     }
@@ -519,8 +542,12 @@ mod tests {
     pub(super) type Rendered = (Vec<[u32; 4]>, Vec<(Vec<u64>, Vec<u64>)>);
 
     pub(super) fn render_bits(s: &RenderSettings) -> Rendered {
-        let mut e = engine("cornell", s.width, s.height, s.max_bounces);
-        let frames = render(&mut e, s, |_| {}).expect("cornell renders");
+        render_scene_bits("cornell", s)
+    }
+
+    pub(super) fn render_scene_bits(scene: &str, s: &RenderSettings) -> Rendered {
+        let mut e = engine(scene, s.width, s.height, s.max_bounces);
+        let frames = render(&mut e, s, |_| {}).expect("the scene renders");
         let image = e.image().expect("the image reads back");
         let bits = image.iter().map(|p| p.map(f32::to_bits)).collect();
         (bits, frames.into_iter().map(|f| (f.alive, f.shadow_rays)).collect())
@@ -533,22 +560,24 @@ mod tests {
     fn every_compaction_algorithm_renders_the_same_image() {
         let backend = CpuBackend::new();
         let mut reference = None;
-        for traversal in Traversal::ALL {
-            for name in Compaction::choices(&backend) {
-                let c = compaction(name);
-                let s = RenderSettings { compact_paths: c, compact_frontier: c, ..settings(32, 32, 4, 8, traversal) };
-                let got = render_bits(&s);
-                match &reference {
-                    None => reference = Some((got, traversal, name)),
-                    Some((want, t0, n0)) => {
-                        assert!(
-                            got.0 == want.0,
-                            "{traversal:?} with {name} renders another image than {t0:?} with {n0}"
-                        );
-                        assert_eq!(
-                            got.1, want.1,
-                            "{traversal:?} with {name}: other per-bounce counts than {t0:?} with {n0}"
-                        );
+        for bvh in BvhKind::ALL {
+            for traversal in Traversal::ALL {
+                for name in Compaction::choices(&backend) {
+                    let c = compaction(name);
+                    let s = RenderSettings {
+                        compact_paths: c,
+                        compact_frontier: c,
+                        bvh,
+                        ..settings(32, 32, 4, 8, traversal)
+                    };
+                    let got = render_bits(&s);
+                    let what = format!("{traversal:?} on the {} BVH with {name}", bvh.name());
+                    match &reference {
+                        None => reference = Some((got, what)),
+                        Some((want, first)) => {
+                            assert!(got.0 == want.0, "{what} renders another image than {first}");
+                            assert_eq!(got.1, want.1, "{what}: other per-bounce counts than {first}");
+                        }
                     }
                 }
             }
@@ -576,7 +605,7 @@ mod tests {
         let mut queue = vec![0; 64];
         let mut words = vec![0; 8];
         e.camera(0, &mut queue, &mut words, Q).expect("camera");
-        e.depth_first(&queue, false, &words, Q).expect("depth-first");
+        e.depth_first(&queue, false, &words, Q, BvhKind::Binary).expect("depth-first");
         queue[5] = 3;
         let mut next = vec![0; 64];
         assert!(e.shade(&queue, &mut next, &mut words, shading(0)).is_err());

@@ -15,14 +15,22 @@ pub struct BenchRow {
     pub backend: String,
     pub scene: String,
     pub triangles: usize,
+    /// The BVH the row walked (`binary` or `wide`) and its depth.
+    pub bvh: String,
     pub bvh_depth: u32,
     pub width: u32,
     pub height: u32,
     pub spp: u32,
     pub max_bounces: u32,
     pub traversal: String,
-    /// BVH levels one breadth-first expansion descends (the setting; unused by depth-first).
+    /// BVH levels one breadth-first expansion descends (the setting; unused by depth-first and by
+    /// the wide BVH, whose expansions descend one wide level).
     pub descend: u32,
+    /// Breadth-first: levels the rays' frontier entered per bounce, and items per level (the
+    /// frontier each expansion read: live items under compaction, slots under `none`); 0 for
+    /// depth-first.
+    pub levels_per_bounce: f64,
+    pub items_per_level: f64,
     /// The algorithm at both sites (paths and frontier), or `none`.
     pub compaction: String,
     /// How the sites ran it: `fused` into the producers or a `separate`
@@ -55,6 +63,7 @@ impl BenchRow {
             backend: backend.into(),
             scene: scene.into(),
             triangles,
+            bvh: s.bvh.name().into(),
             bvh_depth: depth,
             width: s.width,
             height: s.height,
@@ -62,6 +71,8 @@ impl BenchRow {
             max_bounces: s.max_bounces,
             traversal: s.traversal.name().into(),
             descend: s.descend,
+            levels_per_bounce: 0.0,
+            items_per_level: 0.0,
             compaction: s.compact_paths.name().into(),
             site: String::new(),
             graph: String::new(),
@@ -88,7 +99,13 @@ impl BenchRow {
         sum: &[[f32; 4]],
     ) -> Self {
         let m = Summary::of(frames);
+        // The rays' breadth-first runs: every bounce of every frame that entered one.
+        let runs: Vec<&Vec<u64>> = frames.iter().flat_map(|f| &f.frontier).filter(|r| !r.is_empty()).collect();
+        let levels: usize = runs.iter().map(|r| r.len()).sum();
+        let items: u64 = runs.iter().flat_map(|r| r.iter()).sum();
         BenchRow {
+            levels_per_bounce: levels as f64 / runs.len().max(1) as f64,
+            items_per_level: items as f64 / levels.max(1) as f64,
             frame_ms: m.frame_ms,
             wall_ms: m.wall_ms,
             compaction_ms: m.compaction_ms,
@@ -117,6 +134,7 @@ impl BenchRow {
             backend: &self.backend,
             scene: &self.scene,
             triangles: self.triangles,
+            bvh: &self.bvh,
             bvh_depth: self.bvh_depth,
             width: self.width,
             height: self.height,
@@ -124,6 +142,8 @@ impl BenchRow {
             max_bounces: self.max_bounces,
             traversal: &self.traversal,
             descend: self.descend,
+            levels_per_bounce: fixed(self.levels_per_bounce, 2),
+            items_per_level: fixed(self.items_per_level, 0),
             compaction: &self.compaction,
             site: &self.site,
             graph: &self.graph,
@@ -156,6 +176,7 @@ fn columns() -> Vec<Column<BenchRow>> {
     vec![
         // report.md names the scene in each section's heading.
         C::key("scene", 14, |r| r.scene.clone()).only(Shown::Console),
+        C::key("bvh", 6, |r| r.bvh.clone()),
         C::key("traversal", 13, |r| r.traversal.clone()),
         table::compaction_column(|r| r.compaction.clone()),
         C::key("site", 9, |r| r.site.clone()),
@@ -167,8 +188,15 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::value("gap", 8, |r| gap_cell(r.wall_ms, r.frame_ms)),
         C::value("compact ms", 10, |r| num(r.compaction_ms, 3)).reported_as("compaction ms"),
         C::value("share", 7, |r| num(100.0 * r.compaction_share, 1)).marked(Mark::Percent),
+        C::value("levels", 6, |r| level_cell(r.levels_per_bounce, 1)).reported_as("levels/bounce"),
+        C::value("items/lvl", 9, |r| level_cell(r.items_per_level, 0)).reported_as("items/level"),
         C::value("image hash", 0, |r| r.image_hash.clone()).left().after_gap(2).marked(Mark::Code),
     ]
+}
+
+/// A breadth-first statistic, blank for depth-first rows.
+fn level_cell(v: f64, decimals: usize) -> String {
+    if v > 0.0 { num(v, decimals) } else { String::new() }
 }
 
 fn failed(r: &BenchRow) -> Option<String> {
@@ -205,15 +233,35 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
         let first = at[0];
+        let depths: Vec<String> = first_seen(at.iter().map(|r| r.bvh.as_str()))
+            .into_iter()
+            .filter_map(|b| at.iter().find(|r| r.bvh == b).map(|r| format!("{} {b}", r.bvh_depth)))
+            .collect();
         let _ = writeln!(
             s,
-            "## {scene}: {} triangles, BVH depth {}, {}x{}, {} spp, {} bounces, breadth-first descends {} BVH \
-             levels per expansion\n",
-            first.triangles, first.bvh_depth, first.width, first.height, first.spp, first.max_bounces, first.descend
+            "## {scene}: {} triangles, BVH depth {}, {}x{}, {} spp, {} bounces, breadth-first descends {} binary \
+             BVH levels or one wide level per expansion\n",
+            first.triangles,
+            depths.join(", "),
+            first.width,
+            first.height,
+            first.spp,
+            first.max_bounces,
+            first.descend
         );
         s += &table::markdown(&columns(), at.iter().copied(), failed);
-        for t in ["breadth-first", "depth-first"] {
-            let ok: Vec<&&BenchRow> = at.iter().filter(|r| r.traversal == t && r.error.is_none()).collect();
+        let kinds = first_seen(at.iter().map(|r| r.bvh.as_str()));
+        // The fastest compaction choice of a (BVH, traversal) by the wall clock: what a user waits for.
+        let fastest = |bvh: &str, t: &str| {
+            at.iter()
+                .filter(|r| r.bvh == bvh && r.traversal == t && r.error.is_none() && r.compaction != "none")
+                .max_by(|a, b| a.wall_mrays_per_s.total_cmp(&b.wall_mrays_per_s))
+                .copied()
+        };
+        for (bvh, t) in kinds.iter().flat_map(|&b| ["breadth-first", "depth-first"].map(|t| (b, t))) {
+            let ok: Vec<&&BenchRow> =
+                at.iter().filter(|r| r.bvh == bvh && r.traversal == t && r.error.is_none()).collect();
+            let t = format!("{t} ({bvh} BVH)");
             // Ranked by the wall clock: what a user of the tracer waits for.
             let best = ok
                 .iter()
@@ -257,6 +305,26 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 }
             }
         }
+        // The BVH kinds against each other, and breadth-first against depth-first on each.
+        if let (Some(wd), Some(bd)) = (fastest("wide", "depth-first"), fastest("binary", "depth-first")) {
+            let bf = fastest("wide", "breadth-first").map_or(String::new(), |wb| {
+                format!(
+                    "; breadth-first on the wide BVH {:.1} Mrays/s, {:.2}x depth-first on it",
+                    wb.wall_mrays_per_s,
+                    wb.wall_mrays_per_s / wd.wall_mrays_per_s.max(1e-9)
+                )
+            });
+            let bb = fastest("binary", "breadth-first").map_or(String::new(), |b| {
+                format!(" (binary: {:.2}x)", b.wall_mrays_per_s / bd.wall_mrays_per_s.max(1e-9))
+            });
+            let _ = writeln!(
+                s,
+                "\nWide against binary: depth-first {:.1} against {:.1} Mrays/s by wall clock ({:.2}x){bf}{bb}.",
+                wd.wall_mrays_per_s,
+                bd.wall_mrays_per_s,
+                wd.wall_mrays_per_s / bd.wall_mrays_per_s.max(1e-9)
+            );
+        }
         if let Some(clocks) =
             mean_gap_sentence(at.iter().filter(|r| r.error.is_none()).map(|r| (r.wall_ms, r.frame_ms)))
         {
@@ -269,7 +337,8 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         s,
         "Image hashes: {}.",
         if agree {
-            "every compaction choice and both traversal modes rendered a bit-identical image per scene"
+            "every configuration that ran (compaction choice, traversal mode, BVH kind) rendered a bit-identical \
+             image per scene"
         } else {
             "**some configurations differ** (see the hash column)"
         }
@@ -283,6 +352,7 @@ struct BenchCsv<'a> {
     backend: &'a str,
     scene: &'a str,
     triangles: usize,
+    bvh: &'a str,
     bvh_depth: u32,
     width: u32,
     height: u32,
@@ -290,6 +360,8 @@ struct BenchCsv<'a> {
     max_bounces: u32,
     traversal: &'a str,
     descend: u32,
+    levels_per_bounce: Fixed,
+    items_per_level: Fixed,
     compaction: &'a str,
     site: &'a str,
     graph: &'a str,
@@ -320,6 +392,7 @@ mod tests {
             backend: "cpu".into(),
             scene: "cornell".into(),
             triangles: 36,
+            bvh: "wide".into(),
             bvh_depth: 7,
             width: 64,
             height: 48,
@@ -327,6 +400,8 @@ mod tests {
             max_bounces: 4,
             traversal: "breadth-first".into(),
             descend: 2,
+            levels_per_bounce: 3.25,
+            items_per_level: 1234.4,
             compaction: "lookback".into(),
             site: "fused".into(),
             graph: "replayed".into(),
@@ -357,9 +432,9 @@ mod tests {
     #[test]
     fn bench_csv_keeps_its_columns_and_formats() {
         let want = concat!(
-            "backend,scene,triangles,bvh_depth,width,height,spp,max_bounces,traversal,descend,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
-            "cpu,cornell,36,7,64,48,2,4,breadth-first,2,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+            "backend,scene,triangles,bvh,bvh_depth,width,height,spp,max_bounces,traversal,descend,levels_per_bounce,items_per_level,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,3.25,1234,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,3.25,1234,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
         assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }
