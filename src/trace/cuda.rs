@@ -128,6 +128,8 @@ pub struct CudaEngine {
     /// The frame's sample index, one u32 that camera and shade read: set by
     /// `begin_frame` outside any graph, so a replayed frame draws its own sample.
     sample: CudaSlice<u32>,
+    /// The wide depth-first kernel's next queue entry, zeroed before each launch (its warps fetch rays).
+    fetch: CudaSlice<u32>,
     /// Counts changes of what the launches take from the engine (camera,
     /// shard, path buffers): part of every frame's key.
     generation: u64,
@@ -175,6 +177,9 @@ impl Handoff {
         Ok(Handoff { tonemap, rgba, staging })
     }
 }
+
+/// Blocks per SM of a kernel whose warps fetch their work: all that can be resident (2048 threads).
+const RESIDENT_BLOCKS_PER_SM: u32 = 8;
 
 /// Groups of children the wide depth-first stack holds (wavefront.cu `WIDE_STACK`).
 const WIDE_STACK: u32 = 32;
@@ -292,6 +297,7 @@ impl CudaEngine {
         let sum = backend.zeroed(pixels.max(1) * 16)?;
         let timer = Timer::new(&stream);
         let sample = stream.alloc_zeros::<u32>(1).map_err(launch_err("allocating the sample word"))?;
+        let fetch = stream.alloc_zeros::<u32>(1).map_err(launch_err("allocating the fetch word"))?;
         Ok(CudaEngine {
             stream,
             width,
@@ -311,6 +317,7 @@ impl CudaEngine {
             timer,
             graphs: FrameGraphs::default(),
             sample,
+            fetch,
             generation: 0,
             functions: HashMap::new(),
             sites: HashMap::new(),
@@ -605,17 +612,29 @@ impl Engine for CudaEngine {
             )));
         }
         let capacity = queue.len();
-        let (qp, sh, wp) = (queue.ptr(), shadow as u32, words.ptr());
-        let name = match bvh {
-            BvhKind::Binary => "trace_depth_first",
-            BvhKind::Wide => "trace_depth_first_wide",
+        let (qp, sh, wp, next) = (queue.ptr(), shadow as u32, words.ptr(), raw_ptr(&self.fetch));
+        let (name, cfg) = match bvh {
+            BvhKind::Binary => ("trace_depth_first", grid(capacity)?),
+            BvhKind::Wide => {
+                // Its warps fetch rays from a counter that starts at 0 (a memset: captured with the frame).
+                // SAFETY: the word is the engine's one-u32 allocation, written in stream order.
+                let r = unsafe { sys::cuMemsetD32Async(next, 0, 1, self.stream.cu_stream()) };
+                r.result().map_err(launch_err("clearing the fetch word"))?;
+                let mut cfg = grid(capacity)?;
+                cfg.grid_dim.0 = cfg.grid_dim.0.min(self.backend.info.sms.max(1).saturating_mul(RESIDENT_BLOCKS_PER_SM));
+                ("trace_depth_first_wide", cfg)
+            }
         };
         let f = self.function(Build::PLAIN, name)?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&qp).arg(&capacity).arg(&sh).arg(&wp).arg(&queue_len);
-        // SAFETY: matches trace_depth_first[_wide](Scene, Paths, const u32*, u64, u32, const u64*, u64); the
-        // kernel reads at most `capacity` queue entries, each a path id below the shard's count or DEAD32.
-        unsafe { l.launch(grid(capacity)?) }.map(drop).map_err(launch_err("launching trace_depth_first"))
+        if bvh == BvhKind::Wide {
+            l.arg(&next);
+        }
+        // SAFETY: matches trace_depth_first(Scene, Paths, const u32*, u64, u32, const u64*, u64), or
+        // trace_depth_first_wide, the same and the fetch word (u32*); the kernels read at most `capacity`
+        // queue entries, each a path id below the shard's count or DEAD32.
+        unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching the depth-first traversal"))
     }
 
     fn frontier_init(&mut self, step: Step<'_, CudaBackend, u32>, run: FrontierRun) -> TraceResult<()> {

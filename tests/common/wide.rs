@@ -119,7 +119,8 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
                     match &want {
                         None => {
                             let found = got_hits.iter().filter(|&&k| k != reap::trace::DEAD64).count();
-                            assert!(found * 4 > got_hits.len(), "{what}: only {found} second rays hit something");
+                            // Sphereflake's second rays mostly escape to the sky; some must hit for the keys to say anything.
+                            assert!(found * 50 > got_hits.len(), "{what}: only {found} second rays hit something");
                             want = Some((got_hits, image));
                         }
                         Some((hits0, image0)) => {
