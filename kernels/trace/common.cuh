@@ -58,7 +58,7 @@ struct Tri {  // v0, edges v1 - v0 and v2 - v0, in BVH order
     float v0[3];
     u32 material;
     float e1[3];
-    u32 pad0;
+    u32 pad0;  // the BVH position: a hit's key holds it, whichever BVH found the triangle
     float e2[3];
     u32 pad1;
 };
@@ -96,6 +96,7 @@ struct Scene {
     const float4* texels;  // linear RGB, w = 1, every texture's one after the other
     const struct WideNode* wide_nodes;  // the 8-wide BVH (src/bvh/wide.rs), node 0 the root
     const struct WideLeaf* wide_leaves;
+    const struct Tri* wide_tris;  // the triangles in the wide BVH's order, pad0 their BVH position
 };
 
 struct Camera {

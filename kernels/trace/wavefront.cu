@@ -85,13 +85,14 @@ extern "C" __global__ void trace_camera(Paths p, Camera cam, u32 width, u32 heig
 // (any_hit) whether one lies before tmax. A closest-hit candidate at exactly
 // tmax (the best t so far) still competes on its index, so ties resolve the
 // same whatever order leaves are visited in.
-__device__ __forceinline__ bool leaf_range(const Scene& s, u32 first, u32 count, float3 o, float3 d, float tmax,
+__device__ __forceinline__ bool leaf_range(const Tri* tris, u32 first, u32 count, float3 o, float3 d, float tmax,
                                            bool any_hit, u64* best) {
     for (u32 k = first; k < first + count; k++) {
         float t, u, v;
-        if (hit_tri(s.tris[k], o, d, &t, &u, &v) && (t < tmax || (!any_hit && t == tmax))) {
+        Tri tr = tris[k];
+        if (hit_tri(tr, o, d, &t, &u, &v) && (t < tmax || (!any_hit && t == tmax))) {
             if (any_hit) return true;
-            u64 key = hit_key(t, k);
+            u64 key = hit_key(t, tr.pad0);  // the BVH position, whichever BVH holds the triangle
             if (key < *best) *best = key;
         }
     }
@@ -100,7 +101,7 @@ __device__ __forceinline__ bool leaf_range(const Scene& s, u32 first, u32 count,
 
 __device__ __forceinline__ bool leaf(const Scene& s, const Node& n, float3 o, float3 d, float tmax, bool any_hit,
                                      u64* best) {
-    return leaf_range(s, n.first, n.count, o, d, tmax, any_hit, best);
+    return leaf_range(s.tris, n.first, n.count, o, d, tmax, any_hit, best);
 }
 
 // Depth-first traversal with a per-ray stack, nearer child first: the
@@ -237,7 +238,7 @@ __device__ __forceinline__ bool wide_leaves(const Scene& s, const WideHits& h, u
         u32 bit = 31 - __clz(bits);
         bits &= ~(1u << bit);
         WideLeaf l = s.wide_leaves[h.leaf_base + wide_rank(h.leaf_slots, bit, oct)];
-        if (leaf_range(s, l.first, l.count, o, d, key_dist(*best, tmax), any_hit, best)) return true;
+        if (leaf_range(s.wide_tris, l.first, l.count, o, d, key_dist(*best, tmax), any_hit, best)) return true;
     }
     return false;
 }
@@ -442,7 +443,7 @@ __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32
         u32 first = st_first[sp], count = st_count[sp], depth = st_at[sp] >> 8, turns = st_at[sp] & 0xff;
         float lim = key_dist(best, limit);
         if (count > 0) {
-            if (leaf_range(s, first, count, o, d, lim, shadow != 0, &best)) {
+            if (leaf_range(s.tris, first, count, o, d, lim, shadow != 0, &best)) {
                 p.occluded[path] = 1;
                 for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
                 return 0;

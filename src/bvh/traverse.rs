@@ -58,7 +58,7 @@ impl Bvh {
 pub(super) fn leaf_hits(
     triangles: &[[Vec3; 3]],
     (o, d, t_max): (Vec3, Vec3, f32),
-    positions: std::ops::Range<u32>,
+    positions: impl IntoIterator<Item = u32>,
     best: &mut Option<(f32, u32, f32, f32)>,
 ) {
     for position in positions {

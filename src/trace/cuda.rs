@@ -77,6 +77,7 @@ struct SceneArgs {
     texels: u64,
     wide_nodes: u64,
     wide_leaves: u64,
+    wide_tris: u64,
 }
 
 /// common.cuh `Paths`.
@@ -274,6 +275,7 @@ impl CudaEngine {
             upload(bytemuck::cast_slice(&packed.texels))?,
             upload(bytemuck::cast_slice(&packed.wide.nodes))?,
             upload(bytemuck::cast_slice(&packed.wide.leaves))?,
+            upload(bytemuck::cast_slice(&packed.wide_tris))?,
         ];
         let p = |i: usize| raw_ptr(&scene_buffers[i]);
         let scene = SceneArgs {
@@ -292,6 +294,7 @@ impl CudaEngine {
             texels: p(8),
             wide_nodes: p(9),
             wide_leaves: p(10),
+            wide_tris: p(11),
         };
         let (path_buffers, paths) = alloc_paths(&backend, pixels)?;
         let sum = backend.zeroed(pixels.max(1) * 16)?;
@@ -621,7 +624,8 @@ impl Engine for CudaEngine {
                 let r = unsafe { sys::cuMemsetD32Async(next, 0, 1, self.stream.cu_stream()) };
                 r.result().map_err(launch_err("clearing the fetch word"))?;
                 let mut cfg = grid(capacity)?;
-                cfg.grid_dim.0 = cfg.grid_dim.0.min(self.backend.info.sms.max(1).saturating_mul(RESIDENT_BLOCKS_PER_SM));
+                cfg.grid_dim.0 =
+                    cfg.grid_dim.0.min(self.backend.info.sms.max(1).saturating_mul(RESIDENT_BLOCKS_PER_SM));
                 ("trace_depth_first_wide", cfg)
             }
         };

@@ -16,6 +16,7 @@ pub struct Tri {
     pub v0: [f32; 3],
     pub material: u32,
     pub e1: [f32; 3],
+    /// The triangle's BVH position: what a hit's key holds, whichever BVH found it.
     pub pad0: u32,
     pub e2: [f32; 3],
     pub pad1: u32,
@@ -112,8 +113,11 @@ pub struct Packed {
     /// Ray origins move this far off a surface: a fixed fraction of the scene's size.
     pub eps: f32,
     pub depth: u32,
-    /// The 8-wide BVH collapsed from `nodes` (same triangle order).
+    /// The 8-wide BVH over the same triangles, and its triangles in its own
+    /// order (`wide.order`), each with its BVH position in `pad0` as the
+    /// binary ones have theirs: a hit's key is the BVH position on either.
     pub wide: crate::bvh::wide::WideBvh,
+    pub wide_tris: Vec<Tri>,
 }
 
 impl Packed {
@@ -131,7 +135,11 @@ impl Packed {
                     ..Default::default()
                 }
             })
+            .enumerate()
+            .map(|(k, t)| Tri { pad0: k as u32, ..t })
             .collect();
+        let wide = crate::bvh::wide::WideBvh::build(&bvh.reorder(&scene.triangles));
+        let wide_tris = wide.order.iter().map(|&k| tris[k as usize]).collect();
         let normals = bvh
             .order
             .iter()
@@ -214,7 +222,8 @@ impl Packed {
             env: scene.environment.to_array(),
             eps: 1e-5 * (hi - lo).length().max(1e-3),
             depth: bvh.depth,
-            wide: crate::bvh::wide::WideBvh::collapse(bvh),
+            wide,
+            wide_tris,
         }
     }
 
@@ -228,6 +237,7 @@ impl Packed {
             + self.texels.len() * 16
             + self.light_tris.len() * 8
             + self.wide.nodes.len() * 80
-            + self.wide.leaves.len() * 8) as u64
+            + self.wide.leaves.len() * 8
+            + self.wide_tris.len() * 48) as u64
     }
 }

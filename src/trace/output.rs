@@ -90,6 +90,10 @@ pub struct Timings<'a> {
     pub bvh_nodes: usize,
     pub bvh_depth: u32,
     pub bvh_build_ms: f64,
+    /// The 8-wide BVH's (built at load beside the binary one, whichever `settings.bvh` walks).
+    pub wide_nodes: usize,
+    pub wide_depth: u32,
+    pub wide_build_ms: f64,
     pub settings: &'a RenderSettings,
     pub image_hash: String,
     pub summary: Summary,

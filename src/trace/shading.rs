@@ -207,13 +207,14 @@ pub fn trace_camera(
 /// same whatever order leaves are visited in.
 #[inline]
 pub fn leaf(s: &Packed, n: &Node, o: Vec3, d: Vec3, tmax: f32, any_hit: bool, best: &mut u64) -> bool {
-    leaf_range(s, n.first..n.first + n.count, o, d, tmax, any_hit, best)
+    leaf_range(&s.tris, n.first..n.first + n.count, o, d, tmax, any_hit, best)
 }
 
-/// [`leaf`] over BVH positions `range` (a wide leaf's, or a binary leaf's).
+/// [`leaf`] over `tris[range]` (a binary leaf's, or a wide leaf's of
+/// `Packed::wide_tris`): keys take each triangle's BVH position (`pad0`).
 #[inline]
 pub fn leaf_range(
-    s: &Packed,
+    tris: &[Tri],
     range: std::ops::Range<u32>,
     o: Vec3,
     d: Vec3,
@@ -222,13 +223,14 @@ pub fn leaf_range(
     best: &mut u64,
 ) -> bool {
     for k in range {
-        if let Some((t, _, _)) = hit_tri(&s.tris[k as usize], o, d)
+        let tri = &tris[k as usize];
+        if let Some((t, _, _)) = hit_tri(tri, o, d)
             && (t < tmax || (!any_hit && t == tmax))
         {
             if any_hit {
                 return true;
             }
-            let key = hit_key(t, k);
+            let key = hit_key(t, tri.pad0);
             if key < *best {
                 *best = key;
             }

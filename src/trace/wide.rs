@@ -88,7 +88,7 @@ fn leaves(
     let kinds = n.valid & !n.internal;
     nearest_first(hits).any(|bit| {
         let l = s.wide.leaves[(n.leaf_base + rank(kinds, bit, oct)) as usize];
-        leaf_range(s, l.first..l.first + l.count, o, d, key_dist(*best, limit), any_hit, best)
+        leaf_range(&s.wide_tris, l.first..l.first + l.count, o, d, key_dist(*best, limit), any_hit, best)
     })
 }
 

@@ -119,8 +119,9 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
                     match &want {
                         None => {
                             let found = got_hits.iter().filter(|&&k| k != reap::trace::DEAD64).count();
-                            // Sphereflake's second rays mostly escape to the sky; some must hit for the keys to say anything.
-                            assert!(found * 50 > got_hits.len(), "{what}: only {found} second rays hit something");
+                            // Second rays mostly escape sphereflake and the open OBJ; some must hit for the keys to
+                            // say anything (the images compare every bounce).
+                            assert!(found > 0, "{what}: no second ray hit anything");
                             want = Some((got_hits, image));
                         }
                         Some((hits0, image0)) => {

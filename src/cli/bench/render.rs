@@ -101,6 +101,13 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
             tree.build_time.as_secs_f64() * 1e3
         );
         let packed = Packed::new(&sc, &tree);
+        println!(
+            "scene {}: 8-wide BVH {} nodes, depth {}, {:.1} ms (obvhs)",
+            sc.name,
+            packed.wide.nodes.len(),
+            packed.wide.depth,
+            packed.wide.build_time.as_secs_f64() * 1e3
+        );
         let camera = CameraLayout::new(&sc.camera, args.width, args.height);
         let job = SceneBench { args: &args, scene: &sc, tree: &tree, traversals: &traversals, packed, camera };
         let (device, scene_rows) = with_backend(args.backend, job)?;

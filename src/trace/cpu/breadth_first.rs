@@ -235,6 +235,11 @@ mod tests {
             let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
             assert_eq!(deepest, levels(depth, descend), "descend {descend}, BVH depth {depth}: levels entered");
         }
+        // The wide BVH: one level per wide depth, the last one's expansion emitting nothing.
+        let s = RenderSettings { bvh: BvhKind::Wide, ..settings(16, 16, 1, 4, Traversal::BreadthFirst) };
+        let f = &render(&mut e, &s, |_| {}).expect("renders")[0];
+        let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
+        assert_eq!(deepest, e.wide_depth(), "wide depth {}: levels entered", e.wide_depth());
     }
 
     /// A frontier that outgrows its first capacity is grown on the host after
