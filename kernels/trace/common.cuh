@@ -153,31 +153,49 @@ __device__ __forceinline__ float rnd(u32 pixel, u32 sample, u32 bounce, u32 dim,
     return (float)(h >> 8) * (1.0f / 16777216.0f);
 }
 
+#define TRACE_CULL_SLACK 1.0000152587890625f  // 1 + 2^-16
+
 // Entry distance of the ray into the box if it enters before tmax, else -1.
+// The exit is stretched by TRACE_CULL_SLACK (src/bvh CULL_SLACK): a box whose
+// triangle the ray hits at exactly tmax, the closest hit so far, computes its
+// entry an ulp past it at times, and culling it would make a tie's winner
+// depend on the order boxes are visited in.
 __device__ __forceinline__ float hit_box(const Node& n, float3 o, float3 inv, float tmax) {
     float tx0 = (n.lo[0] - o.x) * inv.x, tx1 = (n.hi[0] - o.x) * inv.x;
     float ty0 = (n.lo[1] - o.y) * inv.y, ty1 = (n.hi[1] - o.y) * inv.y;
     float tz0 = (n.lo[2] - o.z) * inv.z, tz1 = (n.hi[2] - o.z) * inv.z;
     float t0 = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
     float t1 = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fminf(fmaxf(tz0, tz1), tmax));
-    return t0 <= t1 ? t0 : -1.0f;
+    return t0 <= t1 * TRACE_CULL_SLACK ? t0 : -1.0f;
+}
+
+// dot and cross rounded after every operation, never fused: the triangle test
+// gives one t whichever kernel inlines it (the compiler contracts otherwise
+// per call site), and the CPU's t (shading.rs `hit_tri`, glam's order).
+__device__ __forceinline__ float dot_rn(float3 a, float3 b) {
+    return __fadd_rn(__fadd_rn(__fmul_rn(a.x, b.x), __fmul_rn(a.y, b.y)), __fmul_rn(a.z, b.z));
+}
+__device__ __forceinline__ float3 cross_rn(float3 a, float3 b) {
+    return make_float3(__fsub_rn(__fmul_rn(a.y, b.z), __fmul_rn(a.z, b.y)),
+                       __fsub_rn(__fmul_rn(a.z, b.x), __fmul_rn(a.x, b.z)),
+                       __fsub_rn(__fmul_rn(a.x, b.y), __fmul_rn(a.y, b.x)));
 }
 
 // Möller-Trumbore. Degenerate triangles were dropped at load, so only det == 0
 // (a ray in the triangle's plane) is rejected.
 __device__ __forceinline__ bool hit_tri(const Tri& tr, float3 o, float3 d, float* t, float* u, float* v) {
     float3 e1 = f3(tr.e1), e2 = f3(tr.e2);
-    float3 p = cross(d, e2);
-    float det = dot(e1, p);
+    float3 p = cross_rn(d, e2);
+    float det = dot_rn(e1, p);
     if (det == 0.0f) return false;
-    float inv = 1.0f / det;
+    float inv = __fdiv_rn(1.0f, det);
     float3 s = o - f3(tr.v0);
-    *u = dot(s, p) * inv;
+    *u = __fmul_rn(dot_rn(s, p), inv);
     if (*u < 0.0f || *u > 1.0f) return false;
-    float3 q = cross(s, e1);
-    *v = dot(d, q) * inv;
-    if (*v < 0.0f || *u + *v > 1.0f) return false;
-    *t = dot(e2, q) * inv;
+    float3 q = cross_rn(s, e1);
+    *v = __fmul_rn(dot_rn(d, q), inv);
+    if (*v < 0.0f || __fadd_rn(*u, *v) > 1.0f) return false;
+    *t = __fmul_rn(dot_rn(e2, q), inv);
     return *t > 0.0f && *t < TRACE_INF;  // finite: a hit at infinity has no point to shade
 }
 

@@ -157,7 +157,8 @@ fn quantize(n: &mut WideNode, lo: Vec3, hi: Vec3, boxes: &[(usize, (Vec3, Vec3))
 /// child goes to the free slot toward which it lies farthest from the node's
 /// centre (greedy over all pairs, best first). A ray whose direction has the
 /// signs of s' then meets the children near to far, roughly, by descending
-/// `slot ^ (7 - octant)`: what the traversal's hit bits are ordered by.
+/// `slot ^ octant` (`octant` bit a set where the ray runs up axis a): what the
+/// traversal's hit bits are ordered by.
 fn octant_slots(bvh: &Bvh, node: &Node, children: &[u32]) -> [Option<u32>; WIDTH] {
     let centre = |n: &Node| 0.5 * (Vec3::from(n.min) + Vec3::from(n.max));
     let c0 = centre(node);
@@ -189,11 +190,13 @@ fn area(n: &Node) -> f32 {
     e.x * e.y + e.y * e.z + e.z * e.x
 }
 
-/// obvhs's slot `s` stands for the direction whose x is negative where bit 2
-/// is set (y: bit 1, z: bit 0); reap's for the one whose x is positive where
-/// bit 0 is set (y: bit 1, z: bit 2).
+/// obvhs gives slot `s` the child whose centre lies least along d_s, where
+/// d_s's x is negative where bit 2 of s is set (y: bit 1, z: bit 0): the
+/// child lies toward +x where bit 2 is set. reap's slot holds the child
+/// toward +x where bit 0 is set (y: bit 1, z: bit 2), what its traversal's
+/// near-first order assumes ([`octant_slots`]).
 fn reap_slot(s: usize) -> usize {
-    ((!s >> 2) & 1) | (!s & 2) | ((!s & 1) << 2)
+    ((s >> 2) & 1) | (s & 2) | ((s & 1) << 2)
 }
 
 /// obvhs's CWBVH over `triangles` in reap's layout. Children keep obvhs's
@@ -517,6 +520,33 @@ mod tests {
             })
             .collect();
         same_hits(&flat, 1500, 6);
+    }
+
+    /// A child sits in the slot of the octant it lies toward from its node's
+    /// centre, on the whole: the near-first order of the GPU traversal (hit
+    /// bits by `slot ^ octant`) depends on it.
+    #[test]
+    fn children_sit_in_their_octants_slots() {
+        let triangles = random_triangles(20_000, 13);
+        let bvh = build(&triangles);
+        let ordered = bvh.reorder(&triangles);
+        for (name, w) in [("collapse", WideBvh::collapse(&bvh)), ("obvhs", WideBvh::build(&ordered))] {
+            let (mut toward, mut away) = (0, 0);
+            for n in &w.nodes {
+                let centre = |(lo, hi): (Vec3, Vec3)| 0.5 * (lo + hi);
+                let slots: Vec<usize> = (0..WIDTH).filter(|&s| n.valid >> s & 1 != 0).collect();
+                let node = slots
+                    .iter()
+                    .map(|&s| n.child_box(s))
+                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+                for s in slots {
+                    let offset = centre(n.child_box(s)) - centre(node);
+                    let along = offset.dot(Vec3::new(sign(s & 1), sign(s & 2), sign(s & 4)));
+                    (toward, away) = if along > 0.0 { (toward + 1, away) } else { (toward, away + 1) };
+                }
+            }
+            assert!(toward > 4 * away, "{name}: {toward} children toward their slot's octant, {away} away");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use glam::{Vec3, Vec4};
 
-use crate::bvh::Node;
+use crate::bvh::{CULL_SLACK, Node};
 use crate::trace::bsdf::{
     bsdf_eval, cosine_around, emission_weight, glossy_sample, light_pdf, power_heuristic, reflect, sample_light,
 };
@@ -119,8 +119,10 @@ pub fn rnd(pixel: u32, sample: u32, bounce: u32, dim: u32, seed: u32) -> f32 {
     (h >> 8) as f32 * (1.0 / 16777216.0)
 }
 
-/// Entry distance of the ray into the box if it enters before tmax, else -1.
-/// `f32::min`/`max` ignore a NaN operand as `fminf`/`fmaxf` do.
+/// Entry distance of the ray into the box if it enters before tmax, else -1;
+/// the exit stretched by [`CULL_SLACK`] as on the GPU (common.cuh `hit_box`),
+/// so a tie at the closest hit's t is never culled. `f32::min`/`max` ignore a
+/// NaN operand as `fminf`/`fmaxf` do.
 #[inline]
 pub fn hit_box(n: &Node, o: Vec3, inv: Vec3, tmax: f32) -> f32 {
     let (tx0, tx1) = ((n.min[0] - o.x) * inv.x, (n.max[0] - o.x) * inv.x);
@@ -128,7 +130,7 @@ pub fn hit_box(n: &Node, o: Vec3, inv: Vec3, tmax: f32) -> f32 {
     let (tz0, tz1) = ((n.min[2] - o.z) * inv.z, (n.max[2] - o.z) * inv.z);
     let t0 = tx0.min(tx1).max(ty0.min(ty1)).max(tz0.min(tz1).max(0.0));
     let t1 = tx0.max(tx1).min(ty0.max(ty1)).min(tz0.max(tz1).min(tmax));
-    if t0 <= t1 { t0 } else { -1.0 }
+    if t0 <= t1 * CULL_SLACK { t0 } else { -1.0 }
 }
 
 /// Möller-Trumbore: `(t, u, v)` of a hit in front of the origin. Degenerate
