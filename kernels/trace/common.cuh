@@ -43,15 +43,10 @@ struct WideNode {  // src/bvh/wide.rs `WideNode`, 80 bytes
     unsigned char exp[3];
     unsigned char valid;
     u32 child_base;
-    u32 leaf_base;
+    u32 leaf_base;  // the first triangle (wide order) of the node's leaves
     unsigned char internal;
-    unsigned char pad[7];
+    unsigned char leaf_meta[7];  // 7 bits a slot: a leaf's offset from leaf_base (5), its count less one (2)
     unsigned char lo_x[8], hi_x[8], lo_y[8], hi_y[8], lo_z[8], hi_z[8];
-};
-
-struct WideLeaf {  // src/bvh/wide.rs `WideLeaf`: a binary leaf's triangles
-    u32 first;
-    u32 count;
 };
 
 struct Tri {  // v0, edges v1 - v0 and v2 - v0, in BVH order
@@ -95,7 +90,6 @@ struct Scene {
     const Texture* textures;
     const float4* texels;  // linear RGB, w = 1, every texture's one after the other
     const struct WideNode* wide_nodes;  // the 8-wide BVH (src/bvh/wide.rs), node 0 the root
-    const struct WideLeaf* wide_leaves;
     const struct Tri* wide_tris;  // the triangles in the wide BVH's order, pad0 their BVH position
 };
 

@@ -222,7 +222,7 @@ mod tests {
             eprintln!(
                 "{name}: 8-wide BVH (obvhs) {} nodes, {} leaves, depth {}, built in {:.2?}",
                 wide.nodes.len(),
-                wide.leaves.len(),
+                wide.leaves,
                 wide.depth,
                 wide.build_time
             );

@@ -12,11 +12,13 @@
 //! closest hit, bit for bit, whatever order either visits its nodes in.
 //!
 //! Why obvhs: measured against reap's own greedy collapse of its binned-SAH
-//! tree ([`WideBvh::collapse`], kept as the baseline), on sphereflake (928k
-//! triangles, this 2-core machine, `cargo run --release --features
-//! compare-builders --example wide_builders`): SAH cost 10.69 against 13.49,
-//! 7.6 children a node against 4.2, about 30 % more rays per CPU-second on
-//! the same traversal, and half the build time; on a 1M-triangle soup the two tie.
+//! tree ([`WideBvh::collapse`], kept as the baseline) on this 2-core machine
+//! (`cargo test --release --lib bvh::wide::tests::builders_side_by_side --
+//! --ignored --nocapture`; the same traversal over both trees, 2^18 rays):
+//! sphereflake (928k triangles) SAH cost 10.69 against 13.49, 7.6 children a
+//! node against 4.2, 2.31 against 1.57 Mrays/s, built in 0.72 s against 0.68 s
+//! (reap's binary build included); a 1M-triangle soup SAH 146 against 153,
+//! 0.26 against 0.23 Mrays/s, 0.73 s against 1.10 s.
 
 use glam::Vec3;
 
@@ -24,6 +26,9 @@ use super::{Bvh, CULL_SLACK, Node, intersect_box};
 
 /// Children per wide node.
 pub const WIDTH: usize = 8;
+/// Triangles per leaf at most: what `leaf_meta`'s two bits of count hold
+/// (obvhs makes leaves of three at most, the binary builder of four).
+pub const MAX_LEAF: u32 = 4;
 
 /// One wide node, 80 bytes (the footprint of Ylitie et al.'s CWBVH node).
 ///
@@ -32,8 +37,10 @@ pub const WIDTH: usize = 8;
 /// bits are `exp[a] << 23`): the product is exact, so every dequantization,
 /// on the CPU or the GPU, with or without a fused multiply-add, rounds once and
 /// gives the same box. A child in `internal` is the wide node
-/// `child_base + (internal children in slots below i)`; any other is the leaf
-/// `leaf_base + (leaf children in slots below i)` of [`WideBvh::leaves`].
+/// `child_base + (internal children in slots below i)`; any other is a leaf,
+/// triangles `leaf_base + offset ..` of the wide order ([`WideBvh::order`]),
+/// its offset and count in `leaf_meta`: a node's leaves read their triangles
+/// straight from the node, as Ylitie et al.'s do (no table between).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct WideNode {
@@ -42,10 +49,13 @@ pub struct WideNode {
     /// Slots holding a child.
     pub valid: u8,
     pub child_base: u32,
+    /// The first triangle (wide order) of the node's leaves.
     pub leaf_base: u32,
     /// Slots holding a wide node (a subset of `valid`).
     pub internal: u8,
-    pub pad: [u8; 7],
+    /// 7 bits a slot, slot i at bits 7i.. of these bytes read little-endian: a
+    /// leaf's first triangle less `leaf_base` (5 bits), and its count less one (2 bits).
+    pub leaf_meta: [u8; 7],
     pub lo_x: [u8; 8],
     pub hi_x: [u8; 8],
     pub lo_y: [u8; 8],
@@ -56,10 +66,9 @@ pub struct WideNode {
 
 const _: () = assert!(std::mem::size_of::<WideNode>() == 80);
 
-/// A leaf child: `count` triangles from position `first` of the wide BVH's
-/// triangle order ([`WideBvh::order`]).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+/// A leaf child: `count` triangles (1 to [`MAX_LEAF`]) from position `first`
+/// of the wide BVH's triangle order ([`WideBvh::order`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WideLeaf {
     pub first: u32,
     pub count: u32,
@@ -70,7 +79,8 @@ pub struct WideLeaf {
 pub struct WideBvh {
     /// Node 0 is the root (none for an empty scene).
     pub nodes: Vec<WideNode>,
-    pub leaves: Vec<WideLeaf>,
+    /// Leaf children over all nodes.
+    pub leaves: usize,
     /// Wide levels on the longest root-to-leaf path (the root's children are level 1's leaves).
     pub depth: u32,
     /// The BVH position of each triangle in the wide order the leaves index.
@@ -92,15 +102,25 @@ impl WideNode {
         (lo, hi)
     }
 
-    /// What slot `slot` holds: a wide node's index, or a leaf's.
+    /// What slot `slot` holds: a wide node's index, or a leaf's triangles.
     pub fn child(&self, slot: usize) -> Child {
         let below = (1u32 << slot) - 1;
         if self.internal & (1 << slot) != 0 {
-            Child::Node(self.child_base + (self.internal as u32 & below).count_ones())
-        } else {
-            let leaves = (self.valid & !self.internal) as u32;
-            Child::Leaf(self.leaf_base + (leaves & below).count_ones())
+            return Child::Node(self.child_base + (self.internal as u32 & below).count_ones());
         }
+        let mut bytes = [0u8; 8];
+        bytes[..7].copy_from_slice(&self.leaf_meta);
+        let meta = (u64::from_le_bytes(bytes) >> (7 * slot)) as u32 & 0x7f;
+        Child::Leaf(WideLeaf { first: self.leaf_base + (meta & 31), count: (meta >> 5) + 1 })
+    }
+
+    /// Makes slot `slot` the leaf of `count` triangles from `leaf_base + offset`.
+    fn set_leaf(&mut self, slot: usize, offset: u32, count: u32) {
+        debug_assert!(offset < 32 && (1..=MAX_LEAF).contains(&count));
+        let mut bytes = [0u8; 8];
+        bytes[..7].copy_from_slice(&self.leaf_meta);
+        let meta = u64::from_le_bytes(bytes) | ((offset | (count - 1) << 5) as u64) << (7 * slot);
+        self.leaf_meta.copy_from_slice(&meta.to_le_bytes()[..7]);
     }
 }
 
@@ -108,7 +128,7 @@ impl WideNode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Child {
     Node(u32),
-    Leaf(u32),
+    Leaf(WideLeaf),
 }
 
 /// Quantizes the boxes of up to eight children inside `lo..hi` (their union)
@@ -222,14 +242,16 @@ fn from_cwbvh(cw: &obvhs::cwbvh::CwBvh, triangles: &[[Vec3; 3]]) -> WideBvh {
         let src = &cw.nodes[c];
         let mut from = [None; WIDTH];
         (0..WIDTH).filter(|&s| !src.is_child_empty(s)).for_each(|s| from[reap_slot(s)] = Some(s));
-        let mut n =
-            WideNode { child_base: w.nodes.len() as u32, leaf_base: w.leaves.len() as u32, ..Default::default() };
+        // obvhs's leaves of a node are consecutive from its primitive base already.
+        let (child_base, leaf_base) = (w.nodes.len() as u32, src.primitive_base_idx);
+        let mut n = WideNode { child_base, leaf_base, ..Default::default() };
         for (slot, s) in from.iter().enumerate() {
             let Some(s) = *s else { continue };
             n.valid |= 1 << slot;
             if src.is_leaf(s) {
                 let (first, count) = src.child_primitives(s);
-                w.leaves.push(WideLeaf { first, count });
+                n.set_leaf(slot, first - leaf_base, count);
+                w.leaves += 1;
             } else {
                 n.internal |= 1 << slot;
                 queue.push_back((src.child_node_index(s) as usize, w.nodes.len(), level + 1));
@@ -241,14 +263,10 @@ fn from_cwbvh(cw: &obvhs::cwbvh::CwBvh, triangles: &[[Vec3; 3]]) -> WideBvh {
     // Exact boxes bottom up (children come after their parent), then each node quantized from them.
     let empty = (Vec3::INFINITY, Vec3::NEG_INFINITY);
     let union = |(lo, hi): (Vec3, Vec3), (l, h): (Vec3, Vec3)| (lo.min(l), hi.max(h));
-    let leaf_boxes: Vec<(Vec3, Vec3)> = w
-        .leaves
-        .par_iter()
-        .map(|l| {
-            let tris = (l.first..l.first + l.count).map(|p| &triangles[w.order[p as usize] as usize]);
-            tris.flatten().fold(empty, |b, &v| union(b, (v, v)))
-        })
-        .collect();
+    let leaf_box = |l: WideLeaf| {
+        let tris = (l.first..l.first + l.count).map(|p| &triangles[w.order[p as usize] as usize]);
+        tris.flatten().fold(empty, |b, &v| union(b, (v, v)))
+    };
     // A level's nodes at once, deepest first: their children's boxes are all known by then.
     let mut exact = vec![empty; w.nodes.len()];
     level_start.push(w.nodes.len());
@@ -259,7 +277,7 @@ fn from_cwbvh(cw: &obvhs::cwbvh::CwBvh, triangles: &[[Vec3; 3]]) -> WideBvh {
             let boxes: Vec<(usize, (Vec3, Vec3))> = (0..WIDTH)
                 .filter(|&s| n.valid >> s & 1 != 0)
                 .map(|s| match n.child(s) {
-                    Child::Leaf(l) => (s, leaf_boxes[l as usize]),
+                    Child::Leaf(l) => (s, leaf_box(l)),
                     Child::Node(c) => (s, below[c as usize - to]),
                 })
                 .collect();
@@ -299,11 +317,12 @@ impl WideBvh {
     /// al. 2008 (open the gathered child of largest area, eight times at
     /// most), its leaves the binary leaves. The baseline [`WideBvh::build`]
     /// was measured against (examples/wide_builders.rs).
-    pub fn collapse(bvh: &Bvh) -> WideBvh {
+    /// `None` when a binary leaf holds more than [`MAX_LEAF`] triangles.
+    pub fn collapse(bvh: &Bvh) -> Option<WideBvh> {
         let start = std::time::Instant::now();
-        let mut w = WideBvh { order: (0..bvh.order.len() as u32).collect(), ..Default::default() };
+        let mut w = WideBvh::default();
         if bvh.nodes.is_empty() {
-            return w;
+            return Some(w);
         }
         // A leaf root becomes a wide root with that one leaf child.
         let gathered = |b: u32| -> Vec<u32> {
@@ -332,17 +351,23 @@ impl WideBvh {
             let children = gathered(b);
             let node = &bvh.nodes[b as usize];
             let slots = octant_slots(bvh, node, &children);
-            let mut n =
-                WideNode { child_base: w.nodes.len() as u32, leaf_base: w.leaves.len() as u32, ..Default::default() };
+            let (child_base, leaf_base) = (w.nodes.len() as u32, w.order.len() as u32);
+            let mut n = WideNode { child_base, leaf_base, ..Default::default() };
             let is_leaf = |c: u32| bvh.nodes[c as usize].count > 0;
-            // Wide children take consecutive indices in slot order, and so do the leaves.
+            // Wide children take consecutive indices in slot order; the leaves' triangles follow each
+            // other in the wide order from leaf_base.
             let mut boxes = Vec::with_capacity(children.len());
             for (slot, c) in slots.iter().enumerate() {
                 let Some(c) = *c else { continue };
                 n.valid |= 1 << slot;
                 let child = &bvh.nodes[c as usize];
                 if is_leaf(c) {
-                    w.leaves.push(WideLeaf { first: child.first, count: child.count });
+                    if child.count > MAX_LEAF {
+                        return None;
+                    }
+                    n.set_leaf(slot, w.order.len() as u32 - leaf_base, child.count);
+                    w.order.extend(child.first..child.first + child.count);
+                    w.leaves += 1;
                 } else {
                     n.internal |= 1 << slot;
                     queue.push_back((c, w.nodes.len() as u32, level + 1));
@@ -355,7 +380,7 @@ impl WideBvh {
             w.nodes[at as usize] = n;
         }
         w.build_time = start.elapsed();
-        w
+        Some(w)
     }
 
     /// The nearest hit of the ray `o + t·d`, `t ≤ t_max`, as [`Bvh::closest_hit`]
@@ -375,8 +400,7 @@ impl WideBvh {
                 continue;
             }
             match child {
-                Child::Leaf(l) => {
-                    let leaf = self.leaves[l as usize];
+                Child::Leaf(leaf) => {
                     let positions = (leaf.first..leaf.first + leaf.count).map(|p| self.order[p as usize]);
                     super::traverse::leaf_hits(triangles, (o, d, t_max), positions, &mut best);
                     t_best = best.map_or(t_max, |b| b.0);
@@ -435,9 +459,8 @@ mod tests {
                         assert!(c > i && (c as usize) < w.nodes.len(), "node {i} slot {s}: child {c}");
                         stack.push((c, level + 1, path));
                     }
-                    Child::Leaf(l) => {
-                        let leaf = w.leaves[l as usize];
-                        assert!((1..=4).contains(&leaf.count), "node {i} slot {s}: {} triangles", leaf.count);
+                    Child::Leaf(leaf) => {
+                        assert!((1..=MAX_LEAF).contains(&leaf.count), "node {i} slot {s}: {} triangles", leaf.count);
                         let positions = (leaf.first..leaf.first + leaf.count).map(|p| w.order[p as usize]);
                         positions.clone().for_each(|p| reached[p as usize] += 1);
                         let corners = positions.flat_map(|p| triangles[p as usize]);
@@ -463,7 +486,7 @@ mod tests {
     fn same_hits(triangles: &[[Vec3; 3]], rays: usize, seed: u64) -> usize {
         let bvh = build(triangles);
         let ordered = bvh.reorder(triangles);
-        let (w, collapsed) = (WideBvh::build(&ordered), WideBvh::collapse(&bvh));
+        let (w, collapsed) = (WideBvh::build(&ordered), WideBvh::collapse(&bvh).expect("leaves of 4 at most"));
         check_wide(&ordered, &w);
         check_wide(&ordered, &collapsed);
         let (lo, hi) = ordered
@@ -530,7 +553,9 @@ mod tests {
         let triangles = random_triangles(20_000, 13);
         let bvh = build(&triangles);
         let ordered = bvh.reorder(&triangles);
-        for (name, w) in [("collapse", WideBvh::collapse(&bvh)), ("obvhs", WideBvh::build(&ordered))] {
+        for (name, w) in
+            [("collapse", WideBvh::collapse(&bvh).expect("leaves of 4 at most")), ("obvhs", WideBvh::build(&ordered))]
+        {
             let (mut toward, mut away) = (0, 0);
             for n in &w.nodes {
                 let centre = |(lo, hi): (Vec3, Vec3)| 0.5 * (lo + hi);
@@ -556,7 +581,8 @@ mod tests {
         let ordered = bvh.reorder(&triangles);
         // Nodes near the bottom hold what their subtree has left: 4.4 children a node on average for
         // the greedy collapse here, 7.3 for obvhs's SAH-optimal one.
-        for (w, fill) in [(WideBvh::collapse(&bvh), 4.0), (WideBvh::build(&ordered), 6.5)] {
+        for (w, fill) in [(WideBvh::collapse(&bvh).expect("leaves of 4 at most"), 4.0), (WideBvh::build(&ordered), 6.5)]
+        {
             check_wide(&ordered, &w);
             assert!(w.depth * 2 < bvh.depth, "wide depth {} against binary {}", w.depth, bvh.depth);
             let children: u32 = w.nodes.iter().map(|n| n.valid.count_ones()).sum();
@@ -565,11 +591,91 @@ mod tests {
         }
         // A single-leaf tree and an empty one.
         let tri = [[Vec3::ZERO, Vec3::X, Vec3::Y]];
-        for w in [WideBvh::collapse(&build(&tri)), WideBvh::build(&tri)] {
-            assert_eq!((w.nodes.len(), w.leaves.len(), w.depth), (1, 1, 1));
-            assert_eq!(w.nodes[0].child(w.nodes[0].valid.trailing_zeros() as usize), Child::Leaf(0));
+        for w in [WideBvh::collapse(&build(&tri)).expect("one leaf"), WideBvh::build(&tri)] {
+            assert_eq!((w.nodes.len(), w.leaves, w.depth), (1, 1, 1));
+            let only = w.nodes[0].valid.trailing_zeros() as usize;
+            assert_eq!(w.nodes[0].child(only), Child::Leaf(WideLeaf { first: 0, count: 1 }));
         }
-        assert!(WideBvh::collapse(&build(&[])).nodes.is_empty());
+        assert!(WideBvh::collapse(&build(&[])).expect("empty").nodes.is_empty());
         assert!(WideBvh::build(&[]).nodes.is_empty());
+    }
+
+    /// The SAH cost of a wide tree from its dequantized child boxes, relative
+    /// to the box `lo..hi` (Ylitie et al.'s weights: a node 1, a triangle 0.3).
+    fn sah_cost(w: &WideBvh, lo: Vec3, hi: Vec3) -> f64 {
+        let area = |(lo, hi): (Vec3, Vec3)| {
+            let e = (hi - lo).as_dvec3();
+            e.x * e.y + e.y * e.z + e.z * e.x
+        };
+        let weighted: f64 = (w.nodes.iter())
+            .flat_map(|n| (0..WIDTH).filter(|&s| n.valid >> s & 1 != 0).map(move |s| (n, s)))
+            .map(|(n, s)| {
+                let cost = match n.child(s) {
+                    Child::Node(_) => 1.0,
+                    Child::Leaf(l) => 0.3 * l.count as f64,
+                };
+                area(n.child_box(s)) * cost
+            })
+            .sum();
+        1.0 + weighted / area((lo, hi))
+    }
+
+    /// reap's greedy collapse of its binned-SAH tree against obvhs's build,
+    /// side by side: build time, SAH cost, children a node, and CPU
+    /// closest-hit speed on the same rays (the same traversal over both), on
+    /// sphereflake and a 1M-triangle soup. What chose obvhs (module doc).
+    /// `cargo test --release --lib bvh::wide::tests::builders_side_by_side -- --ignored --nocapture`
+    #[test]
+    #[ignore = "builds two 1M-triangle scenes both ways; run in release"]
+    fn builders_side_by_side() {
+        use rayon::prelude::*;
+        let flake = crate::scene::builtin("sphereflake").expect("sphereflake");
+        // Small triangles only (random_triangles' large ones cross the whole cube, and every ray meets them).
+        let mut rng = fastrand::Rng::with_seed(21);
+        let soup: Vec<[Vec3; 3]> = (0..1_000_000)
+            .map(|_| {
+                let c = random_vec(&mut rng);
+                [c, c + 0.01 * random_vec(&mut rng), c + 0.01 * random_vec(&mut rng)]
+            })
+            .collect();
+        for (name, triangles) in [("sphereflake", flake.triangles), ("soup 1M", soup)] {
+            let start = std::time::Instant::now();
+            let bvh = build(&triangles);
+            let binary = start.elapsed();
+            let ordered = bvh.reorder(&triangles);
+            let (lo, hi) =
+                ordered.iter().flatten().fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+            let mut rng = fastrand::Rng::with_seed(5);
+            let rays: Vec<(Vec3, Vec3)> = (0..1 << 18)
+                .map(|_| (lo + (hi - lo) * random_vec(&mut rng), (random_vec(&mut rng) - 0.5).normalize()))
+                .collect();
+            let collapsed = WideBvh::collapse(&bvh).expect("leaves of 4 at most");
+            let built = WideBvh::build(&ordered);
+            let mut hits = Vec::new();
+            for (who, w, time) in [
+                ("reap binned SAH + greedy collapse", &collapsed, binary + collapsed.build_time),
+                ("obvhs PLOC + CWBVH (medium_build)", &built, built.build_time),
+            ] {
+                let start = std::time::Instant::now();
+                let found: Vec<Option<u32>> = rays
+                    .par_iter()
+                    .map(|&(o, d)| w.closest_hit(&ordered, o, d, f32::INFINITY).map(|h| h.0.to_bits()))
+                    .collect();
+                let trace = start.elapsed();
+                let children: u32 = w.nodes.iter().map(|n| n.valid.count_ones()).sum();
+                eprintln!(
+                    "{name}, {who}: built in {time:.2?}, SAH {:.2}, {} nodes, {:.2} children a node, depth {}, \
+                     {:.2} Mrays/s on {} threads",
+                    sah_cost(w, lo, hi),
+                    w.nodes.len(),
+                    children as f64 / w.nodes.len() as f64,
+                    w.depth,
+                    rays.len() as f64 / trace.as_secs_f64() / 1e6,
+                    rayon::current_num_threads()
+                );
+                hits.push(found);
+            }
+            assert!(hits[0] == hits[1], "{name}: the two trees found other closest hits");
+        }
     }
 }

@@ -179,7 +179,7 @@ fn load(args: &RenderArgs) -> Result<(scene::Scene, bvh::Bvh, Packed)> {
     println!(
         "8-wide BVH: {} nodes, {} leaves, depth {}, built in {:.1} ms (obvhs PLOC + CWBVH)",
         wide.nodes.len(),
-        wide.leaves.len(),
+        wide.leaves,
         wide.depth,
         wide.build_time.as_secs_f64() * 1e3
     );

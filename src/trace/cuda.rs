@@ -76,7 +76,6 @@ struct SceneArgs {
     textures: u64,
     texels: u64,
     wide_nodes: u64,
-    wide_leaves: u64,
     wide_tris: u64,
 }
 
@@ -274,7 +273,6 @@ impl CudaEngine {
             upload(bytemuck::cast_slice(&packed.textures))?,
             upload(bytemuck::cast_slice(&packed.texels))?,
             upload(bytemuck::cast_slice(&packed.wide.nodes))?,
-            upload(bytemuck::cast_slice(&packed.wide.leaves))?,
             upload(bytemuck::cast_slice(&packed.wide_tris))?,
         ];
         let p = |i: usize| raw_ptr(&scene_buffers[i]);
@@ -293,8 +291,7 @@ impl CudaEngine {
             textures: p(7),
             texels: p(8),
             wide_nodes: p(9),
-            wide_leaves: p(10),
-            wide_tris: p(11),
+            wide_tris: p(10),
         };
         let (path_buffers, paths) = alloc_paths(&backend, pixels)?;
         let sum = backend.zeroed(pixels.max(1) * 16)?;

@@ -237,7 +237,6 @@ impl Packed {
             + self.texels.len() * 16
             + self.light_tris.len() * 8
             + self.wide.nodes.len() * 80
-            + self.wide.leaves.len() * 8
             + self.wide_tris.len() * 48) as u64
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use glam::Vec3;
 
-use crate::bvh::wide::{WIDTH, WideNode};
+use crate::bvh::wide::{Child, WIDTH, WideNode};
 use crate::trace::DEAD64;
 use crate::trace::layout::Packed;
 use crate::trace::shading::{Paths, inv_dir, key_dist, leaf_range, ray};
@@ -85,9 +85,8 @@ fn leaves(
     any_hit: bool,
     best: &mut u64,
 ) -> bool {
-    let kinds = n.valid & !n.internal;
     nearest_first(hits).any(|bit| {
-        let l = s.wide.leaves[(n.leaf_base + rank(kinds, bit, oct)) as usize];
+        let Child::Leaf(l) = n.child((bit ^ oct) as usize) else { return false };
         leaf_range(&s.wide_tris, l.first..l.first + l.count, o, d, key_dist(*best, limit), any_hit, best)
     })
 }
