@@ -199,3 +199,25 @@ __device__ __forceinline__ u64 hit_key(float t, u32 tri) { return ((u64)__float_
 __device__ __forceinline__ float key_dist(u64 key, float none) {
     return key == TRACE_DEAD64 ? none : __uint_as_float((u32)(key >> 32));
 }
+
+// Triangles [first, first + count) against the ray: the closest-hit key, or
+// (any_hit) whether one lies before tmax. A closest-hit candidate at exactly
+// tmax (the best t so far) still competes on its index, so ties resolve the
+// same whatever order leaves are visited in.
+__device__ __forceinline__ bool leaf_range(const Tri* tris, u32 first, u32 count, float3 o, float3 d, float tmax,
+                                           bool any_hit, u64* best) {
+    for (u32 k = first; k < first + count; k++) {
+        float t, u, v;
+        // Three 16-byte loads (a Tri is 48 bytes; the arrays start 256-byte aligned), not twelve of 4.
+        const float4* t4 = reinterpret_cast<const float4*>(tris) + 3 * (u64)k;
+        float4 a = __ldg(t4), b = __ldg(t4 + 1), c = __ldg(t4 + 2);
+        Tri tr = {{a.x, a.y, a.z}, __float_as_uint(a.w), {b.x, b.y, b.z}, __float_as_uint(b.w), {c.x, c.y, c.z},
+                  __float_as_uint(c.w)};
+        if (hit_tri(tr, o, d, &t, &u, &v) && (t < tmax || (!any_hit && t == tmax))) {
+            if (any_hit) return true;
+            u64 key = hit_key(t, tr.pad0);  // the BVH position, whichever BVH holds the triangle
+            if (key < *best) *best = key;
+        }
+    }
+    return false;
+}

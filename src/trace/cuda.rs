@@ -34,9 +34,11 @@ pub const COMMON: Source = kernel_source!("trace/common.cuh");
 pub const TEXTURE: Source = kernel_source!("trace/texture.cuh", headers: &[COMMON]);
 /// The BSDFs, light sampling and MIS weights (src/trace/bsdf.rs is its twin).
 pub const BSDF: Source = kernel_source!("trace/bsdf.cuh", headers: &[COMMON]);
+/// The 8-wide BVH's node test and leaves (src/trace/wide.rs is their twin).
+pub const WIDE: Source = kernel_source!("trace/wide.cuh", headers: &[COMMON]);
 /// The wavefront stages.
 pub const WAVEFRONT: Source =
-    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, BSDF, crate::frontier::CUDA_HEADER, SITE]);
+    kernel_source!("trace/wavefront.cu", headers: &[COMMON, TEXTURE, BSDF, WIDE, crate::frontier::CUDA_HEADER, SITE]);
 /// The tracer's sums to the viewer's 8-bit sRGB image (src/trace/tonemap.rs is
 /// its twin), with IEEE arithmetic so that it rounds as the CPU does.
 pub const TONEMAP: Source = kernel_source!("trace/tonemap.cu", options: IEEE);

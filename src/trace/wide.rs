@@ -1,4 +1,4 @@
-//! The CPU twins of the 8-wide BVH's kernels in `kernels/trace/wavefront.cu`
+//! The CPU twins of the 8-wide BVH's kernels in `kernels/trace/wide.cuh` and `wavefront.cu`
 //! (`wide_children`, `trace_depth_first_wide`, `trace_bf_expand_wide`), one
 //! ray or one frontier item each, over [`crate::bvh::wide`]'s nodes. Both
 //! BVHs hold the triangles in one order and ties go to the smaller position,

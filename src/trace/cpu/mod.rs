@@ -1,3 +1,4 @@
+//! Over 600 lines with its tests, kept whole: the engine and the tests of its stages.
 //! The wavefront stages on the CPU: the twin of `kernels/trace/wavefront.cu`
 //! (and of `tonemap.cu`), one rayon loop per kernel over the same buffers in
 //! the same order, each calling the per-path function of the same name in
