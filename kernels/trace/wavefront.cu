@@ -283,6 +283,23 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
 #endif
 }
 
+// A breadth-first item's ray and the distance past which it culls: the
+// path's closest hit so far, or the shadow ray's length. False when another
+// item of the path has already found the shadow ray's blocker.
+__device__ __forceinline__ bool bf_ray(Paths& p, u32 path, u32 shadow, float3* o, float3* d, float* limit) {
+    *o = f3(p.origin[path]);
+    if (shadow) {
+        if (*(volatile u32*)&p.occluded[path] != 0) return false;
+        float4 sd = p.shadow_dir[path];
+        *d = f3(sd);
+        *limit = sd.w;
+    } else {
+        *d = f3(p.dir[path]);
+        *limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
+    }
+    return true;
+}
+
 // Breadth-first, one frontier item: descends `descend` BVH levels below the
 // item's node, nearer child first, culling boxes the ray enters only past
 // the path's closest hit so far. A leaf met on the way is intersected at
@@ -303,19 +320,9 @@ __device__ u32 bf_expand_one(const Scene& s, Paths& p, u64 item, u32 shadow, u32
     for (u32 j = 0; j < fan; j++) out[j] = TRACE_DEAD64;
     if (item == TRACE_DEAD64) return 0;
     u32 path = (u32)(item >> 32);
-    float3 o = f3(p.origin[path]);
-    float3 d;
+    float3 o, d;
     float limit;
-    if (shadow) {
-        // Another item of this path may have found a blocker already.
-        if (*(volatile u32*)&p.occluded[path] != 0) return 0;
-        float4 sd = p.shadow_dir[path];
-        d = f3(sd);
-        limit = sd.w;
-    } else {
-        d = f3(p.dir[path]);
-        limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
-    }
+    if (!bf_ray(p, path, shadow, &o, &d, &limit)) return 0;
     float3 inv = inv_dir(d);
     u64 base = (u64)path << 32;
     u64 best = TRACE_DEAD64;
@@ -424,19 +431,9 @@ __device__ u32 bf_expand_wide_one(const Scene& s, Paths& p, u64 item, u32 shadow
     for (u32 j = 0; j < 8; j++) out[j] = TRACE_DEAD64;
     if (item == TRACE_DEAD64) return 0;
     u32 path = (u32)(item >> 32);
-    float3 o = f3(p.origin[path]);
-    float3 d;
+    float3 o, d;
     float limit;
-    if (shadow) {
-        // Another item of this path may have found a blocker already.
-        if (*(volatile u32*)&p.occluded[path] != 0) return 0;
-        float4 sd = p.shadow_dir[path];
-        d = f3(sd);
-        limit = sd.w;
-    } else {
-        d = f3(p.dir[path]);
-        limit = key_dist(*(volatile u64*)&p.hit[path], TRACE_INF);
-    }
+    if (!bf_ray(p, path, shadow, &o, &d, &limit)) return 0;
     u32 oct = octant(d);
     u64 best = TRACE_DEAD64;
     WideHits h = wide_children(s, (u32)item, o, inv_dir(d), oct, limit);
