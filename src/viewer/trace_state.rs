@@ -251,7 +251,7 @@ mod tests {
         assert!(
             csv.lines()
                 .nth(2)
-                .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,lookback,lookback,auto,compact paths,0,,1.0"))
+                .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,binary,lookback,lookback,auto,compact paths,0,,1.0"))
         );
         assert!(
             csv.starts_with("frame,sample,")
