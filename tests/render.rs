@@ -87,8 +87,9 @@ fn bench_render_agrees_across_algorithms_on_the_cpu() {
     assert!(md.contains("| Mrays/s (wall) | wall ms | Mrays/s (stages) | stages ms | gap |"), "{md}");
     assert!(md.contains("Clocks: over the configurations that ran, the wall clock exceeds"), "{md}");
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("csv");
-    // Five choices per traversal, `lookback` and `atomic` both fused and separate (`--fusion auto,off`).
-    assert_eq!(csv.lines().count(), 1 + 2 * (5 + 2), "{csv}");
+    // Five choices per traversal and BVH kind (`--bvh binary,wide`), `lookback` and `atomic` both fused
+    // and separate (`--fusion auto,off`).
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * (5 + 2), "{csv}");
     assert!(csv.lines().any(|l| l.contains(",lookback,fused,")), "{csv}");
     assert!(csv.lines().any(|l| l.contains(",lookback,separate,")), "{csv}");
     let mut r = csv::Reader::from_reader(csv.as_bytes());
