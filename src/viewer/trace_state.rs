@@ -248,11 +248,9 @@ mod tests {
         assert_eq!(s.stage_names(), [stage::CAMERA, stage::COMPACT_PATHS]);
         let csv = s.timings_csv();
         assert_eq!(csv.lines().count(), 3);
-        assert!(
-            csv.lines()
-                .nth(2)
-                .is_some_and(|l| l.starts_with("1,0,cpu,breadth-first,binary,lookback,lookback,auto,compact paths,0,,1.0"))
-        );
+        assert!(csv.lines().nth(2).is_some_and(|l| {
+            l.starts_with("1,0,cpu,breadth-first,binary,lookback,lookback,auto,compact paths,0,,1.0")
+        }));
         assert!(
             csv.starts_with("frame,sample,")
                 && csv.lines().next().is_some_and(|h| h.ends_with(",frame_ms,wall_ms,rays"))
