@@ -30,3 +30,5 @@ pub mod table;
 pub mod trace;
 pub mod verify;
 pub mod viewer;
+#[cfg(feature = "wgpu")]
+pub mod wgpu_runtime;

@@ -38,6 +38,7 @@ pub fn from_name<'de, T: Named, D: serde::Deserializer<'de>>(d: D) -> Result<T, 
 pub enum BenchBackend {
     Cpu,
     Cuda,
+    Wgpu,
     Cub,
 }
 
@@ -47,11 +48,12 @@ impl Named for BenchBackend {
         match self {
             BenchBackend::Cpu => BackendKind::Cpu.name(),
             BenchBackend::Cuda => BackendKind::Cuda.name(),
+            BenchBackend::Wgpu => BackendKind::Wgpu.name(),
             BenchBackend::Cub => "cub",
         }
     }
     fn all() -> Vec<Self> {
-        vec![BenchBackend::Cpu, BenchBackend::Cuda, BenchBackend::Cub]
+        vec![BenchBackend::Cpu, BenchBackend::Cuda, BenchBackend::Wgpu, BenchBackend::Cub]
     }
 }
 
@@ -60,6 +62,7 @@ impl From<BackendKind> for BenchBackend {
         match k {
             BackendKind::Cpu => BenchBackend::Cpu,
             BackendKind::Cuda => BenchBackend::Cuda,
+            BackendKind::Wgpu => BenchBackend::Wgpu,
         }
     }
 }

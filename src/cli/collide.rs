@@ -145,7 +145,7 @@ impl OnBackend for CollideRun {
         let (args, sc) = (&self.args, self.scenario);
         let s = settings(&backend, &args.compact_pairs, &args.sort, &args.sim)?;
         let n = args.bodies.unwrap_or(match backend.kind() {
-            BackendKind::Cuda => DEFAULT_BODIES_CUDA,
+            BackendKind::Cuda | BackendKind::Wgpu => DEFAULT_BODIES_CUDA,
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
         });
         let (kind, device) = (backend.kind().name(), backend.device());

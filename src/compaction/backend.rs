@@ -1,4 +1,4 @@
-//! The backend trait: one API over the CPU, CUDA and (later) wgpu backends, so
+//! The backend trait: one API over the CPU, CUDA and wgpu backends, so
 //! that callers pick an algorithm and a backend at run time and change nothing else.
 
 use std::time::Duration;
@@ -10,6 +10,7 @@ use crate::compaction::{Algorithm, Element, Error, Result, ScanElement, SortKey}
 pub enum BackendKind {
     Cpu,
     Cuda,
+    Wgpu,
 }
 
 impl BackendKind {
@@ -17,8 +18,24 @@ impl BackendKind {
         match self {
             BackendKind::Cpu => "cpu",
             BackendKind::Cuda => "cuda",
+            BackendKind::Wgpu => "wgpu",
         }
     }
+}
+
+/// How a GPU backend compiles the keep rule into a kernel (`REAP_KEEP` in
+/// kernels/compaction/common.cuh, `KEEP` in shaders/compaction/common.wgsl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeepMode {
+    Flags = 0,
+    Sentinel = 1,
+    Predicate = 2,
+    /// Radix sort's split: keep elements whose key bit `param[0]` is 0.
+    Bit = 3,
+}
+
+impl KeepMode {
+    pub const ALL: [KeepMode; 4] = [KeepMode::Flags, KeepMode::Sentinel, KeepMode::Predicate, KeepMode::Bit];
 }
 
 /// Which elements survive a compaction.

@@ -48,6 +48,11 @@ pub enum Error {
     #[error(transparent)]
     Gpu(#[from] crate::gpu::Error),
 
+    /// The wgpu layer's errors: no adapter, limits, validation.
+    #[cfg(feature = "wgpu")]
+    #[error(transparent)]
+    Wgpu(crate::wgpu_runtime::Error),
+
     #[error("{0}")]
     Backend(String),
 }

@@ -10,13 +10,15 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod element;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 mod error;
 mod pattern;
 pub mod shard;
 mod site;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
-pub use backend::{Backend, BackendKind, CompactCall, Keep, Lens, PhaseTime, Rejected, Report, ScanCall};
+pub use backend::{Backend, BackendKind, CompactCall, Keep, KeepMode, Lens, PhaseTime, Rejected, Report, ScanCall};
 pub use cpu::{CpuBackend, CpuReport};
 pub use element::{ELEMENT_SIZES, Element, ScanElement, SortKey, check_element, element_sizes_text, same_bits};
 pub use error::{Error, Result};

@@ -256,7 +256,7 @@ impl RenderSettings {
     pub fn check_memory(&self, backend: BackendKind, host: Limit) -> TraceResult<()> {
         let per_pixel = match backend {
             BackendKind::Cpu => IMAGE_HOST_BYTES + PATH_HOST_BYTES,
-            BackendKind::Cuda => IMAGE_HOST_BYTES,
+            BackendKind::Cuda | BackendKind::Wgpu => IMAGE_HOST_BYTES,
         };
         let what = format!("an image of {}x{} pixels", self.width, self.height);
         memory::check(what, memory::times(self.pixels(), per_pixel), host, "lower --width and --height")?;

@@ -22,6 +22,8 @@ mod cuda;
 pub mod shard;
 #[cfg(feature = "cuda")]
 pub mod site;
+#[cfg(feature = "wgpu")]
+mod wgpu;
 
 pub use cases::{CompactCase, RemovalOrder, compact_case, remove_case, scan_case, sort_case};
 pub use counted::{CountedLen, counted_compact_case, counted_scan_case};

@@ -10,7 +10,7 @@ use crate::collide::{
     Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
 };
 
-use super::ViewerError;
+use super::{ViewerError, WGPU_NO_WORKLOADS};
 use super::collide_state::CollideChoices;
 #[cfg(feature = "cuda")]
 use super::session::cuda_backend;
@@ -149,6 +149,7 @@ fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyC
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
+        BackendKind::Wgpu => Err(ViewerError::Backend(WGPU_NO_WORKLOADS.into())),
     }
 }
 

@@ -49,6 +49,13 @@ pub use app::{CollideOptions, ViewOptions, run};
 
 use std::path::Path;
 
+#[cfg(feature = "viewer")]
+/// Why the viewer's backend menu has no wgpu entry yet: the library runs on
+/// wgpu, the path tracer and the collider do not.
+pub(crate) const WGPU_NO_WORKLOADS: &str =
+    "the wgpu backend runs the compaction library (reap verify, reap bench compaction); the path tracer and \
+     the collision demo compute with CUDA or the CPU";
+
 /// Why the viewer could not run or could not write a file.
 #[derive(Debug, thiserror::Error)]
 pub enum ViewerError {
@@ -171,7 +178,7 @@ mod app {
     fn default_bodies(kind: BackendKind) -> u32 {
         match kind {
             BackendKind::Cpu => 4_000,
-            BackendKind::Cuda => 100_000,
+            BackendKind::Cuda | BackendKind::Wgpu => 100_000,
         }
     }
 

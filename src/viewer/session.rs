@@ -266,5 +266,6 @@ fn build_engine(
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
+        BackendKind::Wgpu => Err(ViewerError::Backend(super::WGPU_NO_WORKLOADS.into())),
     }
 }

@@ -54,19 +54,7 @@ pub const SHARD: Source = kernel_source!("compaction/shard.cu", headers: &[COMMO
 pub const SOURCES: &[Source] =
     &[LOOKBACK, CHAINED, MARK, BILLETER, HORN, SENGUPTA, BLELLOCH, ROGER, ATOMIC, REDZONE, SORT, SHARD];
 
-/// How the keep rule is compiled into a kernel (`REAP_KEEP` in common.cuh).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeepMode {
-    Flags = 0,
-    Sentinel = 1,
-    Predicate = 2,
-    /// Radix sort's split: keep elements whose key bit `param[0]` is 0.
-    Bit = 3,
-}
-
-impl KeepMode {
-    pub const ALL: [KeepMode; 4] = [KeepMode::Flags, KeepMode::Sentinel, KeepMode::Predicate, KeepMode::Bit];
-}
+pub use crate::compaction::KeepMode;
 
 /// What specialises one compiled module of the library.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -195,6 +195,7 @@ fn facts<F>(backend: BackendKind, adapter: &str, fps: f64, of: F) -> Facts<'_, F
     let device = match backend {
         BackendKind::Cpu => "CPU (rayon)",
         BackendKind::Cuda => "CUDA",
+        BackendKind::Wgpu => "wgpu",
     };
     Facts { backend, device, adapter, fps, of }
 }

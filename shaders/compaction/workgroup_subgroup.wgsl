@@ -1,0 +1,58 @@
+// Workgroup-wide scans and reductions through subgroup operations (adapters
+// with wgpu's SUBGROUP feature): a subgroup scan, the subgroups' totals
+// through workgroup memory, one pass over them. Assumes subgroups are
+// contiguous ranges of local_invocation_index and WG a multiple of the
+// subgroup size, as on every Vulkan, Metal and DX12 driver for 1-D workgroups.
+// Same functions as workgroup.wgsl.
+
+override WG: u32 = 256u;
+
+struct Invocation {
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(subgroup_invocation_id) sg_lane: u32,
+    @builtin(subgroup_size) sg_size: u32,
+}
+
+var<private> inv_lid: u32;
+var<private> inv_lane: u32;
+var<private> inv_sg_size: u32;
+var<workgroup> wg_buf: array<u32, WG>;
+var<workgroup> wg_total: u32;
+
+fn begin(inv: Invocation) {
+    inv_lid = inv.lid;
+    inv_lane = inv.sg_lane;
+    inv_sg_size = inv.sg_size;
+}
+
+fn wg_exclusive_scan(v: u32) -> vec2<u32> {
+    let lid = inv_lid;
+    let x = subgroupExclusiveAdd(v);
+    let sg = lid / inv_sg_size;
+    let groups = WG / inv_sg_size;
+    if (inv_lane == inv_sg_size - 1u) {
+        wg_buf[sg] = x + v;
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        var acc = 0u;
+        for (var k = 0u; k < groups; k++) {
+            let t = wg_buf[k];
+            wg_buf[k] = acc;
+            acc += t;
+        }
+        wg_total = acc;
+    }
+    workgroupBarrier();
+    let r = vec2<u32>(wg_buf[sg] + x, wg_total);
+    workgroupBarrier();
+    return r;
+}
+
+fn wg_reduce(v: u32) -> u32 {
+    return wg_exclusive_scan(v).y;
+}
+
+const WG_PATH: u32 = 1u;

@@ -1,0 +1,521 @@
+//! The wgpu backend: the library on any GPU wgpu opens (Vulkan, Metal, DX12),
+//! with every GPU algorithm of the catalog in WGSL under `shaders/compaction/`.
+//!
+//! A call records its work as a [`Plan`], a list of named stages of
+//! dispatches, then runs it as one submission: one compute pass per stage,
+//! timed by timestamp queries (or the host clock where the adapter has
+//! none). Counts stay on the device until asked for; the counted calls take
+//! their length from the device too. The `Backend` implementation, each
+//! call's checks and the dispatch by catalog name, is in backend.rs; one file
+//! per algorithm holds its host side, beside `shaders/compaction/NAME.wgsl`.
+//! Inside this module `::wgpu::` names the crate.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::compaction::{Algorithm, Error, PhaseTime, Report, Result};
+use crate::wgpu_runtime::{self as rt, Device, Stages, Timing, pipelines::Pipelines};
+
+pub mod atomic;
+pub mod backend;
+pub mod billeter;
+pub mod blelloch;
+pub mod horn;
+pub mod redzone;
+pub mod roger;
+pub mod runtime;
+pub mod sengupta;
+pub mod single_pass;
+pub mod sort;
+
+pub use rt::AdapterChoice;
+use runtime::{PARAMS_STRIDE, Params, Variant};
+
+impl From<rt::Error> for Error {
+    fn from(e: rt::Error) -> Self {
+        Error::Wgpu(e)
+    }
+}
+
+/// A device buffer of `len` elements of `T`.
+pub struct WgpuBuffer<T> {
+    raw: ::wgpu::Buffer,
+    len: u64,
+    cap: u64,
+    _t: PhantomData<T>,
+}
+
+impl<T> WgpuBuffer<T> {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Elements the allocation holds; `len` may be set anywhere up to it.
+    pub fn capacity(&self) -> u64 {
+        self.cap
+    }
+    /// Sets the length the library sees; the contents stay as they were.
+    pub fn set_len(&mut self, len: u64) -> Result<()> {
+        if len > self.cap {
+            return Err(Error::LengthMismatch {
+                what: "buffer length above its capacity",
+                expected: self.cap,
+                actual: len,
+            });
+        }
+        self.len = len;
+        Ok(())
+    }
+    /// The wgpu buffer, for a workload's own shaders.
+    pub fn raw(&self) -> &::wgpu::Buffer {
+        &self.raw
+    }
+}
+
+/// A keep rule as WGSL source: it must define
+/// `fn reap_predicate(x: Elem, p: vec4<u32>) -> bool`, where `Elem` is the
+/// element type (`u32`, `vec2<u32>`, `vec4<u32>` or `Elem32 { lo, hi }`; read
+/// a word with `elem_word(x, k)`) and `p` holds `params` as (lo, hi, lo, hi).
+#[derive(Clone, Debug)]
+pub struct WgpuPredicate {
+    pub source: Arc<str>,
+    pub params: [u64; 2],
+}
+
+impl WgpuPredicate {
+    pub fn new(source: impl Into<Arc<str>>, params: [u64; 2]) -> Self {
+        WgpuPredicate { source: source.into(), params }
+    }
+}
+
+/// Where a run's count is.
+enum Count {
+    /// A device word (u64) of the run's own.
+    Device(::wgpu::Buffer),
+    /// Known on the host (a sort's is its length).
+    Host(u64),
+    /// A counted call's: this word of the caller's lens buffer.
+    Lens(u64),
+}
+
+/// A submitted run: the count on the device and the stages' timestamps.
+pub struct WgpuReport {
+    dev: Arc<Device>,
+    count: Count,
+    timing: Timing,
+}
+
+impl Report for WgpuReport {
+    fn count(&self) -> Result<u64> {
+        match &self.count {
+            Count::Device(b) => {
+                let bytes = self.dev.read(b, 0, 8, "reading a count")?;
+                Ok(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+            }
+            Count::Host(n) => Ok(*n),
+            Count::Lens(word) => Err(Error::CountInLens { word: *word }),
+        }
+    }
+    fn phases(&self) -> Result<Vec<PhaseTime>> {
+        Ok(self.timing.times()?.into_iter().map(|(name, time)| PhaseTime { name, time }).collect())
+    }
+    fn span(&self) -> Result<std::time::Duration> {
+        Ok(self.timing.span()?)
+    }
+}
+
+impl WgpuReport {
+    /// Which clock timed the stages.
+    pub fn clock(&self) -> rt::timer::Clock {
+        self.timing.clock
+    }
+}
+
+/// The buffers one dispatch binds (shaders/compaction/common.wgsl): `src`
+/// and `flags` read-only, the rest read-write. A missing one is bound to a
+/// dummy; one buffer must not appear twice where either is written.
+#[derive(Clone, Default)]
+pub struct Bind {
+    pub src: Option<::wgpu::Buffer>,
+    pub dst: Option<::wgpu::Buffer>,
+    pub flags: Option<::wgpu::Buffer>,
+    pub words: Option<::wgpu::Buffer>,
+    pub state: Option<::wgpu::Buffer>,
+    pub aux: Option<::wgpu::Buffer>,
+    pub aux2: Option<::wgpu::Buffer>,
+}
+
+enum Step {
+    Stage(&'static str),
+    Clear { buffer: ::wgpu::Buffer, offset: u64, size: Option<u64> },
+    Copy { from: ::wgpu::Buffer, from_offset: u64, to: ::wgpu::Buffer, to_offset: u64, size: u64 },
+    Dispatch { pipeline: ::wgpu::ComputePipeline, params: Params, bind: Bind, groups: u32 },
+}
+
+/// A call's work before it runs: named stages, each a compute pass of
+/// dispatches. Clears and copies run before their stage's pass (wgpu forbids
+/// them inside one); work that must follow a dispatch starts a new stage.
+#[derive(Default)]
+pub struct Plan {
+    steps: Vec<Step>,
+}
+
+impl Plan {
+    pub fn stage(&mut self, name: &'static str) -> &mut Self {
+        self.steps.push(Step::Stage(name));
+        self
+    }
+    /// Zeroes `size` bytes (the rest of the buffer with `None`) from `offset`.
+    pub fn clear(&mut self, buffer: &::wgpu::Buffer, offset: u64, size: Option<u64>) -> &mut Self {
+        self.steps.push(Step::Clear { buffer: buffer.clone(), offset, size });
+        self
+    }
+    pub fn copy(&mut self, from: &::wgpu::Buffer, from_offset: u64, to: &::wgpu::Buffer, to_offset: u64, size: u64) {
+        if size > 0 {
+            let (from, to) = (from.clone(), to.clone());
+            self.steps.push(Step::Copy { from, from_offset, to, to_offset, size });
+        }
+    }
+    /// `groups` workgroups of `pipeline` (spread over x and y past 65,535;
+    /// shaders index them with `group_index`).
+    pub fn dispatch(&mut self, pipeline: ::wgpu::ComputePipeline, params: Params, bind: Bind, groups: u32) -> &mut Self {
+        if groups > 0 {
+            self.steps.push(Step::Dispatch { pipeline, params, bind, groups });
+        }
+        self
+    }
+}
+
+/// What one call reads and writes, as the algorithms receive it: a counted
+/// call reads its length from `words[len_word]`; every call writes its count
+/// to `words[count_word]` (u32 word indices: a u64 word w is 2w).
+#[derive(Clone)]
+pub struct Io {
+    pub cap: u32,
+    pub len_word: u32,
+    pub count_word: u32,
+    pub input: ::wgpu::Buffer,
+    pub output: ::wgpu::Buffer,
+    pub words: ::wgpu::Buffer,
+}
+
+impl Io {
+    /// The parameters every dispatch of the call starts from.
+    pub fn params(&self) -> Params {
+        Params { cap: self.cap, len_word: self.len_word, count_word: self.count_word, ..Default::default() }
+    }
+    /// The buffers every dispatch of the call binds.
+    pub fn bind(&self) -> Bind {
+        Bind {
+            src: Some(self.input.clone()),
+            dst: Some(self.output.clone()),
+            words: Some(self.words.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// Every wgpu algorithm's tuning, one plain struct per algorithm.
+#[derive(Clone, Debug, Default)]
+pub struct WgpuTuning {
+    pub atomic: atomic::AtomicTuning,
+}
+
+impl WgpuTuning {
+    /// Sets one tuning number by name, `algorithm.field` (e.g. `atomic.block`).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |why: String| Error::Tuning { algorithm: "wgpu", why };
+        let int = || value.parse::<u32>().map_err(|_| bad(format!("`{key}={value}`: expected a whole number")));
+        match key {
+            "atomic.block" => self.atomic.block = int()?,
+            "atomic.items" => self.atomic.items = int()?,
+            _ => return Err(bad(format!("unknown tuning key `{key}`; see WgpuTuning::set for the list"))),
+        }
+        Ok(())
+    }
+}
+
+/// The wgpu backend on one adapter and its queue.
+pub struct WgpuBackend {
+    dev: Arc<Device>,
+    pipelines: Pipelines,
+    /// Bound where a dispatch binds nothing: one read-only, one per read-write slot.
+    dummy_ro: ::wgpu::Buffer,
+    dummy_rw: [::wgpu::Buffer; 5],
+    pub tuning: WgpuTuning,
+    /// Use subgroup operations where the adapter has them (`REAP_WGPU_SUBGROUPS=0` turns them off).
+    pub subgroups: bool,
+}
+
+impl WgpuBackend {
+    /// Opens the adapter `choice` names, or says what is missing.
+    pub fn new(choice: &AdapterChoice) -> Result<Self> {
+        let dev = Arc::new(Device::open(choice)?);
+        let pipelines = Pipelines::new(&dev)?;
+        let mk = |label| {
+            dev.device.create_buffer(&::wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 64,
+                usage: ::wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
+        };
+        let (dummy_ro, dummy_rw) = dev.scoped(
+            || "the dummy bindings".into(),
+            || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))),
+        )?;
+        let mut tuning = WgpuTuning::default();
+        // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.
+        if let Ok(list) = std::env::var("REAP_WGPU_TUNING") {
+            for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+                let (key, value) = item.split_once('=').ok_or_else(|| Error::Tuning {
+                    algorithm: "wgpu",
+                    why: format!("REAP_WGPU_TUNING entry `{item}` is not key=value"),
+                })?;
+                tuning.set(key.trim(), value.trim())?;
+            }
+        }
+        let subgroups = dev.subgroups && std::env::var("REAP_WGPU_SUBGROUPS").map_or(true, |v| v != "0");
+        Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, subgroups })
+    }
+
+    /// Whether the wgpu backend has the algorithm (no adapter needed to ask).
+    pub fn implements(algorithm: Algorithm) -> bool {
+        // The sequential reference and Bernabé's stencil are CPU algorithms.
+        !matches!(algorithm, Algorithm::Sequential | Algorithm::Stencil)
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The adapter as reports name it.
+    pub fn name(&self) -> &str {
+        &self.dev.name
+    }
+
+    /// The pipeline of `entry` in `shader` for `v`, with override constants.
+    pub fn pipeline(
+        &self,
+        shader: &rt::Shader,
+        v: &Variant,
+        entry: &'static str,
+        constants: &[(&'static str, u32)],
+    ) -> Result<::wgpu::ComputePipeline> {
+        Ok(self.pipelines.get(&self.dev, shader, v.prelude(), entry, constants)?)
+    }
+
+    /// The specialisation for elements of `elem_bytes` under `keep`.
+    pub fn variant(&self, elem_bytes: usize, keep: crate::compaction::KeepMode, predicate: Option<Arc<str>>) -> Variant {
+        Variant::new(elem_bytes, keep, predicate, self.subgroups)
+    }
+
+    /// A device buffer of `bytes` bytes (at least 64: nothing binds empty),
+    /// zeroed, checked against the adapter's limits first.
+    pub fn raw_buffer(&self, what: &'static str, bytes: u64) -> Result<::wgpu::Buffer> {
+        self.dev.check_size(what, bytes)?;
+        let size = bytes.max(64).next_multiple_of(4);
+        Ok(self.dev.scoped(
+            || format!("a {size}-byte buffer for {what}"),
+            || {
+                self.dev.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some(what),
+                    size,
+                    usage: ::wgpu::BufferUsages::STORAGE
+                        | ::wgpu::BufferUsages::COPY_SRC
+                        | ::wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            },
+        )?)
+    }
+
+    /// Runs a plan as one submission: parameters uploaded, bind groups
+    /// made, a pass per stage.
+    pub fn run(&self, plan: Plan) -> Result<Timing> {
+        let dispatches = plan.steps.iter().filter(|s| matches!(s, Step::Dispatch { .. })).count() as u64;
+        let mut uniform_bytes = vec![0u8; (dispatches.max(1) * PARAMS_STRIDE) as usize];
+        let mut k = 0;
+        for s in &plan.steps {
+            if let Step::Dispatch { params, .. } = s {
+                let at = k * PARAMS_STRIDE as usize;
+                uniform_bytes[at..at + std::mem::size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(params));
+                k += 1;
+            }
+        }
+        let dev = &self.dev;
+        let uniforms = dev.scoped(
+            || "a call's parameters".into(),
+            || {
+                use ::wgpu::util::DeviceExt;
+                dev.device.create_buffer_init(&::wgpu::util::BufferInitDescriptor {
+                    label: Some("reap params"),
+                    contents: &uniform_bytes,
+                    usage: ::wgpu::BufferUsages::UNIFORM,
+                })
+            },
+        )?;
+        let mut st = Stages::new(dev);
+        // Group the steps by stage: clears and copies first, then one pass.
+        let mut stages: Vec<(&'static str, Vec<&Step>, Vec<(u64, &Step)>)> = Vec::new();
+        let mut k = 0u64;
+        for s in &plan.steps {
+            match s {
+                Step::Stage(name) => stages.push((name, Vec::new(), Vec::new())),
+                Step::Clear { .. } | Step::Copy { .. } => match stages.last_mut() {
+                    Some(st) => st.1.push(s),
+                    None => stages.push(("", vec![s], Vec::new())),
+                },
+                Step::Dispatch { .. } => {
+                    let last = stages.last_mut().ok_or_else(|| Error::Backend("a dispatch before any stage".into()))?;
+                    last.2.push((k * PARAMS_STRIDE, s));
+                    k += 1;
+                }
+            }
+        }
+        dev.scoped(
+            || "recording a call".into(),
+            || -> Result<()> {
+                for (name, transfers, work) in &stages {
+                    for t in transfers {
+                        match t {
+                            Step::Clear { buffer, offset, size } => st.encoder().clear_buffer(buffer, *offset, *size),
+                            Step::Copy { from, from_offset, to, to_offset, size } => {
+                                st.encoder().copy_buffer_to_buffer(from, *from_offset, to, *to_offset, *size)
+                            }
+                            _ => {}
+                        }
+                    }
+                    if work.is_empty() {
+                        continue;
+                    }
+                    let groups: Vec<_> = work
+                        .iter()
+                        .map(|(offset, s)| match s {
+                            Step::Dispatch { pipeline, bind, groups, .. } => {
+                                (pipeline, self.bind_group(&uniforms, bind), *offset as u32, *groups)
+                            }
+                            _ => unreachable!("only dispatches are listed as work"),
+                        })
+                        .collect();
+                    st.pass(name, |pass| {
+                        for (pipeline, bg, offset, n) in &groups {
+                            pass.set_pipeline(pipeline);
+                            pass.set_bind_group(0, bg, &[*offset]);
+                            let x = (*n).min(65_535);
+                            pass.dispatch_workgroups(x, n.div_ceil(x), 1);
+                        }
+                    })?;
+                }
+                Ok(())
+            },
+        )??;
+        Ok(st.finish()?)
+    }
+
+    fn bind_group(&self, uniforms: &::wgpu::Buffer, b: &Bind) -> ::wgpu::BindGroup {
+        let ro = |x: &Option<::wgpu::Buffer>| x.clone().unwrap_or_else(|| self.dummy_ro.clone());
+        let rw = |x: &Option<::wgpu::Buffer>, i: usize| x.clone().unwrap_or_else(|| self.dummy_rw[i].clone());
+        let buffers =
+            [ro(&b.src), rw(&b.dst, 0), ro(&b.flags), rw(&b.words, 1), rw(&b.state, 2), rw(&b.aux, 3), rw(&b.aux2, 4)];
+        let mut entries = vec![::wgpu::BindGroupEntry {
+            binding: 0,
+            resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+                buffer: uniforms,
+                offset: 0,
+                size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+            }),
+        }];
+        for (i, buffer) in buffers.iter().enumerate() {
+            entries.push(::wgpu::BindGroupEntry { binding: i as u32 + 1, resource: buffer.as_entire_binding() });
+        }
+        self.dev.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &self.pipelines.bind_layout,
+            entries: &entries,
+        })
+    }
+
+    /// Times a buffer-to-buffer copy of `bytes` bytes (the roofline: it
+    /// reads and writes each byte once), median of `reps` after a warm-up.
+    pub fn time_copy(&self, bytes: u64, reps: usize) -> Result<std::time::Duration> {
+        let (a, b) = (self.raw_buffer("the copy's source", bytes)?, self.raw_buffer("the copy's target", bytes)?);
+        let mut times = Vec::with_capacity(reps);
+        for rep in 0..=reps {
+            let mut plan = Plan::default();
+            plan.stage("copy");
+            plan.copy(&a, 0, &b, 0, bytes.next_multiple_of(4));
+            let t = self.time_transfer(plan)?;
+            if rep > 0 {
+                times.push(t);
+            }
+        }
+        times.sort();
+        Ok(times[times.len() / 2])
+    }
+
+    /// A plan of copies alone, timed with encoder timestamps where the
+    /// adapter has them, else by the host clock around submit and wait.
+    fn time_transfer(&self, plan: Plan) -> Result<std::time::Duration> {
+        let dev = &self.dev;
+        let inside = dev.device.features().contains(::wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+        let start = std::time::Instant::now();
+        let mut enc = dev.device.create_command_encoder(&Default::default());
+        let qs = inside.then(|| {
+            dev.device.create_query_set(&::wgpu::QuerySetDescriptor {
+                label: Some("reap copy"),
+                ty: ::wgpu::QueryType::Timestamp,
+                count: 2,
+            })
+        });
+        if let Some(q) = &qs {
+            enc.write_timestamp(q, 0);
+        }
+        for s in &plan.steps {
+            if let Step::Copy { from, from_offset, to, to_offset, size } = s {
+                enc.copy_buffer_to_buffer(from, *from_offset, to, *to_offset, *size);
+            }
+        }
+        let Some(q) = qs else {
+            dev.queue.submit([enc.finish()]);
+            dev.wait("timing a copy")?;
+            return Ok(start.elapsed());
+        };
+        enc.write_timestamp(&q, 1);
+        let resolve = self.raw_buffer_with("timestamps", 16, ::wgpu::BufferUsages::QUERY_RESOLVE | ::wgpu::BufferUsages::COPY_SRC)?;
+        enc.resolve_query_set(&q, 0..2, &resolve, 0);
+        dev.queue.submit([enc.finish()]);
+        let t = dev.read(&resolve, 0, 16, "reading a copy's timestamps")?;
+        let t: &[u64] = bytemuck::cast_slice(&t);
+        Ok(std::time::Duration::from_nanos((t[1].saturating_sub(t[0]) as f64 * dev.timestamp_period as f64) as u64))
+    }
+
+    fn raw_buffer_with(&self, what: &'static str, bytes: u64, usage: ::wgpu::BufferUsages) -> Result<::wgpu::Buffer> {
+        Ok(self.dev.scoped(
+            || format!("a buffer for {what}"),
+            || {
+                self.dev.device.create_buffer(&::wgpu::BufferDescriptor {
+                    label: Some(what),
+                    size: bytes,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            },
+        )?)
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.dev.wait("synchronising")?)
+    }
+
+    fn not_here(&self, algorithm: Algorithm) -> Error {
+        Error::NotOnBackend { algorithm: algorithm.name(), backend: "wgpu" }
+    }
+}
+
+/// How many workgroups of `per_group` items cover `cap` items.
+pub fn groups_for(cap: u32, per_group: u32) -> u32 {
+    cap.div_ceil(per_group.max(1)).max(1)
+}

@@ -1,0 +1,184 @@
+//! WGSL sources and the compute-pipeline cache: the twin of the NVRTC module
+//! cache. A shader is a file under `shaders/` plus the headers it names;
+//! WGSL has no preprocessor, so a specialisation (element type, keep rule,
+//! the user's predicate) is a text prelude put before the headers, and
+//! tuning numbers are `override` constants set when the pipeline is made.
+//! Every (source, prelude, entry point, constants) is compiled once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::{Device, Result};
+
+/// One WGSL file of `shaders/` and the headers it needs before it.
+#[derive(Clone, Copy, Debug)]
+pub struct Shader {
+    pub name: &'static str,
+    pub text: &'static str,
+    pub headers: &'static [Shader],
+}
+
+
+
+impl Shader {
+    /// The whole module text: `prelude`, then each header once (depth
+    /// first, in the order named), then the file itself.
+    pub fn assemble(&self, prelude: &str) -> String {
+        fn walk(s: &Shader, seen: &mut Vec<&'static str>, out: &mut String) {
+            for h in s.headers {
+                walk(h, seen, out);
+            }
+            if !seen.contains(&s.name) {
+                seen.push(s.name);
+                out.push_str(&format!("// ---- {} ----\n", s.name));
+                out.push_str(s.text);
+                out.push('\n');
+            }
+        }
+        let mut out = String::from(prelude);
+        out.push('\n');
+        walk(self, &mut Vec::new(), &mut out);
+        out
+    }
+}
+
+/// Validates a module with naga as wgpu would (no adapter needed): what the
+/// GPU-free test runs over every shader variant. `subgroups` allows the
+/// subgroup built-ins.
+pub fn validate(name: &str, text: &str, subgroups: bool) -> std::result::Result<(), String> {
+    use wgpu::naga;
+    let module = naga::front::wgsl::parse_str(text).map_err(|e| format!("{name}: {}", e.emit_to_string(text)))?;
+    let mut caps = naga::valid::Capabilities::default();
+    if subgroups {
+        caps |= naga::valid::Capabilities::SUBGROUP;
+    }
+    let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
+    if subgroups {
+        v.subgroup_stages(naga::valid::ShaderStages::COMPUTE);
+        v.subgroup_operations(naga::valid::SubgroupOperationSet::all());
+    }
+    v.validate(&module).map(drop).map_err(|e| format!("{name}: {}", e.emit_to_string(text)))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    shader: &'static str,
+    prelude: Arc<str>,
+    entry: &'static str,
+    constants: Vec<(&'static str, u64)>,
+}
+
+/// The bind-group layout every library shader shares, and the compiled pipelines.
+pub struct Pipelines {
+    pub bind_layout: wgpu::BindGroupLayout,
+    layout: wgpu::PipelineLayout,
+    modules: Mutex<HashMap<(&'static str, Arc<str>), wgpu::ShaderModule>>,
+    pipelines: Mutex<HashMap<Key, wgpu::ComputePipeline>>,
+}
+
+/// The shared layout: binding 0 a uniform with a dynamic offset (one call's
+/// parameters per dispatch), 1 and 3 read-only storage, the rest read-write.
+pub const BINDINGS: u32 = 8;
+const READ_ONLY: [u32; 2] = [1, 3];
+
+impl Pipelines {
+    pub fn new(dev: &Device) -> Result<Self> {
+        let entries: Vec<_> = (0..BINDINGS)
+            .map(|binding| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: if binding == 0 {
+                    wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: true,
+                        min_binding_size: None,
+                    }
+                } else {
+                    wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only: READ_ONLY.contains(&binding) },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    }
+                },
+                count: None,
+            })
+            .collect();
+        let (bind_layout, layout) = dev.scoped(
+            || "the library's bind-group layout".into(),
+            || {
+                let bind_layout = dev.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some("reap compaction"),
+                    entries: &entries,
+                });
+                let layout = dev.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some("reap compaction"),
+                    bind_group_layouts: &[Some(&bind_layout)],
+                    immediate_size: 0,
+                });
+                (bind_layout, layout)
+            },
+        )?;
+        Ok(Pipelines { bind_layout, layout, modules: Default::default(), pipelines: Default::default() })
+    }
+
+    /// The pipeline of `entry` in `shader` specialised by `prelude` with
+    /// these override constants, compiled on first use.
+    pub fn get(
+        &self,
+        dev: &Device,
+        shader: &Shader,
+        prelude: &Arc<str>,
+        entry: &'static str,
+        constants: &[(&'static str, u32)],
+    ) -> Result<wgpu::ComputePipeline> {
+        let key = Key {
+            shader: shader.name,
+            prelude: prelude.clone(),
+            entry,
+            constants: constants.iter().map(|&(k, v)| (k, v as u64)).collect(),
+        };
+        if let Some(p) = self.pipelines.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(p.clone());
+        }
+        let module = {
+            let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+            match modules.get(&(shader.name, prelude.clone())) {
+                Some(m) => m.clone(),
+                None => {
+                    let text = shader.assemble(prelude);
+                    let m = dev.scoped(
+                        || format!("the shader {}", shader.name),
+                        || {
+                            dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                                label: Some(shader.name),
+                                source: wgpu::ShaderSource::Wgsl(text.into()),
+                            })
+                        },
+                    )?;
+                    modules.insert((shader.name, prelude.clone()), m.clone());
+                    m
+                }
+            }
+        };
+        let consts: Vec<(&str, f64)> = constants.iter().map(|&(k, v)| (k, v as f64)).collect();
+        let pipeline = dev.scoped(
+            || format!("the pipeline {}::{entry}", shader.name),
+            || {
+                dev.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: Some(&self.layout),
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &consts,
+                        // Every shader initialises the workgroup memory it reads.
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                })
+            },
+        )?;
+        self.pipelines.lock().unwrap_or_else(|p| p.into_inner()).insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}
