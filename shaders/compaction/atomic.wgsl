@@ -16,30 +16,39 @@ fn atomic_select(inv: Invocation) {
     let n = extent_len();
     let base = group_index(inv.wg, inv.nwg) * WG * ITEMS;
     // Coalesced: WG consecutive elements per item.
-    var kept = 0u;
-    for (var e = 0u; e < ITEMS; e++) {
-        let i = base + e * WG + inv.lid;
-        if (i < n && keep_at(i)) {
-            kept += 1u;
+    var mask = 0u;
+    var e = 0u;
+    // Four loads out before any is tested (see single_pass.wgsl's load_tile).
+    if (base + WG * ITEMS <= n) {
+        for (; e + 4u <= ITEMS; e += 4u) {
+            let i = base + e * WG + inv.lid;
+            let a = src[i];
+            let b = src[i + WG];
+            let c = src[i + 2u * WG];
+            let d = src[i + 3u * WG];
+            let bits = u32(keep(i, a)) | (u32(keep(i + WG, b)) << 1u) | (u32(keep(i + 2u * WG, c)) << 2u)
+                | (u32(keep(i + 3u * WG, d)) << 3u);
+            mask |= bits << e;
         }
     }
+    for (; e < ITEMS; e++) {
+        let i = base + e * WG + inv.lid;
+        if (i < n && keep_at(i)) {
+            mask |= 1u << e;
+        }
+    }
+    let kept = countOneBits(mask);
     let scan = wg_exclusive_scan(kept);
     if (inv.lid == 0u && scan.y != 0u) {
         tile_base = atomicAdd(&words[P.count_word], scan.y);
     }
-    let at0 = workgroupUniformLoad(&tile_base);
-    if (scan.y == 0u) {
-        return;
-    }
-    var at = at0 + scan.x;
+    var at = workgroupUniformLoad(&tile_base) + scan.x;
+    // The keepers are read again (from cache, mostly): an array of ITEMS
+    // elements in each invocation would be spilled to memory, slower still.
     for (var e = 0u; e < ITEMS; e++) {
-        let i = base + e * WG + inv.lid;
-        if (i < n) {
-            let x = src[i];
-            if (keep(i, x)) {
-                dst[at] = x;
-                at += 1u;
-            }
+        if ((mask >> e & 1u) != 0u) {
+            dst[at] = src[base + e * WG + inv.lid];
+            at += 1u;
         }
     }
 }

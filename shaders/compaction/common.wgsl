@@ -14,13 +14,13 @@ struct Params {
     count_word: u32,
     // 0 select, 1 partition with the rejected half in order, 2 reversed.
     split: u32,
-    // Stage-specific numbers (a pass's offset, a key bit, a tile count …).
+    // Stage-specific numbers (a pass's offset, a tile count …); never the keep rule's.
     a: u32,
     b: u32,
     c: u32,
     d: u32,
     sentinel: array<vec4<u32>, 2>,
-    // The predicate's two u64 parameters as (lo, hi, lo, hi).
+    // The predicate's two u64 parameters as (lo, hi, lo, hi); a sort split's key bit in .x.
     pred: vec4<u32>,
     e: u32,
     f: u32,
@@ -84,8 +84,9 @@ fn keep(i: u32, x: Elem) -> bool {
     } else if (KEEP == KEEP_PREDICATE) {
         return reap_predicate(x, P.pred);
     }
-    // A radix-sort split: keep keys whose bit P.a is 0 (the key leads the element).
-    return ((elem_word(x, P.a >> 5u) >> (P.a & 31u)) & 1u) == 0u;
+    // A radix-sort split: keep keys whose bit P.pred.x is 0 (the key leads the element).
+    let bit = P.pred.x;
+    return ((elem_word(x, bit >> 5u) >> (bit & 31u)) & 1u) == 0u;
 }
 
 // Loads element i and applies the keep rule (i < extent_len()).

@@ -56,3 +56,54 @@ fn wg_reduce(v: u32) -> u32 {
 }
 
 const WG_PATH: u32 = 1u;
+
+// A virtual processor's SIMD group (seed 000 §3.1): one subgroup, S its
+// size. Call in workgroup-uniform control flow, like the workgroup-memory
+// twins in workgroup.wgsl.
+fn vp_width() -> u32 {
+    return inv_sg_size;
+}
+
+fn vp_lane() -> u32 {
+    return inv_lane;
+}
+
+// Bit s of the result is lane s's `f`.
+fn vp_ballot(f: bool) -> vec4<u32> {
+    return subgroupBallot(f);
+}
+
+// (inclusive prefix sum, total) of `v` over the subgroup.
+fn vp_inclusive_add(v: u32) -> vec2<u32> {
+    return vec2<u32>(subgroupInclusiveAdd(v), subgroupAdd(v));
+}
+
+// The look-back window (single_pass.wgsl): the first subgroup inspects
+// lb_window() predecessors at once, as CUB's and kernels/compaction/lookback.cuh's
+// warp does. Called by that subgroup alone (lid < lb_window()).
+fn lb_window() -> u32 {
+    return inv_sg_size;
+}
+
+// The lowest lane whose `b` is true, or the subgroup size if none is.
+fn lb_first(b: bool) -> u32 {
+    let m = subgroupBallot(b);
+    for (var w = 0u; w < 4u; w++) {
+        if (m[w] != 0u) {
+            return min(w * 32u + firstTrailingBit(m[w]), inv_sg_size);
+        }
+    }
+    return inv_sg_size;
+}
+
+// The subgroup's sum of 64-bit values: 16-bit pieces summed apart, so no
+// carry is lost, then put back together.
+fn lb_sum64(v: vec2<u32>) -> vec2<u32> {
+    let a = subgroupAdd(v.x & 0xffffu);
+    let b = subgroupAdd(v.x >> 16u);
+    let c = subgroupAdd(v.y & 0xffffu);
+    let d = subgroupAdd(v.y >> 16u);
+    let lo = a + (b << 16u);
+    let carry = select(0u, 1u, lo < a) + (b >> 16u);
+    return vec2<u32>(lo, c + (d << 16u) + carry);
+}

@@ -10,12 +10,12 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod element;
-#[cfg(feature = "wgpu")]
-pub mod wgpu;
 mod error;
 mod pattern;
 pub mod shard;
 mod site;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
 pub use backend::{Backend, BackendKind, CompactCall, Keep, KeepMode, Lens, PhaseTime, Rejected, Report, ScanCall};

@@ -10,11 +10,11 @@ use crate::collide::{
     Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
 };
 
-use super::{ViewerError, WGPU_NO_WORKLOADS};
 use super::collide_state::CollideChoices;
 #[cfg(feature = "cuda")]
 use super::session::cuda_backend;
 use super::session::{BackendKind, Engines, OnBackend, on_backend};
+use super::{ViewerError, WGPU_NO_WORKLOADS};
 use glam::Vec3;
 
 /// Jacobi iterations of the solver per frame (`reap collide`'s default).

@@ -52,8 +52,7 @@ use std::path::Path;
 #[cfg(feature = "viewer")]
 /// Why the viewer's backend menu has no wgpu entry yet: the library runs on
 /// wgpu, the path tracer and the collider do not.
-pub(crate) const WGPU_NO_WORKLOADS: &str =
-    "the wgpu backend runs the compaction library (reap verify, reap bench compaction); the path tracer and \
+pub(crate) const WGPU_NO_WORKLOADS: &str = "the wgpu backend runs the compaction library (reap verify, reap bench compaction); the path tracer and \
      the collision demo compute with CUDA or the CPU";
 
 /// Why the viewer could not run or could not write a file.
@@ -262,6 +261,7 @@ mod app {
                 cuda_backend().map_err(ViewerError::Backend)?;
                 Ok((BackendKind::Cuda, vec![BackendKind::Cuda, BackendKind::Cpu], None))
             }
+            Some(BackendKind::Wgpu) => Err(ViewerError::Backend(super::WGPU_NO_WORKLOADS.into())),
             None => match cuda_backend() {
                 Ok(_) => Ok((BackendKind::Cuda, vec![BackendKind::Cuda, BackendKind::Cpu], None)),
                 Err(why) => Ok((

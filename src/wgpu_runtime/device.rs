@@ -41,14 +41,19 @@ pub struct AdapterSummary {
     pub kind: String,
 }
 
+/// Compute needs Vulkan, Metal or DX12; GL has no storage-buffer atomics worth the name.
+const COMPUTE_BACKENDS: wgpu::Backends =
+    wgpu::Backends::VULKAN.union(wgpu::Backends::METAL).union(wgpu::Backends::DX12);
+
 fn instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    // Probing GL would open EGL (and complain about the display) for nothing.
+    desc.backends &= COMPUTE_BACKENDS;
+    wgpu::Instance::new(desc)
 }
 
 fn all_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
-    // Compute needs Vulkan, Metal or DX12; GL has no storage-buffer atomics worth the name.
-    let backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
-    let mut list = block_on(instance.enumerate_adapters(backends));
+    let mut list = block_on(instance.enumerate_adapters(COMPUTE_BACKENDS));
     // A stable order: the same machine lists its adapters the same way every run.
     list.sort_by_key(|a| {
         let i = a.get_info();
@@ -64,7 +69,12 @@ pub fn adapters() -> Vec<AdapterSummary> {
         .enumerate()
         .map(|(index, a)| {
             let i = a.get_info();
-            AdapterSummary { index, name: i.name, backend: format!("{:?}", i.backend), kind: format!("{:?}", i.device_type) }
+            AdapterSummary {
+                index,
+                name: i.name,
+                backend: format!("{:?}", i.backend),
+                kind: format!("{:?}", i.device_type),
+            }
         })
         .collect()
 }
@@ -268,12 +278,18 @@ impl Device {
         buffer.map_async(wgpu::MapMode::Read, .., move |r| {
             *sink.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         });
-        self.wait(during)?;
-        let r = done.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match r {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) => Err(Error::Lost { during: during.to_string(), message: e.to_string() }),
-            None => Err(Error::Lost { during: during.to_string(), message: "the map never completed".into() }),
+        // Another thread's poll may be the one that runs the callback, just
+        // after this wait returns: poll until it has run.
+        let start = std::time::Instant::now();
+        loop {
+            self.wait(during)?;
+            if let Some(r) = done.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                return r.map_err(|e| Error::Lost { during: during.to_string(), message: e.to_string() });
+            }
+            if start.elapsed() > Duration::from_secs(600) {
+                return Err(Error::Lost { during: during.to_string(), message: "the map never completed".into() });
+            }
+            std::thread::yield_now();
         }
     }
 }

@@ -26,8 +26,8 @@ macro_rules! wgsl_source {
     (@or $e:expr) => { $e };
     (@or) => { &[] };
 }
-pub(crate) use wgsl_source;
 pub use timer::{Stages, Timing};
+pub(crate) use wgsl_source;
 
 /// The wgpu layer's errors. Each message says what went wrong and what to do.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,6 @@ pub struct Shader {
     pub headers: &'static [Shader],
 }
 
-
-
 impl Shader {
     /// The whole module text: `prelude`, then each header once (depth
     /// first, in the order named), then the file itself.

@@ -24,7 +24,8 @@ pub struct AtomicTuning {
 /// Unstable select by workgroup-aggregated atomic append.
 pub fn select(b: &WgpuBackend, rule: &KeepRule, io: &Io, plan: &mut Plan) -> Result<()> {
     let t = &b.tuning.atomic;
-    let (block, items) = (t.block.clamp(32, 1024), t.items.clamp(1, 64));
+    // At most 32 items: the kept mask's bits.
+    let (block, items) = (t.block.clamp(32, 1024), t.items.clamp(1, 32));
     let p = b.pipeline(&ATOMIC, &rule.variant, "atomic_select", &[("WG", block), ("ITEMS", items)])?;
     plan.stage("append").dispatch(p, rule.params(io.params()), rule.bind(io), groups_for(io.cap, block * items));
     Ok(())

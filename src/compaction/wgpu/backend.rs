@@ -24,7 +24,9 @@ pub struct KeepRule {
 }
 
 impl KeepRule {
-    /// `base` with the keep rule's numbers filled in.
+    /// `base` with the keep rule's numbers filled in. A radix-sort split's
+    /// bit goes to `a` (common.wgsl's keep()): dispatches that call keep()
+    /// leave `a` to the rule.
     pub fn params(&self, base: Params) -> Params {
         Params { sentinel: self.sentinel, pred: self.pred, ..base }
     }
@@ -35,9 +37,25 @@ impl KeepRule {
 }
 
 impl WgpuBackend {
+    /// Radix sort's split on key bit `bit` of `elem_bytes`-byte elements
+    /// (the key leads the element): keeps the elements whose bit is 0.
+    pub(crate) fn bit_rule(&self, elem_bytes: usize, bit: u32) -> KeepRule {
+        KeepRule {
+            variant: self.variant(elem_bytes, KeepMode::Bit, None),
+            flags: None,
+            sentinel: [0; 8],
+            pred: [bit, 0, 0, 0],
+        }
+    }
+
     fn keep_rule<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<KeepRule> {
         let size = std::mem::size_of::<T>();
-        let mut rule = KeepRule { variant: self.variant(size, KeepMode::Flags, None), flags: None, sentinel: [0; 8], pred: [0; 4] };
+        let mut rule = KeepRule {
+            variant: self.variant(size, KeepMode::Flags, None),
+            flags: None,
+            sentinel: [0; 8],
+            pred: [0; 4],
+        };
         match keep {
             Keep::Flags(flags) => {
                 if flags.len != n {
@@ -67,7 +85,11 @@ impl WgpuBackend {
             return Err(self.not_here(algorithm));
         }
         if input_len > u32::MAX as u64 {
-            return Err(Error::LengthMismatch { what: "input (the wgpu backend indexes with 32 bits)", expected: u32::MAX as u64, actual: input_len });
+            return Err(Error::LengthMismatch {
+                what: "input (the wgpu backend indexes with 32 bits)",
+                expected: u32::MAX as u64,
+                actual: input_len,
+            });
         }
         Ok(())
     }
@@ -115,8 +137,8 @@ impl WgpuBackend {
         if cap > 0 {
             record(&io, &mut plan)?;
         }
-        let timing = self.run(plan)?;
-        Ok(WgpuReport { dev: self.device().clone(), count, timing })
+        let timings = vec![self.run(plan)?];
+        Ok(WgpuReport { dev: self.device().clone(), count, timings })
     }
 
     /// Records a select, or with `split` a partition, for the backend's own
@@ -141,7 +163,9 @@ impl WgpuBackend {
             Algorithm::Roger => roger::compact(self, rule, io, split, plan),
             // Unstable: no partition.
             Algorithm::Atomic if !split => atomic::select(self, rule, io, plan),
-            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid if !split => redzone::select(self, algorithm, rule, io, plan),
+            Algorithm::RedzoneBlock | Algorithm::RedzoneGrid if !split => {
+                redzone::select(self, algorithm, rule, io, plan)
+            }
             _ => Err(self.not_here(algorithm)),
         }
     }
@@ -270,10 +294,8 @@ impl Backend for WgpuBackend {
                 actual: keys.len,
             });
         }
-        let mut plan = Plan::default();
-        sort::radix_sort(self, algorithm, keys, values, &mut plan)?;
-        let timing = self.run(plan)?;
-        Ok(WgpuReport { dev: self.device().clone(), count: Count::Host(keys.len), timing })
+        let timings = sort::radix_sort(self, algorithm, keys, values)?;
+        Ok(WgpuReport { dev: self.device().clone(), count: Count::Host(keys.len), timings })
     }
 
     unsafe fn remove_unchecked<T: Element>(
@@ -304,7 +326,7 @@ impl Backend for WgpuBackend {
         let count = self.raw_buffer("a count", 8)?;
         let mut plan = Plan::default();
         redzone::remove(self, algorithm, &v, &data.raw, data.len, &removal.raw, removal.len, &count, &mut plan)?;
-        let timing = self.run(plan)?;
-        Ok(WgpuReport { dev: self.device().clone(), count: Count::Device(count), timing })
+        let timings = vec![self.run(plan)?];
+        Ok(WgpuReport { dev: self.device().clone(), count: Count::Device(count), timings })
     }
 }

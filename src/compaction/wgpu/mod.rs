@@ -104,7 +104,9 @@ enum Count {
 pub struct WgpuReport {
     dev: Arc<Device>,
     count: Count,
-    timing: Timing,
+    /// One per submission (a sort submits a split at a time, so that each
+    /// split's scratch is freed before the next allocates its own).
+    timings: Vec<Timing>,
 }
 
 impl Report for WgpuReport {
@@ -119,17 +121,26 @@ impl Report for WgpuReport {
         }
     }
     fn phases(&self) -> Result<Vec<PhaseTime>> {
-        Ok(self.timing.times()?.into_iter().map(|(name, time)| PhaseTime { name, time }).collect())
+        let mut phases = Vec::new();
+        for t in &self.timings {
+            phases.extend(t.times()?.into_iter().map(|(name, time)| PhaseTime { name, time }));
+        }
+        Ok(phases)
     }
+    /// Each submission's span, summed (the host's gaps between them left out).
     fn span(&self) -> Result<std::time::Duration> {
-        Ok(self.timing.span()?)
+        let mut span = std::time::Duration::ZERO;
+        for t in &self.timings {
+            span += t.span()?;
+        }
+        Ok(span)
     }
 }
 
 impl WgpuReport {
     /// Which clock timed the stages.
     pub fn clock(&self) -> rt::timer::Clock {
-        self.timing.clock
+        self.timings.first().map_or(rt::timer::Clock::Timestamps, |t| t.clock)
     }
 }
 
@@ -180,7 +191,13 @@ impl Plan {
     }
     /// `groups` workgroups of `pipeline` (spread over x and y past 65,535;
     /// shaders index them with `group_index`).
-    pub fn dispatch(&mut self, pipeline: ::wgpu::ComputePipeline, params: Params, bind: Bind, groups: u32) -> &mut Self {
+    pub fn dispatch(
+        &mut self,
+        pipeline: ::wgpu::ComputePipeline,
+        params: Params,
+        bind: Bind,
+        groups: u32,
+    ) -> &mut Self {
         if groups > 0 {
             self.steps.push(Step::Dispatch { pipeline, params, bind, groups });
         }
@@ -221,6 +238,13 @@ impl Io {
 #[derive(Clone, Debug, Default)]
 pub struct WgpuTuning {
     pub atomic: atomic::AtomicTuning,
+    pub horn: horn::HornTuning,
+    pub sengupta: sengupta::SenguptaTuning,
+    pub blelloch: blelloch::BlellochTuning,
+    pub roger: roger::RogerTuning,
+    pub redzone: redzone::RedzoneTuning,
+    pub single_pass: single_pass::SinglePassTuning,
+    pub billeter: billeter::BilleterTuning,
 }
 
 impl WgpuTuning {
@@ -231,6 +255,29 @@ impl WgpuTuning {
         match key {
             "atomic.block" => self.atomic.block = int()?,
             "atomic.items" => self.atomic.items = int()?,
+            "horn.block" => self.horn.block = int()?,
+            "sengupta.degree_of_parallelism" => self.sengupta.degree_of_parallelism = int()? as u64,
+            "sengupta.block" => self.sengupta.block = int()?,
+            "blelloch.block" => self.blelloch.block = int()?,
+            "roger.block" => self.roger.block = int()?,
+            "redzone.block_threads" => self.redzone.block_threads = int()?,
+            "redzone.grid_threads" => self.redzone.grid_threads = int()?,
+            "redzone.items" => self.redzone.items = int()?,
+            "lookback.block" | "chained.block" => self.single_pass.block = int()?,
+            "lookback.bytes" | "chained.bytes" => self.single_pass.bytes = int()?,
+            "lookback.spin" => self.single_pass.spin = int()?,
+            "chained.spin" => self.single_pass.chained_spin = int()?,
+            "lookback.polls" | "chained.polls" => self.single_pass.polls = int()?,
+            "lookback.withhold" | "chained.withhold" => self.single_pass.withhold = int()?,
+            "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
+            "billeter.sms" => self.billeter.sms = int()?,
+            "billeter.processors" => self.billeter.processors = Some(int()?),
+            "billeter.warps_per_block" => self.billeter.warps_per_block = int()?,
+            "billeter.unroll" => self.billeter.unroll = int()?,
+            "billeter.staged_ratio" => {
+                self.billeter.staged_ratio =
+                    value.parse().map_err(|_| bad(format!("`{key}={value}`: expected a number")))?
+            }
             _ => return Err(bad(format!("unknown tuning key `{key}`; see WgpuTuning::set for the list"))),
         }
         Ok(())
@@ -245,6 +292,9 @@ pub struct WgpuBackend {
     dummy_ro: ::wgpu::Buffer,
     dummy_rw: [::wgpu::Buffer; 5],
     pub tuning: WgpuTuning,
+    /// Scratch kept across calls (tile states, counters), by slot: calls run
+    /// in queue order and clear what they use, so one buffer serves them all.
+    scratch: std::sync::Mutex<Vec<Option<::wgpu::Buffer>>>,
     /// Use subgroup operations where the adapter has them (`REAP_WGPU_SUBGROUPS=0` turns them off).
     pub subgroups: bool,
 }
@@ -262,10 +312,8 @@ impl WgpuBackend {
                 mapped_at_creation: false,
             })
         };
-        let (dummy_ro, dummy_rw) = dev.scoped(
-            || "the dummy bindings".into(),
-            || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))),
-        )?;
+        let (dummy_ro, dummy_rw) =
+            dev.scoped(|| "the dummy bindings".into(), || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))))?;
         let mut tuning = WgpuTuning::default();
         // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.
         if let Ok(list) = std::env::var("REAP_WGPU_TUNING") {
@@ -278,7 +326,7 @@ impl WgpuBackend {
             }
         }
         let subgroups = dev.subgroups && std::env::var("REAP_WGPU_SUBGROUPS").map_or(true, |v| v != "0");
-        Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, subgroups })
+        Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, scratch: Default::default(), subgroups })
     }
 
     /// Whether the wgpu backend has the algorithm (no adapter needed to ask).
@@ -308,7 +356,12 @@ impl WgpuBackend {
     }
 
     /// The specialisation for elements of `elem_bytes` under `keep`.
-    pub fn variant(&self, elem_bytes: usize, keep: crate::compaction::KeepMode, predicate: Option<Arc<str>>) -> Variant {
+    pub fn variant(
+        &self,
+        elem_bytes: usize,
+        keep: crate::compaction::KeepMode,
+        predicate: Option<Arc<str>>,
+    ) -> Variant {
         Variant::new(elem_bytes, keep, predicate, self.subgroups)
     }
 
@@ -330,6 +383,24 @@ impl WgpuBackend {
                 })
             },
         )?)
+    }
+
+    /// A scratch buffer of at least `bytes` bytes kept in `slot` across
+    /// calls (grown when too small). Its contents are whatever the last call
+    /// left: clear what the call reads.
+    pub fn cached_scratch(&self, slot: usize, what: &'static str, bytes: u64) -> Result<::wgpu::Buffer> {
+        let mut s = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        if s.len() <= slot {
+            s.resize(slot + 1, None);
+        }
+        match &s[slot] {
+            Some(b) if b.size() >= bytes => Ok(b.clone()),
+            _ => {
+                let b = self.raw_buffer(what, bytes.next_power_of_two().max(1 << 16))?;
+                s[slot] = Some(b.clone());
+                Ok(b)
+            }
+        }
     }
 
     /// Runs a plan as one submission: parameters uploaded, bind groups
@@ -484,7 +555,11 @@ impl WgpuBackend {
             return Ok(start.elapsed());
         };
         enc.write_timestamp(&q, 1);
-        let resolve = self.raw_buffer_with("timestamps", 16, ::wgpu::BufferUsages::QUERY_RESOLVE | ::wgpu::BufferUsages::COPY_SRC)?;
+        let resolve = self.raw_buffer_with(
+            "timestamps",
+            16,
+            ::wgpu::BufferUsages::QUERY_RESOLVE | ::wgpu::BufferUsages::COPY_SRC,
+        )?;
         enc.resolve_query_set(&q, 0..2, &resolve, 0);
         dev.queue.submit([enc.finish()]);
         let t = dev.read(&resolve, 0, 16, "reading a copy's timestamps")?;

@@ -10,10 +10,21 @@ use crate::wgpu_runtime::{Shader, wgsl_source};
 
 pub const COMMON: Shader = wgsl_source!("compaction/common.wgsl");
 pub const ATOMIC: Shader = wgsl_source!("compaction/atomic.wgsl", headers: &[COMMON]);
+pub const HORN: Shader = wgsl_source!("compaction/horn.wgsl", headers: &[COMMON]);
+pub const SENGUPTA: Shader = wgsl_source!("compaction/sengupta.wgsl", headers: &[COMMON, HORN]);
+pub const BLELLOCH: Shader = wgsl_source!("compaction/blelloch.wgsl", headers: &[COMMON, HORN]);
+pub const ROGER: Shader = wgsl_source!("compaction/roger.wgsl", headers: &[COMMON]);
+pub const REDZONE: Shader = wgsl_source!("compaction/redzone.wgsl", headers: &[COMMON]);
+pub const SORT: Shader = wgsl_source!("compaction/sort.wgsl", headers: &[COMMON]);
+pub const BILLETER: Shader = wgsl_source!("compaction/billeter.wgsl", headers: &[COMMON]);
+/// The tile machinery `lookback` and `chained` share.
+pub const SINGLE_PASS: Shader = wgsl_source!("compaction/single_pass.wgsl", headers: &[COMMON]);
+pub const LOOKBACK: Shader = wgsl_source!("compaction/lookback.wgsl", headers: &[SINGLE_PASS]);
+pub const CHAINED: Shader = wgsl_source!("compaction/chained.wgsl", headers: &[SINGLE_PASS]);
 
 /// Every library shader, for the validate-everything test (each is
 /// specialised by element size, keep rule and workgroup helpers).
-pub const SOURCES: &[Shader] = &[ATOMIC];
+pub const SOURCES: &[Shader] = &[ATOMIC, LOOKBACK, CHAINED, ROGER, REDZONE, SORT, HORN, SENGUPTA, BLELLOCH, BILLETER];
 
 /// Workgroup-wide scans and reductions through workgroup memory (any adapter)
 /// or through subgroup operations (adapters with `SUBGROUP`): the prelude
