@@ -105,3 +105,86 @@ fn every_wgpu_algorithm_has_a_verify_test() {
         assert!(names.contains(&format!("=> \"{}\"", a.name())), "no verify test for {}", a.name());
     }
 }
+
+/// The property tests of every backend (tests/common/properties.rs) on the
+/// adapter, one backend shared by all cases; fewer cases than on the CPU
+/// (lavapipe runs a case in milliseconds, not microseconds).
+mod properties {
+    use std::sync::OnceLock;
+
+    use crate::backend_properties;
+    use proptest::prelude::*;
+    use reap::compaction::wgpu::WgpuBackend;
+    use reap::compaction::{Algorithm, ELEMENT_SIZES, Operation, Rejected};
+    use reap::verify::{self, CompactCase, Pattern, RemovalOrder, Rule};
+
+    fn shared() -> Option<&'static WgpuBackend> {
+        static B: OnceLock<Option<WgpuBackend>> = OnceLock::new();
+        B.get_or_init(super::wgpu).as_ref()
+    }
+
+    fn backend() -> &'static WgpuBackend {
+        shared().expect("checked by `ready`")
+    }
+
+    backend_properties!(backend(), 96, WgpuBackend::implements, shared().is_some());
+}
+
+/// An adapter that is not there is a typed error that lists the ones that are.
+#[test]
+fn a_missing_adapter_is_an_error_that_says_what_to_pick() {
+    let err = WgpuBackend::new(&AdapterChoice::Name("no adapter is called this".into())).err().expect("refused");
+    let text = err.to_string();
+    assert!(text.contains("no adapter") || text.contains("finds no"), "{text}");
+    let err = WgpuBackend::new(&AdapterChoice::Index(999)).err().expect("refused");
+    assert!(err.to_string().contains("999"), "{err}");
+}
+
+/// Buffers past the adapter's binding or buffer limit, and tile shapes past
+/// its workgroup limits, are typed errors that say what to do: never a wgpu
+/// validation abort.
+#[test]
+fn sizes_past_the_adapters_limits_are_typed_errors() {
+    use reap::compaction::{Backend, Error, Keep};
+    let Some(mut b) = wgpu() else { return };
+    let limits = b.device().limits.clone();
+    let over_binding = limits.max_storage_buffer_binding_size / 4 + 1;
+    let err = b.alloc::<u32>(over_binding).err().expect("refused");
+    let text = err.to_string();
+    assert!(matches!(err, Error::Wgpu(_)), "{text}");
+    assert!(text.contains("max_storage_buffer_binding_size") || text.contains("max_buffer_size"), "{text}");
+    assert!(text.contains("split") && text.contains("--backend"), "{text}");
+    let err = b.alloc::<[u32; 8]>(u64::MAX / 64).err().expect("refused");
+    assert!(err.to_string().contains("max_buffer_size"), "{err}");
+    // A tile that needs more workgroup memory or invocations than the adapter has.
+    let input = b.upload(&(0..10_000u32).collect::<Vec<_>>()).expect("upload");
+    let mut out = b.alloc::<u32>(10_000).expect("alloc");
+    b.tuning.single_pass.block = 2048;
+    let err = b.select(Algorithm::Lookback, &input, Keep::Sentinel(3), &mut out).err().expect("refused");
+    assert!(matches!(err, Error::Tuning { .. }), "{err}");
+    b.tuning.single_pass.block = 1 << 20;
+    let err = b.select(Algorithm::Lookback, &input, Keep::Sentinel(3), &mut out).err().expect("refused");
+    assert!(matches!(err, Error::Tuning { .. }), "{err}");
+}
+
+/// The fallback of Decoupled Fallback, forced: every third tile publishes
+/// nothing, so its successors can only go on by reducing it themselves;
+/// small tiles make many of them. Select, both partitions and both scans
+/// must still match the reference, for `lookback` and `chained`.
+#[test]
+fn the_lookback_fallback_forced_on_matches_the_reference() {
+    let Some(mut b) = wgpu() else { return };
+    let t = &mut b.tuning.single_pass;
+    (t.block, t.withhold, t.spin, t.chained_spin) = (32, 3, 2, 2);
+    let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
+    cfg.sizes = vec![0, 1, 511, 512, 513, 4097, 20_011];
+    cfg.densities = vec![0.0, 0.5, 1.0];
+    let mut failures = Vec::new();
+    let summary = reap::verify::run(&b, &cfg, |case, outcome| {
+        if let Err(e) = outcome {
+            failures.push(format!("{case}: {e}"));
+        }
+    });
+    assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(summary.passed > 100, "only {} cases ran", summary.passed);
+}

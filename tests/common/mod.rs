@@ -1,10 +1,14 @@
 //! One test body per property, shared by every backend's test file.
 
+#[macro_use]
+pub mod properties;
+
 use reap::compaction::Algorithm;
 use reap::verify::{self, Harness};
 
 /// The verify suite on sizes that cross every block, warp and P boundary,
 /// all algorithms, all operations, every element size and keep rule.
+#[allow(dead_code)]
 pub fn verify_small<B: Harness>(backend: &B) {
     verify_small_of(backend, Algorithm::ALL.to_vec());
 }
