@@ -303,12 +303,17 @@ pub fn join(rows: &mut [Row], peer: &[PeerRow]) {
 }
 
 /// The peer's measurements as rows of their own (backend `cub`), with the
-/// copy rate of the reap rows at the same size.
+/// copy rate of the CUDA rows at the same size (a CUDA memcpy on the same
+/// GPU, not a wgpu run's copy).
 pub fn as_rows(peer: &[PeerRow], reap: &[Row], device: &str) -> Vec<Row> {
     peer.iter()
         .map(|p| {
             let es = if p.op == PeerOp::SortPairs { 8 } else { p.elem };
-            let copy_ms = reap.iter().find(|r| r.n == p.n && r.element_bytes == es).map(|r| r.copy_ms).unwrap_or(0.0);
+            let copy_ms = reap
+                .iter()
+                .find(|r| r.backend == BenchBackend::Cuda && r.n == p.n && r.element_bytes == es)
+                .map(|r| r.copy_ms)
+                .unwrap_or(0.0);
             let bytes = p.op.bytes(p.n, p.kept, es as u64);
             let pct = if copy_ms > 0.0 && p.median_ms > 0.0 {
                 100.0 * (bytes as f64 / p.median_ms) / ((2 * p.n * es as u64) as f64 / copy_ms)
@@ -432,6 +437,7 @@ mod tests {
 
         let md = crate::bench::report::markdown(&crate::bench::report::Input {
             platform: &crate::bench::Platform::default(),
+            beside: &[],
             peer: &PeerStatus::Ran { binary: String::new(), nvcc: String::new(), device, cub_version, cuda_runtime },
             presets: &["004-fig4".to_string()],
             rows: &rows,

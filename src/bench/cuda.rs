@@ -40,6 +40,9 @@ impl Timed for CudaBackend {
             arch: Some(format!("sm_{major}{minor}")),
             sms: Some(self.info.sms),
             l2_bytes: self.info.l2_bytes,
+            clock: Some("CUDA events".into()),
+            workgroup_scans: None,
+            copy_rates: None,
         }
     }
     fn restore<T: Element>(&self, src: &CudaBuffer<T>, dst: &mut CudaBuffer<T>) -> Result<()> {

@@ -1,7 +1,9 @@
 //! The benchmark harness behind `reap bench`: every algorithm on one backend,
-//! timed with the backend's own clocks (device events on a GPU), beside the
-//! physical limit, a device-to-device copy of the same bytes, and (on CUDA)
-//! beside CUB through a small C++ peer ([`cub`]).
+//! timed with the backend's own clocks (CUDA events, wgpu timestamp
+//! queries), beside the physical limit, a device-to-device copy of the same
+//! bytes, and (on an NVIDIA GPU) beside CUB through a small C++ peer
+//! ([`cub`]). A wgpu run on an NVIDIA GPU also times the CUDA backend on the
+//! same configurations, so the report sets the two side by side.
 //!
 //! Inputs are fresh random data per density (never zeros); when one input set
 //! fits in the cache, several are rotated so repeated runs do not measure the
@@ -11,7 +13,8 @@
 //! Layers: [`presets`] says what to measure (and what the papers published),
 //! [`run`] measures it, [`cub`] adds the peer's rows, [`report`] and [`plot`]
 //! turn rows into `report.md` and figures, [`output`] writes every file;
-//! [`sweep`] times the single-pass kernels' shapes per element size.
+//! [`sweep`] times the single-pass kernels' shapes per element size;
+//! `cuda` and `wgpu` hold each GPU backend's copy roofline and restores.
 
 pub mod cub;
 #[cfg(feature = "cuda")]
@@ -26,6 +29,8 @@ mod row;
 pub mod shard;
 #[cfg(feature = "cuda")]
 pub mod sweep;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 use std::time::Duration;
 
@@ -53,6 +58,18 @@ pub struct Platform {
     pub arch: Option<String>,
     pub sms: Option<u32>,
     pub l2_bytes: u64,
+    /// What timed the rows: CUDA events, wgpu timestamp queries, or the
+    /// host clock (absent in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+    /// wgpu: whether the shaders' workgroup scans ran on subgroup operations
+    /// (and how wide) or through workgroup memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workgroup_scans: Option<String>,
+    /// wgpu: the buffer-to-buffer and compute-shader copy rates (drivers may
+    /// run the first on a copy engine slower than the shader cores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_rates: Option<String>,
 }
 
 /// A backend the harness can time: it must also time a plain copy, restore
@@ -99,6 +116,7 @@ impl Timed for crate::compaction::CpuBackend {
             backend: "cpu".into(),
             device: self.device_name(),
             l2_bytes: self.cache_bytes(),
+            clock: Some("host clock".into()),
             ..Platform::default()
         }
     }

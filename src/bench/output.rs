@@ -25,6 +25,9 @@ pub struct Results<'a> {
     /// The command line that measured this run.
     pub command: &'a str,
     pub platform: &'a Platform,
+    /// Backends timed in the same run on the same configurations beside
+    /// `platform`'s (the CUDA backend beside wgpu on an NVIDIA GPU).
+    pub beside: &'a [Platform],
     pub cub_peer: &'a PeerStatus,
     pub presets: &'a [String],
     pub settings: &'a [Settings],
@@ -47,6 +50,8 @@ pub struct Stored {
     #[serde(default)]
     pub command: Option<String>,
     pub platform: Platform,
+    #[serde(default)]
+    pub beside: Vec<Platform>,
     pub cub_peer: PeerStatus,
     pub presets: Vec<String>,
     pub rows: Vec<Row>,
@@ -227,7 +232,7 @@ mod stored {
         for (from, to, quoted) in [
             (r#""operation":"select_if""#, r#""operation":"select_maybe""#, "unknown operation `select_maybe`"),
             (r#""algorithm":"lookback""#, r#""algorithm":"lookforward""#, "unknown algorithm `lookforward`"),
-            (r#""backend":"cuda""#, r#""backend":"wgpu""#, "unknown backend `wgpu`"),
+            (r#""backend":"cuda""#, r#""backend":"opencl""#, "unknown backend `opencl`"),
         ] {
             let e = serde_json::from_str::<Vec<Row>>(&ROWS.replacen(from, to, 1)).unwrap_err().to_string();
             assert!(e.contains(quoted), "{e}");

@@ -13,13 +13,16 @@ use crate::compaction::Algorithm;
 mod papers;
 mod redzone;
 mod vs_cub;
+mod vs_cuda;
 
 /// The inputs of a report.
 pub struct Input<'a> {
     pub platform: &'a Platform,
+    /// Backends timed beside `platform`'s in the same run (CUDA beside wgpu).
+    pub beside: &'a [Platform],
     pub peer: &'a PeerStatus,
     pub presets: &'a [String],
-    /// reap's rows and the CUB peer's (backend `cub`).
+    /// reap's rows (of every backend timed) and the CUB peer's (backend `cub`).
     pub rows: &'a [Row],
     pub complete: bool,
     pub command: &'a str,
@@ -81,8 +84,8 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    fn new(all: &'a [Row], preset: &str) -> Self {
-        let rows: Vec<&Row> = all.iter().filter(|r| r.preset == preset && r.backend != BenchBackend::Cub).collect();
+    fn new(all: &'a [Row], preset: &str, primary: Option<BenchBackend>) -> Self {
+        let rows: Vec<&Row> = all.iter().filter(|r| r.preset == preset && is_primary(r, primary)).collect();
         let cub = all
             .iter()
             .filter(|c| c.backend == BenchBackend::Cub)
@@ -122,6 +125,24 @@ impl<'a> View<'a> {
     }
 }
 
+/// The backend the report is of (`platform.backend`); `None` for a
+/// platform that names none, whose report takes every reap row.
+fn primary_of(p: &Platform) -> Option<BenchBackend> {
+    BenchBackend::from_name(&p.backend).ok().filter(|b| *b != BenchBackend::Cub)
+}
+
+/// Whether `r` is one of the rows the report's tables and plots show: the
+/// primary backend's (a backend timed beside it has its own section).
+fn is_primary(r: &Row, primary: Option<BenchBackend>) -> bool {
+    r.backend != BenchBackend::Cub && primary.is_none_or(|p| r.backend == p)
+}
+
+/// The rows the plots draw: the primary backend's and the CUB peer's.
+pub fn plotted(platform: &Platform, rows: &[Row]) -> Vec<Row> {
+    let p = primary_of(platform);
+    rows.iter().filter(|r| r.backend == BenchBackend::Cub || is_primary(r, p)).cloned().collect()
+}
+
 /// Whether CUB row `c` is the counterpart of reap row `r` (see `cub::jobs`).
 fn peer_matches(r: &Row, c: &Row) -> bool {
     let RowAlgorithm::Cub(op) = c.algorithm else {
@@ -151,13 +172,10 @@ pub fn markdown(input: &Input<'_>) -> String {
     let _ = writeln!(s, "# reap bench: {}\n", p.device);
     let _ = writeln!(s, "Command: `{}`\n", input.command);
     header(&mut s, &["", ""]);
-    line(&mut s, &["backend".into(), p.backend.clone()]);
-    line(&mut s, &["device".into(), p.device.clone()]);
-    for (k, v) in [("driver", &p.driver), ("CUDA (driver API)", &p.cuda_driver), ("NVRTC", &p.nvrtc), ("arch", &p.arch)]
-    {
-        if let Some(v) = v {
-            line(&mut s, &[k.into(), v.clone()]);
-        }
+    platform_lines(&mut s, p);
+    for b in input.beside {
+        let _ = writeln!(s, "| **also timed** | **{}** |", b.backend);
+        platform_lines(&mut s, b);
     }
     line(&mut s, &["reap commit".into(), format!("`{}`", crate::build_info::GIT_COMMIT)]);
     match input.peer {
@@ -172,14 +190,17 @@ pub fn markdown(input: &Input<'_>) -> String {
     }
     let _ = writeln!(
         s,
-        "Times are medians of the repetitions (device events on a GPU), with min and max in results.csv. \
+        "Times are medians of the repetitions by the device's own clock where it has one (CUDA events, wgpu \
+         timestamp queries: the clock line above says which), with min and max in results.csv. \
          \"% copy\" is the rate of the operation's minimal traffic (every input read once, every output \
-         written once) as a share of a device-to-device copy of the same elements in the same run. \
+         written once) as a share of a device-to-device copy (on wgpu a buffer-to-buffer copy) of the same \
+         elements in the same run. \
          \"vs CUB\" is reap's time over CUB's on the same configuration: below 1 is faster than CUB.\n"
     );
     let presets: Vec<&Preset> = PRESETS.iter().filter(|pr| input.presets.iter().any(|n| n == pr.name)).collect();
+    let primary = primary_of(p);
     for pr in &presets {
-        let view = View::new(input.rows, pr.reads);
+        let view = View::new(input.rows, pr.reads, primary);
         let _ = writeln!(s, "## {} — {} ({})\n", pr.name, pr.title, pr.source);
         if view.rows.is_empty() {
             let _ = writeln!(s, "Not measured (the run stopped first, or the backend runs none of its algorithms).\n");
@@ -207,11 +228,32 @@ pub fn markdown(input: &Input<'_>) -> String {
         }
     }
     if presets.is_empty() {
-        let view = View::new(input.rows, "");
+        let view = View::new(input.rows, "", primary);
         measurements(&mut s, &view);
     }
-    vs_cub::table(&mut s, input.rows);
+    vs_cub::table(&mut s, input.rows, primary);
+    vs_cuda::table(&mut s, input.rows);
     s
+}
+
+/// A platform's lines of the table at the top: backend, device, clock, versions.
+fn platform_lines(s: &mut String, p: &Platform) {
+    line(s, &["backend".into(), p.backend.clone()]);
+    line(s, &["device".into(), p.device.clone()]);
+    let facts = [
+        ("driver", &p.driver),
+        ("CUDA (driver API)", &p.cuda_driver),
+        ("NVRTC", &p.nvrtc),
+        ("arch", &p.arch),
+        ("clock", &p.clock),
+        ("workgroup scans", &p.workgroup_scans),
+        ("copy rates", &p.copy_rates),
+    ];
+    for (k, v) in facts {
+        if let Some(v) = v {
+            line(s, &[k.into(), v.clone()]);
+        }
+    }
 }
 
 /// Every row of a view with its copy-rate and CUB columns.

@@ -23,6 +23,66 @@ pub enum BackendChoice {
     Cpu,
     /// NVIDIA GPU through CUDA (driver + NVRTC).
     Cuda,
+    /// Any GPU wgpu opens (Vulkan, Metal, DX12; `--adapter` picks one): `reap verify` and
+    /// `reap bench compaction` only, for now.
+    Wgpu,
+}
+
+/// Why `--backend wgpu` stops a command other than `verify` and `bench compaction`.
+#[cfg(feature = "wgpu")]
+const WORKLOADS_NOT_ON_WGPU: &str = "--backend wgpu runs the compaction library only (`reap verify`, `reap bench \
+     compaction`): the path tracer, the collision demo, the viewer and their benchmarks are not on wgpu yet; \
+     use --backend cuda or --backend cpu (or leave --backend at auto)";
+
+/// What `--backend wgpu` says in a build without the `wgpu` feature.
+#[cfg(not(feature = "wgpu"))]
+const NO_WGPU_FEATURE: &str = "this reap was built without the `wgpu` feature; rebuild with default features \
+     (or `--features wgpu`), or use --backend cuda or cpu";
+
+/// The error of `--backend wgpu` where a command has no wgpu path: the
+/// workloads are not on wgpu yet, or this build lacks the backend.
+pub fn not_on_wgpu() -> anyhow::Error {
+    #[cfg(not(feature = "wgpu"))]
+    return anyhow::anyhow!(NO_WGPU_FEATURE);
+    #[cfg(feature = "wgpu")]
+    anyhow::anyhow!(WORKLOADS_NOT_ON_WGPU)
+}
+
+/// `--adapter NAME|INDEX` of `reap verify` and `reap bench compaction`: the
+/// wgpu adapter to open (a part of its name, or its place in
+/// `reap::wgpu_runtime::adapters()`); the best one when absent.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct AdapterArg {
+    /// With --backend wgpu: the adapter, as part of its name (e.g. `llvmpipe`, `nvidia`) or its index
+    /// among the adapters wgpu lists [default: the first discrete GPU, else integrated, else software].
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub adapter: Option<String>,
+}
+
+impl AdapterArg {
+    /// Refuses `--adapter` beside a backend other than wgpu, where it would be ignored.
+    pub fn check(&self, choice: BackendChoice) -> Result<()> {
+        match (&self.adapter, choice) {
+            (Some(a), c) if c != BackendChoice::Wgpu => {
+                anyhow::bail!("--adapter {a} picks a wgpu adapter; add --backend wgpu (or drop --adapter)")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Opens the wgpu backend on the adapter named, printing which one opened.
+    #[cfg(feature = "wgpu")]
+    pub fn open(&self) -> Result<reap::compaction::wgpu::WgpuBackend> {
+        use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
+        let choice = match &self.adapter {
+            Some(a) => a.parse().unwrap_or_else(|never| match never {}),
+            None => AdapterChoice::Best,
+        };
+        let backend = WgpuBackend::new(&choice)?;
+        let (scans, clock) = (reap::bench::wgpu::workgroup_scans(&backend), reap::bench::wgpu::clock(&backend));
+        println!("adapter: {}; workgroup scans: {scans}; clock: {clock}", backend.name());
+        Ok(backend)
+    }
 }
 
 /// What a path tracer is built from: the scene, the camera and the frame.
@@ -177,15 +237,17 @@ pub trait OnBackend {
 
 /// Opens the backend `choice` names and runs `job` on it. `auto` takes CUDA
 /// when it works and otherwise the CPU, with one line saying why; an explicit
-/// `cuda` that cannot run is an error. Opening CUDA goes through
-/// `CudaBackend::new`, which checks that libcuda and libnvrtc load before
-/// cudarc touches them (cudarc panics otherwise).
+/// `cuda` that cannot run is an error, and so is `wgpu`, which has no tracer
+/// or collider (`verify` and `bench compaction` open it themselves). Opening
+/// CUDA goes through `CudaBackend::new`, which checks that libcuda and
+/// libnvrtc load before cudarc touches them (cudarc panics otherwise).
 #[cfg(feature = "cuda")]
 pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
     use reap::compaction::cuda::CudaBackend;
     match choice {
         BackendChoice::Cpu => job.run(CpuBackend::new()),
         BackendChoice::Cuda => job.run(CudaBackend::new(0)?),
+        BackendChoice::Wgpu => Err(not_on_wgpu()),
         BackendChoice::Auto => match CudaBackend::new(0) {
             Ok(cuda) => job.run(cuda),
             Err(e) => {
@@ -199,10 +261,11 @@ pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Ou
 /// Without the `cuda` feature there is no CUDA backend to open.
 #[cfg(not(feature = "cuda"))]
 pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
-    if choice == BackendChoice::Cuda {
-        anyhow::bail!(
+    match choice {
+        BackendChoice::Cuda => anyhow::bail!(
             "this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu"
-        );
+        ),
+        BackendChoice::Wgpu => Err(not_on_wgpu()),
+        BackendChoice::Auto | BackendChoice::Cpu => job.run(CpuBackend::new()),
     }
-    job.run(CpuBackend::new())
 }

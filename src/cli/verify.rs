@@ -9,12 +9,14 @@ use reap::compaction::{Algorithm, BackendKind, ELEMENT_SIZES, Operation, element
 use reap::memory::Limit;
 use reap::verify::{self, Harness};
 
-use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use super::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
+    #[command(flatten)]
+    adapter: AdapterArg,
     /// A catalog name, or `all`.
     #[arg(long, default_value = "all")]
     algorithm: String,
@@ -35,9 +37,10 @@ pub struct VerifyArgs {
     elements: Vec<usize>,
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
-    /// CUDA kernel tuning to verify with, repeatable: each is `KEY=VALUE,...` (`CudaTuning::set` keys, e.g.
-    /// `lookback.load=warp-transposed,lookback.delay=200` or `lookback.8.vecs=6`) and runs the whole suite once,
-    /// from the default tuning; `sweep-grid` runs it once per shape of `reap bench sweep`'s grid.
+    /// Kernel tuning to verify with, repeatable: each is `KEY=VALUE,...` (`CudaTuning::set` keys, e.g.
+    /// `lookback.load=warp-transposed,lookback.delay=200` or `lookback.8.vecs=6`; with --backend wgpu
+    /// `WgpuTuning::set` keys, e.g. `atomic.items=8`) and runs the whole suite once, from the default tuning;
+    /// `sweep-grid` runs it once per shape of `reap bench sweep`'s grid (CUDA).
     #[arg(long)]
     tuning: Vec<String>,
     /// Print every case, not only failures.
@@ -50,6 +53,15 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> Result<bool> {
+    args.adapter.check(args.backend)?;
+    if args.backend == BackendChoice::Wgpu {
+        if args.gpus != 1 {
+            bail!("--gpus shards over CUDA GPUs or CPU ranks; --backend wgpu verifies on one adapter");
+        }
+        if args.tuning.iter().any(|t| t == "sweep-grid") {
+            bail!("--tuning sweep-grid is lookback's CUDA grid; on wgpu give WgpuTuning keys (e.g. atomic.items=8)");
+        }
+    }
     let algorithms =
         if args.algorithm == "all" { Algorithm::ALL.to_vec() } else { vec![args.algorithm.parse::<Algorithm>()?] };
     let mut cfg = verify::Config::new(algorithms);
@@ -89,7 +101,30 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
         }
         return with_backend(args.backend, ShardJob { cfg, sizes_given, verbose: args.verbose, gpus: args.gpus });
     }
+    #[cfg(feature = "wgpu")]
+    if args.backend == BackendChoice::Wgpu {
+        return on_wgpu(&args.adapter, cfg, args.verbose, &tunings);
+    }
     with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose, tunings })
+}
+
+/// `--backend wgpu`: the same suite on the adapter `--adapter` names. The
+/// fused sites and the sharded cases are CUDA's and the CPU's.
+#[cfg(feature = "wgpu")]
+fn on_wgpu(adapter: &AdapterArg, cfg: verify::Config, verbose: bool, tunings: &[Tuning]) -> Result<bool> {
+    use reap::compaction::Backend;
+    let mut backend = adapter.open()?;
+    if let Some(why) = cfg.nothing_to_run(|a| backend.runs(a)) {
+        bail!(why);
+    }
+    cfg.check_memory(false, Limit::host())?;
+    suites(&mut backend, &cfg, verbose, tunings, |b, pairs| {
+        b.tuning = Default::default();
+        for (key, value) in pairs {
+            b.tuning.set(key, value)?;
+        }
+        Ok(())
+    })
 }
 
 /// A tuning to verify with: its `--tuning` text and its key-value pairs.
@@ -155,18 +190,32 @@ impl OnBackend for VerifyJob {
             bail!(why);
         }
         self.cfg.check_memory(backend.kind() == BackendKind::Cpu, Limit::host())?;
-        if self.tunings.is_empty() {
-            let suite = verify_on(&backend, &self.cfg, self.verbose)?;
-            return Ok(verify_sites(&backend, &self.cfg, self.sizes_given, self.verbose) && suite);
+        let passed = suites(&mut backend, &self.cfg, self.verbose, &self.tunings, |b, pairs| b.retune(pairs))?;
+        if !self.tunings.is_empty() {
+            return Ok(passed);
         }
-        let mut all_passed = true;
-        for (label, pairs) in &self.tunings {
-            backend.retune(pairs)?;
-            println!("tuning: {label}");
-            all_passed &= verify_on(&backend, &self.cfg, self.verbose)?;
-        }
-        Ok(all_passed)
+        Ok(verify_sites(&backend, &self.cfg, self.sizes_given, self.verbose) && passed)
     }
+}
+
+/// The suite once, or once per `--tuning`, each set by `retune` from the defaults.
+fn suites<B: Harness>(
+    backend: &mut B,
+    cfg: &verify::Config,
+    verbose: bool,
+    tunings: &[Tuning],
+    retune: impl Fn(&mut B, &[(String, String)]) -> Result<()>,
+) -> Result<bool> {
+    if tunings.is_empty() {
+        return verify_on(backend, cfg, verbose);
+    }
+    let mut all_passed = true;
+    for (label, pairs) in tunings {
+        retune(backend, pairs)?;
+        println!("tuning: {label}");
+        all_passed &= verify_on(backend, cfg, verbose)?;
+    }
+    Ok(all_passed)
 }
 
 /// `--gpus N`: the sharded cases over N ranks.

@@ -79,6 +79,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         BackendChoice::Auto => None,
         BackendChoice::Cpu => Some(BackendKind::Cpu),
         BackendChoice::Cuda => Some(BackendKind::Cuda),
+        BackendChoice::Wgpu => return Err(super::backend::not_on_wgpu()),
     };
     if let Some(p) = &args.screenshot {
         reap::trace::output::check_writable(p)?;

@@ -13,10 +13,10 @@ const OPERATIONS: [RowOperation; 4] =
 /// (operation, bytes per element, algorithm, n): one line of the table.
 type Key = (RowOperation, usize, RowAlgorithm, u64);
 
-pub(super) fn table(s: &mut String, rows: &[Row]) {
+pub(super) fn table(s: &mut String, rows: &[Row], primary: Option<BenchBackend>) {
     // Every ratio per key, keys in first-seen order.
     let mut groups: Vec<(Key, Vec<f64>)> = Vec::new();
-    for r in rows.iter().filter(|r| r.backend != BenchBackend::Cub && OPERATIONS.contains(&r.operation)) {
+    for r in rows.iter().filter(|r| is_primary(r, primary) && OPERATIONS.contains(&r.operation)) {
         let Some(x) = r.vs_cub else { continue };
         let key = (r.operation, r.element_bytes, r.algorithm, r.n);
         match groups.iter_mut().find(|g| g.0 == key) {

@@ -1,13 +1,15 @@
 //! `reap bench compaction`: every algorithm, size, density and element size
 //! timed beside the copy roofline (and the CUB peer where nvcc is found),
-//! written as results.csv / results.json / report.md and plots.
+//! written as results.csv / results.json / report.md and plots. With
+//! `--backend wgpu` on an NVIDIA GPU the CUDA backend and CUB are timed in the
+//! same run, so the report puts the three side by side.
 
 use anyhow::Result;
 
-use reap::bench::Named;
+use reap::bench::{BenchBackend, Named, Platform, Row};
 use reap::compaction::{Algorithm, Operation};
 
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 use crate::cli::sizes::parse_count;
 
 /// What `--operation` names, one measurement series each.
@@ -42,6 +44,8 @@ impl OperationChoice {
 pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
+    #[command(flatten)]
+    adapter: AdapterArg,
     /// A paper's experiment (repeatable, or comma separated): 000-fig3, 000-fig4, 000-table3, 000-table4,
     /// 000-table5, 003-table1, 002-s4, 004-fig4, or `all`. Presets fix algorithms, operation, sizes,
     /// densities and elements; --reps, --warmup and --seed still apply.
@@ -80,7 +84,11 @@ pub struct BenchArgs {
 pub fn run(args: BenchArgs) -> Result<bool> {
     use reap::bench::{Settings, presets};
     let command = std::env::args().collect::<Vec<_>>().join(" ");
+    args.adapter.check(args.backend)?;
     if args.gpus != 1 {
+        if args.backend == BackendChoice::Wgpu {
+            anyhow::bail!("--gpus shards over CUDA GPUs or CPU ranks; --backend wgpu times one adapter");
+        }
         return sharded(args, command);
     }
     let chosen = presets::resolve(&args.preset)?;
@@ -116,6 +124,10 @@ pub fn run(args: BenchArgs) -> Result<bool> {
         cub: !args.no_cub,
         command: &command,
     };
+    #[cfg(feature = "wgpu")]
+    if args.backend == BackendChoice::Wgpu {
+        return on_wgpu(&args.adapter, &run);
+    }
     with_backend(args.backend, run)
 }
 
@@ -130,17 +142,38 @@ struct BenchRun<'a> {
 impl OnBackend for BenchRun<'_> {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
-        bench_on(&backend, &self)
+        let mut m = Measured::new(backend.platform());
+        measure(&backend, &self, &mut m)?;
+        finish(&self, m)
     }
 }
 
-fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bool> {
-    use reap::bench::{self, cub, output};
-    let platform = backend.platform();
+/// What a run measured: its backend's platform, those of any backend timed
+/// beside it (CUDA beside wgpu), and the rows of all of them.
+struct Measured {
+    platform: Platform,
+    beside: Vec<Platform>,
+    rows: Vec<Row>,
+    complete: bool,
+    /// Why the CUB peer cannot run, where that is known before trying.
+    no_cub: Option<String>,
+}
+
+impl Measured {
+    fn new(platform: Platform) -> Self {
+        Measured { platform, beside: Vec::new(), rows: Vec::new(), complete: true, no_cub: None }
+    }
+}
+
+/// Times every series on `backend`, adding its rows to `m` (and results.csv
+/// after each series, so a stop or an error keeps what was measured).
+fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measured) -> Result<()> {
+    use reap::bench::{self, output};
     let total: u64 = run.series.iter().map(|s| s.planned(|a| backend.runs(a))).sum();
     println!(
         "benchmarking on {} ({} rows; Ctrl-C or SIGTERM stops and keeps what was measured)",
-        platform.device, total
+        backend.device_name(),
+        total
     );
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
@@ -152,99 +185,162 @@ fn bench_on<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>) -> Result<bo
         "algorithm", "operation", "bytes", "n", "dens%", "median ms", "min ms", "max ms", "% copy"
     ));
     let stopped = crate::cli::interrupt::stopped;
-    let mut rows: Vec<bench::Row> = Vec::new();
+    let write_csv = |rows: &[Row]| -> Result<()> {
+        if let Some(dir) = run.out {
+            output::write_atomically(&dir.join("results.csv"), bench::csv(rows)?.as_bytes())?;
+        }
+        Ok(())
+    };
     for s in run.series {
         if stopped() {
             break;
         }
         bar.set_message(if s.preset.is_empty() { String::new() } else { s.preset.clone() });
         let measured = bench::run(backend, s, &stopped, &mut |r| {
-            let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
-            bar.println(format!(
-                "{:<27} {:<18} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
-                r.algorithm.name(),
-                r.operation.name(),
-                r.element_bytes,
-                r.n,
-                r.density * 100.0,
-                r.median_ms,
-                r.min_ms,
-                r.max_ms,
-                r.pct_of_copy,
-                phases.join(", ")
-            ));
+            bar.println(progress_line(r));
             bar.inc(1);
         });
         match measured {
-            Ok(r) => rows.extend(r),
+            Ok(r) => m.rows.extend(r),
             Err(e) => {
                 bar.abandon();
                 // Keep what was measured before the error, then report it.
-                if let Some(dir) = run.out {
-                    output::write_atomically(&dir.join("results.csv"), bench::csv(&rows)?.as_bytes())?;
-                }
+                write_csv(&m.rows)?;
                 return Err(e.into());
             }
         }
-        if let Some(dir) = run.out {
-            output::write_atomically(&dir.join("results.csv"), bench::csv(&rows)?.as_bytes())?;
-        }
+        write_csv(&m.rows)?;
     }
     bar.finish_and_clear();
-    let complete = !stopped();
-    if !complete {
-        println!("stopped: {} rows measured", rows.len());
-    }
+    m.complete &= !stopped();
+    Ok(())
+}
 
-    // The CUB peer: same configurations, same method, its own process.
+/// One measured row as the progress bar prints it.
+fn progress_line(r: &Row) -> String {
+    let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
+    format!(
+        "{:<27} {:<18} {:>5} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>7.1}  {}",
+        r.algorithm.name(),
+        r.operation.name(),
+        r.element_bytes,
+        r.n,
+        r.density * 100.0,
+        r.median_ms,
+        r.min_ms,
+        r.max_ms,
+        r.pct_of_copy,
+        phases.join(", ")
+    )
+}
+
+/// Adds the CUB peer's rows, prints the table and writes results.csv,
+/// results.json, report.md and the plots.
+fn finish(run: &BenchRun<'_>, mut m: Measured) -> Result<bool> {
+    use reap::bench::{self, cub, output};
+    if !m.complete {
+        println!("stopped: {} rows measured", m.rows.len());
+    }
+    // The CUB peer: same configurations, same method, its own process, on
+    // the CUDA backend's GPU (the run's own, or the one timed beside wgpu).
     let peer = if !run.cub {
         cub::PeerStatus::Skipped { why: "--no-cub".into() }
-    } else if !complete {
+    } else if !m.complete {
         cub::PeerStatus::Skipped { why: "the run was stopped".into() }
+    } else if let Some(why) = m.no_cub.take() {
+        cub::PeerStatus::Skipped { why }
     } else {
-        cub_peer(&platform, &mut rows, run)
+        let on = m.beside.iter().find(|p| p.arch.is_some()).unwrap_or(&m.platform).clone();
+        cub_peer(&on, &mut m.rows, run)
     };
     if let cub::PeerStatus::Skipped { why } = &peer {
         println!("CUB peer skipped: {why}");
     }
-    print_rows(&rows);
-
-    if let Some(dir) = run.out {
-        output::write_atomically(&dir.join("results.csv"), bench::csv(&rows)?.as_bytes())?;
-        let json = output::results_json(&output::Results {
-            reap_version: env!("CARGO_PKG_VERSION"),
-            reap_commit: output::GIT_COMMIT,
-            finished_unix_s: output::now_unix_s(),
-            complete,
-            command: run.command,
-            platform: &platform,
-            cub_peer: &peer,
-            presets: &run.presets,
-            settings: run.series,
-            rows: &rows,
-        })?;
-        output::write_atomically(&dir.join("results.json"), json.as_bytes())?;
-        let md = bench::report::markdown(&bench::report::Input {
-            platform: &platform,
-            peer: &peer,
-            presets: &run.presets,
-            rows: &rows,
-            complete,
-            command: run.command,
-        });
-        output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
-        let plots = bench::plot::all(dir, &rows)?;
-        println!("wrote results.csv, results.json, report.md and {} plot files in {}", plots.len(), dir.display());
-    }
+    print_rows(&m.rows);
+    let Some(dir) = run.out else {
+        return Ok(true);
+    };
+    output::write_atomically(&dir.join("results.csv"), bench::csv(&m.rows)?.as_bytes())?;
+    let json = output::results_json(&output::Results {
+        reap_version: env!("CARGO_PKG_VERSION"),
+        reap_commit: output::GIT_COMMIT,
+        finished_unix_s: output::now_unix_s(),
+        complete: m.complete,
+        command: run.command,
+        platform: &m.platform,
+        beside: &m.beside,
+        cub_peer: &peer,
+        presets: &run.presets,
+        settings: run.series,
+        rows: &m.rows,
+    })?;
+    output::write_atomically(&dir.join("results.json"), json.as_bytes())?;
+    let md = bench::report::markdown(&bench::report::Input {
+        platform: &m.platform,
+        beside: &m.beside,
+        peer: &peer,
+        presets: &run.presets,
+        rows: &m.rows,
+        complete: m.complete,
+        command: run.command,
+    });
+    output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
+    let plots = bench::plot::all(dir, &bench::report::plotted(&m.platform, &m.rows))?;
+    println!("wrote results.csv, results.json, report.md and {} plot files in {}", plots.len(), dir.display());
     Ok(true)
 }
 
-/// Builds (or reuses) and runs the CUB peer, joining its times to `rows`.
-fn cub_peer(
-    platform: &reap::bench::Platform,
-    rows: &mut Vec<reap::bench::Row>,
-    run: &BenchRun<'_>,
-) -> reap::bench::cub::PeerStatus {
+/// `--backend wgpu`: the wgpu backend on `--adapter`'s adapter and then,
+/// where that adapter is an NVIDIA GPU that CUDA opens too, the CUDA backend
+/// on the same series, so the report sets wgpu beside CUDA and CUB.
+#[cfg(feature = "wgpu")]
+fn on_wgpu(adapter: &AdapterArg, run: &BenchRun<'_>) -> Result<bool> {
+    use reap::bench::Timed;
+    // wgpu's buffers are freed before CUDA allocates its own.
+    let (mut m, nvidia) = {
+        let wgpu = adapter.open()?;
+        let mut m = Measured::new(wgpu.platform());
+        measure(&wgpu, run, &mut m)?;
+        (m, wgpu.device().info.vendor == NVIDIA_VENDOR)
+    };
+    if !nvidia {
+        m.no_cub = Some("the wgpu adapter is not an NVIDIA GPU, so neither CUDA nor CUB ran beside it".into());
+    } else if m.complete {
+        beside_cuda(run, &mut m)?;
+    }
+    finish(run, m)
+}
+
+/// NVIDIA's PCI vendor id, as wgpu reports an adapter's vendor.
+#[cfg(feature = "wgpu")]
+const NVIDIA_VENDOR: u32 = 0x10de;
+
+/// The CUDA backend on the wgpu run's series, where CUDA opens.
+#[cfg(all(feature = "wgpu", feature = "cuda"))]
+fn beside_cuda(run: &BenchRun<'_>, m: &mut Measured) -> Result<()> {
+    match reap::compaction::cuda::CudaBackend::new(0) {
+        Ok(cuda) => {
+            use reap::bench::Timed;
+            println!("CUDA opens too: the same configurations on the CUDA backend, then CUB");
+            m.beside.push(cuda.platform());
+            measure(&cuda, run, m)
+        }
+        Err(e) => {
+            m.no_cub = Some(format!("CUDA does not open here ({e}), so neither it nor CUB ran beside wgpu"));
+            Ok(())
+        }
+    }
+}
+
+#[cfg(all(feature = "wgpu", not(feature = "cuda")))]
+fn beside_cuda(_run: &BenchRun<'_>, m: &mut Measured) -> Result<()> {
+    m.no_cub = Some("this reap was built without the `cuda` feature: no CUDA backend or CUB beside wgpu".into());
+    Ok(())
+}
+
+/// Builds (or reuses) and runs the CUB peer for `platform`'s GPU, joining
+/// its times to `rows`.
+fn cub_peer(platform: &Platform, rows: &mut Vec<Row>, run: &BenchRun<'_>) -> reap::bench::cub::PeerStatus {
     use reap::bench::cub::{self, PeerStatus};
     let skipped = |why: String| PeerStatus::Skipped { why };
     let Some(arch) = platform.arch.clone() else {
@@ -294,13 +390,32 @@ fn cub_peer(
     }
 }
 
-/// The measured rows as a plain table on stdout (the files under --out hold everything).
-fn print_rows(rows: &[reap::bench::Row]) {
+/// The measured rows as a plain table on stdout, a table per backend where
+/// several were timed (the files under --out hold everything).
+fn print_rows(rows: &[Row]) {
+    let mut backends: Vec<BenchBackend> = Vec::new();
+    for r in rows.iter().filter(|r| r.backend != BenchBackend::Cub) {
+        if !backends.contains(&r.backend) {
+            backends.push(r.backend);
+        }
+    }
+    if backends.is_empty() {
+        print_table(std::iter::empty());
+    }
+    for b in &backends {
+        if backends.len() > 1 {
+            println!("{}:", b.name());
+        }
+        print_table(rows.iter().filter(|r| r.backend == *b));
+    }
+}
+
+fn print_table<'a>(rows: impl Iterator<Item = &'a Row>) {
     println!(
         "{:<27} {:<18} {:>5} {:>11} {:>7} {:>11} {:>7} {:>7}  phases (ms)",
         "algorithm", "operation", "bytes", "n", "density", "median ms", "% copy", "vs CUB"
     );
-    for r in rows.iter().filter(|r| r.backend != reap::bench::BenchBackend::Cub) {
+    for r in rows {
         let phases: Vec<String> = r.phases.iter().map(|(n, t)| format!("{n} {t:.4}")).collect();
         println!(
             "{:<27} {:<18} {:>5} {:>11} {:>7.3} {:>11.4} {:>7.1} {:>7}  {}",

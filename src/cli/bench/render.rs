@@ -83,7 +83,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     for name in args.algorithms.iter().filter(|n| *n != "all") {
         Compaction::check_name(name, "algorithms")?;
     }
-    if args.backend == BackendChoice::Cuda {
+    if matches!(args.backend, BackendChoice::Cuda | BackendChoice::Wgpu) {
         with_backend(args.backend, Probe)?;
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");

@@ -10,6 +10,7 @@ pub fn run(dir: &std::path::Path) -> Result<bool> {
     let command = stored.command.unwrap_or_else(|| "(not recorded in results.json)".into());
     let md = bench::report::markdown(&bench::report::Input {
         platform: &stored.platform,
+        beside: &stored.beside,
         peer: &stored.cub_peer,
         presets: &stored.presets,
         rows: &stored.rows,
@@ -17,7 +18,7 @@ pub fn run(dir: &std::path::Path) -> Result<bool> {
         command: &command,
     });
     output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
-    let plots = bench::plot::all(dir, &stored.rows)?;
+    let plots = bench::plot::all(dir, &bench::report::plotted(&stored.platform, &stored.rows))?;
     println!("wrote report.md and {} plot files in {} from its results.json", plots.len(), dir.display());
     Ok(true)
 }
