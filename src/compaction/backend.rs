@@ -108,6 +108,28 @@ impl Rejected {
     }
 }
 
+/// The checks every backend's radix sort makes: values, if any, as many as keys.
+pub(crate) fn check_sort_values(keys: u64, values: Option<u64>) -> Result<()> {
+    match values {
+        Some(v) if v != keys => Err(Error::LengthMismatch { what: "values", expected: keys, actual: v }),
+        _ => Ok(()),
+    }
+}
+
+/// The checks every backend's in-place removal makes before it runs: a
+/// supported element size and at most one index per element.
+pub(crate) fn check_removal_len<T: Element>(data: u64, removal: u64) -> Result<()> {
+    crate::compaction::check_element::<T>()?;
+    if removal > data {
+        return Err(Error::LengthMismatch {
+            what: "removal-index list (at most one entry per element)",
+            expected: data,
+            actual: removal,
+        });
+    }
+    Ok(())
+}
+
 /// Refuses a partition with the rejected half reversed from an algorithm
 /// that does not offer it; every backend checks this first.
 pub(crate) fn check_rejected(algorithm: Algorithm, split: bool, rejected: Rejected) -> Result<()> {

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use crate::compaction::backend::check_rejected;
+use crate::compaction::backend::{check_rejected, check_removal_len, check_sort_values};
 use crate::compaction::cuda::runtime::{KeepMode, Stages, Variant, driver_error};
 use crate::compaction::cuda::{
     Count, CudaBackend, CudaBuffer, CudaPredicate, CudaReport, Extent, Io, KeepArgs, atomic, billeter, blelloch, horn,
@@ -257,11 +257,7 @@ impl Backend for CudaBackend {
         if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
             return Err(self.not_here(algorithm));
         }
-        if let Some(v) = &values
-            && v.len != keys.len
-        {
-            return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
-        }
+        check_sort_values(keys.len, values.as_ref().map(|v| v.len))?;
         let mut st = Stages::new(&self.stream);
         sort::radix_sort(self, algorithm, keys, values, &mut st)?;
         Ok(CudaReport { count: Count::Host(keys.len), stages: st })
@@ -273,16 +269,9 @@ impl Backend for CudaBackend {
         data: &mut CudaBuffer<T>,
         removal: &CudaBuffer<u64>,
     ) -> Result<CudaReport> {
-        check_element::<T>()?;
+        check_removal_len::<T>(data.len, removal.len)?;
         if !algorithm.supports(Operation::Remove) {
             return Err(self.not_here(algorithm));
-        }
-        if removal.len > data.len {
-            return Err(Error::LengthMismatch {
-                what: "removal-index list (at most one entry per element)",
-                expected: data.len,
-                actual: removal.len,
-            });
         }
         let variant = Variant::new(std::mem::size_of::<T>(), KeepMode::Flags);
         let count = self.stream.alloc_zeros::<u64>(1).map_err(driver_error("allocating the count"))?;

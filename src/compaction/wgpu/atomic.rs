@@ -6,9 +6,8 @@
 use smart_default::SmartDefault;
 
 use crate::compaction::Result;
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::ATOMIC;
-use crate::compaction::wgpu::{Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Io, KeepRule, Plan, WgpuBackend, groups_for};
 
 /// Tuning of `atomic_select`.
 #[derive(Clone, Debug, SmartDefault)]

@@ -3,37 +3,28 @@
 
 use std::marker::PhantomData;
 
-use crate::compaction::backend::check_rejected;
-use crate::compaction::wgpu::runtime::{NO_WORD, Params, Variant};
+use crate::compaction::backend::{check_rejected, check_removal_len, check_sort_values};
+use crate::compaction::wgpu::runtime::{NO_WORD, Variant};
 use crate::compaction::wgpu::single_pass::{self, Chaining};
 use crate::compaction::wgpu::{
-    Count, Io, Plan, WgpuBackend, WgpuBuffer, WgpuPredicate, WgpuReport, atomic, billeter, blelloch, horn, redzone,
-    roger, sengupta, sort,
+    Count, Io, KeepRule, Plan, WgpuBackend, WgpuBuffer, WgpuPredicate, WgpuReport, atomic, billeter, blelloch, horn,
+    redzone, roger, sengupta, sort,
 };
 use crate::compaction::{
     Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, KeepMode, Lens, Operation, Rejected, Result,
     ScanCall, ScanElement, SortKey, check_element,
 };
 
-/// The keep rule's specialisation and the parameters it adds to every dispatch.
-pub struct KeepRule {
-    pub variant: Variant,
-    pub flags: Option<::wgpu::Buffer>,
-    sentinel: [u32; 8],
-    pred: [u32; 4],
-}
-
-impl KeepRule {
-    /// `base` with the keep rule's numbers filled in. A radix-sort split's
-    /// bit goes to `a` (common.wgsl's keep()): dispatches that call keep()
-    /// leave `a` to the rule.
-    pub fn params(&self, base: Params) -> Params {
-        Params { sentinel: self.sentinel, pred: self.pred, ..base }
+/// The wgpu backend indexes elements with 32-bit words (WGSL has no 64-bit
+/// indices without an optional feature); no adapter binds more anyway.
+fn indexable(what: &'static str, len: u64) -> Result<()> {
+    if len > u32::MAX as u64 {
+        return Err(Error::Backend(format!(
+            "{what}: {len} elements; the wgpu backend indexes at most {} (split the input, or use --backend cuda or cpu)",
+            u32::MAX
+        )));
     }
-    /// `io`'s bindings plus the flags.
-    pub fn bind(&self, io: &Io) -> super::Bind {
-        super::Bind { flags: self.flags.clone(), ..io.bind() }
-    }
+    Ok(())
 }
 
 impl WgpuBackend {
@@ -84,13 +75,7 @@ impl WgpuBackend {
         if !algorithm.supports(op) || !self.runs(algorithm) {
             return Err(self.not_here(algorithm));
         }
-        if input_len > u32::MAX as u64 {
-            return Err(Error::LengthMismatch {
-                what: "input (the wgpu backend indexes with 32 bits)",
-                expected: u32::MAX as u64,
-                actual: input_len,
-            });
-        }
+        indexable("input", input_len)?;
         Ok(())
     }
 
@@ -282,18 +267,8 @@ impl Backend for WgpuBackend {
         if !algorithm.supports(Operation::Sort) || !self.runs(algorithm) {
             return Err(self.not_here(algorithm));
         }
-        if let Some(v) = &values
-            && v.len != keys.len
-        {
-            return Err(Error::LengthMismatch { what: "values", expected: keys.len, actual: v.len });
-        }
-        if keys.len > u32::MAX as u64 {
-            return Err(Error::LengthMismatch {
-                what: "keys (the wgpu backend indexes with 32 bits)",
-                expected: u32::MAX as u64,
-                actual: keys.len,
-            });
-        }
+        check_sort_values(keys.len, values.as_ref().map(|v| v.len))?;
+        indexable("keys", keys.len)?;
         let timings = sort::radix_sort(self, algorithm, keys, values)?;
         Ok(WgpuReport { dev: self.device().clone(), count: Count::Host(keys.len), timings })
     }
@@ -304,24 +279,11 @@ impl Backend for WgpuBackend {
         data: &mut WgpuBuffer<T>,
         removal: &WgpuBuffer<u64>,
     ) -> Result<WgpuReport> {
-        check_element::<T>()?;
+        check_removal_len::<T>(data.len, removal.len)?;
         if !algorithm.supports(Operation::Remove) {
             return Err(self.not_here(algorithm));
         }
-        if removal.len > data.len {
-            return Err(Error::LengthMismatch {
-                what: "removal-index list (at most one entry per element)",
-                expected: data.len,
-                actual: removal.len,
-            });
-        }
-        if data.len > u32::MAX as u64 {
-            return Err(Error::LengthMismatch {
-                what: "data (the wgpu backend indexes with 32 bits)",
-                expected: u32::MAX as u64,
-                actual: data.len,
-            });
-        }
+        indexable("data", data.len)?;
         let v = self.variant(std::mem::size_of::<T>(), KeepMode::Flags, None);
         let count = self.raw_buffer("a count", 8)?;
         let mut plan = Plan::default();

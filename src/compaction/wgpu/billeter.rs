@@ -12,9 +12,8 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::{BILLETER, Params, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend};
 use crate::compaction::{Billeter, CompactSimd, Error, OutputMode, Result};
 
 /// SIMD width of a virtual processor without subgroups (`VP_WIDTH` in workgroup.wgsl).

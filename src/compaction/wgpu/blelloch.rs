@@ -13,10 +13,9 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::horn;
 use crate::compaction::wgpu::runtime::{BLELLOCH, Params, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend, groups_for};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `blelloch` (WG in blelloch.wgsl).

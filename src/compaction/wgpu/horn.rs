@@ -16,9 +16,8 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::{HORN, Params, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend, groups_for};
 use crate::compaction::{Error, KeepMode, Result};
 
 /// Tuning of horn.wgsl's map-style entry points.

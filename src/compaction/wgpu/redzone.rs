@@ -27,9 +27,8 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::{NO_WORD, Params, REDZONE, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend, groups_for};
 use crate::compaction::{Algorithm, Error, KeepMode, Result};
 
 /// Redzone's tuning (`WG`, `ITEMS` in redzone.wgsl).

@@ -15,9 +15,8 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::{Params, ROGER};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend, groups_for};
 use crate::compaction::{Error, Result};
 
 /// Tuning of `roger` (`S` in roger.wgsl).

@@ -12,10 +12,9 @@
 use smart_default::SmartDefault;
 
 use crate::compaction::Result;
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::horn::{self, Source};
 use crate::compaction::wgpu::runtime::{NO_WORD, Params, SENGUPTA, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend, groups_for};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend, groups_for};
 
 /// Tuning of `sengupta` (WG in sengupta.wgsl and, for its Horn passes and
 /// gather, in horn.wgsl).

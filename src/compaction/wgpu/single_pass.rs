@@ -6,9 +6,8 @@
 
 use smart_default::SmartDefault;
 
-use crate::compaction::wgpu::backend::KeepRule;
 use crate::compaction::wgpu::runtime::{CHAINED, LOOKBACK, Variant};
-use crate::compaction::wgpu::{Bind, Io, Plan, WgpuBackend};
+use crate::compaction::wgpu::{Bind, Io, KeepRule, Plan, WgpuBackend};
 use crate::compaction::{Error, Rejected, Result};
 use crate::wgpu_runtime::Shader;
 
