@@ -188,3 +188,38 @@ fn the_lookback_fallback_forced_on_matches_the_reference() {
     assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
     assert!(summary.passed > 100, "only {} cases ran", summary.passed);
 }
+
+/// Without timestamp queries (an adapter that lacks them, or
+/// `REAP_WGPU_TIMESTAMPS=0`) each stage is submitted alone and timed by the
+/// host clock, the report says so, and the results are the same.
+#[test]
+fn without_timestamps_the_host_clock_times_each_stage() {
+    use reap::compaction::{Backend, Keep, Report};
+    use reap::wgpu_runtime::Features;
+    use reap::wgpu_runtime::timer::Clock;
+    let Some(with) = wgpu() else { return };
+    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
+    let b =
+        WgpuBackend::open(&choice, Features { timestamps: false, ..Features::default() }).expect("the same adapter");
+    assert!(!b.device().timestamps);
+    let host: Vec<u32> = (0..100_003u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut outputs = Vec::new();
+    for backend in [&with, &b] {
+        let input = backend.upload(&host).expect("upload");
+        let mut out = backend.alloc::<u32>(host.len() as u64).expect("alloc");
+        let r = backend.partition(Algorithm::Lookback, &input, Keep::Sentinel(7), &mut out).expect("runs");
+        let phases = r.phases().expect("phases");
+        assert_eq!(phases.iter().map(|p| p.name).collect::<Vec<_>>(), ["count", "single-pass"]);
+        assert!(phases.iter().all(|p| p.time > std::time::Duration::ZERO), "{phases:?}");
+        let clock = if std::ptr::eq(backend, &b) {
+            Clock::Host
+        } else {
+            with.device().timestamps.then_some(Clock::Timestamps).unwrap_or(Clock::Host)
+        };
+        assert_eq!(r.clock(), clock);
+        outputs.push((r.count().expect("count"), backend.download(&out).expect("download")));
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[1].0, host.len() as u64 - host.iter().filter(|&&x| x == 7).count() as u64);
+    assert!(b.time_copy(1 << 20, 2).expect("a host-timed copy") > std::time::Duration::ZERO);
+}

@@ -32,6 +32,29 @@ impl std::str::FromStr for AdapterChoice {
     }
 }
 
+/// Which optional features to use where the adapter has them: off, the
+/// fallbacks run (the host clock, workgroup-memory scans), for tests and
+/// for adapters whose implementation of a feature is suspect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Features {
+    pub timestamps: bool,
+    pub subgroups: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features { timestamps: true, subgroups: true }
+    }
+}
+
+impl Features {
+    /// The defaults, less what `REAP_WGPU_TIMESTAMPS=0` and `REAP_WGPU_SUBGROUPS=0` turn off.
+    pub fn from_env() -> Self {
+        let on = |var: &str| std::env::var(var).map_or(true, |v| v != "0");
+        Features { timestamps: on("REAP_WGPU_TIMESTAMPS"), subgroups: on("REAP_WGPU_SUBGROUPS") }
+    }
+}
+
 /// One adapter as [`adapters`] lists it.
 #[derive(Clone, Debug)]
 pub struct AdapterSummary {
@@ -109,7 +132,7 @@ pub struct Device {
 
 impl Device {
     /// Opens the adapter `choice` names, or says why not and what to do.
-    pub fn open(choice: &AdapterChoice) -> Result<Device> {
+    pub fn open(choice: &AdapterChoice, use_features: Features) -> Result<Device> {
         let instance = instance();
         let list = all_adapters(&instance);
         let none = || Error::Unavailable {
@@ -148,7 +171,13 @@ impl Device {
         let wanted = wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
             | wgpu::Features::SUBGROUP;
-        let features = have & wanted;
+        let mut features = have & wanted;
+        if !use_features.timestamps {
+            features.remove(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
+        }
+        if !use_features.subgroups {
+            features.remove(wgpu::Features::SUBGROUP);
+        }
         let limits = adapter.limits();
         if limits.max_compute_invocations_per_workgroup < 256 || limits.max_storage_buffers_per_shader_stage < 7 {
             return Err(Error::MissingCapability {

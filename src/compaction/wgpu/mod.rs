@@ -208,14 +208,20 @@ pub struct WgpuBackend {
     /// Scratch kept across calls (tile states, counters), by slot: calls run
     /// in queue order and clear what they use, so one buffer serves them all.
     scratch: std::sync::Mutex<Vec<Option<::wgpu::Buffer>>>,
-    /// Use subgroup operations where the adapter has them (`REAP_WGPU_SUBGROUPS=0` turns them off).
+    /// Whether the shaders use subgroup operations: the adapter has them and
+    /// they were not turned off (`REAP_WGPU_SUBGROUPS=0`, [`rt::Features`]).
     pub subgroups: bool,
 }
 
 impl WgpuBackend {
     /// Opens the adapter `choice` names, or says what is missing.
     pub fn new(choice: &AdapterChoice) -> Result<Self> {
-        let dev = Arc::new(Device::open(choice)?);
+        Self::open(choice, rt::Features::from_env())
+    }
+
+    /// Opens the adapter using only the optional `features` given (where it has them).
+    pub fn open(choice: &AdapterChoice, features: rt::Features) -> Result<Self> {
+        let dev = Arc::new(Device::open(choice, features)?);
         let pipelines = Pipelines::new(&dev)?;
         let mk = |label| {
             dev.device.create_buffer(&::wgpu::BufferDescriptor {
@@ -238,7 +244,7 @@ impl WgpuBackend {
                 tuning.set(key.trim(), value.trim())?;
             }
         }
-        let subgroups = dev.subgroups && std::env::var("REAP_WGPU_SUBGROUPS").map_or(true, |v| v != "0");
+        let subgroups = dev.subgroups;
         Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, scratch: Default::default(), subgroups })
     }
 
