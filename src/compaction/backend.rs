@@ -108,6 +108,25 @@ impl Rejected {
     }
 }
 
+/// Applies the `key=value,key=value` list in the environment variable `var`
+/// through `set`: the GPU backends' tuning overrides for experiments
+/// (`REAP_CUDA_TUNING`, `REAP_WGPU_TUNING`).
+pub(crate) fn tuning_from_env(
+    var: &str,
+    backend: &'static str,
+    mut set: impl FnMut(&str, &str) -> Result<()>,
+) -> Result<()> {
+    let Ok(list) = std::env::var(var) else { return Ok(()) };
+    for item in list.split(',').filter(|s| !s.trim().is_empty()) {
+        let (key, value) = item.split_once('=').ok_or_else(|| Error::Tuning {
+            algorithm: backend,
+            why: format!("{var} entry `{item}` is not key=value"),
+        })?;
+        set(key.trim(), value.trim())?;
+    }
+    Ok(())
+}
+
 /// The checks every backend's radix sort makes: values, if any, as many as keys.
 pub(crate) fn check_sort_values(keys: u64, values: Option<u64>) -> Result<()> {
     match values {

@@ -264,15 +264,7 @@ impl CudaBackend {
         let gpu::Device { stream, info, kernels, .. } = gpu::Device::open(ordinal)?;
         let mut tuning = CudaTuning::default();
         // `REAP_CUDA_TUNING="lookback.vecs=8,atomic.items=8"` overrides defaults for experiments.
-        if let Ok(list) = std::env::var("REAP_CUDA_TUNING") {
-            for item in list.split(',').filter(|s| !s.trim().is_empty()) {
-                let (key, value) = item.split_once('=').ok_or_else(|| Error::Tuning {
-                    algorithm: "cuda",
-                    why: format!("REAP_CUDA_TUNING entry `{item}` is not key=value"),
-                })?;
-                tuning.set(key.trim(), value.trim())?;
-            }
-        }
+        crate::compaction::backend::tuning_from_env("REAP_CUDA_TUNING", "cuda", |k, v| tuning.set(k, v))?;
         Ok(CudaBackend { tile_states: Default::default(), resident: Default::default(), stream, kernels, info, tuning })
     }
 

@@ -147,6 +147,10 @@ impl WgpuReport {
     }
 }
 
+/// One stage of a plan as `run` encodes it: its name, the clears and copies
+/// before its pass, and its dispatches with their parameters' uniform offsets.
+type StageSteps<'a> = (&'static str, Vec<&'a Step>, Vec<(u64, &'a Step)>);
+
 /// Every wgpu algorithm's tuning, one plain struct per algorithm.
 #[derive(Clone, Debug, Default)]
 pub struct WgpuTuning {
@@ -235,15 +239,7 @@ impl WgpuBackend {
             dev.scoped(|| "the dummy bindings".into(), || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))))?;
         let mut tuning = WgpuTuning::default();
         // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.
-        if let Ok(list) = std::env::var("REAP_WGPU_TUNING") {
-            for item in list.split(',').filter(|s| !s.trim().is_empty()) {
-                let (key, value) = item.split_once('=').ok_or_else(|| Error::Tuning {
-                    algorithm: "wgpu",
-                    why: format!("REAP_WGPU_TUNING entry `{item}` is not key=value"),
-                })?;
-                tuning.set(key.trim(), value.trim())?;
-            }
-        }
+        crate::compaction::backend::tuning_from_env("REAP_WGPU_TUNING", "wgpu", |k, v| tuning.set(k, v))?;
         let subgroups = dev.subgroups;
         Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, scratch: Default::default(), subgroups })
     }
@@ -349,7 +345,7 @@ impl WgpuBackend {
         )?;
         let mut st = Stages::new(dev);
         // Group the steps by stage: clears and copies first, then one pass.
-        let mut stages: Vec<(&'static str, Vec<&Step>, Vec<(u64, &Step)>)> = Vec::new();
+        let mut stages: Vec<StageSteps<'_>> = Vec::new();
         let mut k = 0u64;
         for s in &plan.steps {
             match s {
