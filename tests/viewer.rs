@@ -1,7 +1,8 @@
-//! `reap view` end to end: five frames of the Cornell box on the CPU backend,
-//! and a few frames of the collision demo (`--collide`), each with a
+//! `reap view` end to end: five frames of the Cornell box on the CPU backend
+//! and on the wgpu backend (computing on the display adapter, lavapipe in CI),
+//! and a few frames of the collision demo (`--collide`) on both, each with a
 //! screenshot of the window at exit, and checks that it holds both the
-//! picture and the egui overlay.
+//! picture and the egui overlay; and the offscreen viewer on wgpu (no window).
 //!
 //! It needs an X display with a Vulkan (lavapipe is enough) or GL driver.
 //! Without `DISPLAY` it starts `Xvfb` itself when one is installed. Where
@@ -65,12 +66,22 @@ fn display() -> Result<(String, Option<Xvfb>), String> {
 /// Runs `reap view ARGS --width W --height H --screenshot FILE --backend cpu`
 /// and returns the screenshot, or `None` where the viewer cannot run here.
 fn screenshot(name: &str, args: &[&str]) -> Option<image::RgbImage> {
-    let (display, _xvfb) = match display() {
-        Ok(d) => d,
-        Err(why) => {
-            skip_or_fail(&why);
-            return None;
-        }
+    screenshot_on("cpu", name, args)
+}
+
+/// [`screenshot`] on `backend`. With `--offscreen` among `args` no display is
+/// needed (nor set).
+fn screenshot_on(backend: &str, name: &str, args: &[&str]) -> Option<image::RgbImage> {
+    let offscreen = args.contains(&"--offscreen");
+    let (display, _xvfb) = match offscreen {
+        true => (String::new(), None),
+        false => match display() {
+            Ok(d) => d,
+            Err(why) => {
+                skip_or_fail(&why);
+                return None;
+            }
+        },
     };
     let dir = std::env::temp_dir().join(format!("reap-view-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -79,7 +90,7 @@ fn screenshot(name: &str, args: &[&str]) -> Option<image::RgbImage> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_reap"))
         .arg("view")
         .args(args)
-        .args(["--backend", "cpu", "--width", &WIDTH.to_string(), "--height"])
+        .args(["--backend", backend, "--width", &WIDTH.to_string(), "--height"])
         .arg(HEIGHT.to_string())
         .arg("--screenshot")
         .arg(&shot)
@@ -102,7 +113,13 @@ fn screenshot(name: &str, args: &[&str]) -> Option<image::RgbImage> {
     let out = child.wait_with_output().expect("output");
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !status.success() {
-        if stderr.contains("no display") || stderr.contains("adapter") || stderr.contains("present to this window") {
+        // wgpu needs a Vulkan (or Metal, DX12) adapter; a GL-only display has none.
+        let no_compute = backend == "wgpu" && (stderr.contains("does not compute on") || stderr.contains("no Vulkan"));
+        if no_compute
+            || stderr.contains("no display")
+            || stderr.contains("adapter")
+            || stderr.contains("present to this window")
+        {
             skip_or_fail(&format!("no usable display or graphics adapter: {}", stderr.trim()));
             return None;
         }
@@ -181,10 +198,44 @@ fn assert_cornell_walls(render: &[[u8; 3]]) {
     assert!(render.iter().any(|p| above(p, 1, 0) && above(p, 1, 2)), "no green wall in the render region");
 }
 
+/// The wgpu backend on the display adapter: the engine writes its image
+/// into the texture the window draws (no read-back), through the same
+/// overlay; "compare all" switches algorithms as on the CPU.
+#[test]
+fn view_on_wgpu_computes_on_the_display_adapter_and_draws_the_render() {
+    let Some(img) = screenshot_on("wgpu", "trace-wgpu", &["--frames", "5", "--compare-all", "1"]) else { return };
+    let render = picture(&img);
+    let mean = mean_level(&render);
+    assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
+    assert_cornell_walls(&render);
+    assert_overlay(&img);
+}
+
+/// `--offscreen`: no window, the same frames drawn into a texture on the
+/// best adapter for compute (how the H100 measures the viewer).
+#[test]
+fn view_offscreen_on_wgpu_draws_the_render_and_the_overlay() {
+    let Some(img) = screenshot_on("wgpu", "offscreen", &["--offscreen", "--frames", "4"]) else { return };
+    let render = picture(&img);
+    let mean = mean_level(&render);
+    assert!(mean > 10.0, "the render region is blank (mean {mean:.1})");
+    assert_cornell_walls(&render);
+    assert_overlay(&img);
+}
+
 #[test]
 fn view_collide_draws_the_bodies_and_the_overlay() {
+    collide_on("cpu");
+}
+
+#[test]
+fn view_collide_on_wgpu_draws_the_bodies_and_the_overlay() {
+    collide_on("wgpu");
+}
+
+fn collide_on(backend: &str) {
     let args = ["--collide", "--scenario", "pile", "--bodies", "400", "--frames", "8"];
-    let Some(img) = screenshot("collide", &args) else { return };
+    let Some(img) = screenshot_on(backend, &format!("collide-{backend}"), &args) else { return };
     let view = picture(&img);
     // The background is a flat dark grey; bodies and outline are not.
     let bg = view[0];

@@ -23,33 +23,16 @@ pub enum BackendChoice {
     Cpu,
     /// NVIDIA GPU through CUDA (driver + NVRTC).
     Cuda,
-    /// Any GPU wgpu opens (Vulkan, Metal, DX12; `--adapter` picks one): `reap verify` and
-    /// `reap bench compaction` only, for now.
+    /// Any GPU wgpu opens (Vulkan, Metal, DX12; `--adapter` picks one).
     Wgpu,
 }
-
-/// Why `--backend wgpu` stops a command other than `verify` and `bench compaction`.
-#[cfg(feature = "wgpu")]
-const WORKLOADS_NOT_ON_WGPU: &str = "--backend wgpu runs the compaction library only (`reap verify`, `reap bench \
-     compaction`): the path tracer, the collision demo, the viewer and their benchmarks are not on wgpu yet; \
-     use --backend cuda or --backend cpu (or leave --backend at auto)";
 
 /// What `--backend wgpu` says in a build without the `wgpu` feature.
 #[cfg(not(feature = "wgpu"))]
 const NO_WGPU_FEATURE: &str = "this reap was built without the `wgpu` feature; rebuild with default features \
      (or `--features wgpu`), or use --backend cuda or cpu";
 
-/// The error of `--backend wgpu` where a command has no wgpu path: the
-/// workloads are not on wgpu yet, or this build lacks the backend.
-pub fn not_on_wgpu() -> anyhow::Error {
-    #[cfg(not(feature = "wgpu"))]
-    return anyhow::anyhow!(NO_WGPU_FEATURE);
-    #[cfg(feature = "wgpu")]
-    anyhow::anyhow!(WORKLOADS_NOT_ON_WGPU)
-}
-
-/// `--adapter NAME|INDEX` of `reap verify` and `reap bench compaction`: the
-/// wgpu adapter to open (a part of its name, or its place in
+/// `--adapter NAME|INDEX`: the wgpu adapter to open (a part of its name, or its place in
 /// `reap::wgpu_runtime::adapters()`); the best one when absent.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct AdapterArg {
@@ -217,6 +200,43 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     }
 }
 
+#[cfg(feature = "wgpu")]
+impl Opened for reap::compaction::wgpu::WgpuBackend {
+    type Tracer = trace::wgpu::WgpuEngine;
+    type Collider = collide::wgpu::WgpuCollide;
+    fn device(&self) -> String {
+        self.name().to_string()
+    }
+    fn sms(&self) -> Option<u32> {
+        None
+    }
+    fn another() -> Result<Self> {
+        Ok(Self::new(&Default::default())?)
+    }
+    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()> {
+        self.tuning = Default::default();
+        for (key, value) in pairs {
+            self.tuning.set(key, value)?;
+        }
+        Ok(())
+    }
+    fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
+        if gpus != 1 {
+            anyhow::bail!(
+                "--gpus {gpus} with --backend wgpu: wgpu has no collectives between adapters, so it runs on one; \
+                 use --backend cuda for several GPUs"
+            );
+        }
+        Ok(vec![self])
+    }
+    fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
+        Ok(trace::wgpu::WgpuEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)
+    }
+    fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
+        Ok(collide::wgpu::WgpuCollide::new(self, world, bodies)?)
+    }
+}
+
 /// Refuses `--gpus 0` and more GPUs than the machine has.
 fn check_gpus(gpus: usize, count: usize) -> Result<()> {
     if gpus == 0 {
@@ -236,36 +256,90 @@ pub trait OnBackend {
 }
 
 /// Opens the backend `choice` names and runs `job` on it. `auto` takes CUDA
-/// when it works and otherwise the CPU, with one line saying why; an explicit
-/// `cuda` that cannot run is an error, and so is `wgpu`, which has no tracer
-/// or collider (`verify` and `bench compaction` open it themselves). Opening
-/// CUDA goes through `CudaBackend::new`, which checks that libcuda and
+/// when it works, else a hardware GPU through wgpu, else the CPU, and says in
+/// one line which and why; an explicit choice that cannot run is an error.
+/// Opening CUDA goes through `CudaBackend::new`, which checks that libcuda and
 /// libnvrtc load before cudarc touches them (cudarc panics otherwise).
-#[cfg(feature = "cuda")]
-pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
-    use reap::compaction::cuda::CudaBackend;
+pub fn with_backend<J: OnBackend>(choice: BackendChoice, adapter: &AdapterArg, job: J) -> Result<J::Output> {
+    adapter.check(choice)?;
     match choice {
         BackendChoice::Cpu => job.run(CpuBackend::new()),
-        BackendChoice::Cuda => job.run(CudaBackend::new(0)?),
-        BackendChoice::Wgpu => Err(not_on_wgpu()),
-        BackendChoice::Auto => match CudaBackend::new(0) {
-            Ok(cuda) => job.run(cuda),
-            Err(e) => {
-                eprintln!("note: using the CPU backend; CUDA is unavailable: {e}");
-                job.run(CpuBackend::new())
+        BackendChoice::Cuda => job.run(open_cuda()?),
+        BackendChoice::Wgpu => run_on_wgpu(adapter, job),
+        BackendChoice::Auto => {
+            let cuda = match open_cuda() {
+                Ok(cuda) => return job.run(cuda),
+                Err(e) => e,
+            };
+            match hardware_wgpu() {
+                Ok(Some(w)) => {
+                    eprintln!("note: using the wgpu backend on {}; CUDA is unavailable: {cuda}", w.name());
+                    return run_wgpu(w, job);
+                }
+                Ok(None) | Err(_) => {}
             }
-        },
+            let why = match hardware_wgpu_reason() {
+                Some(w) => format!("CUDA is unavailable ({cuda}) and {w}"),
+                None => format!("CUDA is unavailable: {cuda}"),
+            };
+            eprintln!("note: using the CPU backend; {why}");
+            job.run(CpuBackend::new())
+        }
     }
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda() -> Result<reap::compaction::cuda::CudaBackend> {
+    Ok(reap::compaction::cuda::CudaBackend::new(0)?)
 }
 
 /// Without the `cuda` feature there is no CUDA backend to open.
 #[cfg(not(feature = "cuda"))]
-pub fn with_backend<J: OnBackend>(choice: BackendChoice, job: J) -> Result<J::Output> {
-    match choice {
-        BackendChoice::Cuda => anyhow::bail!(
-            "this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu"
-        ),
-        BackendChoice::Wgpu => Err(not_on_wgpu()),
-        BackendChoice::Auto | BackendChoice::Cpu => job.run(CpuBackend::new()),
-    }
+fn open_cuda() -> Result<std::convert::Infallible> {
+    anyhow::bail!("this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu")
+}
+
+#[cfg(feature = "wgpu")]
+fn run_wgpu<J: OnBackend>(backend: reap::compaction::wgpu::WgpuBackend, job: J) -> Result<J::Output> {
+    job.run(backend)
+}
+
+#[cfg(feature = "wgpu")]
+fn run_on_wgpu<J: OnBackend>(adapter: &AdapterArg, job: J) -> Result<J::Output> {
+    job.run(adapter.open()?)
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn run_on_wgpu<J: OnBackend>(_: &AdapterArg, _: J) -> Result<J::Output> {
+    anyhow::bail!(NO_WGPU_FEATURE)
+}
+
+/// The best wgpu adapter when it is a hardware GPU (not a software
+/// rasteriser, which the CPU backend outruns): what `auto` takes after CUDA.
+#[cfg(feature = "wgpu")]
+fn hardware_wgpu() -> Result<Option<reap::compaction::wgpu::WgpuBackend>> {
+    use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
+    let b = WgpuBackend::new(&AdapterChoice::Best)?;
+    Ok(b.device().is_hardware().then_some(b))
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn hardware_wgpu() -> Result<Option<std::convert::Infallible>> {
+    Ok(None)
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn run_wgpu<J: OnBackend>(never: std::convert::Infallible, _: J) -> Result<J::Output> {
+    match never {}
+}
+
+/// Why `auto` found no hardware wgpu adapter, for its one line.
+fn hardware_wgpu_reason() -> Option<String> {
+    #[cfg(feature = "wgpu")]
+    return Some(match reap::wgpu_runtime::pick(&Default::default()) {
+        Ok(a) => format!("wgpu finds only the software adapter {}", a.get_info().name),
+        Err(e) => format!("wgpu has no adapter ({e})"),
+    });
+    #[cfg(not(feature = "wgpu"))]
+    None
 }

@@ -15,7 +15,7 @@ use reap::collide::{
 };
 use reap::compaction::{Backend, BackendKind};
 
-use super::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use super::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 
 /// Bodies when --bodies is not given: a GPU runs 100k interactively, a CPU 10k.
 const DEFAULT_BODIES_CUDA: u32 = 100_000;
@@ -83,6 +83,8 @@ pub struct CollideArgs {
     pub frames: u32,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    #[command(flatten)]
+    pub adapter: AdapterArg,
     /// Algorithm that compacts the pair frontier after each traversal level, or `none` (dead slots stay,
     /// and the frontier grows fourfold per level).
     #[arg(long, default_value = "lookback")]
@@ -130,7 +132,8 @@ pub fn run(args: CollideArgs) -> Result<bool> {
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;
 
-    with_backend(args.backend, CollideRun { args, scenario: sc })
+    let adapter = args.adapter.clone();
+    with_backend(args.backend, &adapter, CollideRun { args, scenario: sc })
 }
 
 /// A simulation with its flags checked, waiting for a backend.

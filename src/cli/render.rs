@@ -16,7 +16,7 @@ use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal};
 use reap::{bvh, files};
 
-use super::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
+use super::backend::{AdapterArg, BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 
 /// How paths are traced: the flags `reap render` and `reap bench render` share.
 #[derive(clap::Args, Clone, Copy)]
@@ -48,6 +48,8 @@ pub struct RenderArgs {
     pub path: PathFlags,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    #[command(flatten)]
+    pub adapter: AdapterArg,
     /// breadth-first (a compacted frontier of (path, node) items per level) or depth-first (a stack per ray).
     #[arg(long, default_value = "breadth-first")]
     pub traversal: String,
@@ -143,7 +145,8 @@ pub fn run(args: RenderArgs) -> Result<bool> {
         Compaction::check_name(name, site)?;
     }
     // The backend opens before the scene loads: `--backend cuda` without a GPU costs no load.
-    with_backend(args.backend, RenderRun { args, traversal })
+    let adapter = args.adapter.clone();
+    with_backend(args.backend, &adapter, RenderRun { args, traversal })
 }
 
 /// The files a render writes.

@@ -99,13 +99,17 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
         if !tunings.is_empty() {
             bail!("--tuning and --gpus verify separately: run one, then the other");
         }
-        return with_backend(args.backend, ShardJob { cfg, sizes_given, verbose: args.verbose, gpus: args.gpus });
+        return with_backend(
+            args.backend,
+            &args.adapter,
+            ShardJob { cfg, sizes_given, verbose: args.verbose, gpus: args.gpus },
+        );
     }
     #[cfg(feature = "wgpu")]
     if args.backend == BackendChoice::Wgpu {
         return on_wgpu(&args.adapter, cfg, args.verbose, &tunings);
     }
-    with_backend(args.backend, VerifyJob { cfg, sizes_given, verbose: args.verbose, tunings })
+    with_backend(args.backend, &args.adapter, VerifyJob { cfg, sizes_given, verbose: args.verbose, tunings })
 }
 
 /// `--backend wgpu`: the same suite on the adapter `--adapter` names. The

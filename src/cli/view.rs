@@ -20,6 +20,10 @@ pub struct ViewArgs {
     /// Exit after this many frames.
     #[arg(long)]
     frames: Option<u64>,
+    /// Draw into a texture on the best GPU for compute instead of a window (needs --frames): times
+    /// the viewer's frames, overlay and draws where the computing GPU has no display.
+    #[arg(long, requires = "frames")]
+    offscreen: bool,
     /// Save the window, overlay included, as PNG at exit.
     #[arg(long)]
     screenshot: Option<std::path::PathBuf>,
@@ -65,6 +69,10 @@ pub fn first_run(args: ViewArgs) -> Result<bool> {
 
 #[cfg(feature = "viewer")]
 pub fn run(args: ViewArgs) -> Result<bool> {
+    if args.offscreen {
+        reap::viewer::run_offscreen(options(args)?)?;
+        return Ok(true);
+    }
     match reap::viewer::run(options(args)?) {
         Ok(()) => Ok(true),
         Err(e) if e.is_no_display() => bail!("{e}; `reap render` renders without a window"),
@@ -79,7 +87,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         BackendChoice::Auto => None,
         BackendChoice::Cpu => Some(BackendKind::Cpu),
         BackendChoice::Cuda => Some(BackendKind::Cuda),
-        BackendChoice::Wgpu => return Err(super::backend::not_on_wgpu()),
+        BackendChoice::Wgpu => Some(BackendKind::Wgpu),
     };
     if let Some(p) = &args.screenshot {
         reap::trace::output::check_writable(p)?;

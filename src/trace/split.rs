@@ -126,6 +126,13 @@ impl<E: SplitEngine> Split<E> {
         &self.engines
     }
 
+    /// The whole image gathered on rank 0, whose engine is returned: what
+    /// converts it for display (`rgba8`, or on wgpu straight into a texture).
+    pub fn gathered(&mut self) -> TraceResult<&mut E> {
+        self.gather()?;
+        Ok(&mut self.engines[0])
+    }
+
     /// Rank 0's compaction backend (every rank's is of the same kind).
     pub fn backend(&self) -> &E::B {
         self.engines[0].backend()

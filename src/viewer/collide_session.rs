@@ -10,11 +10,11 @@ use crate::collide::{
     Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
 };
 
+use super::ViewerError;
 use super::collide_state::CollideChoices;
 #[cfg(feature = "cuda")]
 use super::session::cuda_backend;
-use super::session::{BackendKind, Engines, OnBackend, on_backend};
-use super::{ViewerError, WGPU_NO_WORKLOADS};
+use super::session::{BackendKind, DisplayDevice, Engines, OnBackend, on_backend, wgpu_backend};
 use glam::Vec3;
 
 /// Jacobi iterations of the solver per frame (`reap collide`'s default).
@@ -45,6 +45,7 @@ impl Engines for Colliders {
     type Cpu = Live<CpuCollide>;
     #[cfg(feature = "cuda")]
     type Cuda = Live<crate::collide::cuda::CudaCollide>;
+    type Wgpu = Live<crate::collide::wgpu::WgpuCollide>;
 }
 
 /// A collision engine of either backend.
@@ -87,16 +88,21 @@ pub struct CollideSession {
 
 impl CollideSession {
     /// Builds `scenario` with `bodies` bodies on the `kind` backend.
-    pub fn open(scenario: Scenario, bodies: u32, kind: BackendKind) -> Result<Self, ViewerError> {
+    pub fn open(
+        scenario: Scenario,
+        bodies: u32,
+        kind: BackendKind,
+        display: &DisplayDevice,
+    ) -> Result<Self, ViewerError> {
         let (world, start) = scenario::build(scenario, bodies, SEED)?;
-        let engine = build_engine(kind, world, &start)?;
+        let engine = build_engine(kind, world, &start, display)?;
         let hot_speed = hot_speed(&world, &start);
         Ok(CollideSession { scenario, bodies, world, engine, frame_index: 0, shown: start, hot_speed, snapshot: None })
     }
 
     /// The same bodies, where they are now, in a new engine on `kind`.
-    pub fn rebuild(&mut self, kind: BackendKind) -> Result<(), ViewerError> {
-        self.engine = build_engine(kind, self.world, &self.shown)?;
+    pub fn rebuild(&mut self, kind: BackendKind, display: &DisplayDevice) -> Result<(), ViewerError> {
+        self.engine = build_engine(kind, self.world, &self.shown, display)?;
         self.snapshot = None;
         Ok(())
     }
@@ -138,7 +144,12 @@ impl CollideSession {
 }
 
 #[allow(unused_variables)]
-fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyCollide, ViewerError> {
+fn build_engine(
+    kind: BackendKind,
+    world: World,
+    bodies: &[Body],
+    display: &DisplayDevice,
+) -> Result<AnyCollide, ViewerError> {
     match kind {
         BackendKind::Cpu => Ok(OnBackend::Cpu(Live::new(CpuCollide::new(world, bodies)?)?)),
         #[cfg(feature = "cuda")]
@@ -149,7 +160,10 @@ fn build_engine(kind: BackendKind, world: World, bodies: &[Body]) -> Result<AnyC
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
-        BackendKind::Wgpu => Err(ViewerError::Backend(WGPU_NO_WORKLOADS.into())),
+        BackendKind::Wgpu => {
+            let e = crate::collide::wgpu::WgpuCollide::new(wgpu_backend(display)?, world, bodies)?;
+            Ok(OnBackend::Wgpu(Live::new(e)?))
+        }
     }
 }
 

@@ -52,15 +52,23 @@ pub struct Overlay<'a> {
 
 struct Image {
     texture: wgpu::Texture,
+    /// The texture as a compute shader writes it (unorm: storage cannot be sRGB).
+    storage: Option<wgpu::TextureView>,
     bind_group: wgpu::BindGroup,
     width: u32,
     height: u32,
 }
 
 pub struct Gpu {
-    surface: wgpu::Surface<'static>,
+    /// The window's surface; `None` offscreen, where frames are drawn into `offscreen`.
+    surface: Option<wgpu::Surface<'static>>,
+    offscreen: Option<wgpu::Texture>,
     device: wgpu::Device,
     queue: wgpu::Queue,
+    /// The same device as reap's wgpu layer opened it (features, limits,
+    /// error scopes): what the wgpu backend computes on, so that its image
+    /// never leaves the adapter.
+    compute: Arc<crate::wgpu_runtime::Device>,
     config: wgpu::SurfaceConfiguration,
     pub adapter: String,
     pipeline: wgpu::RenderPipeline,
@@ -125,6 +133,16 @@ pub(super) fn texture_2d(
     })
 }
 
+fn gpu_err(what: &str, e: &dyn std::fmt::Display) -> ViewerError {
+    ViewerError::Display(format!("{what}: {e}"))
+}
+
+/// "NAME (BACKEND)" as the overlay shows the display adapter.
+fn adapter_name(adapter: &wgpu::Adapter) -> String {
+    let info = adapter.get_info();
+    format!("{} ({:?})", info.name, info.backend)
+}
+
 /// Drives a wgpu future to completion. On native backends these resolve at
 /// once, so polling with a no-op waker spares a dependency on an executor.
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -140,12 +158,12 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 impl Gpu {
     pub fn new(window: Arc<Window>) -> Result<Self, ViewerError> {
-        let gpu_err = |what: &str, e: &dyn std::fmt::Display| ViewerError::Display(format!("{what}: {e}"));
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let size = window.inner_size();
         let surface = instance.create_surface(window).map_err(|e| gpu_err("cannot create a wgpu surface", &e))?;
+        // The display adapter also computes on the wgpu backend: the fast one.
         let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::LowPower,
+            power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,
             compatible_surface: Some(&surface),
             apply_limit_buckets: false,
@@ -156,32 +174,73 @@ impl Gpu {
                 &e,
             )
         })?;
-        let info = adapter.get_info();
-        let adapter_name = format!("{} ({:?})", info.name, info.backend);
-        let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("reap viewer"),
-            required_limits: wgpu::Limits::downlevel_webgl2_defaults().using_resolution(adapter.limits()),
-            ..Default::default()
-        }))
-        .map_err(|e| gpu_err("cannot open the graphics device", &e))?;
-
         let caps = surface.get_capabilities(&adapter);
         // egui blends in gamma space: it prefers a unorm target, which then
         // gets the image's sRGB bytes as they are.
+        let name = adapter_name(&adapter);
         let format = caps
             .formats
             .iter()
             .copied()
             .find(|f| matches!(f, wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Rgba8Unorm))
             .or_else(|| caps.formats.first().copied())
-            .ok_or_else(|| ViewerError::Display(format!("the adapter {adapter_name} cannot present to this window")))?;
+            .ok_or_else(|| ViewerError::Display(format!("the adapter {name} cannot present to this window")))?;
         let mut config = surface
             .get_default_config(&adapter, size.width.max(1), size.height.max(1))
-            .ok_or_else(|| ViewerError::Display(format!("the adapter {adapter_name} cannot present to this window")))?;
+            .ok_or_else(|| ViewerError::Display(format!("the adapter {name} cannot present to this window")))?;
         config.format = format;
         config.view_formats = vec![format];
         config.present_mode = wgpu::PresentMode::AutoNoVsync;
-        surface.configure(&device, &config);
+        Self::on(&adapter, Some(surface), config)
+    }
+
+    /// Draws into a texture of `width` x `height` instead of a window, on the
+    /// best adapter for compute (`reap view --offscreen`): where no window can
+    /// open on the GPU that computes (the H100 machine), the same frames, overlay
+    /// and draws run and are timed.
+    pub fn offscreen(width: u32, height: u32) -> Result<Self, ViewerError> {
+        let adapter =
+            crate::wgpu_runtime::pick(&Default::default()).map_err(|e| ViewerError::Backend(e.to_string()))?;
+        let format = wgpu::TextureFormat::Rgba8Unorm;
+        let config = wgpu::SurfaceConfiguration {
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            format,
+            width: width.max(1),
+            height: height.max(1),
+            present_mode: wgpu::PresentMode::AutoNoVsync,
+            desired_maximum_frame_latency: 2,
+            alpha_mode: wgpu::CompositeAlphaMode::Opaque,
+            view_formats: vec![format],
+        };
+        Self::on(&adapter, None, config)
+    }
+
+    fn on(
+        adapter: &wgpu::Adapter,
+        surface: Option<wgpu::Surface<'static>>,
+        config: wgpu::SurfaceConfiguration,
+    ) -> Result<Self, ViewerError> {
+        let adapter_name = adapter_name(adapter);
+        let format = config.format;
+        // Opened as the wgpu backend opens its devices (the adapter's own
+        // limits, timestamps and subgroups where it has them), so that the
+        // backend can compute on this very device.
+        let compute =
+            crate::wgpu_runtime::Device::on_adapter(&adapter, crate::wgpu_runtime::Features::from_env(), "reap viewer")
+                .map_err(|e| gpu_err("cannot open the graphics device", &e))?;
+        let compute = Arc::new(compute);
+        let (device, queue) = (compute.device.clone(), compute.queue.clone());
+
+        let offscreen = match &surface {
+            Some(surface) => {
+                surface.configure(&device, &config);
+                None
+            }
+            None => {
+                let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
+                Some(texture_2d(&device, "offscreen frame", (config.width, config.height), format, usage))
+            }
+        };
 
         let module = shader(&device, "display.wgsl", include_str!("../../shaders/display.wgsl"));
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -230,8 +289,10 @@ impl Gpu {
         let egui = egui_wgpu::Renderer::new(&device, format, egui_wgpu::RendererOptions::default());
         Ok(Gpu {
             surface,
+            offscreen,
             device,
             queue,
+            compute,
             config,
             adapter: adapter_name,
             pipeline,
@@ -251,24 +312,59 @@ impl Gpu {
         if width > 0 && height > 0 && (width, height) != (self.config.width, self.config.height) {
             self.config.width = width;
             self.config.height = height;
-            self.surface.configure(&self.device, &self.config);
+            match &self.surface {
+                Some(surface) => surface.configure(&self.device, &self.config),
+                None => {
+                    let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
+                    let size = (width, height);
+                    self.offscreen = Some(texture_2d(&self.device, "offscreen frame", size, self.config.format, usage));
+                }
+            }
         }
     }
 
-    /// Uploads the path tracer's image (8-bit sRGB RGBA), `width` x `height`.
-    pub fn upload(&mut self, rgba: &[[u8; 4]], width: u32, height: u32) {
+    /// The display adapter's device for the wgpu backend, or why it cannot
+    /// compute (a GL adapter, or one too small for the compaction shaders).
+    pub fn compute_device(&self) -> Result<Arc<crate::wgpu_runtime::Device>, String> {
+        if matches!(self.compute.info.backend, wgpu::Backend::Gl | wgpu::Backend::BrowserWebGpu | wgpu::Backend::Noop) {
+            return Err(format!(
+                "the display adapter {} draws through {:?}, which the wgpu backend does not compute on (it needs \
+                 Vulkan, Metal or DX12)",
+                self.adapter, self.compute.info.backend
+            ));
+        }
+        self.compute.check_compute().map_err(|e| e.to_string())?;
+        Ok(self.compute.clone())
+    }
+
+    /// The display texture of the path tracer's image, made (or remade) at `width` x `height`.
+    fn image(&mut self, width: u32, height: u32) -> &Image {
         if self.image.as_ref().is_none_or(|i| (i.width, i.height) != (width, height)) {
             // The bytes are sRGB-encoded already: a unorm target gets them as
             // they are, an sRGB target gets them decoded here and encoded by
-            // the target (shaders/display.wgsl).
-            let format = if self.config.format.is_srgb() {
-                wgpu::TextureFormat::Rgba8UnormSrgb
-            } else {
-                wgpu::TextureFormat::Rgba8Unorm
-            };
-            let usage = wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST;
-            let texture = texture_2d(&self.device, "path tracer image", (width, height), format, usage);
-            let view = texture.create_view(&Default::default());
+            // the target (shaders/display.wgsl). Storage cannot be sRGB, so
+            // the texture is unorm and an sRGB view reads it where needed.
+            let srgb = self.config.format.is_srgb();
+            let sampled = if srgb { wgpu::TextureFormat::Rgba8UnormSrgb } else { wgpu::TextureFormat::Rgba8Unorm };
+            let computes = self.compute_device().is_ok();
+            let mut usage = wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST;
+            if computes {
+                usage |= wgpu::TextureUsages::STORAGE_BINDING;
+            }
+            let view_formats: &[wgpu::TextureFormat] = if srgb { &[wgpu::TextureFormat::Rgba8UnormSrgb] } else { &[] };
+            let texture = self.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("path tracer image"),
+                size: wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8Unorm,
+                usage,
+                view_formats,
+            });
+            let view =
+                texture.create_view(&wgpu::TextureViewDescriptor { format: Some(sampled), ..Default::default() });
+            let storage = computes.then(|| texture.create_view(&Default::default()));
             let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("display"),
                 layout: &self.layout,
@@ -277,13 +373,26 @@ impl Gpu {
                     wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::TextureView(&view) },
                 ],
             });
-            self.image = Some(Image { texture, bind_group, width, height });
+            self.image = Some(Image { texture, storage, bind_group, width, height });
         }
-        let Some(image) = &self.image else { return };
+        self.image.as_ref().expect("made above")
+    }
+
+    /// Where the wgpu backend writes the path tracer's image (`width` x
+    /// `height`, 8-bit sRGB bytes in an Rgba8Unorm storage texture): the
+    /// texture the display pass samples, so the image never leaves the adapter.
+    pub fn image_target(&mut self, width: u32, height: u32) -> Option<wgpu::TextureView> {
+        self.image(width, height).storage.clone()
+    }
+
+    /// Uploads the path tracer's image (8-bit sRGB RGBA), `width` x `height`.
+    pub fn upload(&mut self, rgba: &[[u8; 4]], width: u32, height: u32) {
         if rgba.len() != width as usize * height as usize {
             return;
         }
-        self.queue.write_texture(
+        let queue = self.queue.clone();
+        let image = self.image(width, height);
+        queue.write_texture(
             image.texture.as_image_copy(),
             rgba.as_flattened(),
             wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(width * 4), rows_per_image: None },
@@ -332,16 +441,23 @@ impl Gpu {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         let user = self.egui.update_buffers(&self.device, &self.queue, &mut encoder, overlay.jobs, &screen);
 
-        let frame = match self.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(f) | wgpu::CurrentSurfaceTexture::Suboptimal(f) => Some(f),
-            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
-                self.surface.configure(&self.device, &self.config);
-                None
-            }
-            _ => None,
+        let frame = match &self.surface {
+            Some(surface) => match surface.get_current_texture() {
+                wgpu::CurrentSurfaceTexture::Success(f) | wgpu::CurrentSurfaceTexture::Suboptimal(f) => Some(f),
+                wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                    surface.configure(&self.device, &self.config);
+                    None
+                }
+                _ => None,
+            },
+            None => None,
         };
         if let Some(frame) = &frame {
             let view = frame.texture.create_view(&Default::default());
+            self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
+        }
+        if let Some(target) = &self.offscreen {
+            let view = target.create_view(&Default::default());
             self.draw(&mut encoder, &view, &content, overlay.jobs, &screen);
         }
         let capture = screenshot.map(|_| {

@@ -45,15 +45,9 @@ pub mod session;
 mod trace_overlay;
 
 #[cfg(feature = "viewer")]
-pub use app::{CollideOptions, ViewOptions, run};
+pub use app::{CollideOptions, ViewOptions, run, run_offscreen};
 
 use std::path::Path;
-
-#[cfg(feature = "viewer")]
-/// Why the viewer's backend menu has no wgpu entry yet: the library runs on
-/// wgpu, the path tracer and the collider do not.
-pub(crate) const WGPU_NO_WORKLOADS: &str = "the wgpu backend runs the compaction library (reap verify, reap bench compaction); the path tracer and \
-     the collision demo compute with CUDA or the CPU";
 
 /// Why the viewer could not run or could not write a file.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +122,7 @@ mod app {
     use super::gpu::{Content, Gpu, Layout, Overlay};
     use super::mesh::world_lines;
     use super::overlay::{self, Action, Facts, OverlayState, PANEL_WIDTH};
-    use super::session::{BackendKind, Session, cuda_backend};
+    use super::session::{BackendKind, DisplayDevice, Session, cuda_backend};
     use super::state::{Mode, Snapshot};
     use super::trace_overlay::TraceFacts;
     use super::trace_state::{Tracing, ViewerState};
@@ -192,85 +186,115 @@ mod app {
                 "DISPLAY is not set (the viewer needs an X11 or XWayland display)".into(),
             ));
         }
-        let (kind, backends, note) = pick_backend(opts.backend)?;
-        let (mode, mut tracer, mut collide) = match opts.collide {
-            None => (Mode::PathTracer, Some(Tracer::open(&opts, kind, &backends)?), None),
+        // The sessions open once the window's device exists (`resumed`): the
+        // wgpu backend computes on it.
+        let event_loop = EventLoop::new().map_err(|e| ViewerError::NoDisplay(e.to_string()))?;
+        let mut app = App::new(opts);
+        event_loop.run_app(&mut app).map_err(|e| ViewerError::Display(e.to_string()))?;
+        app.finish()
+    }
+
+    /// The viewer without a window (`reap view --offscreen --frames N`): the
+    /// same frames, overlay and draws, into a texture on the best adapter for
+    /// compute, timed as a window's would be. What measures the viewer where
+    /// the computing GPU has no display (the H100 machine).
+    pub fn run_offscreen(opts: ViewOptions) -> Result<(), ViewerError> {
+        if opts.width == 0 || opts.height == 0 {
+            return Err(ViewerError::Backend("--width and --height must be at least 1".into()));
+        }
+        let Some(frames) = opts.frames else {
+            return Err(ViewerError::Backend("--offscreen draws no window to close: give --frames N".into()));
+        };
+        let size = (opts.width + PANEL_WIDTH as u32, opts.height);
+        let gpu = Gpu::offscreen(size.0, size.1)?;
+        let mut app = App::new(opts);
+        app.display = gpu.compute_device();
+        app.gpu = Some(gpu);
+        open_sessions(&mut app)?;
+        let screen = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size.0 as f32, size.1 as f32));
+        for _ in 0..frames {
+            let raw = egui::RawInput { screen_rect: Some(screen), ..Default::default() };
+            let drawn = app.frame(raw, size);
+            if let Some(e) = drawn.error {
+                app.error = Some(e);
+                break;
+            }
+            if drawn.last {
+                break;
+            }
+        }
+        app.finish()
+    }
+
+    /// The backend to start on, the ones the overlay offers, and the note it
+    /// shows once. `auto` takes CUDA, else the display adapter through wgpu
+    /// when it is a hardware GPU, else the CPU; the menu offers every
+    /// backend that works here.
+    fn pick_backend(
+        want: Option<BackendKind>,
+        display: &DisplayDevice,
+    ) -> Result<(BackendKind, Vec<BackendKind>, Option<String>), ViewerError> {
+        let cuda = cuda_backend().map(drop);
+        let mut offered = Vec::new();
+        if cuda.is_ok() {
+            offered.push(BackendKind::Cuda);
+        }
+        if display.is_ok() {
+            offered.push(BackendKind::Wgpu);
+        }
+        offered.push(BackendKind::Cpu);
+        match want {
+            Some(BackendKind::Cpu) => Ok((BackendKind::Cpu, offered, None)),
+            Some(BackendKind::Cuda) => {
+                cuda.map_err(ViewerError::Backend)?;
+                Ok((BackendKind::Cuda, offered, None))
+            }
+            Some(BackendKind::Wgpu) => {
+                display.as_ref().map_err(|e| ViewerError::Backend(e.clone()))?;
+                Ok((BackendKind::Wgpu, offered, None))
+            }
+            None => match (cuda, display) {
+                (Ok(()), _) => Ok((BackendKind::Cuda, offered, None)),
+                (Err(why), Ok(d)) if d.is_hardware() => {
+                    let note = format!("No CUDA GPU, so the display adapter computes the frames through wgpu ({why}).");
+                    Ok((BackendKind::Wgpu, offered, Some(note)))
+                }
+                (Err(why), _) => {
+                    let note =
+                        format!("No CUDA GPU and no hardware wgpu adapter, so the CPU computes the frames ({why}).");
+                    Ok((BackendKind::Cpu, offered, Some(note)))
+                }
+            },
+        }
+    }
+
+    /// Opens the mode asked for on the backend picked, once the window's
+    /// device exists.
+    fn open_sessions(app: &mut App) -> Result<(), ViewerError> {
+        let (kind, backends, note) = pick_backend(app.opts.backend, &app.display)?;
+        match app.opts.collide {
+            None => app.tracer = Some(Tracer::open(&app.opts, kind, &backends, &app.display)?),
             Some(c) => {
                 let bodies = c.bodies.unwrap_or(default_bodies(kind));
-                (Mode::Collision, None, Some(Collide::open(c.scenario, bodies, kind, &backends)?))
+                app.collide = Some(Collide::open(c.scenario, bodies, kind, &backends, &app.display)?);
             }
-        };
-        let event_loop = EventLoop::new().map_err(|e| ViewerError::NoDisplay(e.to_string()))?;
-        if let Some(t) = &mut tracer {
+        }
+        if let Some(t) = &mut app.tracer {
             t.state.backend_note = note.clone();
-            if let Some(k) = opts.compare_all {
+            if let Some(k) = app.opts.compare_all {
                 t.state.compare_frames = k.max(1);
                 t.state.start_compare();
             }
         }
-        if let Some(c) = &mut collide {
+        if let Some(c) = &mut app.collide {
             c.state.backend_note = note.clone();
-            if let Some(k) = opts.compare_all {
+            if let Some(k) = app.opts.compare_all {
                 c.state.compare_frames = k.max(1);
                 c.state.start_compare();
             }
         }
-        let egui_ctx = egui::Context::default();
-        // Dark whatever the desktop says: the image is the focus, and screenshots compare alike.
-        egui_ctx.set_theme(egui::Theme::Dark);
-        let mut app = App {
-            opts,
-            window: None,
-            gpu: None,
-            egui_ctx,
-            egui_winit: None,
-            mode,
-            tracer,
-            collide,
-            backends,
-            note,
-            drag: None,
-            cursor: None,
-            keys: HashSet::new(),
-            window_frames: 0,
-            last_frame: Instant::now(),
-            fps: 0.0,
-            clock: Default::default(),
-            screenshot: None,
-            error: None,
-        };
-        event_loop.run_app(&mut app).map_err(|e| ViewerError::Display(e.to_string()))?;
-        // A timed run (--frames) says where the frame time went; the first
-        // frames (window, kernel compilation, first uploads) are left out.
-        if let (Some(n), None) = (app.opts.frames, &app.error)
-            && let Some(s) = app.clock.summary((n as usize / 10).clamp(1, 10))
-        {
-            println!("{s}");
-        }
-        match app.error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// The backend to start on, the ones the overlay offers, and the note it shows once.
-    fn pick_backend(want: Option<BackendKind>) -> Result<(BackendKind, Vec<BackendKind>, Option<String>), ViewerError> {
-        match want {
-            Some(BackendKind::Cpu) => Ok((BackendKind::Cpu, vec![BackendKind::Cpu], None)),
-            Some(BackendKind::Cuda) => {
-                cuda_backend().map_err(ViewerError::Backend)?;
-                Ok((BackendKind::Cuda, vec![BackendKind::Cuda, BackendKind::Cpu], None))
-            }
-            Some(BackendKind::Wgpu) => Err(ViewerError::Backend(super::WGPU_NO_WORKLOADS.into())),
-            None => match cuda_backend() {
-                Ok(_) => Ok((BackendKind::Cuda, vec![BackendKind::Cuda, BackendKind::Cpu], None)),
-                Err(why) => Ok((
-                    BackendKind::Cpu,
-                    vec![BackendKind::Cpu],
-                    Some(format!("No CUDA GPU, so the CPU computes the frames ({why}).")),
-                )),
-            },
-        }
+        (app.backends, app.note) = (backends, note);
+        Ok(())
     }
 
     struct App {
@@ -285,6 +309,8 @@ mod app {
         collide: Option<Collide>,
         backends: Vec<BackendKind>,
         note: Option<String>,
+        /// The window's device as the wgpu backend computes on it, or why not.
+        display: DisplayDevice,
         drag: Option<MouseButton>,
         cursor: Option<(f64, f64)>,
         keys: HashSet<KeyCode>,
@@ -374,6 +400,52 @@ mod app {
         }
     }
 
+    impl App {
+        fn new(opts: ViewOptions) -> Self {
+            let mode = if opts.collide.is_some() { Mode::Collision } else { Mode::PathTracer };
+            let egui_ctx = egui::Context::default();
+            // Dark whatever the desktop says: the image is the focus, and screenshots compare alike.
+            egui_ctx.set_theme(egui::Theme::Dark);
+            App {
+                opts,
+                window: None,
+                gpu: None,
+                egui_ctx,
+                egui_winit: None,
+                mode,
+                tracer: None,
+                collide: None,
+                backends: Vec::new(),
+                note: None,
+                display: Err("no window yet".into()),
+                drag: None,
+                cursor: None,
+                keys: HashSet::new(),
+                window_frames: 0,
+                last_frame: Instant::now(),
+                fps: 0.0,
+                clock: Default::default(),
+                screenshot: None,
+                error: None,
+            }
+        }
+
+        /// After the last frame: a timed run (--frames) says where the frame
+        /// time went, the first frames (window, kernel compilation, first
+        /// uploads) left out.
+        fn finish(self) -> Result<(), ViewerError> {
+            if let (Some(n), None) = (self.opts.frames, &self.error)
+                && let Some(s) = self.clock.summary((n as usize / 10).clamp(1, 10))
+            {
+                println!("{s}");
+            }
+            match self.error {
+                Some(e) => Err(e),
+                None => Ok(()),
+            }
+        }
+    }
+
     impl ApplicationHandler for App {
         fn resumed(&mut self, el: &ActiveEventLoop) {
             if self.window.is_some() {
@@ -399,8 +471,12 @@ mod app {
                 None,
                 Some(gpu.max_texture_side()),
             ));
+            self.display = gpu.compute_device();
             self.gpu = Some(gpu);
             self.window = Some(window);
+            if let Err(e) = open_sessions(self) {
+                return self.fail(el, e);
+            }
             el.set_control_flow(ControlFlow::Poll);
         }
 

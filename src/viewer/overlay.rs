@@ -239,15 +239,19 @@ fn charts<W: Panel>(ui: &mut egui::Ui, s: &State<W>) {
 }
 
 fn table<W: Panel>(ui: &mut egui::Ui, s: &State<W>) {
-    ui.label(format!("per configuration, last {ROLLING_WINDOW} frames: mean (min-max) ms"));
+    ui.label(format!("per configuration, mean of the last {ROLLING_WINDOW} frames (hover: min-max)"));
     let current = W::label(&s.plan().choices);
-    // Long labels can make the rows wider than the panel; many rows scroll
-    // inside the table so that the charts stay on screen.
-    egui::ScrollArea::both()
+    // Many rows scroll inside the table so that the charts stay on screen;
+    // the columns are sized to fit the panel, so nothing scrolls sideways.
+    egui::ScrollArea::vertical()
         .id_salt(format!("{}table scroll", W::ID))
         .max_height(TABLE_HEIGHT)
         .show(ui, |ui| table_grid(ui, s, &current));
 }
+
+/// The widest the configuration column may grow before its labels wrap:
+/// the panel less what the numeric columns need.
+const CONFIG_COLUMN: f32 = 150.0;
 
 fn table_grid<W: Panel>(ui: &mut egui::Ui, s: &State<W>, current: &str) {
     let layout = &W::TABLE;
@@ -256,23 +260,27 @@ fn table_grid<W: Panel>(ui: &mut egui::Ui, s: &State<W>, current: &str) {
     }
     egui::Grid::new(format!("{}table", W::ID)).striped(true).num_columns(5).show(ui, |ui| {
         let frames = layout.frames_column.then_some("frames");
-        let fixed = [Some(layout.config), frames, Some("compaction"), Some("frame")];
+        let fixed = [Some(layout.config), frames, Some("compact ms"), Some("frame ms")];
         for h in fixed.into_iter().flatten().chain(W::METRICS.iter().map(|m| m.column)) {
             ui.label(RichText::new(h).strong());
         }
         ui.end_row();
         for (label, row) in &s.table {
             let text = if *label == current { RichText::new(label).strong() } else { RichText::new(label) };
+            // A long configuration wraps inside its column rather than pushing the numbers off the panel.
+            let cell = ui.scope(|ui| {
+                ui.set_max_width(CONFIG_COLUMN);
+                ui.add(egui::Label::new(text).wrap())
+            });
             if layout.frames_column {
-                ui.label(text);
                 ui.label(row.frames.to_string());
             } else {
-                ui.label(text).on_hover_text(format!("{} frames", row.frames));
+                cell.inner.on_hover_text(format!("{} frames", row.frames));
             }
             let r = &row.compaction_ms;
-            ui.label(format!("{:.2} ({:.2}-{:.2})", r.mean(), r.min(), r.max()));
+            ui.label(format!("{:.2}", r.mean())).on_hover_text(format!("{:.3}-{:.3} ms", r.min(), r.max()));
             let r = &row.frame_ms;
-            ui.label(format!("{:.1} ({:.1}-{:.1})", r.mean(), r.min(), r.max()));
+            ui.label(format!("{:.1}", r.mean())).on_hover_text(format!("{:.2}-{:.2} ms", r.min(), r.max()));
             for (m, r) in W::METRICS.iter().zip(&row.metrics) {
                 ui.label(format!("{:.*}", m.decimals, r.mean()));
             }

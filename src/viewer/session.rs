@@ -24,6 +24,18 @@ pub trait Engines {
     type Cpu;
     #[cfg(feature = "cuda")]
     type Cuda;
+    type Wgpu;
+}
+
+/// The display adapter's device as the wgpu backend would compute on it, or
+/// why it cannot (`Gpu::compute_device`): the viewer's wgpu engines are
+/// built on it, so their images never leave the adapter.
+pub type DisplayDevice = Result<std::sync::Arc<crate::wgpu_runtime::Device>, String>;
+
+/// The wgpu backend on the display adapter's device.
+pub fn wgpu_backend(display: &DisplayDevice) -> Result<crate::compaction::wgpu::WgpuBackend, ViewerError> {
+    let dev = display.as_ref().map_err(|e| ViewerError::Backend(e.clone()))?;
+    crate::compaction::wgpu::WgpuBackend::on_device(dev.clone()).map_err(|e| ViewerError::Backend(e.to_string()))
 }
 
 /// One workload's engine on either backend.
@@ -32,6 +44,7 @@ pub enum OnBackend<E: Engines> {
     Cpu(E::Cpu),
     #[cfg(feature = "cuda")]
     Cuda(E::Cuda),
+    Wgpu(E::Wgpu),
 }
 
 /// Runs `$body` with `$e` bound to the engine, whatever its backend.
@@ -41,6 +54,7 @@ macro_rules! on_backend {
             OnBackend::Cpu($e) => $body,
             #[cfg(feature = "cuda")]
             OnBackend::Cuda($e) => $body,
+            OnBackend::Wgpu($e) => $body,
         }
     };
 }
@@ -52,6 +66,7 @@ impl<E: Engines> OnBackend<E> {
             OnBackend::Cpu(_) => BackendKind::Cpu,
             #[cfg(feature = "cuda")]
             OnBackend::Cuda(_) => BackendKind::Cuda,
+            OnBackend::Wgpu(_) => BackendKind::Wgpu,
         }
     }
 }
@@ -64,6 +79,7 @@ impl Engines for Tracers {
     type Cpu = Split<CpuEngine>;
     #[cfg(feature = "cuda")]
     type Cuda = Split<crate::trace::cuda::CudaEngine>;
+    type Wgpu = Split<crate::trace::wgpu::WgpuEngine>;
 }
 
 /// The path tracer's engine on either backend.
@@ -119,12 +135,13 @@ impl Session {
         max_bounces: u32,
         camera: Option<&Camera>,
         gpus: usize,
+        display: &DisplayDevice,
     ) -> Result<Self, ViewerError> {
         let sc = scene::load(spec)?;
         let tree = bvh::build(&sc.triangles);
         let packed = Packed::new(&sc, &tree);
         let cam = camera.copied().unwrap_or(sc.camera);
-        let engine = build_engine(kind, &packed, &cam, width, height, max_bounces, gpus)?;
+        let engine = build_engine(kind, &packed, &cam, (width, height), max_bounces, gpus, display)?;
         Ok(Session {
             scene_name: sc.name.clone(),
             triangles: sc.triangles.len(),
@@ -148,8 +165,9 @@ impl Session {
         height: u32,
         max_bounces: u32,
         camera: &Camera,
+        display: &DisplayDevice,
     ) -> Result<(), ViewerError> {
-        self.engine = build_engine(kind, &self.packed, camera, width, height, max_bounces, self.gpus)?;
+        self.engine = build_engine(kind, &self.packed, camera, (width, height), max_bounces, self.gpus, display)?;
         (self.width, self.height, self.max_bounces) = (width, height, max_bounces);
         Ok(())
     }
@@ -210,6 +228,16 @@ impl Session {
     pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
         on_backend!(&mut self.engine, e => e.rgba8())
     }
+
+    /// On the wgpu backend, the image written straight into the display
+    /// texture `target` (same device): `Some(result)`; `None` on the other
+    /// backends, whose image comes through [`Session::rgba8`].
+    pub fn tonemap_into(&mut self, target: &wgpu::TextureView) -> Option<TraceResult<()>> {
+        match &mut self.engine {
+            OnBackend::Wgpu(split) => Some(split.gathered().and_then(|e| e.tonemap_into(target))),
+            _ => None,
+        }
+    }
 }
 
 #[allow(unused_variables)]
@@ -217,10 +245,10 @@ fn build_engine(
     kind: BackendKind,
     packed: &Packed,
     camera: &Camera,
-    width: u32,
-    height: u32,
+    (width, height): (u32, u32),
     max_bounces: u32,
     gpus: usize,
+    display: &DisplayDevice,
 ) -> Result<AnyEngine, ViewerError> {
     let layout = CameraLayout::new(camera, width, height);
     if gpus == 0 || gpus as u64 > height as u64 {
@@ -266,6 +294,15 @@ fn build_engine(
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),
-        BackendKind::Wgpu => Err(ViewerError::Backend(super::WGPU_NO_WORKLOADS.into())),
+        BackendKind::Wgpu => {
+            if gpus > 1 {
+                return Err(ViewerError::Backend(format!(
+                    "--gpus {gpus} on wgpu: wgpu computes on the display adapter alone; use --backend cuda"
+                )));
+            }
+            let backend = wgpu_backend(display)?;
+            let engine = crate::trace::wgpu::WgpuEngine::new(backend, packed, layout, width, height, 1, max_bounces)?;
+            Ok(OnBackend::Wgpu(Split::new(vec![engine], width, height)?))
+        }
     }
 }

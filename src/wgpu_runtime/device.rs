@@ -55,6 +55,40 @@ impl Features {
     }
 }
 
+/// The adapter `choice` names among those wgpu finds for compute.
+pub fn pick(choice: &AdapterChoice) -> Result<wgpu::Adapter> {
+    let instance = instance();
+    let list = all_adapters(&instance);
+    let none = || Error::Unavailable {
+        what: "wgpu finds no Vulkan, Metal or DX12 adapter".into(),
+        how: "Install a GPU driver with Vulkan support, or Mesa's software one (Debian/Ubuntu: \
+                  apt install mesa-vulkan-drivers), or use --backend cpu"
+            .into(),
+    };
+    if list.is_empty() {
+        return Err(none());
+    }
+    let names =
+        || list.iter().enumerate().map(|(i, a)| format!("{i}: {}", a.get_info().name)).collect::<Vec<_>>().join("; ");
+    let adapter = match choice {
+        AdapterChoice::Best => {
+            list.iter().min_by_key(|a| rank(a.get_info().device_type)).expect("the list is not empty")
+        }
+        AdapterChoice::Index(i) => list.get(*i).ok_or_else(|| Error::Unavailable {
+            what: format!("--adapter {i}: there are {} adapters", list.len()),
+            how: format!("Pick one of: {}", names()),
+        })?,
+        AdapterChoice::Name(n) => {
+            let low = n.to_lowercase();
+            list.iter().find(|a| a.get_info().name.to_lowercase().contains(&low)).ok_or_else(|| Error::Unavailable {
+                what: format!("--adapter {n}: no adapter's name contains it"),
+                how: format!("Pick one of: {}", names()),
+            })?
+        }
+    };
+    Ok(adapter.clone())
+}
+
 /// One adapter as [`adapters`] lists it.
 #[derive(Clone, Debug)]
 pub struct AdapterSummary {
@@ -133,38 +167,15 @@ pub struct Device {
 impl Device {
     /// Opens the adapter `choice` names, or says why not and what to do.
     pub fn open(choice: &AdapterChoice, use_features: Features) -> Result<Device> {
-        let instance = instance();
-        let list = all_adapters(&instance);
-        let none = || Error::Unavailable {
-            what: "wgpu finds no Vulkan, Metal or DX12 adapter".into(),
-            how: "Install a GPU driver with Vulkan support, or Mesa's software one (Debian/Ubuntu: \
-                  apt install mesa-vulkan-drivers), or use --backend cpu"
-                .into(),
-        };
-        if list.is_empty() {
-            return Err(none());
-        }
-        let names = || {
-            list.iter().enumerate().map(|(i, a)| format!("{i}: {}", a.get_info().name)).collect::<Vec<_>>().join("; ")
-        };
-        let adapter = match choice {
-            AdapterChoice::Best => {
-                list.iter().min_by_key(|a| rank(a.get_info().device_type)).expect("the list is not empty")
-            }
-            AdapterChoice::Index(i) => list.get(*i).ok_or_else(|| Error::Unavailable {
-                what: format!("--adapter {i}: there are {} adapters", list.len()),
-                how: format!("Pick one of: {}", names()),
-            })?,
-            AdapterChoice::Name(n) => {
-                let low = n.to_lowercase();
-                list.iter().find(|a| a.get_info().name.to_lowercase().contains(&low)).ok_or_else(|| {
-                    Error::Unavailable {
-                        what: format!("--adapter {n}: no adapter's name contains it"),
-                        how: format!("Pick one of: {}", names()),
-                    }
-                })?
-            }
-        };
+        let device = Device::on_adapter(&pick(choice)?, use_features, "reap compute")?;
+        device.check_compute()?;
+        Ok(device)
+    }
+
+    /// Opens a device on `adapter` (the viewer's, which must also present)
+    /// with the features reap uses where it has them and its own limits.
+    /// It may lack what compute needs: [`Device::check_compute`] says.
+    pub fn on_adapter(adapter: &wgpu::Adapter, use_features: Features, label: &str) -> Result<Device> {
         let info = adapter.get_info();
         let name = format!("{} ({:?}, {:?})", info.name, info.backend, info.device_type);
         let have = adapter.features();
@@ -179,19 +190,8 @@ impl Device {
             features.remove(wgpu::Features::SUBGROUP);
         }
         let limits = adapter.limits();
-        if limits.max_compute_invocations_per_workgroup < 256 || limits.max_storage_buffers_per_shader_stage < 7 {
-            return Err(Error::MissingCapability {
-                adapter: name,
-                what: format!(
-                    "compute workgroups of 256 invocations and 7 storage buffers per stage (it has {} and {})",
-                    limits.max_compute_invocations_per_workgroup, limits.max_storage_buffers_per_shader_stage
-                ),
-                needed_by: "every compaction shader".into(),
-                how: "pick another adapter with --adapter, or use --backend cpu".into(),
-            });
-        }
         let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("reap compute"),
+            label: Some(label),
             required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
@@ -226,6 +226,28 @@ impl Device {
             timestamp_period,
             uncaptured,
         })
+    }
+
+    /// Whether the adapter is a GPU (not a software rasteriser such as lavapipe).
+    pub fn is_hardware(&self) -> bool {
+        self.info.device_type != wgpu::DeviceType::Cpu
+    }
+
+    /// Refuses an adapter too small for the compaction shaders.
+    pub fn check_compute(&self) -> Result<()> {
+        let (limits, name) = (&self.limits, self.name.clone());
+        if limits.max_compute_invocations_per_workgroup < 256 || limits.max_storage_buffers_per_shader_stage < 7 {
+            return Err(Error::MissingCapability {
+                adapter: name,
+                what: format!(
+                    "compute workgroups of 256 invocations and 7 storage buffers per stage (it has {} and {})",
+                    limits.max_compute_invocations_per_workgroup, limits.max_storage_buffers_per_shader_stage
+                ),
+                needed_by: "every compaction shader".into(),
+                how: "pick another adapter with --adapter, or use --backend cpu".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Runs `f` inside a validation and an out-of-memory scope; what either

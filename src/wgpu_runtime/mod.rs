@@ -11,7 +11,7 @@ pub mod device;
 pub mod pipelines;
 pub mod timer;
 
-pub use device::{AdapterChoice, AdapterSummary, Device, Features, adapters};
+pub use device::{AdapterChoice, AdapterSummary, Device, Features, adapters, pick};
 pub use pipelines::Shader;
 
 /// `wgsl_source!("compaction/atomic.wgsl", headers: &[COMMON])`.

@@ -17,7 +17,7 @@ use reap::collide::{
 use reap::compaction::{Algorithm, Backend, BackendKind, Fusion};
 
 use super::compactions;
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, with_backend};
+use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 use crate::cli::collide::{SimFlags, build, check_frames, parse_bodies, scenarios_help, settings, warm_up};
 
 #[derive(clap::Args)]
@@ -41,6 +41,8 @@ pub struct CollideBenchArgs {
     pub frames: u32,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    #[command(flatten)]
+    pub adapter: AdapterArg,
     // A `none` run that outgrows --max-frontier is reported here, not fatal.
     #[command(flatten)]
     pub sim: SimFlags,
@@ -73,7 +75,8 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
     // `auto` falling back to the CPU says so once, not once per body count.
     let mut choice = args.backend;
     for &n in &args.bodies {
-        let (kind, name, body_rows) = with_backend(choice, BodiesBench { args: &args, scenario: sc, bodies: n })?;
+        let (kind, name, body_rows) =
+            with_backend(choice, &args.adapter, BodiesBench { args: &args, scenario: sc, bodies: n })?;
         if kind == BackendKind::Cpu {
             choice = BackendChoice::Cpu;
         }

@@ -128,7 +128,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     if args.backend == BackendChoice::Wgpu {
         return on_wgpu(&args.adapter, &run);
     }
-    with_backend(args.backend, run)
+    with_backend(args.backend, &args.adapter, run)
 }
 
 struct BenchRun<'a> {
@@ -460,7 +460,8 @@ fn sharded(args: BenchArgs, command: String) -> Result<bool> {
         reap::files::check_output_folder(dir)?;
     }
     crate::cli::interrupt::install();
-    with_backend(args.backend, ShardedBench { args, algorithms, command })
+    let adapter = args.adapter.clone();
+    with_backend(args.backend, &adapter, ShardedBench { args, algorithms, command })
 }
 
 struct ShardedBench {

@@ -14,7 +14,7 @@ use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::noise::{self, Checkpoint, NoiseReport};
 use reap::trace::{Compaction, Engine, RenderSettings, Traversal, output, render};
 
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
+use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 
 #[derive(clap::Args)]
 pub struct NoiseArgs {
@@ -23,6 +23,8 @@ pub struct NoiseArgs {
     pub scene: PathBuf,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    #[command(flatten)]
+    pub adapter: AdapterArg,
     #[arg(long, default_value_t = 1920)]
     pub width: u32,
     #[arg(long, default_value_t = 1080)]
@@ -78,7 +80,7 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
     let packed = Packed::new(&sc, &tree);
     let camera = CameraLayout::new(&sc.camera, args.width, args.height);
     let job = NoiseJob { args: &args, scene: sc.name.clone(), checkpoints, reference_seed: args.seed.wrapping_add(1) };
-    let report = with_backend(args.backend, NoiseRun { job, packed, camera })?;
+    let report = with_backend(args.backend, &args.adapter, NoiseRun { job, packed, camera })?;
     print!("{}", noise::table(&report, before.as_ref()));
     if let Some(dir) = &args.out {
         noise::write(dir, &report, before.as_ref())?;

@@ -16,7 +16,7 @@ use reap::trace::split::{Renderer, Split};
 use reap::trace::{BvhKind, RenderSettings, Traversal};
 
 use super::compactions;
-use crate::cli::backend::{BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
+use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 use crate::cli::render::PathFlags;
 
 #[derive(clap::Args)]
@@ -35,6 +35,8 @@ pub struct RenderBenchArgs {
     pub path: PathFlags,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    #[command(flatten)]
+    pub adapter: AdapterArg,
     /// Traversal modes, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "breadth-first,depth-first")]
     pub traversals: Vec<String>,
@@ -84,7 +86,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
         Compaction::check_name(name, "algorithms")?;
     }
     if matches!(args.backend, BackendChoice::Cuda | BackendChoice::Wgpu) {
-        with_backend(args.backend, Probe)?;
+        with_backend(args.backend, &args.adapter, Probe)?;
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
@@ -110,7 +112,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
         );
         let camera = CameraLayout::new(&sc.camera, args.width, args.height);
         let job = SceneBench { args: &args, scene: &sc, tree: &tree, traversals: &traversals, packed, camera };
-        let (device, scene_rows) = with_backend(args.backend, job)?;
+        let (device, scene_rows) = with_backend(args.backend, &args.adapter, job)?;
         device_name = device;
         rows.extend(scene_rows);
     }

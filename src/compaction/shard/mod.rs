@@ -12,13 +12,16 @@
 //!
 //! The collectives are the backend's ([`Sharding`]): NCCL between CUDA
 //! devices (`cuda.rs`), plain copies between CPU ranks (`cpu.rs`), which is how
-//! CI runs several ranks without a GPU.
+//! CI runs several ranks without a GPU, and one rank's own copies on wgpu
+//! (`wgpu.rs`), which has no collectives between adapters.
 
 use crate::compaction::{Algorithm, Backend, Element, Error, Keep, Lens, Rejected, Report, Result, ScanElement};
 
 mod cpu;
 #[cfg(feature = "cuda")]
 mod cuda;
+#[cfg(feature = "wgpu")]
+mod wgpu;
 
 #[cfg(feature = "cuda")]
 pub use cuda::CudaGroup;

@@ -225,7 +225,13 @@ impl WgpuBackend {
 
     /// Opens the adapter using only the optional `features` given (where it has them).
     pub fn open(choice: &AdapterChoice, features: rt::Features) -> Result<Self> {
-        let dev = Arc::new(Device::open(choice, features)?);
+        Self::on_device(Arc::new(Device::open(choice, features)?))
+    }
+
+    /// The backend on a device opened elsewhere (the viewer's display
+    /// device, so that the workloads compute where the window draws).
+    pub fn on_device(dev: Arc<Device>) -> Result<Self> {
+        dev.check_compute()?;
         let pipelines = Pipelines::new(&dev)?;
         let mk = |label| {
             dev.device.create_buffer(&::wgpu::BufferDescriptor {

@@ -10,14 +10,14 @@ impl App {
         let kind = self.kind();
         let made = match mode {
             Mode::PathTracer if self.tracer.is_none() => {
-                Tracer::open(&self.opts, kind, &self.backends).map(|t| self.tracer = Some(t))
+                Tracer::open(&self.opts, kind, &self.backends, &self.display).map(|t| self.tracer = Some(t))
             }
             Mode::Collision if self.collide.is_none() => {
                 let (scenario, bodies) = match self.opts.collide {
                     Some(c) => (c.scenario, c.bodies.unwrap_or(default_bodies(kind))),
                     None => (Scenario::Pile, default_bodies(kind)),
                 };
-                Collide::open(scenario, bodies, kind, &self.backends).map(|c| self.collide = Some(c))
+                Collide::open(scenario, bodies, kind, &self.backends, &self.display).map(|c| self.collide = Some(c))
             }
             _ => Ok(()),
         };
@@ -71,7 +71,7 @@ impl App {
                     return;
                 }
                 let kind = tr.session.engine.kind();
-                match Session::open(&spec, kind, w, h, s.workload.max_bounces, None, tr.session.gpus) {
+                match Session::open(&spec, kind, w, h, s.workload.max_bounces, None, tr.session.gpus, &self.display) {
                     Ok(mut session) => {
                         session.descend = tr.session.descend;
                         tr.orbit = Orbit::from_camera(&session.home);
@@ -103,7 +103,7 @@ impl App {
         match action {
             // Only the other mode's panel asks for these.
             Action::SetMode(_) | Action::OpenScene(_) | Action::Rebuild | Action::ResetAccumulation => {}
-            Action::SetBackend(kind) => match c.session.rebuild(kind) {
+            Action::SetBackend(kind) => match c.session.rebuild(kind, &self.display) {
                 Ok(()) => {
                     c.state.set_offer(c.session.engine.choices(), c.session.engine.sorts());
                     c.state.set_workload(c.session.scenario, c.session.bodies);
@@ -112,7 +112,7 @@ impl App {
             },
             Action::Reset => {
                 let kind = c.session.engine.kind();
-                match CollideSession::open(c.state.workload.scenario, c.state.workload.bodies, kind) {
+                match CollideSession::open(c.state.workload.scenario, c.state.workload.bodies, kind, &self.display) {
                     Ok(session) => {
                         c.state.message =
                             Some((false, format!("built {} with {} bodies", session.scenario.name(), session.bodies)));
@@ -139,7 +139,7 @@ impl App {
         let Some(tr) = &mut self.tracer else { return };
         let camera = tr.orbit.camera();
         let bounces = tr.state.workload.max_bounces;
-        match tr.session.rebuild(kind, w, h, bounces, &camera) {
+        match tr.session.rebuild(kind, w, h, bounces, &camera, &self.display) {
             Ok(()) => {
                 tr.state.set_available(tr.session.engine.choices());
                 tr.state.reset_accumulation();

@@ -3,10 +3,38 @@
 
 use super::*;
 
+/// What one frame leaves for its caller: egui's platform output (for the
+/// window), whether it was the last of a timed run, and an error that ends it.
+pub(super) struct Drawn {
+    pub(super) platform: Option<egui::PlatformOutput>,
+    pub(super) last: bool,
+    pub(super) error: Option<ViewerError>,
+}
+
 impl App {
-    /// One window frame: camera, one frame of the mode shown, the overlay, present.
+    /// One window frame: egui's input from the window, [`App::frame`], then
+    /// the window's part of egui's output.
     pub(super) fn redraw(&mut self, el: &ActiveEventLoop) {
         let (Some(window), Some(_)) = (self.window.clone(), self.gpu.as_ref()) else { return };
+        let Some(egui_winit) = &mut self.egui_winit else { return };
+        let raw = egui_winit.take_egui_input(&window);
+        let size = window.inner_size();
+        let drawn = self.frame(raw, (size.width, size.height));
+        if let (Some(p), Some(egui_winit)) = (drawn.platform, &mut self.egui_winit) {
+            egui_winit.handle_platform_output(&window, p);
+        }
+        if let Some(e) = drawn.error {
+            return self.fail(el, e);
+        }
+        if drawn.last {
+            el.exit();
+        }
+    }
+
+    /// One frame, window or not: camera, one frame of the mode shown, the
+    /// overlay, and the draw (presented, or into the offscreen texture).
+    pub(super) fn frame(&mut self, raw: egui::RawInput, (width, height): (u32, u32)) -> Drawn {
+        let mut drawn = Drawn { platform: None, last: false, error: None };
         let now = Instant::now();
         let dt = now.duration_since(self.last_frame).as_secs_f64();
         self.last_frame = now;
@@ -22,8 +50,6 @@ impl App {
 
         // The overlay.
         let t = Instant::now();
-        let Some(egui_winit) = &mut self.egui_winit else { return };
-        let raw = egui_winit.take_egui_input(&window);
         let adapter = self.gpu.as_ref().map_or("", |g| g.adapter.as_str());
         let fps = self.fps;
         let mut actions = Actions::Tracer(Vec::new());
@@ -53,17 +79,16 @@ impl App {
                     actions = Actions::Collide(overlay::ui::<Colliding>(ui, state, ov, &facts));
                 })
             }
-            _ => return,
+            _ => return drawn,
         };
-        egui_winit.handle_platform_output(&window, out.platform_output);
+        drawn.platform = Some(std::mem::take(&mut out.platform_output));
         let jobs = self.egui_ctx.tessellate(out.shapes, out.pixels_per_point);
         parts[2] = t.elapsed();
 
         self.window_frames += 1;
         let last = self.opts.frames.is_some_and(|n| self.window_frames >= n);
         let shot = if last { self.opts.screenshot.clone().or(self.screenshot.take()) } else { self.screenshot.take() };
-        let size = window.inner_size();
-        let content = self.content(size.width as f32, size.height as f32, out.pixels_per_point);
+        let content = self.content(width as f32, height as f32, out.pixels_per_point);
         let mut overlay =
             Overlay { jobs: &jobs, textures: &mut out.textures_delta, pixels_per_point: out.pixels_per_point };
         let t = Instant::now();
@@ -79,7 +104,10 @@ impl App {
                         self.say(false, format!("saved {}", p.display()));
                     }
                 }
-                Err(e) if last => return self.fail(el, e),
+                Err(e) if last => {
+                    drawn.error = Some(e);
+                    return drawn;
+                }
                 Err(e) => self.say(true, e.to_string()),
             }
         }
@@ -87,9 +115,8 @@ impl App {
             Actions::Tracer(a) => a.into_iter().for_each(|a| self.act(a)),
             Actions::Collide(a) => a.into_iter().for_each(|a| self.act_collide(a)),
         }
-        if last {
-            el.exit();
-        }
+        drawn.last = last;
+        drawn
     }
 
     /// The path tracer: camera, one render, the image to the GPU.
@@ -123,17 +150,27 @@ impl App {
             }
         }
         parts[0] = t.elapsed();
-        // The hand-off: the engine's 8-bit image (converted and read back
-        // by the engine) uploaded to the display texture.
+        // The hand-off: on wgpu the engine writes its 8-bit image straight
+        // into the display texture (same device, nothing read back);
+        // elsewhere the engine's image (converted and read back by the
+        // engine) is uploaded to it.
         let t = Instant::now();
         let (w, h) = (tr.session.width, tr.session.height);
-        match tr.session.rgba8() {
-            Ok(rgba) => {
-                if let Some(gpu) = &mut self.gpu {
-                    gpu.upload(rgba, w, h);
+        let target = match (tr.session.engine.kind(), &mut self.gpu) {
+            (BackendKind::Wgpu, Some(gpu)) => gpu.image_target(w, h),
+            _ => None,
+        };
+        match target.and_then(|view| tr.session.tonemap_into(&view)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => tr.state.message = Some((true, e.to_string())),
+            None => match tr.session.rgba8() {
+                Ok(rgba) => {
+                    if let Some(gpu) = &mut self.gpu {
+                        gpu.upload(rgba, w, h);
+                    }
                 }
-            }
-            Err(e) => tr.state.message = Some((true, e.to_string())),
+                Err(e) => tr.state.message = Some((true, e.to_string())),
+            },
         }
         parts[1] = t.elapsed();
     }

@@ -23,8 +23,13 @@ pub(super) type Tracer = Workspace<Session, ViewerState>;
 pub(super) type Collide = Workspace<CollideSession, CollideState>;
 
 impl Tracer {
-    pub(super) fn open(opts: &ViewOptions, kind: BackendKind, backends: &[BackendKind]) -> Result<Self, ViewerError> {
-        let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None, opts.gpus)?;
+    pub(super) fn open(
+        opts: &ViewOptions,
+        kind: BackendKind,
+        backends: &[BackendKind],
+        display: &DisplayDevice,
+    ) -> Result<Self, ViewerError> {
+        let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None, opts.gpus, display)?;
         session.descend = opts.descend;
         Ok(Tracer {
             state: ViewerState::for_tracer(session.engine.choices(), opts.bvh),
@@ -48,8 +53,9 @@ impl Collide {
         bodies: u32,
         kind: BackendKind,
         backends: &[BackendKind],
+        display: &DisplayDevice,
     ) -> Result<Self, ViewerError> {
-        let session = CollideSession::open(scenario, bodies, kind)?;
+        let session = CollideSession::open(scenario, bodies, kind, display)?;
         let state = CollideState::for_collide(session.engine.choices(), session.engine.sorts(), scenario, bodies);
         Ok(Collide {
             state,
