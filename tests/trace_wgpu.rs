@@ -73,3 +73,261 @@ on_wgpu! {
     wgpu_one_sided_light_turned_away_leaves_the_floor_black => light_facing_away_leaves_the_floor_black,
     wgpu_one_sided_light_leaves_the_wall_above_its_plane_black => wall_above_the_light_sees_its_back_and_stays_black,
 }
+
+use reap::trace::layout::{CameraLayout, Packed};
+use reap::trace::{BvhKind, Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+
+/// The built-in Cornell box packed for an engine, with its camera at `w`×`h`.
+fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
+    let scene = reap::scene::builtin("cornell").expect("cornell");
+    let bvh = reap::bvh::build(&scene.triangles);
+    (Packed::new(&scene, &bvh), CameraLayout::new(&scene.camera, w, h))
+}
+
+fn cornell_on_wgpu(w: u32, h: u32, seed: u32, max_bounces: u32) -> Option<WgpuEngine> {
+    let b = wgpu()?;
+    let (packed, camera) = cornell(w, h);
+    Some(WgpuEngine::new(b, &packed, camera, w, h, seed, max_bounces).expect("engine"))
+}
+
+/// One frame per sample from sample 0, depth-first, no compaction, MIS.
+fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> RenderSettings {
+    RenderSettings {
+        width: w,
+        height: h,
+        spp,
+        max_bounces,
+        estimator: Estimator::Mis,
+        traversal: Traversal::DepthFirst,
+        compact_paths: Compaction::None,
+        compact_frontier: Compaction::None,
+        seed,
+        first_sample: 0,
+        max_frontier: 1 << 22,
+        fusion: Default::default(),
+        descend: reap::trace::DESCEND,
+        bvh: reap::trace::BVH,
+    }
+}
+
+fn bits(img: &[[f32; 4]]) -> &[u32] {
+    bytemuck::cast_slice(img)
+}
+
+/// Every compaction algorithm the wgpu backend implements, at both sites,
+/// under both traversals and both BVHs, renders one image bit for bit:
+/// random numbers follow (pixel, sample, bounce) and closest hits merge by
+/// an order-independent minimum. The frontier past its capacity is redone,
+/// not cut short: a small first frontier renders the same image too.
+#[test]
+fn wgpu_tracer_renders_one_image_whatever_the_algorithm_traversal_and_bvh() {
+    let (w, h) = (32, 24);
+    let Some(mut e) = cornell_on_wgpu(w, h, 7, 4) else { return };
+    let base = settings_for(w, h, 2, 4, 7);
+    let choices = Compaction::choices(e.backend());
+    assert!(choices.len() > 8, "the wgpu backend selects with most algorithms: {choices:?}");
+    let mut images: Vec<(String, Vec<[f32; 4]>)> = Vec::new();
+    for bvh in BvhKind::ALL {
+        for traversal in Traversal::ALL {
+            for c in &choices {
+                let alg = Compaction::parse(c, e.backend(), "paths").expect("a choice the backend lists");
+                let s = RenderSettings { traversal, bvh, compact_paths: alg, compact_frontier: alg, ..base.clone() };
+                e.reset().unwrap();
+                let frames = render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("{c} {traversal:?} {bvh}: {err}"));
+                assert!(
+                    frames.iter().all(|f| f.rays > 0 && !f.stages.is_empty()),
+                    "{c}: frames report rays and stages"
+                );
+                images.push((format!("{c} {} {bvh}", traversal.name()), e.image().unwrap()));
+            }
+        }
+    }
+    for descend in [1, 5] {
+        let s = RenderSettings { traversal: Traversal::BreadthFirst, bvh: BvhKind::Binary, descend, ..base.clone() };
+        e.reset().unwrap();
+        render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("descend {descend}: {err}"));
+        images.push((format!("breadth-first binary descend {descend}"), e.image().unwrap()));
+    }
+    let (first_name, first) = &images[0];
+    assert!(first.iter().any(|p| p[0] > 0.0), "the Cornell box is lit");
+    for (name, img) in &images[1..] {
+        assert!(bits(img) == bits(first), "{name} renders a different image than {first_name}");
+    }
+    println!("{} renders, one image", images.len());
+}
+
+/// Per pixel, the largest difference of the mean radiance's channels.
+fn pixel_diffs(a: &[[f32; 4]], b: &[[f32; 4]]) -> Vec<f32> {
+    a.iter()
+        .zip(b)
+        .map(|(p, q)| (0..3).map(|k| (p[k] / p[3].max(1.0) - q[k] / q[3].max(1.0)).abs()).fold(0.0, f32::max))
+        .collect()
+}
+
+/// The Cornell box on wgpu against the CPU engine, pixel by pixel. The
+/// arithmetic is the same in the same order, but WGSL cannot forbid the
+/// driver's fused multiply-adds (CUDA's `__fmul_rn`/`__fadd_rn`), and the
+/// transcendental functions round otherwise: a hit point moves by a few ulps.
+/// Almost everywhere that moves a pixel by float noise (bound 1e-3 of the
+/// pixel's value); where a ray grazes an edge or Russian roulette's
+/// threshold, the few ulps can send the path elsewhere and the pixel's
+/// sample changes wholly: at most 2 % of the pixels may do that, and the
+/// image's mean stays within 1 %.
+#[test]
+fn wgpu_cornell_matches_the_cpu_pixel_by_pixel() {
+    use reap::trace::cpu::CpuEngine;
+    let (w, h) = (48, 36);
+    let Some(mut e) = cornell_on_wgpu(w, h, 7, 6) else { return };
+    let (packed, camera) = cornell(w, h);
+    let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 6);
+    for traversal in Traversal::ALL {
+        let s = RenderSettings { traversal, ..settings_for(w, h, 4, 6, 7) };
+        e.reset().unwrap();
+        cpu.reset().unwrap();
+        render(&mut e, &s, |_| {}).expect("wgpu renders");
+        render(&mut cpu, &s, |_| {}).expect("the CPU renders");
+        let (g, c) = (e.image().unwrap(), cpu.image().unwrap());
+        assert!(g.iter().zip(&c).all(|(a, b)| a[3] == b[3] && a[3] == 4.0), "every pixel holds 4 samples");
+        let d = pixel_diffs(&g, &c);
+        // Relative to the pixel's own brightest channel (a float-noise bound), with a floor for black pixels.
+        let bound = |p: &[f32; 4]| 1e-3 * p[0].max(p[1]).max(p[2]) / p[3] + 1e-6;
+        let off = d.iter().zip(&c).filter(|(x, p)| **x > bound(p)).count();
+        let worst = d.iter().zip(&c).map(|(x, p)| x / bound(p) * 1e-3).fold(0.0f32, f32::max);
+        let exact = g.iter().zip(&c).filter(|(a, b)| a == b).count();
+        let mean = |img: &[[f32; 4]]| img.iter().map(|p| (p[0] + p[1] + p[2]) as f64 / p[3] as f64).sum::<f64>();
+        let (mg, mc) = (mean(&g), mean(&c));
+        println!(
+            "{}: {exact} of {} pixels bit-identical, {off} beyond 1e-3 of their value (worst {worst:.1e}), means {mg} vs {mc}",
+            traversal.name(),
+            d.len()
+        );
+        assert!(off * 50 <= d.len(), "{}: {off} of {} pixels differ beyond float noise", traversal.name(), d.len());
+        assert!((mg - mc).abs() <= 1e-2 * mc, "{}: mean {mg} vs the CPU's {mc}", traversal.name());
+    }
+}
+
+/// A textured square (a 3×2 texture, so a swapped width and height or a
+/// flipped v shows) filling the view under a sky of 1: texture.wgsl's
+/// lookups give the CPU's image pixel by pixel (only the hit points' last
+/// bits differ, see the Cornell test), and the image's mean is the texture's.
+#[test]
+fn wgpu_textured_square_matches_the_cpu() {
+    use glam::{Vec2, Vec3};
+    use reap::scene::{Camera, Material, Scene, Texture, TextureId};
+    use reap::trace::cpu::CpuEngine;
+    let Some(b) = wgpu() else { return };
+    let corner = |x: f32, y: f32| Vec3::new(x, y, 0.0);
+    let triangles = vec![
+        [corner(-1.0, -1.0), corner(2.0, -1.0), corner(2.0, 2.0)],
+        [corner(-1.0, -1.0), corner(2.0, 2.0), corner(-1.0, 2.0)],
+    ];
+    let uvs = triangles.iter().map(|t| t.map(|p| Vec2::new(p.x, p.y))).collect();
+    let texels = (0..6).map(|i| Vec3::new(i as f32 / 6.0, 1.0 - i as f32 / 6.0, (i % 2) as f32)).collect();
+    let texture = Texture { name: "3x2".into(), width: 3, height: 2, texels };
+    let scene = Scene {
+        name: "textured square".into(),
+        normals: vec![[Vec3::Z; 3]; 2],
+        uvs,
+        material_of: vec![0; 2],
+        materials: vec![Material { texture: Some(TextureId(0)), ..Material::diffuse("textured", Vec3::splat(0.5)) }],
+        textures: vec![texture.clone()],
+        camera: Camera {
+            position: Vec3::new(0.5, 0.5, 1.0),
+            target: Vec3::new(0.5, 0.5, 0.0),
+            up: Vec3::Y,
+            vfov_deg: 2.0 * 0.5f32.atan().to_degrees(),
+        },
+        environment: Vec3::ONE,
+        skipped_triangles: 0,
+        warnings: Vec::new(),
+        sources: Vec::new(),
+        triangles,
+    };
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(&scene, &bvh);
+    let (w, h) = (32, 32);
+    let camera = CameraLayout::new(&scene.camera, w, h);
+    let mut e = WgpuEngine::new(b, &packed, camera, w, h, 7, 2).expect("engine");
+    let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 2);
+    for traversal in Traversal::ALL {
+        let settings = RenderSettings { traversal, max_frontier: 1 << 20, ..settings_for(w, h, 2, 2, 7) };
+        e.reset().unwrap();
+        cpu.reset().unwrap();
+        render(&mut e, &settings, |_| {}).expect("wgpu renders");
+        render(&mut cpu, &settings, |_| {}).expect("the CPU renders");
+        let (g, c) = (e.image().unwrap(), cpu.image().unwrap());
+        for (i, (g, c)) in g.iter().zip(&c).enumerate() {
+            let worst = (0..3).map(|k| (g[k] - c[k]).abs()).fold(0.0f32, f32::max);
+            assert!(worst <= 1e-3 && g[3] == c[3], "{traversal:?} pixel {i}: wgpu {g:?} vs CPU {c:?}");
+        }
+        let mean: Vec3 = g.iter().map(|p| Vec3::new(p[0], p[1], p[2]) / p[3]).sum::<Vec3>() / g.len() as f32;
+        assert!((mean - texture.mean()).abs().max_element() < 1e-2, "mean {mean} vs the texture's {}", texture.mean());
+    }
+}
+
+/// The 8-bit image, read back (`rgba8`) and written into a storage texture
+/// (`tonemap_into`, the viewer's path), against the CPU twin of the
+/// conversion (src/trace/tonemap.rs) on the same sums: one step apart at
+/// most, where WGSL's `pow` rounds otherwise than the CPU's, and in at most
+/// 1 % of the pixels. An odd size leaves the last workgroup partly empty.
+#[test]
+fn wgpu_tonemap_matches_the_cpu_twin_in_words_and_in_a_texture() {
+    use reap::trace::tonemap;
+    let (w, h) = (61, 59);
+    let Some(mut e) = cornell_on_wgpu(w, h, 3, 6) else { return };
+    let black = e.rgba8().expect("the image before any sample").to_vec();
+    assert!(black.len() == (w * h) as usize && black.iter().all(|p| *p == [0, 0, 0, 255]), "black and opaque");
+    render(&mut e, &settings_for(w, h, 2, 6, 3), |_| {}).expect("render");
+    let want: Vec<[u8; 4]> = e.image().expect("sums").into_iter().map(tonemap::trace_tonemap).collect();
+    let words = e.rgba8().expect("the 8-bit image").to_vec();
+    let texture = read_tonemap_texture(&mut e, w, h);
+    for (what, got) in [("rgba8", &words), ("tonemap_into", &texture)] {
+        assert_eq!(got.len(), want.len(), "{what}");
+        let mut off_by_one = 0;
+        for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+            let worst = g.iter().zip(c).map(|(a, b)| (*a as i32 - *b as i32).abs()).max().unwrap_or(0);
+            assert!(worst <= 1 && g[3] == 255, "{what} pixel {i}: wgpu {g:?}, CPU twin {c:?}");
+            off_by_one += (worst == 1) as usize;
+        }
+        assert!(off_by_one * 100 <= got.len(), "{what}: {off_by_one} of {} pixels differ", got.len());
+        let lit = got.iter().filter(|p| p[0] > 40 || p[1] > 40 || p[2] > 40).count();
+        assert!(lit * 2 > got.len(), "{what}: the Cornell box is lit: {lit} of {} pixels", got.len());
+    }
+    assert_eq!(words, texture, "the texture holds the read-back bytes");
+}
+
+/// `tonemap_into` a fresh Rgba8Unorm storage texture, copied back row by row.
+fn read_tonemap_texture(e: &mut WgpuEngine, w: u32, h: u32) -> Vec<[u8; 4]> {
+    let dev = e.backend().device().clone();
+    let size = wgpu::Extent3d { width: w, height: h, depth_or_array_layers: 1 };
+    let texture = dev.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("test target"),
+        size,
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8Unorm,
+        usage: wgpu::TextureUsages::STORAGE_BINDING | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    e.tonemap_into(&texture.create_view(&Default::default())).expect("tonemap into the texture");
+    let row = (w * 4).next_multiple_of(256);
+    let buffer = dev.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test read-back"),
+        size: (row * h) as u64,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let mut enc = dev.device.create_command_encoder(&Default::default());
+    enc.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(row), rows_per_image: Some(h) },
+        },
+        size,
+    );
+    dev.queue.submit([enc.finish()]);
+    let bytes = dev.read(&buffer, 0, (row * h) as u64, "the test's texture").expect("read back");
+    bytes.chunks(row as usize).flat_map(|r| r[..(w * 4) as usize].chunks(4).map(|p| [p[0], p[1], p[2], p[3]])).collect()
+}
