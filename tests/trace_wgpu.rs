@@ -331,3 +331,112 @@ fn read_tonemap_texture(e: &mut WgpuEngine, w: u32, h: u32) -> Vec<[u8; 4]> {
     let bytes = dev.read(&buffer, 0, (row * h) as u64, "the test's texture").expect("read back");
     bytes.chunks(row as usize).flat_map(|r| r[..(w * 4) as usize].chunks(4).map(|p| [p[0], p[1], p[2], p[3]])).collect()
 }
+
+/// A quad a b c d (counter-clockwise seen from where its normal points) as
+/// two flat-shaded triangles (tests/transport.rs `quad`).
+fn quad(scene: &mut reap::scene::Scene, [a, b, c, d]: [glam::Vec3; 4], material: u32) {
+    for t in [[a, b, c], [a, c, d]] {
+        let n = (t[1] - t[0]).cross(t[2] - t[0]).normalize();
+        scene.triangles.push(t);
+        scene.normals.push([n; 3]);
+        scene.uvs.push([glam::Vec2::ZERO; 3]);
+        scene.material_of.push(material);
+    }
+}
+
+/// tests/transport.rs `veach`: two glossy strips of different roughness
+/// under a small bright and a large dim emitter, where the estimators differ most.
+fn veach() -> reap::scene::Scene {
+    use glam::Vec3;
+    use reap::scene::{Camera, Material, MaterialKind};
+    let glossy = |roughness, f0| Material {
+        kind: MaterialKind::Glossy,
+        roughness,
+        ..Material::diffuse("glossy", Vec3::splat(f0))
+    };
+    let emitter = |le| Material { emission: Vec3::splat(le), ..Material::diffuse("light", Vec3::ZERO) };
+    let mut s = reap::scene::builtin("furnace").expect("the furnace scene builds");
+    (s.triangles, s.normals, s.uvs, s.material_of) = Default::default();
+    s.environment = Vec3::ZERO;
+    s.camera = Camera { position: Vec3::new(0.0, 2.2, 4.0), target: Vec3::ZERO, up: Vec3::Y, vfov_deg: 60.0 };
+    s.materials = vec![
+        glossy(0.02, 0.8),
+        glossy(0.25, 0.8),
+        Material::diffuse("wall", Vec3::splat(0.5)),
+        emitter(400.0),
+        emitter(1.0),
+    ];
+    let c = Vec3::new;
+    let (l, r) = (-3.0, 3.0);
+    quad(&mut s, [c(l, 0.0, 3.5), c(r, 0.0, 3.5), c(r, 0.0, 1.0), c(l, 0.0, 1.0)], 0);
+    quad(&mut s, [c(l, 0.0, 1.0), c(r, 0.0, 1.0), c(r, 0.0, -2.0), c(l, 0.0, -2.0)], 1);
+    quad(&mut s, [c(l, 0.0, -2.0), c(r, 0.0, -2.0), c(r, 3.0, -2.0), c(l, 3.0, -2.0)], 2);
+    for (x, half, m) in [(-1.0, 0.05, 3), (1.0, 0.8, 4)] {
+        let (a, b, z0, z1) = (x - half, x + half, -half, half);
+        quad(&mut s, [c(a, 1.2, z0), c(b, 1.2, z0), c(b, 1.2, z1), c(a, 1.2, z1)], m); // facing down
+    }
+    s
+}
+
+/// Renders `scene` at `size`² on wgpu and on the CPU with the same settings.
+fn both(scene: &reap::scene::Scene, size: u32, s: &RenderSettings) -> Option<(Vec<[f32; 4]>, Vec<[f32; 4]>)> {
+    use reap::trace::cpu::CpuEngine;
+    let b = wgpu()?;
+    let bvh = reap::bvh::build(&scene.triangles);
+    let packed = Packed::new(scene, &bvh);
+    let camera = CameraLayout::new(&scene.camera, size, size);
+    let mut e = WgpuEngine::new(b, &packed, camera, size, size, s.seed, s.max_bounces).expect("engine");
+    let mut cpu =
+        CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, size, size, s.seed, s.max_bounces);
+    render(&mut e, s, |_| {}).expect("wgpu renders");
+    render(&mut cpu, s, |_| {}).expect("the CPU renders");
+    Some((e.image().unwrap(), cpu.image().unwrap()))
+}
+
+/// The white furnace (albedo 1 under a sky of 1) with every material kind,
+/// and the glossy scene of tests/transport.rs under each estimator: the
+/// wgpu image is the CPU's, pixel by pixel up to float noise (the bound of
+/// the Cornell test), so what transport.rs proves of the CPU's light
+/// transport (furnaces give one, the estimators agree) holds here too; and
+/// the lossless furnaces' wgpu image means are 1 within their noise.
+#[test]
+fn wgpu_furnaces_and_estimators_give_the_cpus_images() {
+    use glam::Vec3;
+    use reap::scene::{Material, MaterialKind};
+    if wgpu().is_none() {
+        return;
+    }
+    let white = Material::diffuse("white", Vec3::ONE);
+    let kinds = [
+        (white.clone(), true),
+        (Material { kind: MaterialKind::Mirror, ..white.clone() }, true),
+        (Material { kind: MaterialKind::Glass, ior: 1.5, ..white.clone() }, true),
+        (Material { kind: MaterialKind::Glossy, roughness: 0.05, ..white.clone() }, false),
+        (Material { kind: MaterialKind::Glossy, roughness: 0.5, ..white.clone() }, false),
+    ];
+    let mut cases = Vec::new();
+    for (m, lossless) in &kinds {
+        let mut furnace = reap::scene::builtin("furnace").expect("the furnace scene builds");
+        furnace.materials = vec![m.clone()];
+        cases.push((format!("{:?} furnace", m.kind), furnace, Estimator::Mis, *lossless));
+    }
+    for estimator in Estimator::ALL {
+        cases.push((format!("veach, {estimator}"), veach(), estimator, false));
+    }
+    for (name, scene, estimator, lossless) in cases {
+        let size = 24;
+        let s = RenderSettings { estimator, ..settings_for(size, size, 16, 16, 3) };
+        let Some((g, c)) = both(&scene, size, &s) else { return };
+        let d = pixel_diffs(&g, &c);
+        let bound = |p: &[f32; 4]| 1e-3 * p[0].max(p[1]).max(p[2]) / p[3] + 1e-6;
+        let off = d.iter().zip(&c).filter(|(x, p)| **x > bound(p)).count();
+        println!("{name}: {off} of {} pixels beyond float noise", d.len());
+        assert!(off * 50 <= d.len(), "{name}: {off} of {} pixels differ from the CPU's", d.len());
+        let mean = g.iter().map(|p| (p[0] + p[1] + p[2]) as f64 / (3.0 * p[3] as f64)).sum::<f64>() / g.len() as f64;
+        assert!(mean > 0.0, "{name}: lit");
+        if lossless {
+            // 16 samples of 576 pixels: Russian roulette's weights keep the mean within a few percent.
+            assert!((mean - 1.0).abs() < 0.05, "{name}: image mean {mean}, not 1");
+        }
+    }
+}
