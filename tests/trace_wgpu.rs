@@ -7,6 +7,8 @@
 
 #[path = "common/analytic.rs"]
 mod analytic;
+#[path = "common/shard.rs"]
+mod shard;
 
 use analytic::Job;
 use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
@@ -438,5 +440,88 @@ fn wgpu_furnaces_and_estimators_give_the_cpus_images() {
             // 16 samples of 576 pixels: Russian roulette's weights keep the mean within a few percent.
             assert!((mean - 1.0).abs() < 0.05, "{name}: image mean {mean}, not 1");
         }
+    }
+}
+
+/// A frame whose frontier would pass --max-frontier returns the clear
+/// error, nothing is written past the frontier's capacity (a poisoned guard
+/// region reads back intact), and the failed frame accumulates nothing: the
+/// overflow status word is set on the device and read once, at the frame's end.
+#[test]
+fn wgpu_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() {
+    use reap::trace::{TraceError, frontier_guard, guard_frontier};
+    let (w, h) = (32, 32);
+    let Some(mut e) = cornell_on_wgpu(w, h, 7, 4) else { return };
+    guard_frontier(&mut e, 1 << 12).expect("guard");
+    for bvh in BvhKind::ALL {
+        let settings = RenderSettings {
+            traversal: Traversal::BreadthFirst,
+            bvh,
+            max_frontier: 3000,
+            ..settings_for(w, h, 1, 4, 7)
+        };
+        match render(&mut e, &settings, |_| {}) {
+            Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
+                assert!(items > 3000 && err.to_string().contains("--max-frontier"), "{bvh}: {err}");
+            }
+            other => panic!("{bvh}: expected FrontierTooLarge, got {other:?}"),
+        }
+        let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
+        assert_eq!(capacity, 3000);
+        assert!(intact, "{bvh}: a slot past the frontier's capacity was written");
+        assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "{bvh}: a failed frame accumulated");
+    }
+}
+
+/// Without timestamp queries each stage is timed by the host clock around
+/// its submission (said by `stage_clock`), and the image is the same bits.
+#[test]
+fn wgpu_without_timestamps_the_host_clock_times_each_stage_and_the_image_is_the_same() {
+    use reap::wgpu_runtime::Features;
+    use reap::wgpu_runtime::timer::Clock;
+    if wgpu().is_none() {
+        return;
+    }
+    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
+    let (w, h) = (24, 16);
+    let (packed, camera) = cornell(w, h);
+    let mut images = Vec::new();
+    for timestamps in [true, false] {
+        let b = WgpuBackend::open(&choice, Features { timestamps, ..Features::default() }).expect("the adapter");
+        let mut e = WgpuEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+        let s = RenderSettings { traversal: Traversal::BreadthFirst, ..settings_for(w, h, 1, 4, 7) };
+        let frames = render(&mut e, &s, |_| {}).expect("render");
+        // With them, the adapter's timestamps inside encoders where it has them (lavapipe has).
+        let want = e.stage_clock();
+        assert!(timestamps || want == Clock::Host, "timestamps off, yet {want:?}");
+        let f = &frames[0];
+        assert!(f.stages.len() > 10 && f.frame_ms > 0.0, "{want:?}: stages timed: {:?}", f.stages);
+        assert!(f.stages.iter().any(|(id, _)| id.name == reap::trace::stage::EXPAND), "{want:?}: levels are stages");
+        images.push(e.image().unwrap());
+    }
+    assert!(images.windows(2).all(|p| bits(&p[0]) == bits(&p[1])), "the clock changes the image");
+}
+
+/// Split-frame rendering with one wgpu engine per band (the bodies of
+/// tests/common/shard.rs): bands of rows sum to the whole image bit for
+/// bit, both traversals; bad shards are typed errors. A `Split` takes one
+/// wgpu engine and refuses two (moving sums between adapters needs NCCL).
+#[test]
+fn wgpu_bands_of_rows_sum_to_the_whole_image_and_a_split_takes_one_engine() {
+    use reap::trace::split::Split;
+    let (w, h) = (16, 23);
+    if wgpu().is_none() {
+        return;
+    }
+    let make = || cornell_on_wgpu(w, h, 7, 4).expect("the adapter answered a moment ago");
+    for traversal in Traversal::ALL {
+        let s = RenderSettings { traversal, ..settings_for(w, h, 2, 4, 7) };
+        shard::split_frames_sum_to_the_whole_image(make, &s, &[&[12, 11], &[8, 1, 14]]);
+        shard::split_renders_the_whole_image(|_| make(), &s, 1, vec![h]);
+    }
+    shard::bad_shards_are_typed_errors(make(), &settings_for(w, h, 1, 4, 7));
+    match Split::new(vec![make(), make()], w, h) {
+        Err(e) => assert!(e.to_string().contains("--gpus > 1 needs CUDA"), "{e}"),
+        Ok(_) => panic!("two wgpu engines were accepted"),
     }
 }
