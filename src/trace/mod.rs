@@ -37,6 +37,8 @@ mod shard;
 pub mod split;
 pub mod texture;
 pub mod tonemap;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 pub mod wide;
 
 use crate::clocks::Clock;

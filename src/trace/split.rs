@@ -399,6 +399,36 @@ impl SplitEngine for super::cuda::CudaEngine {
     }
 }
 
+/// One wgpu engine renders alone: wgpu has no collectives to carry sums
+/// between devices, so a split of several engines is refused up front and
+/// `move_sums` never has work (a single band never moves).
+#[cfg(feature = "wgpu")]
+impl SplitEngine for super::wgpu::WgpuEngine {
+    type Comm = ();
+    fn connect(engines: &[Self]) -> TraceResult<()> {
+        if engines.len() > 1 {
+            return Err(TraceError::Settings(format!(
+                "--gpus > 1 needs CUDA (NCCL moves the bands' sums between GPUs); the wgpu backend renders on one \
+                 adapter: use --gpus 1, or --backend cuda for {} GPUs",
+                engines.len()
+            )));
+        }
+        Ok(())
+    }
+    fn carrier(_: &()) -> String {
+        "one wgpu adapter (no collectives)".into()
+    }
+    fn move_sums(_: &(), _: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
+        match moves.iter().find(|m| m.from != m.to && m.count > 0) {
+            Some(m) => Err(TraceError::Settings(format!(
+                "moving {} pixels' sums from engine {} to {}: the wgpu backend renders with one engine",
+                m.count, m.from, m.to
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     // The boundary arithmetic alone; whole split renders are in tests/split.rs.

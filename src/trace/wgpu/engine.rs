@@ -1,0 +1,264 @@
+//! `Engine` for [`WgpuEngine`]: one method per entry point of
+//! wavefront.wgsl, in the shader file's order (cuda.rs's methods in
+//! wavefront.cu's), each one recorded dispatch.
+
+use super::*;
+use crate::memory::{Limit, Place};
+
+impl Engine for WgpuEngine {
+    type B = WgpuBackend;
+    type Clock = WgpuClock;
+
+    /// Submits what the stages recorded first, so that a library call made
+    /// through the backend runs after them (it submits work of its own).
+    fn backend(&self) -> &WgpuBackend {
+        lock(&self.pending).submit();
+        &self.backend
+    }
+
+    fn image_pixels(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+
+    fn shard(&self) -> Shard {
+        self.shard
+    }
+
+    fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
+        shard.check(self.image_pixels())?;
+        if shard.count > self.path_capacity {
+            // An eighth to spare, as on CUDA; made before the old state goes.
+            let room = (shard.count + shard.count / 8).min(self.image_pixels()).max(shard.count);
+            let (pv, pw) = alloc_paths(&self.backend, room)?;
+            (self.pv, self.pw, self.path_capacity) = (pv, pw, room);
+            self.info.counts[1] = room as u32;
+            self.write_info();
+        }
+        self.shard = shard;
+        Ok(())
+    }
+
+    fn bvh_depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// wgpu reports no free memory: what bounds a frontier here is its two
+    /// buffers, each bound whole as one storage binding.
+    fn memory_limit(&self) -> TraceResult<Limit> {
+        Ok(Limit {
+            bytes: self.dev.limits.max_storage_buffer_binding_size.saturating_mul(2),
+            place: Place::Device,
+            source: "in two storage bindings of the adapter (wgpu reports no free memory)",
+        })
+    }
+
+    fn work(&mut self) -> &mut Option<Work<Self>> {
+        &mut self.work
+    }
+
+    fn clock(&mut self) -> &mut WgpuClock {
+        &mut self.clock
+    }
+
+    fn begin_frame(
+        &mut self,
+        words: &mut Words<Self>,
+        sample: u32,
+        _key: u64,
+    ) -> TraceResult<Option<crate::replay::FramePath>> {
+        self.sample = sample;
+        self.clock.clear();
+        lock(&self.pending).encoder().clear_buffer(words.raw(), 0, None);
+        Ok(None)
+    }
+
+    fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<Option<FrameEnd>> {
+        self.clock.resolve()?;
+        // The words are read after the last stage (accumulate): this one wait completes the frame.
+        let words = crate::compaction::Backend::download(self.backend(), words)?;
+        let times = self.clock.times()?;
+        Ok(Some((times, words)))
+    }
+
+    fn abort_frame(&mut self) {
+        lock(&self.pending).submit();
+        self.clock.clear();
+    }
+
+    fn wide_depth(&self) -> u32 {
+        self.wide_depth
+    }
+
+    fn camera(
+        &mut self,
+        sample: u32,
+        queue: &mut Queue<Self>,
+        words: &mut Words<Self>,
+        queue_len: u64,
+    ) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        if queue.len() < self.pixels() {
+            return Err(TraceError::Settings("the camera's queue holds fewer entries than the shard's pixels".into()));
+        }
+        // u32: set_shard keeps the shard inside the image, below 2^32 pixels.
+        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
+        let p = Params { queue_len: queue_len as u32, sample, base, count, ..Default::default() };
+        let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
+        self.dispatch("trace_camera", count as u64, p, io)
+    }
+
+    fn depth_first(
+        &mut self,
+        queue: &Queue<Self>,
+        shadow: bool,
+        words: &Words<Self>,
+        queue_len: u64,
+        bvh: BvhKind,
+    ) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        let name = match bvh {
+            BvhKind::Binary => "trace_depth_first",
+            BvhKind::Wide if self.wide_depth > WIDE_STACK => {
+                return Err(TraceError::Settings(format!(
+                    "the 8-wide BVH is {} levels deep and the GPU's depth-first stack holds {WIDE_STACK}: \
+                     use --bvh binary or --traversal breadth-first",
+                    self.wide_depth
+                )));
+            }
+            BvhKind::Wide => "trace_depth_first_wide",
+        };
+        let capacity = queue.len();
+        let p = Params {
+            capacity: cap32(capacity),
+            shadow: shadow as u32,
+            queue_len: queue_len as u32,
+            ..Default::default()
+        };
+        let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
+        self.dispatch(name, capacity, p, io)
+    }
+
+    fn frontier_init(&mut self, step: Step<'_, WgpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        let Step { at, input: queue, output: frontier, words } = step;
+        check_words(words, &at.words())?;
+        if run.fuse.is_some() {
+            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
+        }
+        if frontier.len() < run.capacity || run.capacity > u32::MAX as u64 {
+            return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
+        }
+        let p = Params {
+            capacity: cap32(run.capacity),
+            shadow: run.shadow as u32,
+            input_len: at.input_len as u32,
+            input_live: at.input_live as u32,
+            output_len: at.output_len as u32,
+            output_live: at.output_live as u32,
+            last: at.last as u32,
+            ..Default::default()
+        };
+        let io =
+            Io { queue: Some(queue.raw()), words: Some(words.raw()), fout: Some(frontier.raw()), ..Default::default() };
+        self.dispatch("trace_bf_init", queue.len().min(run.capacity), p, io)
+    }
+
+    fn expand(&mut self, step: Step<'_, WgpuBackend>, run: FrontierRun) -> TraceResult<()> {
+        let Step { at, input, output, words } = step;
+        check_words(words, &at.words())?;
+        if run.fuse.is_some() {
+            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
+        }
+        if input.len() < run.capacity || output.len() < run.capacity || run.capacity > u32::MAX as u64 {
+            return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
+        }
+        if run.descend == 0 || run.descend > crate::trace::MAX_DESCEND {
+            return Err(TraceError::Settings(format!("descend {} is outside 1..=5", run.descend)));
+        }
+        let name = match run.bvh {
+            BvhKind::Binary => "trace_bf_expand",
+            BvhKind::Wide => "trace_bf_expand_wide",
+        };
+        let p = Params {
+            capacity: cap32(run.capacity),
+            shadow: run.shadow as u32,
+            descend: run.descend,
+            input_len: at.input_len as u32,
+            input_live: at.input_live as u32,
+            output_len: at.output_len as u32,
+            output_live: at.output_live as u32,
+            last: at.last as u32,
+            ..Default::default()
+        };
+        let io =
+            Io { words: Some(words.raw()), fin: Some(input.raw()), fout: Some(output.raw()), ..Default::default() };
+        self.dispatch(name, run.capacity / run.fan(), p, io)
+    }
+
+    fn shade(
+        &mut self,
+        queue: &Queue<Self>,
+        next: &mut Queue<Self>,
+        words: &mut Words<Self>,
+        s: Shading,
+    ) -> TraceResult<()> {
+        let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
+        check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
+        if fuse.is_some() {
+            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
+        }
+        let capacity = queue.len().min(next.len());
+        let p = Params {
+            capacity: cap32(capacity),
+            queue_len: queue_len as u32,
+            alive: counts.alive as u32,
+            shadows: counts.shadow as u32,
+            sample,
+            bounce,
+            estimator: estimator as u32,
+            base: self.shard.base as u32,
+            ..Default::default()
+        };
+        let io =
+            Io { queue: Some(queue.raw()), next: Some(next.raw()), words: Some(words.raw()), ..Default::default() };
+        self.dispatch("trace_shade", capacity, p, io)
+    }
+
+    fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
+        check_words(words, &[queue_len])?;
+        let capacity = queue.len();
+        let p = Params { capacity: cap32(capacity), queue_len: queue_len as u32, ..Default::default() };
+        let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
+        self.dispatch("trace_nee", capacity, p, io)
+    }
+
+    fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()> {
+        check_words(words, &[crate::frontier::STATUS])?;
+        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
+        let p = Params { base, count, ..Default::default() };
+        let io = Io { words: Some(words.raw()), ..Default::default() };
+        self.dispatch("trace_accumulate", count as u64, p, io)
+    }
+
+    fn reset(&mut self) -> TraceResult<()> {
+        let mut p = lock(&self.pending);
+        p.encoder().clear_buffer(&self.sum, 0, None);
+        p.submit();
+        Ok(())
+    }
+
+    fn set_camera(&mut self, camera: CameraLayout) {
+        self.set_camera_layout(camera);
+    }
+
+    fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
+        lock(&self.pending).submit();
+        let bytes = self.dev.read(&self.sum, 0, self.image_pixels() * 16, "reading the image").map_err(rt_err)?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+
+    fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
+        let words = self.tonemap_words()?;
+        self.rgba = words.iter().map(|w| w.to_le_bytes()).collect();
+        Ok(&self.rgba)
+    }
+}
