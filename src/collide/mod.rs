@@ -27,6 +27,8 @@ pub mod output;
 pub mod physics;
 pub mod quality;
 pub mod scenario;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 use crate::clocks::Clock;
 use crate::compaction::{Algorithm, Backend, Element, Operation};

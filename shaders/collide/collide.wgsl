@@ -1,0 +1,512 @@
+// The collision demo's stages on wgpu: the WGSL twin of kernels/collide/collide.cu
+// (src/collide/mod.rs runs the stages in order; src/collide/cpu.rs is the
+// CPU twin of each entry point, and src/collide/wgpu.rs dispatches them). All
+// arithmetic is common.wgsl's, narrow.wgsl's and solver.wgsl's.
+//
+// Nodes: internal 0..n-1 (root 0), leaf n-1+k for the k-th sorted code. A
+// frontier slot holds pack(node, node) or (DEAD, DEAD). Every count of a frame
+// is a u64 word of `words` (frontier.wgsl): the pair walk's lengths per level,
+// the candidates appended since pairs_init (may exceed the list's capacity;
+// word P.cand_word), the contacts (P.contact_word). The host reads them after
+// the frame: each dispatch covers a capacity and every invocation reads the
+// count from the words, and the stages that move bodies do nothing once the
+// frame's status is set (the host then redoes the frame from the same bodies).
+//
+// Each entry point binds only what it uses (the pipelines' layouts are
+// derived from the shader), at most seven storage buffers.
+
+// Invocations per workgroup (src/collide/wgpu.rs `CollideTuning::workgroup`).
+override WG: u32 = 256u;
+
+// One dispatch's parameters: keep in sync with src/collide/wgpu/params.rs `Params`.
+struct Params {
+    // layout.rs `World` as six vec4 (uniform arrays step by 16 bytes).
+    world: array<vec4<f32>, 6>,
+    n: u32,
+    cap: u32,
+    cand_cap: u32,
+    contact_cap: u32,
+    len_in: u32,
+    live_in: u32,
+    len_out: u32,
+    live_out: u32,
+    last: u32,
+    write_root: u32,
+    prev_count: u32,
+    cand_word: u32,
+    contact_word: u32,
+    table_cap: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read_write> bodies: array<Body>;
+@group(0) @binding(2) var<storage, read_write> keys: array<u32>;
+@group(0) @binding(3) var<storage, read_write> ids: array<u32>;
+@group(0) @binding(4) var<storage, read_write> nodes: array<Node>;
+@group(0) @binding(5) var<storage, read_write> parent: array<u32>;
+@group(0) @binding(6) var<storage, read_write> words: array<atomic<u32>>;
+@group(0) @binding(7) var<storage, read> frontier_in: array<vec2<u32>>;
+@group(0) @binding(8) var<storage, read_write> frontier_out: array<vec2<u32>>;
+@group(0) @binding(9) var<storage, read_write> candidates: array<vec2<u32>>;
+@group(0) @binding(10) var<storage, read_write> contacts: array<Contact>;
+// Per body, 9 u64 sums (linear[3], angular[3], push[3]) as 18 u32.
+@group(0) @binding(11) var<storage, read_write> acc: array<atomic<u32>>;
+@group(0) @binding(12) var<storage, read_write> counts: array<atomic<u32>>;
+@group(0) @binding(13) var<storage, read> previous: array<Contact>;
+@group(0) @binding(14) var<storage, read_write> table: array<atomic<u32>>;
+// The nodes as 8 i32 words each, for refit's atomics (min xyz, left, max xyz, right).
+@group(0) @binding(15) var<storage, read_write> bounds: array<atomic<i32>>;
+
+fn world() -> W {
+    let p = P.world;
+    return W(p[0].xyz, p[0].w, p[1].xyz, p[1].w, p[2].xyz, p[2].w, p[3].xyz, p[3].w, p[4].x, p[4].y, p[4].z, p[4].w,
+             p[5].x, p[5].y, p[5].z, p[5].w);
+}
+
+// The invocation's index over the dispatch (workgroups spread over x and y past 65,535).
+fn index(wid: vec3<u32>, nw: vec3<u32>, lid: u32) -> u32 {
+    return (wid.x + wid.y * nw.x) * WG + lid;
+}
+
+fn body(i: u32) -> B {
+    return unpack_body(bodies[i]);
+}
+
+// Writes back what the stages change (the shape, mass, size and padding stay as they were).
+fn store_body(i: u32, b: B) {
+    bodies[i].pos = a3(b.pos);
+    bodies[i].vel = a3(b.vel);
+    bodies[i].rot = array<f32, 4>(b.rot.x, b.rot.y, b.rot.z, b.rot.w);
+    bodies[i].omega = a3(b.omega);
+}
+
+// codes(): the Morton code of each body's centre, ids = 0..n.
+@compute @workgroup_size(WG)
+fn collide_codes(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.n) {
+        return;
+    }
+    keys[i] = morton(v3(bodies[i].pos), world());
+    ids[i] = i;
+}
+
+// build(): invocation k makes leaf n-1+k (the body ids[k] and its box) and,
+// for k < n-1, internal node k (Karras 2012: its children, and their parent
+// links). Refit writes the internal boxes.
+@compute @workgroup_size(WG)
+fn collide_build(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let k = index(wid, nw, lid);
+    let n = P.n;
+    if (k >= n) {
+        return;
+    }
+    let id = ids[k];
+    let b = body(id);
+    let e = extent(b);
+    nodes[n - 1u + k] = Node(a3(b.pos - e), id, a3(b.pos + e), LEAF);
+    if (k == 0u) {
+        parent[0] = NONE; // the root: node 0, internal, or the only leaf when n == 1
+    }
+    if (k + 1u < n) {
+        let c = karras_node(i32(n), i32(k));
+        nodes[k] = Node(array<f32, 3>(0.0, 0.0, 0.0), c.x, array<f32, 3>(0.0, 0.0, 0.0), c.y);
+        parent[c.x] = k;
+        parent[c.y] = k;
+    }
+}
+
+// A float's bits as an i32 whose order is the float's (an involution: it
+// also turns such a key back into the float's bits).
+fn order_key(bits: i32) -> i32 {
+    return bits ^ ((bits >> 31u) & 0x7fffffff);
+}
+
+// refit(), first step: every internal box empty (min +inf, max -inf as keys).
+@compute @workgroup_size(WG)
+fn collide_refit_init(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                      @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i + 1u >= P.n) {
+        return;
+    }
+    for (var c = 0u; c < 3u; c++) {
+        atomicStore(&bounds[8u * i + c], 0x7fffffff);
+        atomicStore(&bounds[8u * i + 4u + c], i32(0x80000000u));
+    }
+}
+
+// refit(), second step: one invocation per leaf walks up, folding the leaf's
+// box into each ancestor with atomic min / max on order keys, and stops at
+// the first ancestor its box does not widen.
+//
+// Why not CUDA's refit (the second arrival at a node unions its children's
+// boxes): that needs the first arrival's box store to be visible to the
+// second once the flag says so, and WGSL's atomics are relaxed, with no
+// fence across workgroups to order a plain store before them. Here every box
+// word is only ever changed by atomic min / max, which are order-free, and
+// the early stop is safe: an invocation stops at node X only when each of its
+// six values was already matched at X by an earlier update, whose own
+// invocation carried it further up (or stopped on a still earlier one), so
+// every ancestor ends at the exact union. The depth of a tree of 30-bit codes
+// with the index tie-break is at most 64, so the loop's bound never cuts.
+@compute @workgroup_size(WG)
+fn collide_refit(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let k = index(wid, nw, lid);
+    let n = P.n;
+    if (k >= n) {
+        return;
+    }
+    let leaf = n - 1u + k;
+    var lo: array<i32, 3>;
+    var hi: array<i32, 3>;
+    for (var c = 0u; c < 3u; c++) {
+        lo[c] = order_key(atomicLoad(&bounds[8u * leaf + c]));
+        hi[c] = order_key(atomicLoad(&bounds[8u * leaf + 4u + c]));
+    }
+    var node = parent[leaf];
+    for (var depth = 0u; depth < 128u && node != NONE; depth++) {
+        var widened = false;
+        for (var c = 0u; c < 3u; c++) {
+            // Both atomics run whatever `widened` already is (no short circuit).
+            let was_lo = atomicMin(&bounds[8u * node + c], lo[c]);
+            let was_hi = atomicMax(&bounds[8u * node + 4u + c], hi[c]);
+            widened = widened || was_lo > lo[c] || was_hi < hi[c];
+        }
+        if (!widened) {
+            break;
+        }
+        node = parent[node];
+    }
+}
+
+// refit(), last step: the internal boxes' keys back into floats.
+@compute @workgroup_size(WG)
+fn collide_refit_finish(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i + 1u >= P.n) {
+        return;
+    }
+    for (var c = 0u; c < 3u; c++) {
+        atomicStore(&bounds[8u * i + c], order_key(atomicLoad(&bounds[8u * i + c])));
+        atomicStore(&bounds[8u * i + 4u + c], order_key(atomicLoad(&bounds[8u * i + 4u + c])));
+    }
+}
+
+// pairs_init(): level 0 of the walk is [(root, root)], length and live count
+// 1 (0 under two bodies). The frame's clear emptied the candidate count.
+@compute @workgroup_size(1)
+fn collide_pairs_init() {
+    if (P.write_root != 0u) {
+        frontier_out[0] = pack(0u, 0u);
+    }
+    store64(P.len_out, vec2<u32>(P.write_root, 0u));
+    store64(P.live_out, vec2<u32>(P.write_root, 0u));
+}
+
+// One box test of expand: dead when the boxes miss; a leaf-leaf pair goes to
+// the invocation's candidates (bodies in increasing order) and leaves its
+// slot dead; any other overlapping pair stays in the frontier.
+fn test(x: u32, nx: Node, y: u32, ny: Node, cand: ptr<function, array<vec2<u32>, 4>>, nc: ptr<function, u32>)
+    -> vec2<u32> {
+    if (!overlap(nx, ny)) {
+        return vec2<u32>(DEAD, DEAD);
+    }
+    if (nx.right == LEAF && ny.right == LEAF) {
+        let bx = nx.left;
+        let by = ny.left;
+        (*cand)[*nc] = pack(min(bx, by), max(bx, by));
+        *nc += 1u;
+        return vec2<u32>(DEAD, DEAD);
+    }
+    return pack(x, y);
+}
+
+// expand(): one level of the pair walk (frontier.wgsl's rules). Its n input
+// pairs (n from the words) each write their child pairs to out[4i..4i+4]
+// (the CPU twin's slot rules, src/collide/mod.rs `Engine::expand`), or
+// nothing at all when 4n slots do not fit the capacity P.cap; the candidates
+// found are appended to `candidates` (written only below P.cand_cap, counted
+// always, an overflow flagged in the status), and the live slots written are
+// counted. One invocation per input pair over the capacity; every invocation
+// reaches the workgroup's appends.
+@compute @workgroup_size(WG)
+fn collide_expand(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    var n = min(frontier_n(), P.cap);
+    if (!frontier_fits(i == 0u, n, 4u, P.cap)) {
+        n = 0u; // nothing is written; the level's output is empty
+    }
+    let dead = vec2<u32>(DEAD, DEAD);
+    var slot = array<vec2<u32>, 4>(dead, dead, dead, dead);
+    var cand: array<vec2<u32>, 4>;
+    var nc = 0u;
+    var p = dead;
+    if (i < n) {
+        p = frontier_in[i];
+    }
+    if (!is_dead(p)) {
+        let a = p.y;
+        let b = p.x;
+        let na = nodes[a];
+        if (a == b) {
+            // An internal node against itself: each internal child against
+            // itself, and the two children against each other.
+            let l = na.left;
+            let r = na.right;
+            let nl = nodes[l];
+            let nr = nodes[r];
+            if (nl.right != LEAF) {
+                slot[0] = pack(l, l);
+            }
+            if (nr.right != LEAF) {
+                slot[1] = pack(r, r);
+            }
+            slot[2] = test(l, nl, r, nr, &cand, &nc);
+        } else {
+            // Each node's children if internal (the CPU twin's `children`), else the leaf itself.
+            let nb = nodes[b];
+            var ca = array<u32, 2>(a, a);
+            var cb = array<u32, 2>(b, b);
+            var nca = array<Node, 2>(na, na);
+            var ncb = array<Node, 2>(nb, nb);
+            var ka = 1u;
+            var kb = 1u;
+            if (na.right != LEAF) {
+                ca = array<u32, 2>(na.left, na.right);
+                nca = array<Node, 2>(nodes[na.left], nodes[na.right]);
+                ka = 2u;
+            }
+            if (nb.right != LEAF) {
+                cb = array<u32, 2>(nb.left, nb.right);
+                ncb = array<Node, 2>(nodes[nb.left], nodes[nb.right]);
+                kb = 2u;
+            }
+            for (var k = 0u; k < 4u; k++) {
+                let x = k / 2u;
+                let y = k % 2u;
+                if (x < ka && y < kb) {
+                    slot[k] = test(ca[x], nca[x], cb[y], ncb[y], &cand, &nc);
+                }
+            }
+        }
+    }
+    let first = wg_append(lid, P.cand_word, nc);
+    var lost = false;
+    for (var c = 0u; c < nc; c++) {
+        let at = first.x + c;
+        if (first.y == 0u && at >= first.x && at < P.cand_cap) {
+            candidates[at] = cand[c];
+        } else {
+            lost = true;
+        }
+    }
+    var live = 0u;
+    if (i < n) {
+        for (var k = 0u; k < 4u; k++) {
+            frontier_out[4u * i + k] = slot[k];
+            live += select(0u, 1u, !is_dead(slot[k]));
+        }
+    }
+    if (lost) {
+        set_status(CANDIDATES);
+    }
+    frontier_count_live(lid, live);
+}
+
+// Appends an invocation's `found` contacts behind word P.contact_word (every
+// invocation must call it): true when some fall past the list's capacity.
+fn append_contacts(lid: u32, c: ptr<function, array<Contact, 8>>, found: u32) -> bool {
+    let first = wg_append(lid, P.contact_word, found);
+    var lost = false;
+    for (var k = 0u; k < found; k++) {
+        let at = first.x + k;
+        if (first.y == 0u && at >= first.x && at < P.contact_cap) {
+            contacts[at] = (*c)[k];
+        } else {
+            lost = true;
+        }
+    }
+    return lost;
+}
+
+// A u64 count word as a length of at most `cap`.
+fn count_below(w: u32, cap: u32) -> u32 {
+    return min(load_len(w), cap);
+}
+
+// narrow(): the exact shape test of each stored candidate (those counted in
+// word P.cand_word, up to the list's capacity); its contact points are
+// appended to `contacts` and counted in word P.contact_word. Points past the
+// list are counted, not written, and set the candidates' status (the host
+// makes room and redoes the frame). Nothing when the frame is redone.
+@compute @workgroup_size(WG)
+fn collide_narrow(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    var count = 0u;
+    if (frontier_ok()) {
+        count = count_below(P.cand_word, P.cand_cap);
+    }
+    var c: array<Contact, 8>;
+    var found = 0u;
+    if (i < count) {
+        let p = candidates[i];
+        var four: array<Contact, 4>;
+        found = collide_pair(p.y, body(p.y), p.x, body(p.x), world(), &four);
+        for (var k = 0u; k < found; k++) {
+            c[k] = four[k];
+        }
+    }
+    if (append_contacts(lid, &c, found)) {
+        set_status(CANDIDATES);
+    }
+}
+
+// narrow(), second step: every body's wall points, appended to the contacts
+// as collide_narrow appends (the same capacity rule and status).
+@compute @workgroup_size(WG)
+fn collide_walls(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    var c: array<Contact, 8>;
+    var found = 0u;
+    if (frontier_ok() && i < P.n) {
+        found = wall_contacts(i, body(i), world(), &c);
+    }
+    if (append_contacts(lid, &c, found)) {
+        set_status(CANDIDATES);
+    }
+}
+
+// solve(), first step: gravity on every body (not when the frame is redone).
+@compute @workgroup_size(WG)
+fn collide_gravity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.n || !frontier_ok()) {
+        return;
+    }
+    var b = body(i);
+    gravity(&b, world());
+    store_body(i, b);
+}
+
+// solve(), second step: each body's contact points, with bodies and walls
+// (its mass is split over them; World::split). The host clears `counts` before.
+@compute @workgroup_size(WG)
+fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let c = contacts[i];
+    atomicAdd(&counts[c.a], 1u);
+    if (!is_wall(c.b)) {
+        atomicAdd(&counts[c.b], 1u);
+    }
+}
+
+// Adds the i64 `v` to field f (0..9) of body i's sums, in 2^-24 fixed point
+// (two's complement: integer addition is associative, so the order in which
+// the atomics land does not change the sums; the carry makes the emulated
+// 64-bit add exact).
+fn add_sum(i: u32, f: u32, v: vec2<u32>) {
+    let at = 2u * (9u * i + f);
+    let old = atomicAdd(&acc[at], v.x);
+    atomicAdd(&acc[at + 1u], v.y + select(0u, 1u, old + v.x < old));
+}
+
+fn load_sum(i: u32, f: u32) -> vec2<u32> {
+    let at = 2u * (9u * i + f);
+    return vec2<u32>(atomicLoad(&acc[at]), atomicLoad(&acc[at + 1u]));
+}
+
+// A contact's impulse r added to both bodies' sums (a wall's side to none).
+fn add_impulse(c: Contact, r: Impulse) {
+    let wall = is_wall(c.b);
+    for (var k = 0u; k < 3u; k++) {
+        add_sum(c.a, k, to_fixed(r.linear[k] * -1.0));
+        add_sum(c.a, 3u + k, to_fixed(r.angular_a[k]));
+        add_sum(c.a, 6u + k, to_fixed(r.push[k] * -1.0));
+        if (wall) {
+            continue; // the wall does not move
+        }
+        add_sum(c.b, k, to_fixed(r.linear[k]));
+        add_sum(c.b, 3u + k, to_fixed(r.angular_b[k]));
+        add_sum(c.b, 6u + k, to_fixed(r.push[k]));
+    }
+}
+
+// The other side of contact c: a body, or the wall's immovable body at the point.
+fn other(c: Contact, w: W) -> B {
+    if (is_wall(c.b)) {
+        return wall_body(c.b, v3(c.point), w);
+    }
+    return body(c.b);
+}
+
+// solve(), one pass: each contact (word P.contact_word) updates the impulses
+// it has applied and adds the change to both bodies' sums. Reads the bodies
+// from before the pass (collide_apply runs after); each contact is one
+// invocation's. Nothing when the frame is redone.
+@compute @workgroup_size(WG)
+fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let w = world();
+    var c = contacts[i];
+    var kb = 1u;
+    if (!is_wall(c.b)) {
+        kb = atomicLoad(&counts[c.b]);
+    }
+    let r = contact_impulse(&c, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w);
+    add_impulse(c, r);
+    contacts[i] = c;
+}
+
+// solve(), end of a pass: every body takes its sums.
+@compute @workgroup_size(WG)
+fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.n || !frontier_ok()) {
+        return;
+    }
+    var linear: vec3<f32>;
+    var angular: vec3<f32>;
+    var push: vec3<f32>;
+    for (var k = 0u; k < 3u; k++) {
+        linear[k] = from_fixed(load_sum(i, k));
+        angular[k] = from_fixed(load_sum(i, 3u + k));
+        push[k] = from_fixed(load_sum(i, 6u + k));
+    }
+    var b = body(i);
+    apply_sums(&b, linear, angular, push);
+    store_body(i, b);
+}
+
+// integrate(): positions and orientations from velocities; walls, floor and
+// drum (not when the frame is redone).
+@compute @workgroup_size(WG)
+fn collide_integrate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                     @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.n || !frontier_ok()) {
+        return;
+    }
+    var b = body(i);
+    integrate_body(&b, world());
+    store_body(i, b);
+}

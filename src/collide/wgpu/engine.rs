@@ -1,0 +1,285 @@
+//! `Engine` for [`WgpuCollide`]: one method per stage of collide.wgsl, in the
+//! order of `src/collide/cuda.rs`, each recording its dispatches with the
+//! shader's bindings (binding numbers as collide.wgsl declares them).
+
+use super::record::Recorder;
+use super::{WgpuCollide, cap32, word};
+use crate::collide::layout::{Body, Contact, Node, World};
+use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, words};
+use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
+use crate::compaction::{Algorithm, Backend};
+use crate::frontier::{self, LevelWords, Step, host};
+use crate::replay::FramePath;
+
+// collide.wgsl's bindings.
+const BODIES: u32 = 1;
+const KEYS: u32 = 2;
+const IDS: u32 = 3;
+const NODES: u32 = 4;
+const PARENT: u32 = 5;
+const WORDS: u32 = 6;
+const FRONTIER_IN: u32 = 7;
+const FRONTIER_OUT: u32 = 8;
+const CANDIDATES: u32 = 9;
+const CONTACTS: u32 = 10;
+const ACC: u32 = 11;
+const COUNTS: u32 = 12;
+const PREVIOUS: u32 = 13;
+const TABLE: u32 = 14;
+const BOUNDS: u32 = 15;
+
+const CONTACT: u64 = std::mem::size_of::<Contact>() as u64;
+
+impl Engine for WgpuCollide {
+    type B = WgpuBackend;
+    type Clock = Recorder;
+
+    fn backend(&self) -> &WgpuBackend {
+        &self.backend
+    }
+
+    fn world(&self) -> &World {
+        &self.world
+    }
+
+    fn len(&self) -> u32 {
+        self.n
+    }
+
+    fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<WgpuBackend>> {
+        cap32("the pair frontier", capacity)?;
+        Ok(frontier::Frontier::new(&self.backend, capacity)?)
+    }
+
+    fn clock(&mut self) -> &mut Recorder {
+        &mut self.rec
+    }
+
+    fn begin_frame(&mut self, words: &mut WgpuBuffer<u64>, len: u64, _key: u64) -> CollideResult<Option<FramePath>> {
+        // Before the contact list is rewritten: a complete frame's contacts become the previous ones (a
+        // redone frame keeps what the last complete one left).
+        self.keep_last_contacts();
+        if words.capacity() < len {
+            *words = self.backend.alloc(len)?;
+        }
+        words.set_len(len)?;
+        self.rec.clear(words.raw());
+        // No graphs on wgpu: every frame is recorded from the host.
+        Ok(None)
+    }
+
+    fn end_frame(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<Option<FrameEnd>> {
+        // The frame's two host waits: the words (their copy follows the frame's work), then the stage times.
+        self.rec.flush()?;
+        let w = self.backend.download(words)?;
+        let times = self.rec.finish()?;
+        self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
+        self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
+        self.warm.frame_ended(host::ok(&w));
+        Ok(Some((times, w)))
+    }
+
+    fn abort_frame(&mut self) {
+        self.rec.abort();
+    }
+
+    fn codes(&mut self) -> CollideResult<()> {
+        let p = self.params()?;
+        let (b, k, i) = (self.bodies.raw().clone(), self.keys.raw().clone(), self.ids.raw().clone());
+        self.run("collide_codes", &p, &[(BODIES, &b), (KEYS, &k), (IDS, &i)], self.n as u64)
+    }
+
+    fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
+        match method {
+            SortMethod::Split(a) => {
+                // The library submits its own work: what waits goes first.
+                self.rec.flush()?;
+                self.backend.radix_sort(a, &mut self.keys, Some(&mut self.ids))?;
+                Ok(())
+            }
+            SortMethod::Fast => {
+                let (k, i) = (self.keys.raw().clone(), self.ids.raw().clone());
+                self.fast.run(&self.backend, &mut self.rec, self.n, &k, &i)
+            }
+        }
+    }
+
+    fn build(&mut self) -> CollideResult<()> {
+        let p = self.params()?;
+        let (k, i, b) = (self.keys.raw().clone(), self.ids.raw().clone(), self.bodies.raw().clone());
+        let (nd, pa) = (self.nodes.raw().clone(), self.parent.raw().clone());
+        let binds = [(KEYS, &k), (IDS, &i), (BODIES, &b), (NODES, &nd), (PARENT, &pa)];
+        self.run("collide_build", &p, &binds, self.n as u64)
+    }
+
+    fn refit(&mut self) -> CollideResult<()> {
+        if self.n < 2 {
+            return Ok(()); // the only node is a leaf
+        }
+        let p = self.params()?;
+        let (nd, pa) = (self.nodes.raw().clone(), self.parent.raw().clone());
+        let internal = self.n as u64 - 1;
+        self.run("collide_refit_init", &p, &[(BOUNDS, &nd)], internal)?;
+        self.run("collide_refit", &p, &[(PARENT, &pa), (BOUNDS, &nd)], self.n as u64)?;
+        self.run("collide_refit_finish", &p, &[(BOUNDS, &nd)], internal)
+    }
+
+    fn pairs_init(
+        &mut self,
+        frontier: &mut WgpuBuffer<u64>,
+        words: &mut WgpuBuffer<u64>,
+        at: LevelWords,
+    ) -> CollideResult<()> {
+        let p = super::Params {
+            len_out: word(at.len(0))?,
+            live_out: word(at.live(0))?,
+            write_root: (self.n >= 2) as u32,
+            ..self.params()?
+        };
+        let pipe = self.pipe("collide_pairs_init")?;
+        self.rec.dispatch(&pipe, &p, &[(FRONTIER_OUT, frontier.raw()), (WORDS, words.raw())], 1);
+        Ok(())
+    }
+
+    fn expand(&mut self, step: Step<'_, WgpuBackend>, fuse: Option<Algorithm>) -> CollideResult<()> {
+        if fuse.is_some() {
+            return Err(CollideError::Settings("the wgpu engine does not fuse the pair frontier's site".into()));
+        }
+        let Step { at, input, output, words } = step;
+        // Both buffers hold `capacity` slots; the shader reads n from the words.
+        let capacity = input.len().min(output.len());
+        let p = super::Params {
+            cap: cap32("the pair frontier", capacity)?,
+            len_in: word(at.input_len)?,
+            live_in: word(at.input_live)?,
+            len_out: word(at.output_len)?,
+            live_out: word(at.output_live)?,
+            last: at.last as u32,
+            ..self.params()?
+        };
+        let (nd, cand) = (self.nodes.raw().clone(), self.candidates.clone());
+        let binds = [
+            (NODES, &nd),
+            (FRONTIER_IN, input.raw()),
+            (FRONTIER_OUT, output.raw()),
+            (CANDIDATES, &cand),
+            (WORDS, words.raw()),
+        ];
+        self.run("collide_expand", &p, &binds, capacity / 4)
+    }
+
+    fn candidate_capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
+        let capacity = n.max(1);
+        cap32("the contact list", capacity * CONTACTS_PER_CANDIDATE)?;
+        // The last complete frame's contacts outlive the lists, for its redone successor to warm start from.
+        self.keep_last_contacts();
+        let contacts = capacity * CONTACTS_PER_CANDIDATE;
+        // Free the old lists before asking for the new ones.
+        self.candidates = self.backend.raw_buffer("the candidate list", 8)?;
+        self.contacts = self.backend.raw_buffer("the contact list", CONTACT)?;
+        self.candidates = self.backend.raw_buffer("the candidate list", capacity * 8)?;
+        self.contacts = self.backend.raw_buffer("the contact list", contacts * CONTACT)?;
+        self.capacity = capacity;
+        self.found = 0;
+        self.contact_count = 0;
+        self.warm.resize(&self.backend, contacts)
+    }
+
+    fn narrow(&mut self, words: &mut WgpuBuffer<u64>) -> CollideResult<()> {
+        let p = self.params()?;
+        let (b, cand, ct) = (self.bodies.raw().clone(), self.candidates.clone(), self.contacts.clone());
+        let binds = [(BODIES, &b), (CANDIDATES, &cand), (CONTACTS, &ct), (WORDS, words.raw())];
+        self.run("collide_narrow", &p, &binds, self.capacity)?;
+        self.run("collide_walls", &p, &[(BODIES, &b), (CONTACTS, &ct), (WORDS, words.raw())], self.n as u64)
+    }
+
+    fn solve(&mut self, iterations: u32, words: &WgpuBuffer<u64>) -> CollideResult<()> {
+        let p = self.params()?;
+        let w = words.raw();
+        let (b, ct, counts, acc) =
+            (self.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
+        let (prev, table) = (self.warm.previous.clone(), self.warm.table.clone());
+        let n = self.n as u64;
+        let contacts = self.contact_capacity();
+        self.run("collide_gravity", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        // The contact count is on the device: every pass runs, over nothing when there is no contact.
+        self.rec.clear(&counts);
+        self.run("collide_count", &p, &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)], contacts)?;
+        // Warm start: each contact first applies what it ended the last frame with, as a pass applies.
+        self.rec.clear(&acc);
+        self.run("collide_warm_clear", &p, &[(TABLE, &table)], self.warm.slots)?;
+        self.run("collide_warm_table", &p, &[(PREVIOUS, &prev), (TABLE, &table), (WORDS, w)], self.warm.capacity())?;
+        let binds = [(CONTACTS, &ct), (WORDS, w), (PREVIOUS, &prev), (TABLE, &table), (BODIES, &b), (ACC, &acc)];
+        self.run("collide_warm", &p, &binds, contacts)?;
+        self.apply(&p, w)?;
+        for _ in 0..iterations {
+            self.rec.clear(&acc);
+            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
+            self.run("collide_solve", &p, &binds, contacts)?;
+            self.apply(&p, w)?;
+        }
+        Ok(())
+    }
+
+    fn integrate(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<()> {
+        let p = self.params()?;
+        let b = self.bodies.raw().clone();
+        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, words.raw())], self.n as u64)
+    }
+
+    fn bodies(&self) -> CollideResult<Vec<Body>> {
+        Ok(self.backend.download(&self.bodies)?)
+    }
+
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        if bodies.len() as u64 != self.n as u64 {
+            return Err(CollideError::Settings(format!(
+                "set_bodies: {} bodies for an engine of {}",
+                bodies.len(),
+                self.n
+            )));
+        }
+        self.bodies = self.backend.upload(bodies)?;
+        // New bodies: the last frame's impulses are not theirs.
+        self.warm.clear();
+        Ok(())
+    }
+
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        let count = self.stored_candidates();
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let raw = self
+            .backend
+            .device()
+            .read(&self.candidates, 0, count * 8, "reading candidates")
+            .map_err(super::wgpu_err)?;
+        let mut pairs: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+        pairs.sort_unstable();
+        Ok(pairs)
+    }
+
+    fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        let count = self.contact_count.min(self.contact_capacity());
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let raw = self
+            .backend
+            .device()
+            .read(&self.contacts, 0, count * CONTACT, "reading contacts")
+            .map_err(super::wgpu_err)?;
+        let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
+        contacts.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        Ok(contacts)
+    }
+
+    fn nodes(&self) -> CollideResult<Vec<Node>> {
+        Ok(self.backend.download(&self.nodes)?)
+    }
+}

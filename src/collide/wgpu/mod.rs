@@ -1,0 +1,290 @@
+//! The collision stages on wgpu: host side of `shaders/collide/collide.wgsl`
+//! (with warm.wgsl) and of the fast radix sort `shaders/collide/radix_sort.wgsl`,
+//! the twin of `src/collide/cuda.rs` method for method. Each [`Engine`] method
+//! records its dispatches (entry point, parameters, bindings in the shader's
+//! order) in the frame's [`Recorder`], which submits them when a library call
+//! or the frame's end needs them on the queue and times the stages. Every
+//! count of a frame (the walk's lengths, candidates, contacts) is a word of
+//! the driver's word array, read once in [`Engine::end_frame`]: dispatches
+//! cover a capacity and each invocation reads its count from the words, so
+//! nothing inside a frame waits for the host or the host for the device.
+//!
+//! The pipelines' bind-group layouts come from the shader (each entry point
+//! binds only what it uses, at most seven storage buffers), so the engine
+//! keeps its own pipeline cache beside the library's.
+
+use std::collections::HashMap;
+
+use crate::collide::layout::{Body, Contact, Node, World};
+use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, words};
+use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
+use crate::compaction::{Backend, Error};
+use crate::wgpu_runtime::{Shader, timer, wgsl_source};
+
+mod engine;
+mod fast_sort;
+mod record;
+mod warm;
+
+use fast_sort::FastSort;
+pub use fast_sort::FastSortTuning;
+pub use record::Params;
+use record::Recorder;
+use warm::WarmStart;
+
+/// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
+pub const COMMON: Shader = wgsl_source!("collide/common.wgsl");
+/// physics/narrow.rs and manifold.rs.
+pub const NARROW: Shader = wgsl_source!("collide/narrow.wgsl");
+/// physics/solver.rs and motion.rs.
+pub const SOLVER: Shader = wgsl_source!("collide/solver.wgsl");
+/// kernels/frontier.cuh's twin for the collider.
+pub const FRONTIER: Shader = wgsl_source!("collide/frontier.wgsl");
+/// Warm starting's entry points.
+pub const WARM: Shader = wgsl_source!("collide/warm.wgsl");
+/// The collision stages, one module.
+pub const COLLIDE: Shader = wgsl_source!("collide/collide.wgsl", headers: &[COMMON, NARROW, SOLVER, FRONTIER, WARM]);
+pub use fast_sort::RADIX_SORT;
+
+/// Tuning of the collision stages.
+#[derive(Clone, Debug, smart_default::SmartDefault)]
+pub struct CollideTuning {
+    /// Invocations per workgroup of every collide entry point (`WG`).
+    #[default(256)]
+    pub workgroup: u32,
+    pub fast_sort: FastSortTuning,
+}
+
+/// Every collide shader as assembled for its pipelines: (name, text), for the
+/// validate-everything test.
+pub fn shader_sources() -> Vec<(String, String)> {
+    let mut all = vec![(COLLIDE.name.to_string(), COLLIDE.assemble(""))];
+    all.extend(fast_sort::sources());
+    all
+}
+
+/// collide.wgsl's sums per body: linear[3], angular[3], push[3], one u64 each.
+const ACC_BYTES: u64 = 9 * 8;
+
+pub(crate) fn wgpu_err(e: crate::wgpu_runtime::Error) -> CollideError {
+    CollideError::Compaction(Error::from(e))
+}
+
+/// A compute pipeline of `entry` in `shader` after `prelude`, its layout
+/// derived from what the entry point binds.
+pub(crate) fn pipeline(
+    b: &WgpuBackend,
+    shader: &Shader,
+    prelude: &str,
+    entry: &'static str,
+    constants: &[(&str, f64)],
+) -> CollideResult<wgpu::ComputePipeline> {
+    let dev = b.device();
+    let text = shader.assemble(prelude);
+    dev.scoped(
+        || format!("the pipeline {}::{entry}", shader.name),
+        || {
+            let module = dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(shader.name),
+                source: wgpu::ShaderSource::Wgsl(text.into()),
+            });
+            dev.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            })
+        },
+    )
+    .map_err(wgpu_err)
+}
+
+/// A u64 word index of the frame's array as the shaders take it.
+fn word(w: u64) -> CollideResult<u32> {
+    u32::try_from(w).map_err(|_| CollideError::Settings(format!("word {w} of a frame: too many words")))
+}
+
+/// A capacity as the shaders index it (u32).
+fn cap32(what: &str, n: u64) -> CollideResult<u32> {
+    u32::try_from(n).map_err(|_| {
+        CollideError::Settings(format!("{what} of {n} slots: the wgpu engine indexes at most {}", u32::MAX))
+    })
+}
+
+/// The GPU engine on wgpu: bodies, hierarchy, candidate and contact lists in
+/// device memory, one queue (the backend's).
+pub struct WgpuCollide {
+    backend: WgpuBackend,
+    world: World,
+    n: u32,
+    tuning: CollideTuning,
+    bodies: WgpuBuffer<Body>,
+    keys: WgpuBuffer<u32>,
+    ids: WgpuBuffer<u32>,
+    /// n - 1 internal nodes, then n leaves.
+    nodes: WgpuBuffer<Node>,
+    /// Every node's parent (the root's: u32::MAX).
+    parent: WgpuBuffer<u32>,
+    candidates: wgpu::Buffer,
+    /// Contacts, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
+    contacts: wgpu::Buffer,
+    capacity: u64,
+    acc: wgpu::Buffer,
+    /// Each body's contacts this frame (the solver splits its mass over them).
+    counts: wgpu::Buffer,
+    /// The last frame's candidates found and contacts, from its words (for the readbacks).
+    found: u64,
+    contact_count: u64,
+    warm: WarmStart,
+    fast: FastSort,
+    rec: Recorder,
+    pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
+}
+
+/// Candidate (and contact) slots for `n` bodies before any frame asks for more.
+fn initial_capacity(n: u64) -> u64 {
+    (8 * n).max(1024)
+}
+
+impl WgpuCollide {
+    pub fn new(backend: WgpuBackend, world: World, bodies: &[Body]) -> CollideResult<Self> {
+        Self::with_tuning(backend, world, bodies, CollideTuning::default())
+    }
+
+    pub fn with_tuning(
+        backend: WgpuBackend,
+        world: World,
+        bodies: &[Body],
+        tuning: CollideTuning,
+    ) -> CollideResult<Self> {
+        let n = bodies.len() as u64;
+        if n == 0 {
+            return Err(CollideError::Settings("the collision engine needs at least one body".into()));
+        }
+        // Node indices (2n - 1 of them) are u32 and Karras's arithmetic i32.
+        if n > 1 << 30 {
+            return Err(CollideError::Settings(format!("{n} bodies: the wgpu engine takes at most 2^30")));
+        }
+        let max_wg = backend.device().limits.max_compute_invocations_per_workgroup;
+        if tuning.workgroup == 0 || tuning.workgroup > max_wg {
+            return Err(CollideError::Settings(format!(
+                "collide workgroup of {} invocations: the adapter runs 1 to {max_wg}",
+                tuning.workgroup
+            )));
+        }
+        let capacity = initial_capacity(n);
+        let contacts = capacity * CONTACTS_PER_CANDIDATE;
+        let b = &backend;
+        let engine = WgpuCollide {
+            world,
+            n: n as u32,
+            bodies: b.upload(bodies)?,
+            keys: b.alloc(n)?,
+            ids: b.alloc(n)?,
+            nodes: b.alloc(2 * n - 1)?,
+            parent: b.alloc(2 * n - 1)?,
+            candidates: b.raw_buffer("the candidate list", capacity * 8)?,
+            contacts: b.raw_buffer("the contact list", contacts * size_of::<Contact>() as u64)?,
+            capacity,
+            acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
+            counts: b.raw_buffer("the contact counts", n * 4)?,
+            found: 0,
+            contact_count: 0,
+            warm: WarmStart::new(b, contacts)?,
+            fast: FastSort::new(b, n, &tuning.fast_sort)?,
+            rec: Recorder::new(b.device()),
+            pipelines: HashMap::new(),
+            tuning,
+            backend,
+        };
+        Ok(engine)
+    }
+
+    /// Gives the backend back (its compiled shaders with it), for the next engine.
+    pub fn into_backend(self) -> WgpuBackend {
+        self.backend
+    }
+
+    /// Which clock times the stages (timestamps, or the host clock around device waits).
+    pub fn clock_kind(&self) -> timer::Clock {
+        self.rec.clock()
+    }
+
+    /// The pipeline of a collide.wgsl entry point, compiled on first use.
+    fn pipe(&mut self, entry: &'static str) -> CollideResult<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipelines.get(entry) {
+            return Ok(p.clone());
+        }
+        let p = pipeline(&self.backend, &COLLIDE, "", entry, &[("WG", self.tuning.workgroup as f64)])?;
+        self.pipelines.insert(entry, p.clone());
+        Ok(p)
+    }
+
+    /// Workgroups for one invocation per item of `items`.
+    fn groups(&self, items: u64) -> CollideResult<u32> {
+        cap32("a dispatch", items.div_ceil(self.tuning.workgroup as u64).max(1))
+    }
+
+    /// Records `entry` over `items` invocations with `params` and `binds`.
+    fn run(
+        &mut self,
+        entry: &'static str,
+        params: &Params,
+        binds: &[(u32, &wgpu::Buffer)],
+        items: u64,
+    ) -> CollideResult<()> {
+        let p = self.pipe(entry)?;
+        let groups = self.groups(items)?;
+        self.rec.dispatch(&p, params, binds, groups);
+        Ok(())
+    }
+
+    /// The parameters every dispatch starts from.
+    fn params(&self) -> CollideResult<Params> {
+        Ok(Params {
+            world: self.world,
+            n: self.n,
+            cap: 0,
+            cand_cap: cap32("the candidate list", self.capacity)?,
+            contact_cap: cap32("the contact list", self.contact_capacity())?,
+            len_in: 0,
+            live_in: 0,
+            len_out: 0,
+            live_out: 0,
+            last: 0,
+            write_root: 0,
+            prev_count: cap32("the previous contacts", self.warm.count)?,
+            cand_word: word(words::CANDIDATES)?,
+            contact_word: word(words::CONTACTS)?,
+            table_cap: cap32("the warm-start table", self.warm.slots)?,
+            pad: [0; 2],
+        })
+    }
+
+    /// The last frame's candidates in the list: those found, up to the capacity.
+    fn stored_candidates(&self) -> u64 {
+        self.found.min(self.capacity)
+    }
+
+    /// The contact list's length in contacts.
+    fn contact_capacity(&self) -> u64 {
+        self.capacity * CONTACTS_PER_CANDIDATE
+    }
+
+    /// A complete frame's contacts become the previous ones (warm.rs), before the list is rewritten.
+    fn keep_last_contacts(&mut self) {
+        let count = self.contact_count.min(self.contact_capacity());
+        self.warm.keep(&mut self.contacts, count);
+    }
+
+    /// Records collide_apply: every body takes the sums.
+    fn apply(&mut self, p: &Params, words: &wgpu::Buffer) -> CollideResult<()> {
+        let (bodies, acc) = (self.bodies.raw().clone(), self.acc.clone());
+        self.run("collide_apply", p, &[(1, &bodies), (11, &acc), (6, words)], self.n as u64)
+    }
+}
