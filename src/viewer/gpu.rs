@@ -211,6 +211,7 @@ impl Gpu {
             desired_maximum_frame_latency: 2,
             alpha_mode: wgpu::CompositeAlphaMode::Opaque,
             view_formats: vec![format],
+            color_space: Default::default(),
         };
         Self::on(&adapter, None, config)
     }
