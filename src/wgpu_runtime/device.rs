@@ -39,19 +39,28 @@ impl std::str::FromStr for AdapterChoice {
 pub struct Features {
     pub timestamps: bool,
     pub subgroups: bool,
+    /// 64-bit integers and every 64-bit atomic in storage buffers (Vulkan's
+    /// shaderBufferInt64Atomics): the workloads' closest-hit keys and
+    /// fixed-point sums use them natively, else emulate them with 32-bit words.
+    pub int64_atomics: bool,
 }
 
 impl Default for Features {
     fn default() -> Self {
-        Features { timestamps: true, subgroups: true }
+        Features { timestamps: true, subgroups: true, int64_atomics: true }
     }
 }
 
 impl Features {
-    /// The defaults, less what `REAP_WGPU_TIMESTAMPS=0` and `REAP_WGPU_SUBGROUPS=0` turn off.
+    /// The defaults, less what `REAP_WGPU_TIMESTAMPS=0`, `REAP_WGPU_SUBGROUPS=0`
+    /// and `REAP_WGPU_INT64=0` turn off.
     pub fn from_env() -> Self {
         let on = |var: &str| std::env::var(var).map_or(true, |v| v != "0");
-        Features { timestamps: on("REAP_WGPU_TIMESTAMPS"), subgroups: on("REAP_WGPU_SUBGROUPS") }
+        Features {
+            timestamps: on("REAP_WGPU_TIMESTAMPS"),
+            subgroups: on("REAP_WGPU_SUBGROUPS"),
+            int64_atomics: on("REAP_WGPU_INT64"),
+        }
     }
 }
 
@@ -156,6 +165,9 @@ pub struct Device {
     pub limits: wgpu::Limits,
     pub timestamps: bool,
     pub subgroups: bool,
+    /// Whether shaders may use `u64` and `atomic<u64>` with every atomic
+    /// operation ([`Features::int64_atomics`]).
+    pub int64_atomics: bool,
     /// The adapter's smallest and largest subgroup sizes (0 without subgroups).
     pub subgroup_sizes: (u32, u32),
     /// Nanoseconds per timestamp tick.
@@ -182,7 +194,12 @@ impl Device {
         let wanted = wgpu::Features::TIMESTAMP_QUERY
             | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
             | wgpu::Features::SUBGROUP;
+        let int64 = wgpu::Features::SHADER_INT64 | wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS;
         let mut features = have & wanted;
+        // Both or neither: a u64 without its atomics does not help.
+        if use_features.int64_atomics && have.contains(int64) {
+            features |= int64;
+        }
         if !use_features.timestamps {
             features.remove(wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         }
@@ -222,6 +239,7 @@ impl Device {
             limits,
             timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
             subgroups,
+            int64_atomics: features.contains(int64),
             subgroup_sizes,
             timestamp_period,
             uncaptured,

@@ -46,7 +46,10 @@ impl Shader {
 pub fn validate(name: &str, text: &str, subgroups: bool) -> std::result::Result<(), String> {
     use wgpu::naga;
     let module = naga::front::wgsl::parse_str(text).map_err(|e| format!("{name}: {}", e.emit_to_string(text)))?;
-    let mut caps = naga::valid::Capabilities::default();
+    // 64-bit integers and atomics are allowed here: a shader that uses them is
+    // only built where the device has them (`Device::int64_atomics`), and its
+    // 32-bit fallback is validated as a variant of its own.
+    let mut caps = naga::valid::Capabilities::SHADER_INT64 | naga::valid::Capabilities::SHADER_INT64_ATOMIC_ALL_OPS;
     if subgroups {
         caps |= naga::valid::Capabilities::SUBGROUP;
     }
