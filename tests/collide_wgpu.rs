@@ -17,3 +17,331 @@ fn every_collide_shader_validates_with_naga() {
     let failures: Vec<String> = sources.iter().filter_map(|(name, text)| validate(name, text, false).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[path = "common/collide_brute.rs"]
+mod collide_brute;
+#[path = "common/collide_redo.rs"]
+mod collide_redo;
+
+use collide_brute::brute_force;
+use reap::collide::cpu::CpuCollide;
+use reap::collide::layout::{Body, Contact, Node, World};
+use reap::collide::scenario::{self, Scenario};
+use reap::collide::wgpu::WgpuCollide;
+use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame};
+use reap::compaction::Algorithm;
+use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+fn skip(why: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{why}");
+}
+
+/// The adapter REAP_WGPU_ADAPTER names (default: the best one), or a skip.
+fn wgpu() -> Option<WgpuBackend> {
+    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
+    match WgpuBackend::new(&choice) {
+        Ok(b) => {
+            skip(format!("wgpu adapter: {}", b.name()));
+            Some(b)
+        }
+        Err(e) => {
+            assert!(!required("REAP_REQUIRE_WGPU"), "REAP_REQUIRE_WGPU=1 but: {e}");
+            skip(format!("SKIPPED wgpu test (no usable adapter): {e}"));
+            None
+        }
+    }
+}
+
+/// `none` quadruples the frontier every level: room for a small tree's depth.
+const MAX_FRONTIER: u64 = 1 << 24;
+
+fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
+    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: MAX_FRONTIER, fusion: Default::default() }
+}
+
+fn lookback() -> CollideSettings {
+    settings(Compaction::With(Algorithm::Lookback), SortMethod::Fast)
+}
+
+fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
+    bytemuck::cast_slice(v)
+}
+
+fn first_difference(a: &[Body], b: &[Body]) -> String {
+    let differs = |(x, y): (&Body, &Body)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
+    match a.iter().zip(b).position(differs) {
+        Some(i) => format!("body {i}: {:?} vs {:?}", a[i], b[i]),
+        None => format!("{} vs {} bodies", a.len(), b.len()),
+    }
+}
+
+/// One frame from `state`: what it found and where it left the bodies.
+struct Outcome {
+    stats: FrameStats,
+    candidates: Vec<u64>,
+    contacts: Vec<Contact>,
+    nodes: Vec<Node>,
+    after: Vec<Body>,
+}
+
+fn one_frame<E: Engine>(e: &mut E, s: &CollideSettings, state: &[Body]) -> Outcome {
+    e.set_bodies(state).expect("set_bodies");
+    let mut f = Frontier::new(e).expect("frontier");
+    let stats =
+        frame(e, s, &mut f, 0).unwrap_or_else(|err| panic!("{} {}: {err}", s.compact_pairs.name(), s.sort.name()));
+    Outcome {
+        stats,
+        candidates: e.candidate_pairs().expect("candidates"),
+        contacts: e.contact_list().expect("contacts"),
+        nodes: e.nodes().expect("nodes"),
+        after: e.bodies().expect("bodies"),
+    }
+}
+
+/// A state with many contacts: a pile that has fallen for a while (run on
+/// the CPU, which is faster than lavapipe and the reference anyway).
+fn settled(n: u32, frames: u32) -> (World, Vec<Body>) {
+    let (world, bodies) = scenario::build(Scenario::Pile, n, 3).expect("scenario");
+    let mut e = CpuCollide::new(world, &bodies).expect("engine");
+    let s = lookback();
+    let mut f = Frontier::new(&e).expect("frontier");
+    for i in 0..frames {
+        frame(&mut e, &s, &mut f, i).expect("frame");
+    }
+    (world, e.bodies().expect("bodies"))
+}
+
+/// One wgpu frame against another (a different sort or compaction): the
+/// solver's sums are fixed point, so the order in which contacts and
+/// candidates were appended changes nothing, and everything matches bit for bit.
+fn assert_same(name: &str, got: &Outcome, want: &Outcome, want_name: &str) {
+    assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from {want_name}");
+    assert!(
+        bits(&got.contacts) == bits(&want.contacts),
+        "{name}: contacts differ from {want_name} ({} vs {})",
+        got.contacts.len(),
+        want.contacts.len()
+    );
+    // Nodes compare as floats: a box bound of zero may carry either sign (min / max of ±0).
+    assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from {want_name}'s");
+    assert_eq!((got.stats.candidates, got.stats.contacts), (want.stats.candidates, want.stats.contacts), "{name}");
+    assert!(
+        bits(&got.after) == bits(&want.after),
+        "{name} vs {want_name}: {}",
+        first_difference(&got.after, &want.after)
+    );
+}
+
+/// How far the narrow phase and the solver may round from the CPU: WGSL
+/// cannot forbid FMA contraction (common.wgsl), so a product fused into an
+/// add rounds once where the CPU rounds twice. On lavapipe one frame stays
+/// within a few ULP and 40 frames of a settling pile within 1e-5 (positions)
+/// and 3e-5 (velocities); the bounds leave a margin of ten.
+const CONTACT_TOLERANCE: f32 = 1e-4;
+const POSITION_TOLERANCE: f32 = 1e-4;
+const VELOCITY_TOLERANCE: f32 = 3e-4;
+
+/// The same contacts (pairs, slots, counts) with every float within `tol`.
+fn assert_close_contacts(name: &str, got: &[Contact], want: &[Contact], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{name}: contact count");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!((g.a, g.b, g.slot), (w.a, w.b, w.slot), "{name}: other contacts");
+        let (gf, wf): (&[f32], &[f32]) = (
+            bytemuck::cast_slice(&bits(std::slice::from_ref(g))[2..15]),
+            bytemuck::cast_slice(&bits(std::slice::from_ref(w))[2..15]),
+        );
+        let worst = gf.iter().zip(wf).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+        assert!(worst <= tol, "{name}: contact {g:?} is {worst:e} from the CPU's {w:?}");
+    }
+}
+
+/// The largest difference of positions and of velocities.
+fn drift(a: &[Body], b: &[Body]) -> (f32, f32) {
+    let most = |f: fn(&Body) -> [f32; 3]| {
+        a.iter().zip(b).flat_map(|(x, y)| (0..3).map(move |k| (f(x)[k] - f(y)[k]).abs())).fold(0.0f32, f32::max)
+    };
+    (most(|b| b.pos), most(|b| b.vel))
+}
+
+/// The wgpu engine's broad phase finds exactly the brute-force pairs, and
+/// one frame from a settled pile finds the CPU engine's candidates and tree
+/// bit for bit, its contacts within the stated tolerance, and the same live
+/// pairs per level.
+#[test]
+fn wgpu_collide_matches_brute_force_and_the_cpu_engine() {
+    let Some(mut b) = wgpu() else { return };
+    for sc in Scenario::ALL {
+        for n in [1, 2, 3, 60] {
+            let (world, bodies) = scenario::build(sc, n, 11).expect("scenario");
+            let mut e = WgpuCollide::new(b, world, &bodies).expect("engine");
+            let s = lookback();
+            let mut f = Frontier::new(&e).expect("frontier");
+            for i in 0..6 {
+                let before = e.bodies().expect("bodies");
+                frame(&mut e, &s, &mut f, i).unwrap_or_else(|err| panic!("{} n={n} frame {i}: {err}", sc.name()));
+                let found = e.candidate_pairs().expect("candidates");
+                assert_eq!(found, brute_force(&before), "{} n={n} frame {i}", sc.name());
+            }
+            b = e.into_backend();
+        }
+    }
+    let (world, state) = settled(300, 60);
+    let mut e = WgpuCollide::new(b, world, &state).expect("engine");
+    let mut cpu = CpuCollide::new(world, &state).expect("cpu engine");
+    for s in [lookback(), settings(Compaction::With(Algorithm::Atomic), SortMethod::Split(Algorithm::Lookback))] {
+        let name = format!("wgpu {} {}", s.compact_pairs.name(), s.sort.name());
+        let got = one_frame(&mut e, &s, &state);
+        let want = one_frame(&mut cpu, &lookback(), &state);
+        assert!(want.stats.contacts > 0, "the settled pile has no contact");
+        assert_eq!(got.candidates, brute_force(&state), "{name}: the settled pile");
+        assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from the CPU's");
+        assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from the CPU's");
+        assert_eq!((got.stats.candidates, got.stats.contacts), (want.stats.candidates, want.stats.contacts), "{name}");
+        assert_eq!(got.stats.live, want.stats.live, "{name}: live pairs per level");
+        assert_close_contacts(&name, &got.contacts, &want.contacts, CONTACT_TOLERANCE);
+        let (dp, dv) = drift(&got.after, &want.after);
+        assert!(dp <= POSITION_TOLERANCE && dv <= VELOCITY_TOLERANCE, "{name}: bodies {dp:e} / {dv:e} from the CPU's");
+        assert!(got.stats.frame_ms > 0.0 && !got.stats.stages.is_empty(), "{name}: the stages were not timed");
+    }
+}
+
+/// Frame after frame beside the CPU engine, every scenario: the candidates
+/// are the brute-force pairs of the wgpu engine's own bodies, the counts are
+/// the CPU's, the bodies are the CPU's bit for bit until the first contact
+/// (gravity, integration and the walls round as the CPU does), then stay
+/// within the stated tolerance. Warm starting runs from the second frame
+/// with contacts on; halfway both candidate lists shrink to one slot, and
+/// the redone frame must warm start from the frame before it.
+#[test]
+fn wgpu_collide_tracks_the_cpu_engine() {
+    let Some(mut b) = wgpu() else { return };
+    for sc in Scenario::ALL {
+        let (world, bodies) = scenario::build(sc, 300, 5).expect("scenario");
+        let mut g = WgpuCollide::new(b, world, &bodies).expect("engine");
+        let mut c = CpuCollide::new(world, &bodies).expect("cpu engine");
+        let s = lookback();
+        let (mut fg, mut fc) = (Frontier::new(&g).expect("frontier"), Frontier::new(&c).expect("frontier"));
+        let (mut touched, mut contacts) = (false, 0);
+        for i in 0..40 {
+            if i == 20 {
+                g.set_candidate_capacity(1).expect("a small list");
+                c.set_candidate_capacity(1).expect("a small list");
+            }
+            let before = g.bodies().expect("bodies");
+            let sg = frame(&mut g, &s, &mut fg, i).unwrap_or_else(|e| panic!("{} frame {i}: {e}", sc.name()));
+            let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
+            let name = format!("{} frame {i}", sc.name());
+            assert_eq!(g.candidate_pairs().expect("candidates"), brute_force(&before), "{name}");
+            assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{name}");
+            if i == 20 && (sg.candidates > 1 || sg.contacts > 2) {
+                assert!(fg.attempts() > 1, "{name}: a list of one slot did not redo the frame");
+            }
+            let (bg, bc) = (g.bodies().expect("bodies"), c.bodies().expect("bodies"));
+            touched |= sg.contacts > 0;
+            if !touched {
+                assert!(bits(&bg) == bits(&bc), "{name}: {}", first_difference(&bg, &bc));
+            }
+            let (dp, dv) = drift(&bg, &bc);
+            assert!(
+                dp <= POSITION_TOLERANCE && dv <= VELOCITY_TOLERANCE,
+                "{name}: bodies {dp:e} / {dv:e} from the CPU's"
+            );
+            contacts += sg.contacts;
+        }
+        assert!(contacts > 0, "{}: 40 frames without a contact test nothing", sc.name());
+        b = g.into_backend();
+    }
+}
+
+/// Every pair-frontier compaction (and `none`) and every sort give one
+/// result bit for bit: candidates, tree, contacts with their impulses, the
+/// bodies after the frame, the live pairs and the frontier per level. The
+/// append orders differ between them; the fixed-point sums do not see it.
+#[test]
+fn wgpu_collide_is_the_same_under_every_compaction_and_sort() {
+    let Some(b) = wgpu() else { return };
+    let choices: Vec<String> = Compaction::choices(&b).iter().map(|c| c.to_string()).collect();
+    let sorts = SortMethod::choices(&b);
+    assert!(choices.len() > 5 && sorts.len() > 5, "{choices:?} {sorts:?}");
+    // Small, so that `none` (4^level slots) stays within MAX_FRONTIER.
+    let (world, state) = settled(120, 60);
+    let mut e = WgpuCollide::new(b, world, &state).expect("engine");
+    let reference = one_frame(&mut e, &lookback(), &state);
+    assert!(reference.stats.contacts > 0, "the settled pile has no contact");
+    for c in &choices {
+        let compaction = Compaction::parse(c, e.backend(), "compact-pairs").expect("a listed choice parses");
+        let got = one_frame(&mut e, &settings(compaction, SortMethod::Fast), &state);
+        let what = format!("compaction {c}");
+        assert_same(&what, &got, &reference, "lookback");
+        assert_eq!(got.stats.live, reference.stats.live, "{what}: live pairs per level");
+        if c != "none" {
+            assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
+        }
+    }
+    for sort in &sorts {
+        let s = settings(Compaction::With(Algorithm::Lookback), SortMethod::parse(sort, e.backend()).expect("parses"));
+        let got = one_frame(&mut e, &s, &state);
+        assert_same(&format!("sort {sort}"), &got, &reference, "fast");
+    }
+}
+
+/// tests/common/collide_redo.rs on wgpu: short frames are redone and find
+/// what the normal frame finds; an overflow is refused without moving a body.
+#[test]
+fn wgpu_collide_redoes_short_frames_and_refuses_overflow() {
+    let Some(b) = wgpu() else { return };
+    let (world, state) = settled(300, 60);
+    let mut e = WgpuCollide::new(b, world, &state).expect("engine");
+    collide_redo::short_frames_are_redone_and_find_the_same(&mut e, &lookback(), &state);
+    collide_redo::an_overflowing_frontier_is_refused_and_moves_no_body(&mut e, &state);
+    let (world, state) = settled(100, 60);
+    let mut e = WgpuCollide::new(e.into_backend(), world, &state).expect("engine");
+    collide_redo::short_frames_are_redone_and_find_the_same(
+        &mut e,
+        &settings(Compaction::None, SortMethod::Fast),
+        &state,
+    );
+}
+
+/// The fast sort orders equal codes by body id, as the split sort does,
+/// across tiles and with long runs of equal digits: every sort builds the
+/// CPU's hierarchy.
+#[test]
+fn wgpu_fast_sort_equals_the_split_sort() {
+    let Some(b) = wgpu() else { return };
+    let (world, mut bodies) = scenario::build(Scenario::Gas, 3000, 2).expect("scenario");
+    // Put the bodies on 37 points, so that most Morton codes repeat.
+    for (i, body) in bodies.iter_mut().enumerate() {
+        let k = (i * 7919 % 37) as f32;
+        body.pos = [world.min[0] + 1.0 + k * 0.5, world.min[1] + 1.0 + (k * 0.3) % 2.0, world.min[2] + 1.0];
+    }
+    let mut e = WgpuCollide::new(b, world, &bodies).expect("engine");
+    let mut cpu = CpuCollide::new(world, &bodies).expect("cpu engine");
+    let mut trees = Vec::new();
+    // The build stages alone: a frame's words, none of them used.
+    let (mut words, mut cpu_words) = (e.alloc::<u64>(4).unwrap(), vec![0u64; 4]);
+    for sort in [SortMethod::Fast, SortMethod::Split(Algorithm::Lookback), SortMethod::Split(Algorithm::Horn)] {
+        e.begin_frame(&mut words, 4, 0).unwrap();
+        e.codes().unwrap();
+        e.sort(sort).unwrap();
+        e.build().unwrap();
+        e.refit().unwrap();
+        e.end_frame(&words).unwrap();
+        trees.push((sort.name(), e.nodes().unwrap()));
+    }
+    cpu.begin_frame(&mut cpu_words, 4, 0).unwrap();
+    cpu.codes().unwrap();
+    cpu.sort(SortMethod::Fast).unwrap();
+    cpu.build().unwrap();
+    cpu.refit().unwrap();
+    cpu.end_frame(&cpu_words).unwrap();
+    let want = cpu.nodes().unwrap();
+    for (name, tree) in &trees {
+        assert!(*tree == want, "sort {name} on wgpu builds another hierarchy than the CPU");
+    }
+}

@@ -7,9 +7,11 @@
 // expression, in the same order, so that the adds, multiplies, divides and
 // square roots round as the CPU's do. What WGSL cannot promise: it has no way
 // to forbid FMA contraction (SPIR-V's NoContraction is not emitted by naga),
-// and Vulkan allows division and sqrt a few ULP of error; so bodies match the
-// CPU bit for bit only where the driver contracts nothing and rounds division
-// and sqrt correctly (lavapipe does; tests/collide_wgpu.rs checks it there).
+// and Vulkan allows division and sqrt a few ULP of error. `rounded` below
+// keeps the broad phase's products out of contraction, so candidates match the
+// CPU's exactly; the narrow phase and the solver may round otherwise in the
+// last bits (tests/collide_wgpu.rs states the tolerance). The solver's sums
+// are exact all the same: 64-bit fixed point, added in any order.
 // No builtin dot/cross/length/normalize/fma is used: their order of
 // operations is the driver's. Integers of 64 bits are vec2<u32> (lo, hi).
 
@@ -141,6 +143,24 @@ fn maxf(a: f32, b: f32) -> f32 {
     return max(a, b);
 }
 
+// sqrt, hidden from rewrites into a reciprocal square root: a compiler may
+// turn x / sqrt(y) into x * inversesqrt(y), which is not correctly rounded
+// (lavapipe's NIR does, as its inexact rules allow). XOR with a parameter that
+// is always 0 is opaque to it, so the division stays a division.
+fn sqrt_rn(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(sqrt(x)) ^ P.zero);
+}
+
+// A product kept out of FMA contraction the same way: WGSL cannot forbid a
+// compiler to fuse a * b + c (lavapipe's NIR fuses a product used once, NVIDIA's
+// compiler any), which rounds once where the CPU rounds twice. The broad
+// phase's boxes (axes, extent) go through it, so that the leaves, the tree and
+// the candidates are the CPU's bit for bit; the narrow phase and the solver
+// do not (every product would pay for it), and may differ in the last bits.
+fn rounded(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ P.zero);
+}
+
 fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
     return a.x * b.x + a.y * b.y + a.z * b.z;
 }
@@ -155,15 +175,16 @@ fn axes(q: vec4<f32>) -> array<vec3<f32>, 3> {
     let y = q.y;
     let z = q.z;
     let w = q.w;
-    let xx = x * x;
-    let yy = y * y;
-    let zz = z * z;
-    let xy = x * y;
-    let xz = x * z;
-    let yz = y * z;
-    let wx = w * x;
-    let wy = w * y;
-    let wz = w * z;
+    // 1 - 2 s needs no guard: 2 s is exact, so fusing it changes nothing.
+    let xx = rounded(x * x);
+    let yy = rounded(y * y);
+    let zz = rounded(z * z);
+    let xy = rounded(x * y);
+    let xz = rounded(x * z);
+    let yz = rounded(y * z);
+    let wx = rounded(w * x);
+    let wy = rounded(w * y);
+    let wz = rounded(w * z);
     return array<vec3<f32>, 3>(
         vec3<f32>(1.0 - 2.0 * (yy + zz), 2.0 * (xy + wz), 2.0 * (xz - wy)),
         vec3<f32>(2.0 * (xy - wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz + wx)),
@@ -180,7 +201,7 @@ fn extent(b: B) -> vec3<f32> {
     let h = b.half;
     var e = vec3<f32>(0.0);
     for (var k = 0; k < 3; k++) {
-        e[k] = abs(u[0][k]) * h.x + abs(u[1][k]) * h.y + abs(u[2][k]) * h.z;
+        e[k] = rounded(abs(u[0][k]) * h.x) + rounded(abs(u[1][k]) * h.y) + rounded(abs(u[2][k]) * h.z);
     }
     return e;
 }

@@ -191,7 +191,7 @@ fn box_box(a: B, b: B, m: ptr<function, Manifold>) -> bool {
             if (len2 < 1e-6) {
                 continue;
             }
-            l = l * (1.0 / sqrt(len2));
+            l = l * (1.0 / sqrt_rn(len2));
         }
         let ra = abs(dot3(ua[0], l)) * a.half.x + abs(dot3(ua[1], l)) * a.half.y + abs(dot3(ua[2], l)) * a.half.z;
         let rb = abs(dot3(ub[0], l)) * b.half.x + abs(dot3(ub[1], l)) * b.half.y + abs(dot3(ub[2], l)) * b.half.z;
@@ -250,7 +250,7 @@ fn sphere_sphere(a: B, b: B) -> Hit {
     if (dist2 >= rsum * rsum) {
         return Hit(false, vec3<f32>(0.0), 0.0);
     }
-    let dist = sqrt(dist2);
+    let dist = sqrt_rn(dist2);
     var normal = vec3<f32>(0.0, 1.0, 0.0);
     if (dist > 1e-6) {
         normal = d * (1.0 / dist);
@@ -274,7 +274,7 @@ fn sphere_box(s: B, b: B) -> Hit {
     var nl: vec3<f32>;
     var depth: f32;
     if (d2 > 1e-12) {
-        let dist = sqrt(d2);
+        let dist = sqrt_rn(d2);
         nl = diff * (1.0 / dist);
         depth = r - dist;
     } else {
@@ -393,7 +393,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
     if (w.drum_radius > 0.0) {
         let dx = a.pos.x - w.drum_x;
         let dy = a.pos.y - w.drum_y;
-        let d = sqrt(dx * dx + dy * dy);
+        let d = sqrt_rn(dx * dx + dy * dy);
         var out_dir = vec3<f32>(1.0, 0.0, 0.0);
         if (d > 0.0) {
             out_dir = vec3<f32>(dx / d, dy / d, 0.0);
@@ -403,7 +403,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
             let r = corner(a, u, c, out_dir);
             let px = a.pos.x + r.x - w.drum_x;
             let py = a.pos.y + r.y - w.drum_y;
-            let rho = sqrt(px * px + py * py);
+            let rho = sqrt_rn(px * px + py * py);
             if (rho > 0.0 && w.drum_radius - rho < w.slop && count < MAX_WALL_POINTS) {
                 let p = a.pos + r;
                 let n = vec3<f32>(px / rho, py / rho, 0.0);

@@ -158,14 +158,14 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let tl2 = dot3(t, t);
     var f = v3((*c).friction);
     if (tl2 > 1e-12) {
-        let tl = sqrt(tl2);
+        let tl = sqrt_rn(tl2);
         let kt = inv_effective(a, ka, ra, b, kb, rb, t * (1.0 / tl));
         f = f - t * (1.0 / kt);
     }
     let fl2 = dot3(f, f);
     let stick = w.static_friction * lambda;
     if (fl2 > stick * stick) {
-        f = f * (w.friction * lambda / sqrt(fl2));
+        f = f * (w.friction * lambda / sqrt_rn(fl2));
     }
     let df = f - v3((*c).friction);
     (*c).friction = a3(f);
@@ -225,7 +225,7 @@ fn integrate_body(b: ptr<function, B>, w: W) {
     let q1 = y + (o.y * s + (o.z * x - o.x * z));
     let q2 = z + (o.z * s + (o.x * y - o.y * x));
     let q3 = s - (o.x * x + o.y * y + o.z * z);
-    let len = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    let len = sqrt_rn(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
     (*b).rot = vec4<f32>(q0 / len, q1 / len, q2 / len, q3 / len);
     let e = extent(*b);
     for (var k = 0; k < 3; k++) {
@@ -240,7 +240,7 @@ fn integrate_body(b: ptr<function, B>, w: W) {
     if (w.drum_radius > 0.0) {
         let dx = (*b).pos.x - w.drum_x;
         let dy = (*b).pos.y - w.drum_y;
-        let d = sqrt(dx * dx + dy * dy);
+        let d = sqrt_rn(dx * dx + dy * dy);
         let lim = w.drum_radius - maxf(e.x, e.y);
         if (d > lim && d > 0.0) {
             (*b).pos.x = w.drum_x + dx / d * lim;
