@@ -345,3 +345,100 @@ fn wgpu_fast_sort_equals_the_split_sort() {
         assert!(*tree == want, "sort {name} on wgpu builds another hierarchy than the CPU");
     }
 }
+
+/// The solver's fixed-point conversions in WGSL (no i64 there) are Rust's
+/// `as` casts bit for bit: f32 → i64 truncating and saturating (NaN to 0),
+/// i64 → f32 rounding to nearest even, on edge cases and random values.
+/// This is what makes the sums exact: whatever the float rounding around
+/// them, every engine adds the same integers.
+#[test]
+fn wgpu_fixed_point_conversions_are_rusts_casts() {
+    use reap::collide::physics::{from_fixed, to_fixed};
+    use wgpu::util::DeviceExt;
+    let Some(b) = wgpu() else { return };
+    let mut floats: Vec<f32> = vec![0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-9, -1e-9, f32::NAN, f32::INFINITY];
+    floats.extend([f32::NEG_INFINITY, 255.99, -255.99, 2f32.powi(7), 2f32.powi(8), -2f32.powi(8), 3e11, -3e11]);
+    floats.extend([2f32.powi(39), -2f32.powi(39), 2f32.powi(39) * 0.999_999_9, -2f32.powi(39) * 0.999_999_9]);
+    let mut ints: Vec<i64> = vec![0, 1, -1, i64::MAX, i64::MIN, i64::MIN + 1, (1 << 24) + 1, -(1 << 24) - 1];
+    ints.extend([
+        (1 << 25) + 1,
+        (1 << 25) + 2,
+        (1 << 25) + 3,
+        (1 << 25) + 6,
+        (1 << 40) + (1 << 16),
+        -(1 << 40) - (1 << 16),
+    ]);
+    ints.extend([(1 << 40) + (1 << 16) + 1, u32::MAX as i64, -(u32::MAX as i64), 1 << 32, (1 << 32) - 1]);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..2000 {
+        let r = next();
+        floats.push(f32::from_bits(r as u32) * if r >> 40 & 1 == 0 { 1.0 } else { 1e-30 });
+        ints.push((next() as i64) >> (next() % 63));
+    }
+    let n = floats.len().max(ints.len());
+    floats.resize(n, 0.0);
+    ints.resize(n, 0);
+    let text = reap::collide::wgpu::COLLIDE.assemble("")
+        + "
+@compute @workgroup_size(64)
+fn probe(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i >= arrayLength(&keys)) {
+        return;
+    }
+    candidates[2u * i] = to_fixed(bitcast<f32>(keys[i]));
+    let s = vec2<u32>(ids[2u * i], ids[2u * i + 1u]);
+    candidates[2u * i + 1u] = vec2<u32>(bitcast<u32>(from_fixed(s)), 0u);
+}";
+    let dev = b.device();
+    let module = dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("fixed-point probe"),
+        source: wgpu::ShaderSource::Wgsl(text.into()),
+    });
+    let p = dev.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("probe"),
+        compilation_options: wgpu::PipelineCompilationOptions { constants: &[("WG", 64.0)], ..Default::default() },
+        cache: None,
+    });
+    let upload = |bytes: &[u8]| {
+        dev.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    };
+    let (fb, ib) = (upload(bytemuck::cast_slice(&floats)), upload(bytemuck::cast_slice(&ints)));
+    let out = b.raw_buffer("the probe's results", n as u64 * 16).expect("buffer");
+    fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+        wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
+    }
+    let bg = dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &p.get_bind_group_layout(0),
+        entries: &[entry(2, &fb), entry(3, &ib), entry(9, &out)],
+    });
+    let mut enc = dev.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&p);
+        pass.set_bind_group(0, &bg, &[]);
+        pass.dispatch_workgroups((n as u32).div_ceil(64), 1, 1);
+    }
+    dev.queue.submit([enc.finish()]);
+    let raw = dev.read(&out, 0, n as u64 * 16, "the probe's results").expect("read back");
+    let got: &[u64] = bytemuck::cast_slice(&raw);
+    for i in 0..n {
+        assert_eq!(got[2 * i] as i64, to_fixed(floats[i]), "to_fixed({:e}) ({:#x})", floats[i], floats[i].to_bits());
+        let (want, have) = (from_fixed(ints[i]), f32::from_bits(got[2 * i + 1] as u32));
+        assert_eq!(have.to_bits(), want.to_bits(), "from_fixed({}): {have:e} vs {want:e}", ints[i]);
+    }
+}
