@@ -442,3 +442,44 @@ fn probe(@builtin(global_invocation_id) g: vec3<u32>) {
         assert_eq!(have.to_bits(), want.to_bits(), "from_fixed({}): {have:e} vs {want:e}", ints[i]);
     }
 }
+
+/// Frame times of a falling pile on the adapter, by part of the frame (for
+/// the H100 comparison with CUDA; not run by default): REAP_COLLIDE_BODIES
+/// bodies (default 100 000), REAP_COLLIDE_FRAMES frames (default 20).
+#[test]
+#[ignore = "a timing run: cargo test ... -- --ignored wgpu_collide_pile_timing"]
+fn wgpu_collide_pile_timing() {
+    use reap::collide::Part;
+    let Some(b) = wgpu() else { return };
+    let var = |name: &str, default: u32| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (n, frames) = (var("REAP_COLLIDE_BODIES", 100_000), var("REAP_COLLIDE_FRAMES", 20));
+    let (world, bodies) = scenario::build(Scenario::Pile, n, 1).expect("scenario");
+    let mut e = WgpuCollide::new(b, world, &bodies).expect("engine");
+    let clock = e.clock_kind();
+    let s = lookback();
+    let mut f = Frontier::new(&e).expect("frontier");
+    let mut rows = Vec::new();
+    for i in 0..frames {
+        let st = frame(&mut e, &s, &mut f, i).expect("frame");
+        assert!(st.frame_ms > 0.0 && st.wall_ms > 0.0, "frame {i} was not timed");
+        let parts: Vec<String> = Part::ALL.iter().map(|p| format!("{} {:.3}", p.name(), st.part_ms(*p))).collect();
+        skip(format!(
+            "frame {i}: {:.3} ms stages ({}), {:.3} ms wall, {} levels, {} candidates, {} contacts, {} attempts",
+            st.frame_ms,
+            parts.join(", "),
+            st.wall_ms,
+            st.live.len(),
+            st.candidates,
+            st.contacts,
+            f.attempts()
+        ));
+        rows.push(st.frame_ms);
+    }
+    rows.sort_by(f64::total_cmp);
+    skip(format!(
+        "{n} bodies on {}: median frame {:.3} ms ({})",
+        e.backend().name(),
+        rows[rows.len() / 2],
+        clock.name()
+    ));
+}
