@@ -36,8 +36,9 @@ struct Params {
     cand_word: u32,
     contact_word: u32,
     table_cap: u32,
-    pad0: u32,
-    pad1: u32,
+    // Always 0: common.wgsl `sqrt_rn`.
+    zero: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;

@@ -7,9 +7,12 @@
 // expression, in the same order, so that the adds, multiplies, divides and
 // square roots round as the CPU's do. What WGSL cannot promise: it has no way
 // to forbid FMA contraction (SPIR-V's NoContraction is not emitted by naga),
-// and Vulkan allows division and sqrt a few ULP of error; so bodies match the
-// CPU bit for bit only where the driver contracts nothing and rounds division
-// and sqrt correctly (lavapipe does; tests/collide_wgpu.rs checks it there).
+// and Vulkan allows division and sqrt a few ULP of error. `rounded` below
+// keeps products out of contraction, and `sqrt_rn` keeps x / sqrt(y) a
+// division; with both, lavapipe (whose division and sqrt round correctly)
+// matches the CPU bit for bit (tests/collide_wgpu.rs). Elsewhere the results
+// may differ in the last bits where division or sqrt round otherwise. The
+// solver's sums are exact all the same: 64-bit fixed point, in any order.
 // No builtin dot/cross/length/normalize/fma is used: their order of
 // operations is the driver's. Integers of 64 bits are vec2<u32> (lo, hi).
 
@@ -141,12 +144,45 @@ fn maxf(a: f32, b: f32) -> f32 {
     return max(a, b);
 }
 
+// sqrt, hidden from rewrites into a reciprocal square root: a compiler may
+// turn x / sqrt(y) into x * inversesqrt(y), which is not correctly rounded
+// (lavapipe's NIR does, as its inexact rules allow). XOR with a parameter that
+// is always 0 is opaque to it, so the division stays a division.
+fn sqrt_rn(x: f32) -> f32 {
+    if (EXACT) {
+        return bitcast<f32>(bitcast<u32>(sqrt(x)) ^ P.zero);
+    }
+    return sqrt(x);
+}
+
+// A product kept out of FMA contraction the same way: WGSL cannot forbid a
+// compiler to fuse a * b + c (lavapipe's NIR fuses a product used once, NVIDIA's
+// compiler any), which rounds once where the CPU rounds twice. Every product
+// that meets an add or a subtract goes through `rounded` (or `rounded3`), so
+// that each rounds as the CPU's does. The prelude's EXACT (src/collide/wgpu
+// `CollideTuning::exact`) turns it off, for speed: the results then differ
+// from the CPU's in the last bits wherever the compiler fuses.
+fn rounded(x: f32) -> f32 {
+    if (EXACT) {
+        return bitcast<f32>(bitcast<u32>(x) ^ P.zero);
+    }
+    return x;
+}
+
+fn rounded3(v: vec3<f32>) -> vec3<f32> {
+    if (EXACT) {
+        return bitcast<vec3<f32>>(bitcast<vec3<u32>>(v) ^ vec3<u32>(P.zero));
+    }
+    return v;
+}
+
 fn dot3(a: vec3<f32>, b: vec3<f32>) -> f32 {
-    return a.x * b.x + a.y * b.y + a.z * b.z;
+    return rounded(a.x * b.x) + rounded(a.y * b.y) + rounded(a.z * b.z);
 }
 
 fn cross3(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
-    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+    return vec3<f32>(rounded(a.y * b.z) - rounded(a.z * b.y), rounded(a.z * b.x) - rounded(a.x * b.z),
+                     rounded(a.x * b.y) - rounded(a.y * b.x));
 }
 
 // A box's local axes in world space (the columns of its rotation matrix).
@@ -155,15 +191,16 @@ fn axes(q: vec4<f32>) -> array<vec3<f32>, 3> {
     let y = q.y;
     let z = q.z;
     let w = q.w;
-    let xx = x * x;
-    let yy = y * y;
-    let zz = z * z;
-    let xy = x * y;
-    let xz = x * z;
-    let yz = y * z;
-    let wx = w * x;
-    let wy = w * y;
-    let wz = w * z;
+    // 1 - 2 s needs no guard: 2 s is exact, so fusing it changes nothing.
+    let xx = rounded(x * x);
+    let yy = rounded(y * y);
+    let zz = rounded(z * z);
+    let xy = rounded(x * y);
+    let xz = rounded(x * z);
+    let yz = rounded(y * z);
+    let wx = rounded(w * x);
+    let wy = rounded(w * y);
+    let wz = rounded(w * z);
     return array<vec3<f32>, 3>(
         vec3<f32>(1.0 - 2.0 * (yy + zz), 2.0 * (xy + wz), 2.0 * (xz - wy)),
         vec3<f32>(2.0 * (xy - wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz + wx)),
@@ -180,7 +217,7 @@ fn extent(b: B) -> vec3<f32> {
     let h = b.half;
     var e = vec3<f32>(0.0);
     for (var k = 0; k < 3; k++) {
-        e[k] = abs(u[0][k]) * h.x + abs(u[1][k]) * h.y + abs(u[2][k]) * h.z;
+        e[k] = rounded(abs(u[0][k]) * h.x) + rounded(abs(u[1][k]) * h.y) + rounded(abs(u[2][k]) * h.z);
     }
     return e;
 }
@@ -276,12 +313,13 @@ fn is_wall(b: u32) -> bool {
 // The immovable body that wall `id` puts at `point`: at rest, or moving with
 // the drum's wall (counter-clockwise about z).
 fn wall_body(id: u32, point: vec3<f32>, w: W) -> B {
-    var b = B(point, SPHERE, vec3<f32>(0.0, 0.0, 0.0), 0.0, vec3<f32>(1.0, 1.0, 1.0), vec4<f32>(0.0, 0.0, 0.0, 1.0),
+    // The point is often a.pos + r: hidden, so that b.pos - a.pos is not simplified to r.
+    var b = B(rounded3(point), SPHERE, vec3<f32>(0.0, 0.0, 0.0), 0.0, vec3<f32>(1.0, 1.0, 1.0), vec4<f32>(0.0, 0.0, 0.0, 1.0),
               vec3<f32>(0.0, 0.0, 0.0));
     if (id == WALL - 6u) {
         let px = point.x - w.drum_x;
         let py = point.y - w.drum_y;
-        b.vel = vec3<f32>(-py * w.drum_omega, px * w.drum_omega, 0.0);
+        b.vel = vec3<f32>(rounded(-py * w.drum_omega), rounded(px * w.drum_omega), 0.0);
     }
     return b;
 }

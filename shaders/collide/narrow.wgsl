@@ -35,10 +35,10 @@ fn edge_point(a: B, ua_: array<vec3<f32>, 3>, b: B, ub_: array<vec3<f32>, 3>, k:
     var pb = b.pos;
     for (var m = 0; m < 3; m++) {
         if (m != i) {
-            pa = pa + ua[m] * (signf(dot3(ua[m], n)) * a.half[m]);
+            pa = pa + rounded3(ua[m] * (signf(dot3(ua[m], n)) * a.half[m]));
         }
         if (m != j) {
-            pb = pb - ub[m] * (signf(dot3(ub[m], n)) * b.half[m]);
+            pb = pb - rounded3(ub[m] * (signf(dot3(ub[m], n)) * b.half[m]));
         }
     }
     let da = ua[i];
@@ -47,10 +47,10 @@ fn edge_point(a: B, ua_: array<vec3<f32>, 3>, b: B, ub_: array<vec3<f32>, 3>, k:
     let bb = dot3(da, db);
     let c = dot3(da, r);
     let f = dot3(db, r);
-    let denom = 1.0 - bb * bb;
-    let s = clampf((bb * f - c) / denom, -a.half[i], a.half[i]);
-    let u = clampf((f - bb * c) / denom, -b.half[j], b.half[j]);
-    return ((pa + da * s) + (pb + db * u)) * 0.5;
+    let denom = 1.0 - rounded(bb * bb);
+    let s = clampf((rounded(bb * f) - c) / denom, -a.half[i], a.half[i]);
+    let u = clampf((f - rounded(bb * c)) / denom, -b.half[j], b.half[j]);
+    return ((pa + rounded3(da * s)) + (pb + rounded3(db * u))) * 0.5;
 }
 
 // Face axis k (a's face for k < 3, b's for 3..6) as the reference face: the
@@ -72,7 +72,7 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
         iu = ub;
         nref = (*m).normal;
     }
-    let centre = rb.pos + nref * rb.half[i];
+    let centre = rb.pos + rounded3(nref * rb.half[i]);
     let i1 = (i + 1) % 3;
     let i2 = (i + 2) % 3;
     var j = 0;
@@ -84,11 +84,11 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
             j = q;
         }
     }
-    let fc = inc.pos - iu[j] * (signf(dot3(iu[j], nref)) * inc.half[j]);
+    let fc = inc.pos - rounded3(iu[j] * (signf(dot3(iu[j], nref)) * inc.half[j]));
     let j1 = (j + 1) % 3;
     let j2 = (j + 2) % 3;
-    let e1 = iu[j1] * inc.half[j1];
-    let e2 = iu[j2] * inc.half[j2];
+    let e1 = rounded3(iu[j1] * inc.half[j1]);
+    let e2 = rounded3(iu[j2] * inc.half[j2]);
     var poly: array<vec3<f32>, 8>;
     poly[0] = (fc + e1) + e2;
     poly[1] = (fc - e1) + e2;
@@ -118,7 +118,7 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
             }
             if ((dx <= 0.0) != (dy <= 0.0) && n < 8) {
                 let s = dx / (dx - dy);
-                out[n] = x + (y - x) * s;
+                out[n] = x + rounded3((y - x) * s);
                 n++;
             }
         }
@@ -159,7 +159,7 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
         }
         let under = dot3(poly[p] - centre, nref);
         let c = (*m).count;
-        (*m).points[c] = poly[p] - nref * (0.5 * under);
+        (*m).points[c] = poly[p] - rounded3(nref * (0.5 * under));
         (*m).depths[c] = -under;
         (*m).count = c + 1u;
     }
@@ -191,10 +191,12 @@ fn box_box(a: B, b: B, m: ptr<function, Manifold>) -> bool {
             if (len2 < 1e-6) {
                 continue;
             }
-            l = l * (1.0 / sqrt(len2));
+            l = l * (1.0 / sqrt_rn(len2));
         }
-        let ra = abs(dot3(ua[0], l)) * a.half.x + abs(dot3(ua[1], l)) * a.half.y + abs(dot3(ua[2], l)) * a.half.z;
-        let rb = abs(dot3(ub[0], l)) * b.half.x + abs(dot3(ub[1], l)) * b.half.y + abs(dot3(ub[2], l)) * b.half.z;
+        let ra = rounded(abs(dot3(ua[0], l)) * a.half.x) + rounded(abs(dot3(ua[1], l)) * a.half.y) +
+                 rounded(abs(dot3(ua[2], l)) * a.half.z);
+        let rb = rounded(abs(dot3(ub[0], l)) * b.half.x) + rounded(abs(dot3(ub[1], l)) * b.half.y) +
+                 rounded(abs(dot3(ub[2], l)) * b.half.z);
         let s = dot3(t, l);
         let o = ra + rb - abs(s);
         if (o <= 0.0) {
@@ -250,7 +252,7 @@ fn sphere_sphere(a: B, b: B) -> Hit {
     if (dist2 >= rsum * rsum) {
         return Hit(false, vec3<f32>(0.0), 0.0);
     }
-    let dist = sqrt(dist2);
+    let dist = sqrt_rn(dist2);
     var normal = vec3<f32>(0.0, 1.0, 0.0);
     if (dist > 1e-6) {
         normal = d * (1.0 / dist);
@@ -274,7 +276,7 @@ fn sphere_box(s: B, b: B) -> Hit {
     var nl: vec3<f32>;
     var depth: f32;
     if (d2 > 1e-12) {
-        let dist = sqrt(d2);
+        let dist = sqrt_rn(d2);
         nl = diff * (1.0 / dist);
         depth = r - dist;
     } else {
@@ -292,11 +294,13 @@ fn sphere_box(s: B, b: B) -> Hit {
         nl[k] = select(-1.0, 1.0, l[k] >= 0.0);
         depth = r + best;
     }
-    return Hit(true, (u[0] * nl.x + u[1] * nl.y) + u[2] * nl.z, depth);
+    return Hit(true, (rounded3(u[0] * nl.x) + rounded3(u[1] * nl.y)) + rounded3(u[2] * nl.z), depth);
 }
 
 // narrow.rs `contact`: a contact record, no impulse applied yet.
-fn make_contact(ia: u32, a: B, ib: u32, b: B, w: W, normal: vec3<f32>, depth: f32, point: vec3<f32>, slot: u32) -> Contact {
+fn make_contact(ia: u32, a: B, ib: u32, b: B, w: W, normal: vec3<f32>, depth: f32, at: vec3<f32>, slot: u32) -> Contact {
+    // The point is often a.pos + x: hidden, so that point - a.pos is not simplified to x (an inexact rewrite).
+    let point = rounded3(at);
     let rel = point_velocity(b, point - b.pos) - point_velocity(a, point - a.pos);
     let vn = dot3(rel, normal);
     var bounce = 0.0;
@@ -315,7 +319,7 @@ fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Con
         if (!h.found) {
             return 0u;
         }
-        (*out)[0] = make_contact(ia, a, ib, b, w, h.normal, h.depth, a.pos + h.normal * (a.half.x - 0.5 * h.depth), 0u);
+        (*out)[0] = make_contact(ia, a, ib, b, w, h.normal, h.depth, a.pos + rounded3(h.normal * (a.half.x - 0.5 * h.depth)), 0u);
         return 1u;
     }
     if (a.shape == BOX && b.shape == BOX) {
@@ -333,14 +337,14 @@ fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Con
         if (!h.found) {
             return 0u;
         }
-        (*out)[0] = make_contact(ia, a, ib, b, w, h.normal, h.depth, b.pos - h.normal * (b.half.x - 0.5 * h.depth), 0u);
+        (*out)[0] = make_contact(ia, a, ib, b, w, h.normal, h.depth, b.pos - rounded3(h.normal * (b.half.x - 0.5 * h.depth)), 0u);
         return 1u;
     }
     let h = sphere_box(a, b);
     if (!h.found) {
         return 0u;
     }
-    (*out)[0] = make_contact(ia, a, ib, b, w, h.normal * -1.0, h.depth, a.pos - h.normal * (a.half.x - 0.5 * h.depth), 0u);
+    (*out)[0] = make_contact(ia, a, ib, b, w, h.normal * -1.0, h.depth, a.pos - rounded3(h.normal * (a.half.x - 0.5 * h.depth)), 0u);
     return 1u;
 }
 
@@ -348,12 +352,12 @@ fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Con
 // a sphere's point furthest along `out`, from the centre.
 fn corner(b: B, u: array<vec3<f32>, 3>, c: u32, out: vec3<f32>) -> vec3<f32> {
     if (b.shape == SPHERE) {
-        return out * b.half.x;
+        return rounded3(out * b.half.x);
     }
     let s0 = select(-b.half.x, b.half.x, (c & 1u) != 0u);
     let s1 = select(-b.half.y, b.half.y, ((c >> 1u) & 1u) != 0u);
     let s2 = select(-b.half.z, b.half.z, ((c >> 2u) & 1u) != 0u);
-    return (u[0] * s0 + u[1] * s1) + u[2] * s2;
+    return (rounded3(u[0] * s0) + rounded3(u[1] * s1)) + rounded3(u[2] * s2);
 }
 
 // walls.rs `wall_contacts`: body ia's wall points in out[0..count), each with
@@ -393,7 +397,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
     if (w.drum_radius > 0.0) {
         let dx = a.pos.x - w.drum_x;
         let dy = a.pos.y - w.drum_y;
-        let d = sqrt(dx * dx + dy * dy);
+        let d = sqrt_rn(rounded(dx * dx) + rounded(dy * dy));
         var out_dir = vec3<f32>(1.0, 0.0, 0.0);
         if (d > 0.0) {
             out_dir = vec3<f32>(dx / d, dy / d, 0.0);
@@ -403,7 +407,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
             let r = corner(a, u, c, out_dir);
             let px = a.pos.x + r.x - w.drum_x;
             let py = a.pos.y + r.y - w.drum_y;
-            let rho = sqrt(px * px + py * py);
+            let rho = sqrt_rn(rounded(px * px) + rounded(py * py));
             if (rho > 0.0 && w.drum_radius - rho < w.slop && count < MAX_WALL_POINTS) {
                 let p = a.pos + r;
                 let n = vec3<f32>(px / rho, py / rho, 0.0);

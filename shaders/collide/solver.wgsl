@@ -11,9 +11,9 @@ fn inv_inertia(b: B) -> vec3<f32> {
         let i = 2.5 * b.inv_mass / (b.half.x * b.half.x);
         return vec3<f32>(i, i, i);
     }
-    let x = b.half.x * b.half.x;
-    let y = b.half.y * b.half.y;
-    let z = b.half.z * b.half.z;
+    let x = rounded(b.half.x * b.half.x);
+    let y = rounded(b.half.y * b.half.y);
+    let z = rounded(b.half.z * b.half.z);
     return vec3<f32>(3.0 * b.inv_mass / (y + z), 3.0 * b.inv_mass / (x + z), 3.0 * b.inv_mass / (x + y));
 }
 
@@ -22,7 +22,7 @@ fn inv_inertia_mul(b: B, v: vec3<f32>) -> vec3<f32> {
     let d = inv_inertia(b);
     let u = axes(b.rot);
     let l = vec3<f32>(dot3(v, u[0]) * d.x, dot3(v, u[1]) * d.y, dot3(v, u[2]) * d.z);
-    return (u[0] * l.x + u[1] * l.y) + u[2] * l.z;
+    return (rounded3(u[0] * l.x) + rounded3(u[1] * l.y)) + rounded3(u[2] * l.z);
 }
 
 // Fixed point of the solver's sums: 2^24 steps per unit.
@@ -127,12 +127,13 @@ struct Impulse {
 fn inv_effective(a: B, ka: f32, ra: vec3<f32>, b: B, kb: f32, rb: vec3<f32>, d: vec3<f32>) -> f32 {
     let ca = cross3(ra, d);
     let cb = cross3(rb, d);
-    return ka * (a.inv_mass + dot3(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot3(cb, inv_inertia_mul(b, cb)));
+    return rounded(ka * (a.inv_mass + dot3(ca, inv_inertia_mul(a, ca)))) +
+           rounded(kb * (b.inv_mass + dot3(cb, inv_inertia_mul(b, cb))));
 }
 
 // What a body in k contact points counts as in the mass split (World::split).
 fn share(k: u32, w: W) -> f32 {
-    return 1.0 + w.split * (f32(k) - 1.0);
+    return 1.0 + rounded(w.split * (f32(k) - 1.0));
 }
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb).
@@ -154,25 +155,25 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let dn = lambda - (*c).lambda;
     (*c).lambda = lambda;
     // Friction against the sliding velocity, capped by the normal impulse.
-    let t = rel - n * vn;
+    let t = rel - rounded3(n * vn);
     let tl2 = dot3(t, t);
     var f = v3((*c).friction);
     if (tl2 > 1e-12) {
-        let tl = sqrt(tl2);
+        let tl = sqrt_rn(tl2);
         let kt = inv_effective(a, ka, ra, b, kb, rb, t * (1.0 / tl));
-        f = f - t * (1.0 / kt);
+        f = f - rounded3(t * (1.0 / kt));
     }
     let fl2 = dot3(f, f);
     let stick = w.static_friction * lambda;
     if (fl2 > stick * stick) {
-        f = f * (w.friction * lambda / sqrt(fl2));
+        f = f * (w.friction * lambda / sqrt_rn(fl2));
     }
     let df = f - v3((*c).friction);
     (*c).friction = a3(f);
-    let p = n * dn + df;
+    let p = rounded3(n * dn) + df;
     // The depth now, the centres having moved since the narrow phase.
     let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
-    let push = maxf(depth - w.slop, 0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    let push = maxf(depth - w.slop, 0.0) * w.baumgarte / (rounded(ka * a.inv_mass) + rounded(kb * b.inv_mass));
     out.linear = p;
     out.angular_a = cross3(ra, p) * -1.0;
     out.angular_b = cross3(rb, p);
@@ -187,24 +188,24 @@ fn warm_start(c: ptr<function, Contact>, p: Contact, a: B, b: B) -> Impulse {
     let n = v3((*c).normal);
     (*c).lambda = p.lambda;
     let pf = v3(p.friction);
-    (*c).friction = a3(pf - n * dot3(pf, n));
+    (*c).friction = a3(pf - rounded3(n * dot3(pf, n)));
     let ra = v3((*c).point) - a.pos;
     let rb = v3((*c).point) - b.pos;
-    let j = n * (*c).lambda + v3((*c).friction);
+    let j = rounded3(n * (*c).lambda) + v3((*c).friction);
     return Impulse(j, cross3(ra, j) * -1.0, cross3(rb, j), vec3<f32>(0.0, 0.0, 0.0));
 }
 
 // A body takes the sums of its contacts' impulses of one pass.
 fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>) {
-    (*b).vel = (*b).vel + linear * (*b).inv_mass;
+    (*b).vel = (*b).vel + rounded3(linear * (*b).inv_mass);
     (*b).omega = (*b).omega + inv_inertia_mul(*b, angular);
-    (*b).pos = (*b).pos + push * (*b).inv_mass;
+    (*b).pos = (*b).pos + rounded3(push * (*b).inv_mass);
 }
 
 // Gravity for one step.
 fn gravity(b: ptr<function, B>, w: W) {
     if ((*b).inv_mass > 0.0) {
-        (*b).vel = (*b).vel + w.gravity * w.dt;
+        (*b).vel = (*b).vel + rounded3(w.gravity * w.dt);
     }
 }
 
@@ -214,18 +215,18 @@ fn integrate_body(b: ptr<function, B>, w: W) {
     if ((*b).inv_mass <= 0.0) {
         return;
     }
-    (*b).pos = (*b).pos + (*b).vel * w.dt;
+    (*b).pos = (*b).pos + rounded3((*b).vel * w.dt);
     // q += dt/2 (ω, 0) q.
     let x = (*b).rot.x;
     let y = (*b).rot.y;
     let z = (*b).rot.z;
     let s = (*b).rot.w;
     let o = (*b).omega * (0.5 * w.dt);
-    let q0 = x + (o.x * s + (o.y * z - o.z * y));
-    let q1 = y + (o.y * s + (o.z * x - o.x * z));
-    let q2 = z + (o.z * s + (o.x * y - o.y * x));
-    let q3 = s - (o.x * x + o.y * y + o.z * z);
-    let len = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    let q0 = x + (rounded(o.x * s) + (rounded(o.y * z) - rounded(o.z * y)));
+    let q1 = y + (rounded(o.y * s) + (rounded(o.z * x) - rounded(o.x * z)));
+    let q2 = z + (rounded(o.z * s) + (rounded(o.x * y) - rounded(o.y * x)));
+    let q3 = s - (rounded(o.x * x) + rounded(o.y * y) + rounded(o.z * z));
+    let len = sqrt_rn(rounded(q0 * q0) + rounded(q1 * q1) + rounded(q2 * q2) + rounded(q3 * q3));
     (*b).rot = vec4<f32>(q0 / len, q1 / len, q2 / len, q3 / len);
     let e = extent(*b);
     for (var k = 0; k < 3; k++) {
@@ -240,11 +241,11 @@ fn integrate_body(b: ptr<function, B>, w: W) {
     if (w.drum_radius > 0.0) {
         let dx = (*b).pos.x - w.drum_x;
         let dy = (*b).pos.y - w.drum_y;
-        let d = sqrt(dx * dx + dy * dy);
+        let d = sqrt_rn(rounded(dx * dx) + rounded(dy * dy));
         let lim = w.drum_radius - maxf(e.x, e.y);
         if (d > lim && d > 0.0) {
-            (*b).pos.x = w.drum_x + dx / d * lim;
-            (*b).pos.y = w.drum_y + dy / d * lim;
+            (*b).pos.x = w.drum_x + rounded(dx / d * lim);
+            (*b).pos.y = w.drum_y + rounded(dy / d * lim);
         }
     }
 }

@@ -109,7 +109,7 @@ impl FastSort {
             shift += bits;
         }
         // An even number of passes (four) leaves the result in `keys` and `ids`.
-        const { assert!(KEY_BITS.div_ceil(8) % 2 == 0) };
+        const { assert!(KEY_BITS.div_ceil(8).is_multiple_of(2)) };
         Ok(())
     }
 }

@@ -52,13 +52,27 @@ pub struct CollideTuning {
     /// Invocations per workgroup of every collide entry point (`WG`).
     #[default(256)]
     pub workgroup: u32,
+    /// Every product that meets an add kept out of FMA contraction
+    /// (common.wgsl `rounded`): the CPU's rounding, at the price of the fused
+    /// multiply-adds. Off, results differ from the CPU's in the last bits.
+    #[default(true)]
+    pub exact: bool,
     pub fast_sort: FastSortTuning,
 }
 
-/// Every collide shader as assembled for its pipelines: (name, text), for the
-/// validate-everything test.
+/// What collide.wgsl's module starts with: whether products are kept out of
+/// FMA contraction ([`CollideTuning::exact`]).
+pub fn collide_prelude(exact: bool) -> String {
+    format!("const EXACT: bool = {exact};")
+}
+
+/// Every collide shader variant as assembled for its pipelines: (name,
+/// text), for the validate-everything test.
 pub fn shader_sources() -> Vec<(String, String)> {
-    let mut all = vec![(COLLIDE.name.to_string(), COLLIDE.assemble(""))];
+    let mut all: Vec<_> = [true, false]
+        .iter()
+        .map(|&e| (format!("{} exact={e}", COLLIDE.name), COLLIDE.assemble(&collide_prelude(e))))
+        .collect();
     all.extend(fast_sort::sources());
     all
 }
@@ -220,7 +234,8 @@ impl WgpuCollide {
         if let Some(p) = self.pipelines.get(entry) {
             return Ok(p.clone());
         }
-        let p = pipeline(&self.backend, &COLLIDE, "", entry, &[("WG", self.tuning.workgroup as f64)])?;
+        let prelude = collide_prelude(self.tuning.exact);
+        let p = pipeline(&self.backend, &COLLIDE, &prelude, entry, &[("WG", self.tuning.workgroup as f64)])?;
         self.pipelines.insert(entry, p.clone());
         Ok(p)
     }
