@@ -17,8 +17,11 @@ pub struct Stages {
     encoder: Option<wgpu::CommandEncoder>,
     names: Vec<&'static str>,
     sets: Vec<wgpu::QuerySet>,
-    /// Host-clock times, when the adapter has no timestamps.
+    /// Host-clock times, when the adapter has no timestamp queries.
     host: Vec<Duration>,
+    /// Recording into a caller's encoder ([`Stages::into_encoder`]): no
+    /// timestamps, no submission; the caller times and submits.
+    recording: bool,
 }
 
 /// Which clock timed a call's stages.
@@ -42,7 +45,21 @@ impl Clock {
 impl Stages {
     pub fn new(dev: &Arc<Device>) -> Self {
         let encoder = Some(dev.device.create_command_encoder(&Default::default()));
-        Stages { dev: dev.clone(), encoder, names: Vec::new(), sets: Vec::new(), host: Vec::new() }
+        Stages { dev: dev.clone(), encoder, names: Vec::new(), sets: Vec::new(), host: Vec::new(), recording: false }
+    }
+
+    /// Stages recorded into `encoder`, a workload's, which [`Stages::finish`]
+    /// hands back unsubmitted: the call becomes part of the workload's own
+    /// submission and stage, which time it.
+    pub fn into_encoder(dev: &Arc<Device>, encoder: wgpu::CommandEncoder) -> Self {
+        Stages {
+            dev: dev.clone(),
+            encoder: Some(encoder),
+            names: Vec::new(),
+            sets: Vec::new(),
+            host: Vec::new(),
+            recording: true,
+        }
     }
 
     pub fn device(&self) -> &Arc<Device> {
@@ -58,6 +75,12 @@ impl Stages {
     pub fn pass<R>(&mut self, name: &'static str, f: impl FnOnce(&mut wgpu::ComputePass<'_>) -> R) -> Result<R> {
         let stage = self.names.len() as u32;
         self.names.push(name);
+        if self.recording {
+            let enc = self.encoder();
+            let mut pass =
+                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(name), timestamp_writes: None });
+            return Ok(f(&mut pass));
+        }
         if self.dev.timestamps {
             let set = (stage * 2 / QUERIES) as usize;
             if set == self.sets.len() {
@@ -101,8 +124,22 @@ impl Stages {
         }
     }
 
-    /// Resolves the timestamps and submits everything recorded.
-    pub fn finish(mut self) -> Result<Timing> {
+    /// Resolves the timestamps and submits everything recorded; recording
+    /// into a caller's encoder, hands it back with no times.
+    pub fn finish(mut self) -> Result<(Timing, Option<wgpu::CommandEncoder>)> {
+        if self.recording {
+            let enc = self.encoder.take();
+            let clock = if self.dev.timestamps { Clock::Timestamps } else { Clock::Host };
+            let timing = Timing {
+                dev: self.dev,
+                names: Vec::new(),
+                resolve: Vec::new(),
+                host: Vec::new(),
+                clock,
+                read: OnceLock::new(),
+            };
+            return Ok((timing, enc));
+        }
         let stages = self.names.len() as u32;
         let mut resolve = Vec::new();
         if self.dev.timestamps && stages > 0 {
@@ -139,7 +176,7 @@ impl Stages {
         }
         let clock = if self.dev.timestamps { Clock::Timestamps } else { Clock::Host };
         let host = std::mem::take(&mut self.host);
-        Ok(Timing { dev: self.dev, names: self.names, resolve, host, clock, read: OnceLock::new() })
+        Ok((Timing { dev: self.dev, names: self.names, resolve, host, clock, read: OnceLock::new() }, None))
     }
 }
 

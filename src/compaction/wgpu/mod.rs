@@ -212,6 +212,9 @@ pub struct WgpuBackend {
     /// Scratch kept across calls (tile states, counters), by slot: calls run
     /// in queue order and clear what they use, so one buffer serves them all.
     scratch: std::sync::Mutex<Vec<Option<::wgpu::Buffer>>>,
+    /// A workload's encoder the calls record into instead of submitting
+    /// ([`WgpuBackend::record_into`]).
+    recording: std::sync::Mutex<Option<::wgpu::CommandEncoder>>,
     /// Whether the shaders use subgroup operations: the adapter has them and
     /// they were not turned off (`REAP_WGPU_SUBGROUPS=0`, [`rt::Features`]).
     pub subgroups: bool,
@@ -247,7 +250,16 @@ impl WgpuBackend {
         // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.
         crate::compaction::backend::tuning_from_env("REAP_WGPU_TUNING", "wgpu", |k, v| tuning.set(k, v))?;
         let subgroups = dev.subgroups;
-        Ok(WgpuBackend { dev, pipelines, dummy_ro, dummy_rw, tuning, scratch: Default::default(), subgroups })
+        Ok(WgpuBackend {
+            dev,
+            pipelines,
+            dummy_ro,
+            dummy_rw,
+            tuning,
+            scratch: Default::default(),
+            recording: Default::default(),
+            subgroups,
+        })
     }
 
     /// Whether the wgpu backend has the algorithm (no adapter needed to ask).
@@ -324,8 +336,25 @@ impl WgpuBackend {
         }
     }
 
+    /// Makes the calls that follow record into `encoder`, a workload's,
+    /// rather than submit their own commands, until [`WgpuBackend::take_recording`]:
+    /// a frame's compaction then rides in the frame's submission (each
+    /// submission costs tens of microseconds through Vulkan), timed by the
+    /// workload's stage around it. Only device work records: counted calls
+    /// (`*_counted`), whose counts stay on the device. Uploads, downloads and
+    /// reports' counts are host work and must wait until the recording ends.
+    pub fn record_into(&self, encoder: ::wgpu::CommandEncoder) {
+        *self.recording.lock().unwrap_or_else(|p| p.into_inner()) = Some(encoder);
+    }
+
+    /// Ends [`WgpuBackend::record_into`]: the encoder with the calls recorded since.
+    pub fn take_recording(&self) -> Option<::wgpu::CommandEncoder> {
+        self.recording.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
     /// Runs a plan as one submission: parameters uploaded, bind groups
-    /// made, a pass per stage.
+    /// made, a pass per stage (or into the workload's encoder while one is
+    /// held: [`WgpuBackend::record_into`]).
     pub fn run(&self, plan: Plan) -> Result<Timing> {
         let dispatches = plan.steps.iter().filter(|s| matches!(s, Step::Dispatch { .. })).count() as u64;
         let mut uniform_bytes = vec![0u8; (dispatches.max(1) * PARAMS_STRIDE) as usize];
@@ -349,7 +378,12 @@ impl WgpuBackend {
                 })
             },
         )?;
-        let mut st = Stages::new(dev);
+        let held = self.take_recording();
+        let recording = held.is_some();
+        let mut st = match held {
+            Some(enc) => Stages::into_encoder(dev, enc),
+            None => Stages::new(dev),
+        };
         // Group the steps by stage: clears and copies first, then one pass.
         let mut stages: Vec<StageSteps<'_>> = Vec::new();
         let mut k = 0u64;
@@ -404,7 +438,11 @@ impl WgpuBackend {
                 Ok(())
             },
         )??;
-        Ok(st.finish()?)
+        let (timing, enc) = st.finish()?;
+        if recording {
+            *self.recording.lock().unwrap_or_else(|p| p.into_inner()) = enc;
+        }
+        Ok(timing)
     }
 
     fn bind_group(&self, uniforms: &::wgpu::Buffer, b: &Bind) -> ::wgpu::BindGroup {
