@@ -223,3 +223,34 @@ fn without_timestamps_the_host_clock_times_each_stage() {
     assert_eq!(outputs[1].0, host.len() as u64 - host.iter().filter(|&&x| x == 7).count() as u64);
     assert!(b.time_copy(1 << 20, 2).expect("a host-timed copy") > std::time::Duration::ZERO);
 }
+
+/// A counted select recorded into a workload's encoder (`record_into`) runs
+/// only when that encoder is submitted, and then gives what a submitted call
+/// gives: every algorithm, the count in its word and the kept elements in order.
+#[test]
+fn counted_calls_recorded_into_a_workloads_encoder_run_with_it() {
+    use reap::compaction::{Backend, Keep, Lens, Operation};
+    let Some(b) = wgpu() else { return };
+    let n = 10_000u64;
+    let data: Vec<u32> = (0..n as u32).map(|i| if i % 3 == 0 { u32::MAX } else { i }).collect();
+    let expected: Vec<u32> = data.iter().copied().filter(|&x| x != u32::MAX).collect();
+    let input = b.upload(&data).expect("upload");
+    for alg in Algorithm::ALL.into_iter().filter(|a| b.runs(*a) && a.supports(Operation::Select)) {
+        let mut words = b.upload(&[n, 7u64]).expect("upload");
+        let mut out = b.alloc::<u32>(n).expect("alloc");
+        b.record_into(b.device().device.create_command_encoder(&Default::default()));
+        let lens = Lens { words: &mut words, input: 0, output: 1 };
+        b.select_counted(alg, &input, Keep::Sentinel(u32::MAX), &mut out, lens).expect("records");
+        let enc = b.take_recording().expect("the encoder comes back");
+        // Not submitted yet: the count word still holds what was uploaded.
+        assert_eq!(b.download(&words).expect("download")[1], 7, "{alg:?} ran before its encoder was submitted");
+        b.device().queue.submit([enc.finish()]);
+        let count = b.download(&words).expect("download")[1];
+        assert_eq!(count, expected.len() as u64, "{alg:?}: count");
+        let mut got = b.download(&out).expect("download")[..count as usize].to_vec();
+        if !alg.stable() {
+            got.sort_unstable();
+        }
+        assert_eq!(got, expected, "{alg:?}: kept elements");
+    }
+}
