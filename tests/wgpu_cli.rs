@@ -1,8 +1,8 @@
-//! `reap verify` and `reap bench compaction` with `--backend wgpu`, end to
-//! end on whatever adapter wgpu finds (lavapipe in CI), and the errors of
-//! `--adapter` and of `--backend wgpu` where a command is not on wgpu yet. A
-//! machine without an adapter skips the runs with the reason;
-//! REAP_REQUIRE_WGPU=1 turns that into a failure.
+//! The commands with `--backend wgpu`, end to end on whatever adapter wgpu
+//! finds (lavapipe in CI): verify, bench compaction, render, collide; what
+//! `--backend auto` picks and says; and the errors of `--adapter` and of what
+//! wgpu cannot do (several GPUs). A machine without an adapter skips the runs
+//! with the reason; REAP_REQUIRE_WGPU=1 turns that into a failure.
 
 use std::io::Write;
 use std::process::{Command, Output};
@@ -95,14 +95,14 @@ fn bench_compaction_on_wgpu_writes_wgpu_rows_and_says_which_clock() {
 
 /// Errors, not panics, and each says what to do; no adapter is needed.
 #[test]
-fn a_bad_adapter_and_commands_not_on_wgpu_fail_with_a_clear_error() {
+fn a_bad_adapter_and_what_wgpu_cannot_do_fail_with_a_clear_error() {
     let cases: [(&[&str], &str); 6] = [
         (&["verify", "--backend", "wgpu", "--adapter", "99", "--algorithm", "atomic", "--sizes", "33"], "adapter"),
         (&["bench", "compaction", "--backend", "wgpu", "--adapter", "99", "--sizes", "2^12"], "adapter"),
         (&["verify", "--backend", "cpu", "--adapter", "0"], "add --backend wgpu"),
-        (&["render", "--backend", "wgpu"], "not on wgpu yet"),
-        (&["collide", "--backend", "wgpu", "--frames", "1"], "not on wgpu yet"),
-        (&["bench", "render", "--backend", "wgpu"], "not on wgpu yet"),
+        (&["render", "--backend", "cpu", "--adapter", "0"], "add --backend wgpu"),
+        (&["collide", "--backend", "wgpu", "--adapter", "99", "--frames", "1"], "adapter"),
+        (&["render", "--backend", "wgpu", "--gpus", "2", "--width", "16", "--height", "16"], "--gpus"),
     ];
     for (args, says) in cases {
         let out = reap().args(args).output().expect("run reap");
@@ -115,4 +115,71 @@ fn a_bad_adapter_and_commands_not_on_wgpu_fail_with_a_clear_error() {
             assert!(stderr.contains("--adapter 99") && stderr.contains("Pick one of"), "{stderr}");
         }
     }
+}
+
+/// The image hash `reap render` prints.
+fn hash_of(stdout: &str) -> String {
+    let line = stdout.lines().find(|l| l.starts_with("image hash ")).unwrap_or_default();
+    line.split_whitespace().nth(2).unwrap_or_default().to_string()
+}
+
+/// `reap render --backend wgpu` writes the PNG and prints one hash whatever
+/// the compaction algorithm and the traversal.
+#[test]
+fn render_on_wgpu_gives_one_image_under_every_choice() {
+    let Some(adapter) = adapter_flags() else { return };
+    let dir = std::env::temp_dir().join(format!("reap-wgpu-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut hashes = Vec::new();
+    for (traversal, alg) in [("depth-first", "lookback"), ("breadth-first", "lookback"), ("breadth-first", "atomic")] {
+        let png = dir.join(format!("{traversal}-{alg}.png"));
+        let out = reap()
+            .args(["render", "--backend", "wgpu", "--scene", "cornell", "--width", "40", "--height", "30"])
+            .args(["--spp", "2", "--traversal", traversal, "--compact-paths", alg, "--compact-frontier", alg])
+            .arg("--out")
+            .arg(&png)
+            .args(&adapter)
+            .output()
+            .expect("run reap");
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "render --backend wgpu {traversal} {alg} failed:\n{stdout}\n{stderr}");
+        assert!(png.exists(), "no {}", png.display());
+        hashes.push((traversal, alg, hash_of(&stdout)));
+    }
+    assert!(!hashes[0].2.is_empty() && hashes.iter().all(|h| h.2 == hashes[0].2), "{hashes:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn collide_on_wgpu_steps_and_reports_its_contacts() {
+    let Some(adapter) = adapter_flags() else { return };
+    let out = reap()
+        .args(["collide", "--backend", "wgpu", "--scenario", "pile", "--bodies", "300", "--frames", "3"])
+        .args(&adapter)
+        .output()
+        .expect("run reap");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "collide --backend wgpu failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("contacts"), "{stdout}");
+}
+
+/// `--backend auto` says in one line which backend it took and why: CUDA
+/// where it works, else a hardware wgpu adapter, else the CPU (lavapipe, a
+/// software adapter, is slower than the CPU backend).
+#[test]
+fn auto_says_which_backend_it_took() {
+    let out = reap()
+        .args(["render", "--scene", "cornell", "--width", "16", "--height", "12", "--spp", "1", "--out"])
+        .arg(std::env::temp_dir().join(format!("reap-auto-{}.png", std::process::id())))
+        .output()
+        .expect("run reap");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: using the")).collect();
+    let cuda = notes.is_empty(); // CUDA worked: nothing to explain
+    let wgpu = notes.iter().any(|l| l.contains("wgpu backend") && l.contains("CUDA is unavailable"));
+    let cpu = notes
+        .iter()
+        .any(|l| l.contains("CPU backend") && (l.contains("software adapter") || l.contains("wgpu has no adapter")));
+    assert!(cuda || wgpu || cpu, "{stderr}");
 }
