@@ -118,6 +118,35 @@ pub(crate) fn pipeline(
     .map_err(wgpu_err)
 }
 
+/// The slots of the indirect arguments (collide.wgsl ARGS_*): which length
+/// a dispatch covers.
+#[derive(Clone, Copy)]
+pub(crate) enum Slot {
+    /// A level's input pairs (collide_groups_expand).
+    Expand = 0,
+    /// The stored candidates (collide_groups_candidates).
+    Candidates = 1,
+    /// The stored contacts (collide_groups_contacts).
+    Contacts = 2,
+}
+
+/// The indirect arguments' buffer: x, y, z and one unused word per slot.
+fn indirect_args(b: &WgpuBackend) -> CollideResult<wgpu::Buffer> {
+    let dev = b.device();
+    dev.scoped(
+        || "the collider's indirect arguments".into(),
+        || {
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("reap collide indirect args"),
+                size: 3 * 16,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT,
+                mapped_at_creation: false,
+            })
+        },
+    )
+    .map_err(wgpu_err)
+}
+
 /// A u64 word index of the frame's array as the shaders take it.
 fn word(w: u64) -> CollideResult<u32> {
     u32::try_from(w).map_err(|_| CollideError::Settings(format!("word {w} of a frame: too many words")))
@@ -151,6 +180,8 @@ pub struct WgpuCollide {
     acc: wgpu::Buffer,
     /// Each body's contacts this frame (the solver splits its mass over them).
     counts: wgpu::Buffer,
+    /// Indirect dispatch arguments, a slot of 16 bytes per `Slot` (collide.wgsl ARGS_*).
+    args: wgpu::Buffer,
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
@@ -207,6 +238,7 @@ impl WgpuCollide {
             capacity,
             acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
             counts: b.raw_buffer("the contact counts", n * 4)?,
+            args: indirect_args(b)?,
             found: 0,
             contact_count: 0,
             warm: WarmStart::new(b, contacts)?,
@@ -256,6 +288,21 @@ impl WgpuCollide {
         let p = self.pipe(entry)?;
         let groups = self.groups(items)?;
         self.rec.dispatch(&p, params, binds, groups);
+        Ok(())
+    }
+
+    /// Records `entry` with as many workgroups as the device wrote to `slot`
+    /// (a collide_groups_* entry point recorded before it).
+    fn run_indirect(
+        &mut self,
+        entry: &'static str,
+        params: &Params,
+        binds: &[(u32, &wgpu::Buffer)],
+        slot: Slot,
+    ) -> CollideResult<()> {
+        let p = self.pipe(entry)?;
+        let args = self.args.clone();
+        self.rec.dispatch_indirect(&p, params, binds, &args, slot as u64 * 16);
         Ok(())
     }
 
