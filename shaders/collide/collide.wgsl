@@ -56,8 +56,8 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> frontier_out: array<vec2<u32>>;
 @group(0) @binding(9) var<storage, read_write> candidates: array<vec2<u32>>;
 @group(0) @binding(10) var<storage, read_write> contacts: array<Contact>;
-// Per body, 9 u64 sums (linear[3], angular[3], push[3]) as 18 u32.
-@group(0) @binding(11) var<storage, read_write> acc: array<atomic<u32>>;
+// Binding 11, the solver's per-body sums (`acc`, add_sum, load_sum), comes in
+// the prelude: sums32.wgsl or, with native 64-bit atomics, sums64.wgsl.
 @group(0) @binding(12) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(13) var<storage, read> previous: array<Contact>;
 @group(0) @binding(14) var<storage, read_write> table: array<atomic<u32>>;
@@ -467,21 +467,6 @@ fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if (!is_wall(c.b)) {
         atomicAdd(&counts[c.b], 1u);
     }
-}
-
-// Adds the i64 `v` to field f (0..9) of body i's sums, in 2^-24 fixed point
-// (two's complement: integer addition is associative, so the order in which
-// the atomics land does not change the sums; the carry makes the emulated
-// 64-bit add exact).
-fn add_sum(i: u32, f: u32, v: vec2<u32>) {
-    let at = 2u * (9u * i + f);
-    let old = atomicAdd(&acc[at], v.x);
-    atomicAdd(&acc[at + 1u], v.y + select(0u, 1u, old + v.x < old));
-}
-
-fn load_sum(i: u32, f: u32) -> vec2<u32> {
-    let at = 2u * (9u * i + f);
-    return vec2<u32>(atomicLoad(&acc[at]), atomicLoad(&acc[at + 1u]));
 }
 
 // A contact's impulse r added to both bodies' sums (a wall's side to none).

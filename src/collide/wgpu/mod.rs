@@ -60,18 +60,44 @@ pub struct CollideTuning {
     pub fast_sort: FastSortTuning,
 }
 
+impl CollideTuning {
+    /// The defaults with `REAP_COLLIDE_WGPU_TUNING="exact=0,workgroup=128"`
+    /// applied: the engine's overrides for experiments, as `REAP_WGPU_TUNING` is the library's.
+    pub fn from_env() -> CollideResult<Self> {
+        let mut t = CollideTuning::default();
+        crate::compaction::tuning_from_env("REAP_COLLIDE_WGPU_TUNING", "wgpu collide", |k, v| {
+            let bad = |why: String| Error::Tuning { algorithm: "wgpu collide", why };
+            let int = || v.parse::<u32>().map_err(|_| bad(format!("`{k}={v}`: expected a whole number")));
+            match k {
+                "workgroup" => t.workgroup = int()?,
+                "exact" => t.exact = int()? != 0,
+                _ => return Err(bad(format!("no tuning key `{k}` (workgroup, exact)"))),
+            }
+            Ok(())
+        })?;
+        Ok(t)
+    }
+}
+
+/// The solver's sums with two u32 atomics per u64.
+pub const SUMS32: Shader = wgsl_source!("collide/sums32.wgsl");
+/// The solver's sums with native 64-bit atomics.
+pub const SUMS64: Shader = wgsl_source!("collide/sums64.wgsl");
+
 /// What collide.wgsl's module starts with: whether products are kept out of
-/// FMA contraction ([`CollideTuning::exact`]).
-pub fn collide_prelude(exact: bool) -> String {
-    format!("const EXACT: bool = {exact};")
+/// FMA contraction ([`CollideTuning::exact`]), and the solver's sums with
+/// native 64-bit atomics (`int64`: the device has them) or two u32 each.
+pub fn collide_prelude(exact: bool, int64: bool) -> String {
+    let sums = if int64 { &SUMS64 } else { &SUMS32 };
+    format!("const EXACT: bool = {exact};\n{}", sums.text)
 }
 
 /// Every collide shader variant as assembled for its pipelines: (name,
 /// text), for the validate-everything test.
 pub fn shader_sources() -> Vec<(String, String)> {
-    let mut all: Vec<_> = [true, false]
+    let mut all: Vec<_> = [(true, false), (false, false), (true, true), (false, true)]
         .iter()
-        .map(|&e| (format!("{} exact={e}", COLLIDE.name), COLLIDE.assemble(&collide_prelude(e))))
+        .map(|&(e, i)| (format!("{} exact={e} int64={i}", COLLIDE.name), COLLIDE.assemble(&collide_prelude(e, i))))
         .collect();
     all.extend(fast_sort::sources());
     all
@@ -198,7 +224,7 @@ fn initial_capacity(n: u64) -> u64 {
 
 impl WgpuCollide {
     pub fn new(backend: WgpuBackend, world: World, bodies: &[Body]) -> CollideResult<Self> {
-        Self::with_tuning(backend, world, bodies, CollideTuning::default())
+        Self::with_tuning(backend, world, bodies, CollideTuning::from_env()?)
     }
 
     pub fn with_tuning(
@@ -266,7 +292,7 @@ impl WgpuCollide {
         if let Some(p) = self.pipelines.get(entry) {
             return Ok(p.clone());
         }
-        let prelude = collide_prelude(self.tuning.exact);
+        let prelude = collide_prelude(self.tuning.exact, self.backend.device().int64_atomics);
         let p = pipeline(&self.backend, &COLLIDE, &prelude, entry, &[("WG", self.tuning.workgroup as f64)])?;
         self.pipelines.insert(entry, p.clone());
         Ok(p)
