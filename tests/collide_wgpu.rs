@@ -309,6 +309,28 @@ fn wgpu_collide_is_the_same_under_every_compaction_and_sort() {
     }
 }
 
+/// The solver's sums with native 64-bit atomics (sums64.wgsl) and with two
+/// u32 atomics each (sums32.wgsl): the same integers, so the same bits.
+#[test]
+fn wgpu_collide_is_the_same_with_and_without_64_bit_atomics() {
+    let Some(b) = wgpu() else { return };
+    if !b.device().int64_atomics {
+        skip(format!("SKIPPED the 64-bit atomics comparison: {} has no 64-bit atomics or REAP_WGPU_INT64=0", b.name()));
+        return;
+    }
+    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
+    let no_int64 = reap::wgpu_runtime::Features { int64_atomics: false, ..Default::default() };
+    let b32 = WgpuBackend::open(&choice, no_int64).expect("the same adapter without 64-bit atomics");
+    assert!(!b32.device().int64_atomics, "64-bit atomics were turned off");
+    let (world, state) = settled(200, 80);
+    let mut e64 = WgpuCollide::new(b, world, &state).expect("engine");
+    let mut e32 = WgpuCollide::new(b32, world, &state).expect("engine");
+    let want = one_frame(&mut e32, &lookback(), &state);
+    assert!(want.stats.contacts > 0, "the settled pile has no contact");
+    let got = one_frame(&mut e64, &lookback(), &state);
+    assert_same("64-bit atomics", &got, &want, "two u32 atomics");
+}
+
 /// tests/common/collide_redo.rs on wgpu: short frames are redone and find
 /// what the normal frame finds; an overflow is refused without moving a body.
 #[test]
@@ -403,7 +425,7 @@ fn wgpu_fixed_point_conversions_are_rusts_casts() {
     let n = floats.len().max(ints.len());
     floats.resize(n, 0.0);
     ints.resize(n, 0);
-    let text = reap::collide::wgpu::COLLIDE.assemble(&reap::collide::wgpu::collide_prelude(true))
+    let text = reap::collide::wgpu::COLLIDE.assemble(&reap::collide::wgpu::collide_prelude(true, false))
         + "
 @compute @workgroup_size(64)
 fn probe(@builtin(global_invocation_id) g: vec3<u32>) {

@@ -13,7 +13,11 @@
 // frame's status is set (the host then redoes the frame from the same bodies).
 //
 // Each entry point binds only what it uses (the pipelines' layouts are
-// derived from the shader), at most seven storage buffers.
+// derived from the shader), at most seven storage buffers. The dispatches
+// over a length known only on the device (a level's pairs, the candidates,
+// the contacts) are indirect: a one-invocation collide_groups_* entry point
+// turns the length word into workgroup counts first, so that they cover the
+// live length rather than the capacity.
 
 // Invocations per workgroup (src/collide/wgpu.rs `CollideTuning::workgroup`).
 override WG: u32 = 256u;
@@ -52,13 +56,15 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> frontier_out: array<vec2<u32>>;
 @group(0) @binding(9) var<storage, read_write> candidates: array<vec2<u32>>;
 @group(0) @binding(10) var<storage, read_write> contacts: array<Contact>;
-// Per body, 9 u64 sums (linear[3], angular[3], push[3]) as 18 u32.
-@group(0) @binding(11) var<storage, read_write> acc: array<atomic<u32>>;
+// Binding 11, the solver's per-body sums (`acc`, add_sum, load_sum), comes in
+// the prelude: sums32.wgsl or, with native 64-bit atomics, sums64.wgsl.
 @group(0) @binding(12) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(13) var<storage, read> previous: array<Contact>;
 @group(0) @binding(14) var<storage, read_write> table: array<atomic<u32>>;
 // The nodes as 8 i32 words each, for refit's atomics (min xyz, left, max xyz, right).
 @group(0) @binding(15) var<storage, read_write> bounds: array<atomic<i32>>;
+// Indirect dispatch arguments (x, y, z, unused) per slot, written by the collide_groups_* entry points.
+@group(0) @binding(16) var<storage, read_write> args: array<u32>;
 
 fn world() -> W {
     let p = P.world;
@@ -200,6 +206,53 @@ fn collide_refit_finish(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
     }
 }
 
+// Indirect arguments in slot `slot` for one invocation per item of `items`
+// (at least `least` workgroups), spread over x and y as index() reads them:
+// the dispatches that follow cover the live length, not the capacity.
+fn write_groups(slot: u32, items: u32, least: u32) {
+    let groups = max(items / WG + select(0u, 1u, items % WG != 0u), least);
+    let x = min(groups, 65535u);
+    var y = 0u;
+    if (x > 0u) {
+        y = (groups + x - 1u) / x;
+    }
+    args[4u * slot] = x;
+    args[4u * slot + 1u] = y;
+    args[4u * slot + 2u] = 1u;
+}
+
+// expand()'s workgroups: one invocation per input pair that fits (never fewer
+// than one workgroup: its first invocation writes the level's length word).
+@compute @workgroup_size(1)
+fn collide_groups_expand() {
+    write_groups(ARGS_EXPAND, min(frontier_n(), P.cap / 4u), 1u);
+}
+
+// narrow()'s workgroups: one invocation per stored candidate.
+@compute @workgroup_size(1)
+fn collide_groups_candidates() {
+    var count = 0u;
+    if (frontier_ok()) {
+        count = count_below(P.cand_word, P.cand_cap);
+    }
+    write_groups(ARGS_CANDIDATES, count, 0u);
+}
+
+// solve()'s workgroups over the contacts: one invocation per stored contact.
+@compute @workgroup_size(1)
+fn collide_groups_contacts() {
+    var count = 0u;
+    if (frontier_ok()) {
+        count = count_below(P.contact_word, P.contact_cap);
+    }
+    write_groups(ARGS_CONTACTS, count, 0u);
+}
+
+// The slots of `args` (src/collide/wgpu/engine.rs ARGS_*).
+const ARGS_EXPAND: u32 = 0u;
+const ARGS_CANDIDATES: u32 = 1u;
+const ARGS_CONTACTS: u32 = 2u;
+
 // pairs_init(): level 0 of the walk is [(root, root)], length and live count
 // 1 (0 under two bodies). The frame's clear emptied the candidate count.
 @compute @workgroup_size(1)
@@ -235,8 +288,8 @@ fn test(x: u32, nx: Node, y: u32, ny: Node, cand: ptr<function, array<vec2<u32>,
 // nothing at all when 4n slots do not fit the capacity P.cap; the candidates
 // found are appended to `candidates` (written only below P.cand_cap, counted
 // always, an overflow flagged in the status), and the live slots written are
-// counted. One invocation per input pair over the capacity; every invocation
-// reaches the workgroup's appends.
+// counted. One invocation per input pair (an indirect dispatch sized by
+// collide_groups_expand); every invocation reaches the workgroup's appends.
 @compute @workgroup_size(WG)
 fn collide_expand(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                   @builtin(local_invocation_index) lid: u32) {
@@ -414,21 +467,6 @@ fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if (!is_wall(c.b)) {
         atomicAdd(&counts[c.b], 1u);
     }
-}
-
-// Adds the i64 `v` to field f (0..9) of body i's sums, in 2^-24 fixed point
-// (two's complement: integer addition is associative, so the order in which
-// the atomics land does not change the sums; the carry makes the emulated
-// 64-bit add exact).
-fn add_sum(i: u32, f: u32, v: vec2<u32>) {
-    let at = 2u * (9u * i + f);
-    let old = atomicAdd(&acc[at], v.x);
-    atomicAdd(&acc[at + 1u], v.y + select(0u, 1u, old + v.x < old));
-}
-
-fn load_sum(i: u32, f: u32) -> vec2<u32> {
-    let at = 2u * (9u * i + f);
-    return vec2<u32>(atomicLoad(&acc[at]), atomicLoad(&acc[at + 1u]));
 }
 
 // A contact's impulse r added to both bodies' sums (a wall's side to none).

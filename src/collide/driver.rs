@@ -98,7 +98,18 @@ impl<E: Engine> frontier::Levels for Walk<'_, E> {
         level: u32,
         f: &mut dyn FnMut(&mut Self) -> CollideResult<()>,
     ) -> CollideResult<()> {
-        crate::clocks::timed(self, |w| w.0.clock(), StageId::level(name, level), f)
+        crate::clocks::timed(
+            self,
+            |w| w.0.clock(),
+            StageId::level(name, level),
+            |w| {
+                // Every level stage but expand is a library call (the compaction).
+                if name != stage::EXPAND {
+                    w.0.before_library()?;
+                }
+                f(w)
+            },
+        )
     }
     fn expand(&mut self, step: frontier::Step<'_, E::B>) -> CollideResult<()> {
         self.0.expand(step, self.1)

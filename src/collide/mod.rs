@@ -326,6 +326,12 @@ pub trait Engine {
     /// `fuse`: the pair frontier's algorithm when its site is fused into the
     /// expansion, which then writes only the live pairs, compacted.
     fn expand(&mut self, step: frontier::Step<'_, Self::B>, fuse: Option<Algorithm>) -> CollideResult<()>;
+    /// Called inside a stage just before it calls the library (the pair
+    /// frontier's compaction): an engine that holds back recorded work
+    /// submits it here, so that the library's own submission follows it.
+    fn before_library(&mut self) -> CollideResult<()> {
+        Ok(())
+    }
     /// Whether the engine fuses compaction sites into their producers.
     fn fuses(&self) -> bool {
         false

@@ -3,7 +3,7 @@
 //! shader's bindings (binding numbers as collide.wgsl declares them).
 
 use super::record::Recorder;
-use super::{WgpuCollide, cap32, word};
+use super::{Slot, WgpuCollide, cap32, word};
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, words};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
@@ -27,6 +27,7 @@ const COUNTS: u32 = 12;
 const PREVIOUS: u32 = 13;
 const TABLE: u32 = 14;
 const BOUNDS: u32 = 15;
+const ARGS: u32 = 16;
 
 const CONTACT: u64 = std::mem::size_of::<Contact>() as u64;
 
@@ -81,6 +82,10 @@ impl Engine for WgpuCollide {
 
     fn abort_frame(&mut self) {
         self.rec.abort();
+    }
+
+    fn before_library(&mut self) -> CollideResult<()> {
+        self.rec.flush()
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -157,7 +162,9 @@ impl Engine for WgpuCollide {
             last: at.last as u32,
             ..self.params()?
         };
-        let (nd, cand) = (self.nodes.raw().clone(), self.candidates.clone());
+        let (nd, cand, args) = (self.nodes.raw().clone(), self.candidates.clone(), self.args.clone());
+        // The level's length is on the device: the dispatch covers it, not the capacity.
+        self.run("collide_groups_expand", &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
         let binds = [
             (NODES, &nd),
             (FRONTIER_IN, input.raw()),
@@ -165,7 +172,7 @@ impl Engine for WgpuCollide {
             (CANDIDATES, &cand),
             (WORDS, words.raw()),
         ];
-        self.run("collide_expand", &p, &binds, capacity / 4)
+        self.run_indirect("collide_expand", &p, &binds, Slot::Expand)
     }
 
     fn candidate_capacity(&self) -> u64 {
@@ -192,8 +199,10 @@ impl Engine for WgpuCollide {
     fn narrow(&mut self, words: &mut WgpuBuffer<u64>) -> CollideResult<()> {
         let p = self.params()?;
         let (b, cand, ct) = (self.bodies.raw().clone(), self.candidates.clone(), self.contacts.clone());
+        let args = self.args.clone();
+        self.run("collide_groups_candidates", &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
         let binds = [(BODIES, &b), (CANDIDATES, &cand), (CONTACTS, &ct), (WORDS, words.raw())];
-        self.run("collide_narrow", &p, &binds, self.capacity)?;
+        self.run_indirect("collide_narrow", &p, &binds, Slot::Candidates)?;
         self.run("collide_walls", &p, &[(BODIES, &b), (CONTACTS, &ct), (WORDS, words.raw())], self.n as u64)
     }
 
@@ -204,22 +213,24 @@ impl Engine for WgpuCollide {
             (self.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
         let (prev, table) = (self.warm.previous.clone(), self.warm.table.clone());
         let n = self.n as u64;
-        let contacts = self.contact_capacity();
+        let args = self.args.clone();
         self.run("collide_gravity", &p, &[(BODIES, &b), (WORDS, w)], n)?;
-        // The contact count is on the device: every pass runs, over nothing when there is no contact.
+        // The contact count is on the device: every pass covers it (nothing when there is no contact).
+        self.run("collide_groups_contacts", &p, &[(WORDS, w), (ARGS, &args)], 1)?;
         self.rec.clear(&counts);
-        self.run("collide_count", &p, &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)], contacts)?;
+        self.run_indirect("collide_count", &p, &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)], Slot::Contacts)?;
         // Warm start: each contact first applies what it ended the last frame with, as a pass applies.
+        // The previous contacts' count is the host's: the table's used slots and the inserts are sized by it.
         self.rec.clear(&acc);
-        self.run("collide_warm_clear", &p, &[(TABLE, &table)], self.warm.slots)?;
-        self.run("collide_warm_table", &p, &[(PREVIOUS, &prev), (TABLE, &table), (WORDS, w)], self.warm.capacity())?;
+        self.run("collide_warm_clear", &p, &[(TABLE, &table)], self.warm.used_slots())?;
+        self.run("collide_warm_table", &p, &[(PREVIOUS, &prev), (TABLE, &table), (WORDS, w)], self.warm.count)?;
         let binds = [(CONTACTS, &ct), (WORDS, w), (PREVIOUS, &prev), (TABLE, &table), (BODIES, &b), (ACC, &acc)];
-        self.run("collide_warm", &p, &binds, contacts)?;
+        self.run_indirect("collide_warm", &p, &binds, Slot::Contacts)?;
         self.apply(&p, w)?;
         for _ in 0..iterations {
             self.rec.clear(&acc);
             let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
-            self.run("collide_solve", &p, &binds, contacts)?;
+            self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
             self.apply(&p, w)?;
         }
         Ok(())

@@ -60,18 +60,44 @@ pub struct CollideTuning {
     pub fast_sort: FastSortTuning,
 }
 
+impl CollideTuning {
+    /// The defaults with `REAP_COLLIDE_WGPU_TUNING="exact=0,workgroup=128"`
+    /// applied: the engine's overrides for experiments, as `REAP_WGPU_TUNING` is the library's.
+    pub fn from_env() -> CollideResult<Self> {
+        let mut t = CollideTuning::default();
+        crate::compaction::tuning_from_env("REAP_COLLIDE_WGPU_TUNING", "wgpu collide", |k, v| {
+            let bad = |why: String| Error::Tuning { algorithm: "wgpu collide", why };
+            let int = || v.parse::<u32>().map_err(|_| bad(format!("`{k}={v}`: expected a whole number")));
+            match k {
+                "workgroup" => t.workgroup = int()?,
+                "exact" => t.exact = int()? != 0,
+                _ => return Err(bad(format!("no tuning key `{k}` (workgroup, exact)"))),
+            }
+            Ok(())
+        })?;
+        Ok(t)
+    }
+}
+
+/// The solver's sums with two u32 atomics per u64.
+pub const SUMS32: Shader = wgsl_source!("collide/sums32.wgsl");
+/// The solver's sums with native 64-bit atomics.
+pub const SUMS64: Shader = wgsl_source!("collide/sums64.wgsl");
+
 /// What collide.wgsl's module starts with: whether products are kept out of
-/// FMA contraction ([`CollideTuning::exact`]).
-pub fn collide_prelude(exact: bool) -> String {
-    format!("const EXACT: bool = {exact};")
+/// FMA contraction ([`CollideTuning::exact`]), and the solver's sums with
+/// native 64-bit atomics (`int64`: the device has them) or two u32 each.
+pub fn collide_prelude(exact: bool, int64: bool) -> String {
+    let sums = if int64 { &SUMS64 } else { &SUMS32 };
+    format!("const EXACT: bool = {exact};\n{}", sums.text)
 }
 
 /// Every collide shader variant as assembled for its pipelines: (name,
 /// text), for the validate-everything test.
 pub fn shader_sources() -> Vec<(String, String)> {
-    let mut all: Vec<_> = [true, false]
+    let mut all: Vec<_> = [(true, false), (false, false), (true, true), (false, true)]
         .iter()
-        .map(|&e| (format!("{} exact={e}", COLLIDE.name), COLLIDE.assemble(&collide_prelude(e))))
+        .map(|&(e, i)| (format!("{} exact={e} int64={i}", COLLIDE.name), COLLIDE.assemble(&collide_prelude(e, i))))
         .collect();
     all.extend(fast_sort::sources());
     all
@@ -118,6 +144,35 @@ pub(crate) fn pipeline(
     .map_err(wgpu_err)
 }
 
+/// The slots of the indirect arguments (collide.wgsl ARGS_*): which length
+/// a dispatch covers.
+#[derive(Clone, Copy)]
+pub(crate) enum Slot {
+    /// A level's input pairs (collide_groups_expand).
+    Expand = 0,
+    /// The stored candidates (collide_groups_candidates).
+    Candidates = 1,
+    /// The stored contacts (collide_groups_contacts).
+    Contacts = 2,
+}
+
+/// The indirect arguments' buffer: x, y, z and one unused word per slot.
+fn indirect_args(b: &WgpuBackend) -> CollideResult<wgpu::Buffer> {
+    let dev = b.device();
+    dev.scoped(
+        || "the collider's indirect arguments".into(),
+        || {
+            dev.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("reap collide indirect args"),
+                size: 3 * 16,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT,
+                mapped_at_creation: false,
+            })
+        },
+    )
+    .map_err(wgpu_err)
+}
+
 /// A u64 word index of the frame's array as the shaders take it.
 fn word(w: u64) -> CollideResult<u32> {
     u32::try_from(w).map_err(|_| CollideError::Settings(format!("word {w} of a frame: too many words")))
@@ -151,6 +206,8 @@ pub struct WgpuCollide {
     acc: wgpu::Buffer,
     /// Each body's contacts this frame (the solver splits its mass over them).
     counts: wgpu::Buffer,
+    /// Indirect dispatch arguments, a slot of 16 bytes per `Slot` (collide.wgsl ARGS_*).
+    args: wgpu::Buffer,
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
@@ -167,7 +224,7 @@ fn initial_capacity(n: u64) -> u64 {
 
 impl WgpuCollide {
     pub fn new(backend: WgpuBackend, world: World, bodies: &[Body]) -> CollideResult<Self> {
-        Self::with_tuning(backend, world, bodies, CollideTuning::default())
+        Self::with_tuning(backend, world, bodies, CollideTuning::from_env()?)
     }
 
     pub fn with_tuning(
@@ -207,6 +264,7 @@ impl WgpuCollide {
             capacity,
             acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
             counts: b.raw_buffer("the contact counts", n * 4)?,
+            args: indirect_args(b)?,
             found: 0,
             contact_count: 0,
             warm: WarmStart::new(b, contacts)?,
@@ -234,7 +292,7 @@ impl WgpuCollide {
         if let Some(p) = self.pipelines.get(entry) {
             return Ok(p.clone());
         }
-        let prelude = collide_prelude(self.tuning.exact);
+        let prelude = collide_prelude(self.tuning.exact, self.backend.device().int64_atomics);
         let p = pipeline(&self.backend, &COLLIDE, &prelude, entry, &[("WG", self.tuning.workgroup as f64)])?;
         self.pipelines.insert(entry, p.clone());
         Ok(p)
@@ -256,6 +314,21 @@ impl WgpuCollide {
         let p = self.pipe(entry)?;
         let groups = self.groups(items)?;
         self.rec.dispatch(&p, params, binds, groups);
+        Ok(())
+    }
+
+    /// Records `entry` with as many workgroups as the device wrote to `slot`
+    /// (a collide_groups_* entry point recorded before it).
+    fn run_indirect(
+        &mut self,
+        entry: &'static str,
+        params: &Params,
+        binds: &[(u32, &wgpu::Buffer)],
+        slot: Slot,
+    ) -> CollideResult<()> {
+        let p = self.pipe(entry)?;
+        let args = self.args.clone();
+        self.rec.dispatch_indirect(&p, params, binds, &args, slot as u64 * 16);
         Ok(())
     }
 

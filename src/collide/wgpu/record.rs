@@ -1,7 +1,7 @@
 //! How the wgpu engine records a frame: its dispatches, clears and timestamps
 //! wait in a list until something else must run after them (a library call,
 //! which submits its own work; the frame's end), then go to the queue as one
-//! submission. The recorder is also the frame's [`Clock`]: a stage is the
+//! submission (stages do not submit on their own). The recorder is also the frame's [`Clock`]: a stage is the
 //! span between two timestamps written into the queue's order, so a stage
 //! that calls the library (the split sort, the pair frontier's compaction)
 //! is timed like the engine's own. Without timestamps inside encoders the
@@ -54,9 +54,17 @@ enum Op {
         pipeline: wgpu::ComputePipeline,
         params: Vec<u8>,
         binds: Vec<(u32, wgpu::Buffer)>,
-        groups: u32,
+        groups: Groups,
     },
     Timestamp(u32),
+}
+
+/// How many workgroups a dispatch runs.
+enum Groups {
+    /// Known on the host.
+    Direct(u32),
+    /// Read by the device from an indirect-arguments buffer at this offset.
+    Indirect(wgpu::Buffer, u64),
 }
 
 /// Where a stage started.
@@ -118,6 +126,29 @@ impl Recorder {
         if groups == 0 {
             return;
         }
+        self.push_dispatch(pipeline, params, binds, Groups::Direct(groups));
+    }
+
+    /// A dispatch whose workgroup counts the device reads from `args` at
+    /// byte `offset` (x, y, z as [`Recorder::dispatch`] spreads them).
+    pub fn dispatch_indirect<P: bytemuck::Pod>(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &P,
+        binds: &[(u32, &wgpu::Buffer)],
+        args: &wgpu::Buffer,
+        offset: u64,
+    ) {
+        self.push_dispatch(pipeline, params, binds, Groups::Indirect(args.clone(), offset));
+    }
+
+    fn push_dispatch<P: bytemuck::Pod>(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &P,
+        binds: &[(u32, &wgpu::Buffer)],
+        groups: Groups,
+    ) {
         let params = bytemuck::bytes_of(params).to_vec();
         debug_assert!(params.len() as u64 <= STRIDE);
         let binds = binds.iter().map(|&(i, b)| (i, b.clone())).collect();
@@ -182,8 +213,13 @@ impl Recorder {
                                 });
                                 pass.set_pipeline(pipeline);
                                 pass.set_bind_group(0, &bg, &[]);
-                                let x = (*groups).min(65_535);
-                                pass.dispatch_workgroups(x, groups.div_ceil(x), 1);
+                                match groups {
+                                    Groups::Direct(n) => {
+                                        let x = (*n).min(65_535);
+                                        pass.dispatch_workgroups(x, n.div_ceil(x), 1);
+                                    }
+                                    Groups::Indirect(args, offset) => pass.dispatch_workgroups_indirect(args, *offset),
+                                }
                                 k += 1;
                                 i += 1;
                             }
@@ -293,14 +329,13 @@ impl Clock<StageId> for Recorder {
     type Mark = Mark;
     type Error = CollideError;
 
-    /// The stage starts after everything before it: pending work is
-    /// submitted here, so the library's own submissions inside the stage
-    /// follow it.
+    /// The stage starts after everything before it. With timestamps in the
+    /// queue nothing is submitted here (one submission per stage costs tens
+    /// of microseconds): a stage that calls the library flushes first
+    /// (`Engine::before_library`), so the library's submissions follow.
     fn start(&mut self) -> CollideResult<Mark> {
         if self.inside {
-            let q = self.stamp()?;
-            self.flush()?;
-            Ok(Mark::Query(q))
+            Ok(Mark::Query(self.stamp()?))
         } else {
             self.flush()?;
             self.dev.wait("timing a collide stage").map_err(wgpu_err)?;

@@ -86,8 +86,8 @@ impl WarmStart {
         Ok(())
     }
 
-    /// Contacts the previous buffer holds.
-    pub(super) fn capacity(&self) -> u64 {
-        self.previous.size() / CONTACT
+    /// The table's slots the previous contacts use (collide_warm_clear clears those).
+    pub(super) fn used_slots(&self) -> u64 {
+        table_slots(self.count).min(self.slots)
     }
 }
