@@ -71,6 +71,7 @@ impl Engine for WgpuCollide {
 
     fn end_frame(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<Option<FrameEnd>> {
         // The frame's two host waits: the words (their copy follows the frame's work), then the stage times.
+        self.rec.reclaim(&self.backend);
         self.rec.flush()?;
         let w = self.backend.download(words)?;
         let times = self.rec.finish()?;
@@ -81,11 +82,12 @@ impl Engine for WgpuCollide {
     }
 
     fn abort_frame(&mut self) {
+        self.rec.reclaim(&self.backend);
         self.rec.abort();
     }
 
     fn before_library(&mut self) -> CollideResult<()> {
-        self.rec.flush()
+        self.rec.lend(&self.backend)
     }
 
     fn codes(&mut self) -> CollideResult<()> {
@@ -97,8 +99,8 @@ impl Engine for WgpuCollide {
     fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
         match method {
             SortMethod::Split(a) => {
-                // The library submits its own work: what waits goes first.
-                self.rec.flush()?;
+                // The library's calls record after what waits.
+                self.rec.lend(&self.backend)?;
                 self.backend.radix_sort(a, &mut self.keys, Some(&mut self.ids))?;
                 Ok(())
             }

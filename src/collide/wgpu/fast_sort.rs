@@ -100,8 +100,8 @@ impl FastSort {
             self.offsets.set_len(entries)?;
             let p = SortParams { n, shift, bits, tiles };
             rec.dispatch(&self.histogram, &p, &[(1, &src.0), (3, self.hist.raw())], tiles);
-            // The library's scan submits its own work: what waits goes first.
-            rec.flush()?;
+            // The library's scan records after what waits.
+            rec.lend(b)?;
             b.exclusive_scan(Algorithm::Lookback, &self.hist, &mut self.offsets)?;
             let binds = [(1, &src.0), (2, &src.1), (4, self.offsets.raw()), (5, &dst.0), (6, &dst.1)];
             rec.dispatch(&self.scatter, &p, &binds, tiles);

@@ -14,6 +14,7 @@ use crate::clocks::Clock;
 use crate::collide::layout::World;
 use crate::collide::{CollideError, CollideResult, StageId};
 use crate::compaction::Error;
+use crate::compaction::wgpu::WgpuBackend;
 use crate::wgpu_runtime::{Device, timer};
 
 /// One dispatch's parameters: shaders/collide/collide.wgsl `Params`, keep
@@ -85,6 +86,9 @@ pub struct Recorder {
     /// Each stage of the frame with its two queries, or its host time (ms).
     stages: Vec<(StageId, u32, u32)>,
     host: Vec<(StageId, f64)>,
+    /// The frame's encoder between submissions: what waits is encoded into
+    /// it, and a library call records into it too ([`Recorder::lend`]).
+    held: Option<wgpu::CommandEncoder>,
 }
 
 fn wgpu_err(e: crate::wgpu_runtime::Error) -> CollideError {
@@ -102,6 +106,7 @@ impl Recorder {
             used: 0,
             stages: Vec::new(),
             host: Vec::new(),
+            held: None,
         }
     }
 
@@ -157,9 +162,44 @@ impl Recorder {
 
     /// Submits what waits, as one command buffer (nothing when nothing does).
     pub fn flush(&mut self) -> CollideResult<()> {
+        self.encode()?;
+        if let Some(enc) = self.held.take() {
+            self.dev.queue.submit([enc.finish()]);
+        }
+        Ok(())
+    }
+
+    /// Before a library call: with timestamps in the queue, what waits is
+    /// encoded and the frame's encoder lent to the library, whose call
+    /// records into it (no submission of its own: each costs tens of
+    /// microseconds, and the GPU idles between them); with the host clock,
+    /// what waits is submitted and the library submits its own.
+    pub fn lend(&mut self, b: &WgpuBackend) -> CollideResult<()> {
+        self.reclaim(b);
+        if !self.inside {
+            return self.flush();
+        }
+        self.encode()?;
+        if let Some(enc) = self.held.take() {
+            b.record_into(enc);
+        }
+        Ok(())
+    }
+
+    /// Takes the frame's encoder back from the library (after its calls).
+    pub fn reclaim(&mut self, b: &WgpuBackend) {
+        if let Some(enc) = b.take_recording() {
+            debug_assert!(self.held.is_none(), "the encoder was lent, so none is held");
+            self.held = Some(enc);
+        }
+    }
+
+    /// Encodes what waits into the frame's encoder.
+    fn encode(&mut self) -> CollideResult<()> {
         if self.ops.is_empty() {
             return Ok(());
         }
+        let mut enc = self.held.take().unwrap_or_else(|| self.dev.device.create_command_encoder(&Default::default()));
         let ops = std::mem::take(&mut self.ops);
         let dev = self.dev.clone();
         let mut uniforms = Vec::new();
@@ -182,7 +222,6 @@ impl Recorder {
                         usage: wgpu::BufferUsages::UNIFORM,
                     })
                 });
-                let mut enc = dev.device.create_command_encoder(&Default::default());
                 let mut k = 0u64;
                 let mut i = 0;
                 while i < ops.len() {
@@ -228,10 +267,11 @@ impl Recorder {
                     }
                     i += 1;
                 }
-                dev.queue.submit([enc.finish()]);
             },
         )
-        .map_err(wgpu_err)
+        .map_err(wgpu_err)?;
+        self.held = Some(enc);
+        Ok(())
     }
 
     /// A timestamp in queue order, its query index.
@@ -318,6 +358,7 @@ impl Recorder {
 
     /// Forgets an abandoned frame's pending work and stages.
     pub fn abort(&mut self) {
+        self.held = None;
         self.ops.clear();
         self.stages.clear();
         self.host.clear();
