@@ -36,10 +36,28 @@ pub const WIDE: Shader = wgsl_source!("trace/wide.wgsl", headers: &[COMMON]);
 /// The level loop's device side (kernels/frontier.cuh's twin).
 pub const FRONTIER: Shader = wgsl_source!("frontier.wgsl", headers: &[COMMON]);
 pub const WAVEFRONT: Shader = wgsl_source!("trace/wavefront.wgsl", headers: &[COMMON, TEXTURE, BSDF, WIDE, FRONTIER]);
+/// WAVEFRONT's hit merge, put before it as its prelude: one u64 atomicMin
+/// where the device has 64-bit atomics ([`Device::int64_atomics`]), else a
+/// lock in 32-bit words.
+pub const HIT64: Shader = wgsl_source!("trace/hit64.wgsl");
+pub const HIT_LOCK: Shader = wgsl_source!("trace/hit_lock.wgsl");
 /// The sums to 8-bit sRGB (tonemap.cu's twin), into a storage texture or words.
 pub const TONEMAP: Shader = wgsl_source!("trace/tonemap.wgsl");
-/// The tracer's shaders, for the validate-everything test.
-pub const SOURCES: &[Shader] = &[WAVEFRONT, TONEMAP];
+
+/// wavefront.wgsl's text with the hit merge the device can run.
+pub fn wavefront_text(int64_atomics: bool) -> String {
+    WAVEFRONT.assemble(if int64_atomics { HIT64.text } else { HIT_LOCK.text })
+}
+
+/// Every variant of the tracer's shaders, (name, text), for the
+/// validate-everything test.
+pub fn shader_variants() -> Vec<(String, String)> {
+    vec![
+        (format!("{} + {}", WAVEFRONT.name, HIT64.name), wavefront_text(true)),
+        (format!("{} + {}", WAVEFRONT.name, HIT_LOCK.name), wavefront_text(false)),
+        (TONEMAP.name.to_string(), TONEMAP.assemble("")),
+    ]
+}
 
 /// wavefront.wgsl `STACK`.
 const GPU_STACK: u32 = 64;
@@ -53,9 +71,9 @@ pub struct TraceTuning {
     pub workgroup: u32,
     /// Workgroups at most per dispatch; grid-stride loops cover the rest.
     pub max_groups: u32,
-    /// Attempts at a path's hit-key lock (`HIT_SPIN`): a holder releases it
-    /// within the iteration it took it, so contenders wait a few iterations
-    /// at most; the bound only keeps lavapipe's loop limit out of reach.
+    /// Attempts at a path's hit-key lock (hit_lock.wgsl `HIT_SPIN`), on
+    /// devices without 64-bit atomics only: a holder releases it within the
+    /// iteration it took it; the bound keeps lavapipe's loop limit out of reach.
     pub hit_spin: u32,
 }
 
@@ -114,7 +132,7 @@ enum Kind {
     Read,
     Write,
 }
-const KINDS: [Kind; 12] = [
+const KINDS: [Kind; 13] = [
     Kind::Params,  // prm
     Kind::Uniform, // info
     Kind::Read,    // sc
@@ -127,17 +145,19 @@ const KINDS: [Kind; 12] = [
     Kind::Read,    // fin
     Kind::Write,   // fout
     Kind::Write,   // sums
+    Kind::Write,   // pw64: the path words again, as u64s (hit64.wgsl)
 ];
 
 /// Each entry point and the bindings it uses (at most 7 storage buffers, the
-/// fewest the backend's device accepts).
+/// fewest the backend's device accepts). Binding 12 is dropped where the
+/// hit merge is hit_lock.wgsl, which does not declare it.
 const ENTRIES: &[(&str, &[u32])] = &[
     ("trace_camera", &[0, 1, 4, 5, 6, 8]),
     ("trace_depth_first", &[0, 1, 2, 4, 5, 6, 8]),
     ("trace_depth_first_wide", &[0, 1, 2, 4, 5, 6, 8]),
     ("trace_bf_init", &[0, 1, 2, 4, 5, 6, 8, 10]),
-    ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10]),
-    ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10]),
+    ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_shade", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
     ("trace_nee", &[0, 1, 4, 5, 6, 8]),
     ("trace_accumulate", &[0, 1, 4, 8, 11]),
@@ -147,7 +167,7 @@ const ENTRIES: &[(&str, &[u32])] = &[
 struct Kernel {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    bindings: &'static [u32],
+    bindings: Vec<u32>,
 }
 
 /// The buffers a dispatch binds besides the engine's own.
@@ -337,11 +357,9 @@ impl WgpuEngine {
     pub fn hits(&self) -> TraceResult<Vec<u64>> {
         lock(&self.pending).submit();
         let n = self.shard.count;
-        let at = |field: u64| field * self.path_capacity * 4;
-        let lo = self.dev.read(&self.pw, at(0), n * 4, "reading the hit keys").map_err(rt_err)?;
-        let hi = self.dev.read(&self.pw, at(1), n * 4, "reading the hit keys").map_err(rt_err)?;
-        let (lo, hi): (Vec<u32>, Vec<u32>) = (bytemuck::pod_collect_to_vec(&lo), bytemuck::pod_collect_to_vec(&hi));
-        Ok(lo.iter().zip(&hi).map(|(&l, &h)| (h as u64) << 32 | l as u64).collect())
+        // common.wgsl `key_at`: each key's (lo, hi) words side by side, a little-endian u64.
+        let keys = self.dev.read(&self.pw, 0, n * 8, "reading the hit keys").map_err(rt_err)?;
+        Ok(bytemuck::pod_collect_to_vec(&keys))
     }
 
     /// Which clock timed the stages.
@@ -352,12 +370,17 @@ impl WgpuEngine {
     /// Entry point `name` of wavefront.wgsl (compiled on first use).
     fn kernel(&mut self, name: &'static str) -> TraceResult<&Kernel> {
         if !self.kernels.contains_key(name) {
-            let bindings = ENTRIES.iter().find(|(n, _)| *n == name).map(|(_, b)| *b).ok_or_else(|| {
-                TraceError::Settings(format!("wavefront.wgsl has no entry point {name} listed in ENTRIES"))
-            })?;
+            let int64 = self.dev.int64_atomics;
+            let bindings: Vec<u32> = ENTRIES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, b)| b.iter().copied().filter(|&b| int64 || b != 12).collect())
+                .ok_or_else(|| {
+                    TraceError::Settings(format!("wavefront.wgsl has no entry point {name} listed in ENTRIES"))
+                })?;
             let dev = self.dev.clone();
             if self.module.is_none() {
-                let text = WAVEFRONT.assemble("");
+                let text = wavefront_text(int64);
                 let m = dev
                     .scoped(
                         || "the shader trace/wavefront.wgsl".into(),
@@ -373,7 +396,10 @@ impl WgpuEngine {
             }
             let module = self.module.as_ref().ok_or_else(|| TraceError::Settings("no module".into()))?;
             let t = self.tuning;
-            let consts = [("WG", t.workgroup as f64), ("HIT_SPIN", t.hit_spin as f64)];
+            let mut consts = vec![("WG", t.workgroup as f64)];
+            if !int64 {
+                consts.push(("HIT_SPIN", t.hit_spin as f64));
+            }
             let (layout, pipeline) = dev
                 .scoped(
                     || format!("the pipeline trace/wavefront.wgsl::{name}"),
@@ -421,7 +447,7 @@ impl WgpuEngine {
         let kernel = self.kernels.get(name).ok_or_else(|| TraceError::Settings(format!("no kernel {name}")))?;
         let missing = |what: &str| TraceError::Settings(format!("{name} binds {what}, which the stage did not pass"));
         let mut entries = Vec::with_capacity(kernel.bindings.len());
-        for &b in kernel.bindings {
+        for &b in &kernel.bindings {
             let buffer = match b {
                 0 => {
                     entries.push(wgpu::BindGroupEntry {
@@ -437,7 +463,7 @@ impl WgpuEngine {
                 1 => info,
                 2 | 3 => scene,
                 4 => pv,
-                5 => pw,
+                5 | 12 => pw,
                 6 => io.queue.ok_or_else(|| missing("a queue"))?,
                 7 => io.next.ok_or_else(|| missing("a next queue"))?,
                 8 => io.words.ok_or_else(|| missing("the frame's words"))?,
