@@ -39,8 +39,8 @@ fn wgpu() -> Option<WgpuBackend> {
 #[test]
 fn every_trace_shader_validates_with_naga() {
     let mut failures = Vec::new();
-    for (name, text) in reap::trace::wgpu::shader_variants() {
-        if let Err(e) = reap::wgpu_runtime::pipelines::validate(&name, &text, false) {
+    for (name, text, subgroups) in reap::trace::wgpu::shader_variants() {
+        if let Err(e) = reap::wgpu_runtime::pipelines::validate(&name, &text, subgroups) {
             failures.push(e);
         }
     }

@@ -130,56 +130,79 @@ fn trace_depth_first(@builtin(global_invocation_id) gid: vec3<u32>) {
 // Depth-first on the 8-wide BVH (wavefront.cu trace_depth_first_wide, after
 // Ylitie et al.): the hit children of a node become a group (the node's
 // first wide child, its hit bits << 24 | the slots the children are
-// counted by), and the stack holds groups, one per level at most. One
-// invocation per ray: WGSL has no portable ballot to fetch rays as lanes
-// finish, as the CUDA kernel does.
-fn depth_first_wide_one(path: u32, shadow: bool) {
-    let r = path_ray(path, shadow);
-    if r.tmax <= 0.0 { return; }
-    if info.counts.w == 0u {  // an empty scene: every ray misses
-        if shadow { wset(W_OCCLUDED, path, 0u); } else { key_set(path, KEY_DEAD); }
-        return;
-    }
-    let inv = inv_dir(r.d);
-    let oct = octant(r.d);
+// counted by), and the stack holds groups, one per level at most.
+//
+// Lanes take rays as they finish (Aila & Laine 2009; wavefront.cu says why:
+// rays' walks differ in length by several times): an idle lane takes the
+// queue's next entry through the lanes_* helpers of the prelude
+// (fetch_subgroup.wgsl or fetch_lane.wgsl), so the dispatch is sized by the
+// lanes the GPU holds at once (wgpu.rs `TraceTuning::fetch_groups`), not by
+// the queue. Each iteration takes rays or visits one node, and every ray's
+// walk ends, so the loop does.
+const LANE_IDLE: u32 = 0u;
+const LANE_BUSY: u32 = 1u;
+const LANE_DONE: u32 = 2u;
+
+@compute @workgroup_size(WG)
+fn trace_depth_first_wide() {
+    let n = length_of(prm.queue_len, prm.capacity);
+    let shadow = prm.shadow != 0u;
+    var state = LANE_IDLE;
+    var path = 0u;
+    var r = Ray(vec3<f32>(0.0), vec3<f32>(0.0), 0.0);
+    var inv = vec3<f32>(0.0);
+    var oct = 0u;
     var best = KEY_DEAD;
     var stack: array<vec2<u32>, WIDE_STACK>;
     var sp = 0u;
-    // The root: a group of one wide child, slot oct ^ 7 (its bit, 31).
-    var group = vec2<u32>(0u, 0x80000000u);
-    var occluded = false;
-    // Each wide node is visited once: the loop ends within the node count.
+    var group = vec2<u32>(0u, 0u);
     loop {
-        let bit = firstLeadingBit(group.y & 0xff000000u);
-        group.y &= ~(1u << bit);
-        let e = group.x + wide_rank(group.y & 0xffu, bit - 24u, oct);
-        if (group.y & 0xff000000u) != 0u && sp < WIDE_STACK {
-            stack[sp] = group;
-            sp += 1u;
+        if lanes_fetch(state == LANE_IDLE, state == LANE_BUSY) {
+            let i = lanes_take(state == LANE_IDLE);
+            if state == LANE_IDLE {
+                if i >= n {
+                    state = LANE_DONE;
+                } else {
+                    path = queue[i];
+                    if path != TRACE_DEAD32 {
+                        r = path_ray(path, shadow);
+                        if r.tmax > 0.0 && info.counts.w == 0u {  // an empty scene: every ray misses
+                            if shadow { wset(W_OCCLUDED, path, 0u); } else { key_set(path, KEY_DEAD); }
+                        } else if r.tmax > 0.0 {
+                            inv = inv_dir(r.d);
+                            oct = octant(r.d);
+                            best = KEY_DEAD;
+                            sp = 0u;
+                            // The root: a group of one wide child, slot oct ^ 7 (its bit, 31).
+                            group = vec2<u32>(0u, 0x80000000u);
+                            state = LANE_BUSY;
+                        }
+                    }
+                }
+            }
         }
-        let h = wide_children(e, r.o, inv, oct, key_dist(best, r.tmax));
-        occluded = wide_leaves(h, oct, r.o, r.d, r.tmax, shadow, &best);
-        group = vec2<u32>(h.child_base, (h.nodes << 24u) | h.internal);
-        if occluded { break; }
-        if (group.y & 0xff000000u) == 0u {
-            if sp == 0u { break; }
-            sp -= 1u;
-            group = stack[sp];
+        if lanes_all(state == LANE_DONE) { break; }
+        if state == LANE_BUSY {
+            // One node: its children tested, its leaves intersected.
+            let bit = firstLeadingBit(group.y & 0xff000000u);
+            group.y &= ~(1u << bit);
+            let e = group.x + wide_rank(group.y & 0xffu, bit - 24u, oct);
+            if (group.y & 0xff000000u) != 0u && sp < WIDE_STACK {
+                stack[sp] = group;
+                sp += 1u;
+            }
+            let h = wide_children(e, r.o, inv, oct, key_dist(best, r.tmax));
+            let occluded = wide_leaves(h, oct, r.o, r.d, r.tmax, shadow, &best);
+            group = vec2<u32>(h.child_base, (h.nodes << 24u) | h.internal);
+            if !occluded && (group.y & 0xff000000u) == 0u && sp > 0u {
+                sp -= 1u;
+                group = stack[sp];
+            }
+            if occluded || (group.y & 0xff000000u) == 0u {
+                if shadow { wset(W_OCCLUDED, path, u32(occluded)); } else { key_set(path, best); }
+                state = LANE_IDLE;
+            }
         }
-    }
-    if shadow {
-        wset(W_OCCLUDED, path, u32(occluded));
-    } else {
-        key_set(path, best);
-    }
-}
-
-@compute @workgroup_size(WG)
-fn trace_depth_first_wide(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n = length_of(prm.queue_len, prm.capacity);
-    for (var i = gid.x; i < n; i += prm.stride) {
-        let path = queue[i];
-        if path != TRACE_DEAD32 { depth_first_wide_one(path, prm.shadow != 0u); }
     }
 }
 

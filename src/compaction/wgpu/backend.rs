@@ -91,6 +91,41 @@ impl WgpuBackend {
         lens: Option<Lens<'_, Self>>,
         record: impl FnOnce(&Io, &mut Plan) -> Result<()>,
     ) -> Result<WgpuReport> {
+        let (plan, count) = self.plan_call(cap, input, output, lens, record)?;
+        let timings = vec![self.run(plan)?];
+        Ok(WgpuReport { dev: self.device().clone(), count, timings })
+    }
+
+    /// [`Backend::select_counted`] with a sentinel keep rule, recorded into
+    /// `encoder` instead of submitted ([`WgpuBackend::record`]): the count
+    /// lands in `words[lens.output]` when the encoder's work runs.
+    pub(crate) fn record_select_counted<T: Element>(
+        &self,
+        algorithm: Algorithm,
+        input: &WgpuBuffer<T>,
+        sentinel: T,
+        output: &mut WgpuBuffer<T>,
+        lens: Lens<'_, Self>,
+        encoder: &mut ::wgpu::CommandEncoder,
+    ) -> Result<()> {
+        check_element::<T>()?;
+        self.check_call(algorithm, Operation::Select, input.len, output.len)?;
+        let rule = self.keep_rule(input.len, Keep::Sentinel(sentinel))?;
+        let (plan, _) = self.plan_call(input.len, &input.raw, &output.raw, Some(lens), |io, plan| {
+            self.compact_raw(algorithm, (false, Rejected::InOrder), &rule, io, plan)
+        })?;
+        self.record(&plan, encoder)
+    }
+
+    /// A call's plan (see [`Self::call`]) and where its count lands.
+    fn plan_call(
+        &self,
+        cap: u64,
+        input: &::wgpu::Buffer,
+        output: &::wgpu::Buffer,
+        lens: Option<Lens<'_, Self>>,
+        record: impl FnOnce(&Io, &mut Plan) -> Result<()>,
+    ) -> Result<(Plan, Count)> {
         let mut plan = Plan::default();
         let (io, count) = match lens {
             Some(lens) => {
@@ -122,8 +157,7 @@ impl WgpuBackend {
         if cap > 0 {
             record(&io, &mut plan)?;
         }
-        let timings = vec![self.run(plan)?];
-        Ok(WgpuReport { dev: self.device().clone(), count, timings })
+        Ok((plan, count))
     }
 
     /// Records a select, or with `split` a partition, for the backend's own

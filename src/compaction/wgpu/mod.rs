@@ -147,6 +147,32 @@ impl WgpuReport {
     }
 }
 
+/// Where a plan's passes go: a call's own timed submission ([`WgpuBackend::run`])
+/// or a caller's encoder ([`WgpuBackend::record`]).
+enum Sink<'a> {
+    Timed(&'a mut Stages),
+    Encoder(&'a mut ::wgpu::CommandEncoder),
+}
+
+impl Sink<'_> {
+    fn encoder(&mut self) -> &mut ::wgpu::CommandEncoder {
+        match self {
+            Sink::Timed(st) => st.encoder(),
+            Sink::Encoder(e) => e,
+        }
+    }
+    fn pass(&mut self, name: &'static str, f: &mut dyn FnMut(&mut ::wgpu::ComputePass<'_>)) -> Result<()> {
+        match self {
+            Sink::Timed(st) => st.pass(name, f)?,
+            Sink::Encoder(e) => {
+                f(&mut e
+                    .begin_compute_pass(&::wgpu::ComputePassDescriptor { label: Some(name), timestamp_writes: None }))
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One stage of a plan as `run` encodes it: its name, the clears and copies
 /// before its pass, and its dispatches with their parameters' uniform offsets.
 type StageSteps<'a> = (&'static str, Vec<&'a Step>, Vec<(u64, &'a Step)>);
@@ -327,6 +353,20 @@ impl WgpuBackend {
     /// Runs a plan as one submission: parameters uploaded, bind groups
     /// made, a pass per stage.
     pub fn run(&self, plan: Plan) -> Result<Timing> {
+        let mut st = Stages::new(&self.dev);
+        self.encode(&plan, &mut Sink::Timed(&mut st))?;
+        Ok(st.finish()?)
+    }
+
+    /// Records a plan into `encoder`, untimed and unsubmitted: for a
+    /// workload that records a frame's stages into one encoder, times them
+    /// itself and submits once, where a submission per call would leave
+    /// the GPU waiting on the host between small calls.
+    pub(crate) fn record(&self, plan: &Plan, encoder: &mut ::wgpu::CommandEncoder) -> Result<()> {
+        self.encode(plan, &mut Sink::Encoder(encoder))
+    }
+
+    fn encode(&self, plan: &Plan, sink: &mut Sink<'_>) -> Result<()> {
         let dispatches = plan.steps.iter().filter(|s| matches!(s, Step::Dispatch { .. })).count() as u64;
         let mut uniform_bytes = vec![0u8; (dispatches.max(1) * PARAMS_STRIDE) as usize];
         let mut k = 0;
@@ -349,7 +389,6 @@ impl WgpuBackend {
                 })
             },
         )?;
-        let mut st = Stages::new(dev);
         // Group the steps by stage: clears and copies first, then one pass.
         let mut stages: Vec<StageSteps<'_>> = Vec::new();
         let mut k = 0u64;
@@ -373,9 +412,9 @@ impl WgpuBackend {
                 for (name, transfers, work) in &stages {
                     for t in transfers {
                         match t {
-                            Step::Clear { buffer, offset, size } => st.encoder().clear_buffer(buffer, *offset, *size),
+                            Step::Clear { buffer, offset, size } => sink.encoder().clear_buffer(buffer, *offset, *size),
                             Step::Copy { from, from_offset, to, to_offset, size } => {
-                                st.encoder().copy_buffer_to_buffer(from, *from_offset, to, *to_offset, *size)
+                                sink.encoder().copy_buffer_to_buffer(from, *from_offset, to, *to_offset, *size)
                             }
                             _ => {}
                         }
@@ -392,7 +431,7 @@ impl WgpuBackend {
                             _ => unreachable!("only dispatches are listed as work"),
                         })
                         .collect();
-                    st.pass(name, |pass| {
+                    sink.pass(name, &mut |pass| {
                         for (pipeline, bg, offset, n) in &groups {
                             pass.set_pipeline(pipeline);
                             pass.set_bind_group(0, bg, &[*offset]);
@@ -403,8 +442,7 @@ impl WgpuBackend {
                 }
                 Ok(())
             },
-        )??;
-        Ok(st.finish()?)
+        )?
     }
 
     fn bind_group(&self, uniforms: &::wgpu::Buffer, b: &Bind) -> ::wgpu::BindGroup {
