@@ -48,6 +48,9 @@
 //! change persistent state (the tracer's accumulate, the collider's solver
 //! and integration) do nothing on the device when the status word is set, so
 //! the driver can redo the frame with a larger capacity or bound.
+//!
+//! Over 600 lines, kept whole: the level loop, its words and the trait a
+//! workload implements to run it (with its compaction hook) read together.
 
 use crate::compaction::{Algorithm, Backend, BackendKind, Element, Keep, Lens};
 use crate::memory::{self, Limit};
@@ -304,6 +307,19 @@ pub trait Levels {
         f: &mut dyn FnMut(&mut Self) -> Result<(), Self::Error>,
     ) -> Result<(), Self::Error>;
     fn expand(&mut self, step: Step<'_, Self::B>) -> Result<(), Self::Error>;
+    /// A level's compaction: the counted select of the live items
+    /// ([`Backend::select_counted`], dead items the sentinel). A workload may
+    /// record it with its own stages rather than have the backend submit it.
+    fn compact(
+        &mut self,
+        algorithm: Algorithm,
+        input: &Buf<Self::B>,
+        output: &mut Buf<Self::B>,
+        lens: Lens<'_, Self::B>,
+    ) -> Result<(), Self::Error> {
+        self.backend().select_counted(algorithm, input, Keep::Sentinel(DEAD), output, lens)?;
+        Ok(())
+    }
 }
 
 /// A frontier buffer of the backend.
@@ -432,8 +448,7 @@ pub fn run<W: Levels>(
                 let (front, back) = (&f.front, &mut f.back);
                 w.level_stage(plan.names.compact, level, &mut |w| {
                     let lens = Lens { words: &mut *words, input: at.len(level), output: at.kept(level) };
-                    w.backend().select_counted(alg, front, Keep::Sentinel(DEAD), back, lens)?;
-                    Ok(())
+                    w.compact(alg, front, back, lens)
                 })?;
                 std::mem::swap(&mut f.front, &mut f.back);
                 swaps += 1;

@@ -23,7 +23,7 @@ fn wgpu() -> Option<WgpuBackend> {
     let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
     match WgpuBackend::new(&choice) {
         Ok(b) => {
-            eprintln!("wgpu adapter: {}", b.name());
+            eprintln!("wgpu adapter: {} (64-bit atomics: {})", b.name(), b.device().int64_atomics);
             Some(b)
         }
         Err(e) => {
@@ -39,9 +39,8 @@ fn wgpu() -> Option<WgpuBackend> {
 #[test]
 fn every_trace_shader_validates_with_naga() {
     let mut failures = Vec::new();
-    for source in reap::trace::wgpu::SOURCES {
-        let text = source.assemble("");
-        if let Err(e) = reap::wgpu_runtime::pipelines::validate(source.name, &text, false) {
+    for (name, text, subgroups) in reap::trace::wgpu::shader_variants() {
+        if let Err(e) = reap::wgpu_runtime::pipelines::validate(&name, &text, subgroups) {
             failures.push(e);
         }
     }

@@ -68,7 +68,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> sw: array<u32>;
 // Path state (common.cuh `Paths`): six vec4 fields of `counts.y` entries each.
 @group(0) @binding(4) var<storage, read_write> pv: array<vec4<f32>>;
-// hit lo, hit hi, occluded, flags: four u32 fields of `counts.y` entries each.
+// The hit keys ((lo, hi) pairs, `key_at`), then occluded and flags: four
+// u32 fields of `counts.y` entries each.
 @group(0) @binding(5) var<storage, read_write> pw: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> queue: array<u32>;
 @group(0) @binding(7) var<storage, read_write> next: array<u32>;
@@ -83,8 +84,6 @@ const F_THROUGHPUT: u32 = 2u;
 const F_RADIANCE: u32 = 3u;
 const F_SHADOW_DIR: u32 = 4u;  // w: the shadow ray's length; 0 when the path has none
 const F_SHADOW_RADIANCE: u32 = 5u;
-const W_HIT_LO: u32 = 0u;  // closest-hit key: float bits of t (hi), triangle (lo); all ones is a miss
-const W_HIT_HI: u32 = 1u;
 const W_OCCLUDED: u32 = 2u;
 const W_FLAGS: u32 = 3u;
 
@@ -94,6 +93,17 @@ fn pget(field: u32, path: u32) -> vec4<f32> { return pv[pv_at(field, path)]; }
 fn pset(field: u32, path: u32, v: vec4<f32>) { pv[pv_at(field, path)] = v; }
 fn wget(field: u32, path: u32) -> u32 { return atomicLoad(&pw[pw_at(field, path)]); }
 fn wset(field: u32, path: u32, v: u32) { atomicStore(&pw[pw_at(field, path)], v); }
+// A path's closest-hit key: float bits of t (hi), triangle (lo); all ones is
+// a miss. Its two words lie side by side (lo first), so that hit64.wgsl can
+// merge them as one little-endian u64, whose order is (t, triangle)'s.
+fn key_at(path: u32) -> u32 { return 2u * path; }
+fn key_get(path: u32) -> vec2<u32> {
+    return vec2<u32>(atomicLoad(&pw[key_at(path)]), atomicLoad(&pw[key_at(path) + 1u]));
+}
+fn key_set(path: u32, key: vec2<u32>) {
+    atomicStore(&pw[key_at(path)], key.x);
+    atomicStore(&pw[key_at(path) + 1u], key.y);
+}
 
 // A frame word (u64) as (lo, hi).
 fn word_get(w: u32) -> vec2<u32> {

@@ -23,17 +23,11 @@ const DESCEND_STACK: u32 = 8u;
 // A breadth-first item past level 0 names its node by the node's children (wavefront.cu TRACE_PAIR).
 const TRACE_PAIR: u32 = 0x80000000u;
 const ITEM_DEAD: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);
-// The hit key's high word while one invocation updates the key (never a t: t's bits are below 0x7f800000).
-const KEY_LOCKED: u32 = 0xfffffffeu;
-// Attempts at the key's lock before an update gives up (wgpu.rs says why it is enough).
-override HIT_SPIN: u32 = 4096u;
 
 var<workgroup> wg_alive: atomic<u32>;
 var<workgroup> wg_shadows: atomic<u32>;
 
 fn inv_dir(d: vec3<f32>) -> vec3<f32> { return vec3<f32>(1.0) / d; }
-
-fn path_key(path: u32) -> vec2<u32> { return vec2<u32>(wget(W_HIT_LO, path), wget(W_HIT_HI, path)); }
 
 // Camera rays for one sample over the shard [base, base + count): path i is
 // pixel base + i; the queue holds every path and its length word becomes
@@ -120,8 +114,7 @@ fn depth_first_one(path: u32, shadow: bool) {
     if shadow {
         wset(W_OCCLUDED, path, u32(occluded));
     } else {
-        wset(W_HIT_LO, path, best.x);
-        wset(W_HIT_HI, path, best.y);
+        key_set(path, best);
     }
 }
 
@@ -137,57 +130,79 @@ fn trace_depth_first(@builtin(global_invocation_id) gid: vec3<u32>) {
 // Depth-first on the 8-wide BVH (wavefront.cu trace_depth_first_wide, after
 // Ylitie et al.): the hit children of a node become a group (the node's
 // first wide child, its hit bits << 24 | the slots the children are
-// counted by), and the stack holds groups, one per level at most. One
-// invocation per ray: WGSL has no portable ballot to fetch rays as lanes
-// finish, as the CUDA kernel does.
-fn depth_first_wide_one(path: u32, shadow: bool) {
-    let r = path_ray(path, shadow);
-    if r.tmax <= 0.0 { return; }
-    if info.counts.w == 0u {  // an empty scene: every ray misses
-        if shadow { wset(W_OCCLUDED, path, 0u); } else { wset(W_HIT_LO, path, 0xffffffffu); wset(W_HIT_HI, path, 0xffffffffu); }
-        return;
-    }
-    let inv = inv_dir(r.d);
-    let oct = octant(r.d);
+// counted by), and the stack holds groups, one per level at most.
+//
+// Lanes take rays as they finish (Aila & Laine 2009; wavefront.cu says why:
+// rays' walks differ in length by several times): an idle lane takes the
+// queue's next entry through the lanes_* helpers of the prelude
+// (fetch_subgroup.wgsl or fetch_lane.wgsl), so the dispatch is sized by the
+// lanes the GPU holds at once (wgpu.rs `TraceTuning::fetch_groups`), not by
+// the queue. Each iteration takes rays or visits one node, and every ray's
+// walk ends, so the loop does.
+const LANE_IDLE: u32 = 0u;
+const LANE_BUSY: u32 = 1u;
+const LANE_DONE: u32 = 2u;
+
+@compute @workgroup_size(WG)
+fn trace_depth_first_wide() {
+    let n = length_of(prm.queue_len, prm.capacity);
+    let shadow = prm.shadow != 0u;
+    var state = LANE_IDLE;
+    var path = 0u;
+    var r = Ray(vec3<f32>(0.0), vec3<f32>(0.0), 0.0);
+    var inv = vec3<f32>(0.0);
+    var oct = 0u;
     var best = KEY_DEAD;
     var stack: array<vec2<u32>, WIDE_STACK>;
     var sp = 0u;
-    // The root: a group of one wide child, slot oct ^ 7 (its bit, 31).
-    var group = vec2<u32>(0u, 0x80000000u);
-    var occluded = false;
-    // Each wide node is visited once: the loop ends within the node count.
+    var group = vec2<u32>(0u, 0u);
     loop {
-        let bit = firstLeadingBit(group.y & 0xff000000u);
-        group.y &= ~(1u << bit);
-        let e = group.x + wide_rank(group.y & 0xffu, bit - 24u, oct);
-        if (group.y & 0xff000000u) != 0u && sp < WIDE_STACK {
-            stack[sp] = group;
-            sp += 1u;
+        if lanes_fetch(state == LANE_IDLE, state == LANE_BUSY) {
+            let i = lanes_take(state == LANE_IDLE);
+            if state == LANE_IDLE {
+                if i >= n {
+                    state = LANE_DONE;
+                } else {
+                    path = queue[i];
+                    if path != TRACE_DEAD32 {
+                        r = path_ray(path, shadow);
+                        if r.tmax > 0.0 && info.counts.w == 0u {  // an empty scene: every ray misses
+                            if shadow { wset(W_OCCLUDED, path, 0u); } else { key_set(path, KEY_DEAD); }
+                        } else if r.tmax > 0.0 {
+                            inv = inv_dir(r.d);
+                            oct = octant(r.d);
+                            best = KEY_DEAD;
+                            sp = 0u;
+                            // The root: a group of one wide child, slot oct ^ 7 (its bit, 31).
+                            group = vec2<u32>(0u, 0x80000000u);
+                            state = LANE_BUSY;
+                        }
+                    }
+                }
+            }
         }
-        let h = wide_children(e, r.o, inv, oct, key_dist(best, r.tmax));
-        occluded = wide_leaves(h, oct, r.o, r.d, r.tmax, shadow, &best);
-        group = vec2<u32>(h.child_base, (h.nodes << 24u) | h.internal);
-        if occluded { break; }
-        if (group.y & 0xff000000u) == 0u {
-            if sp == 0u { break; }
-            sp -= 1u;
-            group = stack[sp];
+        if lanes_all(state == LANE_DONE) { break; }
+        if state == LANE_BUSY {
+            // One node: its children tested, its leaves intersected.
+            let bit = firstLeadingBit(group.y & 0xff000000u);
+            group.y &= ~(1u << bit);
+            let e = group.x + wide_rank(group.y & 0xffu, bit - 24u, oct);
+            if (group.y & 0xff000000u) != 0u && sp < WIDE_STACK {
+                stack[sp] = group;
+                sp += 1u;
+            }
+            let h = wide_children(e, r.o, inv, oct, key_dist(best, r.tmax));
+            let occluded = wide_leaves(h, oct, r.o, r.d, r.tmax, shadow, &best);
+            group = vec2<u32>(h.child_base, (h.nodes << 24u) | h.internal);
+            if !occluded && (group.y & 0xff000000u) == 0u && sp > 0u {
+                sp -= 1u;
+                group = stack[sp];
+            }
+            if occluded || (group.y & 0xff000000u) == 0u {
+                if shadow { wset(W_OCCLUDED, path, u32(occluded)); } else { key_set(path, best); }
+                state = LANE_IDLE;
+            }
         }
-    }
-    if shadow {
-        wset(W_OCCLUDED, path, u32(occluded));
-    } else {
-        wset(W_HIT_LO, path, best.x);
-        wset(W_HIT_HI, path, best.y);
-    }
-}
-
-@compute @workgroup_size(WG)
-fn trace_depth_first_wide(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let n = length_of(prm.queue_len, prm.capacity);
-    for (var i = gid.x; i < n; i += prm.stride) {
-        let path = queue[i];
-        if path != TRACE_DEAD32 { depth_first_wide_one(path, prm.shadow != 0u); }
     }
 }
 
@@ -201,8 +216,7 @@ fn bf_init_one(path: u32, shadow: bool) -> vec2<u32> {
         ray = r.tmax > 0.0;
         wset(W_OCCLUDED, path, 0u);
     } else {
-        wset(W_HIT_LO, path, 0xffffffffu);
-        wset(W_HIT_HI, path, 0xffffffffu);
+        key_set(path, KEY_DEAD);
     }
     if ray && info.counts.w > 0u && hit_box(node(0u), r.o, inv_dir(r.d), r.tmax) >= 0.0 { return vec2<u32>(0u, path); }
     return ITEM_DEAD;
@@ -243,35 +257,7 @@ fn bf_ray(path: u32, shadow: bool) -> BfRay {
         return BfRay(true, o, sd.xyz, sd.w);
     }
     // The high word alone bounds the hit (a locked key reads as no bound).
-    return BfRay(true, o, pget(F_DIR, path).xyz, key_dist(vec2<u32>(0u, wget(W_HIT_HI, path)), trace_inf()));
-}
-
-// Merges an item's closest hit into its path's key: the 64-bit atomic min
-// of wavefront.cu, here a lock in the key's high word. A t's bits stay below
-// KEY_LOCKED, so the invocation whose compare-exchange swaps the high word to
-// KEY_LOCKED owns the key, compares (t, triangle) in full and writes the
-// smaller key back, high word last, within the same iteration: lanes of one
-// subgroup never wait on each other's later iterations. Readers of the high
-// word see KEY_LOCKED as no bound, never a wrong one.
-fn hit_merge(path: u32, best: vec2<u32>) {
-    let hi_at = pw_at(W_HIT_HI, path);
-    let lo_at = pw_at(W_HIT_LO, path);
-    for (var i = 0u; i < HIT_SPIN; i++) {
-        let cur = atomicLoad(&pw[hi_at]);
-        if cur == KEY_LOCKED { continue; }
-        if best.y > cur { return; }
-        let r = atomicCompareExchangeWeak(&pw[hi_at], cur, KEY_LOCKED);
-        if r.exchanged {
-            let lo = atomicLoad(&pw[lo_at]);
-            if key_less(best, vec2<u32>(lo, cur)) {
-                atomicStore(&pw[lo_at], best.x);
-                atomicStore(&pw[hi_at], best.y);
-            } else {
-                atomicStore(&pw[hi_at], cur);
-            }
-            return;
-        }
-    }
+    return BfRay(true, o, pget(F_DIR, path).xyz, key_dist(vec2<u32>(0u, atomicLoad(&pw[key_at(path) + 1u])), trace_inf()));
 }
 
 // Breadth-first, one frontier item into its `fan` slots at fout[at, at +
@@ -428,7 +414,7 @@ fn shade_one(path: u32, sample: u32, bounce: u32, max_bounces: u32, estimator: u
     var out = Shaded(false, false);
     var T = pget(F_THROUGHPUT, path).xyz;
     var L = pget(F_RADIANCE, path).xyz;
-    let key = path_key(path);
+    let key = key_get(path);
     pset(F_SHADOW_DIR, path, vec4<f32>(0.0));
     if key.y == 0xffffffffu {  // escaped: the environment is never sampled by next-event estimation
         pset(F_RADIANCE, path, vec4<f32>(L + T * info.env.xyz, 0.0));

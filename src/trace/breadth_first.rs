@@ -228,4 +228,13 @@ impl<E: Engine> Levels for Run<'_, E> {
     fn expand(&mut self, step: Step<'_, E::B>) -> TraceResult<()> {
         self.e.expand(step, self.run)
     }
+    fn compact(
+        &mut self,
+        algorithm: crate::compaction::Algorithm,
+        input: &frontier::Buf<E::B>,
+        output: &mut frontier::Buf<E::B>,
+        lens: crate::compaction::Lens<'_, E::B>,
+    ) -> TraceResult<()> {
+        self.e.select_counted(algorithm, input, frontier::DEAD, output, lens)
+    }
 }

@@ -400,6 +400,23 @@ pub trait Engine {
     fn alloc<T: Element>(&self, len: u64) -> TraceResult<Buf<Self, T>> {
         Ok(self.backend().alloc(len)?)
     }
+    /// A queue's or a frontier's compaction: the backend's counted select
+    /// with a sentinel. An engine that records its stages into one encoder
+    /// records it there too (wgpu), rather than have the backend submit it.
+    fn select_counted<T: Element>(
+        &mut self,
+        algorithm: Algorithm,
+        input: &Buf<Self, T>,
+        sentinel: T,
+        output: &mut Buf<Self, T>,
+        lens: Lens<'_, Self::B>,
+    ) -> TraceResult<()>
+    where
+        Self: Sized,
+    {
+        self.backend().select_counted(algorithm, input, Keep::Sentinel(sentinel), output, lens)?;
+        Ok(())
+    }
     /// What the engine's buffers may take: free device memory on a GPU, the
     /// host's available memory on the CPU.
     fn memory_limit(&self) -> TraceResult<Limit>;
@@ -790,8 +807,7 @@ fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &Frame
             // Compacted from `next` back into the queue: no swap.
             Compaction::With(alg) => e.stage(StageId::bounce(stage::COMPACT_PATHS, bounce), |e| {
                 let lens = Lens { words: &mut w.words, input: bw.queue, output: bw.next };
-                e.backend().select_counted(alg, &w.next, Keep::Sentinel(DEAD32), &mut w.queue, lens)?;
-                Ok(())
+                e.select_counted(alg, &w.next, DEAD32, &mut w.queue, lens)
             })?,
         }
     }

@@ -36,10 +36,43 @@ pub const WIDE: Shader = wgsl_source!("trace/wide.wgsl", headers: &[COMMON]);
 /// The level loop's device side (kernels/frontier.cuh's twin).
 pub const FRONTIER: Shader = wgsl_source!("frontier.wgsl", headers: &[COMMON]);
 pub const WAVEFRONT: Shader = wgsl_source!("trace/wavefront.wgsl", headers: &[COMMON, TEXTURE, BSDF, WIDE, FRONTIER]);
+/// WAVEFRONT's hit merge, put before it as its prelude: one u64 atomicMin
+/// where the device has 64-bit atomics ([`Device::int64_atomics`]), else a
+/// lock in 32-bit words.
+pub const HIT64: Shader = wgsl_source!("trace/hit64.wgsl");
+pub const HIT_LOCK: Shader = wgsl_source!("trace/hit_lock.wgsl");
+/// How wide depth-first's lanes take rays, also a prelude: a subgroup's idle
+/// lanes together where the device has subgroups, else each lane alone.
+pub const FETCH_SUBGROUP: Shader = wgsl_source!("trace/fetch_subgroup.wgsl");
+pub const FETCH_LANE: Shader = wgsl_source!("trace/fetch_lane.wgsl");
 /// The sums to 8-bit sRGB (tonemap.cu's twin), into a storage texture or words.
 pub const TONEMAP: Shader = wgsl_source!("trace/tonemap.wgsl");
-/// The tracer's shaders, for the validate-everything test.
-pub const SOURCES: &[Shader] = &[WAVEFRONT, TONEMAP];
+
+/// wavefront.wgsl's preludes for a device: its hit merge and its lanes' fetch.
+fn preludes(int64_atomics: bool, subgroups: bool) -> [Shader; 2] {
+    [if int64_atomics { HIT64 } else { HIT_LOCK }, if subgroups { FETCH_SUBGROUP } else { FETCH_LANE }]
+}
+
+/// wavefront.wgsl's text for a device with (or without) 64-bit atomics and subgroups.
+pub fn wavefront_text(int64_atomics: bool, subgroups: bool) -> String {
+    let [hit, fetch] = preludes(int64_atomics, subgroups);
+    WAVEFRONT.assemble(&format!("{}\n{}", hit.text, fetch.text))
+}
+
+/// Every variant of the tracer's shaders, (name, text, uses subgroups), for
+/// the validate-everything test.
+pub fn shader_variants() -> Vec<(String, String, bool)> {
+    let mut v = Vec::new();
+    for int64 in [true, false] {
+        for subgroups in [true, false] {
+            let [hit, fetch] = preludes(int64, subgroups);
+            let name = format!("{} + {} + {}", WAVEFRONT.name, hit.name, fetch.name);
+            v.push((name, wavefront_text(int64, subgroups), subgroups));
+        }
+    }
+    v.push((TONEMAP.name.to_string(), TONEMAP.assemble(""), false));
+    v
+}
 
 /// wavefront.wgsl `STACK`.
 const GPU_STACK: u32 = 64;
@@ -53,15 +86,43 @@ pub struct TraceTuning {
     pub workgroup: u32,
     /// Workgroups at most per dispatch; grid-stride loops cover the rest.
     pub max_groups: u32,
-    /// Attempts at a path's hit-key lock (`HIT_SPIN`): a holder releases it
-    /// within the iteration it took it, so contenders wait a few iterations
-    /// at most; the bound only keeps lavapipe's loop limit out of reach.
+    /// Attempts at a path's hit-key lock (hit_lock.wgsl `HIT_SPIN`), on
+    /// devices without 64-bit atomics only: a holder releases it within the
+    /// iteration it took it; the bound keeps lavapipe's loop limit out of reach.
     pub hit_spin: u32,
+    /// Workgroups of wide depth-first, whose lanes fetch rays until the
+    /// queue is spent: about what the GPU holds at once (CUDA launches all
+    /// that fit, 2048 threads an SM; an H100's 132 SMs hold 2112 of 128).
+    pub fetch_groups: u32,
+    /// Idle lanes a subgroup gathers before it fetches (fetch_subgroup.wgsl `WIDE_FETCH`).
+    pub wide_fetch: u32,
 }
 
 impl Default for TraceTuning {
     fn default() -> Self {
-        TraceTuning { workgroup: 128, max_groups: 65_535, hit_spin: 4096 }
+        TraceTuning { workgroup: 128, max_groups: 65_535, hit_spin: 4096, fetch_groups: 2048, wide_fetch: 8 }
+    }
+}
+
+impl TraceTuning {
+    /// The defaults with `REAP_WGPU_TRACE_TUNING="workgroup=64,fetch_groups=4096"`
+    /// applied, for experiments.
+    pub fn from_env() -> TraceResult<Self> {
+        let mut t = TraceTuning::default();
+        crate::compaction::tuning_from_env("REAP_WGPU_TRACE_TUNING", "wgpu tracer", |k, v| {
+            let bad = |why: String| crate::compaction::Error::Tuning { algorithm: "wgpu tracer", why };
+            let n = v.parse::<u32>().map_err(|_| bad(format!("`{k}={v}`: expected a whole number")))?;
+            match k {
+                "workgroup" if (1..=256).contains(&n) => t.workgroup = n,
+                "max_groups" if n > 0 => t.max_groups = n,
+                "hit_spin" => t.hit_spin = n,
+                "fetch_groups" if n > 0 => t.fetch_groups = n,
+                "wide_fetch" if n > 0 => t.wide_fetch = n,
+                _ => return Err(bad(format!("`{k}={v}`: no such key, or out of range"))),
+            }
+            Ok(())
+        })?;
+        Ok(t)
     }
 }
 
@@ -114,7 +175,7 @@ enum Kind {
     Read,
     Write,
 }
-const KINDS: [Kind; 12] = [
+const KINDS: [Kind; 14] = [
     Kind::Params,  // prm
     Kind::Uniform, // info
     Kind::Read,    // sc
@@ -127,17 +188,20 @@ const KINDS: [Kind; 12] = [
     Kind::Read,    // fin
     Kind::Write,   // fout
     Kind::Write,   // sums
+    Kind::Write,   // pw64: the path words again, as u64s (hit64.wgsl)
+    Kind::Write,   // fetch: wide depth-first's ray counter (fetch_*.wgsl)
 ];
 
 /// Each entry point and the bindings it uses (at most 7 storage buffers, the
-/// fewest the backend's device accepts).
+/// fewest the backend's device accepts). Binding 12 is dropped where the
+/// hit merge is hit_lock.wgsl, which does not declare it.
 const ENTRIES: &[(&str, &[u32])] = &[
     ("trace_camera", &[0, 1, 4, 5, 6, 8]),
     ("trace_depth_first", &[0, 1, 2, 4, 5, 6, 8]),
-    ("trace_depth_first_wide", &[0, 1, 2, 4, 5, 6, 8]),
+    ("trace_depth_first_wide", &[0, 1, 2, 4, 5, 6, 8, 13]),
     ("trace_bf_init", &[0, 1, 2, 4, 5, 6, 8, 10]),
-    ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10]),
-    ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10]),
+    ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_shade", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
     ("trace_nee", &[0, 1, 4, 5, 6, 8]),
     ("trace_accumulate", &[0, 1, 4, 8, 11]),
@@ -147,7 +211,7 @@ const ENTRIES: &[(&str, &[u32])] = &[
 struct Kernel {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    bindings: &'static [u32],
+    bindings: Vec<u32>,
 }
 
 /// The buffers a dispatch binds besides the engine's own.
@@ -182,6 +246,8 @@ pub struct WgpuEngine {
     pw: wgpu::Buffer,
     /// One vec4 sum per pixel of the whole image, whatever the shard.
     sum: wgpu::Buffer,
+    /// Wide depth-first's ray counter, cleared before each of its dispatches.
+    fetch: wgpu::Buffer,
     pending: Shared,
     clock: WgpuClock,
     sample: u32,
@@ -269,12 +335,13 @@ impl WgpuEngine {
             .map_err(rt_err)?;
         let (pv, pw) = alloc_paths(&backend, pixels)?;
         let sum = backend.raw_buffer("the image's sums", pixels.max(1) * 16)?;
+        let fetch = backend.raw_buffer("wide depth-first's ray counter", 16)?;
         let pending: Shared = Arc::new(Mutex::new(Pending::new(&dev)?));
         let clock = WgpuClock::new(&dev, &pending);
         let mut e = WgpuEngine {
             backend,
             dev,
-            tuning: TraceTuning::default(),
+            tuning: TraceTuning::from_env()?,
             width,
             height,
             depth: packed.depth,
@@ -287,6 +354,7 @@ impl WgpuEngine {
             pv,
             pw,
             sum,
+            fetch,
             pending,
             clock,
             sample: 0,
@@ -337,11 +405,9 @@ impl WgpuEngine {
     pub fn hits(&self) -> TraceResult<Vec<u64>> {
         lock(&self.pending).submit();
         let n = self.shard.count;
-        let at = |field: u64| field * self.path_capacity * 4;
-        let lo = self.dev.read(&self.pw, at(0), n * 4, "reading the hit keys").map_err(rt_err)?;
-        let hi = self.dev.read(&self.pw, at(1), n * 4, "reading the hit keys").map_err(rt_err)?;
-        let (lo, hi): (Vec<u32>, Vec<u32>) = (bytemuck::pod_collect_to_vec(&lo), bytemuck::pod_collect_to_vec(&hi));
-        Ok(lo.iter().zip(&hi).map(|(&l, &h)| (h as u64) << 32 | l as u64).collect())
+        // common.wgsl `key_at`: each key's (lo, hi) words side by side, a little-endian u64.
+        let keys = self.dev.read(&self.pw, 0, n * 8, "reading the hit keys").map_err(rt_err)?;
+        Ok(bytemuck::pod_collect_to_vec(&keys))
     }
 
     /// Which clock timed the stages.
@@ -352,12 +418,17 @@ impl WgpuEngine {
     /// Entry point `name` of wavefront.wgsl (compiled on first use).
     fn kernel(&mut self, name: &'static str) -> TraceResult<&Kernel> {
         if !self.kernels.contains_key(name) {
-            let bindings = ENTRIES.iter().find(|(n, _)| *n == name).map(|(_, b)| *b).ok_or_else(|| {
-                TraceError::Settings(format!("wavefront.wgsl has no entry point {name} listed in ENTRIES"))
-            })?;
+            let int64 = self.dev.int64_atomics;
+            let bindings: Vec<u32> = ENTRIES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, b)| b.iter().copied().filter(|&b| int64 || b != 12).collect())
+                .ok_or_else(|| {
+                    TraceError::Settings(format!("wavefront.wgsl has no entry point {name} listed in ENTRIES"))
+                })?;
             let dev = self.dev.clone();
             if self.module.is_none() {
-                let text = WAVEFRONT.assemble("");
+                let text = wavefront_text(int64, dev.subgroups);
                 let m = dev
                     .scoped(
                         || "the shader trace/wavefront.wgsl".into(),
@@ -373,7 +444,13 @@ impl WgpuEngine {
             }
             let module = self.module.as_ref().ok_or_else(|| TraceError::Settings("no module".into()))?;
             let t = self.tuning;
-            let consts = [("WG", t.workgroup as f64), ("HIT_SPIN", t.hit_spin as f64)];
+            let mut consts = vec![("WG", t.workgroup as f64)];
+            if !int64 {
+                consts.push(("HIT_SPIN", t.hit_spin as f64));
+            }
+            if dev.subgroups {
+                consts.push(("WIDE_FETCH", t.wide_fetch as f64));
+            }
             let (layout, pipeline) = dev
                 .scoped(
                     || format!("the pipeline trace/wavefront.wgsl::{name}"),
@@ -417,11 +494,12 @@ impl WgpuEngine {
         let dev = self.dev.clone();
         self.kernel(name)?;
         let (pv, pw, sum, scene, info) = (&self.pv, &self.pw, &self.sum, &self.scene, &self.info_buffer);
+        let fetch = &self.fetch;
         let uniforms = lock(&self.pending).uniforms.clone();
         let kernel = self.kernels.get(name).ok_or_else(|| TraceError::Settings(format!("no kernel {name}")))?;
         let missing = |what: &str| TraceError::Settings(format!("{name} binds {what}, which the stage did not pass"));
         let mut entries = Vec::with_capacity(kernel.bindings.len());
-        for &b in kernel.bindings {
+        for &b in &kernel.bindings {
             let buffer = match b {
                 0 => {
                     entries.push(wgpu::BindGroupEntry {
@@ -437,7 +515,8 @@ impl WgpuEngine {
                 1 => info,
                 2 | 3 => scene,
                 4 => pv,
-                5 => pw,
+                5 | 12 => pw,
+                13 => fetch,
                 6 => io.queue.ok_or_else(|| missing("a queue"))?,
                 7 => io.next.ok_or_else(|| missing("a next queue"))?,
                 8 => io.words.ok_or_else(|| missing("the frame's words"))?,

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::clocks::Clock;
+use crate::compaction::wgpu::WgpuBackend;
 use crate::trace::{StageId, TraceError, TraceResult};
 use crate::wgpu_runtime::{self as rt, Device};
 
@@ -55,6 +56,17 @@ impl Pending {
 
     pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
         self.encoder.get_or_insert_with(|| self.dev.device.create_command_encoder(&Default::default()))
+    }
+
+    /// Lends the frame's encoder to the library for a call (`f`), which
+    /// records into it after the stages before it (`WgpuBackend::record_into`):
+    /// one submission a frame, not one a compaction.
+    pub fn lend<R>(&mut self, b: &WgpuBackend, f: impl FnOnce(&WgpuBackend) -> R) -> R {
+        let enc = self.encoder.take().unwrap_or_else(|| self.dev.device.create_command_encoder(&Default::default()));
+        b.record_into(enc);
+        let r = f(b);
+        self.encoder = b.take_recording();
+        r
     }
 
     /// A slot for one dispatch's parameters: its uniform offset. A full

@@ -16,6 +16,23 @@ impl Engine for WgpuEngine {
         &self.backend
     }
 
+    /// Recorded into the frame's encoder after the stages before it: one
+    /// submission per frame, not one per compaction.
+    fn select_counted<T: crate::compaction::Element>(
+        &mut self,
+        algorithm: crate::compaction::Algorithm,
+        input: &WgpuBuffer<T>,
+        sentinel: T,
+        output: &mut WgpuBuffer<T>,
+        lens: crate::compaction::Lens<'_, WgpuBackend>,
+    ) -> TraceResult<()> {
+        let keep = crate::compaction::Keep::Sentinel(sentinel);
+        lock(&self.pending).lend(&self.backend, |b| {
+            crate::compaction::Backend::select_counted(b, algorithm, input, keep, output, lens)
+        })?;
+        Ok(())
+    }
+
     fn image_pixels(&self) -> u64 {
         self.width as u64 * self.height as u64
     }
@@ -135,7 +152,13 @@ impl Engine for WgpuEngine {
             ..Default::default()
         };
         let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
-        self.dispatch(name, capacity, p, io)
+        let mut items = capacity;
+        if bvh == BvhKind::Wide {
+            // Its lanes fetch rays from the counter until the queue is spent.
+            lock(&self.pending).encoder().clear_buffer(&self.fetch, 0, None);
+            items = items.min(self.tuning.fetch_groups as u64 * self.tuning.workgroup as u64);
+        }
+        self.dispatch(name, items, p, io)
     }
 
     fn frontier_init(&mut self, step: Step<'_, WgpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
