@@ -5,8 +5,12 @@
 //! REAP_REQUIRE_WGPU=1 turns that into a failure.
 #![cfg(feature = "wgpu")]
 
+// Shared with tests/cuda.rs, which uses what is left unused here (the
+// brute-force form factor, a band edge moving between engines: one wgpu engine has no neighbour).
+#[allow(dead_code)]
 #[path = "common/analytic.rs"]
 mod analytic;
+#[allow(dead_code)]
 #[path = "common/shard.rs"]
 mod shard;
 
