@@ -27,6 +27,22 @@ macro_rules! wgsl_source {
     (@or) => { &[] };
 }
 pub use timer::{Stages, Timing};
+
+/// Library calls a workload lends its frame's encoder to
+/// (`WgpuBackend::record_into`) between two submissions of what it holds:
+/// one submission a frame leaves the GPU idle while the host records the
+/// whole frame; one a call pays a submission each (tens of microseconds
+/// through Vulkan). `REAP_WGPU_LENDS_PER_SUBMISSION=N` overrides it.
+pub const LENDS_PER_SUBMISSION: u32 = 4;
+
+/// [`LENDS_PER_SUBMISSION`], or what the environment sets (at least 1).
+pub fn lends_per_submission() -> u32 {
+    std::env::var("REAP_WGPU_LENDS_PER_SUBMISSION")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(LENDS_PER_SUBMISSION)
+        .max(1)
+}
 pub(crate) use wgsl_source;
 
 /// The wgpu layer's errors. Each message says what went wrong and what to do.

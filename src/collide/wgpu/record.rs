@@ -89,6 +89,9 @@ pub struct Recorder {
     /// The frame's encoder between submissions: what waits is encoded into
     /// it, and a library call records into it too ([`Recorder::lend`]).
     held: Option<wgpu::CommandEncoder>,
+    /// Library calls lent the encoder so far, and how many between submissions.
+    lends: u32,
+    every: u32,
 }
 
 fn wgpu_err(e: crate::wgpu_runtime::Error) -> CollideError {
@@ -107,6 +110,8 @@ impl Recorder {
             stages: Vec::new(),
             host: Vec::new(),
             held: None,
+            lends: 0,
+            every: crate::wgpu_runtime::lends_per_submission(),
         }
     }
 
@@ -180,9 +185,15 @@ impl Recorder {
             return self.flush();
         }
         self.encode()?;
-        if let Some(enc) = self.held.take() {
-            b.record_into(enc);
+        self.lends += 1;
+        if self.lends.is_multiple_of(self.every) {
+            // What is recorded so far runs while the host records the rest.
+            if let Some(enc) = self.held.take() {
+                self.dev.queue.submit([enc.finish()]);
+            }
         }
+        let enc = self.held.take().unwrap_or_else(|| self.dev.device.create_command_encoder(&Default::default()));
+        b.record_into(enc);
         Ok(())
     }
 

@@ -34,6 +34,9 @@ pub struct Pending {
     /// Parameters of the dispatches recorded since the last submission, one slot each.
     params: Vec<u8>,
     pub uniforms: wgpu::Buffer,
+    /// Library calls lent the encoder so far, and how many between submissions.
+    lends: u32,
+    every: u32,
 }
 
 impl Pending {
@@ -51,7 +54,8 @@ impl Pending {
                 },
             )
             .map_err(rt_err)?;
-        Ok(Pending { dev: dev.clone(), encoder: None, params: Vec::new(), uniforms })
+        let every = rt::lends_per_submission();
+        Ok(Pending { dev: dev.clone(), encoder: None, params: Vec::new(), uniforms, lends: 0, every })
     }
 
     pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -62,6 +66,11 @@ impl Pending {
     /// records into it after the stages before it (`WgpuBackend::record_into`):
     /// one submission a frame, not one a compaction.
     pub fn lend<R>(&mut self, b: &WgpuBackend, f: impl FnOnce(&WgpuBackend) -> R) -> R {
+        self.lends += 1;
+        if self.lends.is_multiple_of(self.every) {
+            // What is recorded so far runs while the host records the rest.
+            self.submit();
+        }
         let enc = self.encoder.take().unwrap_or_else(|| self.dev.device.create_command_encoder(&Default::default()));
         b.record_into(enc);
         let r = f(b);
