@@ -111,6 +111,7 @@ impl Rejected {
 /// Applies the `key=value,key=value` list in the environment variable `var`
 /// through `set`: the GPU backends' tuning overrides for experiments
 /// (`REAP_CUDA_TUNING`, `REAP_WGPU_TUNING`).
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) fn tuning_from_env(
     var: &str,
     backend: &'static str,
@@ -128,6 +129,7 @@ pub(crate) fn tuning_from_env(
 }
 
 /// The checks every backend's radix sort makes: values, if any, as many as keys.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) fn check_sort_values(keys: u64, values: Option<u64>) -> Result<()> {
     match values {
         Some(v) if v != keys => Err(Error::LengthMismatch { what: "values", expected: keys, actual: v }),
@@ -137,6 +139,7 @@ pub(crate) fn check_sort_values(keys: u64, values: Option<u64>) -> Result<()> {
 
 /// The checks every backend's in-place removal makes before it runs: a
 /// supported element size and at most one index per element.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) fn check_removal_len<T: Element>(data: u64, removal: u64) -> Result<()> {
     crate::compaction::check_element::<T>()?;
     if removal > data {

@@ -18,6 +18,7 @@ mod site;
 pub mod wgpu;
 
 pub use algorithm::{Algorithm, Billeter, CompactSimd, Consumes, Operation, OutputMode};
+#[cfg(feature = "wgpu")]
 pub(crate) use backend::tuning_from_env;
 pub use backend::{Backend, BackendKind, CompactCall, Keep, KeepMode, Lens, PhaseTime, Rejected, Report, ScanCall};
 pub use cpu::{CpuBackend, CpuReport};
