@@ -6,6 +6,10 @@
 //! reason; REAP_REQUIRE_WGPU=1 turns that into a failure.
 #![cfg(feature = "wgpu")]
 
+#[allow(dead_code)] // not every file uses every helper
+#[path = "common/wgpu.rs"]
+mod adapter;
+use adapter::{skip, wgpu};
 use reap::collide::wgpu::shader_sources;
 use reap::wgpu_runtime::pipelines::validate;
 
@@ -31,31 +35,6 @@ use reap::collide::wgpu::{CollideTuning, WgpuCollide};
 use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame};
 use reap::compaction::Algorithm;
 use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
-
-fn required(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| v == "1")
-}
-
-fn skip(why: String) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{why}");
-}
-
-/// The adapter REAP_WGPU_ADAPTER names (default: the best one), or a skip.
-fn wgpu() -> Option<WgpuBackend> {
-    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
-    match WgpuBackend::new(&choice) {
-        Ok(b) => {
-            skip(format!("wgpu adapter: {}", b.name()));
-            Some(b)
-        }
-        Err(e) => {
-            assert!(!required("REAP_REQUIRE_WGPU"), "REAP_REQUIRE_WGPU=1 but: {e}");
-            skip(format!("SKIPPED wgpu test (no usable adapter): {e}"));
-            None
-        }
-    }
-}
 
 /// `none` quadruples the frontier every level: room for a small tree's depth.
 const MAX_FRONTIER: u64 = 1 << 24;

@@ -6,34 +6,13 @@
 
 mod common;
 
+#[allow(dead_code)] // not every file uses every helper
+#[path = "common/wgpu.rs"]
+mod adapter;
+use adapter::wgpu;
 use reap::compaction::wgpu::runtime::{SOURCES, Variant, WORD_BELOW};
 use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
 use reap::compaction::{Algorithm, ELEMENT_SIZES, KeepMode};
-
-fn required(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| v == "1")
-}
-
-fn skip(why: String) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{why}");
-}
-
-/// The adapter REAP_WGPU_ADAPTER names (default: the best one), or a skip.
-fn wgpu() -> Option<WgpuBackend> {
-    let choice: AdapterChoice = std::env::var("REAP_WGPU_ADAPTER").unwrap_or_default().parse().expect("infallible");
-    match WgpuBackend::new(&choice) {
-        Ok(b) => {
-            skip(format!("wgpu adapter: {}", b.name()));
-            Some(b)
-        }
-        Err(e) => {
-            assert!(!required("REAP_REQUIRE_WGPU"), "REAP_REQUIRE_WGPU=1 but: {e}");
-            skip(format!("SKIPPED wgpu test (no usable adapter): {e}"));
-            None
-        }
-    }
-}
 
 /// Every shader under every element size, keep rule and workgroup helper
 /// (subgroups on and off) passes naga's validation: what wgpu would refuse

@@ -204,37 +204,11 @@ fn cuda_rgba8_matches_the_cpu_tonemap_of_its_sums() {
 /// CPU's image pixel by pixel, and the image's mean is the texture's.
 #[test]
 fn cuda_textured_square_matches_the_cpu() {
-    use glam::{Vec2, Vec3};
-    use reap::scene::{Camera, Material, Scene, Texture, TextureId};
+    use glam::Vec3;
     use reap::trace::{Engine, cpu::CpuEngine, render};
     let Some(b) = gpu() else { return };
-    let corner = |x: f32, y: f32| Vec3::new(x, y, 0.0);
-    let triangles = vec![
-        [corner(-1.0, -1.0), corner(2.0, -1.0), corner(2.0, 2.0)],
-        [corner(-1.0, -1.0), corner(2.0, 2.0), corner(-1.0, 2.0)],
-    ];
-    let uvs = triangles.iter().map(|t| t.map(|p| Vec2::new(p.x, p.y))).collect();
-    let texels = (0..6).map(|i| Vec3::new(i as f32 / 6.0, 1.0 - i as f32 / 6.0, (i % 2) as f32)).collect();
-    let texture = Texture { name: "3x2".into(), width: 3, height: 2, texels };
-    let scene = Scene {
-        name: "textured square".into(),
-        normals: vec![[Vec3::Z; 3]; 2],
-        uvs,
-        material_of: vec![0; 2],
-        materials: vec![Material { texture: Some(TextureId(0)), ..Material::diffuse("textured", Vec3::splat(0.5)) }],
-        textures: vec![texture.clone()],
-        camera: Camera {
-            position: Vec3::new(0.5, 0.5, 1.0),
-            target: Vec3::new(0.5, 0.5, 0.0),
-            up: Vec3::Y,
-            vfov_deg: 2.0 * 0.5f32.atan().to_degrees(),
-        },
-        environment: Vec3::ONE,
-        skipped_triangles: 0,
-        warnings: Vec::new(),
-        sources: Vec::new(),
-        triangles,
-    };
+    let scene = super::analytic::textured_square();
+    let texture = scene.textures[0].clone();
     let bvh = reap::bvh::build(&scene.triangles);
     let packed = Packed::new(&scene, &bvh);
     let (w, h) = (32, 32);
