@@ -5,16 +5,19 @@
 
 #[path = "../common/collide_brute.rs"]
 mod collide_brute;
+#[path = "../common/collide_frame.rs"]
+mod collide_frame;
 #[path = "../common/collide_redo.rs"]
 mod collide_redo;
 
 use super::gpu;
 use collide_brute::brute_force;
+use collide_frame::{Outcome, bits, first_difference, one_frame};
 use reap::collide::cpu::CpuCollide;
 use reap::collide::cuda::CudaCollide;
-use reap::collide::layout::{Body, Contact, Node, World};
+use reap::collide::layout::{Body, World};
 use reap::collide::scenario::{self, Scenario};
-use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame};
+use reap::collide::{CollideSettings, Compaction, Engine, Frontier, SortMethod, frame};
 use reap::compaction::Algorithm;
 use reap::compaction::cuda::CudaBackend;
 
@@ -27,41 +30,6 @@ fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
 
 fn lookback() -> CollideSettings {
     settings(Compaction::With(Algorithm::Lookback), SortMethod::Fast)
-}
-
-fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
-    bytemuck::cast_slice(v)
-}
-
-fn first_difference(a: &[Body], b: &[Body]) -> String {
-    let differs = |(x, y): (&Body, &Body)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
-    match a.iter().zip(b).position(differs) {
-        Some(i) => format!("body {i}: {:?} vs {:?}", a[i], b[i]),
-        None => format!("{} vs {} bodies", a.len(), b.len()),
-    }
-}
-
-/// One frame from `state`: what it found and where it left the bodies.
-struct Outcome {
-    stats: FrameStats,
-    candidates: Vec<u64>,
-    contacts: Vec<Contact>,
-    nodes: Vec<Node>,
-    after: Vec<Body>,
-}
-
-fn one_frame<E: Engine>(e: &mut E, s: &CollideSettings, state: &[Body]) -> Outcome {
-    e.set_bodies(state).expect("set_bodies");
-    let mut f = Frontier::new(e).expect("frontier");
-    let stats =
-        frame(e, s, &mut f, 0).unwrap_or_else(|err| panic!("{} {}: {err}", s.compact_pairs.name(), s.sort.name()));
-    Outcome {
-        stats,
-        candidates: e.candidate_pairs().expect("candidates"),
-        contacts: e.contact_list().expect("contacts"),
-        nodes: e.nodes().expect("nodes"),
-        after: e.bodies().expect("bodies"),
-    }
 }
 
 /// A state with many contacts: a pile that has fallen for a while.

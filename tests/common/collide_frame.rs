@@ -1,0 +1,41 @@
+//! One collision frame from a given state, and how two engines' results are
+//! compared: shared by the CUDA and wgpu suites (tests/cuda/collide.rs,
+//! tests/collide_wgpu.rs), which check each GPU engine against the CPU's.
+
+use reap::collide::layout::{Body, Contact, Node};
+use reap::collide::{CollideSettings, Engine, FrameStats, Frontier, frame};
+
+pub fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
+    bytemuck::cast_slice(v)
+}
+
+pub fn first_difference(a: &[Body], b: &[Body]) -> String {
+    let differs = |(x, y): (&Body, &Body)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
+    match a.iter().zip(b).position(differs) {
+        Some(i) => format!("body {i}: {:?} vs {:?}", a[i], b[i]),
+        None => format!("{} vs {} bodies", a.len(), b.len()),
+    }
+}
+
+/// One frame from `state`: what it found and where it left the bodies.
+pub struct Outcome {
+    pub stats: FrameStats,
+    pub candidates: Vec<u64>,
+    pub contacts: Vec<Contact>,
+    pub nodes: Vec<Node>,
+    pub after: Vec<Body>,
+}
+
+pub fn one_frame<E: Engine>(e: &mut E, s: &CollideSettings, state: &[Body]) -> Outcome {
+    e.set_bodies(state).expect("set_bodies");
+    let mut f = Frontier::new(e).expect("frontier");
+    let stats =
+        frame(e, s, &mut f, 0).unwrap_or_else(|err| panic!("{} {}: {err}", s.compact_pairs.name(), s.sort.name()));
+    Outcome {
+        stats,
+        candidates: e.candidate_pairs().expect("candidates"),
+        contacts: e.contact_list().expect("contacts"),
+        nodes: e.nodes().expect("nodes"),
+        after: e.bodies().expect("bodies"),
+    }
+}
