@@ -67,7 +67,7 @@ fn check_frame(
 ) -> FrameStats {
     let before = e.bodies().expect("bodies read back");
     let stats = frame(e, s, f, i).expect("the frame runs");
-    let want = brute_force(&before);
+    let want = brute_force(e.world(), &before);
     let got = e.candidate_pairs().expect("candidates read back");
     assert_eq!(got.len(), want.len(), "{what}: {} candidates, brute force finds {}", got.len(), want.len());
     assert!(got == want, "{what}: the candidate set differs from brute force");
@@ -207,7 +207,7 @@ fn check_tree(e: &CpuCollide, bodies: &[Body], what: &str) {
         } else {
             assert_eq!(node.right, LEAF, "{what}: leaf {i} not marked");
             let b = &bodies[node.left as usize];
-            let (min, max) = physics::aabb(b);
+            let (min, max) = physics::aabb(b, e.world());
             assert!(node.min == min && node.max == max, "{what}: leaf {i} has another box than body {}", node.left);
         }
     }
@@ -247,7 +247,8 @@ fn check_state(world: &World, bodies: &[Body], what: &str) {
     for (i, b) in bodies.iter().enumerate() {
         let finite = b.pos.iter().chain(&b.vel).all(|x| x.is_finite());
         assert!(finite, "{what}: body {i} is not finite: {b:?}");
-        let (min, max) = physics::aabb(b);
+        let e = physics::extent(b);
+        let (min, max) = (physics::sub(b.pos, e), physics::add(b.pos, e));
         for k in 0..3 {
             assert!(
                 min[k] >= world.min[k] - TOL && max[k] <= world.max[k] + TOL,
@@ -278,7 +279,7 @@ fn scenarios_spawn_apart_inside_the_world() {
             let (world, bodies) = build(scenario, n, SEED).expect("the scenario builds");
             assert_eq!(bodies.len(), n as usize);
             check_state(&world, &bodies, &format!("{scenario} n={n} at spawn"));
-            let pairs = brute_force(&bodies);
+            let pairs = brute_force(&world, &bodies);
             let touching = brute_contacts(&world, &bodies, &pairs);
             assert!(touching.is_empty(), "{scenario} n={n}: bodies start in contact: {:?}", touching.first());
             let boxes = bodies.iter().filter(|b| b.shape == BOX).count() as f64 / n as f64;

@@ -142,7 +142,7 @@ fn wgpu_collide_matches_brute_force_and_the_cpu_engine() {
                 let before = e.bodies().expect("bodies");
                 frame(&mut e, &s, &mut f, i).unwrap_or_else(|err| panic!("{} n={n} frame {i}: {err}", sc.name()));
                 let found = e.candidate_pairs().expect("candidates");
-                assert_eq!(found, brute_force(&before), "{} n={n} frame {i}", sc.name());
+                assert_eq!(found, brute_force(e.world(), &before), "{} n={n} frame {i}", sc.name());
             }
             b = e.into_backend();
         }
@@ -156,7 +156,7 @@ fn wgpu_collide_matches_brute_force_and_the_cpu_engine() {
         let got = one_frame(&mut e, &s, &state);
         let want = one_frame(&mut cpu, &lookback(), &state);
         assert!(want.stats.contacts > 0, "the settled pile has no contact");
-        assert_eq!(got.candidates, brute_force(&state), "{name}: the settled pile");
+        assert_eq!(got.candidates, brute_force(&world, &state), "{name}: the settled pile");
         assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from the CPU's");
         assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from the CPU's");
         assert_eq!((got.stats.candidates, got.stats.contacts), (want.stats.candidates, want.stats.contacts), "{name}");
@@ -203,7 +203,7 @@ fn wgpu_collide_tracks_the_cpu_engine() {
                 let sg = frame(&mut g, &s, &mut fg, i).unwrap_or_else(|e| panic!("{} frame {i}: {e}", sc.name()));
                 let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
                 let name = format!("{} frame {i} (exact {exact})", sc.name());
-                assert_eq!(g.candidate_pairs().expect("candidates"), brute_force(&before), "{name}");
+                assert_eq!(g.candidate_pairs().expect("candidates"), brute_force(g.world(), &before), "{name}");
                 assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{name}");
                 if i == 20 && (sg.candidates > 1 || sg.contacts > 2) {
                     assert!(fg.attempts() > 1, "{name}: a list of one slot did not redo the frame");

@@ -40,9 +40,10 @@ pub fn parse_bodies(s: &str) -> Result<u32, String> {
 }
 
 pub(super) fn scenarios_help() -> String {
-    let mut s = String::from("Scenarios:\n");
+    let mut s = String::from("Scenarios (and their solver: substeps x passes per substep):\n");
     for sc in Scenario::ALL {
-        s.push_str(&format!("  {:<6} {}\n", sc.name(), sc.describe()));
+        let (substeps, passes) = sc.solver();
+        s.push_str(&format!("  {:<6} {} ({substeps} x {passes})\n", sc.name(), sc.describe()));
     }
     s
 }
@@ -50,9 +51,13 @@ pub(super) fn scenarios_help() -> String {
 /// The simulation's flags that `reap collide` and `reap bench collide` share.
 #[derive(clap::Args, Clone, Copy)]
 pub struct SimFlags {
-    /// Jacobi iterations of the contact solver per frame (1 to 64).
-    #[arg(long, default_value_t = 4)]
-    pub iterations: u32,
+    /// Solver substeps per frame (1 to 64): each moves the bodies by 1/60 s over the count. Default: the
+    /// scenario's (listed below).
+    #[arg(long)]
+    pub substeps: Option<u32>,
+    /// Jacobi passes over the contacts per substep (1 to 64). Default: the scenario's (listed below).
+    #[arg(long)]
+    pub iterations: Option<u32>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
@@ -107,16 +112,27 @@ pub(super) fn check_frames(frames: u32) -> Result<()> {
     Ok(())
 }
 
+impl SimFlags {
+    /// (substeps, passes per substep): the flags', else the scenario's defaults.
+    pub fn solver(&self, sc: Scenario) -> (u32, u32) {
+        let (substeps, iterations) = sc.solver();
+        (self.substeps.unwrap_or(substeps), self.iterations.unwrap_or(iterations))
+    }
+}
+
 pub(super) fn settings<B: Backend>(
     backend: &B,
     compact_pairs: &str,
     sort: &str,
     sim: &SimFlags,
+    sc: Scenario,
 ) -> Result<CollideSettings> {
+    let (substeps, iterations) = sim.solver(sc);
     let s = CollideSettings {
         compact_pairs: Compaction::parse(compact_pairs, backend, "compact-pairs")?,
         sort: SortMethod::parse(sort, backend)?,
-        iterations: sim.iterations,
+        substeps,
+        iterations,
         max_frontier: sim.max_frontier,
         fusion: sim.fuse,
     };
@@ -146,7 +162,7 @@ impl OnBackend for CollideRun {
     type Output = bool;
     fn run<B: Opened>(self, backend: B) -> Result<bool> {
         let (args, sc) = (&self.args, self.scenario);
-        let s = settings(&backend, &args.compact_pairs, &args.sort, &args.sim)?;
+        let s = settings(&backend, &args.compact_pairs, &args.sort, &args.sim, sc)?;
         let n = args.bodies.unwrap_or(match backend.kind() {
             BackendKind::Cuda | BackendKind::Wgpu => DEFAULT_BODIES_CUDA,
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
@@ -176,10 +192,12 @@ fn go<E: Engine>(
     device: &str,
 ) -> Result<bool> {
     println!(
-        "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, {} solver iterations, {} frames",
+        "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, solver {} substeps x {} passes, {} \
+         frames",
         sc.name(),
         s.sort.name(),
         s.compact_pairs.name(),
+        s.substeps,
         s.iterations,
         args.frames
     );

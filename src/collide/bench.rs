@@ -43,6 +43,8 @@ pub struct BenchRow {
     /// How the measured frames reached the device (`replayed` CUDA graphs,
     /// `streamed` launches, or `k/n replayed`); empty on the CPU.
     pub graph: String,
+    /// Solver substeps per frame and Jacobi passes per substep.
+    pub substeps: u32,
     pub iterations: u32,
     /// Frames run (the means leave out frame 0 when there are more).
     pub frames: u32,
@@ -84,6 +86,7 @@ impl BenchRow {
             compaction: run.settings.compact_pairs.name().into(),
             site: String::new(),
             graph: String::new(),
+            substeps: run.settings.substeps,
             iterations: run.settings.iterations,
             frames,
             parts: PartTimes::default(),
@@ -154,6 +157,7 @@ impl BenchRow {
             compaction: &self.compaction,
             site: &self.site,
             graph: &self.graph,
+            substeps: self.substeps,
             iterations: self.iterations,
             frames: self.frames,
             build_ms: fixed(self.parts.build, 4),
@@ -301,8 +305,8 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         let first = at[0];
         let _ = writeln!(
             s,
-            "## {scenario}, {bodies} bodies ({backend}, {} frames, {} solver iterations, seed {})\n",
-            first.frames, first.iterations, first.seed
+            "## {scenario}, {bodies} bodies ({backend}, {} frames, solver {} substeps x {} passes, seed {})\n",
+            first.frames, first.substeps, first.iterations, first.seed
         );
         s += &table::markdown(&columns(), at.iter().copied(), failed);
         let _ = writeln!(s);
@@ -328,6 +332,15 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         }
         if let Some(r) = at.iter().find(|r| r.error.is_none()) {
             let _ = writeln!(s, "- Last frame (`{}`): {}.", r.compaction, r.quality.line());
+            let _ = writeln!(
+                s,
+                "- Solver (`{}`): {:.3} ms a frame, {:.1} % of the frame's stages; per substep {:.3} ms, per pass {:.3} ms (its setup shared out).",
+                r.compaction,
+                r.parts.solve,
+                100.0 * r.parts.solve / r.frame_ms.max(1e-12),
+                r.parts.solve / r.substeps.max(1) as f64,
+                r.parts.solve / (r.substeps * r.iterations).max(1) as f64
+            );
         }
         if let Some(line) = energy_sentence(&first.energy) {
             let _ = writeln!(s, "- {line}.");
@@ -435,6 +448,7 @@ struct BenchCsv<'a> {
     compaction: &'a str,
     site: &'a str,
     graph: &'a str,
+    substeps: u32,
     iterations: u32,
     frames: u32,
     build_ms: Fixed,
@@ -520,10 +534,10 @@ mod tests {
         let rows = [measured, driven, BenchRow::failed(&run, 1, "too large".into())];
         let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
         let want = concat!(
-            "backend,scenario,bodies,seed,sort,compaction,site,graph,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
-            "cpu,\"pile, big\",10,1,fast,sequential,,,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
+            "backend,scenario,bodies,seed,sort,compaction,site,graph,substeps,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
+            "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
         );
         assert_eq!(text, want);
     }

@@ -15,7 +15,7 @@ use crate::clocks::HostClock;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::physics::scale;
 use crate::collide::{
-    CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, physics, words,
+    CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, physics, words,
 };
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
@@ -206,7 +206,7 @@ impl Engine for CpuCollide {
         let w = &self.world;
         (&mut self.keys, &mut self.ids, &mut self.boxes).into_par_iter().zip(&self.bodies).enumerate().for_each(
             |(i, ((key, id, aabb), b))| {
-                *aabb = physics::aabb(b);
+                *aabb = physics::aabb(b, w);
                 *key = physics::morton(b.pos, w);
                 *id = i as u32;
             },
@@ -410,12 +410,10 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn solve(&mut self, iterations: u32, words: &Vec<u64>) -> CollideResult<()> {
+    fn solve(&mut self, words: &Vec<u64>) -> CollideResult<()> {
         if !host::ok(words) {
             return Ok(()); // the frame is redone: the bodies stay as they were
         }
-        let w = self.world;
-        self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
         self.index_contacts()?;
         let ends_of = &self.ends_of;
         // A body's contact points, with bodies and walls: its mass is split
@@ -423,27 +421,38 @@ impl Engine for CpuCollide {
         self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
             *k = ends_of[i] - if i == 0 { 0 } else { ends_of[i - 1] };
         });
-        let (ends_of, counts) = (&self.ends_of, &self.counts);
-        let count = |i: u32| counts[i as usize];
-        // Warm start (collide_warm): each contact first applies what it ended the last frame with.
-        let (bodies, previous) = (&self.bodies, &self.previous);
+        // Warm start (collide_warm): each contact takes what it held at the last frame's end.
+        let previous = &self.previous;
+        self.contacts.par_iter_mut().for_each(|c| {
+            if let Some(p) = previous_contact(previous, c) {
+                physics::warm_start(c, p);
+            }
+        });
+        Ok(())
+    }
+
+    fn substep(&mut self, step: Substep, words: &Vec<u64>) -> CollideResult<()> {
+        if !host::ok(words) {
+            return Ok(());
+        }
+        let w = step.world(&self.world);
+        // Gravity, then the impulses the contacts held (collide_hold and the gather).
+        self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
+        let bodies = &self.bodies;
         self.contacts
-            .par_iter_mut()
+            .par_iter()
             .map(|c| {
-                let Some(p) = previous_contact(previous, c) else {
-                    return physics::Impulse::default();
-                };
                 let a = &bodies[c.a as usize];
                 if physics::is_wall(c.b) {
-                    let wall = physics::wall_body(c.b, c.point, &w);
-                    return physics::warm_start(c, p, a, &wall);
+                    return physics::hold(c, a, &physics::wall_body(c.b, c.point, &w));
                 }
-                let b = c.b;
-                physics::warm_start(c, p, a, &bodies[b as usize])
+                physics::hold(c, a, &bodies[c.b as usize])
             })
             .collect_into_vec(&mut self.responses);
-        gather(&mut self.bodies, &self.ends, ends_of, &self.responses);
-        for _ in 0..iterations {
+        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
+        let counts = &self.counts;
+        let count = |i: u32| counts[i as usize];
+        for _ in 0..step.iterations {
             let bodies = &self.bodies;
             self.contacts
                 .par_iter_mut()
@@ -457,19 +466,13 @@ impl Engine for CpuCollide {
                     physics::contact_impulse(c, a, count(c.a), &bodies[b as usize], count(b), &w)
                 })
                 .collect_into_vec(&mut self.responses);
-            gather(&mut self.bodies, &self.ends, ends_of, &self.responses);
+            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
         }
-        self.previous.clone_from(&self.contacts);
-        self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        Ok(())
-    }
-
-    fn integrate(&mut self, words: &Vec<u64>) -> CollideResult<()> {
-        if !host::ok(words) {
-            return Ok(());
-        }
-        let w = self.world;
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
+        if step.last() {
+            self.previous.clone_from(&self.contacts);
+            self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        }
         Ok(())
     }
 

@@ -5,7 +5,7 @@
 
 use super::{
     Algorithm, Buf, CollideError, CollideResult, CollideSettings, Compaction, Engine, FrameEnd, FramePath, FrameStats,
-    SitePath, StageId, stage, words,
+    SitePath, StageId, Substep, stage, words,
 };
 use crate::frontier;
 
@@ -263,8 +263,12 @@ fn enqueue<E: Engine>(
     let fuse = if fused { compaction } else { None };
     frontier::run(&mut Walk(&mut *e, fuse), pairs, words, at, &plan)?;
     e.stage(StageId::frame(stage::NARROW), |e| e.narrow(words))?;
-    e.stage(StageId::frame(stage::SOLVE), |e| e.solve(s.iterations, words))?;
-    e.stage(StageId::frame(stage::INTEGRATE), |e| e.integrate(words))
+    e.stage(StageId::frame(stage::SOLVE), |e| e.solve(words))?;
+    for index in 0..s.substeps {
+        let step = Substep { index, count: s.substeps, iterations: s.iterations };
+        e.stage(StageId::level(stage::SUBSTEP, index), |e| e.substep(step, words))?;
+    }
+    Ok(())
 }
 
 /// Runs `frames` frames; `on_frame` sees each frame's stats as it ends.

@@ -107,12 +107,19 @@ pub struct World {
     /// Tonge's split, which never overshoots but converges slowly; less
     /// over-relaxes the Jacobi step, while an isolated contact stays exact).
     pub split: f32,
+    /// How far apart two surfaces may be and still make a contact, besides
+    /// what the bodies' motion over a frame adds (`physics::reach`): the
+    /// solver's substeps reuse the frame's contacts, so a contact that closes
+    /// during the frame must already be in the list (a speculative contact).
+    pub margin: f32,
+    #[serde(skip)]
+    pub pad: [f32; 3],
 }
 
 const _: () = assert!(std::mem::size_of::<Body>() == 80);
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
 const _: () = assert!(std::mem::size_of::<Contact>() == 64);
-const _: () = assert!(std::mem::size_of::<World>() == 96);
+const _: () = assert!(std::mem::size_of::<World>() == 112);
 
 /// A pair of node (or body) indices in one frontier slot.
 pub fn pack(a: u32, b: u32) -> u64 {

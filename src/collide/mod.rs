@@ -129,7 +129,9 @@ impl serde::Serialize for SortMethod {
 pub struct CollideSettings {
     pub compact_pairs: Compaction,
     pub sort: SortMethod,
-    /// Jacobi iterations of the contact solver per frame.
+    /// Substeps of the solver per frame (each moves the bodies by dt / substeps).
+    pub substeps: u32,
+    /// Jacobi passes over the contacts per substep.
     pub iterations: u32,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     pub max_frontier: u64,
@@ -139,6 +141,9 @@ pub struct CollideSettings {
 
 impl CollideSettings {
     pub fn check(&self) -> CollideResult<()> {
+        if self.substeps == 0 || self.substeps > 64 {
+            return Err(CollideError::Settings("--substeps must be between 1 and 64".into()));
+        }
         if self.iterations == 0 || self.iterations > 64 {
             return Err(CollideError::Settings("--iterations must be between 1 and 64".into()));
         }
@@ -210,8 +215,10 @@ pub mod stage {
     pub const EXPAND: &str = "expand level";
     pub const COMPACT_PAIRS: &str = "compact pairs";
     pub const NARROW: &str = "narrow phase";
+    /// The solver's setup: contact counts, contacts grouped by body, warm start.
     pub const SOLVE: &str = "solve";
-    pub const INTEGRATE: &str = "integrate";
+    /// One substep: gravity, held impulses, passes, motion (a level per substep).
+    pub const SUBSTEP: &str = "substep";
 }
 
 /// One frame as measured.
@@ -351,12 +358,16 @@ pub trait Engine {
     /// Exact shape tests of the stored candidates (their count from the
     /// words); the contacts found are counted in `words[words::CONTACTS]`.
     fn narrow(&mut self, words: &mut Buf<Self, u64>) -> CollideResult<()>;
-    /// Gravity, then `iterations` Jacobi passes over the contacts; nothing
-    /// when the frame's status is set.
-    fn solve(&mut self, iterations: u32, words: &Buf<Self, u64>) -> CollideResult<()>;
-    /// Positions from velocities; walls, floor and drum; nothing when the
+    /// The solver's setup for the frame's contacts: each body's contact
+    /// points (its mass split), the contacts' ends grouped by body (what the
+    /// passes gather), and each contact's impulses from the last frame (warm
+    /// start); nothing when the frame's status is set.
+    fn solve(&mut self, words: &Buf<Self, u64>) -> CollideResult<()>;
+    /// One substep (`physics::solver`): gravity and the impulses the contacts
+    /// held, `step.iterations` Jacobi passes, then positions from velocities
+    /// (walls, floor and drum), all over `step.world`'s dt; nothing when the
     /// frame's status is set.
-    fn integrate(&mut self, words: &Buf<Self, u64>) -> CollideResult<()>;
+    fn substep(&mut self, step: Substep, words: &Buf<Self, u64>) -> CollideResult<()>;
 
     /// Reading back, for tests, the viewer and the reports (after a frame).
     fn bodies(&self) -> CollideResult<Vec<Body>>;
@@ -368,6 +379,28 @@ pub trait Engine {
     fn contact_list(&self) -> CollideResult<Vec<Contact>>;
     /// The hierarchy: n - 1 internal nodes, then n leaves.
     fn nodes(&self) -> CollideResult<Vec<Node>>;
+}
+
+/// One substep of a frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Substep {
+    /// 0 for the frame's first.
+    pub index: u32,
+    /// Substeps in the frame.
+    pub count: u32,
+    /// Jacobi passes in it.
+    pub iterations: u32,
+}
+
+impl Substep {
+    pub fn last(&self) -> bool {
+        self.index + 1 == self.count
+    }
+    /// The world with the substep's time step (computed once, on the host,
+    /// so that every engine steps by the same f32).
+    pub fn world(&self, w: &World) -> World {
+        World { dt: w.dt / self.count as f32, ..*w }
+    }
 }
 
 /// A buffer of an engine's compaction backend.

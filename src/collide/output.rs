@@ -375,6 +375,7 @@ pub(crate) mod tests {
         CollideSettings {
             compact_pairs: c,
             sort: SortMethod::Fast,
+            substeps: 2,
             iterations: 4,
             max_frontier: 1 << 20,
             fusion: Default::default(),

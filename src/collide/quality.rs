@@ -9,7 +9,8 @@ use crate::collide::physics::{self, dot};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Quality {
-    /// Contact points between bodies per body (wall points left out).
+    /// Touching contact points between bodies per body (wall points and
+    /// speculative contacts, still apart, left out).
     pub contacts_per_body: f64,
     /// Penetration depth over the smaller body's radius, mean and most.
     pub mean_depth: f64,
@@ -76,7 +77,8 @@ impl Quality {
     pub fn of(bodies: &[Body], contacts: &[Contact]) -> Quality {
         let pairs: Vec<f64> = contacts
             .iter()
-            .filter(|c| !physics::is_wall(c.b))
+            // Touching contacts only: a speculative one (negative depth) is a gap.
+            .filter(|c| !physics::is_wall(c.b) && c.depth > 0.0)
             .map(|c| (c.depth / radius(&bodies[c.a as usize]).min(radius(&bodies[c.b as usize]))) as f64)
             .collect();
         let n = bodies.len().max(1) as f64;

@@ -17,8 +17,6 @@ use super::session::cuda_backend;
 use super::session::{BackendKind, DisplayDevice, Engines, OnBackend, on_backend, wgpu_backend};
 use glam::Vec3;
 
-/// Jacobi iterations of the solver per frame (`reap collide`'s default).
-pub const ITERATIONS: u32 = 4;
 /// The most slots a frontier level may hold: a level of `none` past it stops
 /// the frame with a message instead of allocating gigabytes.
 pub const MAX_FRONTIER: u64 = 1 << 26;
@@ -109,10 +107,12 @@ impl CollideSession {
 
     /// One time step with `choices`; the bodies it leaves become [`Self::shown`].
     pub fn frame(&mut self, choices: &CollideChoices) -> CollideResult<FrameStats> {
+        let (substeps, iterations) = self.scenario.solver();
         let settings = CollideSettings {
             compact_pairs: choices.compact_pairs,
             sort: choices.sort,
-            iterations: ITERATIONS,
+            substeps,
+            iterations,
             max_frontier: MAX_FRONTIER,
             fusion: Default::default(),
         };

@@ -78,14 +78,14 @@ fn cuda_collide_broad_phase_is_brute_force() {
                 let before = e.bodies().expect("bodies");
                 frame(&mut e, &s, &mut f, i).expect("frame");
                 let found = e.candidate_pairs().expect("candidates");
-                assert_eq!(found, brute_force(&before), "{} n={n} frame {i}", sc.name());
+                assert_eq!(found, brute_force(e.world(), &before), "{} n={n} frame {i}", sc.name());
             }
             b = e.into_backend();
         }
     }
     let (mut e, _, state) = settled(b, 1000, 60);
     let got = one_frame(&mut e, &lookback(), &state);
-    let want = brute_force(&state);
+    let want = brute_force(e.world(), &state);
     assert!(!want.is_empty(), "the settled pile has no overlapping pair");
     assert_eq!(got.candidates, want, "the settled pile");
 }

@@ -109,7 +109,7 @@ impl OnBackend for BodiesBench<'_> {
     fn run<B: Opened>(self, backend: B) -> Result<Self::Output> {
         let (args, sc) = (self.args, self.scenario);
         let (kind, device) = (backend.kind(), backend.device());
-        let configs = configs(args, &backend)?;
+        let configs = configs(args, &backend, sc)?;
         let (world, bodies) = build(sc, self.bodies, args.sim.seed)?;
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);
@@ -119,13 +119,13 @@ impl OnBackend for BodiesBench<'_> {
 }
 
 /// The (sort, compaction) configurations, each parsed on the backend that will run it.
-fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B) -> Result<Vec<CollideSettings>> {
+fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B, sc: Scenario) -> Result<Vec<CollideSettings>> {
     let compactions = compactions(&args.algorithms, backend)?;
     let mut out = Vec::new();
     // With --both-paths a fusable algorithm runs fused and as a separate pass (both engines fuse).
     for sort in &args.sorts {
         for c in &compactions {
-            let s = settings(backend, c.name(), sort, &args.sim)?;
+            let s = settings(backend, c.name(), sort, &args.sim, sc)?;
             match *c {
                 Compaction::With(a) if a.fuses() && args.sim.fuse == Fusion::Auto && args.both_paths => {
                     out.push(s.clone());
@@ -150,7 +150,7 @@ fn bench_bodies<E: Engine>(
     let n = start.len() as u32;
     let settled;
     let start = if args.settle > 0 {
-        let s = reference(args);
+        let s = reference(args, sc);
         engine.set_bodies(start)?;
         eprintln!("{n} bodies: settling for {} frames", args.settle);
         simulate(&mut engine, &s, args.settle, |_| {})?;
@@ -195,7 +195,7 @@ fn bench_bodies<E: Engine>(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let series = energy_series(&mut engine, start, args)?;
+    let series = energy_series(&mut engine, start, args, sc)?;
     for r in &mut rows {
         r.energy = series.clone();
     }
@@ -203,11 +203,13 @@ fn bench_bodies<E: Engine>(
 }
 
 /// The untimed runs' settings (settling, the energy series): `lookback` and the fast sort.
-fn reference(args: &CollideBenchArgs) -> CollideSettings {
+fn reference(args: &CollideBenchArgs, sc: Scenario) -> CollideSettings {
+    let (substeps, iterations) = args.sim.solver(sc);
     CollideSettings {
         compact_pairs: Compaction::With(Algorithm::Lookback),
         sort: SortMethod::Fast,
-        iterations: args.sim.iterations,
+        substeps,
+        iterations,
         max_frontier: args.sim.max_frontier,
         fusion: Default::default(),
     }
@@ -217,8 +219,13 @@ fn reference(args: &CollideBenchArgs) -> CollideSettings {
 /// untimed with `lookback` and the fast sort: every configuration steps the
 /// same bodies, so this one run stands for them all, and reading the bodies
 /// back every frame costs the measured runs nothing.
-fn energy_series<E: Engine>(engine: &mut E, start: &[Body], args: &CollideBenchArgs) -> Result<EnergyRun> {
-    let s = reference(args);
+fn energy_series<E: Engine>(
+    engine: &mut E,
+    start: &[Body],
+    args: &CollideBenchArgs,
+    sc: Scenario,
+) -> Result<EnergyRun> {
+    let s = reference(args, sc);
     engine.set_bodies(start)?;
     let world = *engine.world();
     let mut f = Frontier::new(engine)?;

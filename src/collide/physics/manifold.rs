@@ -29,8 +29,11 @@ fn sign(x: f32) -> f32 {
     if x >= 0.0 { 1.0 } else { -1.0 }
 }
 
-/// Separating axes, then the points of contact; none when an axis separates.
-pub fn box_box(a: &Body, b: &Body) -> Option<Manifold> {
+/// Separating axes, then the points of contact; none when an axis separates
+/// the boxes by `margin` or more. Closer than that, the axis of least
+/// overlap (the largest gap) and points up to `margin` above the reference
+/// face make a speculative manifold of negative depths.
+pub fn box_box(a: &Body, b: &Body, margin: f32) -> Option<Manifold> {
     let ua = axes(a.rot);
     let ub = axes(b.rot);
     let t = sub(b.pos, a.pos);
@@ -56,7 +59,7 @@ pub fn box_box(a: &Body, b: &Body) -> Option<Manifold> {
         let rb = dot(ub[0], l).abs() * b.half[0] + dot(ub[1], l).abs() * b.half[1] + dot(ub[2], l).abs() * b.half[2];
         let s = dot(t, l);
         let o = ra + rb - s.abs();
-        if o <= 0.0 {
+        if o <= -margin {
             return None;
         }
         let n = if s < 0.0 { scale(l, -1.0) } else { l };
@@ -76,7 +79,7 @@ pub fn box_box(a: &Body, b: &Body) -> Option<Manifold> {
         m.count = 1;
         return Some(m);
     }
-    clip_faces(a, &ua, b, &ub, face_axis, &mut m);
+    clip_faces(a, &ua, b, &ub, face_axis, margin, &mut m);
     if m.count == 0 {
         // Rounding clipped every point away: one point between the centres.
         m.points[0] = scale(add(a.pos, b.pos), 0.5);
@@ -113,8 +116,9 @@ fn edge_point(a: &Body, ua: &[V3; 3], b: &Body, ub: &[V3; 3], k: usize, n: V3) -
 
 /// Face axis k (a's face for k < 3, b's for 3..6) as the reference face:
 /// the other box's most opposed face clipped to its sides; the points
-/// below it go to `m` (midway between the two surfaces).
-fn clip_faces(a: &Body, ua: &[V3; 3], b: &Body, ub: &[V3; 3], k: usize, m: &mut Manifold) {
+/// below it, or less than `margin` above, go to `m` (midway between the two
+/// surfaces).
+fn clip_faces(a: &Body, ua: &[V3; 3], b: &Body, ub: &[V3; 3], k: usize, margin: f32, m: &mut Manifold) {
     // The reference face's outward normal points at the incident box.
     let (rb, ru, i, inc, iu, nref) =
         if k < 3 { (a, ua, k, b, ub, m.normal) } else { (b, ub, k - 3, a, ua, scale(m.normal, -1.0)) };
@@ -167,13 +171,13 @@ fn clip_faces(a: &Body, ua: &[V3; 3], b: &Body, ub: &[V3; 3], k: usize, m: &mut 
             return;
         }
     }
-    // The points below the reference face, at most MAX_POINTS: the extremes
+    // The points below the reference face (or within the margin), at most MAX_POINTS: the extremes
     // along the face's two diagonals (the corners of an aligned face).
     let mut keep = [usize::MAX; MAX_POINTS];
     let mut best = [f32::NEG_INFINITY; MAX_POINTS];
     for (p, &q) in poly.iter().enumerate().take(len) {
         let under = dot(sub(q, centre), nref);
-        if under >= 0.0 {
+        if under >= margin {
             continue;
         }
         let (d1, d2) = (dot(q, ru[i1]), dot(q, ru[i2]));

@@ -31,10 +31,10 @@ pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
 pub use manifold::{MAX_POINTS, box_box};
 pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
 pub use narrow::collide;
-pub use solver::{FIXED, Impulse, apply, contact_impulse, from_fixed, to_fixed, warm_start};
+pub use solver::{FIXED, Impulse, apply, contact_impulse, from_fixed, hold, to_fixed, warm_start};
 pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
 
-use crate::collide::layout::{Body, SPHERE};
+use crate::collide::layout::{Body, SPHERE, World};
 
 pub type V3 = [f32; 3];
 
@@ -78,8 +78,24 @@ pub fn extent(b: &Body) -> V3 {
     [e(0), e(1), e(2)]
 }
 
-/// A body's axis-aligned box (a leaf's bounds).
-pub fn aabb(b: &Body) -> (V3, V3) {
-    let e = extent(b);
+/// How far from a body's surface its contacts are looked for: the world's
+/// margin plus how far the surface can move in a frame (its speed, what
+/// gravity adds over the frame, and for a box how fast its corners turn).
+/// The substeps reuse the frame's contacts, so every surface the body can
+/// reach before the next narrow phase must already be a (speculative)
+/// contact; a fast body reaches far and finds more of them.
+pub fn reach(b: &Body, w: &World) -> f32 {
+    let mut speed = dot(b.vel, b.vel).sqrt() + dot(w.gravity, w.gravity).sqrt() * w.dt;
+    if b.shape != SPHERE {
+        speed = speed + dot(b.omega, b.omega).sqrt() * dot(b.half, b.half).sqrt();
+    }
+    w.margin + speed * w.dt
+}
+
+/// A body's axis-aligned box (a leaf's bounds), grown by its [`reach`]: two
+/// boxes overlap when the bodies may touch within the frame.
+pub fn aabb(b: &Body, w: &World) -> (V3, V3) {
+    let r = reach(b, w);
+    let e = add(extent(b), [r, r, r]);
     (sub(b.pos, e), add(b.pos, e))
 }

@@ -2,12 +2,14 @@
 //! [`MAX_POINTS`] contact points (sphere-sphere and sphere-box one,
 //! box-box a clipped manifold, manifold.rs), or none.
 
-use super::{MAX_POINTS, V3, add, axes, box_box, dot, point_velocity, scale, sub};
+use super::{MAX_POINTS, V3, add, axes, box_box, dot, point_velocity, reach, scale, sub};
 use crate::collide::layout::{BOX, Body, Contact, SPHERE, World};
 
 /// The exact test of candidate (ia, ib), ia < ib: its contact points, the
-/// normals pointing from a to b, in `out[..count]`.
+/// normals pointing from a to b, in `out[..count]`. Surfaces closer than
+/// the two bodies' reach make (speculative) contacts of negative depth.
 pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body, w: &World) -> ([Contact; MAX_POINTS], usize) {
+    let margin = reach(a, w) + reach(b, w);
     let mut out = [Contact::default(); MAX_POINTS];
     let mut count = 0;
     let mut add_point = |normal: V3, depth: f32, point: V3| {
@@ -16,24 +18,24 @@ pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body, w: &World) -> ([Contact; MA
     };
     match (a.shape, b.shape) {
         (SPHERE, SPHERE) => {
-            if let Some((n, d)) = sphere_sphere(a, b) {
+            if let Some((n, d)) = sphere_sphere(a, b, margin) {
                 add_point(n, d, add(a.pos, scale(n, a.half[0] - 0.5 * d)));
             }
         }
         (BOX, BOX) => {
-            if let Some(m) = box_box(a, b) {
+            if let Some(m) = box_box(a, b, margin) {
                 for k in 0..m.count as usize {
                     add_point(m.normal, m.depths[k], m.points[k]);
                 }
             }
         }
         (BOX, _) => {
-            if let Some((n, d)) = sphere_box(b, a) {
+            if let Some((n, d)) = sphere_box(b, a, margin) {
                 add_point(n, d, sub(b.pos, scale(n, b.half[0] - 0.5 * d)));
             }
         }
         _ => {
-            if let Some((n, d)) = sphere_box(a, b) {
+            if let Some((n, d)) = sphere_box(a, b, margin) {
                 add_point(scale(n, -1.0), d, sub(a.pos, scale(n, a.half[0] - 0.5 * d)));
             }
         }
@@ -73,12 +75,13 @@ pub(super) fn contact(
     }
 }
 
-/// Normal from a to b and depth.
-fn sphere_sphere(a: &Body, b: &Body) -> Option<(V3, f32)> {
+/// Normal from a to b and depth (negative: a gap under `margin`).
+fn sphere_sphere(a: &Body, b: &Body, margin: f32) -> Option<(V3, f32)> {
     let d = sub(b.pos, a.pos);
     let dist2 = dot(d, d);
     let rsum = a.half[0] + b.half[0];
-    if dist2 >= rsum * rsum {
+    let reach = rsum + margin;
+    if dist2 >= reach * reach {
         return None;
     }
     let dist = dist2.sqrt();
@@ -86,8 +89,9 @@ fn sphere_sphere(a: &Body, b: &Body) -> Option<(V3, f32)> {
     Some((n, rsum - dist))
 }
 
-/// Sphere `s` against box `b`: the normal points from the box to the sphere.
-fn sphere_box(s: &Body, b: &Body) -> Option<(V3, f32)> {
+/// Sphere `s` against box `b`: the normal points from the box to the sphere
+/// (a gap under `margin` gives a negative depth).
+fn sphere_box(s: &Body, b: &Body, margin: f32) -> Option<(V3, f32)> {
     let u = axes(b.rot);
     let h = b.half;
     let r = s.half[0];
@@ -96,7 +100,8 @@ fn sphere_box(s: &Body, b: &Body) -> Option<(V3, f32)> {
     let c = [l[0].clamp(-h[0], h[0]), l[1].clamp(-h[1], h[1]), l[2].clamp(-h[2], h[2])];
     let diff = sub(l, c);
     let d2 = dot(diff, diff);
-    if d2 >= r * r {
+    let reach = r + margin;
+    if d2 >= reach * reach {
         return None;
     }
     let (nl, depth) = if d2 > 1e-12 {

@@ -1,14 +1,21 @@
-//! The solver: projected Jacobi over the contacts with each body's mass
+//! The solver: small steps (Macklin et al. 2019). A frame's contacts are
+//! found once, then each of its substeps applies gravity for the substep,
+//! re-applies the impulse each contact held in the last substep (warm
+//! starting: a resting contact's impulse is that substep's weight, so one
+//! pass leaves little to correct), runs its Jacobi passes and moves the
+//! bodies. A pass is projected Jacobi over the contacts with each body's mass
 //! split over its contact points (Tonge et al. 2012), so that summing every
 //! contact's impulse on a body does not overshoot; `World::split` shrinks
 //! the split of a body in many contacts, which over-relaxes the step (plain
 //! Tonge converges too slowly for a stack) and leaves an isolated contact exact.
-//! Each pass a contact adds to the normal impulse it has applied this frame
-//! (never below zero) and to its friction (Coulomb, static then dynamic), and
-//! pushes the centres apart along its normal while it is deeper than the slop
-//! (a split impulse: positions only, so the correction adds no energy). The
-//! walls, the floor and the drum are contacts like any other (walls.rs), so
-//! they act inside every pass. A body's sums are kept in 64-bit fixed point.
+//! Each pass a contact sets the normal impulse of its substep (never below
+//! zero) and its friction (Coulomb, static then dynamic), and pushes the
+//! centres apart along its normal while it is deeper than the slop (a split
+//! impulse: positions only, so the correction adds no energy). A contact
+//! still apart (a speculative one, `physics::reach`) lets the bodies close
+//! its gap within the substep and no further. The walls, the floor and the
+//! drum are contacts like any other (walls.rs), so they act inside every
+//! pass. A body's sums are kept in 64-bit fixed point.
 
 use super::{V3, add, cross, dot, inv_inertia_mul, point_velocity, scale, sub};
 use crate::collide::layout::{Body, Contact, World};
@@ -50,7 +57,7 @@ fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) ->
 
 /// One Jacobi pass of contact `c` between a (in `ka` contact points) and b
 /// (in `kb`), from the velocities and positions before the pass; updates the
-/// impulses the contact has applied.
+/// impulses the contact has applied this substep (`w.dt` is the substep's).
 pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
     let (ka, kb) = (share(ka, w), share(kb, w));
     let n = c.normal;
@@ -60,9 +67,13 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     if kn <= 0.0 {
         return Impulse::default();
     }
+    // The depth now, the centres having moved since the narrow phase.
+    let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
+    // Apart: the bodies may approach until they touch at the substep's end.
+    let target = if depth < 0.0 { depth / w.dt } else { c.bounce };
     let rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     let vn = dot(rel, n);
-    let lambda = (c.lambda - (vn - c.bounce) / kn).max(0.0);
+    let lambda = (c.lambda - (vn - target) / kn).max(0.0);
     let dn = lambda - c.lambda;
     c.lambda = lambda;
     // Friction against the sliding velocity, capped by the normal impulse.
@@ -82,8 +93,6 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     let df = sub(f, c.friction);
     c.friction = f;
     let p = add(scale(n, dn), df);
-    // The depth now, the centres having moved since the narrow phase.
-    let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
     let push = (depth - w.slop).max(0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
     Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: scale(n, push) }
 }
@@ -96,14 +105,20 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
 }
 
 /// Warm starting: contact `c` takes the impulses `p`, the same contact (a,
-/// b, slot) of the last frame, ended that frame with (friction loses its
-/// part along the new normal); returns the impulse to apply before the first
-/// pass. Finding `p` is the engine's: a binary search on the CPU, a hash
-/// table on the GPU (the same contact either way, keys being unique).
-pub fn warm_start(c: &mut Contact, p: &Contact, a: &Body, b: &Body) -> Impulse {
+/// b, slot) of the last frame, held in that frame's last substep (friction
+/// loses its part along the new normal); the first substep applies them
+/// ([`hold`]). Finding `p` is the engine's: a binary search on the CPU, a
+/// hash table on the GPU (the same contact either way, keys being unique).
+pub fn warm_start(c: &mut Contact, p: &Contact) {
     let n = c.normal;
     c.lambda = p.lambda;
     c.friction = sub(p.friction, scale(n, dot(p.friction, n)));
+}
+
+/// The impulse contact `c` held in the last substep, which a substep
+/// applies again before its passes.
+pub fn hold(c: &Contact, a: &Body, b: &Body) -> Impulse {
+    let n = c.normal;
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);
     let j = add(scale(n, c.lambda), c.friction);

@@ -37,11 +37,14 @@ fn random_quat(rng: &mut fastrand::Rng) -> [f32; 4] {
 
 /// The first contact of a pair; a box pair's depth is its separating-axis
 /// overlap (its points' depths are each point's own).
+/// Bodies at rest in a world without gravity or margin reach nothing past
+/// their surfaces: only touching shapes make contacts.
 pub(super) fn touch(a: &Body, b: &Body) -> Option<Contact> {
-    let (found, count) = collide(0, a, 1, b, &world());
+    let w = World { gravity: [0.0; 3], margin: 0.0, ..world() };
+    let (found, count) = collide(0, a, 1, b, &w);
     let mut c = found[..count].first().copied()?;
     if a.shape == BOX && b.shape == BOX {
-        c.depth = box_box(a, b)?.depth;
+        c.depth = box_box(a, b, 0.0)?.depth;
     }
     Some(c)
 }
@@ -129,10 +132,16 @@ fn overlap_and_union_of_boxes() {
 #[test]
 fn aabb_of_a_rotated_box() {
     let b = cuboid([1.0, 2.0, 3.0], [1.0, 0.5, 0.25], quat([0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_2));
-    let (min, max) = aabb(&b);
-    assert!(close(min, [0.5, 1.0, 2.75]) && close(max, [1.5, 3.0, 3.25]), "{min:?} {max:?}");
-    let s = sphere([1.0; 3], 0.5);
-    assert_eq!(aabb(&s), ([0.5; 3], [1.5; 3]));
+    // At rest without gravity, the box reaches only the margin past its surface.
+    let w = World { gravity: [0.0; 3], margin: 0.125, ..world() };
+    let (min, max) = aabb(&b, &w);
+    assert!(close(min, [0.375, 0.875, 2.625]) && close(max, [1.625, 3.125, 3.375]), "{min:?} {max:?}");
+    let mut s = sphere([1.0; 3], 0.5);
+    assert_eq!(aabb(&s, &w), ([0.375; 3], [1.625; 3]));
+    // Moving at 6 m/s it reaches a tenth of a metre further in a frame of 1/60 s.
+    s.vel = [0.0, 6.0, 0.0];
+    let (min, max) = aabb(&s, &w);
+    assert!(close(min, [0.275; 3]) && close(max, [1.725; 3]), "{min:?} {max:?}");
 }
 
 #[test]
@@ -226,4 +235,29 @@ fn depth_along_the_normal_separates_random_pairs() {
         }
     }
     assert!(seen.iter().all(|&s| s > 500), "every pairing must be exercised: {seen:?}");
+}
+
+/// Shapes apart by less than their reach make speculative contacts: the
+/// depth is minus the gap, the normal the one they will touch along.
+#[test]
+fn shapes_within_reach_make_speculative_contacts() {
+    let w = World { gravity: [0.0; 3], margin: 0.05, ..world() };
+    let a = sphere([2.0, 2.0, 2.0], 0.5);
+    let b = sphere([3.06, 2.0, 2.0], 0.5);
+    let (found, count) = collide(0, &a, 1, &b, &w);
+    assert_eq!(count, 1);
+    assert!((found[0].depth + 0.06).abs() < 1e-5 && close(found[0].normal, [1.0, 0.0, 0.0]), "{:?}", found[0]);
+    let far = sphere([3.2, 2.0, 2.0], 0.5);
+    assert_eq!(collide(0, &a, 1, &far, &w).1, 0, "0.2 apart is past both reaches (0.1)");
+    // Boxes face to face 0.04 apart: four points of depth -0.04.
+    let p = cuboid([2.0, 2.0, 2.0], [0.5; 3], [0.0, 0.0, 0.0, 1.0]);
+    let q = cuboid([2.0, 3.04, 2.0], [0.5; 3], [0.0, 0.0, 0.0, 1.0]);
+    let (found, count) = collide(0, &p, 1, &q, &w);
+    assert_eq!(count, 4);
+    assert!(found[..4].iter().all(|c| (c.depth + 0.04).abs() < 1e-5 && close(c.normal, [0.0, 1.0, 0.0])));
+    // A sphere 0.03 over a box's face.
+    let s = sphere([2.0, 3.03, 2.0], 0.5);
+    let (found, count) = collide(0, &p, 1, &s, &w);
+    assert_eq!(count, 1);
+    assert!((found[0].depth + 0.03).abs() < 1e-5 && close(found[0].normal, [0.0, 1.0, 0.0]), "{:?}", found[0]);
 }

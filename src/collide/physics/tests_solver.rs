@@ -13,6 +13,7 @@ fn settings(iterations: u32) -> CollideSettings {
     CollideSettings {
         compact_pairs: Compaction::With(Algorithm::Lookback),
         sort: SortMethod::Fast,
+        substeps: 1,
         iterations,
         max_frontier: 1 << 26,
         fusion: Default::default(),
@@ -197,4 +198,73 @@ fn the_gas_without_walls_conserves_angular_momentum() {
     let change = ((0..3).map(|k| (after[k] - before[k]).powi(2)).sum::<f64>()).sqrt();
     eprintln!("angular momentum changes by {change:.3e} of summed magnitude {size:.3e} ({contacts} contacts last)");
     assert!(change < 5e-3 * size, "angular momentum changes by {change} (scale {size})");
+}
+
+/// Tuning: the quality of settled scenes over a grid of solver settings
+/// (REAP_TUNE="scenario:bodies:frames:substeps:iterations:margin:split ...").
+#[test]
+#[ignore]
+fn tune() {
+    let spec = std::env::var("REAP_TUNE").unwrap_or_default();
+    for item in spec.split_whitespace() {
+        let f: Vec<&str> = item.split(':').collect();
+        let sc: Scenario = f[0].parse().unwrap();
+        let n: u32 = f[1].parse().unwrap();
+        let frames: u32 = f[2].parse().unwrap();
+        let (substeps, iterations): (u32, u32) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+        let (mut w, mut bodies) = scenario::build(sc, n, 1).expect("scenario");
+        if f.get(7) == Some(&"spheres") {
+            for b in bodies.iter_mut().filter(|b| b.shape != SPHERE && b.inv_mass > 0.0) {
+                let r = 0.43;
+                (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
+                b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
+            }
+        }
+        w.margin = f[5].parse().unwrap();
+        w.split = f[6].parse().unwrap();
+        let mut e = CpuCollide::new(w, &bodies).expect("engine");
+        let mut fr = Frontier::new(&e).expect("frontier");
+        let s = CollideSettings { substeps, ..settings(iterations) };
+        let t = std::time::Instant::now();
+        let e0 = crate::collide::quality::energy(&bodies, &w);
+        let mut line = String::new();
+        for i in 0..frames {
+            frame(&mut e, &s, &mut fr, i).expect("frame");
+            if (i + 1) % (frames / 4).max(1) == 0 {
+                let q = crate::collide::quality::Quality::of(&e.bodies().unwrap(), &e.contact_list().unwrap());
+                line += &format!(
+                    " | f{} {:.2} {:.2}% {:.1}%",
+                    i + 1,
+                    q.contacts_per_body,
+                    100.0 * q.mean_depth,
+                    100.0 * q.max_depth
+                );
+            }
+        }
+        let e1 = crate::collide::quality::energy(&e.bodies().unwrap(), &w);
+        let bs = e.bodies().unwrap();
+        let mut worst = [(0.0f32, 0usize); 3];
+        for c in e.contact_list().unwrap().iter().filter(|c| !is_wall(c.b)) {
+            let (a, b) = (&bs[c.a as usize], &bs[c.b as usize]);
+            let k = (a.shape + b.shape) as usize;
+            let r = |b: &Body| if b.shape == SPHERE { b.half[0] } else { b.half[0].min(b.half[1]).min(b.half[2]) };
+            let d = c.depth / r(a).min(r(b));
+            if d > worst[k].0 {
+                worst[k] = (d, 0);
+            }
+            worst[k].1 += 1;
+        }
+        line += &format!(
+            " | worst ss {:.1}% ({}) sb {:.1}% ({}) bb {:.1}% ({})",
+            100.0 * worst[0].0,
+            worst[0].1,
+            100.0 * worst[1].0,
+            worst[1].1,
+            100.0 * worst[2].0,
+            worst[2].1
+        );
+        let fast = bs.iter().map(|b| dot(b.vel, b.vel).sqrt()).fold(0.0, f32::max);
+        line += &format!(" fastest {fast:.2}");
+        eprintln!("{item}: {:.1}s energy {:.3}{line}", t.elapsed().as_secs_f64(), e1 / e0);
+    }
 }

@@ -1,11 +1,11 @@
 //! The walls, the floor and the drum as contacts: every point of a body
-//! (a box's corners, a sphere's nearest point) within the slop of one
+//! (a box's corners, a sphere's nearest point) within its reach of one
 //! becomes a contact against an immovable body at that point, so the solver
 //! treats it as it treats a contact between bodies (inside every pass, with
 //! its own normal and friction impulses).
 
 use super::narrow::contact;
-use super::{V3, add, axes, scale};
+use super::{V3, add, axes, reach, scale};
 use crate::collide::layout::{Body, Contact, SPHERE, World};
 
 /// `Contact::b` of a wall point: `WALL - k` for the plane k (2 axis + side:
@@ -50,6 +50,7 @@ pub fn wall_contacts(ia: u32, a: &Body, w: &World) -> ([Contact; MAX_WALL_POINTS
         return (out, 0);
     }
     let u = axes(a.rot);
+    let near = reach(a, w);
     let points = if a.shape == SPHERE { 1 } else { 8 };
     for k in 0..3 {
         for side in 0..2 {
@@ -62,7 +63,7 @@ pub fn wall_contacts(ia: u32, a: &Body, w: &World) -> ([Contact; MAX_WALL_POINTS
                 let r = corner(a, &u, c, n);
                 let at = a.pos[k] + r[k];
                 let gap = if side == 0 { at - w.min[k] } else { w.max[k] - at };
-                if gap < w.slop && count < MAX_WALL_POINTS {
+                if gap < near && count < MAX_WALL_POINTS {
                     let p = add(a.pos, r);
                     let slot = (count - first) as u32;
                     out[count] = contact(ia, a, id, &wall_body(id, p, w), w, n, -gap, p, slot);
@@ -82,7 +83,7 @@ pub fn wall_contacts(ia: u32, a: &Body, w: &World) -> ([Contact; MAX_WALL_POINTS
             let px = a.pos[0] + r[0] - w.drum_x;
             let py = a.pos[1] + r[1] - w.drum_y;
             let rho = (px * px + py * py).sqrt();
-            if rho > 0.0 && w.drum_radius - rho < w.slop && count < MAX_WALL_POINTS {
+            if rho > 0.0 && w.drum_radius - rho < near && count < MAX_WALL_POINTS {
                 let p = add(a.pos, r);
                 let n = [px / rho, py / rho, 0.0];
                 let (id, slot) = (WALL - 6, (count - first) as u32);
