@@ -18,7 +18,14 @@ use reap::compaction::CpuBackend;
 const SEED: u64 = 7;
 
 fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
-    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: 1 << 26, fusion: Default::default() }
+    CollideSettings {
+        compact_pairs,
+        sort,
+        substeps: 2,
+        iterations: 2,
+        max_frontier: 1 << 26,
+        fusion: Default::default(),
+    }
 }
 
 fn lookback() -> CollideSettings {

@@ -65,13 +65,13 @@ extern "C" __global__ void collide_codes(const Body* bodies, u32 n, World w, u32
 // build(): thread k makes leaf n-1+k (the body ids[k] and its box) and, for
 // k < n-1, internal node k (Karras 2012: its children, and their parent
 // links). It also clears internal node k's arrival flag for refit.
-extern "C" __global__ void collide_build(const u32* codes, const u32* ids, const Body* bodies, u32 n, Node* nodes,
-                                         u32* parent, u32* flags) {
+extern "C" __global__ void collide_build(const u32* codes, const u32* ids, const Body* bodies, u32 n, World w,
+                                         Node* nodes, u32* parent, u32* flags) {
     u32 k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n) return;
     u32 id = ids[k];
     physics::V3 lo, hi;
-    physics::aabb(bodies[id], &lo, &hi);
+    physics::aabb(bodies[id], w, &lo, &hi);
     Node leaf;
     physics::store(leaf.min, lo);
     physics::store(leaf.max, hi);
@@ -321,14 +321,7 @@ extern "C" __global__ void collide_walls(const Body* bodies, u32 n, World w, Con
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
 }
 
-// solve(), first step: gravity on every body (not when the frame is redone).
-extern "C" __global__ void collide_gravity(Body* bodies, u32 n, World w, const u64* words) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !frontier_ok(words)) return;
-    physics::gravity(bodies[i], w);
-}
-
-// solve(), second step: each body's contact points, with bodies and walls
+// solve(), first step: each body's contact points, with bodies and walls
 // (its mass is split over them: a pair's points each take a part, or a box
 // resting on four corners overshoots four times; World::split keeps that
 // from stalling the solver). The host zeroes `counts` before.
@@ -342,39 +335,94 @@ extern "C" __global__ void collide_count(const Contact* contacts, const u64* wor
     }
 }
 
-// Per-body sums of one Jacobi pass, in 2^-24 fixed point (two's complement in
-// unsigned words: integer addition is associative, so the order in which the
-// atomics land does not change the sums): linear impulse, angular impulse,
-// push. The host zeroes it before each pass.
-struct Acc {
+// solve(), after the library's exclusive scan of the counts into each body's
+// first slot (`cursor` starts as a copy of it): every contact's ends go to
+// their bodies' runs of `ends`, as (contact << 1) | side (0: a, 1: b; a
+// wall's side is not stored). The order within a run is the atomics', which
+// the sums do not see (integer addition is associative).
+extern "C" __global__ void collide_ends(const Contact* contacts, const u64* words, u64 contact_word, u32* cursor,
+                                        u32* ends) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        Contact c = contacts[i];
+        ends[atomicAdd(&cursor[c.a], 1u)] = (u32)i << 1;
+        if (!physics::is_wall(c.b)) ends[atomicAdd(&cursor[c.b], 1u)] = ((u32)i << 1) | 1u;
+    }
+}
+
+// A body's sums of one pass, in 2^-24 fixed point (two's complement in
+// unsigned words, wrapping as the CPU's i64 sums do): linear impulse,
+// angular impulse, push.
+struct Sums {
     u64 linear[3];
     u64 angular[3];
     u64 push[3];
 };
 
-// A contact's impulse r added to both bodies' sums (a wall's side to none).
-__device__ __forceinline__ void add_impulse(const Contact& c, const physics::Impulse& r, Acc* acc) {
-    bool wall = physics::is_wall(c.b);
+__device__ __forceinline__ void add_sums(Sums& s, physics::V3 linear, physics::V3 angular, physics::V3 push) {
 #pragma unroll
     for (int k = 0; k < 3; k++) {
-        atomicAdd(&acc[c.a].linear[k], (u64)physics::to_fixed(r.linear[k] * -1.0f));
-        atomicAdd(&acc[c.a].angular[k], (u64)physics::to_fixed(r.angular_a[k]));
-        atomicAdd(&acc[c.a].push[k], (u64)physics::to_fixed(r.push[k] * -1.0f));
-        if (wall) continue;  // the wall does not move
-        atomicAdd(&acc[c.b].linear[k], (u64)physics::to_fixed(r.linear[k]));
-        atomicAdd(&acc[c.b].angular[k], (u64)physics::to_fixed(r.angular_b[k]));
-        atomicAdd(&acc[c.b].push[k], (u64)physics::to_fixed(r.push[k]));
+        s.linear[k] += (u64)physics::to_fixed(linear[k]);
+        s.angular[k] += (u64)physics::to_fixed(angular[k]);
+        s.push[k] += (u64)physics::to_fixed(push[k]);
     }
 }
 
-// One contact's impulse added to both bodies' sums.
-__device__ __forceinline__ void solve_one(Contact& c, const Body* bodies, const u32* counts, const World& w,
-                                          Acc* acc) {
-    physics::Impulse r = physics::is_wall(c.b)
-                             ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
-                                                        physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
-                             : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
-    add_impulse(c, r, acc);
+__device__ __forceinline__ void apply_sums(Body& b, const Sums& s) {
+    physics::V3 linear, angular, push;
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        linear[k] = physics::from_fixed((i64)s.linear[k]);
+        angular[k] = physics::from_fixed((i64)s.angular[k]);
+        push[k] = physics::from_fixed((i64)s.push[k]);
+    }
+    physics::apply(b, linear, angular, push);
+}
+
+// What collide_gather does to each body, in this order (cpu.rs `substep`).
+#define GATHER_PASS 1u       // takes the sums of its contacts' responses of the pass
+#define GATHER_INTEGRATE 2u  // moves: the substep's last pass
+#define GATHER_BEGIN 4u      // the next substep's gravity and the impulses its contacts held
+
+// substep(): every body gathers from its run of ends, by `what` above: the
+// pass's responses (collide_solve's), then the step, then gravity and the
+// held impulses (solver.rs `hold`, from the contacts' impulses and the
+// body's position as the step left it). One thread a body, no atomics.
+extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, const u32* first, const u32* counts,
+                                          const physics::Impulse* responses, const Contact* contacts, World w,
+                                          const u64* words, u32 what) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !frontier_ok(words)) return;
+    Body b = bodies[i];
+    u32 from = first[i], to = first[i] + counts[i];
+    physics::V3 zero = physics::v3(0.0f, 0.0f, 0.0f);
+    if (what & GATHER_PASS) {
+        Sums s = {};
+        for (u32 e = from; e < to; e++) {
+            u32 end = ends[e];
+            const physics::Impulse& r = responses[end >> 1];
+            if (end & 1u) {
+                add_sums(s, r.linear, r.angular_b, r.push);
+            } else {
+                add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
+            }
+        }
+        apply_sums(b, s);
+    }
+    if (what & GATHER_INTEGRATE) physics::integrate(b, w);
+    if (what & GATHER_BEGIN) {
+        physics::gravity(b, w);
+        Sums s = {};
+        for (u32 e = from; e < to; e++) {
+            u32 end = ends[e];
+            physics::V3 linear, angular;
+            physics::hold_side(contacts[end >> 1], b, end & 1u, &linear, &angular);
+            add_sums(s, linear, angular, zero);
+        }
+        apply_sums(b, s);
+    }
+    bodies[i] = b;
 }
 
 // Warm starting's table: the last frame's contacts (`previous`, in the
@@ -435,58 +483,32 @@ extern "C" __global__ void collide_warm_table(const Contact* previous, const u32
 }
 
 // solve(), warm start: each contact that the last frame had takes the
-// impulses it ended with and adds them to both bodies' sums (collide_apply
-// follows, as after a pass). The bodies are read as gravity left them.
+// impulses it held at that frame's end (the first substep applies them).
 extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64 contact_word,
-                                        const Contact* previous, const u32* table, const u32* previous_count,
-                                        const Body* bodies, World w, Acc* acc) {
+                                        const Contact* previous, const u32* table, const u32* previous_count) {
     if (!frontier_ok(words)) return;
     u32 mask = warm_mask(*previous_count);
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact& c = contacts[i];
         const Contact* p = find_previous(c, previous, table, mask);
-        if (p == nullptr) continue;  // a zero impulse: the sums do not change
-        physics::Impulse r =
-            physics::is_wall(c.b)
-                ? physics::warm_start(c, *p, bodies[c.a], physics::wall_body(c.b, physics::v3(c.point), w))
-                : physics::warm_start(c, *p, bodies[c.a], bodies[c.b]);
-        add_impulse(c, r, acc);
+        if (p != nullptr) physics::warm_start(c, *p);
     }
 }
 
-// solve(), one pass: each contact (words[contact_word] of them) updates the
-// impulses it has applied and adds the change to both bodies' sums. Reads the
-// bodies from before the pass (collide_apply runs after); each contact is
-// one thread's. Grid-stride; nothing when the frame is redone.
+// substep(), one pass: each contact (words[contact_word] of them) updates
+// the impulses it has applied this substep and writes its response, which
+// collide_gather sums per body. Reads the bodies from before the pass; each
+// contact is one thread's. Grid-stride; nothing when the frame is redone.
 extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
-                                         const u32* counts, World w, Acc* acc) {
+                                         const u32* counts, World w, physics::Impulse* responses) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
-        solve_one(contacts[i], bodies, counts, w, acc);
+        Contact& c = contacts[i];
+        responses[i] = physics::is_wall(c.b)
+                           ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
+                                                      physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
+                           : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
     }
-}
-
-// solve(), end of a pass: every body takes its sums.
-extern "C" __global__ void collide_apply(Body* bodies, const Acc* acc, u32 n, const u64* words) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !frontier_ok(words)) return;
-    Acc s = acc[i];
-    physics::V3 linear, angular, push;
-#pragma unroll
-    for (int k = 0; k < 3; k++) {
-        linear[k] = physics::from_fixed((i64)s.linear[k]);
-        angular[k] = physics::from_fixed((i64)s.angular[k]);
-        push[k] = physics::from_fixed((i64)s.push[k]);
-    }
-    physics::apply(bodies[i], linear, angular, push);
-}
-
-// integrate(): positions and orientations from velocities; walls, floor and
-// drum (not when the frame is redone).
-extern "C" __global__ void collide_integrate(Body* bodies, u32 n, World w, const u64* words) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !frontier_ok(words)) return;
-    physics::integrate(bodies[i], w);
 }

@@ -79,12 +79,14 @@ struct World {
     float static_friction;
     float rest_speed;
     float split;
+    float margin;
+    float pad[3];
 };
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");
 static_assert(sizeof(Node) == 32, "Node: keep in sync with layout.rs");
 static_assert(sizeof(Contact) == 64, "Contact: keep in sync with layout.rs");
-static_assert(sizeof(World) == 96, "World: keep in sync with layout.rs");
+static_assert(sizeof(World) == 112, "World: keep in sync with layout.rs");
 
 // layout.rs pack / unpack.
 __device__ __forceinline__ u64 pack(u32 a, u32 b) { return ((u64)a << 32) | (u64)b; }
@@ -167,9 +169,22 @@ __device__ __forceinline__ V3 extent(const Body& b) {
     return e;
 }
 
-// A body's axis-aligned box (a leaf's bounds): (min, max).
-__device__ __forceinline__ void aabb(const Body& b, V3* lo, V3* hi) {
-    V3 e = extent(b);
+// How far from a body's surface its contacts are looked for: the margin plus
+// how far the surface can move in a frame (mod.rs `reach`).
+__device__ __forceinline__ float reach(const Body& b, const World& w) {
+    V3 v = v3(b.vel), g = v3(w.gravity);
+    float speed = sqrt(dot(v, v)) + sqrt(dot(g, g)) * w.dt;
+    if (b.shape != COLLIDE_SPHERE) {
+        V3 o = v3(b.omega), h = v3(b.half);
+        speed = speed + sqrt(dot(o, o)) * sqrt(dot(h, h));
+    }
+    return w.margin + speed * w.dt;
+}
+
+// A body's axis-aligned box (a leaf's bounds) grown by its reach: (min, max).
+__device__ __forceinline__ void aabb(const Body& b, const World& w, V3* lo, V3* hi) {
+    float r = reach(b, w);
+    V3 e = add(extent(b), v3(r, r, r));
     *lo = sub(v3(b.pos), e);
     *hi = add(v3(b.pos), e);
 }

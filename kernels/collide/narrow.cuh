@@ -42,10 +42,10 @@ __device__ __forceinline__ V3 edge_point(const Body& a, const Axes& ua, const Bo
 }
 
 // Face axis k (a's face for k < 3, b's for 3..6) as the reference face: the
-// other box's most opposed face clipped to its sides; the points below it go
-// to `m` (midway between the two surfaces).
+// other box's most opposed face clipped to its sides; the points below it, or
+// less than `margin` above, go to `m` (midway between the two surfaces).
 __device__ __forceinline__ void clip_faces(const Body& a, const Axes& ua, const Body& b, const Axes& ub, int k,
-                                           Manifold* m) {
+                                           float margin, Manifold* m) {
     bool on_a = k < 3;
     const Body& rb = on_a ? a : b;
     const Axes& ru = on_a ? ua : ub;
@@ -99,7 +99,7 @@ __device__ __forceinline__ void clip_faces(const Body& a, const Axes& ua, const 
     for (int p = 0; p < len; p++) {
         V3 q = poly[p];
         float under = dot(sub(q, centre), nref);
-        if (under >= 0.0f) continue;
+        if (under >= margin) continue;
         float d1 = dot(q, ru[i1]), d2 = dot(q, ru[i2]);
         float along[COLLIDE_MAX_POINTS] = {d1 + d2, d1 - d2, d2 - d1, -d1 - d2};
         for (int e = 0; e < COLLIDE_MAX_POINTS; e++) {
@@ -123,7 +123,7 @@ __device__ __forceinline__ void clip_faces(const Body& a, const Axes& ua, const 
 }
 
 // Separating axes, then the points of contact; false when an axis separates.
-__device__ __forceinline__ bool box_box(const Body& a, const Body& b, Manifold* m) {
+__device__ __forceinline__ bool box_box(const Body& a, const Body& b, float margin, Manifold* m) {
     Axes ua = axes(a.rot);
     Axes ub = axes(b.rot);
     V3 t = sub(v3(b.pos), v3(a.pos));
@@ -142,7 +142,7 @@ __device__ __forceinline__ bool box_box(const Body& a, const Body& b, Manifold* 
         float rb = abs(dot(ub[0], l)) * b.half[0] + abs(dot(ub[1], l)) * b.half[1] + abs(dot(ub[2], l)) * b.half[2];
         float s = dot(t, l);
         float o = ra + rb - abs(s);
-        if (o <= 0.0f) return false;
+        if (o <= -margin) return false;
         V3 n = s < 0.0f ? scale(l, -1.0f) : l;
         if (k < 6 && o < face) {
             face = o;
@@ -165,7 +165,7 @@ __device__ __forceinline__ bool box_box(const Body& a, const Body& b, Manifold* 
         m->count = 1;
         return true;
     }
-    clip_faces(a, ua, b, ub, face_axis, m);
+    clip_faces(a, ua, b, ub, face_axis, margin, m);
     if (m->count == 0) {
         // Rounding clipped every point away: one point between the centres.
         m->points[0] = scale(add(v3(a.pos), v3(b.pos)), 0.5f);
@@ -176,19 +176,21 @@ __device__ __forceinline__ bool box_box(const Body& a, const Body& b, Manifold* 
 }
 
 // Normal from a to b and depth; false for none.
-__device__ __forceinline__ bool sphere_sphere(const Body& a, const Body& b, V3* normal, float* depth) {
+__device__ __forceinline__ bool sphere_sphere(const Body& a, const Body& b, float margin, V3* normal, float* depth) {
     V3 d = sub(v3(b.pos), v3(a.pos));
     float dist2 = dot(d, d);
     float rsum = a.half[0] + b.half[0];
-    if (dist2 >= rsum * rsum) return false;
+    float reach = rsum + margin;
+    if (dist2 >= reach * reach) return false;
     float dist = sqrt(dist2);
     *normal = dist > 1e-6f ? scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
     *depth = rsum - dist;
     return true;
 }
 
-// Sphere `s` against box `b`: the normal points from the box to the sphere.
-__device__ __forceinline__ bool sphere_box(const Body& s, const Body& b, V3* normal, float* depth) {
+// Sphere `s` against box `b`: the normal points from the box to the sphere (a
+// gap under `margin` gives a negative depth).
+__device__ __forceinline__ bool sphere_box(const Body& s, const Body& b, float margin, V3* normal, float* depth) {
     Axes u = axes(b.rot);
     V3 h = v3(b.half);
     float r = s.half[0];
@@ -197,7 +199,8 @@ __device__ __forceinline__ bool sphere_box(const Body& s, const Body& b, V3* nor
     V3 c = v3(clamp(l[0], -h[0], h[0]), clamp(l[1], -h[1], h[1]), clamp(l[2], -h[2], h[2]));
     V3 diff = sub(l, c);
     float d2 = dot(diff, diff);
-    if (d2 >= r * r) return false;
+    float reach = r + margin;
+    if (d2 >= reach * reach) return false;
     V3 nl;
     if (d2 > 1e-12f) {
         float dist = sqrt(d2);
@@ -242,28 +245,30 @@ __device__ __forceinline__ Contact contact(u32 ia, const Body& a, u32 ib, const 
 }
 
 // The exact test of candidate (ia, ib), ia < ib: its contact points, the
-// normals pointing from a to b, in out[0..count); returns count.
+// normals pointing from a to b, in out[0..count); returns count. Surfaces
+// closer than the two bodies' reach make speculative contacts.
 __device__ __forceinline__ u32 collide(u32 ia, const Body& a, u32 ib, const Body& b, const World& w,
                                        Contact out[COLLIDE_MAX_POINTS]) {
+    float margin = reach(a, w) + reach(b, w);
     V3 n;
     float d;
     if (a.shape == COLLIDE_SPHERE && b.shape == COLLIDE_SPHERE) {
-        if (!sphere_sphere(a, b, &n, &d)) return 0;
+        if (!sphere_sphere(a, b, margin, &n, &d)) return 0;
         out[0] = contact(ia, a, ib, b, w, n, d, add(v3(a.pos), scale(n, a.half[0] - 0.5f * d)), 0);
         return 1;
     }
     if (a.shape == COLLIDE_BOX && b.shape == COLLIDE_BOX) {
         Manifold m;
-        if (!box_box(a, b, &m)) return 0;
+        if (!box_box(a, b, margin, &m)) return 0;
         for (u32 k = 0; k < m.count; k++) out[k] = contact(ia, a, ib, b, w, m.normal, m.depths[k], m.points[k], k);
         return m.count;
     }
     if (a.shape == COLLIDE_BOX) {
-        if (!sphere_box(b, a, &n, &d)) return 0;
+        if (!sphere_box(b, a, margin, &n, &d)) return 0;
         out[0] = contact(ia, a, ib, b, w, n, d, sub(v3(b.pos), scale(n, b.half[0] - 0.5f * d)), 0);
         return 1;
     }
-    if (!sphere_box(a, b, &n, &d)) return 0;
+    if (!sphere_box(a, b, margin, &n, &d)) return 0;
     out[0] = contact(ia, a, ib, b, w, scale(n, -1.0f), d, sub(v3(a.pos), scale(n, a.half[0] - 0.5f * d)), 0);
     return 1;
 }
@@ -288,6 +293,7 @@ __device__ __forceinline__ u32 wall_contacts(u32 ia, const Body& a, const World&
     u32 count = 0;
     if (a.inv_mass <= 0.0f) return 0;
     Axes u = axes(a.rot);
+    float near = reach(a, w);
     u32 points = a.shape == COLLIDE_SPHERE ? 1u : 8u;
     for (int k = 0; k < 3; k++) {
         for (int side = 0; side < 2; side++) {
@@ -300,7 +306,7 @@ __device__ __forceinline__ u32 wall_contacts(u32 ia, const Body& a, const World&
                 V3 r = corner(a, u, c, n);
                 float at = a.pos[k] + r[k];
                 float gap = side == 0 ? at - w.min[k] : w.max[k] - at;
-                if (gap < w.slop && count < COLLIDE_MAX_WALL_POINTS) {
+                if (gap < near && count < COLLIDE_MAX_WALL_POINTS) {
                     V3 p = add(v3(a.pos), r);
                     out[count] = contact(ia, a, id, wall_body(id, p, w), w, n, -gap, p, count - first);
                     count++;
@@ -319,7 +325,7 @@ __device__ __forceinline__ u32 wall_contacts(u32 ia, const Body& a, const World&
             float px = a.pos[0] + r[0] - w.drum_x;
             float py = a.pos[1] + r[1] - w.drum_y;
             float rho = sqrt(px * px + py * py);
-            if (rho > 0.0f && w.drum_radius - rho < w.slop && count < COLLIDE_MAX_WALL_POINTS) {
+            if (rho > 0.0f && w.drum_radius - rho < near && count < COLLIDE_MAX_WALL_POINTS) {
                 V3 p = add(v3(a.pos), r);
                 V3 n = v3(px / rho, py / rho, 0.0f);
                 u32 id = COLLIDE_WALL - 6u;

@@ -50,7 +50,8 @@ __device__ __forceinline__ float inv_effective(const Body& a, float ka, V3 ra, c
 // What a body in k contact points counts as in the mass split (World::split).
 __device__ __forceinline__ float share(u32 k, const World& w) { return 1.0f + w.split * (__uint2float_rn(k) - 1.0f); }
 
-// One Jacobi pass of contact c between a (in ka contact points) and b (in kb).
+// One Jacobi pass of contact c between a (in ka contact points) and b (in kb),
+// over the substep's w.dt.
 __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
                                                    const World& w) {
     V3 zero = v3(0.0f, 0.0f, 0.0f);
@@ -62,9 +63,13 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     V3 rb = sub(v3(c.point), v3(b.pos));
     float kn = inv_effective(a, ka, ra, b, kb, rb, n);
     if (kn <= 0.0f) return out;
+    // The depth now, the centres having moved since the narrow phase.
+    float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
+    // Apart: the bodies may approach until they touch at the substep's end.
+    float target = depth < 0.0f ? depth / w.dt : c.bounce;
     V3 rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     float vn = dot(rel, n);
-    float lambda = max(c.lambda - (vn - c.bounce) / kn, 0.0f);
+    float lambda = max(c.lambda - (vn - target) / kn, 0.0f);
     float dn = lambda - c.lambda;
     c.lambda = lambda;
     // Friction against the sliding velocity, capped by the normal impulse.
@@ -82,8 +87,6 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     V3 df = sub(f, v3(c.friction));
     store(c.friction, f);
     V3 p = add(scale(n, dn), df);
-    // The depth now, the centres having moved since the narrow phase.
-    float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
     float push = max(depth - w.slop, 0.0f) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
     out.linear = p;
     out.angular_a = scale(cross(ra, p), -1.0f);
@@ -93,22 +96,29 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
 }
 
 // Warm starting: contact c takes the impulses p, the same contact (a, b,
-// slot) of the last frame, ended that frame with (friction loses its part
-// along the new normal); returns the impulse to apply before the first pass.
-__device__ __forceinline__ Impulse warm_start(Contact& c, const Contact& p, const Body& a, const Body& b) {
+// slot) of the last frame, held in that frame's last substep (friction loses
+// its part along the new normal); the first substep applies them (hold).
+__device__ __forceinline__ void warm_start(Contact& c, const Contact& p) {
     V3 n = v3(c.normal);
     c.lambda = p.lambda;
     V3 pf = v3(p.friction);
     store(c.friction, sub(pf, scale(n, dot(pf, n))));
-    V3 ra = sub(v3(c.point), v3(a.pos));
-    V3 rb = sub(v3(c.point), v3(b.pos));
+}
+
+// The impulse contact c held in the last substep, on one of its bodies (the
+// side of solver.rs `hold` that the CPU's gather takes for that body):
+// a's side (`on_b` false) takes the opposite impulse.
+__device__ __forceinline__ void hold_side(const Contact& c, const Body& body, bool on_b, V3* linear, V3* angular) {
+    V3 n = v3(c.normal);
+    V3 r = sub(v3(c.point), v3(body.pos));
     V3 j = add(scale(n, c.lambda), v3(c.friction));
-    Impulse out;
-    out.linear = j;
-    out.angular_a = scale(cross(ra, j), -1.0f);
-    out.angular_b = cross(rb, j);
-    out.push = v3(0.0f, 0.0f, 0.0f);
-    return out;
+    if (on_b) {
+        *linear = j;
+        *angular = cross(r, j);
+    } else {
+        *linear = scale(j, -1.0f);
+        *angular = scale(cross(r, j), -1.0f);
+    }
 }
 
 // A body takes the sums of its contacts' impulses of one pass.

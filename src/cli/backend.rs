@@ -273,7 +273,7 @@ pub fn with_backend<J: OnBackend>(choice: BackendChoice, adapter: &AdapterArg, j
             };
             match hardware_wgpu() {
                 Ok(Some(w)) => {
-                    eprintln!("note: using the wgpu backend on {}; CUDA is unavailable: {cuda}", w.name());
+                    eprintln!("note: using the wgpu backend on {}; CUDA is unavailable: {cuda}", wgpu_name(&w));
                     return run_wgpu(w, job);
                 }
                 Ok(None) | Err(_) => {}
@@ -331,6 +331,16 @@ fn hardware_wgpu() -> Result<Option<std::convert::Infallible>> {
 #[cfg(not(feature = "wgpu"))]
 fn run_wgpu<J: OnBackend>(never: std::convert::Infallible, _: J) -> Result<J::Output> {
     match never {}
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_name(w: &reap::compaction::wgpu::WgpuBackend) -> String {
+    w.name().to_string()
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn wgpu_name(never: &std::convert::Infallible) -> String {
+    match *never {}
 }
 
 /// Why `auto` found no hardware wgpu adapter, for its one line.

@@ -21,7 +21,7 @@ use smart_default::SmartDefault;
 
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{
-    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, words,
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, words,
 };
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
@@ -56,8 +56,8 @@ const BLOCK: u32 = 256;
 /// fill the device, few enough that a level with an empty frontier costs
 /// little more than the launch.
 pub const RESIDENT_BLOCKS_PER_SM: u32 = 8;
-/// collide.cu `Acc`: linear[3], angular[3], push[3], one u64 each.
-const ACC_WORDS: u64 = 9;
+/// Bytes of a contact's response (collide.cu `physics::Impulse`: four V3).
+const RESPONSE_BYTES: u64 = 48;
 /// Morton codes are 30 bits: the fast sort sorts those (passes of 8, 8, 8, 6
 /// bits), which orders them as a sort of all 32 bits would.
 const KEY_BITS: u32 = 30;
@@ -65,7 +65,7 @@ const KEY_BITS: u32 = 30;
 const RS_BLOCK: u32 = 256;
 const RS_RADIX: u64 = 256;
 
-// SAFETY: plain repr(C) data laid out as common.cuh's `World` (both sides assert 96 bytes).
+// SAFETY: plain repr(C) data laid out as common.cuh's `World` (both sides assert 112 bytes).
 unsafe impl DeviceRepr for World {}
 
 /// Tuning of the fast radix sort (radix_sort.cu).
@@ -96,11 +96,10 @@ struct Functions {
     expand: CudaFunction,
     narrow: CudaFunction,
     walls: CudaFunction,
-    gravity: CudaFunction,
     count: CudaFunction,
+    ends: CudaFunction,
     solve: CudaFunction,
-    apply: CudaFunction,
-    integrate: CudaFunction,
+    gather: CudaFunction,
 }
 
 /// The GPU engine: bodies, hierarchy, candidate and contact lists in device
@@ -123,9 +122,17 @@ pub struct CudaCollide {
     /// Contacts, 64 bytes each, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
     contacts: CudaSlice<u8>,
     capacity: u64,
-    acc: CudaSlice<u64>,
-    /// Each body's contacts this frame (the solver splits its mass over them).
-    counts: CudaSlice<u32>,
+    /// Each body's contact points this frame (the solver splits its mass over
+    /// them), their exclusive scan (each body's first slot in `ends`), and the
+    /// scatter's cursors.
+    counts: CudaBuffer<u32>,
+    first: CudaBuffer<u32>,
+    cursor: CudaBuffer<u32>,
+    /// Both ends of every contact grouped by body, `(contact << 1) | side`:
+    /// two per contact slot.
+    ends: CudaSlice<u32>,
+    /// Each contact's response of the current pass (`physics::Impulse`, 48 bytes), one per contact slot.
+    responses: CudaSlice<u8>,
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
@@ -179,6 +186,23 @@ fn contact_bytes(capacity: u64) -> u64 {
     capacity * CONTACTS_PER_CANDIDATE * std::mem::size_of::<Contact>() as u64
 }
 
+/// collide.cu's `GATHER_*` bits: what collide_gather does to each body.
+const GATHER_PASS: u32 = 1;
+const GATHER_INTEGRATE: u32 = 2;
+const GATHER_BEGIN: u32 = 4;
+
+/// The contact ends' buffer: two u32 per contact slot.
+fn ends(stream: &Arc<CudaStream>, contacts: u64) -> CollideResult<CudaSlice<u32>> {
+    stream.alloc_zeros::<u32>((2 * contacts).max(1) as usize).map_err(launch_err("allocating the contact ends"))
+}
+
+/// Enqueues zeroes over a u32 buffer (stream-ordered, no host wait).
+fn zero_u32(stream: &CudaStream, b: &CudaBuffer<u32>) -> CollideResult<()> {
+    // SAFETY: the range is the buffer's `len` u32s, inside its allocation of this stream's context.
+    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(b.ptr(), 0, b.len() as usize, stream.cu_stream()) };
+    r.result().map_err(|e| CollideError::Gpu(gpu::driver_error("zeroing the contact counts")(e)))
+}
+
 /// Enqueues zeroes over a buffer's `len` words (stream-ordered, no host wait).
 fn zero_words(stream: &CudaStream, words: &CudaBuffer<u64>) -> CollideResult<()> {
     if words.len() == 0 {
@@ -204,11 +228,12 @@ impl CudaCollide {
         let capacity = initial_capacity(n);
         let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
         // Bodies, keys and ids (twice, for the fast sort), the split sort's two
-        // interleaved copies, nodes, parents, flags, accumulators, candidates,
-        // contacts, histograms, and an allowance for the driver's two pair
-        // frontiers (4 slots of 8 bytes per live pair, about 2n pairs a level).
-        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + ACC_WORDS * 8 + 4 + 2 * 4 * 8 * 2)
-            + capacity * (8 + 64 * CONTACTS_PER_CANDIDATE)
+        // interleaved copies, nodes, parents, flags, counts, first slots and
+        // cursors, candidates, contacts with their ends and responses,
+        // histograms, and an allowance for the driver's two pair frontiers (4
+        // slots of 8 bytes per live pair, about 2n pairs a level).
+        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 3 * 4 + 2 * 4 * 8 * 2)
+            + capacity * (8 + (64 + 2 * 4 + RESPONSE_BYTES) * CONTACTS_PER_CANDIDATE)
             + warm::bytes(capacity * CONTACTS_PER_CANDIDATE)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
@@ -221,11 +246,10 @@ impl CudaCollide {
             expand: f("collide_expand")?,
             narrow: f("collide_narrow")?,
             walls: f("collide_walls")?,
-            gravity: f("collide_gravity")?,
             count: f("collide_count")?,
+            ends: f("collide_ends")?,
             solve: f("collide_solve")?,
-            apply: f("collide_apply")?,
-            integrate: f("collide_integrate")?,
+            gather: f("collide_gather")?,
         };
         let fast = FastSort::new(&backend, n, FastSortTuning::default())?;
         let zeros = |len: u64, what: &'static str| stream.alloc_zeros::<u64>(len as usize).map_err(launch_err(what));
@@ -241,8 +265,11 @@ impl CudaCollide {
             candidates: zeros(capacity, "allocating the candidate list")?,
             contacts: backend.zeroed(contact_bytes(capacity))?,
             capacity,
-            acc: zeros(n * ACC_WORDS, "allocating the solver's sums")?,
-            counts: stream.alloc_zeros::<u32>(n as usize).map_err(launch_err("allocating the contact counts"))?,
+            counts: backend.alloc(n)?,
+            first: backend.alloc(n)?,
+            cursor: backend.alloc(n)?,
+            ends: ends(&stream, capacity * CONTACTS_PER_CANDIDATE)?,
+            responses: backend.zeroed(capacity * CONTACTS_PER_CANDIDATE * RESPONSE_BYTES)?,
             found: 0,
             contact_count: 0,
             warm: WarmStart::new(&backend, capacity * CONTACTS_PER_CANDIDATE)?,
@@ -297,13 +324,18 @@ impl CudaCollide {
         self.warm.keep(&mut self.contacts, count);
     }
 
-    /// Enqueues collide_apply: every body takes the sums at `ap`.
-    fn apply(&self, ap: u64, wp: u64) -> CollideResult<()> {
-        let bp = self.bodies.ptr();
-        let mut l = self.stream.launch_builder(&self.functions.apply);
-        l.arg(&bp).arg(&ap).arg(&self.n).arg(&wp);
-        // SAFETY: matches collide_apply(Body*, const Acc*, u32, const u64*); bodies and sums hold n entries.
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_apply"))
+    /// Enqueues collide_gather: every body does `what` (collide.cu's
+    /// `GATHER_*` bits) over the substep's world `w`.
+    fn gather(&self, w: &World, what: u32, wp: u64) -> CollideResult<()> {
+        let (bp, ep, fp, cp) = (self.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
+        let (rp, ctp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts));
+        let mut l = self.stream.launch_builder(&self.functions.gather);
+        l.arg(&bp).arg(&self.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what);
+        // SAFETY: matches collide_gather(Body*, u32, const u32*, const u32*, const u32*, const Impulse*, const
+        // Contact*, World, const u64*, u32); bodies, first slots and counts hold n entries; with the frame's
+        // status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of `ends` (two slots
+        // per contact slot) with contacts below the frame's count, whose responses and records exist.
+        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
     }
 
     /// A grid-stride launch over a device count of at most `capacity`.
@@ -411,7 +443,14 @@ impl Engine for CudaCollide {
             *words = self.backend.alloc(len)?;
         }
         words.set_len(len)?;
-        let buffers = [words.ptr(), raw_ptr(&self.contacts), raw_ptr(&self.candidates), self.capacity];
+        let buffers = [
+            words.ptr(),
+            raw_ptr(&self.contacts),
+            raw_ptr(&self.candidates),
+            raw_ptr(&self.ends),
+            raw_ptr(&self.responses),
+            self.capacity,
+        ];
         let key = crate::replay::key((key, buffers, self.warm.addresses(), self.generation));
         let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
         if path == FramePath::Replayed {
@@ -468,7 +507,7 @@ impl Engine for CudaCollide {
         let (kp, ip, bp) = (self.keys.ptr(), self.ids.ptr(), self.bodies.ptr());
         let (np, pp, fp) = (self.nodes.ptr(), self.parent.ptr(), self.flags.ptr());
         let mut l = self.stream.launch_builder(&self.functions.build);
-        l.arg(&kp).arg(&ip).arg(&bp).arg(&self.n).arg(&np).arg(&pp).arg(&fp);
+        l.arg(&kp).arg(&ip).arg(&bp).arg(&self.n).arg(&self.world).arg(&np).arg(&pp).arg(&fp);
         // SAFETY: matches collide_build(const u32*, const u32*, const Body*, u32, Node*, u32*, u32*); keys and ids
         // hold n entries (ids below n), nodes and parents 2n - 1, flags n - 1 (at least 1).
         unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_build"))
@@ -559,6 +598,11 @@ impl Engine for CudaCollide {
         self.candidates =
             self.stream.alloc_zeros::<u64>(capacity as usize).map_err(launch_err("growing candidates"))?;
         self.contacts = self.backend.zeroed(contact_bytes)?;
+        self.ends = ends(&self.stream, 1)?;
+        self.responses = self.backend.zeroed(1)?;
+        check_free(&self.stream, "the solver's contact ends and responses", capacity * CONTACTS_PER_CANDIDATE * 56)?;
+        self.ends = ends(&self.stream, capacity * CONTACTS_PER_CANDIDATE)?;
+        self.responses = self.backend.zeroed(capacity * CONTACTS_PER_CANDIDATE * RESPONSE_BYTES)?;
         self.capacity = capacity;
         self.found = 0;
         self.contact_count = 0;
@@ -583,48 +627,60 @@ impl Engine for CudaCollide {
         unsafe { l.launch(self.strided(self.n as u64)) }.map(drop).map_err(launch_err("launching collide_walls"))
     }
 
-    fn solve(&mut self, iterations: u32, words: &CudaBuffer<u64>) -> CollideResult<()> {
-        let n = self.n;
-        let (bp, wp) = (self.bodies.ptr(), words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.gravity);
-        l.arg(&bp).arg(&n).arg(&self.world).arg(&wp);
-        // SAFETY: matches collide_gravity(Body*, u32, World, const u64*); the bodies hold n entries.
-        unsafe { l.launch(grid(n as u64)?) }.map_err(launch_err("launching collide_gravity"))?;
-        // The contact count is on the device: every pass runs, over nothing when there is no contact.
+    fn solve(&mut self, words: &CudaBuffer<u64>) -> CollideResult<()> {
+        let wp = words.ptr();
+        // The contact count is on the device: every launch covers the capacity (nothing when there is no contact).
         let contact_word = words::CONTACTS;
         let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
-        self.stream.memset_zeros(&mut self.counts).map_err(launch_err("clearing the contact counts"))?;
-        let (ctp, cp) = (raw_ptr(&self.contacts), raw_ptr(&self.counts));
+        zero_u32(&self.stream, &self.counts)?;
+        let (ctp, cp) = (raw_ptr(&self.contacts), self.counts.ptr());
         let mut l = self.stream.launch_builder(&self.functions.count);
         l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&cp);
         // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*); with the frame's status clear,
         // narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts hold n.
         unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
-        // Warm start: each contact first applies what it ended the last frame with, as a pass applies.
-        self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
-        let ap = raw_ptr(&self.acc);
-        let at = WarmArgs { contacts: ctp, words: wp, contact_word, bodies: bp, world: &self.world, acc: ap };
+        // Each body's first end: the library's scan of the counts (their total, two per contact at most, fits u32).
+        self.backend.exclusive_scan(Algorithm::Lookback, &self.counts, &mut self.first)?;
+        let bytes = self.n as usize * 4;
+        // SAFETY: both ranges hold n u32s, distinct allocations of this stream's context.
+        unsafe { gpu::copy_dtod(&self.stream, self.cursor.ptr(), self.first.ptr(), bytes, "copying the first ends") }?;
+        let (up, ep) = (self.cursor.ptr(), raw_ptr(&self.ends));
+        let mut l = self.stream.launch_builder(&self.functions.ends);
+        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&up).arg(&ep);
+        // SAFETY: matches collide_ends(const Contact*, const u64*, u64, u32*, u32*); as for collide_count; each
+        // body's cursor runs over its counts[i] slots from first[i], inside the 2 * contact_capacity ends.
+        unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_ends"))?;
+        // Warm start: each contact takes what it held at the last frame's end.
+        let at = WarmArgs { contacts: ctp, words: wp, contact_word };
         let over = [self.warm.capacity(), self.warm.table_len(), contact_capacity].map(|c| self.strided(c));
-        self.warm.enqueue(&self.stream, at, over)?;
-        self.apply(ap, wp)?;
-        for _ in 0..iterations {
-            self.stream.memset_zeros(&mut self.acc).map_err(launch_err("clearing the solver's sums"))?;
-            let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&self.world).arg(&ap);
-            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Acc*); as
-            // for collide_count; each contact is read and written by one thread; the sums hold 9 words per body.
-            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
-            self.apply(ap, wp)?;
-        }
-        Ok(())
+        self.warm.enqueue(&self.stream, at, over)
     }
 
-    fn integrate(&mut self, words: &CudaBuffer<u64>) -> CollideResult<()> {
-        let (bp, wp) = (self.bodies.ptr(), words.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.integrate);
-        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&wp);
-        // SAFETY: matches collide_integrate(Body*, u32, World, const u64*); the bodies hold n entries.
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_integrate"))
+    fn substep(&mut self, step: Substep, words: &CudaBuffer<u64>) -> CollideResult<()> {
+        let w = step.world(&self.world);
+        let wp = words.ptr();
+        if step.index == 0 {
+            self.gather(&w, GATHER_BEGIN, wp)?;
+        }
+        let contact_word = words::CONTACTS;
+        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
+        let (ctp, bp, cp, rp) =
+            (raw_ptr(&self.contacts), self.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
+        for pass in 0..step.iterations {
+            let mut l = self.stream.launch_builder(&self.functions.solve);
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&w).arg(&rp);
+            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*);
+            // as for collide_count; each contact is read and written by one thread, its response at its index.
+            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
+            // The substep's last pass moves the bodies, then (but in the frame's last) begins the next substep.
+            let what = match (pass + 1 == step.iterations, step.last()) {
+                (false, _) => GATHER_PASS,
+                (true, true) => GATHER_PASS | GATHER_INTEGRATE,
+                (true, false) => GATHER_PASS | GATHER_INTEGRATE | GATHER_BEGIN,
+            };
+            self.gather(&w, what, wp)?;
+        }
+        Ok(())
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {

@@ -25,7 +25,14 @@ use reap::compaction::cuda::CudaBackend;
 const MAX_FRONTIER: u64 = 1 << 28;
 
 fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
-    CollideSettings { compact_pairs, sort, iterations: 4, max_frontier: MAX_FRONTIER, fusion: Default::default() }
+    CollideSettings {
+        compact_pairs,
+        sort,
+        substeps: 2,
+        iterations: 2,
+        max_frontier: MAX_FRONTIER,
+        fusion: Default::default(),
+    }
 }
 
 fn lookback() -> CollideSettings {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::{COLLIDE, check_free, launch_err};
-use crate::collide::layout::{Contact, World};
+use crate::collide::layout::Contact;
 use crate::collide::{CollideError, CollideResult};
 use crate::compaction::cuda::CudaBackend;
 use crate::gpu::{self, Spec, ptr as raw_ptr};
@@ -44,15 +44,11 @@ pub(super) struct WarmStart {
     warm: CudaFunction,
 }
 
-/// Where `collide_warm` reads and adds: the frame's contacts, words and
-/// bodies, and the solver's sums (device addresses).
-pub(super) struct WarmArgs<'a> {
+/// Where `collide_warm` reads and writes: the frame's contacts and words (device addresses).
+pub(super) struct WarmArgs {
     pub contacts: u64,
     pub words: u64,
     pub contact_word: u64,
-    pub bodies: u64,
-    pub world: &'a World,
-    pub acc: u64,
 }
 
 impl WarmStart {
@@ -137,7 +133,7 @@ impl WarmStart {
     pub(super) fn enqueue(
         &mut self,
         stream: &Arc<CudaStream>,
-        at: WarmArgs<'_>,
+        at: WarmArgs,
         [over_previous, over_table, over_contacts]: [LaunchConfig; 3],
     ) -> CollideResult<()> {
         let (pp, tp, cw) = (raw_ptr(&self.previous), raw_ptr(&self.table), raw_ptr(&self.count_word));
@@ -153,10 +149,9 @@ impl WarmStart {
         unsafe { l.launch(over_previous) }.map_err(launch_err("launching collide_warm_table"))?;
         let mut l = stream.launch_builder(&self.warm);
         l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&pp).arg(&tp).arg(&cw);
-        l.arg(&at.bodies).arg(at.world).arg(&at.acc);
-        // SAFETY: matches collide_warm(Contact*, const u64*, u64, const Contact*, const u32*, const u32*,
-        // const Body*, World, Acc*); as for collide_solve, and every table entry names one of the `count`
-        // previous contacts.
+        // SAFETY: matches collide_warm(Contact*, const u64*, u64, const Contact*, const u32*, const u32*); each
+        // of the frame's contacts is one thread's, and every table entry names one of the `count` previous
+        // contacts.
         unsafe { l.launch(over_contacts) }.map(drop).map_err(launch_err("launching collide_warm"))
     }
 

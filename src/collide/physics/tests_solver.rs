@@ -9,11 +9,16 @@ use crate::collide::scenario::{self, Scenario};
 use crate::collide::{CollideSettings, Compaction, Engine, Frontier, SortMethod, frame};
 use crate::compaction::Algorithm;
 
-fn settings(iterations: u32) -> CollideSettings {
+/// The solver as `reap collide` runs the pile by default.
+fn defaults() -> (u32, u32) {
+    Scenario::Pile.solver()
+}
+
+fn settings((substeps, iterations): (u32, u32)) -> CollideSettings {
     CollideSettings {
         compact_pairs: Compaction::With(Algorithm::Lookback),
         sort: SortMethod::Fast,
-        substeps: 1,
+        substeps,
         iterations,
         max_frontier: 1 << 26,
         fusion: Default::default(),
@@ -21,10 +26,10 @@ fn settings(iterations: u32) -> CollideSettings {
 }
 
 /// Runs `frames` frames; the engine, for its bodies and last contacts.
-fn run(w: World, bodies: &[Body], frames: u32, iterations: u32) -> CpuCollide {
+fn run(w: World, bodies: &[Body], frames: u32, solver: (u32, u32)) -> CpuCollide {
     let mut e = CpuCollide::new(w, bodies).expect("engine");
     let mut f = Frontier::new(&e).expect("frontier");
-    let s = settings(iterations);
+    let s = settings(solver);
     for i in 0..frames {
         frame(&mut e, &s, &mut f, i).expect("frame");
     }
@@ -48,7 +53,7 @@ fn elastic_head_on_spheres_swap_velocities() {
     let mut b = sphere([5.0, 4.0, 4.0], 0.5);
     (a.vel, b.vel) = ([3.0, 0.0, 0.0], [-1.0, 0.0, 0.0]);
     // They touch after 0.25 s (15 frames); 25 frames see them apart again.
-    let e = run(w, &[a, b], 25, 8);
+    let e = run(w, &[a, b], 25, defaults());
     let after = e.bodies().expect("bodies");
     assert!((after[0].vel[0] + 1.0).abs() < 1e-4 && (after[1].vel[0] - 3.0).abs() < 1e-4, "{after:?}");
     assert!(after[1].pos[0] - after[0].pos[0] > 1.0, "apart again: {after:?}");
@@ -76,14 +81,14 @@ fn contact_impulse_conserves_momentum() {
 /// The depth and the contacts per body of a settled pile of spheres: the
 /// pile scenario's spawn with every box replaced by a sphere inside its
 /// bounding sphere (so nothing starts in contact).
-fn settled_spheres(n: u32, frames: u32, iterations: u32) -> (Vec<Body>, Vec<Contact>) {
+fn settled_spheres(n: u32, frames: u32, solver: (u32, u32)) -> (Vec<Body>, Vec<Contact>) {
     let (w, mut bodies) = scenario::build(Scenario::Pile, n, 7).expect("scenario");
     for b in bodies.iter_mut().filter(|b| b.shape != SPHERE) {
         let r = 0.43;
         (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
         b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
     }
-    let e = run(w, &bodies, frames, iterations);
+    let e = run(w, &bodies, frames, solver);
     (e.bodies().expect("bodies"), e.contact_list().expect("contacts"))
 }
 
@@ -93,9 +98,9 @@ fn settled_spheres(n: u32, frames: u32, iterations: u32) -> (Vec<Body>, Vec<Cont
 #[test]
 fn a_settled_pile_of_spheres_does_not_sink() {
     let n = 10_000;
-    let (bodies, contacts) = settled_spheres(n, 500, 8);
+    let (bodies, contacts) = settled_spheres(n, 500, defaults());
     assert!(!contacts.is_empty());
-    let contacts: Vec<Contact> = contacts.into_iter().filter(|c| !is_wall(c.b)).collect();
+    let contacts: Vec<Contact> = contacts.into_iter().filter(|c| !is_wall(c.b) && c.depth > 0.0).collect();
     let depth = |c: &Contact| c.depth / bodies[c.a as usize].half[0].min(bodies[c.b as usize].half[0]);
     let mean = contacts.iter().map(depth).sum::<f32>() / contacts.len() as f32;
     let max = contacts.iter().map(depth).fold(0.0, f32::max);
@@ -122,7 +127,7 @@ fn a_box_dropped_on_an_edge_tips_over_and_rests_flat() {
     // Turned 35° about z: the lowest edge is off-centre, so gravity tips it.
     let mut b = cuboid([0.0, 1.2, 0.0], [0.5; 3], quat([0.0, 0.0, 1.0], 35f32.to_radians()));
     b.inv_mass = 1.0;
-    let e = run(w, &[b], 300, 8);
+    let e = run(w, &[b], 300, defaults());
     let b = e.bodies().expect("bodies")[0];
     let up = axes(b.rot).map(|u| u[1].abs()).into_iter().fold(0.0, f32::max);
     assert!(up > 0.9998, "a face lies flat (an axis within 1.2° of vertical): {b:?}");
@@ -138,7 +143,7 @@ fn a_stack_of_ten_boxes_stays_standing() {
     let w = floor_world(4.0, 14.0);
     let start: Vec<Body> =
         (0..10).map(|i| cuboid([0.0, 0.5 + i as f32, 0.0], [0.5; 3], [0.0, 0.0, 0.0, 1.0])).collect();
-    let e = run(w, &start, 600, 8);
+    let e = run(w, &start, 600, defaults());
     let end = e.bodies().expect("bodies");
     for (i, (a, b)) in start.iter().zip(&end).enumerate() {
         let side = ((b.pos[0] - a.pos[0]).powi(2) + (b.pos[2] - a.pos[2]).powi(2)).sqrt();
@@ -192,12 +197,94 @@ fn the_gas_without_walls_conserves_angular_momentum() {
         w.inv_extent[k] = 1.0 / (w.max[k] - w.min[k]);
     }
     let (before, size) = angular_momentum(&bodies);
-    let e = run(w, &bodies, 120, 8);
+    let e = run(w, &bodies, 120, Scenario::Gas.solver());
     let contacts = e.contact_list().expect("contacts").len();
     let (after, _) = angular_momentum(&e.bodies().expect("bodies"));
     let change = ((0..3).map(|k| (after[k] - before[k]).powi(2)).sum::<f64>()).sqrt();
     eprintln!("angular momentum changes by {change:.3e} of summed magnitude {size:.3e} ({contacts} contacts last)");
     assert!(change < 5e-3 * size, "angular momentum changes by {change} (scale {size})");
+}
+
+/// The quality figures of scenario `sc` with `n` bodies after `frames`
+/// frames at its default solver; `spheres` turns every movable box into a
+/// sphere of radius 0.43 first.
+fn settled(sc: Scenario, n: u32, frames: u32, spheres: bool) -> crate::collide::quality::Quality {
+    let (w, mut bodies) = scenario::build(sc, n, 1).expect("scenario");
+    if spheres {
+        for b in bodies.iter_mut().filter(|b| b.shape != SPHERE && b.inv_mass > 0.0) {
+            let r = 0.43;
+            (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
+            b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
+        }
+    }
+    let e = run(w, &bodies, frames, sc.solver());
+    let q = crate::collide::quality::Quality::of(&e.bodies().expect("bodies"), &e.contact_list().expect("contacts"));
+    eprintln!("{sc} of {n} (spheres only: {spheres}), {frames} frames: {}", q.line());
+    q
+}
+
+fn assert_targets(q: &crate::collide::quality::Quality, what: &str) {
+    assert!(q.mean_depth <= 0.01, "{what}: mean penetration {:.4} of the radius", q.mean_depth);
+    assert!(q.max_depth <= 0.10, "{what}: max penetration {:.4} of the radius", q.max_depth);
+    assert!(q.contacts_per_body <= 7.0, "{what}: {:.2} contacts per body", q.contacts_per_body);
+}
+
+/// Issue 31: the settled pile at the default solver, boxes and spheres:
+/// mean penetration at most 1 % of the radius, at most 10 % anywhere, at most
+/// 7 contacts per body.
+#[test]
+fn the_settled_pile_meets_the_penetration_targets_at_the_defaults() {
+    let q = settled(Scenario::Pile, 3000, 400, false);
+    assert_targets(&q, "pile");
+    assert!(q.contacts_per_body > 3.0, "a settled pile has its bodies in contact: {}", q.line());
+}
+
+/// Issue 31: the drum of spheres, tumbling at the default solver, meets
+/// the same targets (with boxes it does not yet: the substeps track a
+/// contact's depth by the centres' motion, not by the boxes' turning).
+#[test]
+fn the_tumbling_drum_of_spheres_meets_the_penetration_targets_at_the_defaults() {
+    let q = settled(Scenario::Drum, 3000, 300, true);
+    assert_targets(&q, "drum of spheres");
+    assert!(q.contacts_per_body > 2.0, "the drum's bed is in contact: {}", q.line());
+}
+
+/// Issue 31: a sphere moving 1.5 m a frame (more than its diameter and the
+/// wall's thickness together) does not pass through a thin fixed wall: its
+/// contact is found a frame ahead, and the substeps stop it at the wall.
+#[test]
+fn a_fast_sphere_does_not_tunnel_through_a_thin_wall() {
+    let mut w = super::tests::world();
+    w.gravity = [0.0; 3];
+    // A fixed slab 0.1 thick, its near face at x = 4.
+    let mut wall = cuboid([4.05, 4.0, 4.0], [0.05, 3.0, 3.0], [0.0, 0.0, 0.0, 1.0]);
+    wall.inv_mass = 0.0;
+    let mut s = sphere([1.0, 4.0, 4.0], 0.4);
+    s.vel = [90.0, 0.0, 0.0];
+    let mut e = CpuCollide::new(w, &[wall, s]).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let mut most = 0.0f32;
+    for i in 0..20 {
+        frame(&mut e, &settings(defaults()), &mut f, i).expect("frame");
+        most = most.max(e.bodies().expect("bodies")[1].pos[0]);
+    }
+    assert!(most < 4.0 - 0.4 + 0.01, "the sphere's centre reached x = {most}: into or through the wall");
+    assert!(e.bodies().expect("bodies")[1].vel[0] < 0.0, "it bounced back");
+}
+
+/// Issue 31: a fast sphere fired at a resting one does not pass through
+/// it: afterwards the shooter is still behind the target.
+#[test]
+fn a_fast_sphere_does_not_tunnel_through_a_resting_body() {
+    let mut w = super::tests::world();
+    w.gravity = [0.0; 3];
+    let mut shooter = sphere([0.6, 4.0, 4.0], 0.4);
+    shooter.vel = [90.0, 0.0, 0.0];
+    let target = sphere([3.0, 4.0, 4.0], 0.4);
+    let e = run(w, &[shooter, target], 3, defaults());
+    let b = e.bodies().expect("bodies");
+    assert!(b[0].pos[0] + 0.8 - 0.01 <= b[1].pos[0], "the shooter passed into or through the target: {b:?}");
+    assert!(b[1].vel[0] > 10.0, "the target took the blow: {b:?}");
 }
 
 /// Tuning: the quality of settled scenes over a grid of solver settings
