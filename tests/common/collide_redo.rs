@@ -62,7 +62,8 @@ pub fn an_overflowing_frontier_is_refused_and_moves_no_body<E: Engine>(e: &mut E
         let s = CollideSettings {
             compact_pairs,
             sort: SortMethod::Fast,
-            iterations: 4,
+            substeps: 2,
+            iterations: 2,
             max_frontier,
             fusion: Default::default(),
         };
