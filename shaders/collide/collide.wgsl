@@ -24,8 +24,8 @@ override WG: u32 = 256u;
 
 // One dispatch's parameters: keep in sync with src/collide/wgpu/params.rs `Params`.
 struct Params {
-    // layout.rs `World` as six vec4 (uniform arrays step by 16 bytes).
-    world: array<vec4<f32>, 6>,
+    // layout.rs `World` as seven vec4 (uniform arrays step by 16 bytes).
+    world: array<vec4<f32>, 7>,
     n: u32,
     cap: u32,
     cand_cap: u32,
@@ -69,7 +69,7 @@ struct Params {
 fn world() -> W {
     let p = P.world;
     return W(p[0].xyz, p[0].w, p[1].xyz, p[1].w, p[2].xyz, p[2].w, p[3].xyz, p[3].w, p[4].x, p[4].y, p[4].z, p[4].w,
-             p[5].x, p[5].y, p[5].z, p[5].w);
+             p[5].x, p[5].y, p[5].z, p[5].w, p[6].x);
 }
 
 // The invocation's index over the dispatch (workgroups spread over x and y past 65,535).
@@ -113,9 +113,8 @@ fn collide_build(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         return;
     }
     let id = ids[k];
-    let b = body(id);
-    let e = extent(b);
-    nodes[n - 1u + k] = Node(a3(b.pos - e), id, a3(b.pos + e), LEAF);
+    let leaf_box = aabb(body(id), world());
+    nodes[n - 1u + k] = Node(a3(leaf_box[0]), id, a3(leaf_box[1]), LEAF);
     if (k == 0u) {
         parent[0] = NONE; // the root: node 0, internal, or the only leaf when n == 1
     }
@@ -238,7 +237,8 @@ fn collide_groups_candidates() {
     write_groups(ARGS_CANDIDATES, count, 0u);
 }
 
-// solve()'s workgroups over the contacts: one invocation per stored contact.
+// The solver's workgroups over the contacts (solve() and every substep()): one
+// invocation per stored contact.
 @compute @workgroup_size(1)
 fn collide_groups_contacts() {
     var count = 0u;
@@ -440,7 +440,8 @@ fn collide_walls(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
 }
 
-// solve(), first step: gravity on every body (not when the frame is redone).
+// substep(), first step: gravity for the substep on every body (not when the
+// frame is redone).
 @compute @workgroup_size(WG)
 fn collide_gravity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                    @builtin(local_invocation_index) lid: u32) {
@@ -453,7 +454,7 @@ fn collide_gravity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     store_body(i, b);
 }
 
-// solve(), second step: each body's contact points, with bodies and walls
+// solve(), first step: each body's contact points, with bodies and walls
 // (its mass is split over them; World::split). The host clears `counts` before.
 @compute @workgroup_size(WG)
 fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
@@ -493,10 +494,25 @@ fn other(c: Contact, w: W) -> B {
     return body(c.b);
 }
 
-// solve(), one pass: each contact (word P.contact_word) updates the impulses
-// it has applied and adds the change to both bodies' sums. Reads the bodies
-// from before the pass (collide_apply runs after); each contact is one
-// invocation's. Nothing when the frame is redone.
+// substep(), after gravity: each contact (word P.contact_word) adds the
+// impulse it held in the last substep (or, in the first, what warm starting
+// gave it) to both bodies' sums; collide_apply follows, as after a pass.
+// Nothing when the frame is redone.
+@compute @workgroup_size(WG)
+fn collide_hold(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let c = contacts[i];
+    add_impulse(c, hold(c, body(c.a), other(c, world())));
+}
+
+// substep(), one pass: each contact (word P.contact_word) updates the impulses
+// it has applied this substep and adds the change to both bodies' sums. Reads
+// the bodies from before the pass (collide_apply runs after); each contact is
+// one invocation's. Nothing when the frame is redone.
 @compute @workgroup_size(WG)
 fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -515,7 +531,7 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     contacts[i] = c;
 }
 
-// solve(), end of a pass: every body takes its sums.
+// substep(), after collide_hold and after each pass: every body takes its sums.
 @compute @workgroup_size(WG)
 fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -536,8 +552,8 @@ fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     store_body(i, b);
 }
 
-// integrate(): positions and orientations from velocities; walls, floor and
-// drum (not when the frame is redone).
+// substep(), last step: positions and orientations from velocities over the
+// substep's dt; walls, floor and drum (not when the frame is redone).
 @compute @workgroup_size(WG)
 fn collide_integrate(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                      @builtin(local_invocation_index) lid: u32) {

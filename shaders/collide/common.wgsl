@@ -72,7 +72,7 @@ struct B {
     omega: vec3<f32>,
 }
 
-// layout.rs `World`, unpacked from the parameters' six vec4 (collide.wgsl `world()`).
+// layout.rs `World`, unpacked from the parameters' seven vec4 (collide.wgsl `world()`).
 struct W {
     min: vec3<f32>,
     dt: f32,
@@ -90,6 +90,7 @@ struct W {
     static_friction: f32,
     rest_speed: f32,
     split: f32,
+    margin: f32,
 }
 
 fn v3(p: array<f32, 3>) -> vec3<f32> {
@@ -220,6 +221,24 @@ fn extent(b: B) -> vec3<f32> {
         e[k] = rounded(abs(u[0][k]) * h.x) + rounded(abs(u[1][k]) * h.y) + rounded(abs(u[2][k]) * h.z);
     }
     return e;
+}
+
+// mod.rs `reach`: how far from a body's surface its contacts are looked for,
+// the world's margin plus how far the surface can move in a frame (the
+// substeps reuse the frame's contacts, so they must already be in the list).
+fn reach(b: B, w: W) -> f32 {
+    var speed = sqrt_rn(dot3(b.vel, b.vel)) + rounded(sqrt_rn(dot3(w.gravity, w.gravity)) * w.dt);
+    if (b.shape != SPHERE) {
+        speed = speed + rounded(sqrt_rn(dot3(b.omega, b.omega)) * sqrt_rn(dot3(b.half, b.half)));
+    }
+    return w.margin + rounded(speed * w.dt);
+}
+
+// mod.rs `aabb`: a body's axis-aligned box (a leaf's bounds, min then max), grown by its reach.
+fn aabb(b: B, w: W) -> array<vec3<f32>, 2> {
+    let r = reach(b, w);
+    let e = extent(b) + vec3<f32>(r, r, r);
+    return array<vec3<f32>, 2>(b.pos - e, b.pos + e);
 }
 
 // Spreads the low 10 bits of `v` to every third bit.

@@ -59,9 +59,10 @@ fn edge_point(a: B, ua_: array<vec3<f32>, 3>, b: B, ub_: array<vec3<f32>, 3>, k:
 }
 
 // Face axis k (a's face for k < 3, b's for 3..6) as the reference face: the
-// other box's most opposed face clipped to its sides; the points below it go
-// to `m` (midway between the two surfaces).
-fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i32, m: ptr<function, Manifold>) {
+// other box's most opposed face clipped to its sides; the points below it, or
+// less than `margin` above, go to `m` (midway between the two surfaces).
+fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i32, margin: f32,
+              m: ptr<function, Manifold>) {
     let on_a = k < 3;
     var rb = b;
     var ru = ub;
@@ -140,7 +141,7 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
     for (var p = 0; p < len; p++) {
         let q = poly[p];
         let under = dot3(q - centre, nref);
-        if (under >= 0.0) {
+        if (under >= margin) {
             continue;
         }
         let d1 = dot3(q, ru[i1]);
@@ -170,8 +171,9 @@ fn clip_faces(a: B, ua: array<vec3<f32>, 3>, b: B, ub: array<vec3<f32>, 3>, k: i
     }
 }
 
-// Separating axes, then the points of contact; false when an axis separates.
-fn box_box(a: B, b: B, m: ptr<function, Manifold>) -> bool {
+// Separating axes, then the points of contact; false when an axis separates
+// the boxes by `margin` or more (closer, a speculative manifold of negative depths).
+fn box_box(a: B, b: B, margin: f32, m: ptr<function, Manifold>) -> bool {
     var ua = axes(a.rot);
     var ub = axes(b.rot);
     let t = b.pos - a.pos;
@@ -204,7 +206,7 @@ fn box_box(a: B, b: B, m: ptr<function, Manifold>) -> bool {
                  rounded(abs(dot3(ub[2], l)) * b.half.z);
         let s = dot3(t, l);
         let o = ra + rb - abs(s);
-        if (o <= 0.0) {
+        if (o <= -margin) {
             return false;
         }
         var n = l;
@@ -232,7 +234,7 @@ fn box_box(a: B, b: B, m: ptr<function, Manifold>) -> bool {
         (*m).count = 1u;
         return true;
     }
-    clip_faces(a, ua, b, ub, face_axis, m);
+    clip_faces(a, ua, b, ub, face_axis, margin, m);
     if ((*m).count == 0u) {
         // Rounding clipped every point away: one point between the centres.
         (*m).points[0] = (a.pos + b.pos) * 0.5;
@@ -249,12 +251,14 @@ struct Hit {
     depth: f32,
 }
 
-// Normal from a to b and depth.
-fn sphere_sphere(a: B, b: B) -> Hit {
+// Normal from a to b and depth (negative: a gap under `margin`).
+fn sphere_sphere(a: B, b: B, margin: f32) -> Hit {
     let d = b.pos - a.pos;
     let dist2 = dot3(d, d);
     let rsum = a.half.x + b.half.x;
-    if (dist2 >= rsum * rsum) {
+    // narrow.rs `reach` (a local there; here the name is common.wgsl's function).
+    let far = rsum + margin;
+    if (dist2 >= far * far) {
         return Hit(false, vec3<f32>(0.0), 0.0);
     }
     let dist = sqrt_rn(dist2);
@@ -265,8 +269,9 @@ fn sphere_sphere(a: B, b: B) -> Hit {
     return Hit(true, normal, rsum - dist);
 }
 
-// Sphere `s` against box `b`: the normal points from the box to the sphere.
-fn sphere_box(s: B, b: B) -> Hit {
+// Sphere `s` against box `b`: the normal points from the box to the sphere
+// (a gap under `margin` gives a negative depth).
+fn sphere_box(s: B, b: B, margin: f32) -> Hit {
     var u = axes(b.rot);
     let h = b.half;
     let r = s.half.x;
@@ -275,7 +280,8 @@ fn sphere_box(s: B, b: B) -> Hit {
     let c = vec3<f32>(clampf(l.x, -h.x, h.x), clampf(l.y, -h.y, h.y), clampf(l.z, -h.z, h.z));
     let diff = l - c;
     let d2 = dot3(diff, diff);
-    if (d2 >= r * r) {
+    let far = r + margin;
+    if (d2 >= far * far) {
         return Hit(false, vec3<f32>(0.0), 0.0);
     }
     var nl: vec3<f32>;
@@ -317,10 +323,12 @@ fn make_contact(ia: u32, a: B, ib: u32, b: B, w: W, normal: vec3<f32>, depth: f3
 }
 
 // The exact test of candidate (ia, ib), ia < ib: its contact points, the
-// normals pointing from a to b, in out[0..count); returns count.
+// normals pointing from a to b, in out[0..count); returns count. Surfaces
+// closer than the two bodies' reach make (speculative) contacts of negative depth.
 fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Contact, 4>>) -> u32 {
+    let margin = reach(a, w) + reach(b, w);
     if (a.shape == SPHERE && b.shape == SPHERE) {
-        let h = sphere_sphere(a, b);
+        let h = sphere_sphere(a, b, margin);
         if (!h.found) {
             return 0u;
         }
@@ -329,7 +337,7 @@ fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Con
     }
     if (a.shape == BOX && b.shape == BOX) {
         var m: Manifold;
-        if (!box_box(a, b, &m)) {
+        if (!box_box(a, b, margin, &m)) {
             return 0u;
         }
         for (var k = 0u; k < m.count; k++) {
@@ -338,14 +346,14 @@ fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Con
         return m.count;
     }
     if (a.shape == BOX) {
-        let h = sphere_box(b, a);
+        let h = sphere_box(b, a, margin);
         if (!h.found) {
             return 0u;
         }
         (*out)[0] = make_contact(ia, a, ib, b, w, h.normal, h.depth, b.pos - rounded3(h.normal * (b.half.x - 0.5 * h.depth)), 0u);
         return 1u;
     }
-    let h = sphere_box(a, b);
+    let h = sphere_box(a, b, margin);
     if (!h.found) {
         return 0u;
     }
@@ -365,14 +373,15 @@ fn corner(b: B, u: array<vec3<f32>, 3>, c: u32, out: vec3<f32>) -> vec3<f32> {
     return (rounded3(u[0] * s0) + rounded3(u[1] * s1)) + rounded3(u[2] * s2);
 }
 
-// walls.rs `wall_contacts`: body ia's wall points in out[0..count), each with
-// its normal into the wall; returns count.
+// walls.rs `wall_contacts`: body ia's wall points within its reach in
+// out[0..count), each with its normal into the wall; returns count.
 fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> u32 {
     var count = 0u;
     if (a.inv_mass <= 0.0) {
         return 0u;
     }
     let u = axes(a.rot);
+    let near = reach(a, w);
     var points = 8u;
     if (a.shape == SPHERE) {
         points = 1u;
@@ -391,7 +400,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
                 if (side == 0) {
                     gap = at - w.min[k];
                 }
-                if (gap < w.slop && count < MAX_WALL_POINTS) {
+                if (gap < near && count < MAX_WALL_POINTS) {
                     let p = a.pos + r;
                     (*out)[count] = make_contact(ia, a, id, wall_body(id, p, w), w, n, -gap, p, count - first);
                     count++;
@@ -413,7 +422,7 @@ fn wall_contacts(ia: u32, a: B, w: W, out: ptr<function, array<Contact, 8>>) -> 
             let px = a.pos.x + r.x - w.drum_x;
             let py = a.pos.y + r.y - w.drum_y;
             let rho = sqrt_rn(rounded(px * px) + rounded(py * py));
-            if (rho > 0.0 && w.drum_radius - rho < w.slop && count < MAX_WALL_POINTS) {
+            if (rho > 0.0 && w.drum_radius - rho < near && count < MAX_WALL_POINTS) {
                 let p = a.pos + r;
                 let n = vec3<f32>(px / rho, py / rho, 0.0);
                 let id = WALL - 6u;

@@ -136,7 +136,8 @@ fn share(k: u32, w: W) -> f32 {
     return 1.0 + rounded(w.split * (f32(k) - 1.0));
 }
 
-// One Jacobi pass of contact c between a (in ka contact points) and b (in kb).
+// One Jacobi pass of contact c between a (in ka contact points) and b (in kb);
+// w.dt is the substep's.
 fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
@@ -149,9 +150,17 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     if (kn <= 0.0) {
         return out;
     }
+    // The depth now, the centres having moved since the narrow phase.
+    let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
+    // Apart: the bodies may approach until they touch at the substep's end
+    // (solver.rs `target`, a word WGSL reserves).
+    var goal = (*c).bounce;
+    if (depth < 0.0) {
+        goal = depth / w.dt;
+    }
     let rel = point_velocity(b, rb) - point_velocity(a, ra);
     let vn = dot3(rel, n);
-    let lambda = maxf((*c).lambda - (vn - (*c).bounce) / kn, 0.0);
+    let lambda = maxf((*c).lambda - (vn - goal) / kn, 0.0);
     let dn = lambda - (*c).lambda;
     (*c).lambda = lambda;
     // Friction against the sliding velocity, capped by the normal impulse.
@@ -171,8 +180,6 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let df = f - v3((*c).friction);
     (*c).friction = a3(f);
     let p = rounded3(n * dn) + df;
-    // The depth now, the centres having moved since the narrow phase.
-    let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
     let push = maxf(depth - w.slop, 0.0) * w.baumgarte / (rounded(ka * a.inv_mass) + rounded(kb * b.inv_mass));
     out.linear = p;
     out.angular_a = cross3(ra, p) * -1.0;
@@ -182,16 +189,22 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
 }
 
 // Warm starting: contact c takes the impulses p, the same contact (a, b,
-// slot) of the last frame, ended that frame with (friction loses its part
-// along the new normal); returns the impulse to apply before the first pass.
-fn warm_start(c: ptr<function, Contact>, p: Contact, a: B, b: B) -> Impulse {
+// slot) of the last frame, held in that frame's last substep (friction loses
+// its part along the new normal); the first substep applies them (`hold`).
+fn warm_start(c: ptr<function, Contact>, p: Contact) {
     let n = v3((*c).normal);
     (*c).lambda = p.lambda;
     let pf = v3(p.friction);
     (*c).friction = a3(pf - rounded3(n * dot3(pf, n)));
-    let ra = v3((*c).point) - a.pos;
-    let rb = v3((*c).point) - b.pos;
-    let j = rounded3(n * (*c).lambda) + v3((*c).friction);
+}
+
+// The impulse contact c held in the last substep, which a substep applies
+// again before its passes.
+fn hold(c: Contact, a: B, b: B) -> Impulse {
+    let n = v3(c.normal);
+    let ra = v3(c.point) - a.pos;
+    let rb = v3(c.point) - b.pos;
+    let j = rounded3(n * c.lambda) + v3(c.friction);
     return Impulse(j, cross3(ra, j) * -1.0, cross3(rb, j), vec3<f32>(0.0, 0.0, 0.0));
 }
 

@@ -78,8 +78,8 @@ fn collide_warm_table(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgr
 }
 
 // solve(), warm start: each contact that the last frame had takes the
-// impulses it ended with and adds them to both bodies' sums (collide_apply
-// follows, as after a pass). The bodies are read as gravity left them.
+// impulses it held in that frame's last substep; the first substep's
+// collide_hold applies them.
 @compute @workgroup_size(WG)
 fn collide_warm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                 @builtin(local_invocation_index) lid: u32) {
@@ -90,10 +90,8 @@ fn collide_warm(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     var c = contacts[i];
     let e = find_previous(c, warm_mask(P.prev_count));
     if (e == 0u) {
-        return; // a zero impulse: the sums do not change
+        return; // the narrow phase left its impulses at zero
     }
-    let w = world();
-    let r = warm_start(&c, previous[e - 1u], body(c.a), other(c, w));
-    add_impulse(c, r);
+    warm_start(&c, previous[e - 1u]);
     contacts[i] = c;
 }

@@ -5,7 +5,9 @@
 use super::record::Recorder;
 use super::{Slot, WgpuCollide, cap32, word};
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, words};
+use crate::collide::{
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep, words,
+};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, LevelWords, Step, host};
@@ -208,40 +210,49 @@ impl Engine for WgpuCollide {
         self.run("collide_walls", &p, &[(BODIES, &b), (CONTACTS, &ct), (WORDS, words.raw())], self.n as u64)
     }
 
-    fn solve(&mut self, iterations: u32, words: &WgpuBuffer<u64>) -> CollideResult<()> {
+    fn solve(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<()> {
         let p = self.params()?;
         let w = words.raw();
-        let (b, ct, counts, acc) =
-            (self.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
+        let (ct, counts) = (self.contacts.clone(), self.counts.clone());
         let (prev, table) = (self.warm.previous.clone(), self.warm.table.clone());
-        let n = self.n as u64;
         let args = self.args.clone();
-        self.run("collide_gravity", &p, &[(BODIES, &b), (WORDS, w)], n)?;
-        // The contact count is on the device: every pass covers it (nothing when there is no contact).
+        // The contact count is on the device: every solver dispatch covers it (nothing when there is no
+        // contact); the substeps reuse these arguments.
         self.run("collide_groups_contacts", &p, &[(WORDS, w), (ARGS, &args)], 1)?;
         self.rec.clear(&counts);
         self.run_indirect("collide_count", &p, &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)], Slot::Contacts)?;
-        // Warm start: each contact first applies what it ended the last frame with, as a pass applies.
+        // Warm start: each contact takes what it held at the last frame's end (the first substep applies it).
         // The previous contacts' count is the host's: the table's used slots and the inserts are sized by it.
-        self.rec.clear(&acc);
         self.run("collide_warm_clear", &p, &[(TABLE, &table)], self.warm.used_slots())?;
         self.run("collide_warm_table", &p, &[(PREVIOUS, &prev), (TABLE, &table), (WORDS, w)], self.warm.count)?;
-        let binds = [(CONTACTS, &ct), (WORDS, w), (PREVIOUS, &prev), (TABLE, &table), (BODIES, &b), (ACC, &acc)];
-        self.run_indirect("collide_warm", &p, &binds, Slot::Contacts)?;
+        let binds = [(CONTACTS, &ct), (WORDS, w), (PREVIOUS, &prev), (TABLE, &table)];
+        self.run_indirect("collide_warm", &p, &binds, Slot::Contacts)
+    }
+
+    fn substep(&mut self, step: Substep, words: &WgpuBuffer<u64>) -> CollideResult<()> {
+        // The host's substep world (its dt), as every engine steps by it.
+        let p = super::Params { world: step.world(&self.world), ..self.params()? };
+        let w = words.raw();
+        let (b, ct, counts, acc) =
+            (self.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
+        let n = self.n as u64;
+        self.run("collide_gravity", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        // The impulses the contacts held, then the passes, each summed and applied as a pass is.
+        self.rec.clear(&acc);
+        self.run_indirect(
+            "collide_hold",
+            &p,
+            &[(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (ACC, &acc)],
+            Slot::Contacts,
+        )?;
         self.apply(&p, w)?;
-        for _ in 0..iterations {
+        for _ in 0..step.iterations {
             self.rec.clear(&acc);
             let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
             self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
             self.apply(&p, w)?;
         }
-        Ok(())
-    }
-
-    fn integrate(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<()> {
-        let p = self.params()?;
-        let b = self.bodies.raw().clone();
-        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, words.raw())], self.n as u64)
+        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {

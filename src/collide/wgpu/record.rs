@@ -18,7 +18,7 @@ use crate::compaction::wgpu::WgpuBackend;
 use crate::wgpu_runtime::{Device, timer};
 
 /// One dispatch's parameters: shaders/collide/collide.wgsl `Params`, keep
-/// in sync (160 bytes, at its own 256-byte offset of a submission's uniforms).
+/// in sync (176 bytes, at its own 256-byte offset of a submission's uniforms).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Params {
@@ -40,7 +40,7 @@ pub struct Params {
     pub pad: [u32; 2],
 }
 
-const _: () = assert!(std::mem::size_of::<Params>() == 160);
+const _: () = assert!(std::mem::size_of::<Params>() == 176);
 
 /// Bytes between two dispatches' parameters (every adapter's uniform offset alignment divides it).
 const STRIDE: u64 = 256;
