@@ -287,7 +287,9 @@ fn scenarios_spawn_apart_inside_the_world() {
             assert_eq!(bodies.len(), n as usize);
             check_state(&world, &bodies, &format!("{scenario} n={n} at spawn"));
             let pairs = brute_force(&world, &bodies);
-            let touching = brute_contacts(&world, &bodies, &pairs);
+            // Speculative contacts (negative depth, bodies within reach) are fine: none may touch.
+            let touching: Vec<Contact> =
+                brute_contacts(&world, &bodies, &pairs).into_iter().filter(|c| c.depth > 0.0).collect();
             assert!(touching.is_empty(), "{scenario} n={n}: bodies start in contact: {:?}", touching.first());
             let boxes = bodies.iter().filter(|b| b.shape == BOX).count() as f64 / n as f64;
             if n >= 1000 {

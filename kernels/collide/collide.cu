@@ -395,6 +395,8 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;
     Body b = bodies[i];
+    // An immovable body takes nothing and does not move (the ramp: thousands of ends for one thread).
+    if (b.inv_mass <= 0.0f) return;
     u32 from = first[i], to = first[i] + counts[i];
     physics::V3 zero = physics::v3(0.0f, 0.0f, 0.0f);
     if (what & GATHER_PASS) {

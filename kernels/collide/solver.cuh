@@ -65,8 +65,9 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     if (kn <= 0.0f) return out;
     // The depth now, the centres having moved since the narrow phase.
     float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
-    // Apart: the bodies may approach until they touch at the substep's end.
-    float target = depth < 0.0f ? depth / w.dt : c.bounce;
+    // Apart by more than the slop: the bodies may approach until they touch at
+    // the substep's end (within the slop the contact counts as touching).
+    float target = depth < -w.slop ? depth / w.dt : c.bounce;
     V3 rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     float vn = dot(rel, n);
     float lambda = max(c.lambda - (vn - target) / kn, 0.0f);
@@ -121,8 +122,10 @@ __device__ __forceinline__ void hold_side(const Contact& c, const Body& body, bo
     }
 }
 
-// A body takes the sums of its contacts' impulses of one pass.
+// A body takes the sums of its contacts' impulses of one pass (an immovable
+// one takes nothing).
 __device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
+    if (b.inv_mass <= 0.0f) return;
     store(b.vel, add(v3(b.vel), scale(linear, b.inv_mass)));
     store(b.omega, add(v3(b.omega), inv_inertia_mul(b, angular)));
     store(b.pos, add(v3(b.pos), scale(push, b.inv_mass)));

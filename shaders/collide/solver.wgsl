@@ -154,8 +154,10 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
     // Apart: the bodies may approach until they touch at the substep's end
     // (solver.rs `target`, a word WGSL reserves).
+    // Apart by more than the slop: the bodies may approach until they touch
+    // at the substep's end (within the slop the contact counts as touching).
     var goal = (*c).bounce;
-    if (depth < 0.0) {
+    if (depth < -w.slop) {
         goal = depth / w.dt;
     }
     let rel = point_velocity(b, rb) - point_velocity(a, ra);
@@ -210,6 +212,10 @@ fn hold(c: Contact, a: B, b: B) -> Impulse {
 
 // A body takes the sums of its contacts' impulses of one pass.
 fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>) {
+    // An immovable body takes nothing.
+    if ((*b).inv_mass <= 0.0) {
+        return;
+    }
     (*b).vel = (*b).vel + rounded3(linear * (*b).inv_mass);
     (*b).omega = (*b).omega + inv_inertia_mul(*b, angular);
     (*b).pos = (*b).pos + rounded3(push * (*b).inv_mass);

