@@ -32,7 +32,7 @@ mod collide_redo;
 use collide_brute::brute_force;
 use collide_frame::{Outcome, bits, first_difference, one_frame};
 use reap::collide::cpu::CpuCollide;
-use reap::collide::layout::{Body, Contact, World};
+use reap::collide::layout::{Body, Contact, Node, World};
 use reap::collide::scenario::{self, Scenario};
 use reap::collide::wgpu::{CollideTuning, WgpuCollide};
 use reap::collide::{CollideSettings, Compaction, Engine, Frontier, SortMethod, frame};
@@ -111,6 +111,23 @@ fn rounds_like_the_cpu(b: &WgpuBackend) -> bool {
     b.name().contains("llvmpipe")
 }
 
+/// The same hierarchy: bit for bit where the adapter rounds like the CPU;
+/// elsewhere the same children and leaves, with every box within `tol` (a
+/// leaf's box is grown by the body's reach, a sqrt of its speed, which an
+/// adapter's compiler may round otherwise).
+fn assert_same_tree(name: &str, got: &[Node], want: &[Node], exact: bool, tol: f32) {
+    if exact {
+        assert!(got == want, "{name}: the hierarchy differs from the CPU's");
+        return;
+    }
+    assert_eq!(got.len(), want.len(), "{name}: node count");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!((g.left, g.right), (w.left, w.right), "{name}: node {i} has other children");
+        let worst = (0..3).map(|k| (g.min[k] - w.min[k]).abs().max((g.max[k] - w.max[k]).abs())).fold(0.0, f32::max);
+        assert!(worst <= tol, "{name}: node {i}'s box is {worst:e} from the CPU's: {g:?} {w:?}");
+    }
+}
+
 /// The same contacts (pairs, slots, counts) with every float within `tol`.
 fn assert_close_contacts(name: &str, got: &[Contact], want: &[Contact], tol: f32) {
     assert_eq!(got.len(), want.len(), "{name}: contact count");
@@ -166,7 +183,7 @@ fn wgpu_collide_matches_brute_force_and_the_cpu_engine() {
         assert!(want.stats.contacts > 0, "the settled pile has no contact");
         assert_eq!(got.candidates, brute_force(&world, &state), "{name}: the settled pile");
         assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from the CPU's");
-        assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from the CPU's");
+        assert_same_tree(&name, &got.nodes, &want.nodes, exact, 1e-4);
         assert_eq!((got.stats.candidates, got.stats.contacts), (want.stats.candidates, want.stats.contacts), "{name}");
         assert_eq!(got.stats.live, want.stats.live, "{name}: live pairs per level");
         if exact {
@@ -331,6 +348,7 @@ fn wgpu_fast_sort_equals_the_split_sort() {
         let k = (i * 7919 % 37) as f32;
         body.pos = [world.min[0] + 1.0 + k * 0.5, world.min[1] + 1.0 + (k * 0.3) % 2.0, world.min[2] + 1.0];
     }
+    let exact = rounds_like_the_cpu(&b);
     let mut e = WgpuCollide::new(b, world, &bodies).expect("engine");
     let mut cpu = CpuCollide::new(world, &bodies).expect("cpu engine");
     let mut trees = Vec::new();
@@ -353,7 +371,7 @@ fn wgpu_fast_sort_equals_the_split_sort() {
     cpu.end_frame(&cpu_words).unwrap();
     let want = cpu.nodes().unwrap();
     for (name, tree) in &trees {
-        assert!(*tree == want, "sort {name} on wgpu builds another hierarchy than the CPU");
+        assert_same_tree(&format!("sort {name} on wgpu"), tree, &want, exact, 1e-4);
     }
 }
 

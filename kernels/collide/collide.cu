@@ -514,3 +514,34 @@ extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u6
                            : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
     }
 }
+
+// substep(), after the frame's last: each body's contacts that owe a bounce
+// (physics::bounces), over which the restitution pass splits its mass.
+extern "C" __global__ void collide_bouncing(const Body* bodies, u32 n, const u32* ends, const u32* first,
+                                            const u32* counts, const Contact* contacts, const u64* words,
+                                            u32* bouncing) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !frontier_ok(words)) return;
+    u32 k = 0;
+    // An immovable body takes nothing (its count is never read for a share that matters).
+    if (bodies[i].inv_mass > 0.0f) {
+        for (u32 e = first[i], to = first[i] + counts[i]; e < to; e++) k += physics::bounces(contacts[ends[e] >> 1]);
+    }
+    bouncing[i] = k;
+}
+
+// substep(), after the frame's last: each contact's restitution impulse, which
+// collide_gather sums per body. Grid-stride; nothing when the frame is redone.
+extern "C" __global__ void collide_restitute(const Contact* contacts, const u64* words, u64 contact_word,
+                                             const Body* bodies, const u32* bouncing, World w,
+                                             physics::Impulse* responses) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        const Contact& c = contacts[i];
+        responses[i] = physics::is_wall(c.b)
+                           ? physics::restitution(c, bodies[c.a], bouncing[c.a],
+                                                  physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
+                           : physics::restitution(c, bodies[c.a], bouncing[c.a], bodies[c.b], bouncing[c.b], w);
+    }
+}

@@ -67,12 +67,15 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
     // Apart by more than the slop: the bodies may approach until they touch at
     // the substep's end (within the slop the contact counts as touching).
-    float target = depth < -w.slop ? depth / w.dt : c.bounce;
+    // Touching, they stop: the bounce comes once, after the substeps.
+    float target = depth < -w.slop ? depth / w.dt : 0.0f;
     V3 rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     float vn = dot(rel, n);
     float lambda = max(c.lambda - (vn - target) / kn, 0.0f);
     float dn = lambda - c.lambda;
     c.lambda = lambda;
+    // It pushed this frame: the restitution pass owes it its bounce.
+    if (lambda > 0.0f && c.bounce > 0.0f) c.bounce = -c.bounce;
     // Friction against the sliding velocity, capped by the normal impulse.
     V3 t = sub(rel, scale(n, vn));
     float tl2 = dot(t, t);
@@ -93,6 +96,30 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     out.angular_a = scale(cross(ra, p), -1.0f);
     out.angular_b = cross(rb, p);
     out.push = scale(n, push);
+    return out;
+}
+
+// solver.rs `bounces`: whether c takes part in the restitution pass.
+__device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.0f; }
+
+// solver.rs `restitution`: once a frame after the substeps, a contact that
+// pushed gets its bounce (each body's mass split over its bouncing contacts).
+__device__ __forceinline__ Impulse restitution(const Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
+                                               const World& w) {
+    Impulse out;
+    out.linear = out.angular_a = out.angular_b = out.push = v3(0.0f, 0.0f, 0.0f);
+    if (!bounces(c)) return out;
+    float ka = share(ka_, w), kb = share(kb_, w);
+    V3 n = v3(c.normal);
+    V3 ra = sub(v3(c.point), v3(a.pos));
+    V3 rb = sub(v3(c.point), v3(b.pos));
+    float kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    if (kn <= 0.0f) return out;
+    float vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);
+    V3 p = scale(n, max(-(vn + c.bounce) / kn, 0.0f));
+    out.linear = p;
+    out.angular_a = scale(cross(ra, p), -1.0f);
+    out.angular_b = cross(rb, p);
     return out;
 }
 

@@ -531,6 +531,47 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     contacts[i] = c;
 }
 
+// substep(), after the frame's last: each body's contacts that owe a bounce
+// (solver.wgsl `bounces`), counted into `counts` (cleared first: the passes
+// are done with the split), over which the restitution pass splits the mass.
+@compute @workgroup_size(WG)
+fn collide_bouncing(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                    @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let c = contacts[i];
+    if (!bounces(c)) {
+        return;
+    }
+    atomicAdd(&counts[c.a], 1u);
+    if (!is_wall(c.b)) {
+        atomicAdd(&counts[c.b], 1u);
+    }
+}
+
+// substep(), after collide_bouncing: each contact's restitution impulse added
+// to both bodies' sums (collide_apply follows).
+@compute @workgroup_size(WG)
+fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                     @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let w = world();
+    let c = contacts[i];
+    if (!bounces(c)) {
+        return;
+    }
+    var kb = 1u;
+    if (!is_wall(c.b)) {
+        kb = atomicLoad(&counts[c.b]);
+    }
+    add_impulse(c, restitution(c, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w));
+}
+
 // substep(), after collide_hold and after each pass: every body takes its sums.
 @compute @workgroup_size(WG)
 fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,

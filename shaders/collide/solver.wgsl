@@ -152,11 +152,11 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     }
     // The depth now, the centres having moved since the narrow phase.
     let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
-    // Apart: the bodies may approach until they touch at the substep's end
-    // (solver.rs `target`, a word WGSL reserves).
     // Apart by more than the slop: the bodies may approach until they touch
     // at the substep's end (within the slop the contact counts as touching).
-    var goal = (*c).bounce;
+    // Touching, they stop: the bounce comes once, after the substeps.
+    // (solver.rs `target`, a word WGSL reserves.)
+    var goal = 0.0;
     if (depth < -w.slop) {
         goal = depth / w.dt;
     }
@@ -165,6 +165,10 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let lambda = maxf((*c).lambda - (vn - goal) / kn, 0.0);
     let dn = lambda - (*c).lambda;
     (*c).lambda = lambda;
+    // It pushed this frame: the restitution pass owes it its bounce.
+    if (lambda > 0.0 && (*c).bounce > 0.0) {
+        (*c).bounce = -(*c).bounce;
+    }
     // Friction against the sliding velocity, capped by the normal impulse.
     let t = rel - rounded3(n * vn);
     let tl2 = dot3(t, t);
@@ -187,6 +191,36 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     out.angular_a = cross3(ra, p) * -1.0;
     out.angular_b = cross3(rb, p);
     out.push = n * push;
+    return out;
+}
+
+// solver.rs `bounces`: whether c takes part in the restitution pass.
+fn bounces(c: Contact) -> bool {
+    return c.bounce < 0.0;
+}
+
+// solver.rs `restitution`: once a frame after the substeps, a contact that
+// pushed gets its bounce (each body's mass split over its bouncing contacts).
+fn restitution(c: Contact, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
+    let zero = vec3<f32>(0.0, 0.0, 0.0);
+    var out = Impulse(zero, zero, zero, zero);
+    if (!bounces(c)) {
+        return out;
+    }
+    let ka = share(ka_, w);
+    let kb = share(kb_, w);
+    let n = v3(c.normal);
+    let ra = v3(c.point) - a.pos;
+    let rb = v3(c.point) - b.pos;
+    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    if (kn <= 0.0) {
+        return out;
+    }
+    let vn = dot3(point_velocity(b, rb) - point_velocity(a, ra), n);
+    let p = rounded3(n * maxf(-(vn + c.bounce) / kn, 0.0));
+    out.linear = p;
+    out.angular_a = cross3(ra, p) * -1.0;
+    out.angular_b = cross3(rb, p);
     return out;
 }
 

@@ -50,6 +50,8 @@ pub struct CpuCollide {
     ends_of: Vec<u32>,
     /// Each body's partners this frame (`collide_count`).
     counts: Vec<u32>,
+    /// Each body's contact points with a bounce: the restitution pass splits its mass over them.
+    bouncing: Vec<u32>,
     /// Each contact's `physics::contact_impulse` in the current pass.
     responses: Vec<physics::Impulse>,
     /// The last frame's contacts after its passes, sorted by (a, b, slot):
@@ -88,6 +90,7 @@ impl CpuCollide {
             ends: Vec::new(),
             ends_of: vec![0; n],
             counts: vec![0; n],
+            bouncing: vec![0; n],
             responses: Vec::new(),
             previous: Vec::new(),
             clock: HostClock::default(),
@@ -421,6 +424,7 @@ impl Engine for CpuCollide {
         self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
             *k = ends_of[i] - if i == 0 { 0 } else { ends_of[i - 1] };
         });
+
         // Warm start (collide_warm): each contact takes what it held at the last frame's end.
         let previous = &self.previous;
         self.contacts.par_iter_mut().for_each(|c| {
@@ -470,6 +474,27 @@ impl Engine for CpuCollide {
         }
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
         if step.last() {
+            // The frame's bounces (collide_bouncing, collide_restitute and a gather): each body's mass is
+            // split over its contacts that bounce.
+            let (ends, ends_of, contacts) = (&self.ends, &self.ends_of, &self.contacts);
+            self.bouncing.par_iter_mut().enumerate().for_each(|(i, k)| {
+                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+                *k = ends[range].iter().filter(|&&e| physics::bounces(&contacts[(e >> 1) as usize])).count() as u32;
+            });
+            let (bodies, bouncing) = (&self.bodies, &self.bouncing);
+            let count = |i: u32| bouncing[i as usize];
+            self.contacts
+                .par_iter()
+                .map(|c| {
+                    let a = &bodies[c.a as usize];
+                    if physics::is_wall(c.b) {
+                        let wall = physics::wall_body(c.b, c.point, &w);
+                        return physics::restitution(c, a, count(c.a), &wall, 1, &w);
+                    }
+                    physics::restitution(c, a, count(c.a), &bodies[c.b as usize], count(c.b), &w)
+                })
+                .collect_into_vec(&mut self.responses);
+            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
             self.previous.clone_from(&self.contacts);
             self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         }

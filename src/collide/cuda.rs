@@ -100,6 +100,8 @@ struct Functions {
     ends: CudaFunction,
     solve: CudaFunction,
     gather: CudaFunction,
+    bouncing: CudaFunction,
+    restitute: CudaFunction,
 }
 
 /// The GPU engine: bodies, hierarchy, candidate and contact lists in device
@@ -128,6 +130,8 @@ pub struct CudaCollide {
     counts: CudaBuffer<u32>,
     first: CudaBuffer<u32>,
     cursor: CudaBuffer<u32>,
+    /// Each body's contacts that owe a bounce after the substeps.
+    bouncing: CudaBuffer<u32>,
     /// Both ends of every contact grouped by body, `(contact << 1) | side`:
     /// two per contact slot.
     ends: CudaSlice<u32>,
@@ -228,11 +232,11 @@ impl CudaCollide {
         let capacity = initial_capacity(n);
         let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
         // Bodies, keys and ids (twice, for the fast sort), the split sort's two
-        // interleaved copies, nodes, parents, flags, counts, first slots and
-        // cursors, candidates, contacts with their ends and responses,
+        // interleaved copies, nodes, parents, flags, counts, first slots,
+        // cursors and bouncing counts, candidates, contacts with their ends and responses,
         // histograms, and an allowance for the driver's two pair frontiers (4
         // slots of 8 bytes per live pair, about 2n pairs a level).
-        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 3 * 4 + 2 * 4 * 8 * 2)
+        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
             + capacity * (8 + (64 + 2 * 4 + RESPONSE_BYTES) * CONTACTS_PER_CANDIDATE)
             + warm::bytes(capacity * CONTACTS_PER_CANDIDATE)
             + 2 * RS_RADIX * tiles * 4;
@@ -250,6 +254,8 @@ impl CudaCollide {
             ends: f("collide_ends")?,
             solve: f("collide_solve")?,
             gather: f("collide_gather")?,
+            bouncing: f("collide_bouncing")?,
+            restitute: f("collide_restitute")?,
         };
         let fast = FastSort::new(&backend, n, FastSortTuning::default())?;
         let zeros = |len: u64, what: &'static str| stream.alloc_zeros::<u64>(len as usize).map_err(launch_err(what));
@@ -268,6 +274,7 @@ impl CudaCollide {
             counts: backend.alloc(n)?,
             first: backend.alloc(n)?,
             cursor: backend.alloc(n)?,
+            bouncing: backend.alloc(n)?,
             ends: ends(&stream, capacity * CONTACTS_PER_CANDIDATE)?,
             responses: backend.zeroed(capacity * CONTACTS_PER_CANDIDATE * RESPONSE_BYTES)?,
             found: 0,
@@ -679,6 +686,21 @@ impl Engine for CudaCollide {
                 (true, false) => GATHER_PASS | GATHER_INTEGRATE | GATHER_BEGIN,
             };
             self.gather(&w, what, wp)?;
+        }
+        if step.last() {
+            // The frame's bounces: the bodies' counts of owing contacts, each contact's impulse, a gather.
+            let (ep, fp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.bouncing.ptr());
+            let mut l = self.stream.launch_builder(&self.functions.bouncing);
+            l.arg(&bp).arg(&self.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
+            // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const
+            // Contact*, const u64*, u32*); as for collide_gather; `bouncing` holds n entries.
+            unsafe { l.launch(grid(self.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
+            let mut l = self.stream.launch_builder(&self.functions.restitute);
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&rp);
+            // SAFETY: matches collide_restitute(const Contact*, const u64*, u64, const Body*, const u32*, World,
+            // Impulse*); as for collide_solve.
+            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_restitute"))?;
+            self.gather(&w, GATHER_PASS, wp)?;
         }
         Ok(())
     }

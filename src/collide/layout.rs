@@ -64,7 +64,9 @@ pub struct Contact {
     pub lambda: f32,
     /// The contact point in world space.
     pub point: [f32; 3],
-    /// The separating normal speed restitution asks for (0 for a resting contact).
+    /// The separating normal speed restitution asks for (0 for a resting
+    /// contact); negated once the contact has pushed in a substep, which
+    /// makes it owe the bounce after the substeps (`physics::restitution`).
     pub bounce: f32,
     /// The friction impulse applied so far this frame (tangential).
     pub friction: [f32; 3],

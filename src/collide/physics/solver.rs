@@ -13,9 +13,10 @@
 //! centres apart along its normal while it is deeper than the slop (a split
 //! impulse: positions only, so the correction adds no energy). A contact
 //! still apart (a speculative one, `physics::reach`) lets the bodies close
-//! its gap within the substep and no further. The walls, the floor and the
-//! drum are contacts like any other (walls.rs), so they act inside every
-//! pass. A body's sums are kept in 64-bit fixed point.
+//! its gap within the substep and no further. After the last substep one
+//! restitution pass gives the contacts that still touch their bounce. The
+//! walls, the floor and the drum are contacts like any other (walls.rs), so
+//! they act inside every pass. A body's sums are kept in 64-bit fixed point.
 
 use super::{V3, add, cross, dot, inv_inertia_mul, point_velocity, scale, sub};
 use crate::collide::layout::{Body, Contact, World};
@@ -70,14 +71,19 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     // The depth now, the centres having moved since the narrow phase.
     let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
     // Apart by more than the slop: the bodies may approach until they touch
-    // at the substep's end. (Within the slop the contact counts as touching,
-    // so that rounding around zero depth cannot decide whether it bounces.)
-    let target = if depth < -w.slop { depth / w.dt } else { c.bounce };
+    // at the substep's end (within the slop the contact counts as touching,
+    // so that rounding around zero depth decides nothing). Touching, they
+    // stop: the bounce comes once, after the substeps ([`restitution`]).
+    let target = if depth < -w.slop { depth / w.dt } else { 0.0 };
     let rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     let vn = dot(rel, n);
     let lambda = (c.lambda - (vn - target) / kn).max(0.0);
     let dn = lambda - c.lambda;
     c.lambda = lambda;
+    if lambda > 0.0 && c.bounce > 0.0 {
+        // It pushed this frame: the restitution pass owes it its bounce.
+        c.bounce = -c.bounce;
+    }
     // Friction against the sliding velocity, capped by the normal impulse.
     let t = sub(rel, scale(n, vn));
     let tl2 = dot(t, t);
@@ -108,6 +114,36 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.vel = add(b.vel, scale(linear, b.inv_mass));
     b.omega = add(b.omega, inv_inertia_mul(b, angular));
     b.pos = add(b.pos, scale(push, b.inv_mass));
+}
+
+/// Restitution, once a frame after its substeps (as Box2D's soft step
+/// applies it): a contact that still touches and whose narrow phase saw an
+/// approach to bounce from takes the impulse that makes its normal speed
+/// the bounce (never pulling). The substeps stopped it; bouncing inside
+/// them would re-apply the bounce with every held impulse and pump energy.
+/// Each body's mass is split over its contacts that [`bounces`] says bounce.
+pub fn restitution(c: &Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
+    if !bounces(c) {
+        return Impulse::default();
+    }
+    let (ka, kb) = (share(ka, w), share(kb, w));
+    let n = c.normal;
+    let ra = sub(c.point, a.pos);
+    let rb = sub(c.point, b.pos);
+    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    if kn <= 0.0 {
+        return Impulse::default();
+    }
+    let vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);
+    let p = scale(n, (-(vn + c.bounce) / kn).max(0.0));
+    Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: [0.0; 3] }
+}
+
+/// Whether contact `c` takes part in the restitution pass: its narrow phase
+/// saw an approach to bounce from, and it pushed in a substep (which turned
+/// its bounce negative), as Box2D asks of a contact's largest impulse.
+pub fn bounces(c: &Contact) -> bool {
+    c.bounce < 0.0
 }
 
 /// Warm starting: contact `c` takes the impulses `p`, the same contact (a,

@@ -252,7 +252,23 @@ impl Engine for WgpuCollide {
             self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
             self.apply(&p, w)?;
         }
-        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)
+        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        if step.last() {
+            // The frame's bounces: the owing contacts counted per body (in `counts`, done with the split),
+            // each one's impulse summed, then applied.
+            self.rec.clear(&counts);
+            self.run_indirect(
+                "collide_bouncing",
+                &p,
+                &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)],
+                Slot::Contacts,
+            )?;
+            self.rec.clear(&acc);
+            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
+            self.run_indirect("collide_restitute", &p, &binds, Slot::Contacts)?;
+            self.apply(&p, w)?;
+        }
+        Ok(())
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
