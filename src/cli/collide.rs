@@ -233,7 +233,7 @@ fn go<E: Engine>(
     bar.finish_and_clear();
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
-    let q = Quality::of(&engine.bodies()?, &engine.contact_list()?);
+    let q = Quality::of(&engine.bodies()?, &engine.contact_list()?, engine.world());
     println!("{}", q.line());
     println!("{}", energy.line());
     if let Some(path) = &args.out {

@@ -9,8 +9,8 @@ use crate::collide::physics::{self, dot};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Quality {
-    /// Touching contact points between bodies per body (wall points and
-    /// speculative contacts, still apart, left out).
+    /// Contact points between bodies per body that touch within the slop
+    /// (wall points and speculative contacts further apart left out).
     pub contacts_per_body: f64,
     /// Penetration depth over the smaller body's radius, mean and most.
     pub mean_depth: f64,
@@ -73,17 +73,21 @@ pub fn drift(first: f64, last: f64) -> Option<f64> {
 }
 
 impl Quality {
-    /// The figures of `bodies` with their contacts (as the last frame found them).
-    pub fn of(bodies: &[Body], contacts: &[Contact]) -> Quality {
-        let pairs: Vec<f64> = contacts
-            .iter()
-            // Touching contacts only: a speculative one (negative depth) is a gap.
-            .filter(|c| !physics::is_wall(c.b) && c.depth > 0.0)
+    /// The figures of `bodies` with their contacts (as the last frame found
+    /// them) in world `w`. A contact counts as touching within the slop, as
+    /// the solver counts it (a resting one may sit a hair apart); the
+    /// penetration figures are over the contacts that overlap (depth > 0).
+    /// A speculative contact further apart is a gap, neither.
+    pub fn of(bodies: &[Body], contacts: &[Contact], w: &World) -> Quality {
+        let between = || contacts.iter().filter(|c| !physics::is_wall(c.b));
+        let touching = between().filter(|c| c.depth > -w.slop).count();
+        let pairs: Vec<f64> = between()
+            .filter(|c| c.depth > 0.0)
             .map(|c| (c.depth / radius(&bodies[c.a as usize]).min(radius(&bodies[c.b as usize]))) as f64)
             .collect();
         let n = bodies.len().max(1) as f64;
         Quality {
-            contacts_per_body: 2.0 * pairs.len() as f64 / n,
+            contacts_per_body: 2.0 * touching as f64 / n,
             mean_depth: if pairs.is_empty() { 0.0 } else { pairs.iter().sum::<f64>() / pairs.len() as f64 },
             max_depth: pairs.iter().cloned().fold(0.0, f64::max),
             kinetic: kinetic(bodies),
@@ -220,13 +224,17 @@ mod tests {
         let a = Body { rot: [0.0, 0.0, 0.0, 1.0], ..a };
         let pair = Contact { a: 0, b: 1, depth: 0.05, ..Contact::default() };
         let wall = Contact { a: 0, b: physics::WALL, depth: 0.3, ..Contact::default() };
-        let q = Quality::of(&[a, b], &[pair, wall]);
-        assert_eq!(q.contacts_per_body, 1.0, "wall points are not contacts between bodies");
+        // Touching within the slop counts as a contact, with no penetration; further apart it is a gap.
+        let w = crate::collide::scenario::world([0.0; 3], [10.0; 3]);
+        let resting = Contact { depth: -0.5 * w.slop, ..pair };
+        let apart = Contact { depth: -2.0 * w.slop, ..pair };
+        let q = Quality::of(&[a, b], &[pair, wall, resting, apart], &w);
+        assert_eq!(q.contacts_per_body, 2.0, "wall points and gaps are not contacts between bodies");
         assert!((q.mean_depth - 0.2).abs() < 1e-6 && (q.max_depth - 0.2).abs() < 1e-6, "{q:?}");
         // ½ m v² = 0.25; the box spins about z: I = m (hx² + hy²) / 3 = 2 * 1.0625 / 3.
         let want = 0.25 + 0.5 * (2.0 * 1.0625 / 3.0) * 4.0;
         assert!((q.kinetic - want).abs() < 1e-5, "{} vs {want}", q.kinetic);
-        assert!(q.line().contains("1.00 contacts per body, penetration mean 20.00 %"), "{}", q.line());
+        assert!(q.line().contains("2.00 contacts per body, penetration mean 20.00 %"), "{}", q.line());
     }
 
     #[test]

@@ -246,7 +246,7 @@ fn last_frame<E: Engine>(engine: &E, frames: &[FrameStats]) -> Result<(String, Q
         return Ok((String::new(), Quality::default()));
     }
     let contacts = engine.contact_list()?;
-    let q = Quality::of(&engine.bodies()?, &contacts);
+    let q = Quality::of(&engine.bodies()?, &contacts, engine.world());
     Ok((bench::set_hash(&engine.candidate_pairs()?, &contacts), q))
 }
 

@@ -100,11 +100,9 @@ fn a_settled_pile_of_spheres_does_not_sink() {
     let n = 10_000;
     let (bodies, contacts) = settled_spheres(n, 500, defaults());
     assert!(!contacts.is_empty());
-    let contacts: Vec<Contact> = contacts.into_iter().filter(|c| !is_wall(c.b) && c.depth > 0.0).collect();
-    let depth = |c: &Contact| c.depth / bodies[c.a as usize].half[0].min(bodies[c.b as usize].half[0]);
-    let mean = contacts.iter().map(depth).sum::<f32>() / contacts.len() as f32;
-    let max = contacts.iter().map(depth).fold(0.0, f32::max);
-    let per_body = 2.0 * contacts.len() as f32 / n as f32;
+    let world = scenario::build(Scenario::Pile, n, 7).expect("scenario").0;
+    let q = crate::collide::quality::Quality::of(&bodies, &contacts, &world);
+    let (mean, max, per_body) = (q.mean_depth, q.max_depth, q.contacts_per_body);
     let top = bodies.iter().map(|b| b.pos[1]).fold(0.0, f32::max);
     let speed = bodies.iter().map(|b| dot(b.vel, b.vel).sqrt()).fold(0.0, f32::max);
     eprintln!(
@@ -218,7 +216,8 @@ fn settled(sc: Scenario, n: u32, frames: u32, spheres: bool) -> crate::collide::
         }
     }
     let e = run(w, &bodies, frames, sc.solver());
-    let q = crate::collide::quality::Quality::of(&e.bodies().expect("bodies"), &e.contact_list().expect("contacts"));
+    let (bodies, contacts) = (e.bodies().expect("bodies"), e.contact_list().expect("contacts"));
+    let q = crate::collide::quality::Quality::of(&bodies, &contacts, e.world());
     eprintln!("{sc} of {n} (spheres only: {spheres}), {frames} frames: {}", q.line());
     q
 }
