@@ -3,6 +3,9 @@
 // CPU twin of each entry point, and src/collide/wgpu.rs dispatches them). All
 // arithmetic is common.wgsl's, narrow.wgsl's and solver.wgsl's.
 //
+// Over 600 lines, kept whole: one entry point per stage of collide.cu, in its
+// order, all over one set of bindings; the arithmetic lives in the other files.
+//
 // Nodes: internal 0..n-1 (root 0), leaf n-1+k for the k-th sorted code. A
 // frontier slot holds pack(node, node) or (DEAD, DEAD). Every count of a frame
 // is a u64 word of `words` (frontier.wgsl): the pair walk's lengths per level,
