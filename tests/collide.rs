@@ -58,9 +58,10 @@ fn brute_contacts(world: &World, bodies: &[Body], pairs: &[u64]) -> Vec<Contact>
 }
 
 /// A contact as the narrow phase found it: the impulses the solver applied
-/// since cleared.
+/// since cleared, and its bounce unmarked (a contact that pushed negates it
+/// for the restitution pass).
 fn as_found(c: &Contact) -> Contact {
-    Contact { lambda: 0.0, friction: [0.0; 3], ..*c }
+    Contact { lambda: 0.0, friction: [0.0; 3], bounce: c.bounce.abs(), ..*c }
 }
 
 /// Runs one frame and checks its broad and narrow phase against brute force
