@@ -537,6 +537,7 @@ pub fn light_facing_away_leaves_the_floor_black<E: Engine>(make: &mut impl FnMut
 /// A unit square textured by a 3x2 map (repeated past [0, 1]), seen straight
 /// on under a white sky: what the GPU engines' texture lookups are checked on
 /// against the CPU's.
+#[allow(dead_code)] // the GPU suites use it; tests/analytic.rs, which includes this file too, does not
 pub fn textured_square() -> reap::scene::Scene {
     use glam::{Vec2, Vec3};
     use reap::scene::{Camera, Material, Scene, Texture, TextureId};
