@@ -43,15 +43,7 @@ use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
 const MAX_FRONTIER: u64 = 1 << 24;
 
 fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
-    // Two substeps of two passes: both of the solver's loops run.
-    CollideSettings {
-        compact_pairs,
-        sort,
-        substeps: 2,
-        iterations: 2,
-        max_frontier: MAX_FRONTIER,
-        fusion: Default::default(),
-    }
+    collide_frame::settings(compact_pairs, sort, MAX_FRONTIER)
 }
 
 fn lookback() -> CollideSettings {

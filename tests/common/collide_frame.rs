@@ -3,7 +3,13 @@
 //! tests/collide_wgpu.rs), which check each GPU engine against the CPU's.
 
 use reap::collide::layout::{Body, Contact, Node};
-use reap::collide::{CollideSettings, Engine, FrameStats, Frontier, frame};
+use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, frame};
+
+/// The GPU suites' settings: two substeps of two passes, so that both of
+/// the solver's loops run; the frontier bounded by `max_frontier`.
+pub fn settings(compact_pairs: Compaction, sort: SortMethod, max_frontier: u64) -> CollideSettings {
+    CollideSettings { compact_pairs, sort, substeps: 2, iterations: 2, max_frontier, fusion: Default::default() }
+}
 
 pub fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
     bytemuck::cast_slice(v)

@@ -25,14 +25,7 @@ use reap::compaction::cuda::CudaBackend;
 const MAX_FRONTIER: u64 = 1 << 28;
 
 fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
-    CollideSettings {
-        compact_pairs,
-        sort,
-        substeps: 2,
-        iterations: 2,
-        max_frontier: MAX_FRONTIER,
-        fusion: Default::default(),
-    }
+    collide_frame::settings(compact_pairs, sort, MAX_FRONTIER)
 }
 
 fn lookback() -> CollideSettings {
