@@ -228,8 +228,8 @@ fn pbrt_tokens(text: &str) -> Vec<String> {
             if rest.starts_with('#') {
                 break;
             }
-            let end = if rest.starts_with('"') {
-                1 + rest[1..].find('"').expect("a closed string") + 1
+            let end = if let Some(quoted) = rest.strip_prefix('"') {
+                1 + quoted.find('"').expect("a closed string") + 1
             } else if rest.starts_with('[') || rest.starts_with(']') {
                 1
             } else {
