@@ -72,3 +72,37 @@ fn item10_verify_that_would_check_nothing_is_an_error() {
         reap().args(["verify", "--backend", "cpu", "--algorithm", "redzone-block", "--operations", "sort"]).output();
     refused(o.expect("run"), &["redzone-block implements none of the operations picked (sort)", "--algorithm"]);
 }
+
+// Issue 33: the second sweep.
+
+#[test]
+fn issue33_item3_frames_past_the_host_are_refused_not_aborted() {
+    let o = reap().args(["collide", "--backend", "cpu", "--bodies", "10", "--frames", "4294967295"]).output();
+    refused(o.expect("run"), &["the records of 4294967295 frames", "of host memory, more than the", "lower --frames"]);
+}
+
+#[test]
+fn issue33_item3_a_huge_settle_keeps_no_records() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let dir = binary::temp_dir("hostile-memory", "settle");
+    let mut child = reap()
+        .args(["bench", "collide", "--backend", "cpu", "--bodies", "10", "--algorithms", "lookback"])
+        .args(["--sorts", "fast", "--frames", "2", "--settle", "4294967295", "--out"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let settling = lines.by_ref().map_while(Result::ok).find(|l| l.contains("settling for 4294967295 frames"));
+    assert!(settling.is_some(), "reap ended before settling");
+    // Settling that kept a record per frame aborted here, allocating them all.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let status = child.try_wait().expect("wait");
+    let _ = child.kill();
+    let _ = child.wait();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.is_none(), "settling ended ({status:?}) instead of stepping: {rest:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
