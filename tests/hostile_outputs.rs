@@ -283,3 +283,21 @@ fn issue33_item4_bench_noise_out_never_replaces_its_before() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn issue33_item5_aces_at_a_huge_exposure_turns_lit_pixels_white_not_black() {
+    let dir = temp("aces-exposure");
+    let image = |tonemap: &str| {
+        let name = format!("{tonemap}.png");
+        let (out, _, stderr) = run(render(&dir).args(["--tonemap", tonemap, "--exposure", "100", "--out", &name]));
+        assert!(out.status.success(), "{stderr}");
+        image::open(dir.join(&name)).expect("a PNG").to_rgb8()
+    };
+    let (clamp, aces) = (image("clamp"), image("aces"));
+    let lit: Vec<_> = clamp.pixels().zip(aces.pixels()).filter(|(c, _)| c.0 != [0, 0, 0]).collect();
+    assert!(!lit.is_empty(), "the render is black even under clamp");
+    for (c, a) in lit {
+        assert_eq!(a.0, [255, 255, 255], "lit under clamp ({:?}) but not white under aces", c.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
