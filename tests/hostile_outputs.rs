@@ -229,11 +229,11 @@ fn wait_for_line(
 fn issue33_item1_a_second_sigint_keeps_the_rows_measured() {
     let dir = temp("second-sigint");
     let run_dir = dir.join("run");
-    // The 2^10 row is measured in milliseconds, the 2^24 one takes seconds:
+    // The 2^10 row is measured in milliseconds, the 2^24 one (400 reps) takes seconds:
     // both signals land while the second row is being measured.
     let mut child = reap()
         .args(["bench", "compaction", "--backend", "cpu", "--algorithms", "sequential", "--densities", "0.5"])
-        .args(["--sizes", "2^10,2^24", "--reps", "40", "--warmup", "0", "--no-cub", "--out"])
+        .args(["--sizes", "2^10,2^24", "--reps", "400", "--warmup", "0", "--no-cub", "--out"])
         .arg(&run_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -19,8 +19,9 @@ use crate::memory::{self, Limit};
 
 /// The longest side a texture may have, in texels.
 pub const MAX_SIDE: u32 = 16384;
-/// The most texels a texture may have: 8192×8192, 768 MiB kept as linear f32 RGB
-/// (its load peaks at [`load_peak_bytes`]).
+/// The most texels a texture may have: 8192×8192, 768 MiB kept as linear f32 RGB in the scene;
+/// its load peaks at [`load_peak_bytes`], and a render holds the tracers' RGBA copy beside it
+/// (1.75 GiB in all: `reap render --backend cpu` of one 8192×8192 texture peaks at 1.85 GB RSS).
 pub const MAX_TEXELS: u64 = 1 << 26;
 /// Bytes one kept texel takes ([`Texture::texels`]).
 const TEXEL_BYTES: u64 = std::mem::size_of::<Vec3>() as u64;
