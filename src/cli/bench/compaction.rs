@@ -166,7 +166,7 @@ impl Measured {
 }
 
 /// Times every series on `backend`, adding its rows to `m` (and results.csv
-/// after each series, so a stop or an error keeps what was measured).
+/// after each row, so a stop, a second signal or an error keeps what was measured).
 fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measured) -> Result<()> {
     use reap::bench;
     let total: u64 = run.series.iter().map(|s| s.planned(|a| backend.runs(a))).sum();
