@@ -45,15 +45,29 @@ pub struct Limit {
 impl Limit {
     /// The host's available memory, less a margin (Linux: MemAvailable from
     /// /proc/meminfo; elsewhere a fixed 16 GiB).
+    /// Under an address-space limit (`ulimit -v`), what is left below it
+    /// bounds this too: an allocation past it fails, whatever is free.
     pub fn host() -> Limit {
         let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
-        match meminfo.as_deref().and_then(mem_available) {
+        let available = match meminfo.as_deref().and_then(mem_available) {
             Some(bytes) => Limit {
                 bytes: (bytes as f64 * HOST_SHARE) as u64,
                 place: Place::Host,
                 source: "available (MemAvailable less 10%)",
             },
             None => Limit { bytes: HOST_FALLBACK_BYTES, place: Place::Host, source: "allowed (fixed cap)" },
+        };
+        let limits = std::fs::read_to_string("/proc/self/limits").ok();
+        let status = std::fs::read_to_string("/proc/self/status").ok();
+        let left = limits.as_deref().and_then(address_space_limit).zip(status.as_deref().and_then(address_space_used));
+        match left {
+            Some((limit, used)) => {
+                let bytes = (limit.saturating_sub(used) as f64 * HOST_SHARE) as u64;
+                let source = "left under the address-space limit (ulimit -v) less 10%";
+                let capped = Limit { bytes, place: Place::Host, source };
+                if bytes < available.bytes { capped } else { available }
+            }
+            None => available,
         }
     }
 
@@ -74,6 +88,20 @@ pub fn mem_available(meminfo: &str) -> Option<u64> {
         Some(_) => return None,
     };
     value.checked_mul(scale)
+}
+
+/// The soft "Max address space" of /proc/self/limits' text, in bytes;
+/// `None` when unlimited.
+pub fn address_space_limit(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max address space"))?;
+    line["Max address space".len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// VmSize of /proc/self/status' text, in bytes: the address space in use.
+pub fn address_space_used(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// A request that cannot be met.
@@ -150,6 +178,18 @@ mod tests {
         assert_eq!(mem_available(text), Some(21_000_000 * 1024));
         assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
         assert_eq!(mem_available("MemAvailable: lots kB\n"), None);
+    }
+
+    #[test]
+    fn issue33_an_address_space_limit_is_read_with_what_is_used() {
+        let head = "Limit                     Soft Limit           Hard Limit           Units     \n";
+        let limited = format!("{head}Max address space         8000000000           unlimited            bytes     \n");
+        assert_eq!(address_space_limit(&limited), Some(8_000_000_000));
+        let unlimited =
+            format!("{head}Max address space         unlimited            unlimited            bytes     \n");
+        assert_eq!(address_space_limit(&unlimited), None);
+        assert_eq!(address_space_used("Name:\treap\nVmPeak:\t  9 kB\nVmSize:\t    3892 kB\n"), Some(3892 * 1024));
+        assert_eq!(address_space_used("VmRSS:\t 5 kB\n"), None);
     }
 
     #[test]

@@ -114,3 +114,33 @@ fn item9_non_utf8_scene_path_is_accepted() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(dir.join("o.png").is_file());
 }
+
+// Issue 33: the second sweep.
+
+#[test]
+fn issue33_item6_bench_sweep_without_a_gpu_advises_what_it_takes() {
+    // No visible device, whether or not this machine has one.
+    let out = run_bounded(reap().args(["bench", "sweep", "--sizes", "1024"]).env("CUDA_VISIBLE_DEVICES", ""));
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("--backend"), "advises a flag the sweep does not take: {err}");
+    assert!(err.contains("NVIDIA GPU") && err.contains("no CPU backend"), "{err}");
+}
+
+#[test]
+fn issue33_item7_sort_with_other_element_sizes_is_refused() {
+    for (op, elements) in [("sort", "32"), ("sort-pairs", "8"), ("sort", "4,16")] {
+        let out = run_bounded(
+            reap().args(["bench", "compaction", "--backend", "cpu", "--no-cub", "--sizes", "1000"]).args([
+                "--operation",
+                op,
+                "--elements",
+                elements,
+            ]),
+        );
+        assert_refused(
+            &out,
+            &[&format!("--operation {op} sorts 4-byte keys"), &format!("--elements {elements} does not apply")],
+        );
+    }
+}

@@ -72,3 +72,74 @@ fn item10_verify_that_would_check_nothing_is_an_error() {
         reap().args(["verify", "--backend", "cpu", "--algorithm", "redzone-block", "--operations", "sort"]).output();
     refused(o.expect("run"), &["redzone-block implements none of the operations picked (sort)", "--algorithm"]);
 }
+
+// Issue 33: the second sweep.
+
+#[test]
+fn issue33_item3_frames_past_the_host_are_refused_not_aborted() {
+    let o = reap().args(["collide", "--backend", "cpu", "--bodies", "10", "--frames", "4294967295"]).output();
+    refused(o.expect("run"), &["the records of 4294967295 frames", "of host memory, more than the", "lower --frames"]);
+}
+
+#[test]
+fn issue33_item3_a_huge_settle_keeps_no_records() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let dir = binary::temp_dir("hostile-memory", "settle");
+    let mut child = reap()
+        .args(["bench", "collide", "--backend", "cpu", "--bodies", "10", "--algorithms", "lookback"])
+        .args(["--sorts", "fast", "--frames", "2", "--settle", "4294967295", "--out"])
+        .arg(&dir)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let settling = lines.by_ref().map_while(Result::ok).find(|l| l.contains("settling for 4294967295 frames"));
+    assert!(settling.is_some(), "reap ended before settling");
+    // Settling that kept a record per frame aborted here, allocating them all.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let status = child.try_wait().expect("wait");
+    let _ = child.kill();
+    let _ = child.wait();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.is_none(), "settling ended ({status:?}) instead of stepping: {rest:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn issue33_item2_textures_past_the_memory_left_are_refused_not_aborted() {
+    // Twelve distinct 4096x4096 textures keep 2.25 GiB as linear f32 RGB; under a 2 GiB
+    // address-space limit the last ones cannot load: they must be refused with a warning
+    // that says what to change, not abort the process.
+    let dir = binary::temp_dir("hostile-memory", "textures");
+    let png = image::RgbImage::from_pixel(4096, 4096, image::Rgb([200, 120, 40]));
+    png.save(dir.join("t0.png")).expect("write t0.png");
+    let (mut obj, mut mtl) = (String::from("mtllib m.mtl\n"), String::new());
+    for i in 0..12 {
+        if i > 0 {
+            std::fs::copy(dir.join("t0.png"), dir.join(format!("t{i}.png"))).expect("copy");
+        }
+        mtl += &format!("newmtl m{i}\nKd 0.5 0.5 0.5\nmap_Kd t{i}.png\n");
+        let x = i as f32;
+        obj += &format!("v {x} 0 -3\nv {} 0 -3\nv {x} 1 -3\nvt 0 0\nvt 1 0\nvt 0 1\n", x + 1.0);
+        let k = 3 * i + 1;
+        obj += &format!("usemtl m{i}\nf {k}/{k} {}/{} {}/{}\n", k + 1, k + 1, k + 2, k + 2);
+    }
+    std::fs::write(dir.join("m.mtl"), mtl).unwrap();
+    std::fs::write(dir.join("s.obj"), obj).unwrap();
+    let script = "ulimit -v 2097152 && exec \"$0\" render --backend cpu --width 16 --height 16 --spp 1 \
+                  --scene s.obj --out o.png";
+    let o = std::process::Command::new("sh")
+        .current_dir(&dir)
+        .args(["-c", script, env!("CARGO_BIN_EXE_reap")])
+        .output()
+        .expect("run");
+    let e = stderr(&o);
+    assert!(o.status.success(), "status {:?}: {e}", o.status);
+    assert!(e.contains("is not used") && e.contains("use smaller textures, or fewer distinct texture files"), "{e}");
+    assert!(e.contains("address-space limit (ulimit -v)"), "{e}");
+    assert!(dir.join("o.png").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}

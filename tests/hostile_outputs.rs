@@ -206,3 +206,98 @@ fn item11_an_output_over_an_input_is_refused() {
     assert_eq!(std::fs::read_to_string(dir.join("lib.csv")).unwrap(), mtl);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Issue 33: the second sweep.
+
+/// Reads `child`'s stdout until a line contains `text`.
+fn wait_for_line(
+    child: &mut std::process::Child,
+    text: &str,
+) -> std::io::Lines<std::io::BufReader<std::process::ChildStdout>> {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    for line in lines.by_ref() {
+        if line.expect("text").contains(text) {
+            return lines;
+        }
+    }
+    panic!("reap ended before printing {text:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn issue33_item1_a_second_sigint_keeps_the_rows_measured() {
+    let dir = temp("second-sigint");
+    let run_dir = dir.join("run");
+    // The 2^10 row is measured in milliseconds, the 2^24 one (400 reps) takes seconds:
+    // both signals land while the second row is being measured.
+    let mut child = reap()
+        .args(["bench", "compaction", "--backend", "cpu", "--algorithms", "sequential", "--densities", "0.5"])
+        .args(["--sizes", "2^10,2^24", "--reps", "400", "--warmup", "0", "--no-cub", "--out"])
+        .arg(&run_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let _rest = wait_for_line(&mut child, "benchmarking");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for pause_ms in [200, 0] {
+        // SAFETY: signalling our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+    }
+    let status = child.wait().expect("wait");
+    assert!(!status.success(), "{status:?}");
+    let csv = std::fs::read_to_string(run_dir.join("results.csv")).expect("results.csv holds the measured row");
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let n_col = rows.headers().expect("header").iter().position(|h| h == "n").expect("an n column");
+    let sizes: Vec<String> = rows.records().map(|r| r.expect("row")[n_col].to_string()).collect();
+    assert!(sizes.iter().any(|n| n == "1024"), "the 2^10 row is missing: {csv}");
+    let debris: Vec<String> = entries(&run_dir).into_iter().filter(|e| e.ends_with(".partial")).collect();
+    assert!(debris.is_empty(), "{debris:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn issue33_item4_bench_noise_out_never_replaces_its_before() {
+    let dir = temp("noise-before");
+    let small = |out: &Path| {
+        let mut cmd = reap();
+        cmd.args(["bench", "noise", "--backend", "cpu", "--width", "8", "--height", "8", "--spp", "1"])
+            .args(["--reference-spp", "2", "--out"])
+            .arg(out);
+        cmd
+    };
+    let first = dir.join("first");
+    let (out, _, stderr) = run(&mut small(&first));
+    assert!(out.status.success(), "{stderr}");
+    let before = first.join("noise.json");
+    let kept = std::fs::read(&before).expect("noise.json");
+    std::os::unix::fs::symlink(&first, dir.join("link")).unwrap();
+    for out_dir in [first.clone(), dir.join("link"), first.join(".")] {
+        let (out, _, stderr) = run(small(&out_dir).arg("--before").arg(&before));
+        assert!(!out.status.success(), "{}: {stderr}", out_dir.display());
+        assert!(stderr.contains("would replace it"), "{}: {stderr}", out_dir.display());
+        assert_eq!(std::fs::read(&before).unwrap(), kept, "{} replaced --before", out_dir.display());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn issue33_item5_aces_at_a_huge_exposure_turns_lit_pixels_white_not_black() {
+    let dir = temp("aces-exposure");
+    let image = |tonemap: &str| {
+        let name = format!("{tonemap}.png");
+        let (out, _, stderr) = run(render(&dir).args(["--tonemap", tonemap, "--exposure", "100", "--out", &name]));
+        assert!(out.status.success(), "{stderr}");
+        image::open(dir.join(&name)).expect("a PNG").to_rgb8()
+    };
+    let (clamp, aces) = (image("clamp"), image("aces"));
+    let lit: Vec<_> = clamp.pixels().zip(aces.pixels()).filter(|(c, _)| c.0 != [0, 0, 0]).collect();
+    assert!(!lit.is_empty(), "the render is black even under clamp");
+    for (c, a) in lit {
+        assert_eq!(a.0, [255, 255, 255], "lit under clamp ({:?}) but not white under aces", c.0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -255,6 +255,19 @@ impl Settings {
         if matches!(self.job, Job::Scan) && self.element_sizes.iter().any(|e| ![4, 8].contains(e)) {
             return bad("scan takes --elements 4 (u32) and/or 8 (u64)".into());
         }
+        // The sorts have 4-byte keys (and 4-byte values for pairs) on every backend.
+        if let Job::Sort { pairs } = self.job
+            && self.element_sizes != [4]
+        {
+            let (op, what) =
+                if pairs { ("sort-pairs", "4-byte keys with 4-byte values") } else { ("sort", "4-byte keys") };
+            let given: Vec<String> = self.element_sizes.iter().map(|e| e.to_string()).collect();
+            return bad(format!(
+                "--operation {op} sorts {what} only, so --elements {} does not apply: run it with --elements 4 \
+                 (the default), in a run of its own if other operations need other sizes",
+                given.join(",")
+            ));
+        }
         if self.sizes.is_empty() {
             return bad("--sizes needs at least one count".into());
         }

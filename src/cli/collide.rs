@@ -214,7 +214,8 @@ fn go<E: Engine>(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut frontier = Frontier::new(&engine)?;
-    let mut frames = Vec::with_capacity(args.frames as usize);
+    // Sized by the first frame's record before more are kept.
+    let mut records = reap::collide::Records::new(args.frames);
     for i in 0..args.frames {
         let f = frame(&mut engine, &s, &mut frontier, i)?;
         bar.set_message(format!(
@@ -225,12 +226,13 @@ fn go<E: Engine>(
             f.contacts
         ));
         bar.inc(1);
-        frames.push(f);
+        records.push(f)?;
         if checkpoints[1..].contains(&(i + 1)) {
             energy.record(i + 1, &engine.bodies()?, &world);
         }
     }
     bar.finish_and_clear();
+    let frames = records.into_vec();
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
     let q = Quality::of(&engine.bodies()?, &engine.contact_list()?, engine.world());

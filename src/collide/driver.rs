@@ -8,6 +8,7 @@ use super::{
     SitePath, StageId, Substep, stage, words,
 };
 use crate::frontier;
+use crate::memory::{self, MemoryError};
 
 /// The words of a frame whose walk is bounded by `levels`: the level words
 /// and the array's length.
@@ -271,7 +272,23 @@ fn enqueue<E: Engine>(
     Ok(())
 }
 
-/// Runs `frames` frames; `on_frame` sees each frame's stats as it ends.
+/// Runs `frames` frames and keeps no record of them (settling a pile):
+/// `on_frame` sees each frame's stats as it ends.
+pub fn run_frames<E: Engine>(
+    e: &mut E,
+    s: &CollideSettings,
+    frames: u32,
+    mut on_frame: impl FnMut(&FrameStats),
+) -> CollideResult<()> {
+    let mut f = Frontier::new(e)?;
+    for i in 0..frames {
+        on_frame(&frame(e, s, &mut f, i)?);
+    }
+    Ok(())
+}
+
+/// Runs `frames` frames and returns the record of each; `on_frame` sees each
+/// frame's stats as it ends.
 pub fn simulate<E: Engine>(
     e: &mut E,
     s: &CollideSettings,
@@ -279,11 +296,50 @@ pub fn simulate<E: Engine>(
     mut on_frame: impl FnMut(&FrameStats),
 ) -> CollideResult<Vec<FrameStats>> {
     let mut f = Frontier::new(e)?;
-    let mut out = Vec::with_capacity(frames as usize);
+    let mut out = Records::new(frames);
     for i in 0..frames {
         let st = frame(e, s, &mut f, i)?;
         on_frame(&st);
-        out.push(st);
+        out.push(st)?;
     }
-    Ok(out)
+    Ok(out.into_vec())
+}
+
+/// One record per frame, for a run of a known length: the first record's
+/// size, times the frames, is checked against the host's memory before more
+/// is kept, so a `--frames` no machine holds is an error, not an abort.
+pub struct Records {
+    frames: u32,
+    kept: Vec<FrameStats>,
+}
+
+impl Records {
+    pub fn new(frames: u32) -> Self {
+        Records { frames, kept: Vec::new() }
+    }
+
+    pub fn push(&mut self, record: FrameStats) -> CollideResult<()> {
+        if self.kept.is_empty() {
+            let each = record.bytes();
+            let what = format!("the records of {} frames ({each} bytes each)", self.frames);
+            let need = memory::times(self.frames.into(), each);
+            let change = "lower --frames";
+            memory::check(what.as_str(), need, memory::Limit::host(), change)?;
+            self.kept.try_reserve_exact(self.frames as usize).map_err(|_| MemoryError::AllocationFailed {
+                what,
+                need,
+                change: change.into(),
+            })?;
+        }
+        self.kept.push(record);
+        Ok(())
+    }
+
+    pub fn as_slice(&self) -> &[FrameStats] {
+        &self.kept
+    }
+
+    pub fn into_vec(self) -> Vec<FrameStats> {
+        self.kept
+    }
 }

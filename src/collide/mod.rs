@@ -35,7 +35,9 @@ use crate::compaction::{Algorithm, Backend, Element, Operation};
 pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier;
 pub use crate::replay::{FramePath, Graphs};
-pub use driver::{BOUND_MARGIN, CONTACTS_PER_CANDIDATE, FIRST_BOUND, Frontier, frame, pairs_site, simulate};
+pub use driver::{
+    BOUND_MARGIN, CONTACTS_PER_CANDIDATE, FIRST_BOUND, Frontier, Records, frame, pairs_site, run_frames, simulate,
+};
 pub use layout::{Body, Contact, Node, World};
 pub use scenario::Scenario;
 
@@ -62,6 +64,8 @@ pub enum CollideError {
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
     Output(#[from] crate::files::OutputError),
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
 }
 
 impl From<std::convert::Infallible> for CollideError {
@@ -250,6 +254,14 @@ pub struct FrameStats {
 }
 
 impl FrameStats {
+    /// Host bytes this record holds, its vectors included: what keeping one
+    /// record per frame costs.
+    pub fn bytes(&self) -> u64 {
+        let vecs = self.stages.capacity() * std::mem::size_of::<(StageId, f64)>()
+            + (self.frontier.capacity() + self.live.capacity()) * std::mem::size_of::<u64>();
+        (std::mem::size_of::<Self>() + vecs) as u64
+    }
+
     pub fn part_ms(&self, part: Part) -> f64 {
         // + 0.0: an empty f64 sum is -0.0, which would print as "-0.000".
         self.stages.iter().filter(|(s, _)| s.part() == part).map(|(_, t)| t).sum::<f64>() + 0.0

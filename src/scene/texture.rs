@@ -15,11 +15,21 @@ use image::{ColorType, ImageReader, Limits};
 
 use super::{Material, MaterialKind};
 use crate::input::{self, InputError, InputKind};
+use crate::memory::{self, Limit};
 
 /// The longest side a texture may have, in texels.
 pub const MAX_SIDE: u32 = 16384;
-/// The most texels a texture may have: 8192×8192, 768 MiB as linear f32 RGB.
+/// The most texels a texture may have: 8192×8192, 768 MiB kept as linear f32 RGB in the scene;
+/// its load peaks at [`load_peak_bytes`], and a render holds the tracers' RGBA copy beside it
+/// (1.75 GiB in all: `reap render --backend cpu` of one 8192×8192 texture peaks at 1.85 GB RSS).
 pub const MAX_TEXELS: u64 = 1 << 26;
+/// Bytes one kept texel takes ([`Texture::texels`]).
+const TEXEL_BYTES: u64 = std::mem::size_of::<Vec3>() as u64;
+/// Bytes one texel may take as decoded, before conversion: RGBA at 16 bits.
+const DECODED_TEXEL_BYTES: u64 = 8;
+/// Bytes of the tracers' copy of a texel (`trace::layout::Packed::texels`, RGBA f32), made
+/// while the scene keeps its own: what a render holds per texel is both.
+const PACKED_TEXEL_BYTES: u64 = 16;
 /// The most bytes the decoder may allocate for one image: 8192×8192 RGBA16.
 pub const MAX_DECODED_BYTES: u64 = 512 << 20;
 
@@ -48,6 +58,12 @@ impl Texture {
     /// linear; float images (EXR) are already linear. Values are clamped to [0, 1]: an albedo
     /// above 1 would create energy. The error says why, for a warning.
     pub fn load(path: &Path) -> Result<Texture, String> {
+        Self::load_within(path, &mut Budget::unlimited())
+    }
+
+    /// [`Texture::load`], refusing a texture whose load would take `budget` past its limit
+    /// (checked from the header, before decoding).
+    fn load_within(path: &Path, budget: &mut Budget) -> Result<Texture, String> {
         let open = || {
             let (file, _) = input::open(path, InputKind::Texture).map_err(|e| match e {
                 InputError::Io { source, .. } => format!("cannot read it: {source}"),
@@ -66,6 +82,7 @@ impl Texture {
         if width == 0 || height == 0 {
             return Err("it has no texels".into());
         }
+        budget.check(width, height)?;
         // The decoder checks these too, against what it reads while decoding.
         let mut limits = Limits::default();
         limits.max_image_width = Some(MAX_SIDE);
@@ -74,14 +91,9 @@ impl Texture {
         let mut reader = open()?;
         reader.limits(limits);
         let image = reader.decode().map_err(|e| format!("cannot decode it: {e}"))?;
-        let linear_source = matches!(image.color(), ColorType::Rgb32F | ColorType::Rgba32F);
         let (width, height) = (image.width(), image.height());
-        let rgb = image.into_rgb32f();
-        let decode = |c: f32| {
-            let linear = if linear_source { c } else { srgb_to_linear(c) };
-            if linear.is_finite() { linear.clamp(0.0, 1.0) } else { 0.0 }
-        };
-        let texels = rgb.pixels().map(|p| Vec3::new(decode(p[0]), decode(p[1]), decode(p[2]))).collect();
+        let texels = linear_texels(image);
+        budget.kept += texels.len() as u64;
         Ok(Texture { name: path.display().to_string(), width, height, texels })
     }
 
@@ -89,6 +101,73 @@ impl Texture {
     pub fn mean(&self) -> Vec3 {
         let sum = self.texels.iter().fold(glam::DVec3::ZERO, |acc, t| acc + t.as_dvec3());
         (sum / self.texels.len().max(1) as f64).as_vec3()
+    }
+}
+
+/// Host bytes loading one `texels`-texel texture takes at its peak: the decoded image and the
+/// linear texels it becomes, both alive while one is converted into the other (8192×8192 8-bit
+/// RGB: 192 MiB + 768 MiB; 16-bit RGBA: 512 MiB + 768 MiB).
+pub fn load_peak_bytes(texels: u64) -> u64 {
+    texels * (DECODED_TEXEL_BYTES + TEXEL_BYTES)
+}
+
+/// The decoded image as clamped linear texels, converted straight from 8-bit samples (the
+/// common case) without an f32 copy of the whole image beside the result.
+fn linear_texels(image: image::DynamicImage) -> Vec<Vec3> {
+    let clamp = |linear: f32| if linear.is_finite() { linear.clamp(0.0, 1.0) } else { 0.0 };
+    // The values the f32 path below gives 8-bit samples (b / 255, decoded, clamped).
+    let lut: [f32; 256] = std::array::from_fn(|b| clamp(srgb_to_linear(b as f32 / 255.0)));
+    match image {
+        image::DynamicImage::ImageRgb8(rgb) => {
+            rgb.pixels().map(|p| Vec3::new(lut[p[0] as usize], lut[p[1] as usize], lut[p[2] as usize])).collect()
+        }
+        image::DynamicImage::ImageRgba8(rgba) => {
+            rgba.pixels().map(|p| Vec3::new(lut[p[0] as usize], lut[p[1] as usize], lut[p[2] as usize])).collect()
+        }
+        other => {
+            let linear_source = matches!(other.color(), ColorType::Rgb32F | ColorType::Rgba32F);
+            let rgb = other.into_rgb32f();
+            let decode = |c: f32| clamp(if linear_source { c } else { srgb_to_linear(c) });
+            rgb.pixels().map(|p| Vec3::new(decode(p[0]), decode(p[1]), decode(p[2]))).collect()
+        }
+    }
+}
+
+/// What one scene's textures may take of host memory together: the limit, read once when the
+/// load starts, against what the textures kept so far and the next one will hold in a render
+/// (the scene's texels and the tracers' copy; more than any one load's peak).
+struct Budget {
+    limit: Option<Limit>,
+    /// Texels of the textures kept so far.
+    kept: u64,
+}
+
+impl Budget {
+    fn unlimited() -> Self {
+        Budget { limit: None, kept: 0 }
+    }
+
+    fn host() -> Self {
+        Budget { limit: Some(Limit::host()), kept: 0 }
+    }
+
+    fn check(&self, width: u32, height: u32) -> Result<(), String> {
+        let Some(limit) = self.limit else { return Ok(()) };
+        let texels = self.kept + width as u64 * height as u64;
+        let need = memory::times(texels, TEXEL_BYTES + PACKED_TEXEL_BYTES);
+        debug_assert!(need.is_some_and(|n| n >= load_peak_bytes(width as u64 * height as u64)));
+        memory::check(
+            format!(
+                "it ({width}x{height}) and the {} texels of the textures before it, at {} bytes a texel in the \
+                 scene and the tracer,",
+                self.kept,
+                TEXEL_BYTES + PACKED_TEXEL_BYTES
+            ),
+            need,
+            limit,
+            "use smaller textures, or fewer distinct texture files",
+        )
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -103,7 +182,7 @@ pub(super) fn attach_textures(
     mtl_files: &[(String, Vec<String>)],
     warnings: &mut Vec<String>,
 ) -> Vec<Texture> {
-    let mut loader = TextureLoader::default();
+    let mut loader = TextureLoader { textures: Vec::new(), budget: Budget::host(), tried: HashMap::new() };
     for (material, m) in materials.iter_mut().zip(mtl_materials) {
         let Some(map) = &m.diffuse_texture else { continue };
         let mtl = mtl_files.iter().find(|(_, names)| names.contains(&m.name)).map_or(obj, |(f, _)| f.as_str());
@@ -114,9 +193,9 @@ pub(super) fn attach_textures(
 }
 
 /// The textures of one load, each file decoded once however many materials name it.
-#[derive(Default)]
 struct TextureLoader {
     textures: Vec<Texture>,
+    budget: Budget,
     /// Every file tried so far: its texture, or why it is not used.
     tried: HashMap<PathBuf, Result<TextureId, String>>,
 }
@@ -150,7 +229,7 @@ impl TextureLoader {
         };
         let path = mtl_dir.join(file);
         let tried = self.tried.entry(path.clone()).or_insert_with(|| {
-            Texture::load(&path).map(|texture| {
+            Texture::load_within(&path, &mut self.budget).map(|texture| {
                 self.textures.push(texture);
                 TextureId(self.textures.len() as u32 - 1)
             })

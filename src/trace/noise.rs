@@ -389,14 +389,18 @@ pub fn csv(r: &NoiseReport, before: Option<&NoiseReport>) -> Result<Vec<u8>, csv
     w.into_inner().map_err(|e| csv::Error::from(e.into_error()))
 }
 
+/// The files [`write`] writes in its folder.
+pub const FILES: [&str; 3] = ["noise.json", "noise.csv", "noise.md"];
+
 /// Writes noise.json, noise.csv and noise.md into `dir`, each whole or not at all.
 pub fn write(dir: &Path, r: &NoiseReport, before: Option<&NoiseReport>) -> Result<(), NoiseError> {
-    let json_path = dir.join("noise.json");
+    let [json_name, csv_name, md_name] = FILES;
+    let json_path = dir.join(json_name);
     let json = serde_json::to_vec_pretty(r).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
-    let csv_path = dir.join("noise.csv");
+    let csv_path = dir.join(csv_name);
     write_atomically(&csv_path, &csv(r, before).map_err(|e| fail(&csv_path, e))?)?;
-    write_atomically(&dir.join("noise.md"), markdown(r, before).as_bytes())?;
+    write_atomically(&dir.join(md_name), markdown(r, before).as_bytes())?;
     Ok(())
 }
 

@@ -79,7 +79,9 @@ impl Tone {
     /// Linear radiance to display-linear values (sRGB primaries), before encoding.
     pub fn apply(self, rgb: [f32; 3]) -> [f32; 3] {
         // exp2(0) is exactly 1, so the default leaves every value as it was.
-        let k = self.exposure.exp2();
+        // Past 2^128 exp2 is infinite, and 0 × inf would turn a dark channel
+        // into NaN: the largest finite factor keeps it 0.
+        let k = self.exposure.exp2().min(f32::MAX);
         let c = [rgb[0] * k, rgb[1] * k, rgb[2] * k];
         match self.curve {
             ToneCurve::Clamp => c,
@@ -103,9 +105,15 @@ const ACES_INPUT: [[f32; 3]; 3] =
 const ACES_OUTPUT: [[f32; 3]; 3] =
     [[1.60475, -0.53108, -0.07367], [-0.10208, 1.10813, -0.00605], [-0.00327, -0.07276, 1.07602]];
 
+/// Where [`rrt_odt_fit`] stops rising: its square still fits an f32 (the
+/// largest is 3.4e38), and the curve equals its limit 1 / 0.983729 there to
+/// f32 precision. Above it v × v overflowed and inf / inf gave NaN (black).
+const ACES_FIT_TOP: f32 = 1e18;
+
 /// BakingLab `RRTAndODTFit`: the curve of the RRT + ODT, fitted per channel.
 #[inline]
 fn rrt_odt_fit(v: f32) -> f32 {
+    let v = v.min(ACES_FIT_TOP);
     let a = v * (v + 0.0245786) - 0.000090537;
     let b = v * (0.983729 * v + 0.432951) + 0.238081;
     a / b
@@ -251,6 +259,29 @@ mod tests {
             let top = tonemap_with([1000.0, 1000.0, 1000.0, 1.0], tone);
             assert!(top[..3].iter().all(|&c| c >= 250), "{curve:?}: {top:?}");
         }
+    }
+
+    #[test]
+    fn a_huge_exposure_saturates_lit_pixels_and_keeps_dark_ones() {
+        // Issue 33 item 5: ACES turned lit pixels black from about +62 EV on (v × v overflowed).
+        for curve in ToneCurve::ALL {
+            for exposure in [40.0, 62.0, 100.0, 127.0, 200.0, 1e30] {
+                let tone = Tone { exposure, curve };
+                for lit in
+                    [[1.0, 0.5, 0.25, 1.0], [3.0, 0.0, 0.0, 1.0], [1e-6, 1e-6, 1e-6, 1.0], [1e30, 1e30, 1e30, 1.0]]
+                {
+                    let px = tonemap_with(lit, tone);
+                    let white = curve != ToneCurve::Clamp;
+                    assert!(
+                        px[0] == 255 && (!white || px == [255; 4]),
+                        "{curve:?} at {exposure} EV: {lit:?} -> {px:?}"
+                    );
+                }
+                assert_eq!(tonemap_with([0.0, 0.0, 0.0, 1.0], tone), [0, 0, 0, 255], "{curve:?} at {exposure} EV");
+            }
+        }
+        assert!((rrt_odt_fit(f32::INFINITY) - 1.0 / 0.983729).abs() < 1e-6);
+        assert_eq!(rrt_odt_fit(ACES_FIT_TOP), rrt_odt_fit(f32::MAX));
     }
 
     #[test]

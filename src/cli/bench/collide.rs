@@ -12,7 +12,7 @@ use reap::collide::output::Run;
 use reap::collide::quality::{EnergyRun, Quality};
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Frontier, Scenario, SortMethod, frame,
-    simulate,
+    run_frames, simulate,
 };
 use reap::compaction::{Algorithm, Backend, BackendKind, Fusion};
 
@@ -153,7 +153,8 @@ fn bench_bodies<E: Engine>(
         let s = reference(args, sc);
         engine.set_bodies(start)?;
         eprintln!("{n} bodies: settling for {} frames", args.settle);
-        simulate(&mut engine, &s, args.settle, |_| {})?;
+        // Untimed: no record is kept, so any --settle fits in memory.
+        run_frames(&mut engine, &s, args.settle, |_| {})?;
         settled = engine.bodies()?;
         &settled[..]
     } else {
@@ -171,7 +172,7 @@ fn bench_bodies<E: Engine>(
         warm_up(&engine, s)?;
         // Every configuration steps the same start.
         engine.set_bodies(start)?;
-        let row = match simulate(&mut engine, s, args.frames + GRAPH_WARM_UP, |_| {}) {
+        let row = match simulate(&mut engine, s, args.frames.saturating_add(GRAPH_WARM_UP), |_| {}) {
             Ok(all) => {
                 let frames = &all[GRAPH_WARM_UP as usize..];
                 let (sets, quality) = last_frame(&engine, frames)?;

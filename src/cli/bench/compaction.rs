@@ -166,9 +166,9 @@ impl Measured {
 }
 
 /// Times every series on `backend`, adding its rows to `m` (and results.csv
-/// after each series, so a stop or an error keeps what was measured).
+/// after each row, so a stop, a second signal or an error keeps what was measured).
 fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measured) -> Result<()> {
-    use reap::bench::{self, output};
+    use reap::bench;
     let total: u64 = run.series.iter().map(|s| s.planned(|a| backend.runs(a))).sum();
     println!(
         "benchmarking on {} ({} rows; Ctrl-C or SIGTERM stops and keeps what was measured)",
@@ -187,7 +187,7 @@ fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measu
     let stopped = crate::cli::interrupt::stopped;
     let write_csv = |rows: &[Row]| -> Result<()> {
         if let Some(dir) = run.out {
-            output::write_atomically(&dir.join("results.csv"), bench::csv(rows)?.as_bytes())?;
+            write(&dir.join("results.csv"), bench::csv(rows)?.as_bytes())?;
         }
         Ok(())
     };
@@ -196,10 +196,22 @@ fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measu
             break;
         }
         bar.set_message(if s.preset.is_empty() { String::new() } else { s.preset.clone() });
+        // Each row on disk as it comes: a second Ctrl-C, which ends the
+        // process at once, loses only the row being measured.
+        let mut so_far = m.rows.clone();
+        let mut write_error = None;
         let measured = bench::run(backend, s, &stopped, &mut |r| {
             bar.println(progress_line(r));
             bar.inc(1);
+            so_far.push(r.clone());
+            if write_error.is_none() {
+                write_error = write_csv(&so_far).err();
+            }
         });
+        if let Some(e) = write_error {
+            bar.abandon();
+            return Err(e);
+        }
         match measured {
             Ok(r) => m.rows.extend(r),
             Err(e) => {
@@ -213,6 +225,12 @@ fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measu
     }
     bar.finish_and_clear();
     m.complete &= !stopped();
+    Ok(())
+}
+
+/// Writes one results file whole; a second signal waits for the write's end.
+fn write(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    crate::cli::interrupt::while_writing(|| reap::bench::output::write_atomically(path, bytes))?;
     Ok(())
 }
 
@@ -260,7 +278,7 @@ fn finish(run: &BenchRun<'_>, mut m: Measured) -> Result<bool> {
     let Some(dir) = run.out else {
         return Ok(true);
     };
-    output::write_atomically(&dir.join("results.csv"), bench::csv(&m.rows)?.as_bytes())?;
+    write(&dir.join("results.csv"), bench::csv(&m.rows)?.as_bytes())?;
     let json = output::results_json(&output::Results {
         reap_version: env!("CARGO_PKG_VERSION"),
         reap_commit: output::GIT_COMMIT,
@@ -274,7 +292,7 @@ fn finish(run: &BenchRun<'_>, mut m: Measured) -> Result<bool> {
         settings: run.series,
         rows: &m.rows,
     })?;
-    output::write_atomically(&dir.join("results.json"), json.as_bytes())?;
+    write(&dir.join("results.json"), json.as_bytes())?;
     let md = bench::report::markdown(&bench::report::Input {
         platform: &m.platform,
         beside: &m.beside,
@@ -284,8 +302,9 @@ fn finish(run: &BenchRun<'_>, mut m: Measured) -> Result<bool> {
         complete: m.complete,
         command: run.command,
     });
-    output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
-    let plots = bench::plot::all(dir, &bench::report::plotted(&m.platform, &m.rows))?;
+    write(&dir.join("report.md"), md.as_bytes())?;
+    let plotted = bench::report::plotted(&m.platform, &m.rows);
+    let plots = crate::cli::interrupt::while_writing(|| bench::plot::all(dir, &plotted))?;
     println!("wrote results.csv, results.json, report.md and {} plot files in {}", plots.len(), dir.display());
     Ok(true)
 }
@@ -521,15 +540,15 @@ impl OnBackend for ShardedBench {
             // Each row on disk as it comes: a stop keeps what was measured.
             if let Some(dir) = out {
                 if let Ok(text) = shard::csv(&measured) {
-                    let _ = reap::bench::output::write_atomically(&dir.join("results.csv"), text.as_bytes());
+                    let _ = write(&dir.join("results.csv"), text.as_bytes());
                 }
             }
         });
         let rows = rows?;
         if let Some(dir) = out {
-            reap::bench::output::write_atomically(&dir.join("results.csv"), shard::csv(&rows)?.as_bytes())?;
+            write(&dir.join("results.csv"), shard::csv(&rows)?.as_bytes())?;
             let md = shard::markdown(&rows, &device, &carrier, &self.command);
-            reap::bench::output::write_atomically(&dir.join("report.md"), md.as_bytes())?;
+            write(&dir.join("report.md"), md.as_bytes())?;
             println!("wrote {}", dir.display());
         }
         Ok(true)

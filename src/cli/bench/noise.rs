@@ -51,6 +51,17 @@ pub struct NoiseArgs {
     pub before: Option<PathBuf>,
 }
 
+/// Fails if a file `--out` would receive is one of `inputs`, through whatever
+/// links (--out a link to the --before run's folder, say).
+fn not_an_input(args: &NoiseArgs, inputs: &[PathBuf]) -> Result<()> {
+    if let Some(dir) = &args.out {
+        for file in noise::FILES {
+            reap::files::check_not_an_input(&dir.join(file), inputs)?;
+        }
+    }
+    Ok(())
+}
+
 /// What both renders share.
 struct NoiseJob<'a> {
     args: &'a NoiseArgs,
@@ -68,7 +79,11 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
     // Flags and paths first: a mistake must not cost a 4096-spp reference.
     let checkpoints = noise::checkpoints(&args.spp, args.reference_spp)?;
     super::out_folder(args.out.as_deref(), "noise.json")?;
+    // The results must not replace --before or the scene (an existing file under its name is read).
+    let named: Vec<PathBuf> = std::iter::once(args.scene.clone()).chain(args.before.clone()).collect();
+    not_an_input(&args, &named)?;
     let sc = scene::load(&args.scene).with_context(|| format!("loading scene `{}`", args.scene.display()))?;
+    not_an_input(&args, &sc.sources)?;
     for w in &sc.warnings {
         eprintln!("warning: {w}");
     }

@@ -46,6 +46,8 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     use reap::compaction::cuda::CudaBackend;
     use reap::files::write_atomically;
 
+    use crate::cli::interrupt::while_writing;
+
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let operation = match args.operation.as_str() {
         "select" => Operation::Select,
@@ -59,7 +61,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     if let Some(dir) = &args.out {
         reap::files::check_output_folder(dir)?;
     }
-    let mut b = CudaBackend::new(0)?;
+    let mut b = CudaBackend::new(0).map_err(no_gpu_advice)?;
     let device = b.info.name.clone();
     // The class the winners are written for: the device's most specific one.
     let arch = ArchClass::of(&b.info);
@@ -74,7 +76,13 @@ pub fn run(args: SweepArgs) -> Result<bool> {
         "bytes", "n", "dens%", "shape", "median ms", "min ms", "max ms", "GB/s", "% copy"
     );
     crate::cli::interrupt::install();
+    let mut so_far = Vec::new();
     let points = sweep::run(&mut b, &s, &crate::cli::interrupt::stopped, &mut |p| {
+        // Each point on disk as it comes: a second Ctrl-C ends the process at once.
+        so_far.push(p.clone());
+        if let (Some(dir), Ok(text)) = (&args.out, sweep::csv(&so_far)) {
+            let _ = while_writing(|| write_atomically(&dir.join("sweep.csv"), text.as_bytes()));
+        }
         let shape = p.shape().map_or_else(|| p.load.clone(), |s| s.to_string());
         let mark = if p.default { " (default)" } else { "" };
         if !p.error.is_empty() {
@@ -97,8 +105,9 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     let sizes: Vec<u32> = s.element_sizes.iter().map(|&e| e as u32).collect();
     let md = sweep::markdown(&points, &sizes, &device, arch, &command);
     if let Some(dir) = &args.out {
-        write_atomically(&dir.join("sweep.csv"), sweep::csv(&points)?.as_bytes())?;
-        write_atomically(&dir.join("sweep.md"), md.as_bytes())?;
+        let text = sweep::csv(&points)?;
+        while_writing(|| write_atomically(&dir.join("sweep.csv"), text.as_bytes()))?;
+        while_writing(|| write_atomically(&dir.join("sweep.md"), md.as_bytes()))?;
         println!("wrote sweep.csv and sweep.md in {}", dir.display());
     }
     println!("\nthe winners, as lines of DEFAULT_SHAPES in src/compaction/cuda/single_pass.rs:\n");
@@ -108,4 +117,18 @@ pub fn run(args: SweepArgs) -> Result<bool> {
         println!("{wrong} points counted differently from the default shape: see sweep.csv (count_ok)");
     }
     Ok(wrong == 0)
+}
+
+/// The GPU layer's advice ends in "or use `--backend cpu`", which the sweep,
+/// a tuner of CUDA kernels, does not take: say what it needs instead.
+#[cfg(feature = "cuda")]
+fn no_gpu_advice(e: reap::compaction::Error) -> anyhow::Error {
+    match e {
+        reap::compaction::Error::Gpu(reap::gpu::Error::Unavailable { what, .. }) => anyhow::anyhow!(
+            "the sweep times CUDA kernels on an NVIDIA GPU and cannot run here: {what}. It has no CPU backend: \
+             run it on a machine whose `nvidia-smi` lists a GPU, with libnvrtc installed \
+             (the CUDA toolkit or the PyPI wheel `nvidia-cuda-nvrtc==13.0.*`)"
+        ),
+        other => other.into(),
+    }
 }
