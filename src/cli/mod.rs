@@ -12,6 +12,7 @@ mod bench;
 mod collide;
 pub mod interrupt;
 mod render;
+mod scene;
 mod sizes;
 mod verify;
 mod view;
@@ -43,6 +44,9 @@ enum Command {
     Bench(bench::BenchCommand),
     /// Path-trace a scene headless (wavefront, compaction after every bounce and traversal level).
     Render(render::RenderArgs),
+    /// Scene tools: `reap scene export` writes a scene for Mitsuba 3, pbrt-v4, or back as OBJ.
+    #[command(subcommand)]
+    Scene(scene::SceneCommand),
     /// Simulate colliding rigid bodies headless (LBVH + breadth-first pair traversal, the pair frontier
     /// compacted after every level); per-frame timings and a summary table.
     Collide(collide::CollideArgs),
@@ -64,6 +68,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Some(Command::Verify(args)) => verify::run(args),
         Some(Command::Bench(command)) => bench::run(command),
         Some(Command::Render(args)) => render::run(args),
+        Some(Command::Scene(command)) => scene::run(command),
         Some(Command::Collide(args)) => collide::run(args),
         Some(Command::View(args)) => view::run(args),
     }

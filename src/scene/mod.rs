@@ -9,6 +9,7 @@
 //! ([`load_obj`]) or the name of a built-in scene ([`builtin`], [`BUILTINS`]).
 
 mod error;
+pub mod export;
 mod obj;
 mod procedural;
 mod scan;
