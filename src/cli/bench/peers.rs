@@ -48,8 +48,8 @@ impl PeerArgs {
         if gpus > 1 {
             anyhow::bail!("--peers compares one device with one device: leave out --gpus");
         }
-        Ok(noise::checkpoints(&self.peer_spp, self.reference_spp)
-            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--spp", "--peer-spp")))?)
+        noise::checkpoints(&self.peer_spp, self.reference_spp)
+            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--spp", "--peer-spp")))
     }
 }
 
@@ -279,6 +279,7 @@ fn progressive<E: Engine>(
 ) -> Result<Vec<ReapCheckpoint>> {
     let most = peer_spp.last().copied().unwrap_or(1);
     warm_up(engine, &config.settings(a, traversal, 2, 0, a.seed))?;
+    // At least the peer's largest count; more where reap has not reached its error by then.
     let bar = ProgressBar::new(most as u64).with_message(traversal.name());
     let (mut done, mut wall_s, mut device_ms) = (0, 0.0, 0.0);
     let mut checkpoints = Vec::new();
