@@ -231,6 +231,8 @@ pub enum PeerOutcome {
 pub struct SceneComparison {
     pub scene: String,
     pub peer: String,
+    /// The peer's sample counts asked for (`--peer-spp`), ascending.
+    pub peer_spp: Vec<u32>,
     pub width: u32,
     pub height: u32,
     pub max_bounces: u32,

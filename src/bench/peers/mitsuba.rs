@@ -144,10 +144,14 @@ pub fn rgb_f32(bytes: &[u8], width: u32, height: u32) -> Result<Vec<[f32; 3]>, S
     Ok(bytes.chunks_exact(12).map(|p| [f(&p[0..4]), f(&p[4..8]), f(&p[8..12])]).collect())
 }
 
-/// The last lines of a process's stderr, for a one-line reason.
+/// A process's stderr in one line: its first line that names an error (a
+/// crash's own message, before its dump), else its last lines.
 fn tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if let Some(error) = lines.iter().find(|l| l.to_ascii_lowercase().contains("error")) {
+        return error.to_string();
+    }
     match lines.len() {
         0 => "no message".into(),
         n => lines[n.saturating_sub(3)..].join(" / "),
@@ -178,6 +182,14 @@ mod tests {
         let got = render(&python, Path::new("scene.xml"), "scalar_rgb", &[4], 0, (4, 4), dir.path());
         let Err(Skipped(why)) = got else { panic!("a missing Python must skip the peer") };
         assert!(why.contains("pip install mitsuba"), "{why}");
+    }
+
+    #[test]
+    fn a_crash_is_told_by_its_error_line() {
+        let dump = b"LLVM ERROR: Cannot select: fminimum\n  0x5: f32 = extract\n\nIn function: drjit_3429\n";
+        assert_eq!(tail(dump), "LLVM ERROR: Cannot select: fminimum");
+        assert_eq!(tail(b"a\nb\n\nc\nd\n"), "b / c / d");
+        assert_eq!(tail(b""), "no message");
     }
 
     #[test]

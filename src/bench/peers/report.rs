@@ -49,7 +49,8 @@ fn lines(r: &PeersReport) -> Vec<Line> {
     let mut out = Vec::new();
     for s in &r.scenes {
         let most = s.peer_most();
-        let spp = most.map_or(0, |p| p.spp);
+        // reap is measured at the peer's largest count whether or not the peer ran.
+        let spp = most.map_or_else(|| s.peer_spp.last().copied().unwrap_or(0), |p| p.spp);
         let (who, note, skipped) = match &s.outcome {
             PeerOutcome::Ran { variant, .. } => {
                 let bias = s.bias_percent().map(channels).unwrap_or_default();
@@ -81,6 +82,7 @@ fn lines(r: &PeersReport) -> Vec<Line> {
                 }
                 None => ("–".into(), String::new()),
             };
+            let config = format!("{} BVH, {}, fusion {}", run.bvh, run.compaction, run.fusion);
             out.push(Line {
                 scene: s.scene.clone(),
                 who: format!("reap {}", run.traversal),
@@ -89,7 +91,7 @@ fn lines(r: &PeersReport) -> Vec<Line> {
                 spp,
                 seconds,
                 ratio: s.ratio(run),
-                note: format!("{note}; {} BVH, {}, fusion {}", run.bvh, run.compaction, run.fusion),
+                note: [note, config].into_iter().filter(|n| !n.is_empty()).collect::<Vec<_>>().join("; "),
                 skipped: None,
             });
         }
@@ -257,6 +259,7 @@ mod tests {
         let scene = SceneComparison {
             scene: "cornell".into(),
             peer: "mitsuba".into(),
+            peer_spp: vec![4],
             width: 8,
             height: 8,
             max_bounces: 1,
@@ -303,5 +306,7 @@ mod tests {
             assert!(text.contains("No module named 'mitsuba'"), "{text}");
         }
         assert_eq!(r.scenes[0].ratio(&r.scenes[0].reap[0]), None, "no peer time, no ratio");
+        // reap's relMSE at the count the peer was asked for (4 spp) is still shown.
+        assert!(table(&r).contains("0.250000"), "{}", table(&r));
     }
 }

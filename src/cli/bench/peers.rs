@@ -83,6 +83,7 @@ pub fn compare(
         out.push(SceneComparison {
             scene: sc.name.clone(),
             peer: peer.name().into(),
+            peer_spp: peer_spp.to_vec(),
             width: args.width,
             height: args.height,
             max_bounces: args.path.max_bounces,
