@@ -198,3 +198,25 @@ fn with_mitsuba_the_bench_times_reap_to_its_error() {
         assert!(run["reach"]["how"].is_string(), "{run}");
     }
 }
+
+#[test]
+fn bad_peer_flags_fail_before_anything_renders() {
+    let dir = temp("flags");
+    let cases: [(&[&str], &str); 3] = [
+        (&["--peer-spp", "16,4096"], "--reference-spp 4096 must exceed the largest --peer-spp"),
+        (&["--peer-spp", "0"], "--peer-spp"),
+        (&["--gpus", "2"], "leave out --gpus"),
+    ];
+    for (flags, says) in cases {
+        let out = reap()
+            .args(["bench", "render", "--backend", "cpu", "--scenes", "no-such-scene.obj", "--peers", "mitsuba"])
+            .args(flags)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .expect("run reap");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("no-such-scene"), "{flags:?} must fail before the scene loads: {stderr}");
+    }
+}

@@ -188,8 +188,9 @@ pub fn markdown(r: &PeersReport) -> String {
 
 /// pbrt-v4 has no package to drive: the comparison is a documented manual step.
 const PBRT_STEP: &str = "pbrt-v4 (no package; by hand): `reap scene export --scene cornell --format pbrt --out \
-    DIR` at the same size and --max-bounces, then `pbrt --gpu --spp N DIR/scene.pbrt` (it prints its render time) \
-    and `reap bench noise` at the same size for reap's reference; compare the EXRs' relMSE as above.\n";
+    DIR` at the same size and --max-bounces, then `pbrt --gpu --spp N DIR/scene.pbrt` (it prints its render time); \
+    score its EXR against a reap reference (`reap render --spp 4096 --out ref.exr`) with the relMSE above (no reap \
+    command scores a given EXR yet).\n";
 
 /// peers.csv: one row per checkpoint of each renderer on each scene (a skipped peer gets one row saying why).
 pub fn csv(r: &PeersReport) -> Result<Vec<u8>, csv::Error> {
