@@ -15,7 +15,7 @@
 //! | --- | --- | --- |
 //! | `illum` 4, 6 or 7, or `d` < 1, or `Tr` > 0 | [`Glass`](MaterialKind::Glass) | ior = `Ni` (1.5 if absent), albedo = `Tf` (1 if absent) |
 //! | `illum` 3 or 5 | [`Mirror`](MaterialKind::Mirror) | albedo = `Ks` (1 if absent or zero) |
-//! | `Ks` non-zero, `Ns` present, `illum` 2 or absent, `Kd` dark (no component above 0.1) | [`Glossy`](MaterialKind::Glossy) | albedo = `Ks`, roughness = √(2 / (`Ns` + 2)) in [0.01, 1] |
+//! | `Ks` non-zero, `Ns` present, `illum` 2 or absent, `Kd` dark (no component above 0.1) | [`Glossy`](MaterialKind::Glossy) | albedo = `Ks`, roughness = `Pr` (PBR MTL) in [0.001, 1] where present, else √(2 / (`Ns` + 2)) in [0.01, 1] |
 //! | anything else | [`Diffuse`](MaterialKind::Diffuse) | albedo = `Kd` (0.8 if absent), or `map_Kd` |
 //!
 //! Every kind emits `Ke` (a light when non-zero). Albedos are clamped to [0, 1] so no surface
@@ -25,6 +25,17 @@
 //! pbrt's and Mitsuba's importers do, read through the faces' `vt` (zero where a face has none).
 //! One that cannot be read, is too large ([`MAX_TEXELS`](super::MAX_TEXELS)) or sits on another
 //! kind is a warning, and `Kd` stays. Other maps (`map_Ka`, `map_Ks`, `map_Bump`…) are ignored.
+//!
+//! # Camera and sky: `# reap:` directives
+//!
+//! OBJ has no camera, so reap reads two comment lines that other tools ignore (`reap scene
+//! export` writes both): `# reap: camera position X Y Z target X Y Z up X Y Z vfov DEGREES` (vfov
+//! is vertical) and `# reap: environment R G B` (the uniform sky's radiance). Without them the
+//! camera looks at the model's bounds from +Z and the sky is white for an unlit model, black for
+//! a lit one. A malformed directive is [`SceneError::Malformed`] naming its line.
+//!
+//! File normals are normalised, except one already of unit length (|len² − 1| ≤ 1e-6), which is
+//! kept bit for bit, so an exported scene loads back to the same normals.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -223,8 +234,11 @@ pub(super) fn parse(
             if has_normals {
                 for (k, normal) in normals.iter_mut().enumerate() {
                     let shading = vec3(&mesh.normals, mesh.normal_indices[3 * face + k]).ok_or_else(bad_index)?;
-                    // A zero or broken normal in the file falls back to the face's own.
-                    if let Some(shading) = shading.try_normalize() {
+                    // A zero or broken normal in the file falls back to the face's own; a unit one
+                    // stays as written (normalising it again may change its last bit).
+                    if shading.is_finite() && (shading.length_squared() - 1.0).abs() <= 1e-6 {
+                        *normal = shading;
+                    } else if let Some(shading) = shading.try_normalize() {
                         *normal = shading;
                     }
                 }
@@ -252,9 +266,10 @@ pub(super) fn parse(
 
     scene.materials = materials;
     let (min, max) = scene.bounds();
-    scene.camera = Camera::fit(min, max);
+    scene.camera = scan.camera.unwrap_or_else(|| Camera::fit(min, max));
     // An unlit model would render black; a white sky shows it, and a lit scene keeps its own light.
-    scene.environment = if scene.emitters().is_empty() { Vec3::ONE } else { Vec3::ZERO };
+    let default_sky = if scene.emitters().is_empty() { Vec3::ONE } else { Vec3::ZERO };
+    scene.environment = scan.environment.unwrap_or(default_sky);
     scene.warnings = warnings;
     Ok(scene)
 }
@@ -323,7 +338,12 @@ fn material_from_mtl(file: &str, m: &tobj::Material, warnings: &mut Vec<String>)
     } else {
         match (ks, m.shininess, illum) {
             (Some(ks), Some(ns), None | Some(2)) if kd.max_element() <= 0.1 => {
-                let roughness = (2.0 / (ns.max(0.0) + 2.0)).sqrt().clamp(0.01, 1.0);
+                // PBR MTL's `Pr` is the roughness itself; Ns goes through Phong's exponent.
+                let pr = param("Pr").and_then(|v| v.first().copied());
+                let roughness = match pr {
+                    Some(pr) => pr.clamp(crate::trace::bsdf::ALPHA_MIN, 1.0),
+                    None => (2.0 / (ns.max(0.0) + 2.0)).sqrt().clamp(0.01, 1.0),
+                };
                 (MaterialKind::Glossy, ks, roughness)
             }
             _ => (MaterialKind::Diffuse, kd, 1.0),

@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
-use super::SceneError;
+use glam::Vec3;
+
+use super::{Camera, SceneError};
 
 /// What the line scan of an OBJ file learned on the way.
 pub(super) struct ObjScan {
@@ -15,12 +17,22 @@ pub(super) struct ObjScan {
     pub faces_without_normals: usize,
     /// `l` statements, which the loader hides from tobj (it would fill them in as faces).
     pub polylines: usize,
+    /// The last `# reap: camera …` directive, if any (see `obj.rs`).
+    pub camera: Option<Camera>,
+    /// The last `# reap: environment …` directive, if any.
+    pub environment: Option<Vec3>,
 }
 
 /// Checks every line that tobj would reject, so the error can name it.
 pub(super) fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
-    let mut scan =
-        ObjScan { used_materials: Vec::new(), faces_with_normals: 0, faces_without_normals: 0, polylines: 0 };
+    let mut scan = ObjScan {
+        used_materials: Vec::new(),
+        faces_with_normals: 0,
+        faces_without_normals: 0,
+        polylines: 0,
+        camera: None,
+        environment: None,
+    };
     let mut used = HashSet::new();
     // Whether the first `v` had a colour, and its line: tobj needs all or none to have one.
     let mut first_vertex: Option<(bool, usize)> = None;
@@ -80,10 +92,72 @@ pub(super) fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
                     scan.used_materials.push((name.to_owned(), i + 1));
                 }
             }
+            Some("#") if line.split_whitespace().nth(1) == Some("reap:") => {
+                reap_directive(line.split_whitespace().skip(2), &mut scan).map_err(&bad)?;
+            }
             _ => {}
         }
     }
     Ok(scan)
+}
+
+/// A `# reap:` comment directive (what `reap scene export` writes for the camera and the sky):
+/// `camera position X Y Z target X Y Z up X Y Z vfov DEGREES` or `environment R G B`.
+fn reap_directive<'a>(mut words: impl Iterator<Item = &'a str>, scan: &mut ObjScan) -> Result<(), String> {
+    let vec3 = |words: &mut dyn Iterator<Item = &'a str>, what: &str| -> Result<Vec3, String> {
+        let mut xyz = [0.0; 3];
+        for x in &mut xyz {
+            *x = words
+                .next()
+                .and_then(|w| w.parse::<f32>().ok())
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("`# reap:` {what} needs three finite numbers"))?;
+        }
+        Ok(Vec3::from_array(xyz))
+    };
+    let keyword = |words: &mut dyn Iterator<Item = &'a str>, want: &str| match words.next() {
+        Some(w) if w == want => Ok(()),
+        got => Err(format!(
+            "`# reap: camera` expects `position X Y Z target X Y Z up X Y Z vfov DEGREES`; found `{}` where              `{want}` goes",
+            got.unwrap_or("end of line")
+        )),
+    };
+    match words.next() {
+        Some("camera") => {
+            keyword(&mut words, "position")?;
+            let position = vec3(&mut words, "camera position")?;
+            keyword(&mut words, "target")?;
+            let target = vec3(&mut words, "camera target")?;
+            keyword(&mut words, "up")?;
+            let up = vec3(&mut words, "camera up")?;
+            keyword(&mut words, "vfov")?;
+            let vfov_deg =
+                words.next().and_then(|w| w.parse::<f32>().ok()).filter(|v| *v > 0.0 && *v < 180.0).ok_or(
+                    "`# reap: camera … vfov` needs a vertical field of view in degrees, above 0 and below 180",
+                )?;
+            if position == target {
+                return Err("`# reap: camera` has its position on its target; it must look somewhere".into());
+            }
+            scan.camera = Some(Camera { position, target, up, vfov_deg });
+        }
+        Some("environment") => {
+            let sky = vec3(&mut words, "environment")?;
+            if sky.min_element() < 0.0 {
+                return Err("`# reap: environment` needs a non-negative radiance R G B".into());
+            }
+            scan.environment = Some(sky);
+        }
+        other => {
+            return Err(format!(
+                "unknown `# reap:` directive `{}`: reap reads `camera` and `environment`",
+                other.unwrap_or("")
+            ));
+        }
+    }
+    match words.next() {
+        Some(extra) => Err(format!("`# reap:` directive has `{extra}` after its values")),
+        None => Ok(()),
+    }
 }
 
 /// `v x y z`, optionally followed by `w` (non-zero) or by a colour `r g b`, as tobj accepts it.
@@ -155,7 +229,7 @@ pub(super) fn scan_mtl(file: &str, text: &str) -> Result<(), SceneError> {
                 let valid = [number(), number(), number()].iter().all(|c| c.is_some_and(|c| c >= 0.0));
                 (!valid).then(|| format!("`{keyword}` needs three non-negative numbers (r g b)"))
             }
-            "Ns" | "Ni" | "d" | "Tr" => number().is_none().then(|| format!("`{keyword}` needs a number")),
+            "Ns" | "Ni" | "d" | "Tr" | "Pr" => number().is_none().then(|| format!("`{keyword}` needs a number")),
             "illum" => line
                 .split_whitespace()
                 .nth(1)

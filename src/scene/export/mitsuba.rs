@@ -22,7 +22,7 @@ const NOTE: &str = "\
   - glossy: principled, metallic 1, base_color = albedo (Schlick F0 as reap's), roughness =
     sqrt(reap's GGX alpha); Mitsuba's Smith G2 is separable, reap's height-correlated.
   - every non-dielectric BSDF is twosided, as reap's surfaces are; area lights are one-sided.
-  - max_depth = reap's --max-bounces + 1 (Mitsuba counts the camera segment); rr_depth 4 starts
+  - max_depth = reap render's max-bounces + 1 (Mitsuba counts the camera segment); rr_depth 4 starts
     Russian roulette at the vertex where reap does. Mitsuba also samples the environment for
     next-event estimation; reap does not (same expectation).";
 

@@ -269,6 +269,74 @@ mod tests {
         assert_eq!(sanitise(""), "unnamed");
     }
 
+    const TRIANGLE: &str = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+
+    fn malformed(obj: &str) -> (usize, String) {
+        match crate::scene::load_obj_str("t.obj", obj, &[]) {
+            Err(e @ crate::scene::SceneError::Malformed { line, .. }) => (line, e.to_string()),
+            other => panic!("expected a malformed line, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reap_directives_set_the_camera_and_sky_and_bad_ones_name_their_line() {
+        use glam::Vec3;
+        let obj = format!(
+            "# reap: camera position 1 2 3 target 0 0.5 0 up 0 0 1 vfov 30.5\n# reap: environment 0.25 0 2\n{TRIANGLE}"
+        );
+        let scene = crate::scene::load_obj_str("t.obj", &obj, &[]).expect("loads");
+        let want = super::super::Camera {
+            position: Vec3::new(1.0, 2.0, 3.0),
+            target: Vec3::new(0.0, 0.5, 0.0),
+            up: Vec3::Z,
+            vfov_deg: 30.5,
+        };
+        assert_eq!((scene.camera, scene.environment), (want, Vec3::new(0.25, 0.0, 2.0)));
+        // Absent, the defaults: fitted camera, white sky for an unlit model.
+        let plain = crate::scene::load_obj_str("t.obj", TRIANGLE, &[]).expect("loads");
+        assert_eq!(plain.environment, Vec3::ONE);
+
+        for (directive, what) in [
+            ("# reap: camera position 1 2 target 0 0 0 up 0 1 0 vfov 40", "three finite numbers"),
+            ("# reap: camera position 1 2 3 target 0 0 0 up 0 1 0 vfov 0", "vertical field of view"),
+            ("# reap: camera position 1 2 3 target 1 2 3 up 0 1 0 vfov 40", "must look somewhere"),
+            ("# reap: camera target 0 0 0", "`position` goes"),
+            ("# reap: environment 1 -1 1", "non-negative"),
+            ("# reap: environment 1 1 1 1", "after its values"),
+            ("# reap: lens 35", "unknown `# reap:` directive `lens`"),
+        ] {
+            let (line, message) = malformed(&format!("{TRIANGLE}{directive}\n"));
+            assert_eq!(line, 5, "{message}");
+            assert!(message.starts_with("t.obj:5: ") && message.contains(what), "{message}");
+        }
+    }
+
+    #[test]
+    fn pr_gives_the_glossy_roughness_exactly_and_unit_normals_stay_as_written() {
+        let mtl = "newmtl g\nillum 2\nKd 0 0 0\nKs 0.5 0.5 0.5\nNs 10\nPr 0.12345679\n";
+        // A unit normal whose normalisation would change its last bit is kept.
+        let n = (1..100)
+            .map(|k| {
+                let a = k as f32 / 100.0;
+                glam::Vec3::new(a, 0.0, (1.0 - a * a).sqrt())
+            })
+            .find(|n| n.normalize() != *n && (n.length_squared() - 1.0).abs() <= 1e-6)
+            .expect("a unit normal that normalising changes");
+        let obj = format!(
+            "mtllib m.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nvn {} {} {}\nusemtl g\nf 1//1 2//1 3//1\n",
+            n.x, n.y, n.z
+        );
+        let scene = crate::scene::load_obj_str("t.obj", &obj, &[("m.mtl", mtl)]).expect("loads");
+        let glossy = scene.materials.iter().find(|m| m.name == "g").expect("g");
+        assert_eq!((glossy.kind, glossy.roughness), (crate::scene::MaterialKind::Glossy, 0.12345679));
+        assert_eq!(scene.normals[0], [n; 3]);
+        let (line, message) = match crate::scene::load_obj_str("t.obj", &obj, &[("m.mtl", "newmtl g\nPr x\n")]) {
+            Err(e @ crate::scene::SceneError::Malformed { line, .. }) => (line, e.to_string()),
+            other => panic!("expected a malformed line, got {other:?}"),
+        };
+        assert_eq!(line, 2, "{message}");
+    }
+
     #[test]
     fn formats_parse_by_name() {
         assert_eq!("Mitsuba".parse::<ExportFormat>().ok(), Some(ExportFormat::Mitsuba));
