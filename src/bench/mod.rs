@@ -21,6 +21,7 @@ pub mod cub;
 pub mod cuda;
 mod error;
 pub mod output;
+pub mod peers;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod presets;

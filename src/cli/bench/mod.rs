@@ -9,6 +9,7 @@ use reap::compaction::{Backend, Compaction};
 mod collide;
 mod compaction;
 mod noise;
+mod peers;
 mod render;
 mod report;
 mod sweep;

@@ -71,6 +71,8 @@ pub struct RenderBenchArgs {
     /// `--backend cpu`); the rows' backend reads e.g. `cuda x2`.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
+    #[command(flatten)]
+    pub peer: super::peers::PeerArgs,
 }
 
 /// `reap bench render`: every BVH × traversal × compaction choice on each scene, one
@@ -81,6 +83,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     }
     super::out_folder(args.out.as_deref(), "report.md")?;
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
+    let peer_spp = args.peer.check(args.gpus)?;
     // Names and the backend before the first scene loads: a typo must not cost a large scene's load.
     for name in args.algorithms.iter().filter(|n| *n != "all") {
         Compaction::check_name(name, "algorithms")?;
@@ -91,6 +94,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
     let mut device_name = String::new();
+    let mut comparisons = Vec::new();
     for spec in &args.scenes {
         let sc = scene::load(spec).with_context(|| format!("loading scene `{}`", spec.display()))?;
         let tree = bvh::build(&sc.triangles);
@@ -111,14 +115,30 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
             packed.wide.build_time.as_secs_f64() * 1e3
         );
         let camera = CameraLayout::new(&sc.camera, args.width, args.height);
+        // The peers render after the rows, from the same packed scene.
+        let peer_packed = (!args.peer.peers.is_empty()).then(|| packed.clone());
         let job = SceneBench { args: &args, scene: &sc, tree: &tree, traversals: &traversals, packed, camera };
         let (device, scene_rows) = with_backend(args.backend, &args.adapter, job)?;
         device_name = device;
         rows.extend(scene_rows);
+        if let Some(packed) = &peer_packed {
+            comparisons.extend(super::peers::compare(&args, &peer_spp, &sc, packed, &traversals)?);
+        }
     }
     let identical = output::hashes_agree(&rows);
-    let md = output::bench_report(&rows, &device_name, &command);
+    let mut md = output::bench_report(&rows, &device_name, &command);
     println!("{}", output::bench_table(&rows));
+    let peers_report = (!comparisons.is_empty()).then(|| reap::bench::peers::PeersReport {
+        reap_commit: reap::bench::output::GIT_COMMIT.into(),
+        command: command.clone(),
+        backend: rows.first().map(|r| r.backend.clone()).unwrap_or_default(),
+        device: device_name.clone(),
+        scenes: comparisons,
+    });
+    if let Some(report) = &peers_report {
+        println!("peers at equal error (relMSE against reap's reference):\n{}", reap::bench::peers::table(report));
+        md += &reap::bench::peers::markdown(report);
+    }
     if let Some(dir) = &args.out {
         // `reap bench noise --out` into the same folder: the images' noise beside their speed.
         let md = match dir.join("noise.md").is_file() {
@@ -127,6 +147,10 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
         };
         output::write_bench(dir, &rows, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
+        if let Some(report) = &peers_report {
+            super::peers::write(dir, report)?;
+            println!("wrote peers.csv and peers.json in {}", dir.display());
+        }
     }
     if !identical {
         eprintln!("error: compaction choices rendered different images on one backend (see the hash column)");
