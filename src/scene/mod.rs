@@ -9,9 +9,11 @@
 //! ([`load_obj`]) or the name of a built-in scene ([`builtin`], [`BUILTINS`]).
 
 mod error;
+mod meshes;
 mod obj;
 mod procedural;
 mod scan;
+mod stream;
 mod texture;
 
 use std::path::Path;
