@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::SceneError;
 
 /// What the line checks of an OBJ file learned so far.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct ObjScan {
     /// Each `usemtl` name with the line of its first use, in order of first use.
     pub used_materials: Vec<(String, usize)>,

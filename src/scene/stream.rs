@@ -228,3 +228,63 @@ impl Read for Checked {
         Ok(n)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::obj::{in_memory, parse};
+
+    /// What tobj reads of `obj`, and what the checks made of it.
+    fn as_tobj_reads(obj: &[u8], limit: u64) -> (String, Result<ObjScan, SceneError>) {
+        checked(ObjStream::new("t.obj", obj, limit), |lines| {
+            let mut text = String::new();
+            lines.read_to_string(&mut text).map(|_| text).unwrap_or_default()
+        })
+    }
+
+    #[test]
+    fn tobj_reads_no_mark_no_polyline_and_mtllib_after_one_space() {
+        let obj = "\u{FEFF}v 0 0 0\nv 1 0 0\r\nv 0 1 0\nl 1 2\nmtllib\t \ta b.mtl\nf 1 2 3";
+        let (text, scan) = as_tobj_reads(obj.as_bytes(), u64::MAX);
+        assert_eq!(text, "v 0 0 0\nv 1 0 0\r\nv 0 1 0\n\nmtllib a b.mtl\nf 1 2 3");
+        let scan = scan.unwrap();
+        assert_eq!((scan.polylines, scan.faces_without_normals), (1, 1));
+    }
+
+    #[test]
+    fn a_long_object_is_handed_over_in_chunks_under_its_own_name() {
+        let faces = "f 1 2 3 4\n".repeat(CHUNK_TRIANGLES / 2 + 1);
+        let obj = format!("v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\n  g  two words \n{faces}");
+        let (text, scan) = as_tobj_reads(obj.as_bytes(), u64::MAX);
+        scan.unwrap();
+        // tobj names a `g` line all after its first character, trimmed: here `g  two words`.
+        assert_eq!(text.matches("\no g  two words\n").count(), 1, "one chunk boundary");
+        assert_eq!(text.len(), obj.len() + "o g  two words\n".len());
+    }
+
+    #[test]
+    fn chunks_keep_each_triangle_its_object_and_material() {
+        let mut obj = String::from("mtllib m.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\no kept\nusemtl red\n");
+        obj += &"f 1 2 3 4\n".repeat(CHUNK_TRIANGLES);
+        obj += "usemtl blue\nf 1 2 3\no left_out\nf 1 2 4\n";
+        let mtl = in_memory(&[("m.mtl", "newmtl red\nKd 1 0 0\nnewmtl blue\nKd 0 0 1\n")]);
+        let scene = parse("t.obj", obj.as_bytes(), u64::MAX, &mtl, &|name| name == "kept").unwrap();
+        let red = scene.materials.iter().position(|m| m.name == "red").unwrap() as u32;
+        let blue = scene.materials.iter().position(|m| m.name == "blue").unwrap() as u32;
+        assert_eq!(scene.triangles.len(), 2 * CHUNK_TRIANGLES + 1);
+        assert!(scene.material_of[..2 * CHUNK_TRIANGLES].iter().all(|&m| m == red));
+        assert_eq!(scene.material_of[2 * CHUNK_TRIANGLES], blue);
+    }
+
+    #[test]
+    fn a_file_past_its_limit_is_too_large_and_a_nul_names_its_byte() {
+        let (_, scan) = as_tobj_reads(b"v 0 0 0\nv 1 0 0\n", 10);
+        assert!(matches!(scan, Err(SceneError::Read(InputError::TooLarge { size: 16, limit: 10, .. }))), "{scan:?}");
+        let (_, scan) = as_tobj_reads(b"v 0 0 0\nv 1\x000 0\n", u64::MAX);
+        let message = scan.err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            message,
+            "t.obj is not OBJ text: byte 11 (line 2) is a NUL byte; give the path of an OBJ scene file"
+        );
+    }
+}
