@@ -17,7 +17,8 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputKind {
     /// A scene's geometry. 4 GiB: the largest production OBJ assets (a Moana island element) are
-    /// a few GB, and the loader keeps the text plus tobj's arrays in memory, several times the file.
+    /// a few GB. The loader streams the file (it holds the mesh, not the text), reading no more
+    /// than this limit however the file grows.
     Obj,
     /// A material library. 64 MiB: a material takes a few hundred bytes, so this is 100,000s of them.
     Mtl,

@@ -144,3 +144,26 @@ fn issue33_item7_sort_with_other_element_sizes_is_refused() {
         );
     }
 }
+
+/// Issue 33, item 8: `mtllib` with no name blamed the OBJ's folder (or warned about an empty
+/// path) with no line; a tab before the name was read as no name at all.
+#[test]
+fn issue33_item8_mtllib_without_a_name_names_its_line_and_a_tab_before_the_name_works() {
+    let dir = temp("mtllib-no-name");
+    let obj = dir.join("scene.obj");
+    for mtllib in ["mtllib", "mtllib   ", "mtllib\t"] {
+        std::fs::write(&obj, format!("v 0 0 0\nv 1 0 0\nv 0 1 0\n{mtllib}\nf 1 2 3\n")).unwrap();
+        let out = run_bounded(&mut render(&obj, &dir));
+        assert_refused(&out, &[&format!("{}:4: `mtllib` needs a file name", obj.display())]);
+        assert!(!stderr(&out).contains("directory"), "{}", stderr(&out));
+    }
+
+    std::fs::write(dir.join("red.mtl"), "newmtl red\nKd 1 0 0\n").unwrap();
+    for mtllib in ["mtllib\tred.mtl", "mtllib \t red.mtl"] {
+        std::fs::write(&obj, format!("{mtllib}\nv 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl red\nf 1 2 3\n")).unwrap();
+        let out = run_bounded(&mut render(&obj, &dir));
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("cannot read") && !err.contains("not defined"), "red.mtl must be read: {err}");
+    }
+}

@@ -14,6 +14,10 @@ pub enum SceneError {
     #[error("{file}:{line}: {what}; fix or remove that line")]
     Malformed { file: String, line: usize, what: String },
 
+    /// A NUL byte, or no OBJ statement in the first megabyte: a binary or some other kind of file.
+    #[error("{file} is not OBJ text: {found}; give the path of an OBJ scene file")]
+    NotText { file: String, found: String },
+
     /// tobj rejected something the line scan let through; tobj's errors carry no line number.
     #[error("{file}: the OBJ parser (tobj) reports: {what}")]
     Parse { file: String, what: String },

@@ -10,9 +10,11 @@
 
 mod error;
 pub mod export;
+mod meshes;
 mod obj;
 mod procedural;
 mod scan;
+mod stream;
 mod texture;
 
 use std::path::Path;

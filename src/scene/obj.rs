@@ -1,11 +1,15 @@
 //! OBJ + MTL loading through tobj, with the checks tobj does not make.
 //!
-//! Both files are first scanned line by line (`scan.rs`) against the rules tobj applies, so the first
-//! bad line becomes [`SceneError::Malformed`] naming `file:line`. Every file is opened through
-//! [`crate::input`], which reads only regular files of bounded size. A missing MTL file or an
-//! undefined material is only a warning: its faces get [`Material::fallback`], the grey diffuse.
-//! A UTF-8 byte-order mark is skipped; polylines (`l`) are skipped with a warning, since tobj would
-//! fill those of three or four points in as faces.
+//! The OBJ file streams to tobj through [`ObjStream`], which checks each line as it passes
+//! (`scan.rs`) against the rules tobj applies, so the first bad line becomes
+//! [`SceneError::Malformed`] naming `file:line`, and a file that is not text is refused at its
+//! first NUL byte or after a megabyte with no OBJ statement. The file is never held whole: memory
+//! is bounded by the mesh being built, and tobj's meshes move into the scene one array at a time
+//! ([`fill_triangles`]). Every file is opened through [`crate::input`], which opens only regular
+//! files of bounded size; MTL files are small and read whole. A missing MTL file or an undefined
+//! material is only a warning: its faces get [`Material::fallback`], the grey diffuse. A UTF-8
+//! byte-order mark is skipped; polylines (`l`) are skipped with a warning, since tobj would fill
+//! those of three or four points in as faces.
 //!
 //! # From MTL to [`Material`]
 //!
@@ -39,14 +43,16 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use glam::{Vec2, Vec3};
+use glam::Vec3;
 
-use super::scan::{scan_mtl, scan_obj};
+use super::meshes::{Part, fill_triangles};
+use super::scan::scan_mtl;
+use super::stream::{ObjStream, checked};
 use super::texture::attach_textures;
-use super::{Camera, Material, MaterialKind, Scene, SceneError, geometric_normal};
+use super::{Camera, Material, MaterialKind, Scene, SceneError};
 use crate::input::{self, InputError, InputKind};
 
 /// Finds the text of an MTL library named by `mtllib`: `Ok((name for messages, text))`.
@@ -54,7 +60,10 @@ pub(super) type MtlLookup<'a> = dyn Fn(&Path) -> Result<(String, String), SceneE
 
 /// Loads an OBJ file and the MTL files it names (looked up next to it).
 pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
-    let text = read_text(path, InputKind::Obj)?;
+    let (file, _) = input::open(path, InputKind::Obj)?;
+    // One byte past the limit tells a file that grew after `open` checked its size.
+    let limit = InputKind::Obj.limit();
+    let obj = BufReader::with_capacity(1 << 16, file.take(limit + 1));
     let dir = path.parent().unwrap_or(Path::new(""));
     let libraries = std::cell::RefCell::new(Vec::new());
     let mtl = |lib: &Path| {
@@ -63,7 +72,7 @@ pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
         libraries.borrow_mut().push(file);
         read
     };
-    let mut scene = parse(&path.display().to_string(), &text, &mtl, &|_| true)?;
+    let mut scene = parse(&path.display().to_string(), obj, limit, &mtl, &|_| true)?;
     if let Some(stem) = path.file_stem() {
         scene.name = stem.to_string_lossy().into_owned();
     }
@@ -75,7 +84,7 @@ pub fn load_obj(path: &Path) -> Result<Scene, SceneError> {
 /// Loads OBJ text held in memory. `name` stands for the file in messages; `mtl_files` holds the MTL
 /// libraries as `(name used by mtllib, text)`.
 pub fn load_obj_str(name: &str, obj: &str, mtl_files: &[(&str, &str)]) -> Result<Scene, SceneError> {
-    parse(name, obj, &in_memory(mtl_files), &|_| true)
+    parse(name, obj.as_bytes(), u64::MAX, &in_memory(mtl_files), &|_| true)
 }
 
 /// An [`MtlLookup`] over MTL texts held in memory.
@@ -100,24 +109,15 @@ fn read_text(path: &Path, kind: InputKind) -> Result<String, SceneError> {
     })
 }
 
-/// Builds a scene from OBJ text. Objects (`o`/`g` names) for which `keep_object` is false are left
-/// out, so a built-in can reuse part of an asset.
+/// Builds a scene from OBJ text read from `obj` (refused past `limit` bytes). Objects (`o`/`g`
+/// names) for which `keep_object` is false are left out, so a built-in can reuse part of an asset.
 pub(super) fn parse(
     file: &str,
-    text: &str,
+    obj: impl BufRead + Send,
+    limit: u64,
     mtl: &MtlLookup,
     keep_object: &dyn Fn(&str) -> bool,
 ) -> Result<Scene, SceneError> {
-    let text = without_bom(text);
-    let scan = scan_obj(file, text)?;
-    let mut warnings = Vec::new();
-    if scan.polylines > 0 {
-        warnings.push(format!(
-            "{file}: {} polylines (`l`) skipped: the path tracer renders faces (`f`) only",
-            scan.polylines
-        ));
-    }
-
     // tobj calls the loader from inside its parse and wants a tobj result back, so what we learn
     // there waits in these cells.
     let mtl_warnings = RefCell::new(Vec::new());
@@ -126,30 +126,42 @@ pub(super) fn parse(
     let mtl_files = RefCell::new(Vec::<(String, Vec<String>)>::new());
     let options =
         tobj::LoadOptions { triangulate: true, ignore_points: true, ignore_lines: true, ..Default::default() };
-    let mut obj_lines = BufReader::with_capacity(1 << 16, WithoutPolylines { rest: text, pending: &[] });
-    let loaded = tobj::load_obj_buf(&mut obj_lines, &options, |lib| match mtl(lib) {
-        Ok((name, mtl_text)) => match scan_mtl(&name, without_bom(&mtl_text)) {
-            Ok(()) => tobj::load_mtl_buf(&mut without_bom(&mtl_text).as_bytes()).inspect(|(defined, _)| {
-                mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
-            }),
+    let stream = ObjStream::new(file, obj, limit);
+    let (loaded, scan) = checked(stream, |lines| {
+        tobj::load_obj_buf(lines, &options, |lib| match mtl(lib) {
+            Ok((name, mtl_text)) => match scan_mtl(&name, without_bom(&mtl_text)) {
+                Ok(()) => tobj::load_mtl_buf(&mut without_bom(&mtl_text).as_bytes()).inspect(|(defined, _)| {
+                    mtl_files.borrow_mut().push((name, defined.iter().map(|m| m.name.clone()).collect()));
+                }),
+                Err(e) => {
+                    mtl_error.borrow_mut().get_or_insert(e);
+                    Err(tobj::LoadError::MaterialParseError)
+                }
+            },
+            // A missing or unreadable library leaves a renderable scene; one that is a device, a FIFO
+            // or too large is a mistake worth stopping for.
+            Err(e @ SceneError::Read(InputError::Io { .. })) => {
+                mtl_warnings.borrow_mut().push(format!("{file}: {e}; faces using its materials are grey diffuse"));
+                Err(tobj::LoadError::OpenFileFailed)
+            }
             Err(e) => {
                 mtl_error.borrow_mut().get_or_insert(e);
                 Err(tobj::LoadError::MaterialParseError)
             }
-        },
-        // A missing or unreadable library leaves a renderable scene; one that is a device, a FIFO
-        // or too large is a mistake worth stopping for.
-        Err(e @ SceneError::Read(InputError::Io { .. })) => {
-            mtl_warnings.borrow_mut().push(format!("{file}: {e}; faces using its materials are grey diffuse"));
-            Err(tobj::LoadError::OpenFileFailed)
-        }
-        Err(e) => {
-            mtl_error.borrow_mut().get_or_insert(e);
-            Err(tobj::LoadError::MaterialParseError)
-        }
+        })
     });
+    // The OBJ line that ended the stream comes first, as it did when the whole file was checked
+    // before tobj ran; tobj's own error, without a line, comes last.
+    let scan = scan?;
     if let Some(e) = mtl_error.into_inner() {
         return Err(e);
+    }
+    let mut warnings = Vec::new();
+    if scan.polylines > 0 {
+        warnings.push(format!(
+            "{file}: {} polylines (`l`) skipped: the path tracer renders faces (`f`) only",
+            scan.polylines
+        ));
     }
     warnings.extend(mtl_warnings.into_inner());
     let (models, mtl_materials) =
@@ -207,59 +219,25 @@ pub(super) fn parse(
         sources: Vec::new(),
     };
     let mut fallback = None;
-    let bad_index =
-        || SceneError::Parse { file: file.to_owned(), what: "a face refers to a vertex that was not loaded".into() };
-    for model in models.iter().filter(|m| keep_object(&m.name)) {
-        let mesh = &model.mesh;
-        let material = match mesh.material_id {
-            Some(id) if id < mtl_materials.len() => id as u32,
-            _ => *fallback.get_or_insert_with(|| {
-                materials.push(Material::fallback());
-                materials.len() as u32 - 1
-            }),
-        };
-        let has_normals = file_normals && !mesh.normals.is_empty() && mesh.normal_indices.len() == mesh.indices.len();
-        let has_uvs = !mesh.texcoords.is_empty() && mesh.texcoord_indices.len() == mesh.indices.len();
-        for (face, idx) in mesh.indices.chunks_exact(3).enumerate() {
-            let tri = [
-                vec3(&mesh.positions, idx[0]).ok_or_else(bad_index)?,
-                vec3(&mesh.positions, idx[1]).ok_or_else(bad_index)?,
-                vec3(&mesh.positions, idx[2]).ok_or_else(bad_index)?,
-            ];
-            let Some(n) = geometric_normal(&tri) else {
-                scene.skipped_triangles += 1;
-                continue;
+    let parts: Vec<Part> = models
+        .into_iter()
+        .filter(|model| keep_object(&model.name))
+        .map(|model| {
+            let mesh = model.mesh;
+            let material = match mesh.material_id {
+                Some(id) if id < mtl_materials.len() => id as u32,
+                _ => *fallback.get_or_insert_with(|| {
+                    materials.push(Material::fallback());
+                    materials.len() as u32 - 1
+                }),
             };
-            let mut normals = [n; 3];
-            if has_normals {
-                for (k, normal) in normals.iter_mut().enumerate() {
-                    let shading = vec3(&mesh.normals, mesh.normal_indices[3 * face + k]).ok_or_else(bad_index)?;
-                    // A zero or broken normal in the file falls back to the face's own; a unit one
-                    // stays as written (normalising it again may change its last bit).
-                    if shading.is_finite() && (shading.length_squared() - 1.0).abs() <= 1e-6 {
-                        *normal = shading;
-                    } else if let Some(shading) = shading.try_normalize() {
-                        *normal = shading;
-                    }
-                }
-            }
-            let mut uvs = [Vec2::ZERO; 3];
-            if has_uvs {
-                for (k, uv) in uvs.iter_mut().enumerate() {
-                    let i = 2 * mesh.texcoord_indices[3 * face + k] as usize;
-                    let file_uv = mesh.texcoords.get(i..i + 2).map(Vec2::from_slice).ok_or_else(bad_index)?;
-                    // A non-finite coordinate would make every texel lookup NaN.
-                    if file_uv.is_finite() {
-                        *uv = file_uv;
-                    }
-                }
-            }
-            scene.triangles.push(tri);
-            scene.normals.push(normals);
-            scene.uvs.push(uvs);
-            scene.material_of.push(material);
-        }
-    }
+            let has_normals =
+                file_normals && !mesh.normals.is_empty() && mesh.normal_indices.len() == mesh.indices.len();
+            let has_uvs = !mesh.texcoords.is_empty() && mesh.texcoord_indices.len() == mesh.indices.len();
+            Part::new(mesh, material, has_normals, has_uvs)
+        })
+        .collect();
+    fill_triangles(file, &mut scene, parts)?;
     if scene.triangles.is_empty() {
         return Err(SceneError::Empty { file: file.to_owned(), skipped: scene.skipped_triangles });
     }
@@ -278,42 +256,6 @@ pub(super) fn parse(
 /// drop that line. The mark sits on line 1, so line numbers stay right.
 fn without_bom(text: &str) -> &str {
     text.strip_prefix('\u{FEFF}').unwrap_or(text)
-}
-
-/// The OBJ text as tobj reads it, with each polyline (`l`) line left empty: tobj fills in one of
-/// three or four points as a triangle or quad. Emptied, not removed, so the line count stays.
-struct WithoutPolylines<'a> {
-    rest: &'a str,
-    /// What is left of the current line.
-    pending: &'a [u8],
-}
-
-impl Read for WithoutPolylines<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut written = 0;
-        while written < buf.len() {
-            if self.pending.is_empty() {
-                if self.rest.is_empty() {
-                    break;
-                }
-                let end = self.rest.find('\n').map_or(self.rest.len(), |i| i + 1);
-                let (line, rest) = self.rest.split_at(end);
-                self.rest = rest;
-                let polyline = line.split_whitespace().next() == Some("l");
-                self.pending = if polyline { b"\n" } else { line.as_bytes() };
-            }
-            let n = self.pending.len().min(buf.len() - written);
-            buf[written..written + n].copy_from_slice(&self.pending[..n]);
-            self.pending = &self.pending[n..];
-            written += n;
-        }
-        Ok(written)
-    }
-}
-
-fn vec3(data: &[f32], index: u32) -> Option<Vec3> {
-    let i = 3 * index as usize;
-    data.get(i..i + 3).map(Vec3::from_slice)
 }
 
 /// Applies the table in the module documentation.

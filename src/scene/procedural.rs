@@ -63,7 +63,7 @@ pub fn builtin(name: &str) -> Result<Scene, SceneError> {
 /// The Cornell box asset with the objects `keep_object` accepts, seen by the original camera.
 fn cornell_room(keep_object: &dyn Fn(&str) -> bool) -> Result<Scene, SceneError> {
     let mtl = obj::in_memory(&[("cornell.mtl", CORNELL_MTL)]);
-    let mut scene = obj::parse("assets/cornell.obj", CORNELL_OBJ, &mtl, keep_object)?;
+    let mut scene = obj::parse("assets/cornell.obj", CORNELL_OBJ.as_bytes(), u64::MAX, &mtl, keep_object)?;
     scene.camera = CORNELL_CAMERA;
     scene.environment = Vec3::ZERO;
     Ok(scene)

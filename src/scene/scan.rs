@@ -1,7 +1,9 @@
-//! The line scans of OBJ and MTL text that run before tobj parses it: tobj's errors carry no line
+//! The line checks of OBJ and MTL text that run before tobj parses it: tobj's errors carry no line
 //! number, and a few malformed MTL lines (a `Kd` with two numbers) make it panic, so every line
 //! tobj would reject (or mishandle) is checked here first and becomes [`SceneError::Malformed`]
-//! naming `file:line`. The scan also collects what the loader warns about afterwards.
+//! naming `file:line`. An OBJ file is checked line by line as it streams to tobj
+//! ([`ObjScan::scan_line`], called by [`ObjStream`](super::stream::ObjStream)), which also
+//! collects what the loader warns about afterwards; an MTL file is small and checked whole.
 
 use std::collections::HashSet;
 
@@ -9,7 +11,8 @@ use glam::Vec3;
 
 use super::{Camera, SceneError};
 
-/// What the line scan of an OBJ file learned on the way.
+/// What the line checks of an OBJ file learned so far.
+#[derive(Debug, Default)]
 pub(super) struct ObjScan {
     /// Each `usemtl` name with the line of its first use, in order of first use.
     pub used_materials: Vec<(String, usize)>,
@@ -21,84 +24,148 @@ pub(super) struct ObjScan {
     pub camera: Option<Camera>,
     /// The last `# reap: environment …` directive, if any.
     pub environment: Option<Vec3>,
+    /// The names in `used_materials`, for a quick look-up.
+    used: HashSet<String>,
+    /// Whether the first `v` had a colour, and its line: tobj needs all or none to have one.
+    first_vertex: Option<(bool, usize)>,
+    /// Positions, texture coordinates and normals defined so far: OBJ references count back from these.
+    counts: [usize; 3],
 }
 
-/// Checks every line that tobj would reject, so the error can name it.
-pub(super) fn scan_obj(file: &str, text: &str) -> Result<ObjScan, SceneError> {
-    let mut scan = ObjScan {
-        used_materials: Vec::new(),
-        faces_with_normals: 0,
-        faces_without_normals: 0,
-        polylines: 0,
-        camera: None,
-        environment: None,
-    };
-    let mut used = HashSet::new();
-    // Whether the first `v` had a colour, and its line: tobj needs all or none to have one.
-    let mut first_vertex: Option<(bool, usize)> = None;
-    // Positions, texture coordinates and normals defined so far: OBJ references count back from these.
-    let mut counts = [0usize; 3];
-    for (i, line) in text.lines().enumerate() {
-        let bad = |what: String| SceneError::Malformed { file: file.to_owned(), line: i + 1, what };
+/// What a line that passed the checks is, as far as the stream that feeds tobj cares.
+#[derive(Debug, PartialEq)]
+pub(super) enum Statement<'a> {
+    /// Blank, a comment, or a keyword that is not OBJ: passed on as it is.
+    None,
+    /// An OBJ statement passed on as it is.
+    Other,
+    /// A face `f`, which tobj cuts into this many triangles.
+    Face { triangles: usize },
+    /// A polyline `l`, hidden from tobj.
+    Polyline,
+    /// `o` or `g`: a new object, with the name tobj gives it.
+    Object(&'a str),
+    /// `mtllib` naming this library (whatever whitespace came before the name).
+    Mtllib(&'a str),
+}
+
+/// Keywords of the OBJ format that reap has no use for but that make a file an OBJ file.
+const OTHER_KEYWORDS: &[&str] = &[
+    "vp",
+    "p",
+    "s",
+    "cstype",
+    "deg",
+    "bmat",
+    "step",
+    "curv",
+    "curv2",
+    "surf",
+    "parm",
+    "trim",
+    "hole",
+    "scrv",
+    "sp",
+    "end",
+    "con",
+    "mg",
+    "bevel",
+    "c_interp",
+    "d_interp",
+    "lod",
+    "usemap",
+    "maplib",
+    "shadow_obj",
+    "trace_obj",
+    "ctech",
+    "stech",
+    "call",
+    "csh",
+];
+
+impl ObjScan {
+    /// Checks one line (without its line ending) that tobj would reject, so the error can name
+    /// it: `Err` holds what is wrong with line `number`.
+    pub fn scan_line<'a>(&mut self, number: usize, line: &'a str) -> Result<Statement<'a>, String> {
         let mut words = line.split_whitespace();
         match words.next() {
             Some("v") => {
-                let coloured = check_position(words).map_err(&bad)?;
-                let (first_coloured, first_line) = *first_vertex.get_or_insert((coloured, i + 1));
+                let coloured = check_position(words)?;
+                let (first_coloured, first_line) = *self.first_vertex.get_or_insert((coloured, number));
                 if coloured != first_coloured {
                     let (this, that) = if coloured { ("a", "none") } else { ("no", "one") };
-                    return Err(bad(format!(
+                    return Err(format!(
                         "this vertex has {this} colour (`v x y z r g b`) but the vertex on line {first_line} has \
                          {that}; the OBJ parser needs a colour on every vertex or on none (reap does not use them)"
-                    )));
+                    ));
                 }
-                counts[0] += 1;
+                self.counts[0] += 1;
+                Ok(Statement::Other)
             }
             Some("vt") => {
-                check_numbers(&mut words, 2).map_err(|w| bad(format!("`vt` needs two numbers (u v), got `{w}`")))?;
-                counts[1] += 1;
+                check_numbers(&mut words, 2).map_err(|w| format!("`vt` needs two numbers (u v), got `{w}`"))?;
+                self.counts[1] += 1;
+                Ok(Statement::Other)
             }
             Some("vn") => {
-                check_numbers(&mut words, 3)
-                    .map_err(|w| bad(format!("`vn` needs three numbers (x y z), got `{w}`")))?;
-                counts[2] += 1;
+                check_numbers(&mut words, 3).map_err(|w| format!("`vn` needs three numbers (x y z), got `{w}`"))?;
+                self.counts[2] += 1;
+                Ok(Statement::Other)
             }
             Some(keyword @ ("f" | "l")) => {
                 let (mut vertices, mut with_normals) = (0, 0);
                 for word in words {
-                    with_normals += usize::from(check_reference(word, counts).map_err(&bad)?);
+                    with_normals += usize::from(check_reference(word, self.counts)?);
                     vertices += 1;
                 }
                 if keyword == "l" {
-                    scan.polylines += 1;
-                } else {
-                    if vertices < 3 {
-                        return Err(bad(format!("a face needs at least 3 vertices, this one has {vertices}")));
-                    }
-                    if with_normals == vertices {
-                        scan.faces_with_normals += 1;
-                    } else {
-                        scan.faces_without_normals += 1;
-                    }
+                    self.polylines += 1;
+                    return Ok(Statement::Polyline);
                 }
+                if vertices < 3 {
+                    return Err(format!("a face needs at least 3 vertices, this one has {vertices}"));
+                }
+                if with_normals == vertices {
+                    self.faces_with_normals += 1;
+                } else {
+                    self.faces_without_normals += 1;
+                }
+                Ok(Statement::Face { triangles: vertices - 2 })
+            }
+            Some("o" | "g") => {
+                // As tobj names it: all after the line's first character, trimmed.
+                let first = line.chars().next().map_or(0, char::len_utf8);
+                let name = line[first..].trim();
+                Ok(Statement::Object(if name.is_empty() { "unnamed_object" } else { name }))
+            }
+            Some("mtllib") => {
+                // tobj takes the name after the first space; a tab would leave it none.
+                let name = line.trim_start()["mtllib".len()..].trim();
+                if name.is_empty() {
+                    return Err("`mtllib` needs a file name".into());
+                }
+                Ok(Statement::Mtllib(name))
             }
             Some("usemtl") => {
                 // The name as tobj takes it: everything after the first space.
                 let name = line.split_once(' ').map_or("", |(_, rest)| rest.trim());
                 if name.is_empty() {
-                    return Err(bad("`usemtl` needs a material name after a space".into()));
+                    return Err("`usemtl` needs a material name after a space".into());
                 }
-                if used.insert(name) {
-                    scan.used_materials.push((name.to_owned(), i + 1));
+                if !self.used.contains(name) {
+                    self.used.insert(name.to_owned());
+                    self.used_materials.push((name.to_owned(), number));
                 }
+                Ok(Statement::Other)
             }
             Some("#") if line.split_whitespace().nth(1) == Some("reap:") => {
-                reap_directive(line.split_whitespace().skip(2), &mut scan).map_err(&bad)?;
+                reap_directive(line.split_whitespace().skip(2), self)?;
+                Ok(Statement::None)
             }
-            _ => {}
+            Some(keyword) if OTHER_KEYWORDS.contains(&keyword) => Ok(Statement::Other),
+            _ => Ok(Statement::None),
         }
     }
-    Ok(scan)
 }
 
 /// A `# reap:` comment directive (what `reap scene export` writes for the camera and the sky):
@@ -118,7 +185,7 @@ fn reap_directive<'a>(mut words: impl Iterator<Item = &'a str>, scan: &mut ObjSc
     let keyword = |words: &mut dyn Iterator<Item = &'a str>, want: &str| match words.next() {
         Some(w) if w == want => Ok(()),
         got => Err(format!(
-            "`# reap: camera` expects `position X Y Z target X Y Z up X Y Z vfov DEGREES`; found `{}` where              `{want}` goes",
+            "`# reap: camera` expects `position X Y Z target X Y Z up X Y Z vfov DEGREES`; found `{}` where `{want}` goes",
             got.unwrap_or("end of line")
         )),
     };
@@ -163,23 +230,33 @@ fn reap_directive<'a>(mut words: impl Iterator<Item = &'a str>, scan: &mut ObjSc
 /// `v x y z`, optionally followed by `w` (non-zero) or by a colour `r g b`, as tobj accepts it.
 /// Returns whether it has a colour.
 fn check_position(words: std::str::SplitWhitespace) -> Result<bool, String> {
-    let words: Vec<&str> = words.collect();
     let usage = "expected `v x y z`, optionally followed by `w` or by a colour `r g b`";
-    if words.len() < 3 {
-        return Err(format!("{usage}; got {} values", words.len()));
+    // Counted as they come, not collected: this runs for every vertex of a large file.
+    let (mut count, mut fourth, mut not_number) = (0, "", None);
+    for word in words {
+        if not_number.is_none() && word.parse::<f32>().is_err() {
+            not_number = Some(word);
+        }
+        if count == 3 {
+            fourth = word;
+        }
+        count += 1;
+    }
+    if count < 3 {
+        return Err(format!("{usage}; got {count} values"));
     }
     // A colour that is not numbers would leave tobj with fewer colours than vertices.
-    if let Some(w) = words.iter().find(|w| w.parse::<f32>().is_err()) {
+    if let Some(w) = not_number {
         return Err(format!("`{w}` is not a number; {usage}"));
     }
-    match words.len() - 3 {
+    match count - 3 {
         0 => Ok(false),
         3 => Ok(true),
-        1 if words[3].parse::<f32>() == Ok(0.0) => {
+        1 if fourth.parse::<f32>() == Ok(0.0) => {
             Err("the weight `w` is 0, which would divide the position by zero".into())
         }
         1 => Ok(false),
-        _ => Err(format!("{usage}; got {} values", words.len())),
+        _ => Err(format!("{usage}; got {count} values")),
     }
 }
 
@@ -199,9 +276,19 @@ fn check_numbers<'a>(words: &mut impl Iterator<Item = &'a str>, n: usize) -> Res
 /// far (1-based; negative counts back from the last). Returns whether it names a normal.
 fn check_reference(word: &str, counts: [usize; 3]) -> Result<bool, String> {
     const WHAT: [&str; 3] = ["position", "texture coordinate", "normal"];
-    let parts: Vec<&str> = word.split('/').collect();
     let usage = "expected v, v/vt, v//vn or v/vt/vn";
-    if parts.len() > 3 || parts[0].is_empty() {
+    // On the stack: this runs for every corner of every face of a large file.
+    let mut parts = [""; 3];
+    let mut count = 0;
+    for part in word.split('/') {
+        if count == parts.len() {
+            return Err(format!("`{word}` is not a face vertex; {usage}"));
+        }
+        parts[count] = part;
+        count += 1;
+    }
+    let parts = &parts[..count];
+    if parts[0].is_empty() {
         return Err(format!("`{word}` is not a face vertex; {usage}"));
     }
     for (k, part) in parts.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
