@@ -44,8 +44,13 @@ __device__ __forceinline__ WideHits wide_children(const Scene& s, u32 e, float3 
     float3 step = make_float3(__uint_as_float((h.w & 0xffu) << 23), __uint_as_float(((h.w >> 8) & 0xffu) << 23),
                               __uint_as_float(((h.w >> 16) & 0xffu) << 23));
     u32 valid = h.w >> 24, internal = ix.z & 0xffu;
-    float3 is = make_float3(step.x * inv.x, step.y * inv.y, step.z * inv.z);
-    float3 oq = make_float3((org.x - o.x) * inv.x, (org.y - o.y) * inv.y, (org.z - o.z) * inv.z);
+    // An axis the ray runs parallel to (1/0 = inf) would turn the margin into inf - inf = NaN, which
+    // fmaxf/fminf drop: that axis would stop culling and a ray along a coordinate axis would walk most
+    // of the tree (0.5 s for one thread, sphereflake). A finite stand-in keeps its slab exact.
+    float3 iv = make_float3(fminf(fmaxf(inv.x, -1e30f), 1e30f), fminf(fmaxf(inv.y, -1e30f), 1e30f),
+                            fminf(fmaxf(inv.z, -1e30f), 1e30f));
+    float3 is = make_float3(step.x * iv.x, step.y * iv.y, step.z * iv.z);
+    float3 oq = make_float3((org.x - o.x) * iv.x, (org.y - o.y) * iv.y, (org.z - o.z) * iv.z);
     float3 err = make_float3(9.54e-7f * (fabsf(oq.x) + 255.0f * fabsf(is.x)),
                              9.54e-7f * (fabsf(oq.y) + 255.0f * fabsf(is.y)),
                              9.54e-7f * (fabsf(oq.z) + 255.0f * fabsf(is.z)));

@@ -38,8 +38,12 @@ fn wide_children(e: u32, o: vec3<f32>, inv: vec3<f32>, oct: u32, limit: f32) -> 
                          bitcast<f32>(((h.w >> 16u) & 0xffu) << 23u));
     let valid = h.w >> 24u;
     let internal = ix.z & 0xffu;
-    let is = step * inv;
-    let oq = (org - o) * inv;
+    // An axis the ray runs parallel to (1/0 = inf) would turn the margin into inf - inf = NaN, which
+    // max/min drop: that axis would stop culling (a ray along an axis walks most of the tree). A finite
+    // stand-in keeps its slab exact.
+    let iv = min(max(inv, vec3<f32>(-1e30)), vec3<f32>(1e30));
+    let is = step * iv;
+    let oq = (org - o) * iv;
     let err = 9.54e-7 * (abs(oq) + 255.0 * abs(is));
     let on = oq - err;
     let ofar = oq + err;
