@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use glam::Vec3;
 
 use super::ply::Mesh;
-use super::{ExportError, ExportSettings, Names, Output, copy_textures, xyz};
+use super::{ExportSettings, Names, xyz};
 use crate::scene::{Material, MaterialKind, Scene};
 
 /// Where reap's Russian roulette starts, in Mitsuba's depth (its depth is 1 after the first
@@ -26,23 +26,12 @@ const NOTE: &str = "\
     Russian roulette at the vertex where reap does. Mitsuba also samples the environment for
     next-event estimation; reap does not (same expectation).";
 
-pub(super) fn write(
-    scene: &Scene,
-    settings: &ExportSettings,
-    names: &Names,
-    meshes: &[Mesh],
-    out: &Output,
-) -> Result<(), ExportError> {
-    copy_textures(scene, names, out)?;
-    out.write("scene.xml", text(scene, settings, names, meshes).as_bytes())
-}
-
 fn rgb(name: &str, c: Vec3) -> String {
     format!("<rgb name=\"{name}\" value=\"{}\"/>", xyz(c, ", "))
 }
 
 /// The whole file. `write!` into a String cannot fail, hence the ignored results.
-fn text(scene: &Scene, s: &ExportSettings, names: &Names, meshes: &[Mesh]) -> String {
+pub(super) fn text(scene: &Scene, s: &ExportSettings, names: &Names, meshes: &[Mesh]) -> String {
     let mut x = String::new();
     let c = &scene.camera;
     // Only camera rays are clipped: keep the whole scene inside.

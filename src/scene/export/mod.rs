@@ -159,17 +159,17 @@ pub fn export(
     for file in &planned {
         files::check_not_an_input(&dir.join(file), &scene.sources)?;
     }
-    match format {
-        ExportFormat::Obj => obj::write(scene, &names, &out)?,
-        ExportFormat::Mitsuba | ExportFormat::Pbrt => {
-            let meshes = ply::write_meshes(scene, &names, &out)?;
-            if format == ExportFormat::Mitsuba {
-                mitsuba::write(scene, settings, &names, &meshes, &out)?;
-            } else {
-                pbrt::write(scene, settings, &names, &meshes, &out)?;
-            }
+    // Every format names its textures by the same copies.
+    copy_textures(scene, &names, &out)?;
+    let main = match format {
+        ExportFormat::Obj => {
+            out.write("scene.mtl", obj::mtl(scene, &names).as_bytes())?;
+            obj::obj(scene, &names)
         }
-    }
+        ExportFormat::Mitsuba => mitsuba::text(scene, settings, &names, &ply::write_meshes(scene, &names, &out)?),
+        ExportFormat::Pbrt => pbrt::text(scene, settings, &names, &ply::write_meshes(scene, &names, &out)?),
+    };
+    out.write(format.main_file(), main.as_bytes())?;
     Ok(dir.join(format.main_file()))
 }
 

@@ -9,14 +9,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{ExportError, Names, Output, copy_textures, xyz};
+use super::{Names, xyz};
 use crate::scene::{Material, MaterialKind, Scene};
-
-pub(super) fn write(scene: &Scene, names: &Names, out: &Output) -> Result<(), ExportError> {
-    copy_textures(scene, names, out)?;
-    out.write("scene.mtl", mtl(scene, names).as_bytes())?;
-    out.write("scene.obj", obj(scene, names).as_bytes())
-}
 
 /// Index (1-based, as OBJ counts) of each distinct value, in order of first use.
 struct Pool<const N: usize> {
@@ -43,7 +37,7 @@ impl<const N: usize> Pool<N> {
     }
 }
 
-fn obj(scene: &Scene, names: &Names) -> String {
+pub(super) fn obj(scene: &Scene, names: &Names) -> String {
     let (mut positions, mut uvs, mut normals) = (Pool::<3>::new(), Pool::<2>::new(), Pool::<3>::new());
     let mut faces = String::new();
     let mut current = None;
@@ -80,7 +74,7 @@ fn obj(scene: &Scene, names: &Names) -> String {
     )
 }
 
-fn mtl(scene: &Scene, names: &Names) -> String {
+pub(super) fn mtl(scene: &Scene, names: &Names) -> String {
     let mut x = String::from(
         "# Written by `reap scene export`, for reap's loader (see its table in src/scene/obj.rs):\n\
          # illum 3 = mirror (Ks), illum 7 = glass (Tf, Ni), illum 2 with a black Kd = glossy (Ks, and\n\

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use glam::Vec3;
 
 use super::ply::Mesh;
-use super::{ExportError, ExportSettings, Names, Output, copy_textures, xyz};
+use super::{ExportSettings, Names, xyz};
 use crate::scene::{Material, MaterialKind, Scene};
 
 const NOTE: &str = "\
@@ -23,17 +23,6 @@ const NOTE: &str = "\
 #   starts earlier than reap's (unbiased: only the noise differs). pbrt renders spectrally.
 # - Scale -1 1 1: pbrt's LookAt camera is left-handed; without it the image is mirrored.";
 
-pub(super) fn write(
-    scene: &Scene,
-    settings: &ExportSettings,
-    names: &Names,
-    meshes: &[Mesh],
-    out: &Output,
-) -> Result<(), ExportError> {
-    copy_textures(scene, names, out)?;
-    out.write("scene.pbrt", text(scene, settings, names, meshes).as_bytes())
-}
-
 fn rgb(name: &str, c: Vec3) -> String {
     format!("\"rgb {name}\" [ {} ]", xyz(c, " "))
 }
@@ -48,7 +37,7 @@ pub(super) fn pbrt_fov(vfov_deg: f32, width: u32, height: u32) -> f32 {
 }
 
 /// The whole file. `write!` into a String cannot fail, hence the ignored results.
-fn text(scene: &Scene, s: &ExportSettings, names: &Names, meshes: &[Mesh]) -> String {
+pub(super) fn text(scene: &Scene, s: &ExportSettings, names: &Names, meshes: &[Mesh]) -> String {
     let c = &scene.camera;
     let mut x = format!("{NOTE}\n\n");
     let _ = writeln!(x, "Scale -1 1 1");
