@@ -168,6 +168,60 @@ fn the_lookback_fallback_forced_on_matches_the_reference() {
     assert!(summary.passed > 100, "only {} cases ran", summary.passed);
 }
 
+/// The look-back's shapes: 1 to 4 predecessors read per poll, and tile
+/// states of two words (what calls of 2^30 elements or more use) as well as
+/// one, each with the fallback forced on, match the reference.
+#[test]
+fn every_lookback_span_and_state_width_matches_the_reference() {
+    let Some(mut b) = wgpu() else { return };
+    for (span, wide) in [(1, false), (3, false), (4, true), (2, true)] {
+        let t = &mut b.tuning.single_pass;
+        (t.block, t.withhold, t.spin, t.chained_spin, t.span, t.wide_state) = (32, 5, 2, 2, span, wide);
+        let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
+        cfg.sizes = vec![1, 513, 4097, 20_011];
+        cfg.densities = vec![0.0, 0.5, 1.0];
+        let mut failures = Vec::new();
+        let summary = reap::verify::run(&b, &cfg, |case, outcome| {
+            if let Err(e) = outcome {
+                failures.push(format!("span {span}, wide {wide}: {case}: {e}"));
+            }
+        });
+        assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+        assert!(summary.passed > 20, "only {} cases ran", summary.passed);
+    }
+}
+
+/// The look-back's statistics count what happened: every tile but the
+/// first looks back, a withheld tile is reduced by its successor (a
+/// fallback), and without withheld tiles the walk stays at least one tile
+/// per tile (its predecessor's state).
+#[test]
+fn the_lookback_statistics_count_tiles_walks_and_fallbacks() {
+    use reap::compaction::wgpu::single_pass::last_stats;
+    use reap::compaction::{Backend, Keep};
+    let Some(mut b) = wgpu() else { return };
+    let n = 64 * 1024u32;
+    let data: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let input = b.upload(&data).expect("upload");
+    let mut out = b.alloc::<u32>(n as u64).expect("alloc");
+    let t = &mut b.tuning.single_pass;
+    (t.block, t.stats) = (64, true);
+    let tiles = (n as u64).div_ceil(64 * 16);
+    b.select(Algorithm::Lookback, &input, Keep::Sentinel(7), &mut out).expect("runs");
+    let s = last_stats(&b).expect("stats");
+    assert_eq!(s.tiles, tiles - 1, "{s:?}");
+    assert!(s.walked >= s.tiles && s.fallbacks == 0, "{s:?}");
+    let t = &mut b.tuning.single_pass;
+    (t.withhold, t.spin) = (4, 1);
+    b.select(Algorithm::Lookback, &input, Keep::Sentinel(7), &mut out).expect("runs");
+    let s = last_stats(&b).expect("stats");
+    // A withheld tile never publishes: its successor must reduce it, unless
+    // another successor's offer reached its slot first.
+    assert!(s.fallbacks >= 1, "{s:?}");
+    let kept: Vec<u32> = data.iter().copied().filter(|&x| x != 7).collect();
+    assert_eq!(b.download(&out).expect("download")[..kept.len()], kept[..]);
+}
+
 /// Without timestamp queries (an adapter that lacks them, or
 /// `REAP_WGPU_TIMESTAMPS=0`) each stage is submitted alone and timed by the
 /// host clock, the report says so, and the results are the same.

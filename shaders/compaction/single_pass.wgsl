@@ -21,11 +21,21 @@
 // guarantee: it waits for the inclusive prefix, and past the bound it falls
 // back the same way.
 //
-// Tile state: CHUNKS u32 words per tile, each 16 bits of the 64-bit value
-// shifted left by 2 over a 2-bit flag (1 aggregate, 2 inclusive prefix). A
-// word is written whole, so no ordering between words is needed: a reader
-// takes a tile only when all its words carry the same non-zero flag. 30-bit
-// values in one word (GPUPrefixSums) are too few for 64-bit scans.
+// Tile state: CHUNKS u32 words per tile. With CHUNKS = 1 (counts, whose
+// totals stay below 2^30) a tile's state is one word, the value shifted left
+// by 2 over a 2-bit flag (1 aggregate, 2 inclusive prefix), as in
+// GPUPrefixSums: one load reads a tile whole, so a poll is one load per
+// tile. Wider values (scans) take 2 or 4 words, each 16 bits of the 64-bit
+// value over the same flag; a word is written whole, so no ordering between
+// words is needed: a reader takes a tile only when all its words carry the
+// same non-zero flag.
+//
+// The hop (a tile learning its predecessor's prefix and publishing its own)
+// is the chain's critical path, so it is kept short: the invocations that
+// poll publish the inclusive prefix the moment they have it, from inside the
+// poll loop, before any workgroup barrier; the rest of the workgroup learns
+// it afterwards. `chained` polls with one invocation and one word, since only
+// its predecessor can end its wait.
 
 override ITEMS: u32 = 16u;
 override TILE: u32 = WG * ITEMS;
@@ -38,12 +48,26 @@ override MAX_POLLS: u32 = 16384u;
 // Testing: every WITHHOLD-th tile (0: none) publishes nothing, so that its
 // successors must fall back (GPUPrefixSums' EmulatedDeadlocking).
 override WITHHOLD: u32 = 0u;
-// Words per tile state: 2 for 32-bit values, 4 for 64-bit scans.
-override CHUNKS: u32 = 2u;
+// Words per tile state: 1 for counts below 2^30, 2 for 32-bit values, 4 for 64-bit scans.
+override CHUNKS: u32 = 1u;
+// `lookback`: predecessors each polling invocation reads per poll (at most
+// LB_SPAN_MAX), so one poll of a subgroup of S covers S x LB_SPAN tiles and
+// the prefix front moves that far per hop.
+override LB_SPAN: u32 = 2u;
+const LB_SPAN_MAX: u32 = 4u;
+// Debugging (0 in timed runs): 1 counts into counters[4..8] the polls that
+// found a silent predecessor, the tiles walked back, the fallbacks and the
+// tiles that walked back.
+override STATS: u32 = 0u;
+// Measuring only (0 otherwise; results are then wrong): 1 skips the
+// look-back's wait (each tile takes a prefix of 0), 2 skips the staging and
+// the writes, so that timing the rest shows each part's share.
+override PROBE: u32 = 0u;
 
 // CHUNKS words per tile.
 @group(0) @binding(5) var<storage, read_write> state: array<atomic<u32>>;
-// [0] the tile counter, [1] a partition's kept total (the count pass's).
+// [0] the tile counter, [1] a partition's kept total (the count pass's),
+// [4..8] the look-back's statistics (STATS).
 @group(0) @binding(6) var<storage, read_write> counters: array<atomic<u32>>;
 
 const FLAG_AGGREGATE: u32 = 1u;
@@ -67,8 +91,8 @@ fn slot(k: u32) -> u32 {
     return k + (k >> PAD_SHIFT);
 }
 var<workgroup> sp_tile: u32;
-var<workgroup> lb_ctl: u32;
-var<workgroup> lb_prefix: vec2<u32>;
+// The look-back's message to the workgroup: (silent tile or LB_DONE, prefix low, prefix high).
+var<workgroup> lb_msg: vec4<u32>;
 var<workgroup> sp_wide: array<vec2<u32>, WG>;
 
 fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
@@ -80,19 +104,31 @@ fn chunk(v: vec2<u32>, k: u32) -> u32 {
     return (v[k >> 1u] >> ((k & 1u) * 16u)) & 0xffffu;
 }
 
+// The word k of a tile state holding v under flag.
+fn state_word(v: vec2<u32>, k: u32, flag: u32) -> u32 {
+    if (CHUNKS == 1u) {
+        return (v.x << 2u) | flag;
+    }
+    return (chunk(v, k) << 2u) | flag;
+}
+
 fn publish(tile: u32, v: vec2<u32>, flag: u32) {
     if (WITHHOLD != 0u && tile % max(WITHHOLD, 1u) == WITHHOLD - 1u) {
         return;
     }
+    if (CHUNKS == 1u) {
+        atomicStore(&state[tile], state_word(v, 0u, flag));
+        return;
+    }
     for (var k = 0u; k < CHUNKS; k++) {
-        atomicStore(&state[tile * CHUNKS + k], (chunk(v, k) << 2u) | flag);
+        atomicStore(&state[tile * CHUNKS + k], state_word(v, k, flag));
     }
 }
 
 // Fills tile's empty words with its aggregate, found by a fallback.
 fn offer(tile: u32, v: vec2<u32>) {
     for (var k = 0u; k < CHUNKS; k++) {
-        atomicCompareExchangeWeak(&state[tile * CHUNKS + k], 0u, (chunk(v, k) << 2u) | FLAG_AGGREGATE);
+        atomicCompareExchangeWeak(&state[tile * CHUNKS + k], 0u, state_word(v, k, FLAG_AGGREGATE));
     }
 }
 
@@ -103,17 +139,22 @@ struct Read {
 }
 
 fn read_state(tile: u32) -> Read {
-    var flag = 0u;
+    if (CHUNKS == 1u) {
+        let w = atomicLoad(&state[tile]);
+        return Read(w & 3u, vec2<u32>(w >> 2u, 0u));
+    }
+    // All words loaded before any is looked at, so the loads overlap.
+    var w: array<u32, 4>;
+    for (var k = 0u; k < CHUNKS; k++) {
+        w[k] = atomicLoad(&state[tile * CHUNKS + k]);
+    }
+    var flag = w[0] & 3u;
     var v = vec2<u32>(0u);
     for (var k = 0u; k < CHUNKS; k++) {
-        let w = atomicLoad(&state[tile * CHUNKS + k]);
-        let f = w & 3u;
-        if (k == 0u) {
-            flag = f;
-        } else if (f != flag) {
+        if ((w[k] & 3u) != flag) {
             flag = NOT_READY;
         }
-        v[k >> 1u] |= (w >> 2u) << ((k & 1u) * 16u);
+        v[k >> 1u] |= (w[k] >> 2u) << ((k & 1u) * 16u);
     }
     return Read(flag, v);
 }
@@ -167,99 +208,244 @@ fn tile_reduce(t: u32, n: u32, mode: u32) -> vec2<u32> {
     return wg_reduce64(elem_words(s));
 }
 
+// The invocations that poll: the first subgroup for `lookback` (lb_window()
+// of them, or invocation 0 without subgroups); invocation 0 alone for
+// `chained`, whose wait only its predecessor can end.
+fn lb_lanes() -> u32 {
+    if (PUBLISH_AGGREGATE) {
+        return lb_window();
+    }
+    return 1u;
+}
+
+// Tiles one polling invocation reads per poll.
+fn lb_span() -> u32 {
+    if (PUBLISH_AGGREGATE) {
+        return clamp(LB_SPAN, 1u, LB_SPAN_MAX);
+    }
+    return 1u;
+}
+
+fn stat(k: u32, v: u32) {
+    if (STATS != 0u && v != 0u) {
+        atomicAdd(&counters[4u + k], v);
+    }
+}
+
+// The subgroup helpers (workgroup_subgroup.wgsl) over `lanes` polling
+// invocations: one invocation needs no subgroup operation.
+fn lb_first_of(b: bool, lanes: u32) -> u32 {
+    if (lanes == 1u) {
+        return select(1u, 0u, b);
+    }
+    return lb_first(b);
+}
+
+fn lb_sum_of(v: vec2<u32>, lanes: u32) -> vec2<u32> {
+    if (lanes == 1u) {
+        return v;
+    }
+    if (CHUNKS == 1u) {
+        // Counts of distinct tiles: their sum stays below the call's 2^30.
+        return vec2<u32>(lb_sum32(v.x), 0u);
+    }
+    return lb_sum64(v);
+}
+
+fn lb_shuffle_of(v: u32, lane: u32, lanes: u32) -> u32 {
+    if (lanes == 1u) {
+        return v;
+    }
+    return lb_shuffle(v, lane);
+}
+
+// What one poll found: how many predecessors (from the nearest) it summed,
+// whether it ended on an inclusive prefix, and their sum.
+struct Poll {
+    summed: u32,
+    prefix: bool,
+    sum: vec2<u32>,
+}
+
+// One invocation's walk over its span, nearest tile first: aggregates are
+// summed up to the first tile that is not one (`first`, span if none); a
+// prefix there is summed too and ends the walk.
+struct Span {
+    first: u32,
+    ends: bool,
+    sum: vec2<u32>,
+}
+
+fn span_step(a: Span, r: Read, s: u32) -> Span {
+    if (a.first != LB_SPAN_MAX) {
+        return a;
+    }
+    if (r.flag == FLAG_AGGREGATE) {
+        return Span(a.first, false, add64(a.sum, r.value));
+    }
+    if (r.flag == FLAG_PREFIX) {
+        return Span(s, true, add64(a.sum, r.value));
+    }
+    return Span(s, false, a.sum);
+}
+
+// Tile j - d's state as a poll sees it: past tile 0, an inclusive prefix of 0.
+fn poll_read(j: u32, d: u32) -> Read {
+    if (d > j) {
+        return Read(FLAG_PREFIX, vec2<u32>(0u));
+    }
+    var r = read_state(j - d);
+    // Tile 0's aggregate (offered by a fallback) is its prefix.
+    if (d == j && r.flag == FLAG_AGGREGATE) {
+        r.flag = FLAG_PREFIX;
+    }
+    return r;
+}
+
+// One poll by the `lanes` polling invocations of the predecessors j, j - 1,
+// ...: invocation l reads the `span` tiles from j - l * span down. Every
+// invocation returns the same. The reads are written out (no array indexed
+// by the loop), so they stay in registers and all go out before any is used.
+fn poll(j: u32, lanes: u32, span: u32) -> Poll {
+    let lid = inv_lid;
+    let d = lid * span;
+    let r0 = poll_read(j, d);
+    var r1 = Read(FLAG_PREFIX, vec2<u32>(0u));
+    var r2 = r1;
+    var r3 = r1;
+    if (span > 1u) {
+        r1 = poll_read(j, d + 1u);
+    }
+    if (span > 2u) {
+        r2 = poll_read(j, d + 2u);
+    }
+    if (span > 3u) {
+        r3 = poll_read(j, d + 3u);
+    }
+    var a = span_step(Span(LB_SPAN_MAX, false, vec2<u32>(0u)), r0, 0u);
+    if (span > 1u) {
+        a = span_step(a, r1, 1u);
+    }
+    if (span > 2u) {
+        a = span_step(a, r2, 2u);
+    }
+    if (span > 3u) {
+        a = span_step(a, r3, 3u);
+    }
+    let first = min(a.first, span);
+    var sum = a.sum;
+    // The first invocation that met something other than an aggregate
+    // decides: a prefix there ends the walk, a silent tile is waited on.
+    let k = lb_first_of(first < span, lanes);
+    if (k < lanes && lid > k) {
+        sum = vec2<u32>(0u);
+    }
+    let total = lb_sum_of(sum, lanes);
+    if (k == lanes) {
+        return Poll(lanes * span, false, total);
+    }
+    let at = lb_shuffle_of(first, k, lanes);
+    let prefix = lb_first_of(a.ends, lanes) == k;
+    return Poll(k * span + at, prefix, total);
+}
+
 // The exclusive prefix of tile `tile` whose own reduction is `agg`; publishes
-// its inclusive prefix. The first lb_window() invocations (a subgroup, or
-// invocation 0 without subgroups) walk back over that many predecessors at a
-// time; the workgroup joins them only to reduce a predecessor that stayed
-// silent for MAX_SPIN polls.
+// its inclusive prefix. The polling invocations walk back over their
+// predecessors; the workgroup joins them only to reduce a predecessor that
+// stayed silent for MAX_SPIN polls.
 fn tile_prefix(tile: u32, agg: vec2<u32>, n: u32, mode: u32) -> vec2<u32> {
     let lid = inv_lid;
-    let window = lb_window();
+    if (tile == 0u) {
+        if (lid == 0u) {
+            publish(0u, agg, FLAG_PREFIX);
+        }
+        return vec2<u32>(0u);
+    }
+    if ((PROBE & 1u) != 0u) {
+        if (lid == 0u) {
+            publish(tile, agg, FLAG_PREFIX);
+        }
+        return vec2<u32>(0u);
+    }
+    let lanes = lb_lanes();
+    let span = lb_span();
+    if (lid == 0u && PUBLISH_AGGREGATE) {
+        publish(tile, agg, FLAG_AGGREGATE);
+    }
     var acc = vec2<u32>(0u);
     // The nearest predecessor not yet summed.
-    var j = 0u;
+    var j = tile - 1u;
     var done = false;
     var polls = 0u;
-    if (lid == 0u) {
-        if (tile == 0u) {
-            publish(0u, agg, FLAG_PREFIX);
-        } else if (PUBLISH_AGGREGATE) {
-            publish(tile, agg, FLAG_AGGREGATE);
-        }
-    }
-    if (tile == 0u) {
-        done = true;
-    } else {
-        j = tile - 1u;
-    }
+    var walked = 0u;
+    var fallbacks = 0u;
+    var waits = 0u;
+    var prefix = vec2<u32>(0u);
     loop {
-        if (lid < window) {
+        if (lid < lanes) {
             var ctl = LB_DONE;
             var spins = 0u;
             while (!done) {
-                // Lane l reads tile j - l; lanes past tile 0 read as a prefix of 0.
-                var s = Read(FLAG_PREFIX, vec2<u32>(0u));
-                if (lid <= j) {
-                    s = read_state(j - lid);
-                    // Tile 0's aggregate (offered by a fallback) is its prefix.
-                    if (j == lid && s.flag == FLAG_AGGREGATE) {
-                        s.flag = FLAG_PREFIX;
-                    }
-                }
-                // Aggregates up to the first lane that is not one: a prefix
-                // there ends the walk, a silent tile there is waited on.
-                let k = lb_first(s.flag != FLAG_AGGREGATE);
-                let stop = lb_first(s.flag == FLAG_PREFIX);
-                var v = vec2<u32>(0u);
-                if (lid < k || (lid == k && stop == k)) {
-                    v = s.value;
-                }
-                acc = add64(acc, lb_sum64(v));
-                if (stop == k && k < window) {
+                let p = poll(j, lanes, span);
+                acc = add64(acc, p.sum);
+                walked += p.summed;
+                if (p.prefix) {
                     done = true;
-                } else if (k == window) {
-                    j -= window;
-                    spins = 0u;
+                    // The hop's end: publish before anything else.
+                    if (lid == 0u) {
+                        publish(tile, add64(acc, agg), FLAG_PREFIX);
+                    }
                 } else {
-                    // Lane k's tile is silent: wait on it.
-                    if (k > 0u) {
+                    if (p.summed > 0u) {
                         spins = 0u;
                     }
-                    j -= k;
-                    spins += 1u;
-                    polls += 1u;
-                    if (spins > MAX_SPIN || polls > MAX_POLLS) {
-                        ctl = j;
-                        break;
+                    j -= p.summed;
+                    if (p.summed < lanes * span) {
+                        // Tile j is silent: wait on it.
+                        spins += 1u;
+                        polls += 1u;
+                        waits += 1u;
+                        if (spins > MAX_SPIN || polls > MAX_POLLS) {
+                            ctl = j;
+                            break;
+                        }
                     }
                 }
             }
             if (lid == 0u) {
-                lb_ctl = ctl;
-                lb_prefix = acc;
+                lb_msg = vec4<u32>(ctl, acc, 0u);
             }
         }
-        let ctl = workgroupUniformLoad(&lb_ctl);
-        if (ctl == LB_DONE) {
+        let msg = workgroupUniformLoad(&lb_msg);
+        if (msg.x == LB_DONE) {
+            prefix = msg.yz;
             break;
         }
         // Decoupled Fallback: reduce the silent predecessor ourselves.
+        let ctl = msg.x;
         let v = tile_reduce(ctl, n, mode);
         if (lid == 0u) {
             offer(ctl, v);
         }
-        if (lid < window) {
+        if (lid < lanes) {
             acc = add64(acc, v);
+            walked += 1u;
+            fallbacks += 1u;
             if (ctl == 0u) {
                 done = true;
+                if (lid == 0u) {
+                    publish(tile, add64(acc, agg), FLAG_PREFIX);
+                }
             } else {
                 j = ctl - 1u;
             }
         }
     }
-    let prefix = workgroupUniformLoad(&lb_prefix);
-    if (lid == 0u && tile != 0u) {
-        publish(tile, add64(prefix, agg), FLAG_PREFIX);
+    if (STATS != 0u && lid == 0u) {
+        stat(0u, waits);
+        stat(1u, walked);
+        stat(2u, fallbacks);
+        stat(3u, 1u);
     }
     return prefix;
 }
@@ -328,6 +514,12 @@ fn compact_tile(n: u32, total: u32) {
     let s = wg_exclusive_scan(kept);
     let tile_kept = s.y;
     let prefix = tile_prefix(t, vec2<u32>(tile_kept, 0u), n, MODE_COUNT).x;
+    if ((PROBE & 2u) != 0u) {
+        if (base + m == n && lid == 0u) {
+            write_count(prefix + tile_kept);
+        }
+        return;
+    }
     // Stage: kept at their rank, rejected after the tile's kept ones.
     var r = s.x;
     for (var j = 0u; j < ITEMS; j++) {

@@ -121,3 +121,11 @@ fn lb_first(b: bool) -> u32 {
 fn lb_sum64(v: vec2<u32>) -> vec2<u32> {
     return v;
 }
+
+fn lb_sum32(v: u32) -> u32 {
+    return v;
+}
+
+fn lb_shuffle(v: u32, lane: u32) -> u32 {
+    return v;
+}

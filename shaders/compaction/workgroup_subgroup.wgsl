@@ -107,3 +107,13 @@ fn lb_sum64(v: vec2<u32>) -> vec2<u32> {
     let carry = select(0u, 1u, lo < a) + (b >> 16u);
     return vec2<u32>(lo, c + (d << 16u) + carry);
 }
+
+// The subgroup's sum of 32-bit values (tile counts below 2^30 each, their sum below 2^32).
+fn lb_sum32(v: u32) -> u32 {
+    return subgroupAdd(v);
+}
+
+// Lane `lane`'s `v`.
+fn lb_shuffle(v: u32, lane: u32) -> u32 {
+    return subgroupShuffle(v, lane);
+}

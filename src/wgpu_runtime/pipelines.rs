@@ -82,6 +82,26 @@ pub struct Pipelines {
 pub const BINDINGS: u32 = 8;
 const READ_ONLY: [u32; 2] = [1, 3];
 
+/// Shaders whose every loop is bounded by construction, compiled without
+/// naga's loop bounding: its counter and exit test in every loop keep NVIDIA's
+/// Vulkan compiler from unrolling the per-item loops, which cost the single
+/// pass a third of its time on an H200 (docs/bench/wgpu-hop-h200).
+const LOOPS_BOUNDED: &[&str] = &["compaction/single_pass.wgsl"];
+
+/// The runtime checks `shader` is compiled with, where they differ from
+/// wgpu's defaults: no loop bounding for [`LOOPS_BOUNDED`] shaders, and none
+/// of naga's checks at all with `REAP_WGPU_UNCHECKED=1` (an experiment that
+/// measures their cost).
+fn runtime_checks(shader: &Shader) -> Option<wgpu::ShaderRuntimeChecks> {
+    if std::env::var("REAP_WGPU_UNCHECKED").is_ok_and(|v| v == "1") {
+        return Some(wgpu::ShaderRuntimeChecks::unchecked());
+    }
+    fn bounded(s: &Shader) -> bool {
+        LOOPS_BOUNDED.contains(&s.name) || s.headers.iter().any(bounded)
+    }
+    bounded(shader).then(|| wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() })
+}
+
 impl Pipelines {
     pub fn new(dev: &Device) -> Result<Self> {
         let entries: Vec<_> = (0..BINDINGS)
@@ -147,13 +167,19 @@ impl Pipelines {
                 Some(m) => m.clone(),
                 None => {
                     let text = shader.assemble(prelude);
+                    let desc =
+                        wgpu::ShaderModuleDescriptor { label: Some(shader.name), source: wgpu::ShaderSource::Wgsl(text.into()) };
                     let m = dev.scoped(
                         || format!("the shader {}", shader.name),
-                        || {
-                            dev.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                                label: Some(shader.name),
-                                source: wgpu::ShaderSource::Wgsl(text.into()),
-                            })
+                        || match runtime_checks(shader) {
+                            // SAFETY: loop bounding guards against a loop that never ends, which
+                            // some drivers' compilers may treat as undefined behaviour; `shader`
+                            // is one whose every loop is bounded by construction (counts fixed
+                            // by override constants, every spin capped by MAX_POLLS). Without
+                            // bounds checks (REAP_WGPU_UNCHECKED=1, an experiment) every index
+                            // must also be in range: the verify suite checks the results.
+                            Some(checks) => unsafe { dev.device.create_shader_module_trusted(desc, checks) },
+                            None => dev.device.create_shader_module(desc),
                         },
                     )?;
                     modules.insert((shader.name, prelude.clone()), m.clone());

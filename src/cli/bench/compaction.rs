@@ -4,7 +4,7 @@
 //! `--backend wgpu` on an NVIDIA GPU the CUDA backend and CUB are timed in the
 //! same run, so the report puts the three side by side.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use reap::bench::{BenchBackend, Named, Platform, Row};
 use reap::compaction::{Algorithm, Operation};
@@ -79,12 +79,24 @@ pub struct BenchArgs {
     /// it beside the same select on one GPU: speedup, scaling efficiency and the collectives' share.
     #[arg(long, default_value_t = 1)]
     gpus: usize,
+    /// With --backend wgpu: the wgpu kernels' tuning, `KEY=VALUE` comma separated (`WgpuTuning::set`
+    /// keys, e.g. `lookback.span=4,lookback.bytes=128`); CUDA beside it keeps its defaults.
+    #[arg(long, value_delimiter = ',')]
+    tuning: Vec<String>,
 }
 
 pub fn run(args: BenchArgs) -> Result<bool> {
     use reap::bench::{Settings, presets};
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     args.adapter.check(args.backend)?;
+    if !args.tuning.is_empty() && args.backend != BackendChoice::Wgpu {
+        anyhow::bail!("--tuning is for --backend wgpu here; `reap verify --tuning` and `reap bench sweep` tune CUDA");
+    }
+    let tuning = args
+        .tuning
+        .iter()
+        .map(|kv| kv.split_once('=').with_context(|| format!("--tuning `{kv}` is not KEY=VALUE")))
+        .collect::<Result<Vec<_>>>()?;
     if args.gpus != 1 {
         if args.backend == BackendChoice::Wgpu {
             anyhow::bail!("--gpus shards over CUDA GPUs or CPU ranks; --backend wgpu times one adapter");
@@ -126,8 +138,10 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     };
     #[cfg(feature = "wgpu")]
     if args.backend == BackendChoice::Wgpu {
-        return on_wgpu(&args.adapter, &run);
+        return on_wgpu(&args.adapter, &tuning, &run);
     }
+    #[cfg(not(feature = "wgpu"))]
+    let _ = tuning;
     with_backend(args.backend, &args.adapter, run)
 }
 
@@ -313,13 +327,26 @@ fn finish(run: &BenchRun<'_>, mut m: Measured) -> Result<bool> {
 /// where that adapter is an NVIDIA GPU that CUDA opens too, the CUDA backend
 /// on the same series, so the report sets wgpu beside CUDA and CUB.
 #[cfg(feature = "wgpu")]
-fn on_wgpu(adapter: &AdapterArg, run: &BenchRun<'_>) -> Result<bool> {
+fn on_wgpu(adapter: &AdapterArg, tuning: &[(&str, &str)], run: &BenchRun<'_>) -> Result<bool> {
     use reap::bench::Timed;
     // wgpu's buffers are freed before CUDA allocates its own.
     let (mut m, nvidia) = {
-        let wgpu = adapter.open()?;
+        let mut wgpu = adapter.open()?;
+        for (k, v) in tuning {
+            wgpu.tuning.set(k, v)?;
+        }
         let mut m = Measured::new(wgpu.platform());
         measure(&wgpu, run, &mut m)?;
+        if wgpu.tuning.single_pass.stats {
+            // The counters hold the last single-pass call's: the last row's last repetition.
+            let s = reap::compaction::wgpu::single_pass::last_stats(&wgpu)?;
+            let (waits, walked, fallbacks) = s.per_tile();
+            println!(
+                "look-back of the last single-pass call: {} tiles looked back; per tile {waits:.2} polls that \
+                 waited, {walked:.2} tiles walked, {fallbacks:.3} fallbacks",
+                s.tiles
+            );
+        }
         (m, wgpu.device().info.vendor == NVIDIA_VENDOR)
     };
     if !nvidia {

@@ -52,7 +52,61 @@ pub struct SinglePassTuning {
     /// Testing: every N-th tile publishes nothing (0: none), forcing the fallback.
     #[default(0)]
     pub withhold: u32,
+    /// `lookback`: predecessors each polling invocation reads per poll (1 to
+    /// 4), so a subgroup of S looks S x span tiles back per hop.
+    #[default(2)]
+    pub span: u32,
+    /// Debugging, off in timed runs: count the look-back's polls, tiles
+    /// walked and fallbacks ([`last_stats`]).
+    #[default(false)]
+    pub stats: bool,
+    /// Testing: tile states of two words even where one would do (what
+    /// selects of 2^30 elements or more use).
+    #[default(false)]
+    pub wide_state: bool,
+    /// Measuring only: parts of the pass to skip (shaders/compaction/single_pass.wgsl
+    /// `PROBE`); any value but 0 gives wrong results.
+    #[default(0)]
+    pub probe: u32,
 }
+
+/// What the look-back of one single-pass call did, summed over its tiles
+/// (with [`SinglePassTuning::stats`] on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LookbackStats {
+    /// Polls that found the predecessor waited on still silent.
+    pub waits: u64,
+    /// Predecessors summed (aggregates, the prefix that ended the walk, and
+    /// fallbacks' reductions).
+    pub walked: u64,
+    /// Predecessors the waiting workgroup reduced itself (Decoupled Fallback).
+    pub fallbacks: u64,
+    /// Tiles that looked back (every tile but the first).
+    pub tiles: u64,
+}
+
+impl LookbackStats {
+    /// Per tile that looked back: (waits, tiles walked, fallbacks).
+    pub fn per_tile(&self) -> (f64, f64, f64) {
+        let t = self.tiles.max(1) as f64;
+        (self.waits as f64 / t, self.walked as f64 / t, self.fallbacks as f64 / t)
+    }
+}
+
+/// The statistics the last single-pass call on `b` counted (its plan must
+/// have run with [`SinglePassTuning::stats`] on; zeros otherwise).
+pub fn last_stats(b: &WgpuBackend) -> Result<LookbackStats> {
+    let counters = b.cached_scratch(1, "tile counter", COUNTERS_BYTES)?;
+    let raw = b.device().read(&counters, 16, 16, "reading the look-back statistics")?;
+    let w: &[u32] = bytemuck::cast_slice(&raw);
+    Ok(LookbackStats { waits: w[0] as u64, walked: w[1] as u64, fallbacks: w[2] as u64, tiles: w[3] as u64 })
+}
+
+/// The counters buffer: the tile counter, a partition's kept total, the statistics.
+const COUNTERS_BYTES: u64 = 32;
+
+/// Tile states of one word (value << 2 | flag) hold counts below 2^30.
+const ONE_WORD_LIMIT: u32 = 1 << 30;
 
 impl SinglePassTuning {
     /// Items per invocation for `elem_bytes`-byte elements, as the tuning asks
@@ -70,6 +124,9 @@ impl SinglePassTuning {
     /// until the tile fits the adapter's workgroup memory.
     fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32) -> Result<u32> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
+        if !(1..=4).contains(&self.span) {
+            return bad(format!("span {} is not 1 to 4 predecessors a poll", self.span));
+        }
         if self.block == 0 || !self.block.is_power_of_two() || self.block > 1024 {
             return bad(format!("block {} is not a power of two up to 1024", self.block));
         }
@@ -104,6 +161,9 @@ impl SinglePassTuning {
             ("WITHHOLD", self.withhold),
             ("CHUNKS", chunks),
             ("PAD_SHIFT", (128 / elem_bytes).trailing_zeros()),
+            ("LB_SPAN", self.span),
+            ("STATS", self.stats as u32),
+            ("PROBE", self.probe),
         ]
     }
 }
@@ -111,8 +171,8 @@ impl SinglePassTuning {
 /// The buffers of one single pass: its tile states (cleared) and counters.
 fn scratch(b: &WgpuBackend, tiles: u32, chunks: u32, plan: &mut Plan) -> Result<Bind> {
     let state = b.cached_scratch(0, "tile states", tiles as u64 * chunks as u64 * 4)?;
-    let counters = b.cached_scratch(1, "tile counter", 16)?;
-    plan.clear(&state, 0, Some(tiles as u64 * chunks as u64 * 4)).clear(&counters, 0, Some(16));
+    let counters = b.cached_scratch(1, "tile counter", COUNTERS_BYTES)?;
+    plan.clear(&state, 0, Some(tiles as u64 * chunks as u64 * 4)).clear(&counters, 0, Some(COUNTERS_BYTES));
     Ok(Bind { state: Some(state), aux: Some(counters), ..Default::default() })
 }
 
@@ -131,10 +191,12 @@ pub fn compact(
     let es = rule.variant.elem_bytes;
     let items = t.fitted_items(b, es)?;
     let tiles = io.cap.div_ceil(t.block * items);
-    let consts = t.constants(c, es, items, 2);
+    // One word a tile state where the counts fit in 30 bits: a poll is then one load a tile.
+    let chunks = if io.cap < ONE_WORD_LIMIT && !t.wide_state { 1 } else { 2 };
+    let consts = t.constants(c, es, items, chunks);
     let first = if layout == Some(Rejected::InOrder) { "count" } else { "single-pass" };
     plan.stage(first);
-    let scratch = scratch(b, tiles, 2, plan)?;
+    let scratch = scratch(b, tiles, chunks, plan)?;
     let bind = Bind { state: scratch.state, aux: scratch.aux, ..rule.bind(io) };
     let mut params = rule.params(io.params());
     params.split = match layout {
