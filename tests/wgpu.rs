@@ -205,7 +205,7 @@ fn the_lookback_statistics_count_tiles_walks_and_fallbacks() {
     let input = b.upload(&data).expect("upload");
     let mut out = b.alloc::<u32>(n as u64).expect("alloc");
     let t = &mut b.tuning.single_pass;
-    (t.block, t.stats) = (64, true);
+    (t.block, t.bytes, t.stats) = (64, 64, true);
     let tiles = (n as u64).div_ceil(64 * 16);
     b.select(Algorithm::Lookback, &input, Keep::Sentinel(7), &mut out).expect("runs");
     let s = last_stats(&b).expect("stats");

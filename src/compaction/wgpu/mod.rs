@@ -250,7 +250,10 @@ impl WgpuBackend {
         };
         let (dummy_ro, dummy_rw) =
             dev.scoped(|| "the dummy bindings".into(), || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))))?;
-        let mut tuning = WgpuTuning::default();
+        let mut tuning = WgpuTuning {
+            single_pass: single_pass::SinglePassTuning::for_limits(&dev.limits),
+            ..WgpuTuning::default()
+        };
         // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.
         crate::compaction::backend::tuning_from_env("REAP_WGPU_TUNING", "wgpu", |k, v| tuning.set(k, v))?;
         let subgroups = dev.subgroups;
