@@ -168,22 +168,24 @@ fn the_lookback_fallback_forced_on_matches_the_reference() {
     assert!(summary.passed > 100, "only {} cases ran", summary.passed);
 }
 
-/// The look-back's shapes: 1 to 4 predecessors read per poll, and tile
-/// states of two words (what calls of 2^30 elements or more use) as well as
-/// one, each with the fallback forced on, match the reference.
+/// The look-back's shapes: 1 to 4 predecessors read per poll, tile states
+/// of two words (what calls of 2^30 elements or more use) as well as one,
+/// and tiles staged in workgroup memory as well as scattered directly from
+/// registers, each with the fallback forced on, match the reference.
 #[test]
-fn every_lookback_span_and_state_width_matches_the_reference() {
+fn every_lookback_span_state_width_and_tile_path_matches_the_reference() {
     let Some(mut b) = wgpu() else { return };
-    for (span, wide) in [(1, false), (3, false), (4, true), (2, true)] {
+    for (span, wide, direct) in [(1, false, true), (3, false, false), (4, true, true), (2, true, false)] {
         let t = &mut b.tuning.single_pass;
-        (t.block, t.withhold, t.spin, t.chained_spin, t.span, t.wide_state) = (32, 5, 2, 2, span, wide);
+        (t.block, t.withhold, t.spin, t.chained_spin) = (32, 5, 2, 2);
+        (t.span, t.wide_state, t.direct) = (span, wide, direct);
         let mut cfg = reap::verify::Config::new(vec![Algorithm::Lookback, Algorithm::Chained]);
         cfg.sizes = vec![1, 513, 4097, 20_011];
         cfg.densities = vec![0.0, 0.5, 1.0];
         let mut failures = Vec::new();
         let summary = reap::verify::run(&b, &cfg, |case, outcome| {
             if let Err(e) = outcome {
-                failures.push(format!("span {span}, wide {wide}: {case}: {e}"));
+                failures.push(format!("span {span}, wide {wide}, direct {direct}: {case}: {e}"));
             }
         });
         assert!(failures.is_empty(), "{}", failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));

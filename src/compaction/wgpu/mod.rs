@@ -190,6 +190,7 @@ impl WgpuTuning {
             "lookback.stats" | "chained.stats" => self.single_pass.stats = int()? != 0,
             "lookback.wide_state" | "chained.wide_state" => self.single_pass.wide_state = int()? != 0,
             "lookback.probe" | "chained.probe" => self.single_pass.probe = int()?,
+            "lookback.direct" | "chained.direct" => self.single_pass.direct = int()? != 0,
             "billeter.processors_per_sm" => self.billeter.processors_per_sm = int()?,
             "billeter.sms" => self.billeter.sms = int()?,
             "billeter.processors" => self.billeter.processors = Some(int()?),
@@ -251,7 +252,7 @@ impl WgpuBackend {
         let (dummy_ro, dummy_rw) =
             dev.scoped(|| "the dummy bindings".into(), || (mk("reap dummy"), [(); 5].map(|_| mk("reap dummy rw"))))?;
         let mut tuning = WgpuTuning {
-            single_pass: single_pass::SinglePassTuning::for_limits(&dev.limits),
+            single_pass: single_pass::SinglePassTuning::for_adapter(&dev.limits, dev.subgroups),
             ..WgpuTuning::default()
         };
         // `REAP_WGPU_TUNING="atomic.items=8"` overrides defaults for experiments.

@@ -64,6 +64,11 @@ pub struct SinglePassTuning {
     /// selects of 2^30 elements or more use).
     #[default(false)]
     pub wide_state: bool,
+    /// Select and partition by direct scatter (ranks from registers, no copy
+    /// of the tile in workgroup memory) where the adapter has subgroups;
+    /// off, the tile is staged in workgroup memory as without them.
+    #[default(true)]
+    pub direct: bool,
     /// Measuring only: parts of the pass to skip (shaders/compaction/single_pass.wgsl
     /// `PROBE`); any value but 0 gives wrong results.
     #[default(0)]
@@ -105,19 +110,25 @@ pub fn last_stats(b: &WgpuBackend) -> Result<LookbackStats> {
 /// The counters buffer: the tile counter, a partition's kept total, the statistics.
 const COUNTERS_BYTES: u64 = 32;
 
+/// Items an invocation keeps in registers for direct scatter
+/// (shaders/compaction/single_pass.wgsl `DIRECT_MAX`).
+const DIRECT_MAX: u32 = 16;
+
 /// Tile states of one word (value << 2 | flag) hold counts below 2^30.
 const ONE_WORD_LIMIT: u32 = 1 << 30;
 
 impl SinglePassTuning {
-    /// The defaults for an adapter with these limits: 512 invocations of 32
-    /// bytes (a tile of the same size as 256 x 64) where it runs them. On an
-    /// H200 through Vulkan that is 14 % faster for 4-byte elements and no
-    /// slower for 16-byte ones: twice the loads in flight per tile
-    /// (docs/bench/wgpu-hop-h200).
-    pub fn for_limits(limits: &::wgpu::Limits) -> Self {
+    /// The defaults for an adapter: with subgroups (direct scatter) and 512
+    /// invocations a workgroup, 512 invocations of 128 bytes (at most 16
+    /// items: tiles of 8192 4-byte or 4096 16-byte elements). On an H200
+    /// through Vulkan that halves `lookback`'s time against 256 x 64 for
+    /// 4-byte elements and more than halves it for 16-byte ones
+    /// (docs/bench/wgpu-hop-h200). The staged path (scans, adapters without
+    /// subgroups) fits its tiles to the workgroup memory from these.
+    pub fn for_adapter(limits: &::wgpu::Limits, subgroups: bool) -> Self {
         let mut t = SinglePassTuning::default();
-        if limits.max_compute_invocations_per_workgroup >= 512 {
-            (t.block, t.bytes) = (512, 32);
+        if subgroups && limits.max_compute_invocations_per_workgroup >= 512 {
+            (t.block, t.bytes) = (512, 128);
         }
         t
     }
@@ -135,7 +146,7 @@ impl SinglePassTuning {
     }
     /// Items per invocation that run on this adapter: the tuning's, halved
     /// until the tile fits the adapter's workgroup memory.
-    fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32) -> Result<u32> {
+    fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32, direct: bool) -> Result<u32> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
         if !(1..=4).contains(&self.span) {
             return bad(format!("span {} is not 1 to 4 predecessors a poll", self.span));
@@ -149,6 +160,21 @@ impl SinglePassTuning {
                 "block {}: the adapter runs at most {} invocations a workgroup",
                 self.block, limits.max_compute_invocations_per_workgroup
             ));
+        }
+        if direct {
+            // Direct scatter holds no tile in workgroup memory: a row count
+            // per SIMD group and row (DC_LEN words), the scans' words, the
+            // statistics' few.
+            let items = self.items(elem_bytes).min(DIRECT_MAX);
+            let bytes = items * self.block + self.block * (8 + 8 + 4) + 64;
+            if bytes > limits.max_compute_workgroup_storage_size {
+                return bad(format!(
+                    "a direct tile of {} x {items} items needs {bytes} bytes of workgroup memory; the adapter \
+                     has {}: lower lookback.block",
+                    self.block, limits.max_compute_workgroup_storage_size
+                ));
+            }
+            return Ok(items);
         }
         let mut items = self.items(elem_bytes);
         while items > 1 && self.workgroup_bytes(elem_bytes, items) > limits.max_compute_workgroup_storage_size {
@@ -202,11 +228,16 @@ pub fn compact(
 ) -> Result<()> {
     let t = &b.tuning.single_pass;
     let es = rule.variant.elem_bytes;
-    let items = t.fitted_items(b, es)?;
+    // Direct scatter keeps ITEMS elements in registers (at most DIRECT_MAX)
+    // and needs no workgroup memory for the tile.
+    let direct = t.direct && rule.variant.subgroups;
+    let items = t.fitted_items(b, es, direct)?;
     let tiles = io.cap.div_ceil(t.block * items);
     // One word a tile state where the counts fit in 30 bits: a poll is then one load a tile.
     let chunks = if io.cap < ONE_WORD_LIMIT && !t.wide_state { 1 } else { 2 };
-    let consts = t.constants(c, es, items, chunks);
+    let mut consts = t.constants(c, es, items, chunks);
+    // A row count per SIMD group and row: SIMD groups have 4 lanes or more.
+    consts.push(("DC_LEN", (items * t.block / 4).max(1)));
     let first = if layout == Some(Rejected::InOrder) { "count" } else { "single-pass" };
     plan.stage(first);
     let scratch = scratch(b, tiles, chunks, plan)?;
@@ -217,15 +248,17 @@ pub fn compact(
         Some(Rejected::InOrder) => 1,
         Some(Rejected::Reversed) => 2,
     };
-    let entry = match layout {
-        None => "sp_select",
-        Some(Rejected::InOrder) => {
+    let entry = match (layout, direct) {
+        (None, false) => "sp_select",
+        (None, true) => "sp_select_direct",
+        (Some(Rejected::InOrder), _) => {
             let p = b.pipeline(c.source(), &rule.variant, "sp_count", &consts)?;
             plan.dispatch(p, params, bind.clone(), tiles);
             plan.stage("single-pass");
-            "sp_partition"
+            if direct { "sp_partition_direct" } else { "sp_partition" }
         }
-        Some(Rejected::Reversed) => "sp_partition",
+        (Some(Rejected::Reversed), false) => "sp_partition",
+        (Some(Rejected::Reversed), true) => "sp_partition_direct",
     };
     let p = b.pipeline(c.source(), &rule.variant, entry, &consts)?;
     plan.dispatch(p, params, bind, tiles);
@@ -236,7 +269,7 @@ pub fn compact(
 pub fn scan(b: &WgpuBackend, c: Chaining, v: &Variant, io: &Io, plan: &mut Plan) -> Result<()> {
     let t = &b.tuning.single_pass;
     let es = v.elem_bytes;
-    let items = t.fitted_items(b, es)?;
+    let items = t.fitted_items(b, es, false)?;
     let tiles = io.cap.div_ceil(t.block * items);
     // 16-bit chunks of a 32- or 64-bit value.
     let chunks = es / 2;
