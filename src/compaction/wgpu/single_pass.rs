@@ -81,8 +81,8 @@ pub struct SinglePassTuning {
 pub struct LookbackStats {
     /// Polls that found the predecessor waited on still silent.
     pub waits: u64,
-    /// Predecessors summed (aggregates, the prefix that ended the walk, and
-    /// fallbacks' reductions).
+    /// Aggregates summed before the prefix that ended the walk (that tile not
+    /// counted), and fallbacks' reductions.
     pub walked: u64,
     /// Predecessors the waiting workgroup reduced itself (Decoupled Fallback).
     pub fallbacks: u64,
