@@ -99,7 +99,8 @@ fn runtime_checks(shader: &Shader) -> Option<wgpu::ShaderRuntimeChecks> {
     fn bounded(s: &Shader) -> bool {
         LOOPS_BOUNDED.contains(&s.name) || s.headers.iter().any(bounded)
     }
-    bounded(shader).then(|| wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() })
+    bounded(shader)
+        .then(|| wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..wgpu::ShaderRuntimeChecks::checked() })
 }
 
 impl Pipelines {
@@ -167,8 +168,10 @@ impl Pipelines {
                 Some(m) => m.clone(),
                 None => {
                     let text = shader.assemble(prelude);
-                    let desc =
-                        wgpu::ShaderModuleDescriptor { label: Some(shader.name), source: wgpu::ShaderSource::Wgsl(text.into()) };
+                    let desc = wgpu::ShaderModuleDescriptor {
+                        label: Some(shader.name),
+                        source: wgpu::ShaderSource::Wgsl(text.into()),
+                    };
                     let m = dev.scoped(
                         || format!("the shader {}", shader.name),
                         || match runtime_checks(shader) {
