@@ -19,8 +19,10 @@ pub const SORT: Shader = wgsl_source!("compaction/sort.wgsl", headers: &[COMMON]
 pub const BILLETER: Shader = wgsl_source!("compaction/billeter.wgsl", headers: &[COMMON]);
 /// The tile machinery `lookback` and `chained` share.
 pub const SINGLE_PASS: Shader = wgsl_source!("compaction/single_pass.wgsl", headers: &[COMMON]);
-pub const LOOKBACK: Shader = wgsl_source!("compaction/lookback.wgsl", headers: &[SINGLE_PASS]);
-pub const CHAINED: Shader = wgsl_source!("compaction/chained.wgsl", headers: &[SINGLE_PASS]);
+/// Direct scatter from registers, over the same tile machinery.
+pub const SINGLE_PASS_DIRECT: Shader = wgsl_source!("compaction/single_pass_direct.wgsl", headers: &[SINGLE_PASS]);
+pub const LOOKBACK: Shader = wgsl_source!("compaction/lookback.wgsl", headers: &[SINGLE_PASS, SINGLE_PASS_DIRECT]);
+pub const CHAINED: Shader = wgsl_source!("compaction/chained.wgsl", headers: &[SINGLE_PASS, SINGLE_PASS_DIRECT]);
 
 /// Every library shader, for the validate-everything test (each is
 /// specialised by element size, keep rule and workgroup helpers).

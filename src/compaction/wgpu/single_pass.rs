@@ -111,7 +111,7 @@ pub fn last_stats(b: &WgpuBackend) -> Result<LookbackStats> {
 const COUNTERS_BYTES: u64 = 32;
 
 /// Items an invocation keeps in registers for direct scatter
-/// (shaders/compaction/single_pass.wgsl `DIRECT_MAX`).
+/// (shaders/compaction/single_pass_direct.wgsl `DIRECT_MAX`).
 const DIRECT_MAX: u32 = 16;
 
 /// Tile states of one word (value << 2 | flag) hold counts below 2^30.
