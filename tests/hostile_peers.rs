@@ -127,7 +127,11 @@ fn limited(cmd: &Command, kib: u64) -> Command {
 fn flood(to: &str) {
     let dir = binary::temp_dir("hostile-peers", &format!("flood_{to}"));
     let redirect = if to == "stderr" { " >&2" } else { "" };
-    let python = script(&dir, "python", &format!("echo $$ > \"$PEER_PID_FILE\"\nhead -c 3000000000 /dev/zero{redirect}\nexit 3"));
+    let python = script(
+        &dir,
+        "python",
+        &format!("echo $$ > \"$PEER_PID_FILE\"\nhead -c 3000000000 /dev/zero{redirect}\nexit 3"),
+    );
     let out = run(limited(&tiny_bench(&dir, &python), 2_000_000), Duration::from_secs(120), "a flood");
     assert_rows_kept_and_peer_skipped(&dir, &out, "exited with exit status: 3: 65536 bytes of no text");
     assert_peer_dead(&dir);

@@ -222,9 +222,7 @@ pub enum PeerOutcome {
         checkpoints: Vec<PeerCheckpoint>,
     },
     /// It did not run, or ran and gave nothing that can be scored; `why` says which and what to do.
-    Skipped {
-        why: String,
-    },
+    Skipped { why: String },
 }
 
 /// reap and one peer on one scene.

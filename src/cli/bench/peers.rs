@@ -90,12 +90,9 @@ pub fn compare(
                 let job = ReapSide { args, peer_spp, packed, camera, traversals, peer: &run };
                 let (wall_s, mean, reap, scored) = with_backend(args.backend, &args.adapter, job)?;
                 let outcome = match scored {
-                    Ok(checkpoints) => PeerOutcome::Ran {
-                        version: run.version,
-                        variant: run.variant,
-                        load_s: run.load_s,
-                        checkpoints,
-                    },
+                    Ok(checkpoints) => {
+                        PeerOutcome::Ran { version: run.version, variant: run.variant, load_s: run.load_s, checkpoints }
+                    }
                     Err(why) => {
                         println!("{}: {} skipped: {why}", sc.name, peer.name());
                         PeerOutcome::Skipped { why }
@@ -218,8 +215,9 @@ impl OnBackend for ReapSide<'_> {
             .images
             .iter()
             .map(|i| {
-                PeerCheckpoint::scored(i.spp, i.wall_s, i.warmup_s, &i.pixels, &reference)
-                    .map_err(|e| format!("Mitsuba's {}-spp image cannot be scored against reap's reference: {e}", i.spp))
+                PeerCheckpoint::scored(i.spp, i.wall_s, i.warmup_s, &i.pixels, &reference).map_err(|e| {
+                    format!("Mitsuba's {}-spp image cannot be scored against reap's reference: {e}", i.spp)
+                })
             })
             .collect();
         let target = scored.as_ref().ok().and_then(|s| s.iter().max_by_key(|c| c.spp)).map(|c| c.rel_mse);
