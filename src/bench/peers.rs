@@ -221,9 +221,8 @@ pub enum PeerOutcome {
         load_s: f64,
         checkpoints: Vec<PeerCheckpoint>,
     },
-    Skipped {
-        why: String,
-    },
+    /// It did not run, or ran and gave nothing that can be scored; `why` says which and what to do.
+    Skipped { why: String },
 }
 
 /// reap and one peer on one scene.
@@ -238,8 +237,9 @@ pub struct SceneComparison {
     pub max_bounces: u32,
     pub reference_spp: u32,
     pub reference_seed: u32,
-    pub reference_wall_s: f64,
-    pub reference_mean: [f64; 3],
+    /// reap's reference, absent where the peer did not run (only the peer needs it).
+    pub reference_wall_s: Option<f64>,
+    pub reference_mean: Option<[f64; 3]>,
     pub outcome: PeerOutcome,
     pub reap: Vec<ReapRun>,
 }
@@ -255,7 +255,7 @@ impl SceneComparison {
 
     /// The peer's mean radiance at its largest count against reap's reference, % per channel.
     pub fn bias_percent(&self) -> Option<[f64; 3]> {
-        self.peer_most().map(|p| bias_percent(p.mean, self.reference_mean))
+        Some(bias_percent(self.peer_most()?.mean, self.reference_mean?))
     }
 
     /// reap's time to the peer's error over the peer's time, per traversal.

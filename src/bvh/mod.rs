@@ -14,6 +14,30 @@ use std::time::Duration;
 pub use build::{BuildOptions, build, build_with};
 pub use intersect::{RAY_EPSILON, intersect_box, intersect_triangle};
 
+use crate::memory::{self, Limit, MemoryError};
+
+/// Peak host bytes per triangle of [`build`]: its 32-byte records, up to two
+/// 32-byte nodes, the order and the partitions' scratch. tests/hostile_memory2.rs
+/// measures it (251 on 200,000 random triangles) and fails should a build
+/// outgrow it; the rest is margin.
+pub const BUILD_BYTES_PER_TRIANGLE: u64 = 320;
+
+/// Peak host bytes per triangle of packing a scene for the tracers
+/// (`trace::layout::Packed::new`) over the binary BVH it starts from: the
+/// triangles, normals and UVs in BVH order, and the 8-wide BVH with obvhs's
+/// working memory (PLOC's boxes, Morton codes, binary and CWBVH nodes).
+/// Measured as [`BUILD_BYTES_PER_TRIANGLE`] is (436), with margin.
+pub const PACK_BYTES_PER_TRIANGLE: u64 = 560;
+
+/// Refuses a scene of `triangles` whose BVHs (binary, then 8-wide) cannot be
+/// built within `limit`, before either build allocates: an allocation that
+/// fails inside a build (obvhs's, above all) ends the process.
+pub fn check_memory(triangles: usize, limit: Limit) -> Result<(), MemoryError> {
+    let need = memory::times(triangles as u64, BUILD_BYTES_PER_TRIANGLE + PACK_BYTES_PER_TRIANGLE);
+    let what = format!("building the binary and 8-wide BVHs of {triangles} triangles");
+    memory::check(what, need, limit, "load a smaller scene, or run where more memory is free (or raise ulimit -v)")
+}
+
 /// One node, 32 bytes. Keep in sync with `kernels/trace/common.cuh`.
 ///
 /// An interior node (`count == 0`) has its two children at `first` and

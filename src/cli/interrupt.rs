@@ -4,6 +4,10 @@
 //! A second signal ends the process at once, except while a results file is
 //! being written ([`while_writing`]): then it ends just after, so no
 //! temporary is left behind and no file is left half-replaced.
+//!
+//! A child process reap owns (the bench's peer renderer) runs in a process
+//! group of its own, registered with [`owning_group`]: a signal that ends reap
+//! at once kills that group first, so it is never orphaned.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
@@ -15,13 +19,19 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 /// writer agree on who ends the process without a lock.
 static WRITING: AtomicU32 = AtomicU32::new(0);
 
+/// The process group of a child that must die with reap (0 while none).
+static CHILD_GROUP: AtomicI32 = AtomicI32::new(0);
+
+#[cfg(unix)]
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
 /// From now on the first SIGINT, SIGTERM or SIGHUP sets [`stopped`] instead of
 /// ending the process; a second one (of any of the three) ends it.
 pub fn install() {
     #[cfg(unix)]
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for signal in SIGNALS {
         // SAFETY: a zeroed sigaction is a valid one; the handler only touches
-        // atomics and calls signal() and raise(), which are async-signal-safe.
+        // atomics and calls signal(), kill() and raise(), which are async-signal-safe.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -32,6 +42,42 @@ pub fn install() {
     // Elsewhere only Ctrl-C is caught; it reports as SIGINT does on unix.
     #[cfg(not(unix))]
     let _ = ctrlc::set_handler(|| RECEIVED.store(2, Ordering::SeqCst));
+}
+
+/// Runs `f` with the handler of [`install`] and restores the signals' earlier
+/// actions after: a command that does not watch [`stopped`] catches signals
+/// only while `f` (which does) runs. The caller checks [`stopped`] after.
+pub fn catching<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(unix)]
+    {
+        // SAFETY: a zeroed sigaction is valid to be overwritten by sigaction().
+        let mut before: [libc::sigaction; 3] = unsafe { std::mem::zeroed() };
+        for (signal, old) in SIGNALS.into_iter().zip(&mut before) {
+            // SAFETY: reads the current action into a valid sigaction.
+            unsafe { libc::sigaction(signal, std::ptr::null(), old) };
+        }
+        install();
+        let result = f();
+        for (signal, old) in SIGNALS.into_iter().zip(&before) {
+            // SAFETY: puts back an action read above.
+            unsafe { libc::sigaction(signal, old, std::ptr::null_mut()) };
+        }
+        result
+    }
+    #[cfg(not(unix))]
+    {
+        install();
+        f()
+    }
+}
+
+/// Runs `f` while process group `group` is reap's to kill if a second
+/// signal ends reap at once (a first one is `f`'s to handle).
+pub fn owning_group<R>(group: i32, f: impl FnOnce() -> R) -> R {
+    CHILD_GROUP.store(group, Ordering::SeqCst);
+    let result = f();
+    CHILD_GROUP.store(0, Ordering::SeqCst);
+    result
 }
 
 #[cfg(unix)]
@@ -50,12 +96,17 @@ extern "C" fn on_signal(signal: libc::c_int) {
     die(signal);
 }
 
-/// Ends the process by `signal`, as its default action does.
+/// Ends the process by `signal`, as its default action does, killing an
+/// owned child's process group first.
 #[cfg(unix)]
 fn die(signal: libc::c_int) {
-    // SAFETY: restoring the default action and raising are async-signal-safe.
+    let group = CHILD_GROUP.load(Ordering::SeqCst);
+    // SAFETY: kill(), restoring the default action and raising are async-signal-safe.
     // Inside the handler the signal is blocked, so it lands as the handler returns.
     unsafe {
+        if group > 0 {
+            libc::kill(-group, libc::SIGKILL);
+        }
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
     }

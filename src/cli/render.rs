@@ -169,6 +169,7 @@ fn load(args: &RenderArgs) -> Result<(scene::Scene, bvh::Bvh, Packed)> {
         eprintln!("warning: skipped {} degenerate or non-finite triangles", sc.skipped_triangles);
     }
     println!("scene {}: {} triangles, loaded in {:.2} s", sc.name, sc.triangles.len(), t0.elapsed().as_secs_f64());
+    bvh::check_memory(sc.triangles.len(), reap::memory::Limit::host())?;
     let tree = bvh::build(&sc.triangles);
     println!(
         "BVH: {} nodes, depth {}, built in {:.1} ms (binned SAH, {} threads)",

@@ -3,7 +3,8 @@
 //! it builds.
 //!
 //! [`ObjStream`] reads the file and, for each line: refuses a file that is not text (a NUL byte, or
-//! no OBJ statement in its first megabyte) at once; skips the UTF-8 byte-order mark; runs
+//! nothing OBJ — a statement, a comment, a blank line — in its first megabyte) at once; passes a
+//! comment longer than [`COMMENT_HELD`] on as an empty one, its text skipped unread; skips the UTF-8 byte-order mark; runs
 //! [`ObjScan::scan_line`]; hides polylines (`l`), which tobj would fill in as faces; gives `mtllib`
 //! its name after one space, as tobj wants it; and every [`CHUNK_TRIANGLES`] triangles repeats the
 //! current object's `o` line, so tobj hands over its faces in chunks instead of holding a whole
@@ -24,8 +25,13 @@ use crate::input::{InputError, InputKind};
 /// just under 2^18 entries, so little of their capacity is unused.
 const CHUNK_TRIANGLES: usize = (1 << 18) / 3;
 
-/// How far into a file an OBJ statement must have come: past it, the file is not OBJ text.
+/// How far into a file an OBJ statement, comment or blank line must have come: past it, the file
+/// is not OBJ text.
 const FIRST_STATEMENT_WITHIN: u64 = 1 << 20;
+
+/// The most of a comment line held: past it the rest of the comment is skipped as it streams (a
+/// `# reap:` directive, which is read, is far shorter).
+const COMMENT_HELD: usize = 64 << 10;
 
 /// About how many bytes of checked lines go to tobj at once, and how many such blocks may wait:
 /// enough to keep both threads busy, and a bound on what the hand-over holds.
@@ -42,12 +48,15 @@ pub(super) struct ObjStream<R> {
     /// The most bytes read before the file is too large ([`InputKind::Obj`]'s limit for a file).
     limit: u64,
     scan: ObjScan,
-    /// The current line as read.
+    /// The current line as read (a long comment's as passed on).
     raw: Vec<u8>,
+    /// The bytes of the current line read.
+    line_bytes: u64,
     /// Lines and bytes read so far.
     lines: usize,
     bytes: u64,
-    statements: usize,
+    /// Whether an OBJ statement, a comment or a blank line has been read: the file is OBJ text.
+    obj_text: bool,
     /// The name tobj gives the current object, and the triangles it holds since it last handed over.
     object: String,
     chunk_triangles: usize,
@@ -62,9 +71,10 @@ impl<R: BufRead> ObjStream<R> {
             limit,
             scan: ObjScan::default(),
             raw: Vec::new(),
+            line_bytes: 0,
             lines: 0,
             bytes: 0,
-            statements: 0,
+            obj_text: false,
             object: "unnamed_object".to_owned(),
             chunk_triangles: 0,
         }
@@ -89,31 +99,45 @@ impl<R: BufRead> ObjStream<R> {
     /// Reads the next line into `raw` (with its `\n`), or returns false at the end of the input.
     fn read_line(&mut self) -> Result<bool, SceneError> {
         self.raw.clear();
+        self.line_bytes = 0;
+        // A long comment: the rest of it is read and dropped, `raw` holds an empty comment.
+        let mut skipping = false;
         loop {
             let chunk = self
                 .input
                 .fill_buf()
                 .map_err(|source| SceneError::from(InputError::Io { path: PathBuf::from(&self.file), source }))?;
             if chunk.is_empty() {
-                return Ok(!self.raw.is_empty());
+                return Ok(self.line_bytes > 0);
             }
             // A NUL byte or the end of the line, whichever comes first.
             let found = memchr::memchr2(b'\n', 0, chunk);
             let take = found.map_or(chunk.len(), |i| i + 1);
             if let Some(i) = found.filter(|&i| chunk[i] == 0) {
-                let at = self.bytes + (self.raw.len() + i) as u64;
+                let at = self.bytes + self.line_bytes + i as u64;
                 return Err(self.not_text(format!("byte {at} (line {}) is a NUL byte", self.lines + 1)));
             }
-            self.raw.extend_from_slice(&chunk[..take]);
+            let ended = found.is_some();
+            if !skipping {
+                self.raw.extend_from_slice(&chunk[..take]);
+            }
             self.input.consume(take);
-            let read = self.bytes + self.raw.len() as u64;
+            self.line_bytes += take as u64;
+            let read = self.bytes + self.line_bytes;
             if read > self.limit {
                 let path = PathBuf::from(&self.file);
                 return Err(InputError::TooLarge { path, size: read, limit: self.limit, kind: InputKind::Obj }.into());
             }
-            if self.statements == 0 && read > FIRST_STATEMENT_WITHIN {
+            let comment = skipping || opens_comment(&self.raw);
+            if !skipping && comment && self.raw.len() > COMMENT_HELD && !is_directive(&self.raw) {
+                skipping = true;
+                self.raw.clear();
+                self.raw.push(b'#');
+            }
+            if !self.obj_text && !comment && read > FIRST_STATEMENT_WITHIN {
                 return Err(self.not_text(format!(
-                    "its first {FIRST_STATEMENT_WITHIN} bytes hold no OBJ statement (`v`, `f`, `o`, `mtllib` …)"
+                    "its first {FIRST_STATEMENT_WITHIN} bytes hold no OBJ statement (`v`, `f`, `o`, `mtllib` …), \
+                     comment or blank line"
                 )));
             }
             if self.raw.len() > MAX_LINE {
@@ -123,7 +147,10 @@ impl<R: BufRead> ObjStream<R> {
                     what: format!("the line is longer than {MAX_LINE} bytes"),
                 });
             }
-            if self.raw.ends_with(b"\n") {
+            if ended {
+                if skipping {
+                    self.raw.push(b'\n');
+                }
                 return Ok(true);
             }
         }
@@ -134,7 +161,7 @@ impl<R: BufRead> ObjStream<R> {
         if !self.read_line()? {
             return Ok(false);
         }
-        self.bytes += self.raw.len() as u64;
+        self.bytes += self.line_bytes;
         self.lines += 1;
         let number = self.lines;
         // tobj would take the byte-order mark as part of the first keyword and drop that line.
@@ -165,9 +192,8 @@ impl<R: BufRead> ObjStream<R> {
             }
             Statement::Other => {}
         }
-        if statement != Statement::None {
-            self.statements += 1;
-        }
+        let blank_or_comment = matches!(line.trim_start().as_bytes().first(), None | Some(b'#'));
+        self.obj_text |= statement != Statement::None || blank_or_comment;
         if !matches!(statement, Statement::Polyline | Statement::Mtllib(_)) {
             out.extend_from_slice(text.as_bytes());
         }
@@ -177,6 +203,19 @@ impl<R: BufRead> ObjStream<R> {
     fn not_text(&self, found: String) -> SceneError {
         SceneError::NotText { file: self.file.clone(), found }
     }
+}
+
+/// Whether `line` (its start) is a comment: `#` after any byte-order mark and blanks.
+fn opens_comment(line: &[u8]) -> bool {
+    let line = line.strip_prefix("\u{FEFF}".as_bytes()).unwrap_or(line);
+    line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'#')
+}
+
+/// Whether comment `line` (its start) is a `# reap:` directive, which is read rather than skipped.
+fn is_directive(line: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(&line[..line.len().min(64)]);
+    let mut words = head.split_whitespace();
+    words.next().is_some_and(|w| w.ends_with('#')) && words.next() == Some("reap:")
 }
 
 /// Runs `stream` on a thread of its own while `read` takes its checked lines on this one. Returns
@@ -286,5 +325,22 @@ mod tests {
             message,
             "t.obj is not OBJ text: byte 11 (line 2) is a NUL byte; give the path of an OBJ scene file"
         );
+    }
+
+    #[test]
+    fn comments_and_blank_lines_are_obj_text_however_long() {
+        let tri = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+        for lead in ["# licence\n".repeat(200_000), "\n".repeat(2 << 20), format!("#{}\n", "c".repeat(3 << 20))] {
+            let obj = format!("{lead}{tri}");
+            let scene = parse("t.obj", obj.as_bytes(), u64::MAX, &in_memory(&[]), &|_| true);
+            assert_eq!(scene.expect("comments are OBJ").triangles.len(), 1);
+        }
+        // A long comment reaches tobj as an empty one; a directive is kept whole.
+        let (text, _) = as_tobj_reads(format!("  #{}\n{tri}", "c".repeat(COMMENT_HELD * 2)).as_bytes(), u64::MAX);
+        assert_eq!(text, format!("#\n{tri}"));
+        assert!(is_directive(b"# reap: environment 1 1 1") && !is_directive(b"# about reap: it renders"));
+        // Prose is still not OBJ.
+        let (_, scan) = as_tobj_reads("Not a model at all.\n".repeat(100_000).as_bytes(), u64::MAX);
+        assert!(matches!(scan, Err(SceneError::NotText { .. })), "{scan:?}");
     }
 }

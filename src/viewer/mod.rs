@@ -68,6 +68,8 @@ pub enum ViewerError {
     Collide(#[from] crate::collide::CollideError),
     #[error(transparent)]
     Output(#[from] crate::files::OutputError),
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
 }
 
 impl ViewerError {
@@ -175,11 +177,29 @@ mod app {
         }
     }
 
-    /// Opens the window and runs until it closes (or `frames` have been drawn).
-    pub fn run(opts: ViewOptions) -> Result<(), ViewerError> {
+    /// Host bytes per pixel the viewer adds to an engine's: the RGBA8 image it displays and a
+    /// screenshot's readback.
+    const VIEWER_HOST_BYTES: u64 = 4 + 4;
+
+    /// Refuses a size of no pixels, or one whose buffers do not fit the host's memory, before
+    /// anything is allocated: `render`'s check, with the CPU engine's buffers (the overlay can
+    /// switch to it) and the viewer's own.
+    fn check_size(opts: &ViewOptions) -> Result<(), ViewerError> {
+        use crate::memory;
         if opts.width == 0 || opts.height == 0 {
             return Err(ViewerError::Backend("--width and --height must be at least 1".into()));
         }
+        let per_pixel = crate::trace::IMAGE_HOST_BYTES + crate::trace::PATH_HOST_BYTES + VIEWER_HOST_BYTES;
+        let pixels = memory::times(opts.width as u64, opts.height as u64);
+        let need = pixels.and_then(|p| memory::times(p, per_pixel));
+        let what = format!("a view of {}x{} pixels", opts.width, opts.height);
+        memory::check(what, need, memory::Limit::host(), "lower --width and --height")?;
+        Ok(())
+    }
+
+    /// Opens the window and runs until it closes (or `frames` have been drawn).
+    pub fn run(opts: ViewOptions) -> Result<(), ViewerError> {
+        check_size(&opts)?;
         #[cfg(all(unix, not(target_os = "macos")))]
         if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
             return Err(ViewerError::NoDisplay(
@@ -199,9 +219,7 @@ mod app {
     /// compute, timed as a window's would be. What measures the viewer where
     /// the computing GPU has no display (the H100 machine).
     pub fn run_offscreen(opts: ViewOptions) -> Result<(), ViewerError> {
-        if opts.width == 0 || opts.height == 0 {
-            return Err(ViewerError::Backend("--width and --height must be at least 1".into()));
-        }
+        check_size(&opts)?;
         let Some(frames) = opts.frames else {
             return Err(ViewerError::Backend("--offscreen draws no window to close: give --frames N".into()));
         };

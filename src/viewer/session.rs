@@ -138,6 +138,7 @@ impl Session {
         display: &DisplayDevice,
     ) -> Result<Self, ViewerError> {
         let sc = scene::load(spec)?;
+        bvh::check_memory(sc.triangles.len(), crate::memory::Limit::host())?;
         let tree = bvh::build(&sc.triangles);
         let packed = Packed::new(&sc, &tree);
         let cam = camera.copied().unwrap_or(sc.camera);

@@ -49,7 +49,7 @@ fn lines(r: &PeersReport) -> Vec<Line> {
     let mut out = Vec::new();
     for s in &r.scenes {
         let most = s.peer_most();
-        // reap is measured at the peer's largest count whether or not the peer ran.
+        // The peer's largest count asked for, where it did not run.
         let spp = most.map_or_else(|| s.peer_spp.last().copied().unwrap_or(0), |p| p.spp);
         let (who, note, skipped) = match &s.outcome {
             PeerOutcome::Ran { variant, .. } => {
@@ -266,8 +266,8 @@ mod tests {
             max_bounces: 1,
             reference_spp: 64,
             reference_seed: 2,
-            reference_wall_s: 1.0,
-            reference_mean: [1.0, 1.0, 1.0],
+            reference_wall_s: Some(1.0),
+            reference_mean: Some([1.0, 1.0, 1.0]),
             outcome,
             reap: vec![reap],
         };

@@ -91,6 +91,7 @@ pub fn run(args: NoiseArgs) -> Result<bool> {
         Some(path) => Some(noise::read_before(path, &sc.name, args.width, args.height).context("--before")?),
         None => None,
     };
+    reap::bvh::check_memory(sc.triangles.len(), reap::memory::Limit::host())?;
     let tree = reap::bvh::build(&sc.triangles);
     let packed = Packed::new(&sc, &tree);
     let camera = CameraLayout::new(&sc.camera, args.width, args.height);

@@ -1,10 +1,14 @@
 //! `reap bench render --peers mitsuba`: per scene, the scene exported and
 //! rendered by the peer, reap's converged reference, and reap's progressive
 //! renders per traversal until they reach the peer's error
-//! ([`reap::bench::peers`] holds the arithmetic and the reports).
+//! ([`reap::bench::peers`] holds the arithmetic and the reports). The peer
+//! runs time-limited and bounded ([`process`]); a signal meanwhile stops it,
+//! removes its temporary folder and ends the bench.
+
+mod process;
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
@@ -37,6 +41,10 @@ pub struct PeerArgs {
     /// Mitsuba's variant [default: cuda_ad_rgb when reap runs on CUDA, llvm_ad_rgb otherwise].
     #[arg(long)]
     pub mitsuba_variant: Option<String>,
+    /// Seconds the peer may take for all its renders of one scene before it is killed and its row says it
+    /// timed out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub peer_timeout: u64,
 }
 
 impl PeerArgs {
@@ -64,21 +72,34 @@ pub fn compare(
     let mut out = Vec::new();
     for &peer in &args.peer.peers {
         let kind = with_backend(args.backend, &args.adapter, Kind)?;
-        let outcome = match peer {
+        // Signals are caught only while the peer runs: they stop it and remove its folder, then the bench.
+        let outcome = crate::cli::interrupt::catching(|| match peer {
             Peer::Mitsuba => run_mitsuba(args, peer_spp, sc, kind),
-        };
-        if let Err(Skipped(why)) = &outcome {
-            println!("{}: {} skipped: {why}", sc.name, peer.name());
+        });
+        if crate::cli::interrupt::stopped() {
+            anyhow::bail!("stopped by a signal while {} rendered {}; its process was killed", peer.name(), sc.name);
         }
-        let camera = CameraLayout::new(&sc.camera, args.width, args.height);
-        let job = ReapSide { args, peer_spp, packed, camera, traversals, peer: outcome.as_ref().ok() };
-        let (reference_wall_s, reference_mean, reap, scored) = with_backend(args.backend, &args.adapter, job)?;
-        let outcome = match (outcome, scored) {
-            (Ok(run), Some(checkpoints)) => {
-                PeerOutcome::Ran { version: run.version, variant: run.variant, load_s: run.load_s, checkpoints }
+        let (outcome, reference_wall_s, reference_mean, reap) = match outcome {
+            // Nothing to compare with: reap's reference and renders, which only the peer needs, are skipped.
+            Err(Skipped(why)) => {
+                println!("{}: {} skipped: {why}; reap's reference is not rendered", sc.name, peer.name());
+                (PeerOutcome::Skipped { why }, None, None, Vec::new())
             }
-            (Err(Skipped(why)), _) => PeerOutcome::Skipped { why },
-            (Ok(_), None) => PeerOutcome::Skipped { why: "no image came back".into() },
+            Ok(run) => {
+                let camera = CameraLayout::new(&sc.camera, args.width, args.height);
+                let job = ReapSide { args, peer_spp, packed, camera, traversals, peer: &run };
+                let (wall_s, mean, reap, scored) = with_backend(args.backend, &args.adapter, job)?;
+                let outcome = match scored {
+                    Ok(checkpoints) => {
+                        PeerOutcome::Ran { version: run.version, variant: run.variant, load_s: run.load_s, checkpoints }
+                    }
+                    Err(why) => {
+                        println!("{}: {} skipped: {why}", sc.name, peer.name());
+                        PeerOutcome::Skipped { why }
+                    }
+                };
+                (outcome, Some(wall_s), Some(mean), reap)
+            }
         };
         out.push(SceneComparison {
             scene: sc.name.clone(),
@@ -123,10 +144,17 @@ fn run_mitsuba(
     std::fs::create_dir_all(&work).map_err(|e| Skipped(format!("cannot make {}: {e}", work.display())))?;
     let variant =
         args.peer.mitsuba_variant.clone().unwrap_or_else(|| mitsuba::variant_for(kind == BackendKind::Cuda).into());
-    println!("{}: Mitsuba ({variant}) renders {:?} spp, each after a warm-up render", sc.name, spp);
+    let timeout = Duration::from_secs(args.peer.peer_timeout);
+    println!(
+        "{}: Mitsuba ({variant}) renders {:?} spp, each after a warm-up render (at most {} s, --peer-timeout)",
+        sc.name,
+        spp,
+        timeout.as_secs()
+    );
     // Mitsuba's seed differs from both of reap's: its samples are independent of the reference's.
     let seed = args.seed.wrapping_add(2);
-    mitsuba::render(&mitsuba::python(), &xml, &variant, spp, seed, (args.width, args.height), &work)
+    let run = |command: &mut std::process::Command| process::run(command, timeout);
+    mitsuba::render(&mitsuba::python(), &xml, &variant, spp, seed, (args.width, args.height), &work, run)
 }
 
 /// The backend's kind, for Mitsuba's variant.
@@ -147,11 +175,12 @@ struct ReapSide<'a> {
     packed: &'a Packed,
     camera: CameraLayout,
     traversals: &'a [Traversal],
-    peer: Option<&'a MitsubaRun>,
+    peer: &'a MitsubaRun,
 }
 
-/// The reference's wall clock and mean, reap's runs, the peer's checkpoints scored.
-type ReapResults = (f64, [f64; 3], Vec<ReapRun>, Option<Vec<PeerCheckpoint>>);
+/// The reference's wall clock and mean, reap's runs, and the peer's checkpoints scored or why they
+/// cannot be (a peer's image that cannot be scored is the peer's fault: its row says so).
+type ReapResults = (f64, [f64; 3], Vec<ReapRun>, Result<Vec<PeerCheckpoint>, String>);
 
 impl OnBackend for ReapSide<'_> {
     type Output = ReapResults;
@@ -181,16 +210,17 @@ impl OnBackend for ReapSide<'_> {
         drop(engine);
         println!("reference: {spp} spp in {reference_wall_s:.2} s");
 
-        let scored = match self.peer {
-            Some(run) => Some(
-                run.images
-                    .iter()
-                    .map(|i| PeerCheckpoint::scored(i.spp, i.wall_s, i.warmup_s, &i.pixels, &reference))
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            None => None,
-        };
-        let target = scored.as_ref().and_then(|s| s.iter().max_by_key(|c| c.spp)).map(|c| c.rel_mse);
+        let scored: Result<Vec<_>, String> = self
+            .peer
+            .images
+            .iter()
+            .map(|i| {
+                PeerCheckpoint::scored(i.spp, i.wall_s, i.warmup_s, &i.pixels, &reference).map_err(|e| {
+                    format!("Mitsuba's {}-spp image cannot be scored against reap's reference: {e}", i.spp)
+                })
+            })
+            .collect();
+        let target = scored.as_ref().ok().and_then(|s| s.iter().max_by_key(|c| c.spp)).map(|c| c.rel_mse);
         let mut engine = B::another()?.tracer(setup(a.seed))?;
         engine.set_graphs(a.graphs);
         let mut runs = Vec::new();

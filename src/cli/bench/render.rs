@@ -97,6 +97,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     let mut comparisons = Vec::new();
     for spec in &args.scenes {
         let sc = scene::load(spec).with_context(|| format!("loading scene `{}`", spec.display()))?;
+        reap::bvh::check_memory(sc.triangles.len(), reap::memory::Limit::host())?;
         let tree = bvh::build(&sc.triangles);
         println!(
             "scene {}: {} triangles; BVH {} nodes, depth {}, {:.1} ms",
