@@ -103,13 +103,15 @@ fn check_replaceable(path: &Path) -> Result<(), OutputError> {
     #[cfg(unix)]
     let what = {
         use std::os::unix::fs::FileTypeExt;
-        match () {
-            _ if kind.is_fifo() => "a named pipe (FIFO)",
-            _ if kind.is_char_device() => "a character device",
-            _ if kind.is_block_device() => "a block device",
-            _ if kind.is_socket() => "a socket",
-            _ => "not a regular file",
-        }
+        [
+            (kind.is_fifo(), "a named pipe (FIFO)"),
+            (kind.is_char_device(), "a character device"),
+            (kind.is_block_device(), "a block device"),
+            (kind.is_socket(), "a socket"),
+        ]
+        .into_iter()
+        .find_map(|(is, what)| is.then_some(what))
+        .unwrap_or("not a regular file")
     };
     #[cfg(not(unix))]
     let what = "not a regular file";

@@ -92,6 +92,7 @@ impl App {
         let inputs = self.tracer.as_ref().map_or(&[][..], |t| &t.session.sources[..]);
         let shot = match shot.map(|p| crate::files::check_output(&p, inputs).map(|()| p)) {
             Some(Err(e)) if last => {
+                out.textures_delta.clear(); // nothing is drawn: dropped on purpose
                 drawn.error = Some(e.into());
                 return drawn;
             }
