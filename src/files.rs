@@ -59,21 +59,69 @@ fn temporary(path: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
     })
 }
 
+/// The one check every output path of a run goes through, before any work:
+/// `path` must be writable as a file ([`check_writable`]) and must not be one
+/// of `inputs`, the files the run reads ([`check_not_an_input`]). A writer
+/// that learns its inputs only as it loads them (an OBJ's MTL files and
+/// textures) calls [`check_not_an_input`] again with them, before writing.
+pub fn check_output(path: &Path, inputs: &[PathBuf]) -> Result<(), OutputError> {
+    check_writable(path)?;
+    check_not_an_input(path, inputs)
+}
+
 /// Fails now, before any work, if `path` cannot be written as a file: a name
-/// ending in `/`, a folder, a missing folder, no permission. Creates and
-/// removes a uniquely named temporary beside it, as the real write will.
-pub fn check_writable(path: &Path) -> Result<(), OutputError> {
+/// ending in `/`, anything but a regular file under that name, a missing
+/// folder, no permission. Creates and removes a uniquely named temporary
+/// beside it, as the real write will.
+fn check_writable(path: &Path) -> Result<(), OutputError> {
     if path.as_os_str().to_string_lossy().ends_with(['/', std::path::MAIN_SEPARATOR]) {
         return Err(fail(path, "the name ends in a slash, so it names a folder; give a file name"));
     }
-    if path.is_dir() {
-        return Err(fail(path, "it is a folder; give a file name (inside it, or beside it)"));
-    }
+    check_replaceable(path)?;
     let folder = folder_of(path);
     if !folder.is_dir() {
         return Err(fail(path, format!("the folder {} does not exist; create it first", folder.display())));
     }
     temporary(path).map(drop)
+}
+
+/// Fails if `path` names something a finished output must not replace:
+/// every output is renamed into place, which would turn a named pipe or a
+/// device (`/dev/full`) into a regular file, and cannot replace a folder.
+/// A name that is not there yet, or a link to nothing, is fine.
+fn check_replaceable(path: &Path) -> Result<(), OutputError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    if kind.is_dir() {
+        return Err(fail(path, "it is a folder; give a file name (inside it, or beside it)"));
+    }
+    #[cfg(unix)]
+    let what = {
+        use std::os::unix::fs::FileTypeExt;
+        [
+            (kind.is_fifo(), "a named pipe (FIFO)"),
+            (kind.is_char_device(), "a character device"),
+            (kind.is_block_device(), "a block device"),
+            (kind.is_socket(), "a socket"),
+        ]
+        .into_iter()
+        .find_map(|(is, what)| is.then_some(what))
+        .unwrap_or("not a regular file")
+    };
+    #[cfg(not(unix))]
+    let what = "not a regular file";
+    Err(fail(
+        path,
+        format!(
+            "it is {what}; reap writes each output whole into a new regular file renamed into place, \
+             which would replace it: give the name of a regular file (or of none yet)"
+        ),
+    ))
 }
 
 /// Fails now, before any work, if files cannot be written in `dir`: creates
@@ -139,8 +187,82 @@ pub fn write_atomically_with<E: std::fmt::Display>(
     }
     // A full disk may only show here; dropping `tmp` on the error removes it.
     tmp.as_file().sync_all().map_err(|e| fail(path, e))?;
+    // Checked again here, for the writers that check nothing up front and a
+    // pipe or device made under the name since.
+    check_replaceable(path)?;
     // A failed rename hands the temporary back in the error, which removes it when dropped.
     tmp.persist(path).map(drop).map_err(|e| fail(path, e.error))
+}
+
+/// Files that only make sense together (an export's scene.obj and the
+/// scene.mtl it names), written all or nothing: each is staged whole in a
+/// temporary beside its place, and only once every one is staged are they
+/// renamed into place. An error (a full disk) or a signal while staging
+/// leaves the earlier set as it was; a rename that fails midway puts back
+/// the ones already renamed.
+#[derive(Default)]
+pub struct FileSet {
+    /// Each file's place and its temporary, closed: an export of thousands of meshes must not
+    /// hold thousands of open files.
+    staged: Vec<(PathBuf, tempfile::TempPath)>,
+}
+
+impl FileSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes `bytes` into a temporary beside `path`, flushed to disk;
+    /// `path` itself is left as it is until [`commit`](Self::commit).
+    pub fn stage(&mut self, path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+        check_replaceable(path)?;
+        let mut tmp = temporary(path)?;
+        tmp.write_all(bytes).map_err(|e| fail(path, e))?;
+        tmp.as_file().sync_all().map_err(|e| fail(path, e))?;
+        self.staged.push((path.to_owned(), tmp.into_temp_path()));
+        Ok(())
+    }
+
+    /// Renames every staged file into place. Each file it replaces is kept
+    /// under a second name until all are in place, so a failure can put the
+    /// earlier set back.
+    pub fn commit(self) -> Result<(), OutputError> {
+        let mut backups = Vec::with_capacity(self.staged.len());
+        for (path, _) in &self.staged {
+            check_replaceable(path)?;
+            backups.push(backup(path)?);
+        }
+        let mut placed: Vec<PathBuf> = Vec::with_capacity(self.staged.len());
+        for (path, tmp) in self.staged {
+            if let Err(e) = tmp.persist(&path) {
+                // Dropping the temporary in the error removes it; `path` kept its old file.
+                for (done, old) in placed.iter().zip(&mut backups).rev() {
+                    let _ = match old.take() {
+                        Some(old) => old.persist(done).map(drop).map_err(|e| e.error),
+                        None => std::fs::remove_file(done),
+                    };
+                }
+                return Err(fail(&path, e.error));
+            }
+            placed.push(path);
+        }
+        Ok(()) // dropping the backups removes their names
+    }
+}
+
+/// A second name for the file at `path`, if there is one, removed when
+/// dropped: a hard link, or a copy where the file system has none.
+fn backup(path: &Path) -> Result<Option<tempfile::NamedTempFile<()>>, OutputError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".old")
+        .make_in(folder_of(path), |p| std::fs::hard_link(path, p).or_else(|_| std::fs::copy(path, p).map(drop)))
+        .map(Some)
+        .map_err(|e| fail(path, format!("cannot keep the earlier file while replacing it: {e}")))
 }
 
 #[cfg(test)]
@@ -276,5 +398,61 @@ mod tests {
             assert!(check_not_an_input(&link, std::slice::from_ref(&scene)).is_err());
         }
         assert!(check_not_an_input(&d.join("other.obj"), std::slice::from_ref(&scene)).is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn issue45_item1_a_named_pipe_is_refused_and_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let d = Scratch::new("fifo");
+        let path = d.join("o.png");
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        let e = check_output(&path, &[]).unwrap_err();
+        assert!(e.to_string().contains("named pipe") && e.to_string().contains("o.png"), "{e}");
+        // The writers that check nothing up front are refused at the rename.
+        assert!(write_atomically(&path, b"new").unwrap_err().to_string().contains("named pipe"));
+        let mut set = FileSet::new();
+        assert!(set.stage(&path, b"new").is_err());
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_fifo());
+        assert_holds_only(&d, &["o.png"]);
+    }
+
+    #[test]
+    fn issue45_item9_a_file_set_is_written_whole_or_not_at_all() {
+        let d = Scratch::new("set");
+        let sub = d.join("sub");
+        let (new, a, b) = (d.join("new.txt"), d.join("a.obj"), sub.join("b.mtl"));
+        let earlier = || {
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(&a, b"old a").unwrap();
+            std::fs::write(&b, b"old b").unwrap();
+        };
+        let staged = || {
+            let mut set = FileSet::new();
+            for path in [&new, &a, &b] {
+                set.stage(path, format!("new {}", path.display()).as_bytes()).unwrap();
+            }
+            set
+        };
+        earlier();
+        // Staged and dropped (a failure or a signal before the commit): nothing changed, nothing left.
+        drop(staged());
+        assert_eq!((std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()), (b"old a".to_vec(), b"old b".to_vec()));
+        assert_holds_only(&d, &["a.obj", "sub"]);
+        assert_holds_only(&sub, &["b.mtl"]);
+        // The last rename fails (its folder is gone): the files already renamed are put back.
+        let set = staged();
+        std::fs::remove_dir_all(&sub).unwrap();
+        assert!(set.commit().unwrap_err().to_string().contains("b.mtl"));
+        assert_eq!(std::fs::read(&a).unwrap(), b"old a");
+        assert_holds_only(&d, &["a.obj"]);
+        // A commit replaces them all and leaves no backup.
+        earlier();
+        staged().commit().unwrap();
+        for path in [&new, &a, &b] {
+            assert_eq!(std::fs::read(path).unwrap(), format!("new {}", path.display()).as_bytes());
+        }
+        assert_holds_only(&d, &["a.obj", "new.txt", "sub"]);
+        assert_holds_only(&sub, &["b.mtl"]);
     }
 }

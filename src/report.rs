@@ -50,6 +50,9 @@ pub fn csv_rows<R: serde::Serialize + Default>(rows: impl IntoIterator<Item = R>
     Ok(bytes)
 }
 
+/// The files [`write_bench_files`] writes into a bench run's folder.
+pub const BENCH_FILES: [&str; 3] = ["results.csv", "results.json", "report.md"];
+
 /// Writes a bench run's files into `dir`, each whole or not at all:
 /// results.csv (one line a row), results.json and report.md. Every bench
 /// command (render, collide) leaves the same three behind.
@@ -60,13 +63,14 @@ pub fn write_bench_files<L: serde::Serialize + Default>(
     report: &str,
 ) -> Result<(), crate::files::OutputError> {
     use crate::files::{fail, write_atomically};
-    let csv_path = dir.join("results.csv");
+    let [csv_name, json_name, report_name] = BENCH_FILES;
+    let csv_path = dir.join(csv_name);
     let bytes = csv_rows(lines).map_err(|e| fail(&csv_path, e))?;
     write_atomically(&csv_path, &bytes)?;
-    let json_path = dir.join("results.json");
+    let json_path = dir.join(json_name);
     let json = serde_json::to_vec_pretty(json).map_err(|e| fail(&json_path, e))?;
     write_atomically(&json_path, &json)?;
-    write_atomically(&dir.join("report.md"), report.as_bytes())
+    write_atomically(&dir.join(report_name), report.as_bytes())
 }
 
 /// `rows` as CSV like [`csv_rows`], each row followed by cells of columns

@@ -136,9 +136,8 @@ pub fn run(args: RenderArgs) -> Result<bool> {
         output::timings_format(t)?;
     }
     for out in outputs(&args) {
-        output::check_writable(out)?;
         // An existing file under the scene's name is what `scene::load` reads.
-        files::check_not_an_input(out, &[args.scene.clone()])?;
+        files::check_output(out, std::slice::from_ref(&args.scene))?;
     }
     let traversal: Traversal = args.traversal.parse()?;
     for (name, site) in [(&args.compact_paths, "compact-paths"), (&args.compact_frontier, "compact-frontier")] {

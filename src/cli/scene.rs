@@ -57,9 +57,19 @@ fn export(args: ExportArgs) -> Result<bool> {
             formats.push(f);
         }
     }
-    for format in formats {
-        let main = scene::export::export(&sc, format, &settings, &args.out)
-            .with_context(|| format!("exporting scene `{}` as {format}", sc.name))?;
+    // Every format is staged before any file is in place; a first signal while staging asks to
+    // stop (a second ends at once), and what was staged is then dropped: the folder keeps its
+    // earlier export whole.
+    crate::cli::interrupt::install();
+    let staged = scene::export::stage(&sc, &formats, &settings, &args.out)
+        .with_context(|| format!("exporting scene `{}`", sc.name))?;
+    if let Some(signal) = crate::cli::interrupt::received() {
+        eprintln!("stopped by signal {signal} before any file was replaced; {} is as it was", args.out.display());
+        return Ok(false);
+    }
+    let mains = crate::cli::interrupt::while_writing(|| staged.commit())
+        .with_context(|| format!("exporting scene `{}`", sc.name))?;
+    for (format, main) in mains {
         println!("{format}: {}", main.display());
     }
     Ok(true)

@@ -90,7 +90,9 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         BackendChoice::Wgpu => Some(BackendKind::Wgpu),
     };
     if let Some(p) = &args.screenshot {
-        reap::trace::output::check_writable(p)?;
+        // An existing file under the scene's name is what the viewer loads; the scene's MTL files
+        // and textures are checked against it once loaded, before the screenshot is saved.
+        reap::files::check_output(p, &[std::path::PathBuf::from(&args.scene)])?;
     }
     let collide = match args.collide {
         true => Some(reap::viewer::CollideOptions { scenario: args.scenario.parse()?, bodies: args.bodies }),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::clocks::{gap_percent, gap_sentence};
 use crate::files::write_atomically;
-pub use crate::files::{TimingsFormat, check_writable, timings_format};
+pub use crate::files::{TimingsFormat, check_output, timings_format};
 use crate::report::{Fixed, csv_rows_then, fixed, spaced, stage_means};
 
 use crate::collide::{CollideError, CollideResult, CollideSettings, FrameStats, Part};
@@ -17,11 +17,11 @@ fn fail(path: &Path, why: impl ToString) -> CollideError {
     crate::files::fail(path, why).into()
 }
 
-/// The checks `reap collide --out` runs before simulating: extension, then a
-/// trial write.
+/// The checks `reap collide --out` runs before simulating: extension, then
+/// the output check every writer goes through (a simulation reads no file).
 pub fn check_timings_path(path: &Path) -> CollideResult<TimingsFormat> {
     let format = timings_format(path)?;
-    check_writable(path)?;
+    check_output(path, &[])?;
     Ok(format)
 }
 

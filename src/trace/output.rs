@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::clocks::{gap_percent, gap_sentence, millions_per_s};
 use crate::files::write_atomically;
-pub use crate::files::{TimingsFormat, check_writable, timings_format};
+pub use crate::files::{TimingsFormat, check_output, timings_format};
 use crate::report::{Fixed, csv_rows, fixed, spaced, stage_means};
 
 use crate::trace::tonemap::{self, Tone};

@@ -112,6 +112,8 @@ pub struct Session {
     pub descend: u32,
     /// Ranks the image is split across (`--gpus`).
     pub gpus: usize,
+    /// The files the scene was read from, which no screenshot may replace.
+    pub sources: Vec<std::path::PathBuf>,
 }
 
 /// Opens the CUDA backend, or says why not.
@@ -155,6 +157,7 @@ impl Session {
             max_bounces,
             descend: crate::trace::DESCEND,
             gpus,
+            sources: sc.sources,
         })
     }
 

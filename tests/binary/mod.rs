@@ -4,9 +4,14 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The `reap` binary cargo built for these tests.
+/// The `reap` binary cargo built for these tests, or `REAP_TEST_BINARY` (an
+/// older build, to show that a test fails there).
+pub fn path() -> PathBuf {
+    std::env::var_os("REAP_TEST_BINARY").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_reap")), PathBuf::from)
+}
+
 pub fn reap() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reap"))
+    Command::new(path())
 }
 
 /// An empty folder of its own for test `name` of suite `suite`, in this process.

@@ -63,7 +63,7 @@ pub struct CollideBenchArgs {
 /// engine per body count, with the candidate and contact sets checked equal
 /// across compaction choices.
 pub fn run(args: CollideBenchArgs) -> Result<bool> {
-    super::out_folder(args.out.as_deref(), "report.md")?;
+    super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
     let sc: Scenario = args.scenario.parse()?;
     check_frames(args.frames)?;
     if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {

@@ -125,9 +125,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
         s.check_memory(host)?;
     }
     // Fail on an unwritable folder before measuring anything.
-    if let Some(dir) = &args.out {
-        reap::files::check_output_folder(dir)?;
-    }
+    super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
     crate::cli::interrupt::install();
     let run = BenchRun {
         series: &series,
@@ -502,9 +500,7 @@ fn sharded(args: BenchArgs, command: String) -> Result<bool> {
         reap::memory::Limit::host(),
         "lower --sizes",
     )?;
-    if let Some(dir) = &args.out {
-        reap::files::check_output_folder(dir)?;
-    }
+    super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
     crate::cli::interrupt::install();
     let adapter = args.adapter.clone();
     with_backend(args.backend, &adapter, ShardedBench { args, algorithms, command })

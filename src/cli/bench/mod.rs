@@ -98,11 +98,16 @@ fn compactions<B: Backend>(names: &[String], backend: &B) -> Result<Vec<Compacti
     Ok(out)
 }
 
-/// `--out DIR` of a bench command: the folder is made now and `file` in it
-/// checked writable, so a bad path fails before anything is measured.
-fn out_folder(dir: Option<&std::path::Path>, file: &str) -> Result<()> {
+/// `--out DIR` of a bench command: the folder is made now and each of the
+/// `files` it will receive goes through the output check, so a bad path (a
+/// pipe under a results name, say) fails before anything is measured.
+fn out_folder(dir: Option<&std::path::Path>, files: &[&str]) -> Result<()> {
     if let Some(dir) = dir {
-        reap::files::check_output_folder(dir).with_context(|| format!("the results folder for {file}"))?;
+        let first = files.first().copied().unwrap_or("results");
+        reap::files::check_output_folder(dir).with_context(|| format!("the results folder for {first}"))?;
+        for file in files {
+            reap::files::check_output(&dir.join(file), &[])?;
+        }
     }
     Ok(())
 }

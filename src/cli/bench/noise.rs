@@ -56,7 +56,7 @@ pub struct NoiseArgs {
 fn not_an_input(args: &NoiseArgs, inputs: &[PathBuf]) -> Result<()> {
     if let Some(dir) = &args.out {
         for file in noise::FILES {
-            reap::files::check_not_an_input(&dir.join(file), inputs)?;
+            reap::files::check_output(&dir.join(file), inputs)?;
         }
     }
     Ok(())
@@ -78,7 +78,7 @@ const TRAVERSAL: Traversal = Traversal::DepthFirst;
 pub fn run(args: NoiseArgs) -> Result<bool> {
     // Flags and paths first: a mistake must not cost a 4096-spp reference.
     let checkpoints = noise::checkpoints(&args.spp, args.reference_spp)?;
-    super::out_folder(args.out.as_deref(), "noise.json")?;
+    super::out_folder(args.out.as_deref(), &noise::FILES)?;
     // The results must not replace --before or the scene (an existing file under its name is read).
     let named: Vec<PathBuf> = std::iter::once(args.scene.clone()).chain(args.before.clone()).collect();
     not_an_input(&args, &named)?;

@@ -81,7 +81,9 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     if args.gpus == 0 || args.gpus as u64 > args.height as u64 {
         anyhow::bail!("--gpus must be from 1 to the image's {} rows (bands of rows, one a rank)", args.height);
     }
-    super::out_folder(args.out.as_deref(), "report.md")?;
+    super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
+    // An existing file under a scene's name is what `scene::load` reads.
+    not_an_input(&args, &args.scenes)?;
     let traversals: Vec<Traversal> = args.traversals.iter().map(|t| t.parse()).collect::<Result<_, _>>()?;
     let peer_spp = args.peer.check(args.gpus)?;
     // Names and the backend before the first scene loads: a typo must not cost a large scene's load.
@@ -98,6 +100,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     for spec in &args.scenes {
         let sc = scene::load(spec).with_context(|| format!("loading scene `{}`", spec.display()))?;
         reap::bvh::check_memory(sc.triangles.len(), reap::memory::Limit::host())?;
+        not_an_input(&args, &sc.sources)?;
         let tree = bvh::build(&sc.triangles);
         println!(
             "scene {}: {} triangles; BVH {} nodes, depth {}, {:.1} ms",
@@ -157,6 +160,20 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
         eprintln!("error: compaction choices rendered different images on one backend (see the hash column)");
     }
     Ok(identical)
+}
+
+/// The peers' files beside the bench's own, as `reap::bench::peers::write` names them.
+const PEER_FILES: [&str; 2] = ["peers.csv", "peers.json"];
+
+/// Fails if a file `--out` may receive is one of `inputs` (a scene, its MTL files, its textures),
+/// or is not a regular file: checked before any row is measured, so nothing is lost or replaced.
+fn not_an_input(args: &RenderBenchArgs, inputs: &[PathBuf]) -> Result<()> {
+    if let Some(dir) = &args.out {
+        for file in reap::report::BENCH_FILES.into_iter().chain(PEER_FILES) {
+            reap::files::check_output(&dir.join(file), inputs)?;
+        }
+    }
+    Ok(())
 }
 
 /// Opens the backend and does nothing: `--backend cuda` without a GPU fails

@@ -58,9 +58,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     let s = args.repeat.series(Job::Compaction(operation), algorithms, &args.sizes, &args.densities, &args.elements);
     let (algorithm, operation) = sweep::target(&s)?;
     s.check_memory(reap::memory::Limit::host())?;
-    if let Some(dir) = &args.out {
-        reap::files::check_output_folder(dir)?;
-    }
+    super::out_folder(args.out.as_deref(), &["sweep.csv", "sweep.md"])?;
     let mut b = CudaBackend::new(0).map_err(no_gpu_advice)?;
     let device = b.info.name.clone();
     // The class the winners are written for: the device's most specific one.

@@ -9,6 +9,9 @@
 //! - **Mitsuba 3** (`scene.xml`) and **pbrt-v4** (`scene.pbrt`): one binary PLY mesh per material
 //!   in `meshes/` (shared by both), textures copied into `textures/`.
 //!
+//! An export is written all or nothing ([`stage`], then [`Staged::commit`]): re-exporting into an
+//! earlier export's folder either replaces its whole set or, on an error or a signal, none of it.
+//!
 //! # How reap's model maps to each renderer
 //!
 //! Exact in both: geometry (every triangle, its per-vertex normals and uvs, f32 bits kept), diffuse
@@ -135,60 +138,102 @@ pub enum ExportError {
     Empty,
 }
 
-/// Writes `scene` into folder `dir` (created; files written atomically; never replaces an input of
-/// the scene: `scene.sources`); returns the main file (scene.obj / scene.xml / scene.pbrt).
+/// Writes `scene` into folder `dir` as `format`: [`stage`] then [`Staged::commit`]; returns the
+/// main file (scene.obj / scene.xml / scene.pbrt).
 pub fn export(
     scene: &Scene,
     format: ExportFormat,
     settings: &ExportSettings,
     dir: &Path,
 ) -> Result<PathBuf, ExportError> {
+    stage(scene, &[format], settings, dir)?.commit()?;
+    Ok(dir.join(format.main_file()))
+}
+
+/// An export whose every file is written whole beside its place, none of them in place yet.
+pub struct Staged {
+    files: files::FileSet,
+    mains: Vec<(ExportFormat, PathBuf)>,
+}
+
+impl Staged {
+    /// Renames every file into place together; returns each format's main file. An earlier
+    /// export in the folder is replaced as a whole or, on a failure, kept as a whole: a new
+    /// scene.mtl never lands beside an old scene.obj.
+    pub fn commit(self) -> Result<Vec<(ExportFormat, PathBuf)>, ExportError> {
+        self.files.commit()?;
+        Ok(self.mains)
+    }
+}
+
+/// Writes `scene` in every format of `formats` into folder `dir` (created), all staged and none in
+/// place until [`Staged::commit`]: an error here, or a signal before the commit, leaves the folder
+/// as it was (the temporaries are removed when the `Staged` is dropped). Refuses before writing
+/// anything an output name that is an input of the scene (`scene.sources`), a pipe or a device.
+pub fn stage(
+    scene: &Scene,
+    formats: &[ExportFormat],
+    settings: &ExportSettings,
+    dir: &Path,
+) -> Result<Staged, ExportError> {
     if scene.triangles.is_empty() {
         return Err(ExportError::Empty);
     }
     files::check_output_folder(dir)?;
-    let out = Output { dir, inputs: &scene.sources };
     let names = Names::of(scene);
-    // Every file is checked before the first is written, so a refusal leaves nothing half-exported.
+    // Every file is checked before the first is written, so a refusal costs no work.
     let mut planned: Vec<String> = names.textures.clone();
-    match format {
-        ExportFormat::Obj => planned.push("scene.mtl".into()),
-        _ => planned.extend(ply::files(scene, &names).into_iter().map(|(_, file)| file)),
-    }
-    planned.push(format.main_file().into());
-    for file in &planned {
-        files::check_not_an_input(&dir.join(file), &scene.sources)?;
-    }
-    // Every format names its textures by the same copies.
-    copy_textures(scene, &names, &out)?;
-    let main = match format {
-        ExportFormat::Obj => {
-            out.write("scene.mtl", obj::mtl(scene, &names).as_bytes())?;
-            obj::obj(scene, &names)
+    for format in formats {
+        match format {
+            ExportFormat::Obj => planned.push("scene.mtl".into()),
+            _ => planned.extend(ply::files(scene, &names).into_iter().map(|(_, file)| file)),
         }
-        ExportFormat::Mitsuba => mitsuba::text(scene, settings, &names, &ply::write_meshes(scene, &names, &out)?),
-        ExportFormat::Pbrt => pbrt::text(scene, settings, &names, &ply::write_meshes(scene, &names, &out)?),
-    };
-    out.write(format.main_file(), main.as_bytes())?;
-    Ok(dir.join(format.main_file()))
-}
-
-/// The export folder, and the files that no output may replace.
-struct Output<'a> {
-    dir: &'a Path,
-    inputs: &'a [PathBuf],
-}
-
-impl Output<'_> {
-    /// Writes `bytes` to `relative` (inside the folder, its subfolder created) whole or not at all,
-    /// refusing to replace an input of the scene.
-    fn write(&self, relative: &str, bytes: &[u8]) -> Result<(), ExportError> {
-        let path = self.dir.join(relative);
+        planned.push(format.main_file().into());
+    }
+    for file in &planned {
+        let path = dir.join(file);
+        // meshes/ and textures/ are made now: the check writes a probe where the file will go.
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| files::fail(parent, e))?;
         }
-        files::check_not_an_input(&path, self.inputs)?;
-        files::write_atomically(&path, bytes)?;
+        files::check_output(&path, &scene.sources)?;
+    }
+    let mut out = Output { dir, files: files::FileSet::new(), staged: HashSet::new() };
+    // Every format names its textures by the same copies.
+    copy_textures(scene, &names, &mut out)?;
+    let mut mains = Vec::new();
+    for &format in formats {
+        let main = match format {
+            ExportFormat::Obj => {
+                out.write("scene.mtl", obj::mtl(scene, &names).as_bytes())?;
+                obj::obj(scene, &names)
+            }
+            ExportFormat::Mitsuba => {
+                mitsuba::text(scene, settings, &names, &ply::write_meshes(scene, &names, &mut out)?)
+            }
+            ExportFormat::Pbrt => pbrt::text(scene, settings, &names, &ply::write_meshes(scene, &names, &mut out)?),
+        };
+        out.write(format.main_file(), main.as_bytes())?;
+        mains.push((format, dir.join(format.main_file())));
+    }
+    Ok(Staged { files: out.files, mains })
+}
+
+/// The export folder and the files staged in it so far.
+struct Output<'a> {
+    dir: &'a Path,
+    files: files::FileSet,
+    /// The names staged, so a file two formats share (a mesh, a texture) is written once.
+    staged: HashSet<String>,
+}
+
+impl Output<'_> {
+    /// Stages `bytes` as `relative` (inside the folder; its subfolder made by [`stage`]), once.
+    fn write(&mut self, relative: &str, bytes: &[u8]) -> Result<(), ExportError> {
+        if !self.staged.insert(relative.to_owned()) {
+            return Ok(());
+        }
+        self.files.stage(&self.dir.join(relative), bytes)?;
         Ok(())
     }
 }
@@ -240,7 +285,7 @@ fn unique(name: &str, taken: &mut HashSet<String>) -> String {
 }
 
 /// Copies each texture's source file into the export as `names.textures` says.
-fn copy_textures(scene: &Scene, names: &Names, out: &Output) -> Result<(), ExportError> {
+fn copy_textures(scene: &Scene, names: &Names, out: &mut Output) -> Result<(), ExportError> {
     for (texture, name) in scene.textures.iter().zip(&names.textures) {
         let fail = |why: String| ExportError::Texture { path: texture.name.clone(), why };
         let bytes = crate::input::read(Path::new(&texture.name), crate::input::InputKind::Texture)

@@ -25,8 +25,8 @@ pub(super) fn files(scene: &Scene, names: &Names) -> Vec<(usize, String)> {
     (0..used.len()).filter(|&m| used[m]).map(|m| (m, format!("meshes/{}.ply", names.materials[m]))).collect()
 }
 
-/// Writes the meshes [`files`] names; returns them in material order.
-pub(super) fn write_meshes(scene: &Scene, names: &Names, out: &Output) -> Result<Vec<Mesh>, ExportError> {
+/// Stages the meshes [`files`] names; returns them in material order.
+pub(super) fn write_meshes(scene: &Scene, names: &Names, out: &mut Output) -> Result<Vec<Mesh>, ExportError> {
     let mut by_material = vec![Vec::new(); scene.materials.len()];
     for (t, &m) in scene.material_of.iter().enumerate() {
         by_material[m as usize].push(t);

@@ -88,6 +88,21 @@ impl App {
         self.window_frames += 1;
         let last = self.opts.frames.is_some_and(|n| self.window_frames >= n);
         let shot = if last { self.opts.screenshot.clone().or(self.screenshot.take()) } else { self.screenshot.take() };
+        // The output check every writer goes through, against the files the scene was read from.
+        let inputs = self.tracer.as_ref().map_or(&[][..], |t| &t.session.sources[..]);
+        let shot = match shot.map(|p| crate::files::check_output(&p, inputs).map(|()| p)) {
+            Some(Err(e)) if last => {
+                out.textures_delta.clear(); // nothing is drawn: dropped on purpose
+                drawn.error = Some(e.into());
+                return drawn;
+            }
+            Some(Err(e)) => {
+                self.say(true, e.to_string());
+                None
+            }
+            Some(Ok(p)) => Some(p),
+            None => None,
+        };
         let content = self.content(width as f32, height as f32, out.pixels_per_point);
         let mut overlay =
             Overlay { jobs: &jobs, textures: &mut out.textures_delta, pixels_per_point: out.pixels_per_point };
