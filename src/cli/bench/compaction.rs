@@ -93,11 +93,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     }
     let chosen = presets::resolve(&args.preset)?;
     let series: Vec<Settings> = if chosen.is_empty() {
-        let algorithms = if args.algorithms.iter().any(|a| a == "all") {
-            Algorithm::ALL.to_vec()
-        } else {
-            args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
-        };
+        let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
         // Each operation once, in the order given.
         let ops = args.operation.iter().enumerate().filter(|(i, op)| !args.operation[..*i].contains(op));
         ops.map(|(_, op)| {
@@ -318,6 +314,9 @@ fn on_wgpu(adapter: &AdapterArg, run: &BenchRun<'_>) -> Result<bool> {
     // wgpu's buffers are freed before CUDA allocates its own.
     let (mut m, nvidia) = {
         let wgpu = adapter.open()?;
+        for s in run.series {
+            crate::cli::sizes::check_wgpu(&wgpu, &s.sizes, &s.element_sizes)?;
+        }
         let mut m = Measured::new(wgpu.platform());
         measure(&wgpu, run, &mut m)?;
         (m, wgpu.device().info.vendor == NVIDIA_VENDOR)
@@ -456,11 +455,7 @@ fn sharded(args: BenchArgs, command: String) -> Result<bool> {
     if !args.preset.is_empty() || args.operation != [OperationChoice::Select] || args.elements != [4] {
         anyhow::bail!("--gpus times the 4-byte select only: drop --preset, --operation and --elements");
     }
-    let algorithms = if args.algorithms.iter().any(|a| a == "all") {
-        Algorithm::ALL.to_vec()
-    } else {
-        args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
-    };
+    let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
     if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
         anyhow::bail!("density {d} is outside [0, 1]");
     }

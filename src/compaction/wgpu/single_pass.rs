@@ -68,7 +68,7 @@ impl SinglePassTuning {
     }
     /// Items per invocation that run on this adapter: the tuning's, halved
     /// until the tile fits the adapter's workgroup memory.
-    fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32) -> Result<u32> {
+    pub(super) fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32) -> Result<u32> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
         if self.block == 0 || !self.block.is_power_of_two() || self.block > 1024 {
             return bad(format!("block {} is not a power of two up to 1024", self.block));
