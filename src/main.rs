@@ -13,7 +13,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let result = cli::run(<cli::Cli as clap::Parser>::parse());
+    // Parsed first: clap exits at once on --help or a bad flag, which would leave the folder behind.
+    let args = <cli::Cli as clap::Parser>::parse();
+    // Held to the end of main: the folder is removed as it drops.
+    let _runtime_dir = cli::runtime_dir::ensure();
+    let result = cli::run(args);
     if let Err(e) = &result {
         eprintln!("error: {}", cli::message(e));
     }

@@ -38,3 +38,19 @@ pub fn print_catalog() {
         );
     }
 }
+
+/// `--algorithms` (verify, bench compaction): catalog names, or `all` for the
+/// whole catalog; each algorithm once, in the order given.
+pub fn parse_list(names: &[String]) -> Result<Vec<Algorithm>, reap::compaction::Error> {
+    if names.iter().any(|a| a == "all") {
+        return Ok(Algorithm::ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let a = name.parse::<Algorithm>()?;
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}

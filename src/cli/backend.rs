@@ -89,9 +89,11 @@ pub trait Opened: Timed + Sharding + Sized {
     fn sms(&self) -> Option<u32>;
     /// One more backend of the same kind, for a second engine.
     fn another() -> Result<Self>;
-    /// Resets the kernels' tuning to the defaults, then sets each `key=value`
-    /// (`CudaTuning::set`); the CPU backend has no kernel shapes to set.
-    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()>;
+    /// Resets the kernels' tuning to the defaults, sets each `key=value`
+    /// (`CudaTuning::set`, `WgpuTuning::set`), then checks that the result runs
+    /// on this device for elements of `element_sizes` bytes; the CPU backend
+    /// has no kernel shapes to set.
+    fn retune(&mut self, pairs: &[(String, String)], element_sizes: &[usize]) -> Result<()>;
     /// `gpus` backends of this kind, this one the first (`--gpus`): the
     /// GPUs 0..gpus on CUDA, as many CPU ranks on the CPU.
     fn ranks(self, gpus: usize) -> Result<Vec<Self>>;
@@ -133,7 +135,7 @@ impl Opened for CpuBackend {
     fn another() -> Result<Self> {
         Ok(CpuBackend::new())
     }
-    fn retune(&mut self, _: &[(String, String)]) -> Result<()> {
+    fn retune(&mut self, _: &[(String, String)], _: &[usize]) -> Result<()> {
         anyhow::bail!("--tuning sets CUDA kernel shapes; use --backend cuda")
     }
     fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
@@ -170,12 +172,12 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     fn another() -> Result<Self> {
         Ok(Self::new(0)?)
     }
-    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()> {
+    fn retune(&mut self, pairs: &[(String, String)], element_sizes: &[usize]) -> Result<()> {
         self.tuning = Default::default();
         for (key, value) in pairs {
             self.tuning.set(key, value)?;
         }
-        Ok(())
+        Ok(self.check_tuning(element_sizes)?)
     }
     fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
         check_gpus(gpus, reap::gpu::device_count()?)?;
@@ -213,12 +215,12 @@ impl Opened for reap::compaction::wgpu::WgpuBackend {
     fn another() -> Result<Self> {
         Ok(Self::new(&Default::default())?)
     }
-    fn retune(&mut self, pairs: &[(String, String)]) -> Result<()> {
+    fn retune(&mut self, pairs: &[(String, String)], element_sizes: &[usize]) -> Result<()> {
         self.tuning = Default::default();
         for (key, value) in pairs {
             self.tuning.set(key, value)?;
         }
-        Ok(())
+        Ok(self.check_tuning(element_sizes)?)
     }
     fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
         if gpus != 1 {

@@ -65,8 +65,8 @@ pub struct SimFlags {
     pub max_frontier: u64,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the pair expansion (CUDA);
     /// `off` runs it as a separate pass after it, like every other algorithm.
-    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
-    pub fuse: reap::compaction::Fusion,
+    #[arg(long, alias = "fuse", default_value = "auto", value_parser = super::render::parse_fusion)]
+    pub fusion: reap::compaction::Fusion,
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
     /// host each frame.
@@ -134,7 +134,7 @@ pub(super) fn settings<B: Backend>(
         substeps,
         iterations,
         max_frontier: sim.max_frontier,
-        fusion: sim.fuse,
+        fusion: sim.fusion,
     };
     s.check()?;
     Ok(s)

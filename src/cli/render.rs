@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::compaction::{Backend, BackendKind};
 use reap::scene;
@@ -16,6 +15,7 @@ use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal};
 use reap::{bvh, files};
 
+use super::progress::Progress;
 use super::backend::{AdapterArg, BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
 
 /// How paths are traced: the flags `reap render` and `reap bench render` share.
@@ -79,12 +79,13 @@ pub struct RenderArgs {
     pub max_frontier: u64,
     /// BVH levels one breadth-first expansion descends (1 to 5): each level's items fan out to 2^K
     /// slots, so a deeper descent makes fewer, fuller levels.
-    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = descend_range())]
     pub descend: u32,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
     /// items (CUDA); `off` runs it as a separate pass after them, like every other algorithm.
-    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<reap::compaction::Fusion>().map_err(|e| e.to_string()))]
-    pub fuse: reap::compaction::Fusion,
+    // `--fuse` was this flag's first name; `bench render` always said `--fusion`.
+    #[arg(long, alias = "fuse", default_value = "auto", value_parser = parse_fusion)]
+    pub fusion: reap::compaction::Fusion,
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
     /// host each frame.
@@ -238,6 +239,17 @@ impl OnBackend for RenderRun {
     }
 }
 
+/// `--fusion` (every command that takes it): `auto` or `off`.
+pub(super) fn parse_fusion(s: &str) -> std::result::Result<reap::compaction::Fusion, String> {
+    s.parse().map_err(|e: reap::compaction::SiteError| e.to_string())
+}
+
+/// `--descend` (render, bench render, view): the levels one expansion may descend, checked
+/// by clap so every command refuses the same values with the same message.
+pub(super) fn descend_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=reap::trace::MAX_DESCEND as i64)
+}
+
 /// `--estimator`: a catalog name of [`Estimator`].
 pub(super) fn parse_estimator(s: &str) -> std::result::Result<Estimator, String> {
     s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
@@ -268,7 +280,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         max_frontier: a.max_frontier,
         descend: a.descend,
         bvh: a.bvh,
-        fusion: a.fuse,
+        fusion: a.fusion,
     };
     s.check()?;
     s.check_memory(backend.kind(), reap::memory::Limit::host())?;
@@ -290,10 +302,11 @@ impl RenderJob<'_> {
             settings.compact_paths.name(),
             settings.compact_frontier.name()
         );
-        let bar = ProgressBar::new(a.spp as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} spp  {msg}  [{elapsed_precise} < {eta_precise}]")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        let bar = Progress::new(
+            a.spp as u64,
+            "{bar:40} {pos}/{len} spp  {msg}  [{elapsed_precise} < {eta_precise}]",
+            "render",
+            "spp",
         );
         let frames = engine.render_frames(&settings, &mut |f| {
             bar.set_message(format!(

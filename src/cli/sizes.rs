@@ -13,6 +13,26 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Refuses, before anything runs, element counts whose input the wgpu
+/// adapter cannot bind (lavapipe binds 128 MiB): `verify` and `bench
+/// compaction` say it once rather than fail or stop at the first such size.
+#[cfg(feature = "wgpu")]
+pub fn check_wgpu(
+    backend: &reap::compaction::wgpu::WgpuBackend,
+    sizes: &[u64],
+    element_sizes: &[usize],
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    for &n in sizes {
+        for &es in element_sizes {
+            backend
+                .check_elements(n, es)
+                .with_context(|| format!("--sizes {n} with {es}-byte elements is too large for this adapter"))?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_count;

@@ -17,9 +17,10 @@ pub struct VerifyArgs {
     backend: BackendChoice,
     #[command(flatten)]
     adapter: AdapterArg,
-    /// A catalog name, or `all`.
-    #[arg(long, default_value = "all")]
-    algorithm: String,
+    /// Catalog names, comma separated, or `all`.
+    // `--algorithm` (one name) was this flag's first spelling; the other commands take lists.
+    #[arg(long, alias = "algorithm", value_delimiter = ',', default_value = "all")]
+    algorithms: Vec<String>,
     /// Operations to check (select, partition, scan, sort, remove); default all.
     #[arg(long, value_delimiter = ',')]
     operations: Vec<String>,
@@ -62,8 +63,7 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
             bail!("--tuning sweep-grid is lookback's CUDA grid; on wgpu give WgpuTuning keys (e.g. atomic.items=8)");
         }
     }
-    let algorithms =
-        if args.algorithm == "all" { Algorithm::ALL.to_vec() } else { vec![args.algorithm.parse::<Algorithm>()?] };
+    let algorithms = super::algorithms::parse_list(&args.algorithms)?;
     let mut cfg = verify::Config::new(algorithms);
     if !args.operations.is_empty() {
         cfg.operations =
@@ -122,13 +122,8 @@ fn on_wgpu(adapter: &AdapterArg, cfg: verify::Config, verbose: bool, tunings: &[
         bail!(why);
     }
     cfg.check_memory(false, Limit::host())?;
-    suites(&mut backend, &cfg, verbose, tunings, |b, pairs| {
-        b.tuning = Default::default();
-        for (key, value) in pairs {
-            b.tuning.set(key, value)?;
-        }
-        Ok(())
-    })
+    super::sizes::check_wgpu(&backend, &cfg.sizes, &cfg.element_sizes)?;
+    suites(&mut backend, &cfg, verbose, tunings, |b, pairs| b.retune(pairs, &cfg.element_sizes))
 }
 
 /// A tuning to verify with: its `--tuning` text and its key-value pairs.
@@ -194,7 +189,8 @@ impl OnBackend for VerifyJob {
             bail!(why);
         }
         self.cfg.check_memory(backend.kind() == BackendKind::Cpu, Limit::host())?;
-        let passed = suites(&mut backend, &self.cfg, self.verbose, &self.tunings, |b, pairs| b.retune(pairs))?;
+        let sizes = self.cfg.element_sizes.clone();
+        let passed = suites(&mut backend, &self.cfg, self.verbose, &self.tunings, |b, pairs| b.retune(pairs, &sizes))?;
         if !self.tunings.is_empty() {
             return Ok(passed);
         }
@@ -212,6 +208,11 @@ fn suites<B: Harness>(
 ) -> Result<bool> {
     if tunings.is_empty() {
         return verify_on(backend, cfg, verbose);
+    }
+    // Every tuning set and checked before any suite runs: a value the device cannot run is one
+    // error now, not a FAIL in every case that uses it after the tunings before it have run.
+    for (label, pairs) in tunings {
+        retune(backend, pairs).with_context(|| format!("--tuning {label}"))?;
     }
     let mut all_passed = true;
     for (label, pairs) in tunings {

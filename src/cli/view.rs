@@ -13,12 +13,12 @@ pub struct ViewArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     backend: BackendChoice,
     /// Render width in pixels (the window adds the overlay's panel).
-    #[arg(long, default_value_t = 960)]
+    #[arg(long, default_value_t = 960, value_parser = clap::value_parser!(u32).range(1..))]
     width: u32,
-    #[arg(long, default_value_t = 540)]
+    #[arg(long, default_value_t = 540, value_parser = clap::value_parser!(u32).range(1..))]
     height: u32,
-    /// Exit after this many frames.
-    #[arg(long)]
+    /// Exit after this many frames (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     frames: Option<u64>,
     /// Draw into a texture on the best GPU for compute instead of a window (needs --frames): times
     /// the viewer's frames, overlay and draws where the computing GPU has no display.
@@ -29,7 +29,7 @@ pub struct ViewArgs {
     screenshot: Option<std::path::PathBuf>,
     /// Start "compare all" at once: every algorithm at both sites for K frames each (after one
     /// warm-up frame), then a ranked chart.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     compare_all: Option<u32>,
     /// Show the collision demo instead of the path tracer (the overlay switches between them).
     #[arg(long)]
@@ -41,7 +41,7 @@ pub struct ViewArgs {
     #[arg(long, requires = "collide", value_parser = super::collide::parse_bodies)]
     bodies: Option<u32>,
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
-    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = super::render::descend_range())]
     descend: u32,
     /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]

@@ -123,7 +123,7 @@ impl std::str::FromStr for Fusion {
         Fusion::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| SiteError(format!("--fuse: unknown value `{s}`; use auto or off")))
+            .ok_or_else(|| SiteError(format!("--fusion: unknown value `{s}`; use auto or off")))
     }
 }
 

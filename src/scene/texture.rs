@@ -196,7 +196,7 @@ pub(super) fn attach_textures(
 struct TextureLoader {
     textures: Vec<Texture>,
     budget: Budget,
-    /// Every file tried so far: its texture, or why it is not used.
+    /// Every file tried so far, by canonical path: its texture, or why it is not used.
     tried: HashMap<PathBuf, Result<TextureId, String>>,
 }
 
@@ -228,7 +228,10 @@ impl TextureLoader {
             _ => map,
         };
         let path = mtl_dir.join(file);
-        let tried = self.tried.entry(path.clone()).or_insert_with(|| {
+        // One file however it is spelled (absolute, through `..` or a symlinked folder): decoded
+        // once. A path that does not resolve keeps its spelling, for the warning.
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let tried = self.tried.entry(key).or_insert_with(|| {
             Texture::load_within(&path, &mut self.budget).map(|texture| {
                 self.textures.push(texture);
                 TextureId(self.textures.len() as u32 - 1)

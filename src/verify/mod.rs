@@ -177,7 +177,7 @@ impl Config {
             .collect();
         Some(format!(
             "no case to run: {} implements none of the operations picked ({ops}); on this backend {} do: pick one of \
-             them with --algorithm, or other --operations",
+             them with --algorithms, or other --operations",
             names(&here),
             if able.is_empty() { "no algorithm".to_string() } else { names(&able) },
         ))

@@ -54,7 +54,7 @@ pub struct CollideBenchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Run each fusable algorithm (lookback, chained, atomic) both fused into the expansion and as a
-    /// separate pass (with --fuse auto).
+    /// separate pass (with --fusion auto).
     #[arg(long)]
     pub both_paths: bool,
 }
@@ -127,7 +127,7 @@ fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B, sc: Scenario) -> Re
         for c in &compactions {
             let s = settings(backend, c.name(), sort, &args.sim, sc)?;
             match *c {
-                Compaction::With(a) if a.fuses() && args.sim.fuse == Fusion::Auto && args.both_paths => {
+                Compaction::With(a) if a.fuses() && args.sim.fusion == Fusion::Auto && args.both_paths => {
                     out.push(s.clone());
                     out.push(CollideSettings { fusion: Fusion::Off, ..s });
                 }

@@ -105,11 +105,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
     }
     let chosen = presets::resolve(&args.preset)?;
     let series: Vec<Settings> = if chosen.is_empty() {
-        let algorithms = if args.algorithms.iter().any(|a| a == "all") {
-            Algorithm::ALL.to_vec()
-        } else {
-            args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
-        };
+        let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
         // Each operation once, in the order given.
         let ops = args.operation.iter().enumerate().filter(|(i, op)| !args.operation[..*i].contains(op));
         ops.map(|(_, op)| {
@@ -333,6 +329,11 @@ fn on_wgpu(adapter: &AdapterArg, tuning: &[(&str, &str)], run: &BenchRun<'_>) ->
         for (k, v) in tuning {
             wgpu.tuning.set(k, v)?;
         }
+        let element_sizes: Vec<usize> = run.series.iter().flat_map(|s| s.element_sizes.iter().copied()).collect();
+        wgpu.check_tuning(&element_sizes)?;
+        for s in run.series {
+            crate::cli::sizes::check_wgpu(&wgpu, &s.sizes, &s.element_sizes)?;
+        }
         let mut m = Measured::new(wgpu.platform());
         measure(&wgpu, run, &mut m)?;
         if wgpu.tuning.single_pass.stats {
@@ -481,11 +482,7 @@ fn sharded(args: BenchArgs, command: String) -> Result<bool> {
     if !args.preset.is_empty() || args.operation != [OperationChoice::Select] || args.elements != [4] {
         anyhow::bail!("--gpus times the 4-byte select only: drop --preset, --operation and --elements");
     }
-    let algorithms = if args.algorithms.iter().any(|a| a == "all") {
-        Algorithm::ALL.to_vec()
-    } else {
-        args.algorithms.iter().map(|a| a.parse::<Algorithm>()).collect::<Result<_, _>>()?
-    };
+    let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
     if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
         anyhow::bail!("density {d} is outside [0, 1]");
     }

@@ -49,11 +49,11 @@ pub struct RenderBenchArgs {
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
-    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND)]
+    #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = crate::cli::render::descend_range())]
     pub descend: u32,
     /// Fusion settings, comma separated: `auto` fuses the single-pass algorithms into the kernels that
     /// produce the items, `off` runs them as a separate pass; an algorithm that does not fuse runs once.
-    #[arg(long, value_delimiter = ',', default_value = "auto,off", value_parser = |s: &str| s.parse::<Fusion>().map_err(|e| e.to_string()))]
+    #[arg(long, alias = "fuse", value_delimiter = ',', default_value = "auto,off", value_parser = crate::cli::render::parse_fusion)]
     pub fusion: Vec<Fusion>,
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the

@@ -35,13 +35,17 @@ pub struct BlellochTuning {
 }
 
 impl BlellochTuning {
-    fn variant(&self, v: &Variant) -> Result<Variant> {
+    pub(super) fn check(&self) -> Result<()> {
         if !self.block.is_power_of_two() || self.block > 1024 {
-            return Err(Error::Backend(format!(
-                "blelloch's block must be a power of two up to 1024, not {}",
-                self.block
-            )));
+            return Err(Error::Tuning {
+                algorithm: "blelloch",
+                why: format!("block {} is not a power of two up to 1024", self.block),
+            });
         }
+        Ok(())
+    }
+    fn variant(&self, v: &Variant) -> Result<Variant> {
+        self.check()?;
         Ok(horn::flag_variant(v).with(&[("REAP_BLOCK", self.block)]))
     }
     fn tile(&self) -> u64 {

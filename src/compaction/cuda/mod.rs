@@ -268,6 +268,20 @@ impl CudaBackend {
         Ok(CudaBackend { tile_states: Default::default(), resident: Default::default(), stream, kernels, info, tuning })
     }
 
+    /// Whether [`CudaBackend::tuning`] builds and runs on this GPU for every
+    /// element size in `element_sizes`; says which number does not. Checked once, up front, a
+    /// wrong value is one error rather than a failure of every call that uses it.
+    pub fn check_tuning(&self, element_sizes: &[usize]) -> Result<()> {
+        let t = &self.tuning;
+        for &es in element_sizes {
+            let shape = t.single_pass.shape(es as u32, &self.info)?;
+            single_pass::check_arch(self, &shape)?;
+        }
+        t.blelloch.check()?;
+        t.roger.check()?;
+        Ok(())
+    }
+
     /// Whether the CUDA backend has the algorithm (no device needed to ask).
     pub fn implements(algorithm: Algorithm) -> bool {
         // The sequential reference and Bernabé's stencil are CPU algorithms.

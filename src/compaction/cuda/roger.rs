@@ -28,15 +28,25 @@ pub struct RogerTuning {
     pub block: u32,
 }
 
+impl RogerTuning {
+    pub(super) fn check(&self) -> Result<()> {
+        if !(1..=1024).contains(&self.block) {
+            return Err(Error::Tuning {
+                algorithm: "roger",
+                why: format!("the block size s must be 1 to 1024, not {}", self.block),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Select, or with `split` partition: kept elements first, then the
 /// rejected ones, both in input order. Each block also gathers its rejected
 /// elements after its kept ones, with the same search on the mirrored prefix sum.
 pub fn compact(b: &CudaBackend, v: &Variant, keep: KeepArgs, io: Io, split: bool, st: &mut Stages) -> Result<()> {
     let (t, ext, cap) = (&b.tuning.roger, io.ext, io.ext.cap);
+    t.check()?;
     let s = t.block;
-    if !(1..=1024).contains(&s) {
-        return Err(Error::Backend(format!("roger's block size s must be 1 to 1024, not {s}")));
-    }
     let rv = horn::flag_variant(v).with(&[("REAP_S", s)]);
     let blocks = cap.div_ceil(s as u64);
     // Block counts and their scan reach n: u64 sums from 2^32 elements on.

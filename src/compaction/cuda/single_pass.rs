@@ -374,7 +374,7 @@ fn tiles(n: u64, tile: u64) -> Result<u32> {
 }
 
 /// The shape's load style must run on this device (bulk-async: sm_90 on).
-fn check_arch(b: &CudaBackend, t: &Shape) -> Result<()> {
+pub(super) fn check_arch(b: &CudaBackend, t: &Shape) -> Result<()> {
     if t.load.runs_on(b.info.compute_capability) {
         return Ok(());
     }

@@ -29,12 +29,12 @@ pub struct BlellochTuning {
 }
 
 impl BlellochTuning {
-    fn block(&self) -> Result<u32> {
+    pub(super) fn block(&self) -> Result<u32> {
         if !self.block.is_power_of_two() || self.block > 1024 {
-            return Err(Error::Backend(format!(
-                "blelloch's block must be a power of two up to 1024, not {}",
-                self.block
-            )));
+            return Err(Error::Tuning {
+                algorithm: "blelloch",
+                why: format!("block {} is not a power of two up to 1024", self.block),
+            });
         }
         Ok(self.block)
     }

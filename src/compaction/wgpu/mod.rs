@@ -296,6 +296,29 @@ impl WgpuBackend {
         Ok(self.pipelines.get(&self.dev, shader, v.prelude(), entry, constants)?)
     }
 
+    /// Whether [`WgpuBackend::tuning`] runs on this adapter for every element
+    /// size in `element_sizes`; says which number does not. Checked once, up front, a wrong
+    /// value is one error rather than a failure of every call that uses it.
+    pub fn check_tuning(&self, element_sizes: &[usize]) -> Result<()> {
+        let t = &self.tuning;
+        for &es in element_sizes {
+            // Scans take the staged tile; select and partition the direct one where it runs.
+            t.single_pass.fitted_items(self, es as u32, false)?;
+            t.single_pass.fitted_items(self, es as u32, t.single_pass.direct && self.subgroups)?;
+        }
+        t.blelloch.block()?;
+        t.roger.workgroup(self, self.subgroups)?;
+        Ok(())
+    }
+
+    /// Whether an input of `n` elements of `elem_bytes` bytes fits one storage
+    /// binding of this adapter, as every call binds its input whole: asked
+    /// before a run, so a size the adapter cannot bind is refused once, up front.
+    pub fn check_elements(&self, n: u64, elem_bytes: usize) -> Result<()> {
+        self.dev.check_size("an input", n.saturating_mul(elem_bytes as u64))?;
+        Ok(())
+    }
+
     /// The specialisation for elements of `elem_bytes` under `keep`.
     pub fn variant(
         &self,

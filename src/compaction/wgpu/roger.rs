@@ -29,6 +29,25 @@ pub struct RogerTuning {
     pub block: u32,
 }
 
+impl RogerTuning {
+    /// Invocations of a block's workgroups on `b`'s adapter (s rounded up to
+    /// whole subgroups, which the workgroup scan assumes), or why s does not fit.
+    pub(super) fn workgroup(&self, b: &WgpuBackend, subgroups: bool) -> Result<u32> {
+        let s = self.block;
+        let limits = &b.device().limits;
+        let limit = limits.max_compute_invocations_per_workgroup.min(limits.max_compute_workgroup_size_x);
+        let unit = if subgroups { b.device().subgroup_sizes.1.max(32) } else { 32 };
+        let block_wg = s.checked_next_multiple_of(unit).unwrap_or(u32::MAX);
+        if s == 0 || block_wg > limit {
+            return Err(Error::Tuning {
+                algorithm: "roger",
+                why: format!("the block size s must be 1 to {} on this adapter, not {s}", limit / unit * unit),
+            });
+        }
+        Ok(block_wg)
+    }
+}
+
 /// Invocations of the mark and the global sum's workgroups.
 const WG: u32 = 256;
 /// Values one invocation of the global sum scans (`SUM_ITEMS` in roger.wgsl).
@@ -41,17 +60,7 @@ const SUMS_LEVEL0: u32 = 1;
 /// elements after its kept ones, with the same search on the mirrored prefix sum.
 pub fn compact(b: &WgpuBackend, rule: &KeepRule, io: &Io, split: bool, plan: &mut Plan) -> Result<()> {
     let s = b.tuning.roger.block;
-    let limit =
-        b.device().limits.max_compute_invocations_per_workgroup.min(b.device().limits.max_compute_workgroup_size_x);
-    // Whole subgroups: the workgroup scan assumes WG is a multiple of the subgroup size.
-    let unit = if rule.variant.subgroups { b.device().subgroup_sizes.1.max(32) } else { 32 };
-    let block_wg = s.next_multiple_of(unit);
-    if s == 0 || block_wg > limit {
-        return Err(Error::Tuning {
-            algorithm: "roger",
-            why: format!("the block size s must be 1 to {} on this adapter, not {s}", limit / unit * unit),
-        });
-    }
+    let block_wg = b.tuning.roger.workgroup(b, rule.variant.subgroups)?;
     let cap = io.cap as u64;
     let blocks = io.cap.div_ceil(s);
     let v = &rule.variant;

@@ -146,7 +146,7 @@ impl SinglePassTuning {
     }
     /// Items per invocation that run on this adapter: the tuning's, halved
     /// until the tile fits the adapter's workgroup memory.
-    fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32, direct: bool) -> Result<u32> {
+    pub(super) fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32, direct: bool) -> Result<u32> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
         if !(1..=4).contains(&self.span) {
             return bad(format!("span {} is not 1 to 4 predecessors a poll", self.span));
