@@ -17,7 +17,7 @@ use crate::gpu::{self, Source, kernel_source};
 pub const MARK_REMOVED: Source = kernel_source!("bench/mark_removed.cu", headers: &[runtime::COMMON]);
 
 /// The harness's kernel sources, for the compile-everything test.
-pub const SOURCES: &[Source] = &[MARK_REMOVED];
+pub const SOURCES: &[Source] = &[MARK_REMOVED, crate::bench::hop::KERNEL];
 
 impl Timed for CudaBackend {
     fn copy_time(&self, bytes: u64, reps: usize) -> Result<Duration> {

@@ -32,6 +32,10 @@ pub enum BenchError {
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
 
+    /// A hop benchmark's wait ran out or was cut short: reported, never timed.
+    #[error("{backend} {case}: {why}")]
+    Hop { backend: &'static str, case: &'static str, why: String },
+
     #[error("plot {path}: {why}")]
     Plot { path: String, why: String },
 }

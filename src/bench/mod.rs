@@ -14,12 +14,14 @@
 //! [`run`] measures it, [`cub`] adds the peer's rows, [`report`] and [`plot`]
 //! turn rows into `report.md` and figures, [`output`] writes every file;
 //! [`sweep`] times the single-pass kernels' shapes per element size;
+//! [`hop`] times the inter-workgroup hop alone, beside `chained` per tile;
 //! `cuda` and `wgpu` hold each GPU backend's copy roofline and restores.
 
 pub mod cub;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+pub mod hop;
 pub mod output;
 pub mod peers;
 #[cfg(feature = "plot")]

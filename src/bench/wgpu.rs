@@ -20,7 +20,7 @@ pub const MARK_REMOVED: Shader = wgsl_source!("bench/mark_removed.wgsl", headers
 pub const COPY: Shader = wgsl_source!("bench/copy.wgsl", headers: &[COMMON]);
 
 /// The harness's shader sources, for the validate-everything test.
-pub const SOURCES: &[Shader] = &[MARK_REMOVED, COPY];
+pub const SOURCES: &[Shader] = &[MARK_REMOVED, COPY, crate::bench::hop::SHADER];
 
 /// Bytes the shader copy moves for the report's line (past every cache).
 const SHADER_COPY_BYTES: u64 = 512 << 20;

@@ -86,7 +86,7 @@ const READ_ONLY: [u32; 2] = [1, 3];
 /// naga's loop bounding: its counter and exit test in every loop keep NVIDIA's
 /// Vulkan compiler from unrolling the per-item loops, which cost the single
 /// pass a third of its time on an H200 (docs/bench/wgpu-hop-h200).
-const LOOPS_BOUNDED: &[&str] = &["compaction/single_pass.wgsl", "compaction/single_pass_direct.wgsl"];
+const LOOPS_BOUNDED: &[&str] = &["compaction/single_pass.wgsl", "compaction/single_pass_direct.wgsl", "bench/hop.wgsl"];
 
 /// The runtime checks `shader` is compiled with, where they differ from
 /// wgpu's defaults: no loop bounding for [`LOOPS_BOUNDED`] shaders, and none

@@ -8,6 +8,7 @@ use reap::compaction::{Backend, Compaction};
 
 mod collide;
 mod compaction;
+mod hop;
 mod noise;
 mod peers;
 mod render;
@@ -20,6 +21,8 @@ pub enum BenchCommand {
     Compaction(compaction::BenchArgs),
     /// Time every shape of lookback's tuning grid per element size; write sweep.csv / sweep.md and the winners.
     Sweep(sweep::SweepArgs),
+    /// The inter-workgroup hop alone (ping-pong, chain of workgroups) in CUDA and WGSL, beside `chained` per tile.
+    Hop(hop::HopArgs),
     /// Write report.md and the plots again from a run's results.json, without measuring.
     Report {
         /// The --out folder of an earlier `reap bench compaction` run.
@@ -37,6 +40,7 @@ pub fn run(command: BenchCommand) -> Result<bool> {
     match command {
         BenchCommand::Compaction(args) => compaction::run(args),
         BenchCommand::Sweep(args) => sweep::run(args),
+        BenchCommand::Hop(args) => hop::run(args),
         BenchCommand::Report { dir } => report::run(&dir),
         BenchCommand::Render(args) => render::run(args),
         BenchCommand::Noise(args) => noise::run(args),

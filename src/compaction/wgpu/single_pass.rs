@@ -144,6 +144,13 @@ impl SinglePassTuning {
         let tile = self.block * items;
         2 * (tile + tile / (128 / elem_bytes)) * elem_bytes + self.block * (8 + 8 + 4) + 64
     }
+    /// Elements a select's tile holds on `b` for `elem_bytes`-byte elements:
+    /// the direct tile where the adapter has subgroups and the tuning asks for
+    /// it, else the staged one fitted to workgroup memory.
+    pub fn select_tile(&self, b: &WgpuBackend, elem_bytes: u32) -> Result<u64> {
+        let items = self.fitted_items(b, elem_bytes, self.direct && b.subgroups)?;
+        Ok(self.block as u64 * items as u64)
+    }
     /// Items per invocation that run on this adapter: the tuning's, halved
     /// until the tile fits the adapter's workgroup memory.
     pub(super) fn fitted_items(&self, b: &WgpuBackend, elem_bytes: u32, direct: bool) -> Result<u32> {
