@@ -72,6 +72,28 @@ fn frontier_count_live(lid: u32, live: u32) {
     }
 }
 
+// A fused expansion's round (compaction/site.wgsl, `atomic`): this
+// invocation's `kept` items get slots from the level's length word, which
+// ends as the level's kept total; the live word follows it. A total past the
+// capacity is an overflow (the slots below it are written, the host redoes
+// the frame, as frontier.cuh's `frontier_close`); at the last level of the
+// bound, a kept item means unfinished. Returns this invocation's first slot.
+fn frontier_reserve(lid: u32, kept: u32, capacity: u32) -> u32 {
+    let r = site_reserve(lid, kept, prm.output_len);
+    if lid == 0u && r.kept != 0u {
+        word_add(prm.output_live, r.kept);
+        if r.wrapped {
+            atomicOr(&words[2u * FRONTIER_STATUS], FRONTIER_OVERFLOW);
+            atomicMax(&words[2u * FRONTIER_NEEDED + 1u], 1u);
+        } else if r.end > capacity {
+            atomicOr(&words[2u * FRONTIER_STATUS], FRONTIER_OVERFLOW);
+            atomicMax(&words[2u * FRONTIER_NEEDED], r.end);
+        }
+        if prm.last != 0u { atomicOr(&words[2u * FRONTIER_STATUS], FRONTIER_UNFINISHED); }
+    }
+    return r.first;
+}
+
 // Whether a stage that changes persistent state may run: not after an
 // overflow or an unfinished loop (the host redoes the frame).
 fn frontier_ok() -> bool {

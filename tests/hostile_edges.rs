@@ -218,8 +218,11 @@ fn one_texture_file_spelled_three_ways_is_decoded_once() {
     );
     std::fs::write(real.join("s.mtl"), mtl).expect("mtl");
     let faces = "usemtl a\nf 1/1 2/2 3/3\nusemtl b\nf 1/1 2/2 3/3\nusemtl c\nf 1/1 2/2 3/3\n";
-    std::fs::write(real.join("s.obj"), format!("mtllib s.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\n{faces}"))
-        .expect("obj");
+    std::fs::write(
+        real.join("s.obj"),
+        format!("mtllib s.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\n{faces}"),
+    )
+    .expect("obj");
     // The export copies each texture the scene holds: one file, not three.
     let out = reap()
         .args(["scene", "export", "--format", "obj", "--scene"])
@@ -229,7 +232,10 @@ fn one_texture_file_spelled_three_ways_is_decoded_once() {
         .output()
         .expect("run reap");
     assert!(out.status.success(), "{:?}", text(&out));
-    let copied: Vec<_> =
-        std::fs::read_dir(dir.join("ex").join("textures")).expect("textures/").flatten().map(|e| e.file_name()).collect();
+    let copied: Vec<_> = std::fs::read_dir(dir.join("ex").join("textures"))
+        .expect("textures/")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert_eq!(copied.len(), 1, "textures decoded and copied: {copied:?}");
 }

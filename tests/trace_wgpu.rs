@@ -64,7 +64,7 @@ on_wgpu! {
 }
 
 use reap::trace::layout::{CameraLayout, Packed};
-use reap::trace::{BvhKind, Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+use reap::trace::{BvhKind, Compaction, Engine, Estimator, Fusion, RenderSettings, Traversal, render};
 
 /// The built-in Cornell box packed for an engine, with its camera at `w`×`h`.
 fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
@@ -120,22 +120,52 @@ fn wgpu_tracer_renders_one_image_whatever_the_algorithm_traversal_and_bvh() {
         for traversal in Traversal::ALL {
             for c in &choices {
                 let alg = Compaction::parse(c, e.backend(), "paths").expect("a choice the backend lists");
-                let s = RenderSettings { traversal, bvh, compact_paths: alg, compact_frontier: alg, ..base.clone() };
-                e.reset().unwrap();
-                let frames = render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("{c} {traversal:?} {bvh}: {err}"));
-                assert!(
-                    frames.iter().all(|f| f.rays > 0 && !f.stages.is_empty()),
-                    "{c}: frames report rays and stages"
-                );
-                images.push((format!("{c} {} {bvh}", traversal.name()), e.image().unwrap()));
+                // `atomic` fuses on wgpu (compaction/site.wgsl): both of its paths.
+                let fused = matches!(alg, Compaction::With(a) if e.fuses(a));
+                let fusions: &[Fusion] = if fused { &[Fusion::Auto, Fusion::Off] } else { &[Fusion::Auto] };
+                for &fusion in fusions {
+                    let s = RenderSettings {
+                        traversal,
+                        bvh,
+                        compact_paths: alg,
+                        compact_frontier: alg,
+                        fusion,
+                        ..base.clone()
+                    };
+                    e.reset().unwrap();
+                    let frames =
+                        render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("{c} {traversal:?} {bvh}: {err}"));
+                    assert!(
+                        frames.iter().all(|f| f.rays > 0 && !f.stages.is_empty()),
+                        "{c}: frames report rays and stages"
+                    );
+                    let passes = frames.iter().flat_map(|f| &f.stages).any(|(id, _)| id.is_compaction());
+                    assert_eq!(
+                        passes,
+                        !(fused && fusion == Fusion::Auto) && alg != Compaction::None,
+                        "{c} {}: a compaction pass runs exactly where the site is not fused",
+                        fusion.name()
+                    );
+                    images.push((format!("{c} {} {bvh} {}", traversal.name(), fusion.name()), e.image().unwrap()));
+                }
             }
         }
     }
-    for descend in [1, 5] {
-        let s = RenderSettings { traversal: Traversal::BreadthFirst, bvh: BvhKind::Binary, descend, ..base.clone() };
-        e.reset().unwrap();
-        render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("descend {descend}: {err}"));
-        images.push((format!("breadth-first binary descend {descend}"), e.image().unwrap()));
+    let atomic = Compaction::With(reap::compaction::Algorithm::Atomic);
+    for descend in [1, 3, 5] {
+        for alg in [base.compact_frontier, atomic] {
+            let s = RenderSettings {
+                traversal: Traversal::BreadthFirst,
+                bvh: BvhKind::Binary,
+                descend,
+                compact_paths: alg,
+                compact_frontier: alg,
+                ..base.clone()
+            };
+            e.reset().unwrap();
+            render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("descend {descend}: {err}"));
+            images.push((format!("breadth-first binary descend {descend} {}", alg.name()), e.image().unwrap()));
+        }
     }
     let (first_name, first) = &images[0];
     assert!(first.iter().any(|p| p[0] > 0.0), "the Cornell box is lit");
@@ -414,23 +444,35 @@ fn wgpu_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
     let (w, h) = (32, 32);
     let Some(mut e) = cornell_on_wgpu(w, h, 7, 4) else { return };
     guard_frontier(&mut e, 1 << 12).expect("guard");
-    for bvh in BvhKind::ALL {
+    // Separate, the expansion's fan-out slots pass 3000; through the fused `atomic` site only
+    // live items count, and 500 is fewer than the rays that enter the root.
+    let atomic = Compaction::With(reap::compaction::Algorithm::Atomic);
+    for (bvh, c, max) in BvhKind::ALL
+        .into_iter()
+        .flat_map(|b| [(b, Compaction::With(reap::compaction::Algorithm::Lookback), 3000), (b, atomic, 500)])
+    {
         let settings = RenderSettings {
             traversal: Traversal::BreadthFirst,
             bvh,
-            max_frontier: 3000,
+            max_frontier: max,
+            compact_paths: c,
+            compact_frontier: c,
             ..settings_for(w, h, 1, 4, 7)
         };
+        let compaction = c.name();
         match render(&mut e, &settings, |_| {}) {
-            Err(err @ TraceError::FrontierTooLarge { items, max: 3000, .. }) => {
-                assert!(items > 3000 && err.to_string().contains("--max-frontier"), "{bvh}: {err}");
+            Err(err @ TraceError::FrontierTooLarge { items, max: m, .. }) if m == max => {
+                assert!(items > max && err.to_string().contains("--max-frontier"), "{bvh} {compaction}: {err}");
             }
-            other => panic!("{bvh}: expected FrontierTooLarge, got {other:?}"),
+            other => panic!("{bvh} {compaction}: expected FrontierTooLarge, got {other:?}"),
         }
         let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
-        assert_eq!(capacity, 3000);
-        assert!(intact, "{bvh}: a slot past the frontier's capacity was written");
-        assert!(e.image().expect("image").iter().all(|p| *p == [0.0; 4]), "{bvh}: a failed frame accumulated");
+        assert_eq!(capacity, max);
+        assert!(intact, "{bvh} {compaction}: a slot past the frontier's capacity was written");
+        assert!(
+            e.image().expect("image").iter().all(|p| *p == [0.0; 4]),
+            "{bvh} {compaction}: a failed frame accumulated"
+        );
     }
 }
 

@@ -57,7 +57,7 @@ struct Params {
     output_len: u32,
     output_live: u32,
     stride: u32,  // invocations of the whole dispatch (grid-stride loops)
-    pad0: u32,
+    next_len: u32,  // word: the next queue's length (trace_shade_atomic)
     pad1: u32,
     pad2: u32,
 }

@@ -20,6 +20,8 @@ override WG: u32 = 128u;
 const STACK: u32 = 64u;
 // A descent of at most 5 levels keeps at most one pending sibling per level plus the node in hand.
 const DESCEND_STACK: u32 = 8u;
+// Slots of one binary expansion: 2^5, the deepest descent.
+const MAX_FAN: u32 = 32u;
 // A breadth-first item past level 0 names its node by the node's children (wavefront.cu TRACE_PAIR).
 const TRACE_PAIR: u32 = 0x80000000u;
 const ITEM_DEAD: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);
@@ -227,7 +229,9 @@ fn bf_init_one(path: u32, shadow: bool) -> vec2<u32> {
 // past the capacity writes nothing and sets the overflow.
 @compute @workgroup_size(WG)
 fn trace_bf_init(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let n = frontier_n(prm.capacity);
+    // The queue's length, clamped to the queue, not to the frontier: a queue
+    // longer than the frontier is an overflow, never a silent cut.
+    let n = frontier_n(arrayLength(&queue));
     let fits = frontier_fits(gid.x == 0u, n, 1u, prm.capacity);
     var live = 0u;
     if fits {
@@ -238,6 +242,21 @@ fn trace_bf_init(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_i
         }
     }
     frontier_count_live(lid, live);
+}
+
+// trace_bf_init through the fused `atomic` site: only the items whose ray
+// enters the root are written, compacted; level 0's length word ends as their count.
+@compute @workgroup_size(WG)
+fn trace_bf_init_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n = site_uniform(lid, frontier_n(arrayLength(&queue)));
+    for (var round = wg.x * WG; round < n; round += prm.stride) {
+        let i = round + lid;
+        var item = ITEM_DEAD;
+        if i < n { item = bf_init_one(queue[i], prm.shadow != 0u); }
+        let live = item.y != 0xffffffffu;
+        let at = frontier_reserve(lid, u32(live), prm.capacity);
+        if live && at < prm.capacity { fout[at] = item; }
+    }
 }
 
 // A breadth-first item's ray and the distance past which it culls: the
@@ -260,23 +279,21 @@ fn bf_ray(path: u32, shadow: bool) -> BfRay {
     return BfRay(true, o, pget(F_DIR, path).xyz, key_dist(vec2<u32>(0u, atomicLoad(&pw[key_at(path) + 1u])), trace_inf()));
 }
 
-// Breadth-first, one frontier item into its `fan` slots at fout[at, at +
-// fan): descends `descend` BVH levels below the item's node, nearer child
-// first, culling boxes the ray enters only past the path's closest hit so
-// far. A leaf met on the way is intersected at once and merges its hit into
-// the path's key; an internal node reached at depth `descend` goes to the
-// slot named by its left/right turns (first turn highest), every other slot
-// is dead. Returns the live slots.
-fn bf_expand_one(item: vec2<u32>, shadow: bool, descend: u32, at: u32) -> u32 {
-    let fan = 1u << descend;
-    for (var j = 0u; j < fan; j++) { fout[at + j] = ITEM_DEAD; }
+// Breadth-first, one frontier item into its `fan` slots: descends `descend`
+// BVH levels below the item's node, nearer child first, culling boxes the
+// ray enters only past the path's closest hit so far. A leaf met on the way
+// is intersected at once and merges its hit into the path's key; an internal
+// node reached at depth `descend` goes to the slot named by its left/right
+// turns (first turn highest). Returns the keep mask: bit j set where slots[j]
+// holds a live item (the other slots are not written).
+fn bf_expand_one(item: vec2<u32>, shadow: bool, descend: u32, slots: ptr<function, array<vec2<u32>, MAX_FAN>>) -> u32 {
     if item.y == 0xffffffffu { return 0u; }
     let path = item.y;
     let r = bf_ray(path, shadow);
     if !r.ok { return 0u; }
     let inv = inv_dir(r.d);
     var best = KEY_DEAD;
-    var live = 0u;
+    var keep = 0u;
     // (first child or triangle, triangle count (0: internal), depth below the item << 8 | turns taken)
     var st_first: array<u32, DESCEND_STACK>;
     var st_count: array<u32, DESCEND_STACK>;
@@ -303,14 +320,13 @@ fn bf_expand_one(item: vec2<u32>, shadow: bool, descend: u32, at: u32) -> u32 {
         if count > 0u {
             if leaf_range(info.at_a.y, first, count, r.o, r.d, lim, shadow, &best) {
                 wset(W_OCCLUDED, path, 1u);
-                for (var j = 0u; j < fan; j++) { fout[at + j] = ITEM_DEAD; }
                 return 0u;
             }
             continue;
         }
         if depth == descend {
-            fout[at + turns] = vec2<u32>(TRACE_PAIR | first, path);
-            live += 1u;
+            (*slots)[turns] = vec2<u32>(TRACE_PAIR | first, path);
+            keep |= 1u << turns;
             continue;
         }
         let c0 = node(first);
@@ -340,11 +356,11 @@ fn bf_expand_one(item: vec2<u32>, shadow: bool, descend: u32, at: u32) -> u32 {
         }
     }
     if !shadow && best.y != 0xffffffffu { hit_merge(path, best); }
-    return live;
+    return keep;
 }
 
 // One level of the loop: n items (frontier_n) each write 2^descend slots of
-// fout; nothing is written when they would not fit the capacity.
+// fout, dead ones included; nothing is written when they would not fit the capacity.
 @compute @workgroup_size(WG)
 fn trace_bf_expand(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let n = frontier_n(prm.capacity);
@@ -353,18 +369,41 @@ fn trace_bf_expand(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local
     var live = 0u;
     if fits {
         for (var i = gid.x; i < n; i += prm.stride) {
-            live += bf_expand_one(fin[i], prm.shadow != 0u, prm.descend, i * fan);
+            var slots: array<vec2<u32>, MAX_FAN>;
+            let keep = bf_expand_one(fin[i], prm.shadow != 0u, prm.descend, &slots);
+            for (var j = 0u; j < fan; j++) {
+                fout[i * fan + j] = select(ITEM_DEAD, slots[j], (keep & (1u << j)) != 0u);
+            }
+            live += countOneBits(keep);
         }
     }
     frontier_count_live(lid, live);
 }
 
+// trace_bf_expand through the fused `atomic` site: only the live slots are
+// written, compacted, and the level's length word ends as their count.
+@compute @workgroup_size(WG)
+fn trace_bf_expand_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n = site_uniform(lid, frontier_n(prm.capacity));
+    for (var round = wg.x * WG; round < n; round += prm.stride) {
+        let i = round + lid;
+        var slots: array<vec2<u32>, MAX_FAN>;
+        var keep = 0u;
+        if i < n { keep = bf_expand_one(fin[i], prm.shadow != 0u, prm.descend, &slots); }
+        var at = frontier_reserve(lid, countOneBits(keep), prm.capacity);
+        // At most 32 bits, one a pass.
+        for (var bits = keep; bits != 0u; bits &= bits - 1u) {
+            if at < prm.capacity { fout[at] = slots[firstTrailingBit(bits)]; }
+            at += 1u;
+        }
+    }
+}
+
 // Breadth-first on the 8-wide BVH, one item (wide node, path): tests the
 // node's children, intersects its hit leaves at once (a shadow ray's blocker
 // sets the occlusion and ends the item) and writes the hit wide children to
-// fout[at, at + 8), nearest first, every other slot dead.
-fn bf_expand_wide_one(item: vec2<u32>, shadow: bool, at: u32) -> u32 {
-    for (var j = 0u; j < 8u; j++) { fout[at + j] = ITEM_DEAD; }
+// slots[0, live), nearest first; returns `live` (the other slots are not written).
+fn bf_expand_wide_one(item: vec2<u32>, shadow: bool, slots: ptr<function, array<vec2<u32>, 8>>) -> u32 {
     if item.y == 0xffffffffu { return 0u; }
     let path = item.y;
     let r = bf_ray(path, shadow);
@@ -380,7 +419,7 @@ fn bf_expand_wide_one(item: vec2<u32>, shadow: bool, at: u32) -> u32 {
     for (var j = 0u; j < 8u && bits != 0u; j++) {
         let bit = firstLeadingBit(bits);
         bits &= ~(1u << bit);
-        fout[at + j] = vec2<u32>(h.child_base + wide_rank(h.internal, bit, oct), path);
+        (*slots)[j] = vec2<u32>(h.child_base + wide_rank(h.internal, bit, oct), path);
     }
     if !shadow && best.y != 0xffffffffu { hit_merge(path, best); }
     return countOneBits(h.nodes);
@@ -393,10 +432,29 @@ fn trace_bf_expand_wide(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     var live = 0u;
     if fits {
         for (var i = gid.x; i < n; i += prm.stride) {
-            live += bf_expand_wide_one(fin[i], prm.shadow != 0u, i * 8u);
+            var slots: array<vec2<u32>, 8>;
+            let kept = bf_expand_wide_one(fin[i], prm.shadow != 0u, &slots);
+            for (var j = 0u; j < 8u; j++) { fout[i * 8u + j] = select(ITEM_DEAD, slots[j], j < kept); }
+            live += kept;
         }
     }
     frontier_count_live(lid, live);
+}
+
+// trace_bf_expand_wide through the fused `atomic` site (trace_bf_expand_atomic's twin).
+@compute @workgroup_size(WG)
+fn trace_bf_expand_wide_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n = site_uniform(lid, frontier_n(prm.capacity));
+    for (var round = wg.x * WG; round < n; round += prm.stride) {
+        let i = round + lid;
+        var slots: array<vec2<u32>, 8>;
+        var kept = 0u;
+        if i < n { kept = bf_expand_wide_one(fin[i], prm.shadow != 0u, &slots); }
+        let at = frontier_reserve(lid, kept, prm.capacity);
+        for (var j = 0u; j < kept; j++) {
+            if at + j < prm.capacity { fout[at + j] = slots[j]; }
+        }
+    }
 }
 
 // What shading one path decided.
@@ -557,6 +615,38 @@ fn trace_shade(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_inv
         let s = atomicLoad(&wg_shadows);
         if a != 0u { word_add(prm.alive, a); }
         if s != 0u { word_add(prm.shadows, s); }
+    }
+}
+
+// trace_shade through the fused `atomic` site: next[0, total) holds the
+// paths still alive, compacted, and words[next_len] their count.
+@compute @workgroup_size(WG)
+fn trace_shade_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n = site_uniform(lid, length_of(prm.queue_len, prm.capacity));
+    var casts = 0u;
+    for (var round = wg.x * WG; round < n; round += prm.stride) {
+        let i = round + lid;
+        var path = TRACE_DEAD32;
+        var r = Shaded(false, false);
+        if i < n {
+            path = queue[i];
+            if path != TRACE_DEAD32 {
+                r = shade_one(path, prm.sample, prm.bounce, info.dims.w, prm.estimator, info.dims.z, prm.base);
+            }
+        }
+        casts += u32(r.shadow);
+        let s = site_reserve(lid, u32(r.alive), prm.next_len);
+        // Every path kept fits: at most n, within the capacity.
+        if r.alive && s.first < prm.capacity { next[s.first] = path; }
+        if lid == 0u && s.kept != 0u { word_add(prm.alive, s.kept); }
+    }
+    if lid == 0u { atomicStore(&wg_shadows, 0u); }
+    workgroupBarrier();
+    if casts != 0u { atomicAdd(&wg_shadows, casts); }
+    workgroupBarrier();
+    if lid == 0u {
+        let c = atomicLoad(&wg_shadows);
+        if c != 0u { word_add(prm.shadows, c); }
     }
 }
 

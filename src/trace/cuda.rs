@@ -498,8 +498,8 @@ impl Engine for CudaEngine {
         self.depth
     }
 
-    fn fuses(&self) -> bool {
-        true
+    fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        algorithm.fuses()
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {

@@ -393,8 +393,8 @@ pub trait Engine {
     }
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
-    /// Whether the engine fuses compaction sites into their producers.
-    fn fuses(&self) -> bool {
+    /// Whether the engine fuses `algorithm`'s compaction sites into their producers.
+    fn fuses(&self, _algorithm: Algorithm) -> bool {
         false
     }
     fn alloc<T: Element>(&self, len: u64) -> TraceResult<Buf<Self, T>> {
@@ -825,12 +825,16 @@ fn swap_queues<E: Engine>(w: &mut Work<E>, swapped: &mut bool) {
 
 /// How the path queue's site runs on this engine under these settings.
 pub fn paths_site<E: Engine>(e: &E, s: &RenderSettings) -> Option<SitePath> {
-    s.fusion.path(s.compact_paths, e.fuses())
+    site_path(e, s.fusion, s.compact_paths)
 }
 
 /// How the breadth-first frontier's site runs on this engine under these settings.
 pub fn frontier_site<E: Engine>(e: &E, s: &RenderSettings) -> Option<SitePath> {
-    s.fusion.path(s.compact_frontier, e.fuses())
+    site_path(e, s.fusion, s.compact_frontier)
+}
+
+fn site_path<E: Engine>(e: &E, fusion: Fusion, compaction: Compaction) -> Option<SitePath> {
+    fusion.path(compaction, matches!(compaction, Compaction::With(a) if e.fuses(a)))
 }
 
 pub use crate::clocks::ms;

@@ -52,7 +52,8 @@ pub trait Renderer {
     fn reset_sums(&mut self) -> TraceResult<()>;
     /// The whole image's sums.
     fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>>;
-    fn fuses_sites(&self) -> bool;
+    /// Whether `algorithm`'s sites run fused into their producers ([`Engine::fuses`]).
+    fn fuses_sites(&self, algorithm: crate::compaction::Algorithm) -> bool;
     /// Whether each engine records its frames as CUDA graphs ([`Engine::set_graphs`]).
     fn use_graphs(&mut self, graphs: Graphs);
     /// Ranks rendering (1 for one engine).
@@ -75,8 +76,8 @@ impl<E: Engine> Renderer for E {
     fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>> {
         self.image()
     }
-    fn fuses_sites(&self) -> bool {
-        self.fuses()
+    fn fuses_sites(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        self.fuses(algorithm)
     }
     fn use_graphs(&mut self, graphs: Graphs) {
         self.set_graphs(graphs);
@@ -331,8 +332,8 @@ impl<E: SplitEngine> Renderer for Split<E> {
         self.gather()?;
         self.engines[0].image()
     }
-    fn fuses_sites(&self) -> bool {
-        self.engines[0].fuses()
+    fn fuses_sites(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        self.engines[0].fuses(algorithm)
     }
     fn use_graphs(&mut self, graphs: Graphs) {
         self.engines.iter_mut().for_each(|e| e.set_graphs(graphs));

@@ -7,7 +7,8 @@
 //! recorded before it) and at the frame's end, where the host reads the
 //! frame's words and its stage times once. Compaction is the library's
 //! counted calls ([`crate::compaction::Backend::select_counted`]) on the
-//! [`WgpuBackend`]; the wgpu library has no fused sites, so `fuses()` is false.
+//! [`WgpuBackend`], or for `atomic` a fused site (compaction/site.wgsl): the
+//! `*_atomic` entries write only live items, so no pass follows them.
 //!
 //! The viewer's image leaves through [`WgpuEngine::tonemap_into`]: the sums
 //! tonemapped straight into a `texture_storage_2d<rgba8unorm, write>` of the
@@ -34,7 +35,7 @@ pub const TEXTURE: Shader = wgsl_source!("trace/texture.wgsl", headers: &[COMMON
 pub const BSDF: Shader = wgsl_source!("trace/bsdf.wgsl", headers: &[COMMON]);
 pub const WIDE: Shader = wgsl_source!("trace/wide.wgsl", headers: &[COMMON]);
 /// The level loop's device side (kernels/frontier.cuh's twin).
-pub const FRONTIER: Shader = wgsl_source!("frontier.wgsl", headers: &[COMMON]);
+pub const FRONTIER: Shader = wgsl_source!("frontier.wgsl", headers: &[COMMON, crate::compaction::wgpu::runtime::SITE]);
 pub const WAVEFRONT: Shader = wgsl_source!("trace/wavefront.wgsl", headers: &[COMMON, TEXTURE, BSDF, WIDE, FRONTIER]);
 /// WAVEFRONT's hit merge, put before it as its prelude: one u64 atomicMin
 /// where the device has 64-bit atomics ([`Device::int64_atomics`]), else a
@@ -85,6 +86,10 @@ pub struct TraceTuning {
     /// Invocations per workgroup (`WG`), 64 to 256.
     pub workgroup: u32,
     /// Workgroups at most per dispatch; grid-stride loops cover the rest.
+    /// About what a large GPU holds at once: every stage is dispatched for its
+    /// buffer's capacity, so 65,535 workgroups of idle invocations cost a
+    /// small level 0.05 ms, and the whole sphereflake frame 1.4x its time on
+    /// an H200 (1024: 22.5 ms a frame, 65,535: 31.7; 512 to 4096 within 4 %).
     pub max_groups: u32,
     /// Attempts at a path's hit-key lock (hit_lock.wgsl `HIT_SPIN`), on
     /// devices without 64-bit atomics only: a holder releases it within the
@@ -100,7 +105,7 @@ pub struct TraceTuning {
 
 impl Default for TraceTuning {
     fn default() -> Self {
-        TraceTuning { workgroup: 128, max_groups: 65_535, hit_spin: 4096, fetch_groups: 2048, wide_fetch: 8 }
+        TraceTuning { workgroup: 128, max_groups: 1024, hit_spin: 4096, fetch_groups: 2048, wide_fetch: 8 }
     }
 }
 
@@ -164,7 +169,8 @@ struct Params {
     output_len: u32,
     output_live: u32,
     stride: u32,
-    pad: [u32; 3],
+    next_len: u32,
+    pad: [u32; 2],
 }
 
 /// The bindings of common.wgsl, by number: what each is.
@@ -200,9 +206,13 @@ const ENTRIES: &[(&str, &[u32])] = &[
     ("trace_depth_first", &[0, 1, 2, 4, 5, 6, 8]),
     ("trace_depth_first_wide", &[0, 1, 2, 4, 5, 6, 8, 13]),
     ("trace_bf_init", &[0, 1, 2, 4, 5, 6, 8, 10]),
+    ("trace_bf_init_atomic", &[0, 1, 2, 4, 5, 6, 8, 10]),
     ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_atomic", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_wide_atomic", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_shade", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
+    ("trace_shade_atomic", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
     ("trace_nee", &[0, 1, 4, 5, 6, 8]),
     ("trace_accumulate", &[0, 1, 4, 8, 11]),
 ];
@@ -253,6 +263,10 @@ pub struct WgpuEngine {
     sample: u32,
     module: Option<wgpu::ShaderModule>,
     kernels: HashMap<&'static str, Kernel>,
+    /// Bind groups made this frame, by entry point and buffers: a frame's
+    /// few hundred dispatches use a few dozen. Emptied at each frame's end,
+    /// so no buffer the frame let go of (a regrown frontier) stays alive.
+    binds: HashMap<(&'static str, Vec<wgpu::Buffer>), wgpu::BindGroup>,
     display: Option<Display>,
     rgba: Vec<[u8; 4]>,
     work: Option<Work<WgpuEngine>>,
@@ -360,6 +374,7 @@ impl WgpuEngine {
             sample: 0,
             module: None,
             kernels: HashMap::new(),
+            binds: HashMap::new(),
             display: None,
             rgba: Vec::new(),
             work: None,
@@ -498,20 +513,11 @@ impl WgpuEngine {
         let uniforms = lock(&self.pending).uniforms.clone();
         let kernel = self.kernels.get(name).ok_or_else(|| TraceError::Settings(format!("no kernel {name}")))?;
         let missing = |what: &str| TraceError::Settings(format!("{name} binds {what}, which the stage did not pass"));
-        let mut entries = Vec::with_capacity(kernel.bindings.len());
+        // The buffers in binding order (the parameters' at 0), the bind group's key.
+        let mut buffers = Vec::with_capacity(kernel.bindings.len());
         for &b in &kernel.bindings {
             let buffer = match b {
-                0 => {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                            buffer: &uniforms,
-                            offset: 0,
-                            size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
-                        }),
-                    });
-                    continue;
-                }
+                0 => &uniforms,
                 1 => info,
                 2 | 3 => scene,
                 4 => pv,
@@ -524,28 +530,51 @@ impl WgpuEngine {
                 10 => io.fout.ok_or_else(|| missing("an output frontier"))?,
                 _ => sum,
             };
-            entries.push(wgpu::BindGroupEntry { binding: b, resource: buffer.as_entire_binding() });
+            buffers.push(buffer.clone());
         }
-        let (pipeline, layout) = (kernel.pipeline.clone(), kernel.layout.clone());
-        let bind = dev
-            .scoped(
-                || format!("the bind group of {name}"),
-                || {
-                    dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some(name),
-                        layout: &layout,
-                        entries: &entries,
-                    })
-                },
-            )
-            .map_err(rt_err)?;
+        let pipeline = kernel.pipeline.clone();
+        let key = (name, buffers);
+        if !self.binds.contains_key(&key) {
+            let entries: Vec<_> = kernel
+                .bindings
+                .iter()
+                .zip(&key.1)
+                .map(|(&binding, buffer)| wgpu::BindGroupEntry {
+                    binding,
+                    resource: match binding {
+                        // The parameters: one slot, at the dispatch's dynamic offset.
+                        0 => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                            buffer,
+                            offset: 0,
+                            size: std::num::NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+                        }),
+                        _ => buffer.as_entire_binding(),
+                    },
+                })
+                .collect();
+            let layout = &kernel.layout;
+            let bind = dev
+                .scoped(
+                    || format!("the bind group of {name}"),
+                    || {
+                        dev.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some(name),
+                            layout,
+                            entries: &entries,
+                        })
+                    },
+                )
+                .map_err(rt_err)?;
+            self.binds.insert(key.clone(), bind);
+        }
+        let bind = self.binds.get(&key).ok_or_else(|| TraceError::Settings(format!("no bind group for {name}")))?;
         let mut pending = lock(&self.pending);
         let offset = pending.slot(bytemuck::bytes_of(&p));
         let enc = pending.encoder();
         let mut pass =
             enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(name), timestamp_writes: None });
         pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bind, &[offset]);
+        pass.set_bind_group(0, bind, &[offset]);
         pass.dispatch_workgroups(groups, 1, 1);
         Ok(())
     }

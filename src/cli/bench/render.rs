@@ -244,7 +244,7 @@ fn bench_scene<R: Renderer>(
 ) -> Result<Vec<output::BenchRow>> {
     let mut rows = Vec::new();
     engine.use_graphs(args.graphs);
-    let runs = with_fusion(choices, &args.fusion, engine.fuses_sites());
+    let runs = with_fusion(choices, &args.fusion, &|a| engine.fuses_sites(a));
     let configs: Vec<(BvhKind, Traversal)> =
         args.bvh.iter().flat_map(|&b| traversals.iter().map(move |&t| (b, t))).collect();
     let bar = ProgressBar::new((configs.len() * runs.len()) as u64);
@@ -301,12 +301,16 @@ fn bench_scene<R: Renderer>(
 
 /// Every compaction choice with each fusion setting that changes what runs:
 /// both for an algorithm the engine fuses, the first one alone for the rest.
-fn with_fusion(choices: &[Compaction], fusions: &[Fusion], fuses: bool) -> Vec<(Compaction, Fusion)> {
+fn with_fusion(
+    choices: &[Compaction],
+    fusions: &[Fusion],
+    fuses: &dyn Fn(reap::compaction::Algorithm) -> bool,
+) -> Vec<(Compaction, Fusion)> {
     let first = fusions.first().copied().unwrap_or_default();
     let mut runs = Vec::new();
     for &c in choices {
         match c {
-            Compaction::With(a) if fuses && a.fuses() => runs.extend(fusions.iter().map(|&f| (c, f))),
+            Compaction::With(a) if fuses(a) => runs.extend(fusions.iter().map(|&f| (c, f))),
             _ => runs.push((c, first)),
         }
     }

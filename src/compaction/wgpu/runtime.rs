@@ -17,6 +17,9 @@ pub const ROGER: Shader = wgsl_source!("compaction/roger.wgsl", headers: &[COMMO
 pub const REDZONE: Shader = wgsl_source!("compaction/redzone.wgsl", headers: &[COMMON]);
 pub const SORT: Shader = wgsl_source!("compaction/sort.wgsl", headers: &[COMMON]);
 pub const BILLETER: Shader = wgsl_source!("compaction/billeter.wgsl", headers: &[COMMON]);
+/// Fused compaction sites (`atomic`), included by the workloads' producers,
+/// which declare the `words` it tallies in (kernels/compaction/site.cuh's twin).
+pub const SITE: Shader = wgsl_source!("compaction/site.wgsl");
 /// The tile machinery `lookback` and `chained` share.
 pub const SINGLE_PASS: Shader = wgsl_source!("compaction/single_pass.wgsl", headers: &[COMMON]);
 /// Direct scatter from registers, over the same tile machinery.

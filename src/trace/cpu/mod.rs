@@ -287,8 +287,8 @@ impl Engine for CpuEngine {
     }
 
     /// The CPU twin of the GPU's fused sites (`compaction::cpu::site`).
-    fn fuses(&self) -> bool {
-        true
+    fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        algorithm.fuses()
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {

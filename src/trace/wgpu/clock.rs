@@ -20,6 +20,12 @@ use crate::wgpu_runtime::{self as rt, Device};
 pub const PARAMS_STRIDE: u64 = 256;
 /// Dispatches one submission holds (the uniform buffer's slots).
 pub const SLOTS: u64 = 1024;
+/// Dispatches recorded before they are submitted: the GPU runs them while
+/// the host records the next ones. One submission a frame kept the GPU idle
+/// while the host recorded the whole frame: with the fused sites, whose
+/// frames make no library call that submits, sphereflake's frame took 28.3 ms
+/// by the wall clock for 9.5 ms of device time on an H200.
+pub const DISPATCHES_PER_SUBMISSION: u64 = 16;
 /// Queries per query set (wgpu's most).
 const QUERIES: u32 = 4096;
 
@@ -78,10 +84,11 @@ impl Pending {
         r
     }
 
-    /// A slot for one dispatch's parameters: its uniform offset. A full
-    /// buffer is submitted first (the parameters' upload lands before it).
+    /// A slot for one dispatch's parameters: its uniform offset. Every
+    /// [`DISPATCHES_PER_SUBMISSION`] dispatches, what is recorded is submitted
+    /// first (the parameters' upload lands before it).
     pub fn slot(&mut self, bytes: &[u8]) -> u32 {
-        if self.params.len() as u64 >= SLOTS * PARAMS_STRIDE {
+        if self.params.len() as u64 >= DISPATCHES_PER_SUBMISSION.min(SLOTS) * PARAMS_STRIDE {
             self.submit();
         }
         let at = self.params.len();

@@ -59,6 +59,12 @@ impl Engine for WgpuEngine {
         self.depth
     }
 
+    /// `atomic` fuses (compaction/site.wgsl); `lookback` and `chained` run
+    /// as a separate pass until WGSL has their sites.
+    fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        algorithm == crate::compaction::Algorithm::Atomic
+    }
+
     /// wgpu reports no free memory: what bounds a frontier here is its two
     /// buffers, each bound whole as one storage binding.
     fn memory_limit(&self) -> TraceResult<Limit> {
@@ -90,6 +96,7 @@ impl Engine for WgpuEngine {
     }
 
     fn end_frame(&mut self, words: &Words<Self>) -> TraceResult<Option<FrameEnd>> {
+        self.binds.clear();
         self.clock.resolve()?;
         // The words are read after the last stage (accumulate): this one wait completes the frame.
         let words = crate::compaction::Backend::download(self.backend(), words)?;
@@ -98,6 +105,7 @@ impl Engine for WgpuEngine {
     }
 
     fn abort_frame(&mut self) {
+        self.binds.clear();
         lock(&self.pending).submit();
         self.clock.clear();
     }
@@ -164,9 +172,7 @@ impl Engine for WgpuEngine {
     fn frontier_init(&mut self, step: Step<'_, WgpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
         let Step { at, input: queue, output: frontier, words } = step;
         check_words(words, &at.words())?;
-        if run.fuse.is_some() {
-            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
-        }
+        let name = fused_name(run.fuse, "trace_bf_init", "trace_bf_init_atomic")?;
         if frontier.len() < run.capacity || run.capacity > u32::MAX as u64 {
             return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
         }
@@ -182,15 +188,12 @@ impl Engine for WgpuEngine {
         };
         let io =
             Io { queue: Some(queue.raw()), words: Some(words.raw()), fout: Some(frontier.raw()), ..Default::default() };
-        self.dispatch("trace_bf_init", queue.len().min(run.capacity), p, io)
+        self.dispatch(name, queue.len().min(run.capacity), p, io)
     }
 
     fn expand(&mut self, step: Step<'_, WgpuBackend>, run: FrontierRun) -> TraceResult<()> {
         let Step { at, input, output, words } = step;
         check_words(words, &at.words())?;
-        if run.fuse.is_some() {
-            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
-        }
         if input.len() < run.capacity || output.len() < run.capacity || run.capacity > u32::MAX as u64 {
             return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
         }
@@ -198,8 +201,8 @@ impl Engine for WgpuEngine {
             return Err(TraceError::Settings(format!("descend {} is outside 1..=5", run.descend)));
         }
         let name = match run.bvh {
-            BvhKind::Binary => "trace_bf_expand",
-            BvhKind::Wide => "trace_bf_expand_wide",
+            BvhKind::Binary => fused_name(run.fuse, "trace_bf_expand", "trace_bf_expand_atomic")?,
+            BvhKind::Wide => fused_name(run.fuse, "trace_bf_expand_wide", "trace_bf_expand_wide_atomic")?,
         };
         let p = Params {
             capacity: cap32(run.capacity),
@@ -214,7 +217,10 @@ impl Engine for WgpuEngine {
         };
         let io =
             Io { words: Some(words.raw()), fin: Some(input.raw()), fout: Some(output.raw()), ..Default::default() };
-        self.dispatch(name, run.capacity / run.fan(), p, io)
+        // Separate: n * fan slots fit the capacity. Fused: n items at most
+        // the capacity, whatever they keep (a total past it is an overflow).
+        let items = if run.fuse.is_some() { run.capacity } else { run.capacity / run.fan() };
+        self.dispatch(name, items, p, io)
     }
 
     fn shade(
@@ -226,9 +232,7 @@ impl Engine for WgpuEngine {
     ) -> TraceResult<()> {
         let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
-        if fuse.is_some() {
-            return Err(TraceError::Settings("the wgpu library has no fused sites".into()));
-        }
+        let name = fused_name(fuse, "trace_shade", "trace_shade_atomic")?;
         let capacity = queue.len().min(next.len());
         let p = Params {
             capacity: cap32(capacity),
@@ -239,11 +243,12 @@ impl Engine for WgpuEngine {
             bounce,
             estimator: estimator as u32,
             base: self.shard.base as u32,
+            next_len: next_len as u32,
             ..Default::default()
         };
         let io =
             Io { queue: Some(queue.raw()), next: Some(next.raw()), words: Some(words.raw()), ..Default::default() };
-        self.dispatch("trace_shade", capacity, p, io)
+        self.dispatch(name, capacity, p, io)
     }
 
     fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
@@ -283,5 +288,21 @@ impl Engine for WgpuEngine {
         let words = self.tonemap_words()?;
         self.rgba = words.iter().map(|w| w.to_le_bytes()).collect();
         Ok(&self.rgba)
+    }
+}
+
+/// The entry point of a stage: `separate` without a fused site, `atomic`
+/// through one (the only algorithm whose site WGSL has, [`Engine::fuses`]).
+fn fused_name(
+    fuse: Option<crate::compaction::Algorithm>,
+    separate: &'static str,
+    atomic: &'static str,
+) -> TraceResult<&'static str> {
+    match fuse {
+        None => Ok(separate),
+        Some(crate::compaction::Algorithm::Atomic) => Ok(atomic),
+        Some(a) => Err(TraceError::Settings(format!(
+            "{separate}: the wgpu tracer fuses only `atomic`, not `{a}`; use --fusion off"
+        ))),
     }
 }
