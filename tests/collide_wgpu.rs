@@ -281,6 +281,16 @@ fn wgpu_collide_is_the_same_under_every_compaction_and_sort() {
             assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
         }
     }
+    // `atomic` fuses into the pair walk on wgpu (compaction/site.wgsl): fused and separate alike.
+    let atomic = settings(Compaction::With(Algorithm::Atomic), SortMethod::Fast);
+    assert!(e.fuses(Algorithm::Atomic) && !e.fuses(Algorithm::Lookback), "wgpu fuses atomic alone");
+    for fusion in reap::compaction::Fusion::ALL {
+        let got = one_frame(&mut e, &CollideSettings { fusion, ..atomic.clone() }, &state);
+        let what = format!("atomic, fusion {}", fusion.name());
+        assert_same(&what, &got, &reference, "lookback");
+        assert_eq!(got.stats.live, reference.stats.live, "{what}: live pairs per level");
+        assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
+    }
     for sort in &sorts {
         let s = settings(Compaction::With(Algorithm::Lookback), SortMethod::parse(sort, e.backend()).expect("parses"));
         let got = one_frame(&mut e, &s, &state);
@@ -318,6 +328,9 @@ fn wgpu_collide_redoes_short_frames_and_refuses_overflow() {
     let (world, state) = settled(300, 60);
     let mut e = WgpuCollide::new(b, world, &state).expect("engine");
     collide_redo::short_frames_are_redone_and_find_the_same(&mut e, &lookback(), &state);
+    // Through the fused `atomic` site a level's total past the capacity is the overflow.
+    let atomic = settings(Compaction::With(Algorithm::Atomic), SortMethod::Fast);
+    collide_redo::short_frames_are_redone_and_find_the_same(&mut e, &atomic, &state);
     collide_redo::an_overflowing_frontier_is_refused_and_moves_no_body(&mut e, &state);
     let (world, state) = settled(100, 60);
     let mut e = WgpuCollide::new(e.into_backend(), world, &state).expect("engine");

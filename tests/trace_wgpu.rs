@@ -467,7 +467,8 @@ fn wgpu_frontier_past_max_frontier_is_an_error_and_nothing_is_written_past_it() 
             other => panic!("{bvh} {compaction}: expected FrontierTooLarge, got {other:?}"),
         }
         let (capacity, intact) = frontier_guard(&mut e).expect("reads").expect("a frontier was made");
-        assert_eq!(capacity, max);
+        // The frontier regrows between attempts (from the last case's), never past the limit.
+        assert!(capacity <= max, "{bvh} {compaction}: a frontier of {capacity} items, the limit is {max}");
         assert!(intact, "{bvh} {compaction}: a slot past the frontier's capacity was written");
         assert!(
             e.image().expect("image").iter().all(|p| *p == [0.0; 4]),

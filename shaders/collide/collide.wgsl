@@ -230,6 +230,13 @@ fn collide_groups_expand() {
     write_groups(ARGS_EXPAND, min(frontier_n(), P.cap / 4u), 1u);
 }
 
+// collide_expand_atomic's workgroups: one invocation per input pair, whatever
+// their children (a kept total past the capacity is an overflow).
+@compute @workgroup_size(1)
+fn collide_groups_expand_fused() {
+    write_groups(ARGS_EXPAND, min(frontier_n(), P.cap), 1u);
+}
+
 // narrow()'s workgroups: one invocation per stored candidate.
 @compute @workgroup_size(1)
 fn collide_groups_candidates() {
@@ -285,6 +292,60 @@ fn test(x: u32, nx: Node, y: u32, ny: Node, cand: ptr<function, array<vec2<u32>,
     return pack(x, y);
 }
 
+// One input pair `p` of expand(): its child pairs into `slot` (the CPU
+// twin's slot rules, src/collide/mod.rs `Engine::expand`; dead where none),
+// the candidates it finds into `cand` (`nc` of them).
+fn expand_pair(p: vec2<u32>, slot: ptr<function, array<vec2<u32>, 4>>, cand: ptr<function, array<vec2<u32>, 4>>,
+               nc: ptr<function, u32>) {
+    if (is_dead(p)) {
+        return;
+    }
+    let a = p.y;
+    let b = p.x;
+    let na = nodes[a];
+    if (a == b) {
+        // An internal node against itself: each internal child against
+        // itself, and the two children against each other.
+        let l = na.left;
+        let r = na.right;
+        let nl = nodes[l];
+        let nr = nodes[r];
+        if (nl.right != LEAF) {
+            (*slot)[0] = pack(l, l);
+        }
+        if (nr.right != LEAF) {
+            (*slot)[1] = pack(r, r);
+        }
+        (*slot)[2] = test(l, nl, r, nr, cand, nc);
+    } else {
+        // Each node's children if internal (the CPU twin's `children`), else the leaf itself.
+        let nb = nodes[b];
+        var ca = array<u32, 2>(a, a);
+        var cb = array<u32, 2>(b, b);
+        var nca = array<Node, 2>(na, na);
+        var ncb = array<Node, 2>(nb, nb);
+        var ka = 1u;
+        var kb = 1u;
+        if (na.right != LEAF) {
+            ca = array<u32, 2>(na.left, na.right);
+            nca = array<Node, 2>(nodes[na.left], nodes[na.right]);
+            ka = 2u;
+        }
+        if (nb.right != LEAF) {
+            cb = array<u32, 2>(nb.left, nb.right);
+            ncb = array<Node, 2>(nodes[nb.left], nodes[nb.right]);
+            kb = 2u;
+        }
+        for (var k = 0u; k < 4u; k++) {
+            let x = k / 2u;
+            let y = k % 2u;
+            if (x < ka && y < kb) {
+                (*slot)[k] = test(ca[x], nca[x], cb[y], ncb[y], cand, nc);
+            }
+        }
+    }
+}
+
 // expand(): one level of the pair walk (frontier.wgsl's rules). Its n input
 // pairs (n from the words) each write their child pairs to out[4i..4i+4]
 // (the CPU twin's slot rules, src/collide/mod.rs `Engine::expand`), or
@@ -310,61 +371,9 @@ fn collide_expand(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         p = frontier_in[i];
     }
     if (!is_dead(p)) {
-        let a = p.y;
-        let b = p.x;
-        let na = nodes[a];
-        if (a == b) {
-            // An internal node against itself: each internal child against
-            // itself, and the two children against each other.
-            let l = na.left;
-            let r = na.right;
-            let nl = nodes[l];
-            let nr = nodes[r];
-            if (nl.right != LEAF) {
-                slot[0] = pack(l, l);
-            }
-            if (nr.right != LEAF) {
-                slot[1] = pack(r, r);
-            }
-            slot[2] = test(l, nl, r, nr, &cand, &nc);
-        } else {
-            // Each node's children if internal (the CPU twin's `children`), else the leaf itself.
-            let nb = nodes[b];
-            var ca = array<u32, 2>(a, a);
-            var cb = array<u32, 2>(b, b);
-            var nca = array<Node, 2>(na, na);
-            var ncb = array<Node, 2>(nb, nb);
-            var ka = 1u;
-            var kb = 1u;
-            if (na.right != LEAF) {
-                ca = array<u32, 2>(na.left, na.right);
-                nca = array<Node, 2>(nodes[na.left], nodes[na.right]);
-                ka = 2u;
-            }
-            if (nb.right != LEAF) {
-                cb = array<u32, 2>(nb.left, nb.right);
-                ncb = array<Node, 2>(nodes[nb.left], nodes[nb.right]);
-                kb = 2u;
-            }
-            for (var k = 0u; k < 4u; k++) {
-                let x = k / 2u;
-                let y = k % 2u;
-                if (x < ka && y < kb) {
-                    slot[k] = test(ca[x], nca[x], cb[y], ncb[y], &cand, &nc);
-                }
-            }
-        }
+        expand_pair(p, &slot, &cand, &nc);
     }
-    let first = wg_append(lid, P.cand_word, nc);
-    var lost = false;
-    for (var c = 0u; c < nc; c++) {
-        let at = first.x + c;
-        if (first.y == 0u && at >= first.x && at < P.cand_cap) {
-            candidates[at] = cand[c];
-        } else {
-            lost = true;
-        }
-    }
+    let lost = append_candidates(lid, &cand, nc);
     var live = 0u;
     if (i < n) {
         for (var k = 0u; k < 4u; k++) {
@@ -376,6 +385,70 @@ fn collide_expand(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         set_status(CANDIDATES);
     }
     frontier_count_live(lid, live);
+}
+
+// expand() through the fused `atomic` site (compaction/site.wgsl): only the
+// live child pairs are written, compacted, and the level's length word ends
+// as their count (past P.cap: an overflow, the frame redone, as frontier.cuh's
+// `frontier_close`). One invocation per input pair, up to P.cap of them
+// (collide_groups_expand_fused).
+@compute @workgroup_size(WG)
+fn collide_expand_atomic(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                         @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    let n = site_uniform(lid, min(frontier_n(), P.cap));
+    let dead = vec2<u32>(DEAD, DEAD);
+    var slot = array<vec2<u32>, 4>(dead, dead, dead, dead);
+    var cand: array<vec2<u32>, 4>;
+    var nc = 0u;
+    if (i < n) {
+        expand_pair(frontier_in[i], &slot, &cand, &nc);
+    }
+    if (append_candidates(lid, &cand, nc)) {
+        set_status(CANDIDATES);
+    }
+    var kept = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        if (!is_dead(slot[k])) {
+            slot[kept] = slot[k];
+            kept += 1u;
+        }
+    }
+    let r = site_reserve(lid, kept, P.len_out);
+    for (var k = 0u; k < kept; k++) {
+        if (!r.wrapped && r.first + k < P.cap) {
+            frontier_out[r.first + k] = slot[k];
+        }
+    }
+    if (lid == 0u && r.kept != 0u) {
+        add64(P.live_out, r.kept);
+        if (r.wrapped) {
+            set_status(OVERFLOW);
+            atomicMax(&words[2u * NEEDED + 1u], 1u);
+        } else if (r.end > P.cap) {
+            set_status(OVERFLOW);
+            atomicMax(&words[2u * NEEDED], r.end);
+        }
+        if (P.last != 0u) {
+            set_status(UNFINISHED);
+        }
+    }
+}
+
+// Appends an invocation's `nc` candidates behind word P.cand_word (every
+// invocation must call it): true when some fall past the list's capacity.
+fn append_candidates(lid: u32, cand: ptr<function, array<vec2<u32>, 4>>, nc: u32) -> bool {
+    let first = wg_append(lid, P.cand_word, nc);
+    var lost = false;
+    for (var c = 0u; c < nc; c++) {
+        let at = first.x + c;
+        if (first.y == 0u && at >= first.x && at < P.cand_cap) {
+            candidates[at] = (*cand)[c];
+        } else {
+            lost = true;
+        }
+    }
+    return lost;
 }
 
 // Appends an invocation's `found` contacts behind word P.contact_word (every

@@ -309,8 +309,8 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
-    fn fuses(&self) -> bool {
-        true
+    fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        crate::compaction::BackendKind::Cpu.fuses(algorithm)
     }
 
     fn expand(&mut self, step: Step<'_, CpuBackend>, fuse: Option<crate::compaction::Algorithm>) -> CollideResult<()> {

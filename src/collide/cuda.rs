@@ -547,8 +547,8 @@ impl Engine for CudaCollide {
         unsafe { l.launch(grid(1)?) }.map(drop).map_err(launch_err("launching collide_pairs_init"))
     }
 
-    fn fuses(&self) -> bool {
-        true
+    fn fuses(&self, algorithm: Algorithm) -> bool {
+        crate::compaction::BackendKind::Cuda.fuses(algorithm)
     }
 
     fn expand(&mut self, step: Step<'_, CudaBackend>, fuse: Option<Algorithm>) -> CollideResult<()> {

@@ -204,7 +204,7 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
 
 /// How the pair frontier's site runs on this engine under these settings.
 pub fn pairs_site<E: Engine>(e: &E, s: &CollideSettings) -> Option<SitePath> {
-    s.fusion.path(s.compact_pairs, e.fuses())
+    s.fusion.path(s.compact_pairs, matches!(s.compact_pairs, Compaction::With(a) if e.fuses(a)))
 }
 
 /// Runs one attempt at a frame with the walk bounded by `at`: begins it

@@ -351,8 +351,8 @@ pub trait Engine {
     fn before_library(&mut self) -> CollideResult<()> {
         Ok(())
     }
-    /// Whether the engine fuses compaction sites into their producers.
-    fn fuses(&self) -> bool {
+    /// Whether the engine fuses `algorithm`'s compaction sites into their producers.
+    fn fuses(&self, _algorithm: Algorithm) -> bool {
         false
     }
     fn candidate_capacity(&self) -> u64;

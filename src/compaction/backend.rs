@@ -21,6 +21,16 @@ impl BackendKind {
             BackendKind::Wgpu => "wgpu",
         }
     }
+
+    /// Whether the workloads on this backend fuse `algorithm`'s sites into
+    /// their producers: every single-pass algorithm on the CPU and CUDA
+    /// (compaction/site.cuh), `atomic` alone on wgpu (compaction/site.wgsl).
+    pub fn fuses(self, algorithm: Algorithm) -> bool {
+        match self {
+            BackendKind::Cpu | BackendKind::Cuda => algorithm.fuses(),
+            BackendKind::Wgpu => algorithm == Algorithm::Atomic,
+        }
+    }
 }
 
 /// How a GPU backend compiles the keep rule into a kernel (`REAP_KEEP` in

@@ -499,7 +499,7 @@ impl Engine for CudaEngine {
     }
 
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
-        algorithm.fuses()
+        crate::compaction::BackendKind::Cuda.fuses(algorithm)
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {

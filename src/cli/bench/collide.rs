@@ -122,12 +122,14 @@ impl OnBackend for BodiesBench<'_> {
 fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B, sc: Scenario) -> Result<Vec<CollideSettings>> {
     let compactions = compactions(&args.algorithms, backend)?;
     let mut out = Vec::new();
-    // With --both-paths a fusable algorithm runs fused and as a separate pass (both engines fuse).
+    // With --both-paths an algorithm the backend fuses runs fused and as a separate pass.
     for sort in &args.sorts {
         for c in &compactions {
             let s = settings(backend, c.name(), sort, &args.sim, sc)?;
             match *c {
-                Compaction::With(a) if a.fuses() && args.sim.fusion == Fusion::Auto && args.both_paths => {
+                Compaction::With(a)
+                    if backend.kind().fuses(a) && args.sim.fusion == Fusion::Auto && args.both_paths =>
+                {
                     out.push(s.clone());
                     out.push(CollideSettings { fusion: Fusion::Off, ..s });
                 }

@@ -150,10 +150,21 @@ impl Engine for WgpuCollide {
         Ok(())
     }
 
+    /// `atomic` fuses (compaction/site.wgsl).
+    fn fuses(&self, algorithm: Algorithm) -> bool {
+        crate::compaction::BackendKind::Wgpu.fuses(algorithm)
+    }
+
     fn expand(&mut self, step: Step<'_, WgpuBackend>, fuse: Option<Algorithm>) -> CollideResult<()> {
-        if fuse.is_some() {
-            return Err(CollideError::Settings("the wgpu engine does not fuse the pair frontier's site".into()));
-        }
+        let (groups, expand) = match fuse {
+            None => ("collide_groups_expand", "collide_expand"),
+            Some(Algorithm::Atomic) => ("collide_groups_expand_fused", "collide_expand_atomic"),
+            Some(a) => {
+                return Err(CollideError::Settings(format!(
+                    "the wgpu collider fuses only `atomic` into the pair walk, not `{a}`; use --fusion off"
+                )));
+            }
+        };
         let Step { at, input, output, words } = step;
         // Both buffers hold `capacity` slots; the shader reads n from the words.
         let capacity = input.len().min(output.len());
@@ -168,7 +179,7 @@ impl Engine for WgpuCollide {
         };
         let (nd, cand, args) = (self.nodes.raw().clone(), self.candidates.clone(), self.args.clone());
         // The level's length is on the device: the dispatch covers it, not the capacity.
-        self.run("collide_groups_expand", &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
+        self.run(groups, &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
         let binds = [
             (NODES, &nd),
             (FRONTIER_IN, input.raw()),
@@ -176,7 +187,7 @@ impl Engine for WgpuCollide {
             (CANDIDATES, &cand),
             (WORDS, words.raw()),
         ];
-        self.run_indirect("collide_expand", &p, &binds, Slot::Expand)
+        self.run_indirect(expand, &p, &binds, Slot::Expand)
     }
 
     fn candidate_capacity(&self) -> u64 {

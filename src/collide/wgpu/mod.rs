@@ -43,7 +43,7 @@ pub const FRONTIER: Shader = wgsl_source!("collide/frontier.wgsl");
 /// Warm starting's entry points.
 pub const WARM: Shader = wgsl_source!("collide/warm.wgsl");
 /// The collision stages, one module.
-pub const COLLIDE: Shader = wgsl_source!("collide/collide.wgsl", headers: &[COMMON, NARROW, SOLVER, FRONTIER, WARM]);
+pub const COLLIDE: Shader = wgsl_source!("collide/collide.wgsl", headers: &[COMMON, crate::compaction::wgpu::runtime::SITE, NARROW, SOLVER, FRONTIER, WARM]);
 pub use fast_sort::RADIX_SORT;
 
 /// Tuning of the collision stages.

@@ -288,7 +288,7 @@ impl Engine for CpuEngine {
 
     /// The CPU twin of the GPU's fused sites (`compaction::cpu::site`).
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
-        algorithm.fuses()
+        crate::compaction::BackendKind::Cpu.fuses(algorithm)
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {

@@ -62,7 +62,7 @@ impl Engine for WgpuEngine {
     /// `atomic` fuses (compaction/site.wgsl); `lookback` and `chained` run
     /// as a separate pass until WGSL has their sites.
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
-        algorithm == crate::compaction::Algorithm::Atomic
+        crate::compaction::BackendKind::Wgpu.fuses(algorithm)
     }
 
     /// wgpu reports no free memory: what bounds a frontier here is its two
