@@ -24,8 +24,11 @@ pub const SLOTS: u64 = 1024;
 /// the host records the next ones. One submission a frame kept the GPU idle
 /// while the host recorded the whole frame: with the fused sites, whose
 /// frames make no library call that submits, sphereflake's frame took 28.3 ms
-/// by the wall clock for 9.5 ms of device time on an H200.
-pub const DISPATCHES_PER_SUBMISSION: u64 = 16;
+/// by the wall clock for 9.5 ms of device time on an H200. Swept there
+/// (docs/render/wgpu-fused-h200), cornell / sphereflake wall ms a frame:
+/// 4: 3.64 / 11.41, 8: 3.72 / 10.95, 16: 3.70 / 11.13, 32: 4.12 / 11.31,
+/// 1024: 5.04 / 15.87.
+pub const DISPATCHES_PER_SUBMISSION: u64 = 8;
 /// Queries per query set (wgpu's most).
 const QUERIES: u32 = 4096;
 
@@ -43,6 +46,9 @@ pub struct Pending {
     /// Library calls lent the encoder so far, and how many between submissions.
     lends: u32,
     every: u32,
+    /// Dispatches between submissions ([`DISPATCHES_PER_SUBMISSION`], or
+    /// `REAP_WGPU_DISPATCHES_PER_SUBMISSION`), at most [`SLOTS`].
+    dispatches: u64,
 }
 
 impl Pending {
@@ -61,7 +67,12 @@ impl Pending {
             )
             .map_err(rt_err)?;
         let every = rt::lends_per_submission();
-        Ok(Pending { dev: dev.clone(), encoder: None, params: Vec::new(), uniforms, lends: 0, every })
+        let dispatches = std::env::var("REAP_WGPU_DISPATCHES_PER_SUBMISSION")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(DISPATCHES_PER_SUBMISSION)
+            .clamp(1, SLOTS);
+        Ok(Pending { dev: dev.clone(), encoder: None, params: Vec::new(), uniforms, lends: 0, every, dispatches })
     }
 
     pub fn encoder(&mut self) -> &mut wgpu::CommandEncoder {
@@ -85,10 +96,10 @@ impl Pending {
     }
 
     /// A slot for one dispatch's parameters: its uniform offset. Every
-    /// [`DISPATCHES_PER_SUBMISSION`] dispatches, what is recorded is submitted
+    /// `dispatches` dispatches, what is recorded is submitted
     /// first (the parameters' upload lands before it).
     pub fn slot(&mut self, bytes: &[u8]) -> u32 {
-        if self.params.len() as u64 >= DISPATCHES_PER_SUBMISSION.min(SLOTS) * PARAMS_STRIDE {
+        if self.params.len() as u64 >= self.dispatches * PARAMS_STRIDE {
             self.submit();
         }
         let at = self.params.len();
