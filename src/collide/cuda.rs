@@ -710,13 +710,7 @@ impl Engine for CudaCollide {
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        if bodies.len() as u64 != self.n as u64 {
-            return Err(CollideError::Settings(format!(
-                "set_bodies: {} bodies for an engine of {}",
-                bodies.len(),
-                self.n
-            )));
-        }
+        super::check_body_count(bodies.len(), self.n)?;
         self.bodies = self.backend.upload(bodies)?;
         self.generation += 1;
         // New bodies: the last frame's impulses are not theirs.

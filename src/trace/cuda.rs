@@ -236,20 +236,7 @@ impl CudaEngine {
         seed: u32,
         max_bounces: u32,
     ) -> TraceResult<Self> {
-        // trace_depth_first's stack holds at most one entry per level beyond the first.
-        if packed.depth >= GPU_STACK {
-            return Err(TraceError::Settings(format!(
-                "the BVH is {} levels deep and the GPU traversal stack holds {GPU_STACK}: split the scene",
-                packed.depth
-            )));
-        }
-        // A breadth-first item names a node's children with the top bit of 32 (wavefront.cu TRACE_PAIR).
-        if packed.nodes.len() as u64 >= 1 << 31 {
-            return Err(TraceError::Settings(format!(
-                "the BVH has {} nodes and the GPU tracer indexes at most 2^31: split the scene",
-                packed.nodes.len()
-            )));
-        }
+        packed.check_gpu(GPU_STACK)?;
         let stream = backend.stream().clone();
         let pixels = width as u64 * height as u64;
         // Path state, queues and a generous breadth-first frontier must fit beside the scene.

@@ -121,6 +121,27 @@ pub struct Packed {
 }
 
 impl Packed {
+    /// Whether a GPU engine traces this scene: the depth-first kernels'
+    /// stack holds `stack` levels (wavefront.cu / wavefront.wgsl `STACK`), and
+    /// a breadth-first item names a node's children with the top bit of 32
+    /// (`TRACE_PAIR`), so at most 2^31 nodes.
+    pub fn check_gpu(&self, stack: u32) -> crate::trace::TraceResult<()> {
+        use crate::trace::TraceError;
+        if self.depth >= stack {
+            return Err(TraceError::Settings(format!(
+                "the BVH is {} levels deep and the GPU traversal stack holds {stack}: split the scene",
+                self.depth
+            )));
+        }
+        if self.nodes.len() as u64 >= 1 << 31 {
+            return Err(TraceError::Settings(format!(
+                "the BVH has {} nodes and the GPU tracer indexes at most 2^31: split the scene",
+                self.nodes.len()
+            )));
+        }
+        Ok(())
+    }
+
     pub fn new(scene: &Scene, bvh: &Bvh) -> Self {
         let tris: Vec<Tri> = bvh
             .order

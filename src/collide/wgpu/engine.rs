@@ -287,13 +287,7 @@ impl Engine for WgpuCollide {
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        if bodies.len() as u64 != self.n as u64 {
-            return Err(CollideError::Settings(format!(
-                "set_bodies: {} bodies for an engine of {}",
-                bodies.len(),
-                self.n
-            )));
-        }
+        crate::collide::check_body_count(bodies.len(), self.n)?;
         self.bodies = self.backend.upload(bodies)?;
         // New bodies: the last frame's impulses are not theirs.
         self.warm.clear();
