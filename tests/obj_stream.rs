@@ -5,66 +5,20 @@
 //! uvs (24) and material_of (4), 100 bytes a triangle. The loader must peak under 1.5 times that,
 //! whatever the size of the file.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use reap::scene::{Scene, SceneError, load_obj};
 
-/// The system allocator, counting the bytes held now and the most held since the last reset.
-struct Counting;
-
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call goes to the system allocator unchanged; only the counters are added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract is passed on as it is.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let held = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(held, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(p, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: as above.
-        let q = unsafe { System.realloc(p, layout, new_size) };
-        if !q.is_null() {
-            // The old and the new block may both be live during the move: count both at the peak.
-            let held = HELD.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(held, Ordering::Relaxed);
-            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+#[path = "common/counting.rs"]
+mod counting;
+use counting::peak_of;
 
 /// Tests run one at a time here: the counters are global.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// Runs `f`, returning its result and the most heap it held above what was held before.
-fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = HELD.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let result = f();
-    (result, PEAK.load(Ordering::Relaxed).saturating_sub(before))
-}
 
 /// A folder for one test, removed when dropped (with its multi-GB files).
 struct TempDir(PathBuf);

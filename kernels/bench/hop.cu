@@ -2,7 +2,7 @@
 // ping-pong between two blocks and a chain of blocks, each handing a flag word
 // to the next with the single-pass kernels' relaxed GPU-scope loads and stores
 // (tile_state.cuh), on 64-bit words as their tile states are. Twin of
-// shaders/bench/hop.wgsl; the host is src/bench/hop.rs (keep the layout in sync).
+// shaders/bench/hop.wgsl; the host is src/bench/hop/ (keep the layout in sync).
 //
 // Every wait is bounded by `budget` polls in all per thread, so a block that is
 // never scheduled shows as an error in words[HOP_ERR], not as a hang.

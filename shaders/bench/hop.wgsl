@@ -1,7 +1,7 @@
 // The inter-workgroup hop, measured alone (issue 44, `reap bench hop`): a
 // ping-pong between two workgroups and a chain of workgroups, each handing a
 // flag word to the next through storage atomics. Twin of kernels/bench/hop.cu;
-// the host is src/bench/hop.rs (keep the word layout in sync).
+// the host is src/bench/hop/ (keep the word layout in sync).
 //
 // Every wait is bounded: an invocation may poll at most P.a times in all
 // (lavapipe silently ends loops past 65,535 iterations, and a GPU that does

@@ -14,6 +14,11 @@
 // frame. Every loop is bounded (lavapipe stops a shader's loops silently
 // after 65,535 iterations in all).
 
+// One file past 600 lines, as its twin wavefront.cu: every entry shares the
+// bindings, the per-item helpers and the module's compilation (one shader
+// module a device), and its separate and fused (`*_atomic`) entries sit
+// beside each other so that they read as the pairs they are.
+
 // Invocations per workgroup (wgpu.rs `TraceTuning::workgroup`).
 override WG: u32 = 128u;
 // trace_depth_first's stack (wavefront.cu STACK).

@@ -13,6 +13,10 @@
 //! The viewer's image leaves through [`WgpuEngine::tonemap_into`]: the sums
 //! tonemapped straight into a `texture_storage_2d<rgba8unorm, write>` of the
 //! same device, so a viewer drawing on this adapter never copies through the host.
+//!
+//! One file a little past 600 lines, cuda.rs's twin: the engine's state, its
+//! kernels and its dispatch (bind groups, parameters) belong together; the
+//! `Engine` methods live in wgpu/engine.rs, the clock in wgpu/clock.rs.
 
 mod clock;
 
