@@ -13,7 +13,7 @@ pub fn ms(d: std::time::Duration) -> f64 {
 }
 
 /// What times a frame's stages, labelled `L`: host time on the CPU
-/// ([`HostClock`]), device events on a GPU ([`crate::gpu::Timer`]). The
+/// ([`HostClock`]), device events on a GPU ([`crate::cuda_runtime::Timer`]). The
 /// tracer's and the collider's engines each hand theirs out, so the stage
 /// wrappers are written once, over this trait.
 pub trait Clock<L> {

@@ -59,7 +59,7 @@ use crate::memory::{self, Limit};
 /// `headers` and `#include "../frontier.cuh"` (includes resolve from the
 /// including file's folder).
 #[cfg(feature = "cuda")]
-pub const CUDA_HEADER: crate::gpu::Source = crate::gpu::kernel_source!("frontier.cuh");
+pub const CUDA_HEADER: crate::cuda_runtime::Source = crate::cuda_runtime::kernel_source!("frontier.cuh");
 
 /// Word of the status flags ([`status`]).
 pub const STATUS: u64 = 0;

@@ -17,10 +17,10 @@ pub mod bvh;
 pub mod clocks;
 pub mod collide;
 pub mod compaction;
+#[cfg(feature = "cuda")]
+pub mod cuda_runtime;
 pub mod files;
 pub mod frontier;
-#[cfg(feature = "cuda")]
-pub mod gpu;
 pub mod input;
 pub mod memory;
 pub mod replay;

@@ -1,6 +1,6 @@
-//! Frames recorded once and replayed (CUDA graphs, [`crate::gpu::graph`]):
+//! Frames recorded once and replayed (CUDA graphs, [`crate::cuda_runtime::graph`]):
 //! the typed choice, how a frame reached the device, and the keys that say
-//! when a recorded frame still fits. Here, not under `gpu/`, because the
+//! when a recorded frame still fits. Here, not under `cuda_runtime/`, because the
 //! settings, reports and drivers that name them build without CUDA. Why a
 //! frame can be a graph at all is in [`crate::frontier`]'s module doc.
 

@@ -11,7 +11,7 @@ use reap::compaction::cuda::runtime::{KeepMode, Variant};
 use reap::compaction::cuda::single_pass::{LoadStyle, Shape, SinglePassTuning};
 use reap::compaction::cuda::site::SiteKernel;
 use reap::compaction::cuda::{CudaBackend, WORD_BELOW};
-use reap::gpu::{self, Source, Spec};
+use reap::cuda_runtime::{self, Source, Spec};
 
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1")
@@ -26,7 +26,7 @@ fn skip(why: String) {
 
 /// Whether NVRTC is here for `test`; says why it skips where it is not.
 fn nvrtc(test: &str) -> bool {
-    let Err(e) = gpu::nvrtc_available() else { return true };
+    let Err(e) = cuda_runtime::nvrtc_available() else { return true };
     assert!(!required("REAP_REQUIRE_NVRTC"), "REAP_REQUIRE_NVRTC=1 but: {e}");
     skip(format!("SKIPPED {test}: {e}"));
     false
@@ -50,7 +50,7 @@ fn every_kernel_compiles_with_nvrtc() {
                 if keep == KeepMode::Predicate {
                     v.predicate = Some(WORD_BELOW.into());
                 }
-                jobs.push((source, gpu::Specialise::spec(&v)));
+                jobs.push((source, cuda_runtime::Specialise::spec(&v)));
             }
         }
     }
@@ -67,7 +67,7 @@ fn every_kernel_compiles_with_nvrtc() {
                         v.predicate = Some(WORD_BELOW.into());
                     }
                     let shape = Shape { load, delay_ns: reap::bench::sweep::DELAY_ON_NS, ..default };
-                    jobs.push((source, gpu::Specialise::spec(&shape.specialise(&v))));
+                    jobs.push((source, cuda_runtime::Specialise::spec(&shape.specialise(&v))));
                 }
             }
         }
@@ -89,7 +89,9 @@ fn every_kernel_compiles_with_nvrtc() {
     let failures: Vec<String> = jobs
         .par_iter()
         .filter_map(|(source, spec)| {
-            gpu::compile(source, spec, "compute_90").err().map(|e| format!("{} {:?}: {e}", source.name, spec.defines))
+            cuda_runtime::compile(source, spec, "compute_90")
+                .err()
+                .map(|e| format!("{} {:?}: {e}", source.name, spec.defines))
         })
         .collect();
     assert!(failures.is_empty(), "{} of {} variants failed:\n{}", failures.len(), jobs.len(), failures.join("\n"));
@@ -108,14 +110,14 @@ fn every_sweep_shape_compiles_with_nvrtc() {
         let mut v = Variant::new(elem, KeepMode::Predicate);
         v.predicate = Some(WORD_BELOW.into());
         for shape in reap::bench::sweep::grid(elem as u32) {
-            jobs.push(gpu::Specialise::spec(&shape.specialise(&v)));
+            jobs.push(cuda_runtime::Specialise::spec(&shape.specialise(&v)));
         }
     }
     let failures: Vec<String> = jobs
         .par_iter()
         .filter_map(|spec| {
             let source = &reap::compaction::cuda::runtime::LOOKBACK;
-            gpu::compile(source, spec, "compute_90").err().map(|e| format!("{:?}: {e}", spec.defines))
+            cuda_runtime::compile(source, spec, "compute_90").err().map(|e| format!("{:?}: {e}", spec.defines))
         })
         .collect();
     assert!(failures.is_empty(), "{} of {} shapes failed:\n{}", failures.len(), jobs.len(), failures.join("\n"));
@@ -175,7 +177,7 @@ fn sharded_compaction_over_every_gpu_matches_one_gpu() {
     if gpu().is_none() {
         return;
     }
-    let count = gpu::device_count().expect("a GPU opened");
+    let count = cuda_runtime::device_count().expect("a GPU opened");
     if let Some(need) = std::env::var("REAP_REQUIRE_GPUS").ok().and_then(|v| v.parse::<usize>().ok()) {
         assert!(count >= need, "REAP_REQUIRE_GPUS={need} but {count} GPUs are here");
     }
@@ -346,7 +348,7 @@ fn counted_lookback_costs_what_the_host_length_call_costs() {
 #[test]
 fn cuda_host_waits_are_counted() {
     use reap::compaction::{Algorithm, Backend, Keep, Report};
-    use reap::gpu::SyncMark;
+    use reap::cuda_runtime::SyncMark;
     let Some(b) = gpu() else { return };
     let data: Vec<u32> = (0..100_000u32).map(|i| if i % 3 == 0 { u32::MAX } else { i }).collect();
     let mark = SyncMark::now();

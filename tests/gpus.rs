@@ -93,7 +93,7 @@ fn bad_gpus_are_refused_before_any_work() {
 #[cfg(feature = "cuda")]
 #[test]
 fn a_missing_nccl_says_how_to_install_it() {
-    match reap::gpu::nccl_available() {
+    match reap::cuda_runtime::nccl_available() {
         Ok(version) => assert!(version.starts_with("NCCL 2."), "{version}"),
         Err(e) => {
             let msg = e.to_string();

@@ -8,7 +8,7 @@ fn a_file_that_is_not_nccl_is_refused_by_name() {
     let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     // SAFETY: the only test in this binary, before anything reads the environment.
     unsafe { std::env::set_var("REAP_NCCL", fake) };
-    match reap::gpu::nccl_available() {
+    match reap::cuda_runtime::nccl_available() {
         // A system NCCL on the loader's path is found before REAP_NCCL.
         Ok(version) => eprintln!("NOTE: NCCL is installed here ({version}); the refusal is not exercised"),
         Err(e) => {

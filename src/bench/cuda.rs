@@ -10,7 +10,7 @@ use crate::bench::{Platform, Timed};
 use crate::compaction::cuda::runtime::{self, KeepMode, Stages, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Element, Error, Result};
-use crate::gpu::{self, Source, kernel_source};
+use crate::cuda_runtime::{self, Source, kernel_source};
 
 /// The benchmark's marking phase for Redzone's competitors (seed 004 §5),
 /// specialised by element size like the library's kernels.
@@ -34,9 +34,9 @@ impl Timed for CudaBackend {
         Platform {
             backend: "cuda".into(),
             device: self.info.name.clone(),
-            driver: gpu::kernel_driver_version(),
-            cuda_driver: gpu::cuda_driver_version(),
-            nvrtc: gpu::nvrtc_version(),
+            driver: cuda_runtime::kernel_driver_version(),
+            cuda_driver: cuda_runtime::cuda_driver_version(),
+            nvrtc: cuda_runtime::nvrtc_version(),
             arch: Some(format!("sm_{major}{minor}")),
             sms: Some(self.info.sms),
             l2_bytes: self.info.l2_bytes,
@@ -51,7 +51,9 @@ impl Timed for CudaBackend {
         }
         let bytes = src.len() as usize * std::mem::size_of::<T>();
         // SAFETY: two distinct live allocations of at least `bytes` bytes, ordered on the backend's stream.
-        Ok(unsafe { gpu::copy_dtod(self.stream(), dst.ptr(), src.ptr(), bytes, "restoring a benchmark input") }?)
+        Ok(unsafe {
+            cuda_runtime::copy_dtod(self.stream(), dst.ptr(), src.ptr(), bytes, "restoring a benchmark input")
+        }?)
     }
     fn mark_removed<T: Element>(&self, data: &mut CudaBuffer<T>, removal: &CudaBuffer<u64>) -> Result<Duration> {
         let k = removal.len();

@@ -180,7 +180,7 @@ impl Opened for reap::compaction::cuda::CudaBackend {
         Ok(self.check_tuning(element_sizes)?)
     }
     fn ranks(self, gpus: usize) -> Result<Vec<Self>> {
-        check_gpus(gpus, reap::gpu::device_count()?)?;
+        check_gpus(gpus, reap::cuda_runtime::device_count()?)?;
         let mut ranks = vec![self];
         for ordinal in 1..gpus {
             ranks.push(Self::new(ordinal)?);

@@ -26,8 +26,8 @@ use crate::collide::{
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend};
+use crate::cuda_runtime::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
-use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::replay::{FramePath, Graphs};
 
 mod warm;
@@ -156,7 +156,7 @@ pub struct CudaCollide {
 }
 
 fn grid(n: u64) -> CollideResult<LaunchConfig> {
-    Ok(gpu::grid(n, BLOCK)?)
+    Ok(cuda_runtime::grid(n, BLOCK)?)
 }
 
 /// A grid-stride launch over at most `capacity` items whose count is on the
@@ -168,12 +168,12 @@ fn strided(capacity: u64, sms: u32) -> LaunchConfig {
 }
 
 fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
-    move |e| CollideError::Gpu(gpu::driver_error(name)(e))
+    move |e| CollideError::Gpu(cuda_runtime::driver_error(name)(e))
 }
 
 /// Fails with a message that names `what` when `bytes` exceed the device's free memory.
 fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> CollideResult<()> {
-    let free = gpu::free_memory(stream)?;
+    let free = cuda_runtime::free_memory(stream)?;
     if bytes > free {
         return Err(CollideError::OutOfMemory { what, bytes, free });
     }
@@ -204,7 +204,7 @@ fn ends(stream: &Arc<CudaStream>, contacts: u64) -> CollideResult<CudaSlice<u32>
 fn zero_u32(stream: &CudaStream, b: &CudaBuffer<u32>) -> CollideResult<()> {
     // SAFETY: the range is the buffer's `len` u32s, inside its allocation of this stream's context.
     let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(b.ptr(), 0, b.len() as usize, stream.cu_stream()) };
-    r.result().map_err(|e| CollideError::Gpu(gpu::driver_error("zeroing the contact counts")(e)))
+    r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing the contact counts")(e)))
 }
 
 /// Enqueues zeroes over a buffer's `len` words (stream-ordered, no host wait).
@@ -215,7 +215,7 @@ fn zero_words(stream: &CudaStream, words: &CudaBuffer<u64>) -> CollideResult<()>
     // SAFETY: the range is the buffer's first `len` words, inside its allocation of this stream's context.
     let r =
         unsafe { cudarc::driver::sys::cuMemsetD32Async(words.ptr(), 0, 2 * words.len() as usize, stream.cu_stream()) };
-    r.result().map_err(|e| CollideError::Gpu(gpu::driver_error("zeroing the frame's words")(e)))
+    r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing the frame's words")(e)))
 }
 
 impl CudaCollide {
@@ -387,7 +387,7 @@ impl CudaCollide {
             let bytes = n as usize * 4;
             for (to, from) in [(self.keys.ptr(), src.0), (self.ids.ptr(), src.1)] {
                 // SAFETY: both device ranges hold n u32s and do not overlap.
-                unsafe { gpu::copy_dtod(&self.stream, to, from, bytes, "copying the sorted keys") }?;
+                unsafe { cuda_runtime::copy_dtod(&self.stream, to, from, bytes, "copying the sorted keys") }?;
             }
         }
         Ok(())
@@ -650,7 +650,9 @@ impl Engine for CudaCollide {
         self.backend.exclusive_scan(Algorithm::Lookback, &self.counts, &mut self.first)?;
         let bytes = self.n as usize * 4;
         // SAFETY: both ranges hold n u32s, distinct allocations of this stream's context.
-        unsafe { gpu::copy_dtod(&self.stream, self.cursor.ptr(), self.first.ptr(), bytes, "copying the first ends") }?;
+        unsafe {
+            cuda_runtime::copy_dtod(&self.stream, self.cursor.ptr(), self.first.ptr(), bytes, "copying the first ends")
+        }?;
         let (up, ep) = (self.cursor.ptr(), raw_ptr(&self.ends));
         let mut l = self.stream.launch_builder(&self.functions.ends);
         l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&up).arg(&ep);
@@ -723,7 +725,7 @@ impl Engine for CudaCollide {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let mut pairs = gpu::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
+        let mut pairs = cuda_runtime::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
         pairs.sort_unstable();
         Ok(pairs)
     }
@@ -734,7 +736,7 @@ impl Engine for CudaCollide {
             return Ok(Vec::new());
         }
         let bytes = count * std::mem::size_of::<Contact>();
-        let raw = gpu::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
+        let raw = cuda_runtime::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
         let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
         contacts.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         Ok(contacts)

@@ -50,7 +50,7 @@ pub enum CollideError {
     Compaction(#[from] crate::compaction::Error),
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Gpu(#[from] crate::gpu::Error),
+    Gpu(#[from] crate::cuda_runtime::Error),
     #[error(transparent)]
     Site(#[from] crate::compaction::SiteError),
     #[error("{0}")]

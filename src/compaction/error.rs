@@ -46,7 +46,7 @@ pub enum Error {
     /// The CUDA layer's errors: libraries missing, NVRTC, the driver.
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Gpu(#[from] crate::gpu::Error),
+    Gpu(#[from] crate::cuda_runtime::Error),
 
     /// The wgpu layer's errors: no adapter, limits, validation.
     #[cfg(feature = "wgpu")]

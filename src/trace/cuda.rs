@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use crate::compaction::Algorithm;
 use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
+use crate::cuda_runtime::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::frontier::{DeviceLevel, Step};
-use crate::gpu::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::{
     BvhKind, Engine, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId, TraceError, TraceResult,
@@ -223,7 +223,7 @@ impl Build {
 }
 
 fn grid(n: u64) -> TraceResult<LaunchConfig> {
-    Ok(gpu::grid(n, BLOCK)?)
+    Ok(cuda_runtime::grid(n, BLOCK)?)
 }
 
 impl CudaEngine {
@@ -241,7 +241,7 @@ impl CudaEngine {
         let pixels = width as u64 * height as u64;
         // Path state, queues and a generous breadth-first frontier must fit beside the scene.
         let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
-        let free = gpu::free_memory(&stream)?;
+        let free = cuda_runtime::free_memory(&stream)?;
         if need > free {
             return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free });
         }
@@ -249,7 +249,7 @@ impl CudaEngine {
             if bytes.is_empty() {
                 return Ok(backend.zeroed(16)?);
             }
-            Ok(gpu::htod(&stream, bytes, "uploading the scene")?)
+            Ok(cuda_runtime::htod(&stream, bytes, "uploading the scene")?)
         };
         let scene_buffers = vec![
             upload(bytemuck::cast_slice(&packed.nodes))?,
@@ -369,7 +369,7 @@ impl CudaEngine {
     /// The closest-hit key of each of the shard's paths as the last ray
     /// traversal left it (common.cuh `Paths::hit`): tests compare traversals with it.
     pub fn hits(&self) -> TraceResult<Vec<u64>> {
-        let bytes = gpu::dtoh(&self.stream, &self._path_buffers[4], "reading the hit keys")?;
+        let bytes = cuda_runtime::dtoh(&self.stream, &self._path_buffers[4], "reading the hit keys")?;
         let mut keys: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes);
         keys.truncate(self.shard.count as usize);
         Ok(keys)
@@ -388,7 +388,7 @@ impl CudaEngine {
 }
 
 fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> TraceError {
-    move |e| TraceError::Gpu(gpu::driver_error(name)(e))
+    move |e| TraceError::Gpu(cuda_runtime::driver_error(name)(e))
 }
 
 impl CudaEngine {
@@ -490,7 +490,7 @@ impl Engine for CudaEngine {
     }
 
     fn memory_limit(&self) -> TraceResult<crate::memory::Limit> {
-        Ok(crate::memory::Limit::device(gpu::free_memory(&self.stream)?))
+        Ok(crate::memory::Limit::device(cuda_runtime::free_memory(&self.stream)?))
     }
 
     fn work(&mut self) -> &mut Option<Work<Self>> {
@@ -760,7 +760,7 @@ impl Engine for CudaEngine {
     }
 
     fn image(&self) -> TraceResult<Vec<[f32; 4]>> {
-        let bytes = gpu::dtoh(&self.stream, &self.sum, "reading the image")?;
+        let bytes = cuda_runtime::dtoh(&self.stream, &self.sum, "reading the image")?;
         let mut out: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&bytes);
         out.truncate(self.image_pixels() as usize);
         Ok(out)
@@ -782,7 +782,7 @@ impl Engine for CudaEngine {
         // Enqueued behind the kernel on the same stream; into pinned memory it does not block the host.
         self.stream.memcpy_dtoh(&h.rgba, &mut h.staging).map_err(launch_err("reading the display image"))?;
         // The one wait of the hand-off: for the stream, so for the copy.
-        let words = gpu::pinned(&self.stream, &h.staging, "waiting for the display image")?;
+        let words = cuda_runtime::pinned(&self.stream, &h.staging, "waiting for the display image")?;
         Ok(bytemuck::cast_slice(&words[..pixels]))
     }
 }

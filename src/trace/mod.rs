@@ -63,7 +63,7 @@ pub enum TraceError {
     Compaction(#[from] crate::compaction::Error),
     #[cfg(feature = "cuda")]
     #[error(transparent)]
-    Gpu(#[from] crate::gpu::Error),
+    Gpu(#[from] crate::cuda_runtime::Error),
     #[error(transparent)]
     Scene(#[from] crate::scene::SceneError),
     #[error("{0}")]

@@ -364,26 +364,26 @@ impl SplitEngine for super::cpu::CpuEngine {
 #[cfg(feature = "cuda")]
 impl SplitEngine for super::cuda::CudaEngine {
     /// `None` for one engine.
-    type Comm = Option<crate::gpu::nccl::Comms>;
+    type Comm = Option<crate::cuda_runtime::nccl::Comms>;
     fn connect(engines: &[Self]) -> TraceResult<Self::Comm> {
         if engines.len() < 2 {
             return Ok(None);
         }
         let streams = engines.iter().map(|e| e.stream().clone()).collect();
-        Ok(Some(crate::gpu::nccl::Comms::new(streams).map_err(crate::compaction::Error::from)?))
+        Ok(Some(crate::cuda_runtime::nccl::Comms::new(streams).map_err(crate::compaction::Error::from)?))
     }
     fn carrier(comm: &Self::Comm) -> String {
         match comm {
-            Some(_) => crate::gpu::nccl_available().unwrap_or_else(|e| e.to_string()),
+            Some(_) => crate::cuda_runtime::nccl_available().unwrap_or_else(|e| e.to_string()),
             None => "one GPU (no collectives)".into(),
         }
     }
     fn move_sums(comm: &Self::Comm, engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
         const PIXEL: u64 = 16; // an RGBA f32 sum
-        let raw: Vec<crate::gpu::nccl::Move> = moves
+        let raw: Vec<crate::cuda_runtime::nccl::Move> = moves
             .iter()
             .filter(|m| m.from != m.to && m.count > 0)
-            .map(|m| crate::gpu::nccl::Move {
+            .map(|m| crate::cuda_runtime::nccl::Move {
                 from: m.from,
                 src: engines[m.from].sums_ptr() + m.first * PIXEL,
                 to: m.to,

@@ -14,7 +14,7 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 use crate::compaction::cuda::site::{CudaSite, DeviceSite, PRODUCE};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Algorithm, Backend, Error, Keep, Lens, SitePath};
-use crate::gpu::Spec;
+use crate::cuda_runtime::Spec;
 
 /// The producer's block (produce.cu `PRODUCE_BLOCK`): a site's tile of input items.
 pub const TILE: u64 = 256;
@@ -182,7 +182,7 @@ fn produce<T: Produced>(b: &CudaBackend, site: &CudaSite, case: &SiteCase, seed:
             let dev = DeviceSite::default();
             let mut l = b.stream().launch_builder(&f);
             l.arg(&wp).arg(&len_at).arg(&count_at).arg(&seed_arg).arg(&sp).arg(&dev);
-            let cfg = crate::gpu::grid(case.n.max(1), TILE as u32)?;
+            let cfg = crate::cuda_runtime::grid(case.n.max(1), TILE as u32)?;
             let cfg = LaunchConfig { grid_dim: (cfg.grid_dim.0.min(b.info.sms * 16).max(1), 1, 1), ..cfg };
             // SAFETY: matches site_produce(u64*, u64, u64, u32, T*, Site); the slots hold n * PER_ITEM
             // elements, which the grid-stride loop writes and no more.

@@ -273,7 +273,7 @@ fn build_engine(
         }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
-            let count = crate::gpu::device_count().map_err(|e| ViewerError::Backend(e.to_string()))?;
+            let count = crate::cuda_runtime::device_count().map_err(|e| ViewerError::Backend(e.to_string()))?;
             if gpus > count {
                 return Err(ViewerError::Backend(format!("--gpus {gpus}: this machine has {count} GPU(s)")));
             }

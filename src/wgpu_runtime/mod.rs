@@ -1,4 +1,4 @@
-//! The wgpu layer under the library's third backend, the twin of [`crate::gpu`]
+//! The wgpu layer under the library's third backend, the twin of [`crate::cuda_runtime`]
 //! (CUDA): opening an adapter ([`device`]), assembling and caching WGSL
 //! pipelines ([`pipelines`]), timing stages with timestamp queries or the host
 //! clock ([`timer`]) and the host waits ([`device::Device::wait`]).

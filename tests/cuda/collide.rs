@@ -192,7 +192,7 @@ fn cuda_collide_simulates_bit_identical_to_the_cpu() {
 /// solver read every count on the device, with compaction or without.
 #[test]
 fn cuda_collide_frame_waits_twice() {
-    use reap::gpu::SyncMark;
+    use reap::cuda_runtime::SyncMark;
     let Some(b) = gpu() else { return };
     let steady = |e: &mut CudaCollide, s: &CollideSettings, state: &[Body]| {
         let what = format!("{} {} on {} bodies", s.compact_pairs.name(), s.sort.name(), state.len());

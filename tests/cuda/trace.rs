@@ -106,7 +106,7 @@ fn cuda_tracer_matches_itself_across_algorithms_and_the_cpu() {
 #[test]
 fn cuda_frame_waits_for_the_device_twice_at_its_end_only() {
     use reap::compaction::Algorithm;
-    use reap::gpu::SyncMark;
+    use reap::cuda_runtime::SyncMark;
     use reap::trace::render;
     let (w, h) = (64, 48);
     let Some(mut engine) = cornell_on_the_gpu(w, h, 7, 6) else { return };
@@ -264,14 +264,20 @@ fn cuda_bands_of_rows_sum_to_the_whole_image() {
 fn move_rows(from: &mut CudaEngine, to: &mut CudaEngine, pixels: std::ops::Range<u64>) {
     let (offset, bytes) = (16 * pixels.start, 16 * (pixels.end - pixels.start) as usize);
     // The old owner's last frame must have landed before its sums are read on another stream.
-    reap::gpu::synchronize(from.stream(), "finishing the old owner's frames").expect("sync");
+    reap::cuda_runtime::synchronize(from.stream(), "finishing the old owner's frames").expect("sync");
     // SAFETY: both ranges lie inside the two engines' image-sized sums, distinct allocations on one device.
     let copy = unsafe {
-        reap::gpu::copy_dtod(to.stream(), to.sums_ptr() + offset, from.sums_ptr() + offset, bytes, "moving sums")
+        reap::cuda_runtime::copy_dtod(
+            to.stream(),
+            to.sums_ptr() + offset,
+            from.sums_ptr() + offset,
+            bytes,
+            "moving sums",
+        )
     };
     copy.expect("copy");
     // The copy must have read the rows before the old owner's stream zeroes them.
-    reap::gpu::synchronize(to.stream(), "finishing the copy").expect("sync");
+    reap::cuda_runtime::synchronize(to.stream(), "finishing the copy").expect("sync");
     // SAFETY: the range lies inside the old owner's sums; enqueued on its stream, before its next frame.
     let r =
         unsafe { cudarc::driver::sys::cuMemsetD8Async(from.sums_ptr() + offset, 0, bytes, from.stream().cu_stream()) };
@@ -289,7 +295,7 @@ fn cuda_split_over_gpus_gathers_the_one_gpu_image() {
     if gpu().is_none() {
         return;
     }
-    let count = reap::gpu::device_count().expect("a GPU opened");
+    let count = reap::cuda_runtime::device_count().expect("a GPU opened");
     if count < 2 {
         super::skip(format!("SKIPPED cuda_split_over_gpus: {count} GPU here, a split needs two"));
         return;

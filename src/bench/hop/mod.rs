@@ -453,7 +453,7 @@ mod on_cuda {
     use crate::compaction::Backend;
     use crate::compaction::cuda::CudaBackend;
     use crate::compaction::cuda::runtime::{Stages, TILE_STATE, driver_error};
-    use crate::gpu::{Source, Spec, kernel_source};
+    use crate::cuda_runtime::{Source, Spec, kernel_source};
 
     /// The hop in CUDA, on the single-pass kernels' relaxed loads and stores.
     pub const KERNEL: Source = kernel_source!("bench/hop.cu", headers: &[TILE_STATE]);

@@ -122,7 +122,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
 #[cfg(feature = "cuda")]
 fn no_gpu_advice(e: reap::compaction::Error) -> anyhow::Error {
     match e {
-        reap::compaction::Error::Gpu(reap::gpu::Error::Unavailable { what, .. }) => anyhow::anyhow!(
+        reap::compaction::Error::Gpu(reap::cuda_runtime::Error::Unavailable { what, .. }) => anyhow::anyhow!(
             "the sweep times CUDA kernels on an NVIDIA GPU and cannot run here: {what}. It has no CPU backend: \
              run it on a machine whose `nvidia-smi` lists a GPU, with libnvrtc installed \
              (the CUDA toolkit or the PyPI wheel `nvidia-cuda-nvrtc==13.0.*`)"

@@ -12,7 +12,7 @@ use super::{COLLIDE, check_free, launch_err};
 use crate::collide::layout::Contact;
 use crate::collide::{CollideError, CollideResult};
 use crate::compaction::cuda::CudaBackend;
-use crate::gpu::{self, Spec, ptr as raw_ptr};
+use crate::cuda_runtime::{self, Spec, ptr as raw_ptr};
 
 /// Table slots for `contacts` keys: a power of two, at least twice as many,
 /// so that the probes stay short.
@@ -101,7 +101,7 @@ impl WarmStart {
             let (to, from) = (raw_ptr(&grown), raw_ptr(&self.previous));
             // SAFETY: both ranges hold `kept` bytes (the old buffer held `count` contacts, the new one at least
             // as many) and are distinct allocations of this stream's context.
-            unsafe { gpu::copy_dtod(stream, to, from, kept as usize, "keeping the last frame's contacts") }?;
+            unsafe { cuda_runtime::copy_dtod(stream, to, from, kept as usize, "keeping the last frame's contacts") }?;
             self.previous = grown;
         }
         let slots = table_slots(contacts.max(self.count));

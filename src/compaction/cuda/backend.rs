@@ -14,7 +14,7 @@ use crate::compaction::{
     Algorithm, Backend, BackendKind, CompactCall, Element, Error, Keep, Lens, Operation, Rejected, Result, ScanCall,
     ScanElement, SortKey, check_element,
 };
-use crate::gpu;
+use crate::cuda_runtime;
 
 impl CudaBackend {
     fn keep_args<T: Element>(&self, n: u64, keep: Keep<'_, Self, T>) -> Result<(Variant, KeepArgs)> {
@@ -184,7 +184,7 @@ impl CudaBackend {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut host);
             let len = bytes.len();
             // To pageable memory the copy returns when done: no separate wait.
-            gpu::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
+            cuda_runtime::dtoh_into(&self.stream, &buffer.raw.slice(..len), bytes, "downloading")?;
         }
         Ok(host)
     }
@@ -209,7 +209,8 @@ impl Backend for CudaBackend {
 
     fn upload<T: Element>(&self, data: &[T]) -> Result<CudaBuffer<T>> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
-        let raw = if bytes.is_empty() { self.scratch(1)? } else { gpu::htod(&self.stream, bytes, "uploading")? };
+        let raw =
+            if bytes.is_empty() { self.scratch(1)? } else { cuda_runtime::htod(&self.stream, bytes, "uploading")? };
         Ok(CudaBuffer { raw, len: data.len() as u64, _t: PhantomData })
     }
 

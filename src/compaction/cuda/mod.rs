@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, sys};
 
 use crate::compaction::{Algorithm, Error, PhaseTime, Report, Result};
-use crate::gpu;
+use crate::cuda_runtime;
 
 pub mod atomic;
 mod backend;
@@ -126,7 +126,7 @@ impl Report for CudaReport {
     fn count(&self) -> Result<u64> {
         match &self.count {
             Count::Device(c) => {
-                let v = gpu::dtoh(c.stream(), c, "reading a count")?;
+                let v = cuda_runtime::dtoh(c.stream(), c, "reading a count")?;
                 Ok(v[0])
             }
             Count::Host(n) => Ok(*n),
@@ -153,7 +153,7 @@ impl CudaReport {
     }
 }
 
-pub use crate::gpu::DeviceInfo;
+pub use crate::cuda_runtime::DeviceInfo;
 
 /// Every CUDA algorithm's tuning, one plain struct per algorithm.
 #[derive(Clone, Debug, Default)]
@@ -261,7 +261,7 @@ pub struct CudaBackend {
 impl CudaBackend {
     /// Opens device `ordinal`, or says what is missing.
     pub fn new(ordinal: usize) -> Result<Self> {
-        let gpu::Device { stream, info, kernels, .. } = gpu::Device::open(ordinal)?;
+        let cuda_runtime::Device { stream, info, kernels, .. } = cuda_runtime::Device::open(ordinal)?;
         let mut tuning = CudaTuning::default();
         // `REAP_CUDA_TUNING="lookback.vecs=8,atomic.items=8"` overrides defaults for experiments.
         crate::compaction::backend::tuning_from_env("REAP_CUDA_TUNING", "cuda", |k, v| tuning.set(k, v))?;
@@ -337,7 +337,7 @@ impl CudaBackend {
     pub(crate) fn tile_states(&self, tiles: u64) -> Result<(u64, u32)> {
         let mut s = self.tile_states.lock().unwrap_or_else(|p| p.into_inner());
         if s.buffer.is_none() || s.tiles < tiles {
-            if gpu::graph::capturing(&self.stream) {
+            if cuda_runtime::graph::capturing(&self.stream) {
                 // A buffer made now would be the graph's memory, gone after the frame.
                 return Err(Error::Backend(
                     "the tile states would grow while a frame is being captured into a graph".into(),
@@ -403,11 +403,11 @@ impl CudaBackend {
     }
 
     pub fn synchronize(&self) -> Result<()> {
-        Ok(gpu::synchronize(&self.stream, "synchronising")?)
+        Ok(cuda_runtime::synchronize(&self.stream, "synchronising")?)
     }
 }
 
-pub(crate) use crate::gpu::ptr as raw_ptr;
+pub(crate) use crate::cuda_runtime::ptr as raw_ptr;
 
 /// Keeps elements whose first 32-bit word is below `params[0]`: the
 /// predicate the verify suite and the benchmarks run.

@@ -1,18 +1,18 @@
 //! The library's kernel sources and how each is specialised (element size,
 //! keep rule, tuning numbers). The CUDA runtime itself, finding the
 //! libraries, NVRTC and the module cache, the stage timer, lives in
-//! [`crate::gpu`]; the names re-exported here keep the algorithm files short.
+//! [`crate::cuda_runtime`]; the names re-exported here keep the algorithm files short.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compaction::{Error, PhaseTime, Result};
-use crate::gpu::{self, Spec, Specialise, kernel_source};
-pub use crate::gpu::{Kernels, Source, arch_name, compile, driver_available, nvrtc_available};
+use crate::cuda_runtime::{self, Spec, Specialise, kernel_source};
+pub use crate::cuda_runtime::{Kernels, Source, arch_name, compile, driver_available, nvrtc_available};
 
 /// Maps a driver error to the library's error, naming what it was doing.
 pub fn driver_error(during: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
-    move |e| Error::Gpu(gpu::driver_error(during)(e))
+    move |e| Error::Gpu(cuda_runtime::driver_error(during)(e))
 }
 
 /// Warp-level helpers, shared with the collision demo's kernels.
@@ -101,11 +101,11 @@ impl Specialise for Variant {
 
 /// The stages of one library call: the GPU layer's timer with the library's
 /// phase names, reporting [`PhaseTime`]s.
-pub struct Stages(gpu::Timer<&'static str>);
+pub struct Stages(cuda_runtime::Timer<&'static str>);
 
 impl Stages {
     pub fn new(stream: &Arc<cudarc::driver::CudaStream>) -> Self {
-        Stages(gpu::Timer::new(stream))
+        Stages(cuda_runtime::Timer::new(stream))
     }
 
     /// Runs `f`, which enqueues the stage's work, between two timing events.

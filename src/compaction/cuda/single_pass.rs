@@ -98,8 +98,8 @@ impl From<(i32, i32)> for GpuTraits {
     }
 }
 
-impl From<&crate::gpu::DeviceInfo> for GpuTraits {
-    fn from(info: &crate::gpu::DeviceInfo) -> Self {
+impl From<&crate::cuda_runtime::DeviceInfo> for GpuTraits {
+    fn from(info: &crate::cuda_runtime::DeviceInfo) -> Self {
         GpuTraits { compute_capability: info.compute_capability, dram_gbps: info.dram_gbps }
     }
 }

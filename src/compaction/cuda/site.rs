@@ -81,7 +81,7 @@ impl CudaSite {
                 hint: String::new(),
             });
         }
-        if crate::gpu::graph::capturing(b.stream()) {
+        if crate::cuda_runtime::graph::capturing(b.stream()) {
             // Its scratch would be the graph's memory, gone after the frame.
             return Err(Error::Backend("a compaction site cannot be made while a frame is being captured".into()));
         }

@@ -1,5 +1,5 @@
 //! Ranks on CUDA devices: one `CudaBackend` (context and stream) per GPU, the
-//! collectives through NCCL ([`crate::gpu::nccl`]), each enqueued on the
+//! collectives through NCCL ([`crate::cuda_runtime::nccl`]), each enqueued on the
 //! ranks' own streams so that nothing waits on the host. A group of one rank
 //! needs no NCCL: its all-gather and gather are copies on its stream.
 
@@ -9,7 +9,7 @@ use super::{Group, Part, Sharding};
 use crate::compaction::cuda::runtime::{KeepMode, SHARD, Variant, driver_error};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::compaction::{Element, Result, ScanElement};
-use crate::gpu::nccl::{self, Comms, DataType};
+use crate::cuda_runtime::nccl::{self, Comms, DataType};
 
 /// The CUDA devices of one process as ranks.
 pub type CudaGroup = Group<CudaBackend>;
@@ -17,9 +17,9 @@ pub type CudaGroup = Group<CudaBackend>;
 impl CudaGroup {
     /// Ranks on devices 0..gpus, refusing more than the machine has.
     pub fn open(gpus: usize) -> Result<Self> {
-        let count = crate::gpu::device_count()?;
+        let count = crate::cuda_runtime::device_count()?;
         if gpus == 0 || gpus > count {
-            return Err(crate::gpu::Error::Unavailable {
+            return Err(crate::cuda_runtime::Error::Unavailable {
                 what: format!("--gpus {gpus} asks for {gpus} GPUs and this machine has {count}"),
                 how: "Give --gpus a number from 1 to the count `nvidia-smi -L` lists.",
             }

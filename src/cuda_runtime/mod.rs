@@ -56,11 +56,11 @@ pub fn driver_error(during: &'static str) -> impl Fn(cudarc::driver::DriverError
 /// options after `options:` where a source needs its own.
 macro_rules! kernel_source {
     ($path:literal $(, headers: $headers:expr)? $(, options: $options:expr)? $(,)?) => {
-        $crate::gpu::Source {
+        $crate::cuda_runtime::Source {
             name: $path,
             text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $path)),
-            headers: $crate::gpu::kernel_source!(@or $($headers)?),
-            options: $crate::gpu::kernel_source!(@or $($options)?),
+            headers: $crate::cuda_runtime::kernel_source!(@or $($headers)?),
+            options: $crate::cuda_runtime::kernel_source!(@or $($options)?),
         }
     };
     (@or $e:expr) => { $e };
