@@ -99,3 +99,24 @@ fn frontier_reserve(lid: u32, kept: u32, capacity: u32) -> u32 {
 fn frontier_ok() -> bool {
     return atomicLoad(&words[2u * FRONTIER_STATUS]) == 0u && atomicLoad(&words[2u * FRONTIER_STATUS + 1u]) == 0u;
 }
+
+// A fused expansion's tile through a stable site (compaction/site.wgsl,
+// `lookback` or `chained`): this invocation's `kept` items get slots in
+// input order; the level's last tile writes the length word (its kept
+// total) and the live word, and flags an overflow or an unfinished loop as
+// frontier_reserve does. Returns this invocation's first slot.
+fn frontier_stable(lid: u32, tile: u32, tiles: u32, kept: u32, capacity: u32, alg: u32) -> u32 {
+    let r = site_stable(lid, tile, kept, alg);
+    if lid == 0u && tile == tiles - 1u {
+        word_set(prm.output_len, vec2<u32>(r.end, 0u));
+        if r.end != 0u {
+            word_add(prm.output_live, r.end);
+            if r.end > capacity {
+                atomicOr(&words[2u * FRONTIER_STATUS], FRONTIER_OVERFLOW);
+                atomicMax(&words[2u * FRONTIER_NEEDED], r.end);
+            }
+            if prm.last != 0u { atomicOr(&words[2u * FRONTIER_STATUS], FRONTIER_UNFINISHED); }
+        }
+    }
+    return r.first;
+}

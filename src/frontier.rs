@@ -76,6 +76,10 @@ pub mod status {
     pub const UNFINISHED: u64 = 2;
     /// The collider's candidate list overflowed.
     pub const CANDIDATES: u64 = 4;
+    /// A stable fused site (wgpu, compaction/site.wgsl) gave up waiting for
+    /// a predecessor tile: WebGPU promises no forward progress between
+    /// workgroups. The frame is redone through the separate pass.
+    pub const STALLED: u64 = 8;
 }
 
 /// Dead frontier slot (every workload's items are u64).

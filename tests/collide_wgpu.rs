@@ -35,7 +35,7 @@ use reap::collide::cpu::CpuCollide;
 use reap::collide::layout::{Body, Contact, Node, World};
 use reap::collide::scenario::{self, Scenario};
 use reap::collide::wgpu::{CollideTuning, WgpuCollide};
-use reap::collide::{CollideSettings, Compaction, Engine, Frontier, SortMethod, frame};
+use reap::collide::{CollideSettings, Compaction, Engine, Frontier, Fusion, SitePath, SortMethod, frame};
 use reap::compaction::Algorithm;
 use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
 
@@ -256,6 +256,33 @@ fn wgpu_collide_tracks_the_cpu_engine() {
     }
 }
 
+/// A stable fused site whose predecessor never publishes (every second tile
+/// withheld) gives up waiting instead of hanging: the driver redoes the
+/// frame through the separate pass, the engine keeps that site off from
+/// then on, and the frame's result is the separate pass's, bit for bit.
+#[test]
+fn wgpu_collide_a_stalled_stable_site_redoes_the_frame_separately() {
+    let Some(mut b) = wgpu() else { return };
+    let (world, state) = settled(120, 60);
+    let reference = {
+        let mut e = WgpuCollide::new(b, world, &state).expect("engine");
+        let r = one_frame(&mut e, &CollideSettings { fusion: Fusion::Off, ..lookback() }, &state);
+        b = e.into_backend();
+        r
+    };
+    for a in [Algorithm::Lookback, Algorithm::Chained] {
+        // Small tiles, so that a level of this small pile spans several.
+        let tuning = CollideTuning { site_withhold: 2, workgroup: 64, ..Default::default() };
+        let mut e = WgpuCollide::with_tuning(b, world, &state, tuning).expect("engine");
+        assert!(e.fuses(a), "{a} fuses before any stall");
+        let got = one_frame(&mut e, &settings(Compaction::With(a), SortMethod::Fast), &state);
+        assert!(!e.fuses(a), "{a}: a stall turns the stable site off");
+        assert_eq!(got.stats.pairs_site, Some(SitePath::Separate), "{a}: the redone frame ran separately");
+        assert_same(&format!("{a} stalled"), &got, &reference, "lookback separate");
+        b = e.into_backend();
+    }
+}
+
 /// Every pair-frontier compaction (and `none`) and every sort give one
 /// result bit for bit: candidates, tree, contacts with their impulses, the
 /// bodies after the frame, the live pairs and the frontier per level. The
@@ -281,15 +308,19 @@ fn wgpu_collide_is_the_same_under_every_compaction_and_sort() {
             assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
         }
     }
-    // `atomic` fuses into the pair walk on wgpu (compaction/site.wgsl): fused and separate alike.
-    let atomic = settings(Compaction::With(Algorithm::Atomic), SortMethod::Fast);
-    assert!(e.fuses(Algorithm::Atomic) && !e.fuses(Algorithm::Lookback), "wgpu fuses atomic alone");
-    for fusion in reap::compaction::Fusion::ALL {
-        let got = one_frame(&mut e, &CollideSettings { fusion, ..atomic.clone() }, &state);
-        let what = format!("atomic, fusion {}", fusion.name());
-        assert_same(&what, &got, &reference, "lookback");
-        assert_eq!(got.stats.live, reference.stats.live, "{what}: live pairs per level");
-        assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
+    // Every single-pass algorithm fuses into the pair walk on wgpu (compaction/site.wgsl): fused and
+    // separate alike, and the stable ones' levels hold the separate select's pairs in its order.
+    for a in [Algorithm::Lookback, Algorithm::Chained, Algorithm::Atomic] {
+        assert!(e.fuses(a), "wgpu fuses {a}");
+        let fused = settings(Compaction::With(a), SortMethod::Fast);
+        for fusion in reap::compaction::Fusion::ALL {
+            let got = one_frame(&mut e, &CollideSettings { fusion, ..fused.clone() }, &state);
+            let what = format!("{a}, fusion {}", fusion.name());
+            assert_eq!(got.stats.pairs_site.map(|p| p == SitePath::Fused), Some(fusion == Fusion::Auto), "{what}");
+            assert_same(&what, &got, &reference, "lookback");
+            assert_eq!(got.stats.live, reference.stats.live, "{what}: live pairs per level");
+            assert_eq!(got.stats.frontier, reference.stats.frontier, "{what}: frontier sizes");
+        }
     }
     for sort in &sorts {
         let s = settings(Compaction::With(Algorithm::Lookback), SortMethod::parse(sort, e.backend()).expect("parses"));

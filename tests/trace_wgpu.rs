@@ -175,6 +175,35 @@ fn wgpu_tracer_renders_one_image_whatever_the_algorithm_traversal_and_bvh() {
     println!("{} renders, one image", images.len());
 }
 
+/// A stable fused site whose predecessor never publishes (every third tile
+/// withheld, site.wgsl `SITE_WITHHOLD`) gives up waiting instead of hanging:
+/// the frame is redone through the separate pass, the engine keeps that
+/// site off from then on, and the image is the separate pass's, bit for bit.
+#[test]
+fn wgpu_a_stalled_stable_site_redoes_the_frame_through_the_separate_pass() {
+    use reap::compaction::{Algorithm, SitePath};
+    let (w, h) = (32, 24);
+    for a in [Algorithm::Lookback, Algorithm::Chained] {
+        let Some(mut e) = cornell_on_wgpu(w, h, 7, 4) else { return };
+        e.tuning.site_withhold = 3;
+        let alg = Compaction::With(a);
+        let s = RenderSettings {
+            traversal: Traversal::BreadthFirst,
+            compact_paths: alg,
+            compact_frontier: alg,
+            ..settings_for(w, h, 2, 4, 7)
+        };
+        assert!(e.fuses(a), "{a} fuses on this adapter before any stall");
+        let frames = render(&mut e, &s, |_| {}).unwrap_or_else(|err| panic!("{a}: {err}"));
+        assert!(!e.fuses(a), "{a}: a stall turns the stable site off");
+        assert_eq!(frames[0].frontier_site, Some(SitePath::Separate), "{a}: the redone frame ran separately");
+        let stalled = e.image().unwrap();
+        let Some(mut r) = cornell_on_wgpu(w, h, 7, 4) else { return };
+        render(&mut r, &RenderSettings { fusion: Fusion::Off, ..s.clone() }, |_| {}).unwrap();
+        assert!(bits(&stalled) == bits(&r.image().unwrap()), "{a}: the redone frames render the separate image");
+    }
+}
+
 /// Per pixel, the largest difference of the mean radiance's channels.
 fn pixel_diffs(a: &[[f32; 4]], b: &[[f32; 4]]) -> Vec<f32> {
     a.iter()

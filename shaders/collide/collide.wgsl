@@ -68,6 +68,9 @@ struct Params {
 @group(0) @binding(15) var<storage, read_write> bounds: array<atomic<i32>>;
 // Indirect dispatch arguments (x, y, z, unused) per slot, written by the collide_groups_* entry points.
 @group(0) @binding(16) var<storage, read_write> args: array<u32>;
+// The stable sites' tile counter and states (compaction/site.wgsl), cleared
+// by the host before each expand that uses them.
+@group(0) @binding(17) var<storage, read_write> site_states: array<atomic<u32>>;
 
 fn world() -> W {
     let p = P.world;
@@ -433,6 +436,68 @@ fn collide_expand_atomic(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
             set_status(UNFINISHED);
         }
     }
+}
+
+// expand() through a stable fused site (`lookback`, `chained`): the live
+// child pairs compacted in (pair, slot) order, exactly the separate select
+// of collide_expand's output; the level's last tile writes its length word.
+// Workgroups draw tiles of WG input pairs until none is left.
+fn expand_stable(lid: u32, alg: u32) {
+    let n = site_uniform(lid, min(frontier_n(), P.cap));
+    let tiles = site_tiles(n);
+    let dead = vec2<u32>(DEAD, DEAD);
+    loop {
+        let t = site_draw(lid);
+        if (t >= tiles) {
+            break;
+        }
+        let i = t * WG + lid;
+        var slot = array<vec2<u32>, 4>(dead, dead, dead, dead);
+        var cand: array<vec2<u32>, 4>;
+        var nc = 0u;
+        if (i < n) {
+            expand_pair(frontier_in[i], &slot, &cand, &nc);
+        }
+        if (append_candidates(lid, &cand, nc)) {
+            set_status(CANDIDATES);
+        }
+        var kept = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            if (!is_dead(slot[k])) {
+                slot[kept] = slot[k];
+                kept += 1u;
+            }
+        }
+        let r = site_stable(lid, t, kept, alg);
+        for (var k = 0u; k < kept; k++) {
+            if (r.first + k < P.cap) {
+                frontier_out[r.first + k] = slot[k];
+            }
+        }
+        if (lid == 0u && t == tiles - 1u) {
+            store64(P.len_out, vec2<u32>(r.end, 0u));
+            if (r.end != 0u) {
+                add64(P.live_out, r.end);
+                if (r.end > P.cap) {
+                    set_status(OVERFLOW);
+                    atomicMax(&words[2u * NEEDED], r.end);
+                }
+                if (P.last != 0u) {
+                    set_status(UNFINISHED);
+                }
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn collide_expand_lookback(@builtin(local_invocation_index) lid: u32) {
+    expand_stable(lid, SITE_LOOKBACK);
+}
+
+@compute @workgroup_size(WG)
+fn collide_expand_chained(@builtin(local_invocation_index) lid: u32) {
+    expand_stable(lid, SITE_CHAINED);
 }
 
 // Appends an invocation's `nc` candidates behind word P.cand_word (every

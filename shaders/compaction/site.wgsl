@@ -68,3 +68,150 @@ fn site_reserve(lid: u32, kept: u32, tally: u32) -> SiteSlots {
     let r = workgroupUniformLoad(&site_round);
     return SiteSlots(r.x + mine, r.x + r.z, r.y != 0u, r.z);
 }
+
+// ---------------------------------------------------------------------------
+// The stable sites, `lookback` and `chained` (site.cuh's tiles): the
+// producer's input is cut into tiles of WG items in input order, handed out
+// by dynamic tile id (so a tile only waits on tiles that running workgroups
+// drew before it); a tile ranks its kept items in invocation order, learns
+// its prefix through the algorithm's protocol and writes them there. The
+// output is exactly the separate select of the producer's slots.
+//
+// The including shader declares `site_states: array<atomic<u32>>`: [0] the
+// tile counter, [1 + t] tile t's state, one word: the value << 2 over a
+// 2-bit flag, as single_pass.wgsl's counts (values saturate at 2^30 - 1:
+// such a total is past every capacity, an overflow either way). The host
+// clears the words a dispatch uses before it (`Engine` site buffers).
+//
+// Forward progress: WebGPU promises none between workgroups. The library's
+// select falls back by reducing a silent predecessor's input itself
+// (single_pass.wgsl); a producer cannot: its items depend on what other
+// items did meanwhile (the tracer's culling reads closest hits as they
+// land), so a second count could differ. So a wait here is bounded instead:
+// past SITE_MAX_POLLS loads the tile takes what it has, publishes, and sets
+// SITE_STALLED in the frame's status word (word 0 of `words`, frontier.rs
+// `STATUS`); the host then redoes the frame through the separate pass and
+// leaves this site off on that device. It never happens where running
+// workgroups progress (every GPU measured, and lavapipe), and tests force it
+// with SITE_WITHHOLD.
+//
+//   let tiles = site_tiles(n);
+//   loop {
+//       let t = site_draw(lid);
+//       if t >= tiles { break; }
+//       let i = t * WG + lid;           // this invocation's item, if i < n
+//       ... kept = the items it keeps
+//       let r = site_stable(lid, t, kept, SITE_LOOKBACK);
+//       // item j goes to r.first + j, if that is below the capacity;
+//       // the tile t == tiles - 1 knows the total: r.end
+//   }
+
+const SITE_LOOKBACK: u32 = 1u;
+const SITE_CHAINED: u32 = 2u;
+const SITE_FLAG_AGGREGATE: u32 = 1u;
+const SITE_FLAG_PREFIX: u32 = 2u;
+const SITE_VALUE_MAX: u32 = 0x3fffffffu;
+// frontier.rs `status::STALLED`.
+const SITE_STALLED: u32 = 8u;
+
+// Loads of predecessors' states one tile makes before it gives up waiting.
+// lavapipe ends every loop after 65,535 iterations (silently): far below.
+override SITE_MAX_POLLS: u32 = 16384u;
+// Testing only (0: off): every SITE_WITHHOLD-th tile publishes nothing, so
+// that its successors stall and the frame is redone unfused.
+override SITE_WITHHOLD: u32 = 0u;
+
+var<workgroup> site_tile: u32;
+var<workgroup> site_prefix: u32;
+// Hillis-Steele over the workgroup, double-buffered: no subgroup needed.
+var<workgroup> site_scan: array<u32, 2 * WG>;
+
+// Tiles of n items.
+fn site_tiles(n: u32) -> u32 {
+    return n / WG + select(0u, 1u, n % WG != 0u);
+}
+
+// The workgroup's next tile id, the same to every invocation.
+fn site_draw(lid: u32) -> u32 {
+    if lid == 0u {
+        site_tile = atomicAdd(&site_states[0], 1u);
+    }
+    return workgroupUniformLoad(&site_tile);
+}
+
+fn site_add(a: u32, b: u32) -> u32 {
+    return min(a + min(b, SITE_VALUE_MAX), SITE_VALUE_MAX);
+}
+
+fn site_publish(tile: u32, value: u32, flag: u32) {
+    // max(): a constant 0 divisor is an error once the constants are applied.
+    let every = max(SITE_WITHHOLD, 1u);
+    if SITE_WITHHOLD != 0u && tile % every == every - 1u {
+        return;
+    }
+    atomicStore(&site_states[1u + tile], (min(value, SITE_VALUE_MAX) << 2u) | flag);
+}
+
+// Tile `tile`'s exclusive prefix, found by one invocation: `lookback`
+// publishes the tile's count at once and walks back over aggregates to the
+// nearest inclusive prefix; `chained` waits for its predecessor's inclusive
+// prefix alone. Either publishes its own inclusive prefix the moment it has
+// the prefix, before any barrier.
+fn site_walk(tile: u32, kept: u32, alg: u32) -> u32 {
+    if tile == 0u {
+        site_publish(0u, kept, SITE_FLAG_PREFIX);
+        return 0u;
+    }
+    if alg == SITE_LOOKBACK {
+        site_publish(tile, kept, SITE_FLAG_AGGREGATE);
+    }
+    var acc = 0u;
+    var j = tile - 1u;
+    var loads = 0u;
+    loop {
+        loads += 1u;
+        if loads > SITE_MAX_POLLS {
+            atomicOr(&words[0], SITE_STALLED);
+            break;
+        }
+        let s = atomicLoad(&site_states[1u + j]);
+        let flag = s & 3u;
+        if flag == SITE_FLAG_PREFIX {
+            acc = site_add(acc, s >> 2u);
+            break;
+        }
+        // Tile 0 only ever publishes a prefix, so j stays above 0 here.
+        if flag == SITE_FLAG_AGGREGATE && alg == SITE_LOOKBACK {
+            acc = site_add(acc, s >> 2u);
+            j -= 1u;
+        }
+    }
+    site_publish(tile, site_add(acc, kept), SITE_FLAG_PREFIX);
+    return acc;
+}
+
+// One tile's slots through a stable site: every invocation of the workgroup
+// calls it with its kept count; returns its first slot (SiteSlots as the
+// atomic site's: `end` one past the tile's last, `kept` the tile's count).
+fn site_stable(lid: u32, tile: u32, kept: u32, alg: u32) -> SiteSlots {
+    site_scan[lid] = kept;
+    var half = 0u;
+    for (var d = 1u; d < WG; d <<= 1u) {
+        workgroupBarrier();
+        var v = site_scan[half + lid];
+        if lid >= d {
+            v += site_scan[half + lid - d];
+        }
+        half = WG - half;
+        site_scan[half + lid] = v;
+    }
+    workgroupBarrier();
+    let incl = site_scan[half + lid];
+    let total = site_scan[half + WG - 1u];
+    if lid == 0u {
+        site_prefix = site_walk(tile, total, alg);
+    }
+    let prefix = workgroupUniformLoad(&site_prefix);
+    let end = site_add(prefix, total);
+    return SiteSlots(prefix + incl - kept, end, false, total);
+}

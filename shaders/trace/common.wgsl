@@ -77,6 +77,9 @@ struct Params {
 @group(0) @binding(9) var<storage, read> fin: array<vec2<u32>>;
 @group(0) @binding(10) var<storage, read_write> fout: array<vec2<u32>>;
 @group(0) @binding(11) var<storage, read_write> sums: array<vec4<f32>>;
+// The stable sites' tile counter and states (compaction/site.wgsl), cleared
+// by the host before each dispatch that uses them.
+@group(0) @binding(14) var<storage, read_write> site_states: array<atomic<u32>>;
 
 const F_ORIGIN: u32 = 0u;
 const F_DIR: u32 = 1u;  // w: the solid-angle pdf of the BSDF sample that chose it

@@ -264,6 +264,27 @@ fn trace_bf_init_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_inv
     }
 }
 
+// trace_bf_init through a stable site (`lookback`, `chained`): the items
+// whose ray enters the root, compacted in queue order.
+fn bf_init_stable(lid: u32, alg: u32) {
+    let n = site_uniform(lid, frontier_n(arrayLength(&queue)));
+    let tiles = site_tiles(n);
+    loop {
+        let t = site_draw(lid);
+        if t >= tiles { break; }
+        let i = t * WG + lid;
+        var item = ITEM_DEAD;
+        if i < n { item = bf_init_one(queue[i], prm.shadow != 0u); }
+        let live = item.y != 0xffffffffu;
+        let at = frontier_stable(lid, t, tiles, u32(live), prm.capacity, alg);
+        if live && at < prm.capacity { fout[at] = item; }
+    }
+}
+@compute @workgroup_size(WG)
+fn trace_bf_init_lookback(@builtin(local_invocation_index) lid: u32) { bf_init_stable(lid, SITE_LOOKBACK); }
+@compute @workgroup_size(WG)
+fn trace_bf_init_chained(@builtin(local_invocation_index) lid: u32) { bf_init_stable(lid, SITE_CHAINED); }
+
 // A breadth-first item's ray and the distance past which it culls: the
 // path's closest hit so far, or the shadow ray's length. `ok` false when
 // another item of the path has already found the shadow ray's blocker.
@@ -404,6 +425,30 @@ fn trace_bf_expand_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_i
     }
 }
 
+// trace_bf_expand through a stable site: the live slots, compacted in
+// (item, slot) order, as the separate select of trace_bf_expand's output.
+fn bf_expand_stable(lid: u32, alg: u32) {
+    let n = site_uniform(lid, frontier_n(prm.capacity));
+    let tiles = site_tiles(n);
+    loop {
+        let t = site_draw(lid);
+        if t >= tiles { break; }
+        let i = t * WG + lid;
+        var slots: array<vec2<u32>, MAX_FAN>;
+        var keep = 0u;
+        if i < n { keep = bf_expand_one(fin[i], prm.shadow != 0u, prm.descend, &slots); }
+        var at = frontier_stable(lid, t, tiles, countOneBits(keep), prm.capacity, alg);
+        for (var bits = keep; bits != 0u; bits &= bits - 1u) {
+            if at < prm.capacity { fout[at] = slots[firstTrailingBit(bits)]; }
+            at += 1u;
+        }
+    }
+}
+@compute @workgroup_size(WG)
+fn trace_bf_expand_lookback(@builtin(local_invocation_index) lid: u32) { bf_expand_stable(lid, SITE_LOOKBACK); }
+@compute @workgroup_size(WG)
+fn trace_bf_expand_chained(@builtin(local_invocation_index) lid: u32) { bf_expand_stable(lid, SITE_CHAINED); }
+
 // Breadth-first on the 8-wide BVH, one item (wide node, path): tests the
 // node's children, intersects its hit leaves at once (a shadow ray's blocker
 // sets the occlusion and ends the item) and writes the hit wide children to
@@ -460,6 +505,32 @@ fn trace_bf_expand_wide_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(lo
             if at + j < prm.capacity { fout[at + j] = slots[j]; }
         }
     }
+}
+
+// trace_bf_expand_wide through a stable site (bf_expand_stable's twin).
+fn bf_expand_wide_stable(lid: u32, alg: u32) {
+    let n = site_uniform(lid, frontier_n(prm.capacity));
+    let tiles = site_tiles(n);
+    loop {
+        let t = site_draw(lid);
+        if t >= tiles { break; }
+        let i = t * WG + lid;
+        var slots: array<vec2<u32>, 8>;
+        var kept = 0u;
+        if i < n { kept = bf_expand_wide_one(fin[i], prm.shadow != 0u, &slots); }
+        let at = frontier_stable(lid, t, tiles, kept, prm.capacity, alg);
+        for (var j = 0u; j < kept; j++) {
+            if at + j < prm.capacity { fout[at + j] = slots[j]; }
+        }
+    }
+}
+@compute @workgroup_size(WG)
+fn trace_bf_expand_wide_lookback(@builtin(local_invocation_index) lid: u32) {
+    bf_expand_wide_stable(lid, SITE_LOOKBACK);
+}
+@compute @workgroup_size(WG)
+fn trace_bf_expand_wide_chained(@builtin(local_invocation_index) lid: u32) {
+    bf_expand_wide_stable(lid, SITE_CHAINED);
 }
 
 // What shading one path decided.
@@ -654,6 +725,46 @@ fn trace_shade_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invoc
         if c != 0u { word_add(prm.shadows, c); }
     }
 }
+
+// trace_shade through a stable site: next[0, total) holds the paths still
+// alive in queue order, and words[next_len] their count.
+fn shade_stable(lid: u32, alg: u32) {
+    let n = site_uniform(lid, length_of(prm.queue_len, prm.capacity));
+    let tiles = site_tiles(n);
+    var casts = 0u;
+    loop {
+        let t = site_draw(lid);
+        if t >= tiles { break; }
+        let i = t * WG + lid;
+        var path = TRACE_DEAD32;
+        var r = Shaded(false, false);
+        if i < n {
+            path = queue[i];
+            if path != TRACE_DEAD32 {
+                r = shade_one(path, prm.sample, prm.bounce, info.dims.w, prm.estimator, info.dims.z, prm.base);
+            }
+        }
+        casts += u32(r.shadow);
+        let s = site_stable(lid, t, u32(r.alive), alg);
+        if r.alive && s.first < prm.capacity { next[s.first] = path; }
+        if lid == 0u {
+            if s.kept != 0u { word_add(prm.alive, s.kept); }
+            if t == tiles - 1u { word_set(prm.next_len, vec2<u32>(s.end, 0u)); }
+        }
+    }
+    if lid == 0u { atomicStore(&wg_shadows, 0u); }
+    workgroupBarrier();
+    if casts != 0u { atomicAdd(&wg_shadows, casts); }
+    workgroupBarrier();
+    if lid == 0u {
+        let c = atomicLoad(&wg_shadows);
+        if c != 0u { word_add(prm.shadows, c); }
+    }
+}
+@compute @workgroup_size(WG)
+fn trace_shade_lookback(@builtin(local_invocation_index) lid: u32) { shade_stable(lid, SITE_LOOKBACK); }
+@compute @workgroup_size(WG)
+fn trace_shade_chained(@builtin(local_invocation_index) lid: u32) { shade_stable(lid, SITE_CHAINED); }
 
 // Next-event estimation, last step: unoccluded shadow rays add their light.
 @compute @workgroup_size(WG)

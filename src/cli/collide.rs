@@ -63,7 +63,7 @@ pub struct SimFlags {
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
-    /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the pair expansion (CUDA);
+    /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the pair expansion;
     /// `off` runs it as a separate pass after it, like every other algorithm.
     #[arg(long, alias = "fuse", default_value = "auto", value_parser = super::render::parse_fusion)]
     pub fusion: reap::compaction::Fusion,

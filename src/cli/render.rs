@@ -81,8 +81,8 @@ pub struct RenderArgs {
     /// slots, so a deeper descent makes fewer, fuller levels.
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = descend_range())]
     pub descend: u32,
-    /// `auto` fuses a single-pass compaction into the kernels that produce the items (CUDA: lookback, chained,
-    /// atomic; wgpu: atomic); `off` runs it as a separate pass after them, like every other algorithm.
+    /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
+    /// items; `off` runs it as a separate pass after them, like every other algorithm.
     // `--fuse` was this flag's first name; `bench render` always said `--fusion`.
     #[arg(long, alias = "fuse", default_value = "auto", value_parser = parse_fusion)]
     pub fusion: reap::compaction::Fusion,

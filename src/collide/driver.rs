@@ -137,6 +137,7 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
         f.set_capacity(e, initial_capacity(e.len()).min(s.max_frontier))?;
     }
     f.attempts = 0;
+    let mut stalled = false;
     loop {
         f.attempts += 1;
         let (at, len) = layout(f.bound);
@@ -193,6 +194,14 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
                 return Err(CollideError::Settings(format!("the pair walk did not end in {MOST_LEVELS} levels")));
             }
             f.set_bound(2 * f.bound);
+        }
+        if status & frontier::status::STALLED != 0 {
+            // A stable site gave up waiting (wgpu); the engine now compacts
+            // separately, so a second stall would be an engine that did not.
+            if stalled {
+                return Err(CollideError::Settings("a fused site stalled twice: use --fusion off".into()));
+            }
+            stalled = true;
         }
         if status & frontier::status::CANDIDATES != 0 {
             // The contact list holds CONTACTS_PER_CANDIDATE per candidate slot.

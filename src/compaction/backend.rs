@@ -23,13 +23,13 @@ impl BackendKind {
     }
 
     /// Whether the workloads on this backend fuse `algorithm`'s sites into
-    /// their producers: every single-pass algorithm on the CPU and CUDA
-    /// (compaction/site.cuh), `atomic` alone on wgpu (compaction/site.wgsl).
+    /// their producers: every single-pass algorithm, on the CPU, on CUDA
+    /// (compaction/site.cuh) and on wgpu (compaction/site.wgsl, where a
+    /// device too small for the stable sites' bindings runs `lookback` and
+    /// `chained` separately: the engines' `fuses` say).
     pub fn fuses(self, algorithm: Algorithm) -> bool {
-        match self {
-            BackendKind::Cpu | BackendKind::Cuda => algorithm.fuses(),
-            BackendKind::Wgpu => algorithm == Algorithm::Atomic,
-        }
+        let _ = self;
+        algorithm.fuses()
     }
 }
 

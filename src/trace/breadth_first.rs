@@ -64,6 +64,7 @@ pub(super) fn frame_that_fits<E: Engine>(
     sample: u32,
 ) -> TraceResult<FrameStats> {
     let fan = s.fan();
+    let mut stalled = false;
     loop {
         if s.traversal == Traversal::BreadthFirst {
             // The first guess: every level at most fan-out × pixels; kept across frames.
@@ -77,6 +78,18 @@ pub(super) fn frame_that_fits<E: Engine>(
         let status = words.get(STATUS as usize).copied().unwrap_or(0);
         if status == 0 {
             return Ok(stats);
+        }
+        if status & frontier::status::STALLED != 0 {
+            // A stable site gave up waiting; the engine has switched it off, so
+            // the frame is redone through the separate pass (once: a second
+            // stall would be an engine that did not).
+            if stalled {
+                return Err(TraceError::Settings(format!(
+                    "a fused site stalled twice in one frame (status {status:#x}): use --fusion off"
+                )));
+            }
+            stalled = true;
+            continue;
         }
         let fw = FrameWords::plan(s, run_levels(e, s));
         if status & frontier::status::OVERFLOW == 0 {

@@ -7,8 +7,9 @@
 //! recorded before it) and at the frame's end, where the host reads the
 //! frame's words and its stage times once. Compaction is the library's
 //! counted calls ([`crate::compaction::Backend::select_counted`]) on the
-//! [`WgpuBackend`], or for `atomic` a fused site (compaction/site.wgsl): the
-//! `*_atomic` entries write only live items, so no pass follows them.
+//! [`WgpuBackend`], or a fused site (compaction/site.wgsl, wgpu/site.rs):
+//! the `*_atomic`, `*_lookback` and `*_chained` entries write only live
+//! items, so no pass follows them.
 //!
 //! The viewer's image leaves through [`WgpuEngine::tonemap_into`]: the sums
 //! tonemapped straight into a `texture_storage_2d<rgba8unorm, write>` of the
@@ -105,11 +106,21 @@ pub struct TraceTuning {
     pub fetch_groups: u32,
     /// Idle lanes a subgroup gathers before it fetches (fetch_subgroup.wgsl `WIDE_FETCH`).
     pub wide_fetch: u32,
+    /// Testing only (0: off): every n-th tile of a stable site publishes
+    /// nothing (site.wgsl `SITE_WITHHOLD`), so that its successors stall.
+    pub site_withhold: u32,
 }
 
 impl Default for TraceTuning {
     fn default() -> Self {
-        TraceTuning { workgroup: 128, max_groups: 1024, hit_spin: 4096, fetch_groups: 2048, wide_fetch: 8 }
+        TraceTuning {
+            workgroup: 128,
+            max_groups: 1024,
+            hit_spin: 4096,
+            fetch_groups: 2048,
+            wide_fetch: 8,
+            site_withhold: 0,
+        }
     }
 }
 
@@ -127,6 +138,7 @@ impl TraceTuning {
                 "hit_spin" => t.hit_spin = n,
                 "fetch_groups" if n > 0 => t.fetch_groups = n,
                 "wide_fetch" if n > 0 => t.wide_fetch = n,
+                "site_withhold" => t.site_withhold = n,
                 _ => return Err(bad(format!("`{k}={v}`: no such key, or out of range"))),
             }
             Ok(())
@@ -185,7 +197,7 @@ enum Kind {
     Read,
     Write,
 }
-const KINDS: [Kind; 14] = [
+const KINDS: [Kind; 15] = [
     Kind::Params,  // prm
     Kind::Uniform, // info
     Kind::Read,    // sc
@@ -200,10 +212,12 @@ const KINDS: [Kind; 14] = [
     Kind::Write,   // sums
     Kind::Write,   // pw64: the path words again, as u64s (hit64.wgsl)
     Kind::Write,   // fetch: wide depth-first's ray counter (fetch_*.wgsl)
+    Kind::Write,   // site_states: the stable sites' tile states (site.rs)
 ];
 
 /// Each entry point and the bindings it uses (at most 7 storage buffers, the
-/// fewest the backend's device accepts). Binding 12 is dropped where the
+/// fewest the backend's device accepts; eight with a stable site's tile
+/// states, site.rs). Binding 12 is dropped where the
 /// hit merge is hit_lock.wgsl, which does not declare it.
 const ENTRIES: &[(&str, &[u32])] = &[
     ("trace_camera", &[0, 1, 4, 5, 6, 8]),
@@ -211,12 +225,20 @@ const ENTRIES: &[(&str, &[u32])] = &[
     ("trace_depth_first_wide", &[0, 1, 2, 4, 5, 6, 8, 13]),
     ("trace_bf_init", &[0, 1, 2, 4, 5, 6, 8, 10]),
     ("trace_bf_init_atomic", &[0, 1, 2, 4, 5, 6, 8, 10]),
+    ("trace_bf_init_lookback", &[0, 1, 2, 4, 5, 6, 8, 10, 14]),
+    ("trace_bf_init_chained", &[0, 1, 2, 4, 5, 6, 8, 10, 14]),
     ("trace_bf_expand", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_bf_expand_atomic", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_lookback", &[0, 1, 2, 4, 5, 8, 9, 10, 12, 14]),
+    ("trace_bf_expand_chained", &[0, 1, 2, 4, 5, 8, 9, 10, 12, 14]),
     ("trace_bf_expand_wide", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
     ("trace_bf_expand_wide_atomic", &[0, 1, 2, 4, 5, 8, 9, 10, 12]),
+    ("trace_bf_expand_wide_lookback", &[0, 1, 2, 4, 5, 8, 9, 10, 12, 14]),
+    ("trace_bf_expand_wide_chained", &[0, 1, 2, 4, 5, 8, 9, 10, 12, 14]),
     ("trace_shade", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
     ("trace_shade_atomic", &[0, 1, 2, 3, 4, 5, 6, 7, 8]),
+    ("trace_shade_lookback", &[0, 1, 2, 3, 4, 5, 6, 7, 8, 14]),
+    ("trace_shade_chained", &[0, 1, 2, 3, 4, 5, 6, 7, 8, 14]),
     ("trace_nee", &[0, 1, 4, 5, 6, 8]),
     ("trace_accumulate", &[0, 1, 4, 8, 11]),
 ];
@@ -262,6 +284,8 @@ pub struct WgpuEngine {
     sum: wgpu::Buffer,
     /// Wide depth-first's ray counter, cleared before each of its dispatches.
     fetch: wgpu::Buffer,
+    /// The stable fused sites' tile states.
+    site: SiteStates,
     pending: Shared,
     clock: WgpuClock,
     sample: u32,
@@ -342,6 +366,7 @@ impl WgpuEngine {
         let (pv, pw) = alloc_paths(&backend, pixels)?;
         let sum = backend.raw_buffer("the image's sums", pixels.max(1) * 16)?;
         let fetch = backend.raw_buffer("wide depth-first's ray counter", 16)?;
+        let site = SiteStates::new(&backend)?;
         let pending: Shared = Arc::new(Mutex::new(Pending::new(&dev)?));
         let clock = WgpuClock::new(&dev, &pending);
         let mut e = WgpuEngine {
@@ -361,6 +386,7 @@ impl WgpuEngine {
             pw,
             sum,
             fetch,
+            site,
             pending,
             clock,
             sample: 0,
@@ -458,6 +484,9 @@ impl WgpuEngine {
             if dev.subgroups {
                 consts.push(("WIDE_FETCH", t.wide_fetch as f64));
             }
+            if t.site_withhold != 0 {
+                consts.push(("SITE_WITHHOLD", t.site_withhold as f64));
+            }
             let (layout, pipeline) = dev
                 .scoped(
                     || format!("the pipeline trace/wavefront.wgsl::{name}"),
@@ -501,7 +530,7 @@ impl WgpuEngine {
         let dev = self.dev.clone();
         self.kernel(name)?;
         let (pv, pw, sum, scene, info) = (&self.pv, &self.pw, &self.sum, &self.scene, &self.info_buffer);
-        let fetch = &self.fetch;
+        let (fetch, site) = (&self.fetch, self.site.buffer());
         let uniforms = lock(&self.pending).uniforms.clone();
         let kernel = self.kernels.get(name).ok_or_else(|| TraceError::Settings(format!("no kernel {name}")))?;
         let missing = |what: &str| TraceError::Settings(format!("{name} binds {what}, which the stage did not pass"));
@@ -515,6 +544,7 @@ impl WgpuEngine {
                 4 => pv,
                 5 | 12 => pw,
                 13 => fetch,
+                14 => site,
                 6 => io.queue.ok_or_else(|| missing("a queue"))?,
                 7 => io.next.ok_or_else(|| missing("a next queue"))?,
                 8 => io.words.ok_or_else(|| missing("the frame's words"))?,
@@ -618,3 +648,5 @@ fn cap32(n: u64) -> u32 {
 mod display;
 use display::Display;
 mod engine;
+mod site;
+use site::SiteStates;

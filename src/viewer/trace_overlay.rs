@@ -77,7 +77,7 @@ impl Panel for Tracing {
             combo(ui, "BVH", &mut s.choices.bvh, &BvhKind::ALL, |b| b.name().to_string())
         });
         ui.end_row();
-        // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA; wgpu: atomic).
+        // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA and wgpu).
         ui.label("fuse sites");
         combo(ui, "fuse sites", &mut s.choices.fusion, &Fusion::ALL, |f| f.name().to_string());
         ui.end_row();

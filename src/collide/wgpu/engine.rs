@@ -30,6 +30,7 @@ const PREVIOUS: u32 = 13;
 const TABLE: u32 = 14;
 const BOUNDS: u32 = 15;
 const ARGS: u32 = 16;
+const SITE_STATES: u32 = 17;
 
 const CONTACT: u64 = std::mem::size_of::<Contact>() as u64;
 
@@ -80,6 +81,11 @@ impl Engine for WgpuCollide {
         self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
         self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
         self.warm.frame_ended(host::ok(&w));
+        if w.get(frontier::STATUS as usize).is_some_and(|s| s & frontier::status::STALLED != 0) {
+            // A stable site gave up waiting (site.wgsl): the driver redoes the
+            // frame, and from now on the pair walk compacts separately.
+            self.site_stalled = true;
+        }
         Ok(Some((times, w)))
     }
 
@@ -150,21 +156,26 @@ impl Engine for WgpuCollide {
         Ok(())
     }
 
-    /// `atomic` fuses (compaction/site.wgsl).
+    /// Every single-pass algorithm fuses (compaction/site.wgsl); `lookback`
+    /// and `chained` no longer once one of their waits stalled on this device.
     fn fuses(&self, algorithm: Algorithm) -> bool {
         crate::compaction::BackendKind::Wgpu.fuses(algorithm)
+            && !(self.site_stalled && matches!(algorithm, Algorithm::Lookback | Algorithm::Chained))
     }
 
     fn expand(&mut self, step: Step<'_, WgpuBackend>, fuse: Option<Algorithm>) -> CollideResult<()> {
         let (groups, expand) = match fuse {
             None => ("collide_groups_expand", "collide_expand"),
             Some(Algorithm::Atomic) => ("collide_groups_expand_fused", "collide_expand_atomic"),
+            Some(Algorithm::Lookback) => ("collide_groups_expand_fused", "collide_expand_lookback"),
+            Some(Algorithm::Chained) => ("collide_groups_expand_fused", "collide_expand_chained"),
             Some(a) => {
                 return Err(CollideError::Settings(format!(
-                    "the wgpu collider fuses only `atomic` into the pair walk, not `{a}`; use --fusion off"
+                    "`{a}` has no fused site (only lookback, chained and atomic do); use --fusion off"
                 )));
             }
         };
+        let stable = matches!(fuse, Some(Algorithm::Lookback | Algorithm::Chained));
         let Step { at, input, output, words } = step;
         // Both buffers hold `capacity` slots; the shader reads n from the words.
         let capacity = input.len().min(output.len());
@@ -180,13 +191,25 @@ impl Engine for WgpuCollide {
         let (nd, cand, args) = (self.nodes.raw().clone(), self.candidates.clone(), self.args.clone());
         // The level's length is on the device: the dispatch covers it, not the capacity.
         self.run(groups, &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
-        let binds = [
+        let mut binds = vec![
             (NODES, &nd),
             (FRONTIER_IN, input.raw()),
             (FRONTIER_OUT, output.raw()),
             (CANDIDATES, &cand),
             (WORDS, words.raw()),
         ];
+        let site;
+        if stable {
+            // A tile state per WG input pairs and the tile counter, cleared before the walk's level.
+            let bytes = 4 * (1 + capacity.div_ceil(self.tuning.workgroup as u64));
+            if self.site_states.size() < bytes {
+                self.site_states =
+                    self.backend.raw_buffer("the stable sites' tile states", bytes.next_power_of_two())?;
+            }
+            site = self.site_states.clone();
+            self.rec.clear(&site);
+            binds.push((SITE_STATES, &site));
+        }
         self.run_indirect(expand, &p, &binds, Slot::Expand)
     }
 

@@ -57,6 +57,9 @@ pub struct CollideTuning {
     /// multiply-adds. Off, results differ from the CPU's in the last bits.
     #[default(true)]
     pub exact: bool,
+    /// Testing only (0: off): every n-th tile of a stable site publishes
+    /// nothing (site.wgsl `SITE_WITHHOLD`), so that its successors stall.
+    pub site_withhold: u32,
     pub fast_sort: FastSortTuning,
 }
 
@@ -71,7 +74,8 @@ impl CollideTuning {
             match k {
                 "workgroup" => t.workgroup = int()?,
                 "exact" => t.exact = int()? != 0,
-                _ => return Err(bad(format!("no tuning key `{k}` (workgroup, exact)"))),
+                "site_withhold" => t.site_withhold = int()?,
+                _ => return Err(bad(format!("no tuning key `{k}` (workgroup, exact, site_withhold)"))),
             }
             Ok(())
         })?;
@@ -208,6 +212,10 @@ pub struct WgpuCollide {
     counts: wgpu::Buffer,
     /// Indirect dispatch arguments, a slot of 16 bytes per `Slot` (collide.wgsl ARGS_*).
     args: wgpu::Buffer,
+    /// The stable fused sites' tile counter and states (site.wgsl `site_states`).
+    site_states: wgpu::Buffer,
+    /// A stable site gave up waiting on this device once: they run separately since.
+    site_stalled: bool,
     /// The last frame's candidates found and contacts, from its words (for the readbacks).
     found: u64,
     contact_count: u64,
@@ -265,6 +273,8 @@ impl WgpuCollide {
             acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
             counts: b.raw_buffer("the contact counts", n * 4)?,
             args: indirect_args(b)?,
+            site_states: b.raw_buffer("the stable sites' tile states", 4096)?,
+            site_stalled: false,
             found: 0,
             contact_count: 0,
             warm: WarmStart::new(b, contacts)?,
@@ -293,7 +303,11 @@ impl WgpuCollide {
             return Ok(p.clone());
         }
         let prelude = collide_prelude(self.tuning.exact, self.backend.device().int64_atomics);
-        let p = pipeline(&self.backend, &COLLIDE, &prelude, entry, &[("WG", self.tuning.workgroup as f64)])?;
+        let mut constants = vec![("WG", self.tuning.workgroup as f64)];
+        if self.tuning.site_withhold != 0 {
+            constants.push(("SITE_WITHHOLD", self.tuning.site_withhold as f64));
+        }
+        let p = pipeline(&self.backend, &COLLIDE, &prelude, entry, &constants)?;
         self.pipelines.insert(entry, p.clone());
         Ok(p)
     }

@@ -2,6 +2,7 @@
 //! wavefront.wgsl, in the shader file's order (cuda.rs's methods in
 //! wavefront.cu's), each one recorded dispatch.
 
+use super::site::{Entries, entry};
 use super::*;
 use crate::memory::{Limit, Place};
 
@@ -59,10 +60,10 @@ impl Engine for WgpuEngine {
         self.depth
     }
 
-    /// `atomic` fuses (compaction/site.wgsl); `lookback` and `chained` run
-    /// as a separate pass until WGSL has their sites.
+    /// `atomic` fuses everywhere; `lookback` and `chained` where the device
+    /// binds their tile states and they never stalled on it (site.rs).
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
-        crate::compaction::BackendKind::Wgpu.fuses(algorithm)
+        self.site.fuses(&self.dev, algorithm)
     }
 
     /// wgpu reports no free memory: what bounds a frontier here is its two
@@ -100,6 +101,10 @@ impl Engine for WgpuEngine {
         self.clock.resolve()?;
         // The words are read after the last stage (accumulate): this one wait completes the frame.
         let words = crate::compaction::Backend::download(self.backend(), words)?;
+        if words.get(crate::frontier::STATUS as usize).is_some_and(|s| s & crate::frontier::status::STALLED != 0) {
+            // The frame is redone; from now on through the separate pass.
+            self.site.stalled = true;
+        }
         let times = self.clock.times()?;
         Ok(Some((times, words)))
     }
@@ -172,7 +177,7 @@ impl Engine for WgpuEngine {
     fn frontier_init(&mut self, step: Step<'_, WgpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
         let Step { at, input: queue, output: frontier, words } = step;
         check_words(words, &at.words())?;
-        let name = fused_name(run.fuse, "trace_bf_init", "trace_bf_init_atomic")?;
+        let name = entry(run.fuse, &INIT)?;
         if frontier.len() < run.capacity || run.capacity > u32::MAX as u64 {
             return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
         }
@@ -188,6 +193,8 @@ impl Engine for WgpuEngine {
         };
         let io =
             Io { queue: Some(queue.raw()), words: Some(words.raw()), fout: Some(frontier.raw()), ..Default::default() };
+        // A stable site tiles the whole queue: a longer one than the frontier is an overflow it counts.
+        self.prepare_site(name, queue.len())?;
         self.dispatch(name, queue.len().min(run.capacity), p, io)
     }
 
@@ -200,10 +207,7 @@ impl Engine for WgpuEngine {
         if run.descend == 0 || run.descend > crate::trace::MAX_DESCEND {
             return Err(TraceError::Settings(format!("descend {} is outside 1..=5", run.descend)));
         }
-        let name = match run.bvh {
-            BvhKind::Binary => fused_name(run.fuse, "trace_bf_expand", "trace_bf_expand_atomic")?,
-            BvhKind::Wide => fused_name(run.fuse, "trace_bf_expand_wide", "trace_bf_expand_wide_atomic")?,
-        };
+        let name = entry(run.fuse, if run.bvh == BvhKind::Binary { &EXPAND } else { &EXPAND_WIDE })?;
         let p = Params {
             capacity: cap32(run.capacity),
             shadow: run.shadow as u32,
@@ -220,6 +224,7 @@ impl Engine for WgpuEngine {
         // Separate: n * fan slots fit the capacity. Fused: n items at most
         // the capacity, whatever they keep (a total past it is an overflow).
         let items = if run.fuse.is_some() { run.capacity } else { run.capacity / run.fan() };
+        self.prepare_site(name, items)?;
         self.dispatch(name, items, p, io)
     }
 
@@ -232,7 +237,7 @@ impl Engine for WgpuEngine {
     ) -> TraceResult<()> {
         let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
         check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
-        let name = fused_name(fuse, "trace_shade", "trace_shade_atomic")?;
+        let name = entry(fuse, &SHADE)?;
         let capacity = queue.len().min(next.len());
         let p = Params {
             capacity: cap32(capacity),
@@ -248,6 +253,7 @@ impl Engine for WgpuEngine {
         };
         let io =
             Io { queue: Some(queue.raw()), next: Some(next.raw()), words: Some(words.raw()), ..Default::default() };
+        self.prepare_site(name, capacity)?;
         self.dispatch(name, capacity, p, io)
     }
 
@@ -291,18 +297,40 @@ impl Engine for WgpuEngine {
     }
 }
 
-/// The entry point of a stage: `separate` without a fused site, `atomic`
-/// through one (the only algorithm whose site WGSL has, [`Engine::fuses`]).
-fn fused_name(
-    fuse: Option<crate::compaction::Algorithm>,
-    separate: &'static str,
-    atomic: &'static str,
-) -> TraceResult<&'static str> {
-    match fuse {
-        None => Ok(separate),
-        Some(crate::compaction::Algorithm::Atomic) => Ok(atomic),
-        Some(a) => Err(TraceError::Settings(format!(
-            "{separate}: the wgpu tracer fuses only `atomic`, not `{a}`; use --fusion off"
-        ))),
+/// Each stage's entry points, separate and through each fused site.
+const INIT: Entries = Entries {
+    separate: "trace_bf_init",
+    atomic: "trace_bf_init_atomic",
+    lookback: "trace_bf_init_lookback",
+    chained: "trace_bf_init_chained",
+};
+const EXPAND: Entries = Entries {
+    separate: "trace_bf_expand",
+    atomic: "trace_bf_expand_atomic",
+    lookback: "trace_bf_expand_lookback",
+    chained: "trace_bf_expand_chained",
+};
+const EXPAND_WIDE: Entries = Entries {
+    separate: "trace_bf_expand_wide",
+    atomic: "trace_bf_expand_wide_atomic",
+    lookback: "trace_bf_expand_wide_lookback",
+    chained: "trace_bf_expand_wide_chained",
+};
+const SHADE: Entries = Entries {
+    separate: "trace_shade",
+    atomic: "trace_shade_atomic",
+    lookback: "trace_shade_lookback",
+    chained: "trace_shade_chained",
+};
+
+impl WgpuEngine {
+    /// Before a stable site's dispatch over `items` items (the most its
+    /// shader may tile): its tile states, cleared.
+    fn prepare_site(&mut self, name: &'static str, items: u64) -> TraceResult<()> {
+        if name.ends_with("_lookback") || name.ends_with("_chained") {
+            let mut pending = lock(&self.pending);
+            self.site.prepare(&self.backend, pending.encoder(), items, self.tuning.workgroup)?;
+        }
+        Ok(())
     }
 }
