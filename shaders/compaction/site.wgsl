@@ -123,8 +123,6 @@ override SITE_WITHHOLD: u32 = 0u;
 
 var<workgroup> site_tile: u32;
 var<workgroup> site_prefix: u32;
-// Hillis-Steele over the workgroup, double-buffered: no subgroup needed.
-var<workgroup> site_scan: array<u32, 2 * WG>;
 
 // Tiles of n items.
 fn site_tiles(n: u32) -> u32 {
@@ -152,12 +150,12 @@ fn site_publish(tile: u32, value: u32, flag: u32) {
     atomicStore(&site_states[1u + tile], (min(value, SITE_VALUE_MAX) << 2u) | flag);
 }
 
-// Tile `tile`'s exclusive prefix, found by one invocation: `lookback`
-// publishes the tile's count at once and walks back over aggregates to the
-// nearest inclusive prefix; `chained` waits for its predecessor's inclusive
-// prefix alone. Either publishes its own inclusive prefix the moment it has
-// the prefix, before any barrier.
-fn site_walk(tile: u32, kept: u32, alg: u32) -> u32 {
+// Tile `tile`'s exclusive prefix: `lookback` publishes the tile's count at
+// once and walks back over aggregates to the nearest inclusive prefix;
+// `chained` waits for its predecessor's inclusive prefix alone. Either
+// publishes its own inclusive prefix the moment it has the prefix. One
+// invocation calls it: site_lane.wgsl's walk, and `chained`'s in both.
+fn site_walk_one(tile: u32, kept: u32, alg: u32) -> u32 {
     if tile == 0u {
         site_publish(0u, kept, SITE_FLAG_PREFIX);
         return 0u;
@@ -193,25 +191,18 @@ fn site_walk(tile: u32, kept: u32, alg: u32) -> u32 {
 // One tile's slots through a stable site: every invocation of the workgroup
 // calls it with its kept count; returns its first slot (SiteSlots as the
 // atomic site's: `end` one past the tile's last, `kept` the tile's count).
+// The rank and the walk back come from the prelude the engine picked:
+// site_subgroup.wgsl (a subgroup scans and a subgroup reads a window of
+// predecessors per poll) or site_lane.wgsl (workgroup memory, one invocation).
 fn site_stable(lid: u32, tile: u32, kept: u32, alg: u32) -> SiteSlots {
-    site_scan[lid] = kept;
-    var half = 0u;
-    for (var d = 1u; d < WG; d <<= 1u) {
-        workgroupBarrier();
-        var v = site_scan[half + lid];
-        if lid >= d {
-            v += site_scan[half + lid - d];
+    let r = site_rank(lid, kept);
+    let total = r.y;
+    if site_walker(lid) {
+        let p = site_walk(tile, total, alg);
+        if lid == 0u {
+            site_prefix = p;
         }
-        half = WG - half;
-        site_scan[half + lid] = v;
-    }
-    workgroupBarrier();
-    let incl = site_scan[half + lid];
-    let total = site_scan[half + WG - 1u];
-    if lid == 0u {
-        site_prefix = site_walk(tile, total, alg);
     }
     let prefix = workgroupUniformLoad(&site_prefix);
-    let end = site_add(prefix, total);
-    return SiteSlots(prefix + incl - kept, end, false, total);
+    return SiteSlots(prefix + r.x - kept, site_add(prefix, total), false, total);
 }

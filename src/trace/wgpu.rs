@@ -54,15 +54,21 @@ pub const FETCH_LANE: Shader = wgsl_source!("trace/fetch_lane.wgsl");
 /// The sums to 8-bit sRGB (tonemap.cu's twin), into a storage texture or words.
 pub const TONEMAP: Shader = wgsl_source!("trace/tonemap.wgsl");
 
-/// wavefront.wgsl's preludes for a device: its hit merge and its lanes' fetch.
-fn preludes(int64_atomics: bool, subgroups: bool) -> [Shader; 2] {
-    [if int64_atomics { HIT64 } else { HIT_LOCK }, if subgroups { FETCH_SUBGROUP } else { FETCH_LANE }]
+/// wavefront.wgsl's preludes for a device: its hit merge, its lanes' fetch
+/// and its stable sites' rank and walk.
+fn preludes(int64_atomics: bool, subgroups: bool) -> [Shader; 3] {
+    use crate::compaction::wgpu::runtime::{SITE_LANE, SITE_SUBGROUP};
+    [
+        if int64_atomics { HIT64 } else { HIT_LOCK },
+        if subgroups { FETCH_SUBGROUP } else { FETCH_LANE },
+        if subgroups { SITE_SUBGROUP } else { SITE_LANE },
+    ]
 }
 
 /// wavefront.wgsl's text for a device with (or without) 64-bit atomics and subgroups.
 pub fn wavefront_text(int64_atomics: bool, subgroups: bool) -> String {
-    let [hit, fetch] = preludes(int64_atomics, subgroups);
-    WAVEFRONT.assemble(&format!("{}\n{}", hit.text, fetch.text))
+    let [hit, fetch, site] = preludes(int64_atomics, subgroups);
+    WAVEFRONT.assemble(&format!("{}\n{}\n{}", hit.text, fetch.text, site.text))
 }
 
 /// Every variant of the tracer's shaders, (name, text, uses subgroups), for
@@ -71,8 +77,8 @@ pub fn shader_variants() -> Vec<(String, String, bool)> {
     let mut v = Vec::new();
     for int64 in [true, false] {
         for subgroups in [true, false] {
-            let [hit, fetch] = preludes(int64, subgroups);
-            let name = format!("{} + {} + {}", WAVEFRONT.name, hit.name, fetch.name);
+            let [hit, fetch, site] = preludes(int64, subgroups);
+            let name = format!("{} + {} + {} + {}", WAVEFRONT.name, hit.name, fetch.name, site.name);
             v.push((name, wavefront_text(int64, subgroups), subgroups));
         }
     }

@@ -91,9 +91,11 @@ pub const SUMS64: Shader = wgsl_source!("collide/sums64.wgsl");
 /// What collide.wgsl's module starts with: whether products are kept out of
 /// FMA contraction ([`CollideTuning::exact`]), and the solver's sums with
 /// native 64-bit atomics (`int64`: the device has them) or two u32 each.
+/// The stable sites walk back with one invocation (site_lane.wgsl): the
+/// module uses no subgroup operation, and the pair walk's tiles are few.
 pub fn collide_prelude(exact: bool, int64: bool) -> String {
     let sums = if int64 { &SUMS64 } else { &SUMS32 };
-    format!("const EXACT: bool = {exact};\n{}", sums.text)
+    format!("const EXACT: bool = {exact};\n{}\n{}", sums.text, crate::compaction::wgpu::runtime::SITE_LANE.text)
 }
 
 /// Every collide shader variant as assembled for its pipelines: (name,

@@ -17,9 +17,14 @@ pub const ROGER: Shader = wgsl_source!("compaction/roger.wgsl", headers: &[COMMO
 pub const REDZONE: Shader = wgsl_source!("compaction/redzone.wgsl", headers: &[COMMON]);
 pub const SORT: Shader = wgsl_source!("compaction/sort.wgsl", headers: &[COMMON]);
 pub const BILLETER: Shader = wgsl_source!("compaction/billeter.wgsl", headers: &[COMMON]);
-/// Fused compaction sites (`atomic`), included by the workloads' producers,
-/// which declare the `words` it tallies in (kernels/compaction/site.cuh's twin).
+/// Fused compaction sites (`atomic`, `lookback`, `chained`), included by the
+/// workloads' producers, which declare the `words` it tallies in and the
+/// stable sites' `site_states` (kernels/compaction/site.cuh's twin).
 pub const SITE: Shader = wgsl_source!("compaction/site.wgsl");
+/// How a stable site ranks a tile and walks back, a prelude of the producer's
+/// module: through subgroups where the device has them, else one invocation.
+pub const SITE_SUBGROUP: Shader = wgsl_source!("compaction/site_subgroup.wgsl");
+pub const SITE_LANE: Shader = wgsl_source!("compaction/site_lane.wgsl");
 /// The tile machinery `lookback` and `chained` share.
 pub const SINGLE_PASS: Shader = wgsl_source!("compaction/single_pass.wgsl", headers: &[COMMON]);
 /// Direct scatter from registers, over the same tile machinery.
