@@ -88,12 +88,13 @@ fn site_reserve(lid: u32, kept: u32, tally: u32) -> SiteSlots {
 // (single_pass.wgsl); a producer cannot: its items depend on what other
 // items did meanwhile (the tracer's culling reads closest hits as they
 // land), so a second count could differ. So a wait here is bounded instead:
-// past SITE_MAX_POLLS loads the tile takes what it has, publishes, and sets
-// SITE_STALLED in the frame's status word (word 0 of `words`, frontier.rs
-// `STATUS`); the host then redoes the frame through the separate pass and
-// leaves this site off on that device. It never happens where running
-// workgroups progress (every GPU measured, and lavapipe), and tests force it
-// with SITE_WITHHOLD.
+// past site_rounds() x SITE_MAX_POLLS loads the tile takes what it has,
+// publishes, and sets SITE_STALLED in the frame's status word (word 0 of
+// `words`, frontier.rs `STATUS`); the host then redoes the frame through the
+// separate pass and leaves this site off on that device. On a GPU it was never
+// seen; on lavapipe a workgroup whose thread the OS deschedules can be waited
+// on for milliseconds, hence about a million loads (~10 ms there) before the
+// wait gives up. Tests force it with SITE_WITHHOLD.
 //
 //   let tiles = site_tiles(n);
 //   loop {
@@ -114,12 +115,18 @@ const SITE_VALUE_MAX: u32 = 0x3fffffffu;
 // frontier.rs `status::STALLED`.
 const SITE_STALLED: u32 = 8u;
 
-// Loads of predecessors' states one tile makes before it gives up waiting.
-// lavapipe ends every loop after 65,535 iterations (silently): far below.
+// Loads of predecessors' states in one round of a wait, and the rounds before
+// it gives up: two nested loops, as lavapipe ends every loop after 65,535
+// iterations (silently).
 override SITE_MAX_POLLS: u32 = 16384u;
+override SITE_POLL_ROUNDS: u32 = 64u;
 // Testing only (0: off): every SITE_WITHHOLD-th tile publishes nothing, so
-// that its successors stall and the frame is redone unfused.
+// that its successors stall and the frame is redone unfused (after one round).
 override SITE_WITHHOLD: u32 = 0u;
+
+fn site_rounds() -> u32 {
+    return select(SITE_POLL_ROUNDS, 1u, SITE_WITHHOLD != 0u);
+}
 
 var<workgroup> site_tile: u32;
 var<workgroup> site_prefix: u32;
@@ -165,24 +172,25 @@ fn site_walk_one(tile: u32, kept: u32, alg: u32) -> u32 {
     }
     var acc = 0u;
     var j = tile - 1u;
-    var loads = 0u;
-    loop {
-        loads += 1u;
-        if loads > SITE_MAX_POLLS {
-            atomicOr(&words[0], SITE_STALLED);
-            break;
+    var done = false;
+    for (var round = 0u; round < site_rounds() && !done; round++) {
+        for (var k = 0u; k < SITE_MAX_POLLS; k++) {
+            let s = atomicLoad(&site_states[1u + j]);
+            let flag = s & 3u;
+            if flag == SITE_FLAG_PREFIX {
+                acc = site_add(acc, s >> 2u);
+                done = true;
+                break;
+            }
+            // Tile 0 only ever publishes a prefix, so j stays above 0 here.
+            if flag == SITE_FLAG_AGGREGATE && alg == SITE_LOOKBACK {
+                acc = site_add(acc, s >> 2u);
+                j -= 1u;
+            }
         }
-        let s = atomicLoad(&site_states[1u + j]);
-        let flag = s & 3u;
-        if flag == SITE_FLAG_PREFIX {
-            acc = site_add(acc, s >> 2u);
-            break;
-        }
-        // Tile 0 only ever publishes a prefix, so j stays above 0 here.
-        if flag == SITE_FLAG_AGGREGATE && alg == SITE_LOOKBACK {
-            acc = site_add(acc, s >> 2u);
-            j -= 1u;
-        }
+    }
+    if !done {
+        atomicOr(&words[0], SITE_STALLED);
     }
     site_publish(tile, site_add(acc, kept), SITE_FLAG_PREFIX);
     return acc;

@@ -3,24 +3,30 @@
 // alone polling one tile state per load (site.wgsl `site_walk_one`). site_subgroup.wgsl is the faster
 // twin where the device has subgroups.
 
-// Double-buffered: each step reads one half and writes the other.
-var<workgroup> site_scan: array<u32, 2 * WG>;
+// Double-buffered: each step reads one array and writes the other. (Two
+// arrays of WG, not one of 2 * WG: naga 30 panics on an override expression
+// in a workgroup array's size.)
+var<workgroup> site_scan_a: array<u32, WG>;
+var<workgroup> site_scan_b: array<u32, WG>;
 
 // (inclusive rank, the tile's total) of `kept` over the workgroup.
 fn site_rank(lid: u32, kept: u32) -> vec2<u32> {
-    site_scan[lid] = kept;
-    var half = 0u;
+    site_scan_a[lid] = kept;
+    var in_a = true;
     for (var d = 1u; d < WG; d <<= 1u) {
         workgroupBarrier();
-        var v = site_scan[half + lid];
-        if lid >= d {
-            v += site_scan[half + lid - d];
+        if in_a {
+            site_scan_b[lid] = site_scan_a[lid] + select(0u, site_scan_a[lid - min(d, lid)], lid >= d);
+        } else {
+            site_scan_a[lid] = site_scan_b[lid] + select(0u, site_scan_b[lid - min(d, lid)], lid >= d);
         }
-        half = WG - half;
-        site_scan[half + lid] = v;
+        in_a = !in_a;
     }
     workgroupBarrier();
-    return vec2<u32>(site_scan[half + lid], site_scan[half + WG - 1u]);
+    if in_a {
+        return vec2<u32>(site_scan_a[lid], site_scan_a[WG - 1u]);
+    }
+    return vec2<u32>(site_scan_b[lid], site_scan_b[WG - 1u]);
 }
 
 fn site_walker(lid: u32) -> bool {

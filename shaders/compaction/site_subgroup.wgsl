@@ -69,29 +69,28 @@ fn site_walk(tile: u32, kept: u32, alg: u32) -> u32 {
     let lanes = subgroupAdd(1u);
     var acc = 0u;
     var j = tile - 1u;
-    var loads = 0u;
-    loop {
-        loads += 1u;
-        if loads > SITE_MAX_POLLS {
-            if lane == 0u {
-                atomicOr(&words[0], SITE_STALLED);
+    var done = false;
+    for (var round = 0u; round < site_rounds() && !done; round++) {
+        for (var k = 0u; k < SITE_MAX_POLLS; k++) {
+            // Past tile 0: an inclusive prefix of 0.
+            var s = SITE_FLAG_PREFIX;
+            if lane <= j {
+                s = atomicLoad(&site_states[1u + j - lane]);
             }
-            break;
+            let flag = s & 3u;
+            let first = site_first_lane(subgroupBallot(flag != SITE_FLAG_AGGREGATE));
+            let take = lane < first || (lane == first && flag == SITE_FLAG_PREFIX);
+            acc = site_add(acc, subgroupAdd(select(0u, s >> 2u, take)));
+            if any(subgroupBallot(lane == first && flag == SITE_FLAG_PREFIX) != vec4<u32>(0u)) {
+                done = true;
+                break;
+            }
+            // The lanes before `first` were aggregates; a window of them all moves on by its width.
+            j -= min(first, lanes);
         }
-        // Past tile 0: an inclusive prefix of 0.
-        var s = SITE_FLAG_PREFIX;
-        if lane <= j {
-            s = atomicLoad(&site_states[1u + j - lane]);
-        }
-        let flag = s & 3u;
-        let first = site_first_lane(subgroupBallot(flag != SITE_FLAG_AGGREGATE));
-        let take = lane < first || (lane == first && flag == SITE_FLAG_PREFIX);
-        acc = site_add(acc, subgroupAdd(select(0u, s >> 2u, take)));
-        if any(subgroupBallot(lane == first && flag == SITE_FLAG_PREFIX) != vec4<u32>(0u)) {
-            break;
-        }
-        // The lanes before `first` were aggregates; a window of them all moves on by its width.
-        j -= min(first, lanes);
+    }
+    if !done && lane == 0u {
+        atomicOr(&words[0], SITE_STALLED);
     }
     if lane == 0u {
         site_publish(tile, site_add(acc, kept), SITE_FLAG_PREFIX);
