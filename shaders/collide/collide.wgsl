@@ -407,16 +407,7 @@ fn collide_expand_atomic(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     if (i < n) {
         expand_pair(frontier_in[i], &slot, &cand, &nc);
     }
-    if (append_candidates(lid, &cand, nc)) {
-        set_status(CANDIDATES);
-    }
-    var kept = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        if (!is_dead(slot[k])) {
-            slot[kept] = slot[k];
-            kept += 1u;
-        }
-    }
+    let kept = append_and_pack(lid, &slot, &cand, nc);
     let r = site_reserve(lid, kept, P.len_out);
     for (var k = 0u; k < kept; k++) {
         if (!r.wrapped && r.first + k < P.cap) {
@@ -458,16 +449,7 @@ fn expand_stable(lid: u32, alg: u32) {
         if (i < n) {
             expand_pair(frontier_in[i], &slot, &cand, &nc);
         }
-        if (append_candidates(lid, &cand, nc)) {
-            set_status(CANDIDATES);
-        }
-        var kept = 0u;
-        for (var k = 0u; k < 4u; k++) {
-            if (!is_dead(slot[k])) {
-                slot[kept] = slot[k];
-                kept += 1u;
-            }
-        }
+        let kept = append_and_pack(lid, &slot, &cand, nc);
         let r = site_stable(lid, t, kept, alg);
         for (var k = 0u; k < kept; k++) {
             if (r.first + k < P.cap) {
@@ -498,6 +480,24 @@ fn collide_expand_lookback(@builtin(local_invocation_index) lid: u32) {
 @compute @workgroup_size(WG)
 fn collide_expand_chained(@builtin(local_invocation_index) lid: u32) {
     expand_stable(lid, SITE_CHAINED);
+}
+
+// A fused expand's invocation: its candidates appended (an overflow flagged)
+// and its live child pairs moved to the front of `slot`; returns how many.
+// Every invocation of the workgroup calls it.
+fn append_and_pack(lid: u32, slot: ptr<function, array<vec2<u32>, 4>>, cand: ptr<function, array<vec2<u32>, 4>>,
+                   nc: u32) -> u32 {
+    if (append_candidates(lid, cand, nc)) {
+        set_status(CANDIDATES);
+    }
+    var kept = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        if (!is_dead((*slot)[k])) {
+            (*slot)[kept] = (*slot)[k];
+            kept += 1u;
+        }
+    }
+    return kept;
 }
 
 // Appends an invocation's `nc` candidates behind word P.cand_word (every

@@ -694,28 +694,21 @@ fn trace_shade(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_inv
     }
 }
 
-// trace_shade through the fused `atomic` site: next[0, total) holds the
-// paths still alive, compacted, and words[next_len] their count.
-@compute @workgroup_size(WG)
-fn trace_shade_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let n = site_uniform(lid, length_of(prm.queue_len, prm.capacity));
-    var casts = 0u;
-    for (var round = wg.x * WG; round < n; round += prm.stride) {
-        let i = round + lid;
-        var path = TRACE_DEAD32;
-        var r = Shaded(false, false);
-        if i < n {
-            path = queue[i];
-            if path != TRACE_DEAD32 {
-                r = shade_one(path, prm.sample, prm.bounce, info.dims.w, prm.estimator, info.dims.z, prm.base);
-            }
-        }
-        casts += u32(r.shadow);
-        let s = site_reserve(lid, u32(r.alive), prm.next_len);
-        // Every path kept fits: at most n, within the capacity.
-        if r.alive && s.first < prm.capacity { next[s.first] = path; }
-        if lid == 0u && s.kept != 0u { word_add(prm.alive, s.kept); }
-    }
+// Queue entry i of n, or a dead one past them.
+fn queued_path(i: u32, n: u32) -> u32 {
+    if i < n { return queue[i]; }
+    return TRACE_DEAD32;
+}
+
+// A queued path shaded; a dead entry neither lives nor casts.
+fn shade_queued(path: u32) -> Shaded {
+    if path == TRACE_DEAD32 { return Shaded(false, false); }
+    return shade_one(path, prm.sample, prm.bounce, info.dims.w, prm.estimator, info.dims.z, prm.base);
+}
+
+// The workgroup's shadow rays cast, one 64-bit add to words[shadows] (every
+// invocation calls it).
+fn add_shadows(lid: u32, casts: u32) {
     if lid == 0u { atomicStore(&wg_shadows, 0u); }
     workgroupBarrier();
     if casts != 0u { atomicAdd(&wg_shadows, casts); }
@@ -724,6 +717,25 @@ fn trace_shade_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invoc
         let c = atomicLoad(&wg_shadows);
         if c != 0u { word_add(prm.shadows, c); }
     }
+}
+
+// trace_shade through the fused `atomic` site: next[0, total) holds the
+// paths still alive, compacted, and words[next_len] their count.
+@compute @workgroup_size(WG)
+fn trace_shade_atomic(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let n = site_uniform(lid, length_of(prm.queue_len, prm.capacity));
+    var casts = 0u;
+    for (var round = wg.x * WG; round < n; round += prm.stride) {
+        let i = round + lid;
+        let path = queued_path(i, n);
+        let r = shade_queued(path);
+        casts += u32(r.shadow);
+        let s = site_reserve(lid, u32(r.alive), prm.next_len);
+        // Every path kept fits: at most n, within the capacity.
+        if r.alive && s.first < prm.capacity { next[s.first] = path; }
+        if lid == 0u && s.kept != 0u { word_add(prm.alive, s.kept); }
+    }
+    add_shadows(lid, casts);
 }
 
 // trace_shade through a stable site: next[0, total) holds the paths still
@@ -736,14 +748,8 @@ fn shade_stable(lid: u32, alg: u32) {
         let t = site_draw(lid);
         if t >= tiles { break; }
         let i = t * WG + lid;
-        var path = TRACE_DEAD32;
-        var r = Shaded(false, false);
-        if i < n {
-            path = queue[i];
-            if path != TRACE_DEAD32 {
-                r = shade_one(path, prm.sample, prm.bounce, info.dims.w, prm.estimator, info.dims.z, prm.base);
-            }
-        }
+        let path = queued_path(i, n);
+        let r = shade_queued(path);
         casts += u32(r.shadow);
         let s = site_stable(lid, t, u32(r.alive), alg);
         if r.alive && s.first < prm.capacity { next[s.first] = path; }
@@ -752,14 +758,7 @@ fn shade_stable(lid: u32, alg: u32) {
             if t == tiles - 1u { word_set(prm.next_len, vec2<u32>(s.end, 0u)); }
         }
     }
-    if lid == 0u { atomicStore(&wg_shadows, 0u); }
-    workgroupBarrier();
-    if casts != 0u { atomicAdd(&wg_shadows, casts); }
-    workgroupBarrier();
-    if lid == 0u {
-        let c = atomicLoad(&wg_shadows);
-        if c != 0u { word_add(prm.shadows, c); }
-    }
+    add_shadows(lid, casts);
 }
 @compute @workgroup_size(WG)
 fn trace_shade_lookback(@builtin(local_invocation_index) lid: u32) { shade_stable(lid, SITE_LOOKBACK); }
