@@ -10,9 +10,10 @@ mod analytic;
 use analytic::*;
 use glam::DVec3;
 use reap::compaction::CpuBackend;
+use reap::trace::EngineSetup;
 use reap::trace::cpu::CpuEngine;
 
-fn cpu(job: Job) -> CpuEngine {
+fn cpu(job: EngineSetup) -> CpuEngine {
     CpuEngine::new(CpuBackend::new(), job.packed.clone(), job.camera, job.width, job.height, job.seed, job.max_bounces)
 }
 

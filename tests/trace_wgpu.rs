@@ -18,8 +18,8 @@ mod shard;
 #[path = "common/wgpu.rs"]
 mod adapter;
 use adapter::wgpu;
-use analytic::Job;
 use reap::compaction::wgpu::{AdapterChoice, WgpuBackend};
+use reap::trace::EngineSetup;
 use reap::trace::wgpu::WgpuEngine;
 
 /// Every trace shader passes naga's validation: what wgpu would refuse at
@@ -36,9 +36,9 @@ fn every_trace_shader_validates_with_naga() {
 }
 
 /// A fresh engine per render: each takes its backend by value.
-fn engine(job: Job) -> WgpuEngine {
+fn engine(setup: EngineSetup) -> WgpuEngine {
     let b = wgpu().expect("the adapter that wgpu() found");
-    WgpuEngine::new(b, job.packed, job.camera, job.width, job.height, job.seed, job.max_bounces).expect("engine")
+    WgpuEngine::new(b, setup).expect("engine")
 }
 
 /// Stamps out one test per body of `common/analytic.rs`, each under its own
@@ -76,7 +76,8 @@ fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
 fn cornell_on_wgpu(w: u32, h: u32, seed: u32, max_bounces: u32) -> Option<WgpuEngine> {
     let b = wgpu()?;
     let (packed, camera) = cornell(w, h);
-    Some(WgpuEngine::new(b, &packed, camera, w, h, seed, max_bounces).expect("engine"))
+    let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed, max_bounces };
+    Some(WgpuEngine::new(b, setup).expect("engine"))
 }
 
 /// One frame per sample from sample 0, depth-first, no compaction, MIS.
@@ -271,7 +272,8 @@ fn wgpu_textured_square_matches_the_cpu() {
     let packed = Packed::new(&scene, &bvh);
     let (w, h) = (32, 32);
     let camera = CameraLayout::new(&scene.camera, w, h);
-    let mut e = WgpuEngine::new(b, &packed, camera, w, h, 7, 2).expect("engine");
+    let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed: 7, max_bounces: 2 };
+    let mut e = WgpuEngine::new(b, setup).expect("engine");
     let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 2);
     for traversal in Traversal::ALL {
         let settings = RenderSettings { traversal, max_frontier: 1 << 20, ..settings_for(w, h, 2, 2, 7) };
@@ -409,7 +411,9 @@ fn both(scene: &reap::scene::Scene, size: u32, s: &RenderSettings) -> Option<(Ve
     let bvh = reap::bvh::build(&scene.triangles);
     let packed = Packed::new(scene, &bvh);
     let camera = CameraLayout::new(&scene.camera, size, size);
-    let mut e = WgpuEngine::new(b, &packed, camera, size, size, s.seed, s.max_bounces).expect("engine");
+    let setup =
+        EngineSetup { packed: &packed, camera, width: size, height: size, seed: s.seed, max_bounces: s.max_bounces };
+    let mut e = WgpuEngine::new(b, setup).expect("engine");
     let mut cpu =
         CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, size, size, s.seed, s.max_bounces);
     render(&mut e, s, |_| {}).expect("wgpu renders");
@@ -524,7 +528,8 @@ fn wgpu_without_timestamps_the_host_clock_times_each_stage_and_the_image_is_the_
     let mut images = Vec::new();
     for timestamps in [true, false] {
         let b = WgpuBackend::open(&choice, Features { timestamps, ..Features::default() }).expect("the adapter");
-        let mut e = WgpuEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+        let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed: 7, max_bounces: 4 };
+        let mut e = WgpuEngine::new(b, setup).expect("engine");
         let s = RenderSettings { traversal: Traversal::BreadthFirst, ..settings_for(w, h, 1, 4, 7) };
         let frames = render(&mut e, &s, |_| {}).expect("render");
         // With them, the adapter's timestamps inside encoders where it has them (lavapipe has).
@@ -559,7 +564,11 @@ fn wgpu_stable_sites_with_and_without_subgroups_render_the_separate_image() {
             (Algorithm::Chained, Fusion::Auto),
         ] {
             let b = WgpuBackend::open(&choice, Features { subgroups, ..Features::default() }).expect("the adapter");
-            let mut e = WgpuEngine::new(b, &packed, camera, w, h, 7, 4).expect("engine");
+            let mut e = WgpuEngine::new(
+                b,
+                EngineSetup { packed: &packed, camera, width: w, height: h, seed: 7, max_bounces: 4 },
+            )
+            .expect("engine");
             let alg = Compaction::With(a);
             let s = RenderSettings {
                 traversal: Traversal::BreadthFirst,

@@ -79,6 +79,14 @@ pub struct TracerSetup {
     pub max_bounces: u32,
 }
 
+impl TracerSetup {
+    /// What the GPU engines take: the same, the scene borrowed (the CPU engine owns its copy).
+    pub fn engine(&self) -> trace::EngineSetup<'_> {
+        let TracerSetup { ref packed, camera, width, height, seed, max_bounces } = *self;
+        trace::EngineSetup { packed, camera, width, height, seed, max_bounces }
+    }
+}
+
 /// A backend the binary opened, with the workload engines built on it.
 pub trait Opened: Timed + Sharding + Sized {
     type Tracer: trace::Engine + reap::trace::split::SplitEngine;
@@ -188,7 +196,7 @@ impl Opened for reap::compaction::cuda::CudaBackend {
         Ok(ranks)
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
-        Ok(trace::cuda::CudaEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)
+        Ok(trace::cuda::CudaEngine::new(self, t.engine())?)
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cuda::CudaCollide::new(self, world, bodies)?)
@@ -232,7 +240,7 @@ impl Opened for reap::compaction::wgpu::WgpuBackend {
         Ok(vec![self])
     }
     fn tracer(self, t: TracerSetup) -> Result<Self::Tracer> {
-        Ok(trace::wgpu::WgpuEngine::new(self, &t.packed, t.camera, t.width, t.height, t.seed, t.max_bounces)?)
+        Ok(trace::wgpu::WgpuEngine::new(self, t.engine())?)
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::wgpu::WgpuCollide::new(self, world, bodies)?)

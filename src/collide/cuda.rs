@@ -19,6 +19,7 @@ use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 use smart_default::SmartDefault;
 
+use crate::collide::gpu::{BodyTree, Lists, body_count};
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{
     CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, words,
@@ -104,26 +105,23 @@ struct Functions {
     restitute: CudaFunction,
 }
 
+/// The most bodies: node indices (2n - 1 of them) and pair halves are u32, u32::MAX is reserved.
+const MAX_BODIES: u64 = u32::MAX as u64 / 2;
+
 /// The GPU engine: bodies, hierarchy, candidate and contact lists in device
 /// memory, one stream (the backend's).
 pub struct CudaCollide {
     backend: CudaBackend,
     stream: Arc<CudaStream>,
-    world: World,
-    n: u32,
-    bodies: CudaBuffer<Body>,
-    keys: CudaBuffer<u32>,
-    ids: CudaBuffer<u32>,
-    /// n - 1 internal nodes, then n leaves.
-    nodes: CudaBuffer<Node>,
-    /// Every node's parent (the root's: u32::MAX).
-    parent: CudaBuffer<u32>,
+    /// The bodies and their hierarchy, as the wgpu engine holds them.
+    tree: BodyTree<CudaBackend>,
     /// Arrivals per internal node during refit.
     flags: CudaBuffer<u32>,
     candidates: CudaSlice<u64>,
     /// Contacts, 64 bytes each, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
     contacts: CudaSlice<u8>,
-    capacity: u64,
+    /// The lists' size and the last frame's counts.
+    lists: Lists,
     /// Each body's contact points this frame (the solver splits its mass over
     /// them), their exclusive scan (each body's first slot in `ends`), and the
     /// scatter's cursors.
@@ -137,9 +135,6 @@ pub struct CudaCollide {
     ends: CudaSlice<u32>,
     /// Each contact's response of the current pass (`physics::Impulse`, 48 bytes), one per contact slot.
     responses: CudaSlice<u8>,
-    /// The last frame's candidates found and contacts, from its words (for the readbacks).
-    found: u64,
-    contact_count: u64,
     /// The last complete frame's contacts and the table that finds them.
     warm: WarmStart,
     fast: FastSort,
@@ -180,11 +175,6 @@ fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> Colli
     Ok(())
 }
 
-/// Candidate (and contact) slots for `n` bodies before any frame asks for more.
-fn initial_capacity(n: u64) -> u64 {
-    (8 * n).max(1024)
-}
-
 /// Bytes of the contact list for `capacity` candidate slots.
 fn contact_bytes(capacity: u64) -> u64 {
     capacity * CONTACTS_PER_CANDIDATE * std::mem::size_of::<Contact>() as u64
@@ -220,16 +210,11 @@ fn zero_words(stream: &CudaStream, words: &CudaBuffer<u64>) -> CollideResult<()>
 
 impl CudaCollide {
     pub fn new(backend: CudaBackend, world: World, bodies: &[Body]) -> CollideResult<Self> {
-        let n = bodies.len() as u64;
-        if n == 0 {
-            return Err(CollideError::Settings("the collision engine needs at least one body".into()));
-        }
-        // Node indices (2n - 1 of them) and pair halves are u32, u32::MAX is reserved.
-        if n > (u32::MAX / 2) as u64 {
-            return Err(CollideError::Settings(format!("{n} bodies: at most {} fit u32 node indices", u32::MAX / 2)));
-        }
+        // Checked before the memory estimate that the count sizes.
+        let n = body_count(bodies, MAX_BODIES)?;
         let stream = backend.stream().clone();
-        let capacity = initial_capacity(n);
+        let lists = Lists::new(n);
+        let (capacity, contacts) = (lists.capacity, lists.contact_capacity());
         let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
         // Bodies, keys and ids (twice, for the fast sort), the split sort's two
         // interleaved copies, nodes, parents, flags, counts, first slots,
@@ -237,8 +222,9 @@ impl CudaCollide {
         // histograms, and an allowance for the driver's two pair frontiers (4
         // slots of 8 bytes per live pair, about 2n pairs a level).
         let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
-            + capacity * (8 + (64 + 2 * 4 + RESPONSE_BYTES) * CONTACTS_PER_CANDIDATE)
-            + warm::bytes(capacity * CONTACTS_PER_CANDIDATE)
+            + capacity * 8
+            + contacts * (64 + 2 * 4 + RESPONSE_BYTES)
+            + warm::bytes(contacts)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
         let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
@@ -260,26 +246,18 @@ impl CudaCollide {
         let fast = FastSort::new(&backend, n, FastSortTuning::default())?;
         let zeros = |len: u64, what: &'static str| stream.alloc_zeros::<u64>(len as usize).map_err(launch_err(what));
         let engine = CudaCollide {
-            world,
-            n: n as u32,
-            bodies: backend.upload(bodies)?,
-            keys: backend.alloc(n)?,
-            ids: backend.alloc(n)?,
-            nodes: backend.alloc(2 * n - 1)?,
-            parent: backend.alloc(2 * n - 1)?,
+            tree: BodyTree::new(&backend, world, bodies, MAX_BODIES)?,
             flags: backend.alloc((n - 1).max(1))?,
             candidates: zeros(capacity, "allocating the candidate list")?,
             contacts: backend.zeroed(contact_bytes(capacity))?,
-            capacity,
+            lists,
             counts: backend.alloc(n)?,
             first: backend.alloc(n)?,
             cursor: backend.alloc(n)?,
             bouncing: backend.alloc(n)?,
-            ends: ends(&stream, capacity * CONTACTS_PER_CANDIDATE)?,
-            responses: backend.zeroed(capacity * CONTACTS_PER_CANDIDATE * RESPONSE_BYTES)?,
-            found: 0,
-            contact_count: 0,
-            warm: WarmStart::new(&backend, capacity * CONTACTS_PER_CANDIDATE)?,
+            ends: ends(&stream, contacts)?,
+            responses: backend.zeroed(contacts * RESPONSE_BYTES)?,
+            warm: WarmStart::new(&backend, contacts)?,
             fast,
             timer: Timer::new(&stream),
             graphs: FrameGraphs::default(),
@@ -300,7 +278,7 @@ impl CudaCollide {
 
     /// Replaces the fast sort's tuning (recompiles its kernels on first use).
     pub fn set_fast_sort_tuning(&mut self, tuning: FastSortTuning) -> CollideResult<()> {
-        self.fast = FastSort::new(&self.backend, self.n as u64, tuning)?;
+        self.fast = FastSort::new(&self.backend, self.tree.n as u64, tuning)?;
         self.generation += 1;
         Ok(())
     }
@@ -315,34 +293,24 @@ impl CudaCollide {
         self.timer.records()
     }
 
-    /// The last frame's candidates in the list: those found, up to the capacity.
-    fn stored_candidates(&self) -> u64 {
-        self.found.min(self.capacity)
-    }
-
-    /// The contact list's length in contacts.
-    fn contact_capacity(&self) -> u64 {
-        self.capacity * CONTACTS_PER_CANDIDATE
-    }
-
     /// A complete frame's contacts become the previous ones (warm.rs), before the list is rewritten.
     fn keep_last_contacts(&mut self) {
-        let count = self.contact_count.min(self.contact_capacity());
+        let count = self.lists.stored_contacts();
         self.warm.keep(&mut self.contacts, count);
     }
 
     /// Enqueues collide_gather: every body does `what` (collide.cu's
     /// `GATHER_*` bits) over the substep's world `w`.
     fn gather(&self, w: &World, what: u32, wp: u64) -> CollideResult<()> {
-        let (bp, ep, fp, cp) = (self.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
+        let (bp, ep, fp, cp) = (self.tree.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
         let (rp, ctp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts));
         let mut l = self.stream.launch_builder(&self.functions.gather);
-        l.arg(&bp).arg(&self.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what);
+        l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what);
         // SAFETY: matches collide_gather(Body*, u32, const u32*, const u32*, const u32*, const Impulse*, const
         // Contact*, World, const u64*, u32); bodies, first slots and counts hold n entries; with the frame's
         // status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of `ends` (two slots
         // per contact slot) with contacts below the frame's count, whose responses and records exist.
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
+        unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
     }
 
     /// A grid-stride launch over a device count of at most `capacity`.
@@ -352,11 +320,11 @@ impl CudaCollide {
 
     /// LSD radix sort of the keys with the ids, 8 bits a pass (radix_sort.cu).
     fn fast_sort(&mut self) -> CollideResult<()> {
-        let n = self.n as u64;
+        let n = self.tree.n as u64;
         let fs = &mut self.fast;
         let tiles = fs.tiles;
         let cfg = LaunchConfig { grid_dim: (tiles, 1, 1), block_dim: (RS_BLOCK, 1, 1), shared_mem_bytes: 0 };
-        let mut src = (self.keys.ptr(), self.ids.ptr());
+        let mut src = (self.tree.keys.ptr(), self.tree.ids.ptr());
         let mut dst = (fs.keys.ptr(), fs.values.ptr());
         let mut shift = 0;
         while shift < KEY_BITS {
@@ -382,10 +350,10 @@ impl CudaCollide {
             std::mem::swap(&mut src, &mut dst);
             shift += bits;
         }
-        if src.0 != self.keys.ptr() {
+        if src.0 != self.tree.keys.ptr() {
             // An odd number of passes left the result in the second buffers.
             let bytes = n as usize * 4;
-            for (to, from) in [(self.keys.ptr(), src.0), (self.ids.ptr(), src.1)] {
+            for (to, from) in [(self.tree.keys.ptr(), src.0), (self.tree.ids.ptr(), src.1)] {
                 // SAFETY: both device ranges hold n u32s and do not overlap.
                 unsafe { cuda_runtime::copy_dtod(&self.stream, to, from, bytes, "copying the sorted keys") }?;
             }
@@ -424,11 +392,11 @@ impl Engine for CudaCollide {
     }
 
     fn world(&self) -> &World {
-        &self.world
+        &self.tree.world
     }
 
     fn len(&self) -> u32 {
-        self.n
+        self.tree.n
     }
 
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<CudaBackend>> {
@@ -456,7 +424,7 @@ impl Engine for CudaCollide {
             raw_ptr(&self.candidates),
             raw_ptr(&self.ends),
             raw_ptr(&self.responses),
-            self.capacity,
+            self.lists.capacity,
         ];
         let key = crate::replay::key((key, buffers, self.warm.addresses(), self.generation));
         let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
@@ -478,8 +446,7 @@ impl Engine for CudaCollide {
         let w = self.backend.download(words)?;
         let times = self.graphs.times(&self.timer)?;
         self.timer.clear();
-        self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
-        self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
+        self.lists.frame_ended(&w);
         self.warm.frame_ended(host::ok(&w));
         Ok(Some((times, w)))
     }
@@ -493,17 +460,17 @@ impl Engine for CudaCollide {
     }
 
     fn codes(&mut self) -> CollideResult<()> {
-        let (bp, kp, ip) = (self.bodies.ptr(), self.keys.ptr(), self.ids.ptr());
+        let (bp, kp, ip) = (self.tree.bodies.ptr(), self.tree.keys.ptr(), self.tree.ids.ptr());
         let mut l = self.stream.launch_builder(&self.functions.codes);
-        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&kp).arg(&ip);
+        l.arg(&bp).arg(&self.tree.n).arg(&self.tree.world).arg(&kp).arg(&ip);
         // SAFETY: matches collide_codes(const Body*, u32, World, u32*, u32*); bodies, keys and ids hold n entries.
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_codes"))
+        unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_codes"))
     }
 
     fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
         match method {
             SortMethod::Split(a) => {
-                self.backend.radix_sort(a, &mut self.keys, Some(&mut self.ids))?;
+                self.backend.radix_sort(a, &mut self.tree.keys, Some(&mut self.tree.ids))?;
                 Ok(())
             }
             SortMethod::Fast => self.fast_sort(),
@@ -511,25 +478,25 @@ impl Engine for CudaCollide {
     }
 
     fn build(&mut self) -> CollideResult<()> {
-        let (kp, ip, bp) = (self.keys.ptr(), self.ids.ptr(), self.bodies.ptr());
-        let (np, pp, fp) = (self.nodes.ptr(), self.parent.ptr(), self.flags.ptr());
+        let (kp, ip, bp) = (self.tree.keys.ptr(), self.tree.ids.ptr(), self.tree.bodies.ptr());
+        let (np, pp, fp) = (self.tree.nodes.ptr(), self.tree.parent.ptr(), self.flags.ptr());
         let mut l = self.stream.launch_builder(&self.functions.build);
-        l.arg(&kp).arg(&ip).arg(&bp).arg(&self.n).arg(&self.world).arg(&np).arg(&pp).arg(&fp);
+        l.arg(&kp).arg(&ip).arg(&bp).arg(&self.tree.n).arg(&self.tree.world).arg(&np).arg(&pp).arg(&fp);
         // SAFETY: matches collide_build(const u32*, const u32*, const Body*, u32, Node*, u32*, u32*); keys and ids
         // hold n entries (ids below n), nodes and parents 2n - 1, flags n - 1 (at least 1).
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_build"))
+        unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_build"))
     }
 
     fn refit(&mut self) -> CollideResult<()> {
-        if self.n < 2 {
+        if self.tree.n < 2 {
             return Ok(()); // the only node is a leaf
         }
-        let (pp, np, fp) = (self.parent.ptr(), self.nodes.ptr(), self.flags.ptr());
+        let (pp, np, fp) = (self.tree.parent.ptr(), self.tree.nodes.ptr(), self.flags.ptr());
         let mut l = self.stream.launch_builder(&self.functions.refit);
-        l.arg(&pp).arg(&np).arg(&fp).arg(&self.n);
+        l.arg(&pp).arg(&np).arg(&fp).arg(&self.tree.n);
         // SAFETY: matches collide_refit(const u32*, Node*, u32*, u32); build linked every node to a parent
         // below n - 1 (or none) and cleared the n - 1 flags.
-        unsafe { l.launch(grid(self.n as u64)?) }.map(drop).map_err(launch_err("launching collide_refit"))
+        unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_refit"))
     }
 
     fn pairs_init(
@@ -538,7 +505,7 @@ impl Engine for CudaCollide {
         words: &mut CudaBuffer<u64>,
         at: LevelWords,
     ) -> CollideResult<()> {
-        let (fp, wp, write_root) = (frontier.ptr(), words.ptr(), (self.n >= 2) as u32);
+        let (fp, wp, write_root) = (frontier.ptr(), words.ptr(), (self.tree.n >= 2) as u32);
         let (len_word, live_word) = (at.len(0), at.live(0));
         let mut l = self.stream.launch_builder(&self.functions.pairs_init);
         l.arg(&fp).arg(&write_root).arg(&wp).arg(&len_word).arg(&live_word);
@@ -575,26 +542,35 @@ impl Engine for CudaCollide {
             let grid = site.grid(&self.backend, &f, "collide_expand", BLOCK, tiles)?;
             (f, args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 })
         };
-        let (np, ip, op, wp) = (self.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());
+        let (np, ip, op, wp) = (self.tree.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());
         let cand = raw_ptr(&self.candidates);
         let (level, cand_word) = (DeviceLevel::from(at), words::CANDIDATES);
         let mut l = self.stream.launch_builder(&f);
-        l.arg(&np).arg(&ip).arg(&capacity).arg(&level).arg(&op).arg(&cand).arg(&self.capacity).arg(&wp).arg(&cand_word);
+        l.arg(&np)
+            .arg(&ip)
+            .arg(&capacity)
+            .arg(&level)
+            .arg(&op)
+            .arg(&cand)
+            .arg(&self.lists.capacity)
+            .arg(&wp)
+            .arg(&cand_word);
         l.arg(&site);
         // SAFETY: matches collide_expand(const Node*, const u64*, u64, FrontierLevel, u64*, u64*, u64, u64*, u64,
         // Site); input and output hold `capacity` slots and the kernel reads at most that many and writes 4n
         // only when 4n <= capacity (fused: only slots below the capacity); the candidate list holds
-        // `self.capacity` (writes past it are skipped); every word index lies in the frame's array; every live
+        // `self.lists.capacity` (writes past it are skipped); every word index lies in the frame's array; every live
         // slot names two nodes of this hierarchy.
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching collide_expand"))
     }
 
     fn candidate_capacity(&self) -> u64 {
-        self.capacity
+        self.lists.capacity
     }
 
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
-        let capacity = n.max(1);
+        let lists = Lists::resized(n.max(1));
+        let (capacity, contacts) = (lists.capacity, lists.contact_capacity());
         let contact_bytes = contact_bytes(capacity);
         // The last complete frame's contacts outlive the lists, for its redone successor to warm start from.
         self.keep_last_contacts();
@@ -607,38 +583,37 @@ impl Engine for CudaCollide {
         self.contacts = self.backend.zeroed(contact_bytes)?;
         self.ends = ends(&self.stream, 1)?;
         self.responses = self.backend.zeroed(1)?;
-        check_free(&self.stream, "the solver's contact ends and responses", capacity * CONTACTS_PER_CANDIDATE * 56)?;
-        self.ends = ends(&self.stream, capacity * CONTACTS_PER_CANDIDATE)?;
-        self.responses = self.backend.zeroed(capacity * CONTACTS_PER_CANDIDATE * RESPONSE_BYTES)?;
-        self.capacity = capacity;
-        self.found = 0;
-        self.contact_count = 0;
-        self.warm.resize(&self.backend, self.contact_capacity())
+        check_free(&self.stream, "the solver's contact ends and responses", contacts * 56)?;
+        self.ends = ends(&self.stream, contacts)?;
+        self.responses = self.backend.zeroed(contacts * RESPONSE_BYTES)?;
+        self.lists = lists;
+        self.warm.resize(&self.backend, contacts)
     }
 
     fn narrow(&mut self, words: &mut CudaBuffer<u64>) -> CollideResult<()> {
-        let (bp, cand, ctp, wp) = (self.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
+        let (bp, cand, ctp, wp) =
+            (self.tree.bodies.ptr(), raw_ptr(&self.candidates), raw_ptr(&self.contacts), words.ptr());
         let (cand_word, contact_word) = (words::CANDIDATES, words::CONTACTS);
-        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
+        let contact_capacity = self.lists.contact_capacity();
         let mut l = self.stream.launch_builder(&self.functions.narrow);
-        l.arg(&bp).arg(&self.world).arg(&cand).arg(&self.capacity).arg(&ctp).arg(&contact_capacity);
+        l.arg(&bp).arg(&self.tree.world).arg(&cand).arg(&self.lists.capacity).arg(&ctp).arg(&contact_capacity);
         l.arg(&wp).arg(&cand_word).arg(&contact_word);
         // SAFETY: matches collide_narrow(const Body*, World, const u64*, u64, Contact*, u64, u64*, u64, u64); the
         // kernel reads at most `capacity` candidates, written this frame and naming bodies below n; it writes
         // contacts only below `contact_capacity`, the list's length; both words lie in the frame's array.
-        unsafe { l.launch(self.strided(self.capacity)) }.map_err(launch_err("launching collide_narrow"))?;
+        unsafe { l.launch(self.strided(self.lists.capacity)) }.map_err(launch_err("launching collide_narrow"))?;
         let mut l = self.stream.launch_builder(&self.functions.walls);
-        l.arg(&bp).arg(&self.n).arg(&self.world).arg(&ctp).arg(&contact_capacity).arg(&wp).arg(&contact_word);
+        l.arg(&bp).arg(&self.tree.n).arg(&self.tree.world).arg(&ctp).arg(&contact_capacity).arg(&wp).arg(&contact_word);
         // SAFETY: matches collide_walls(const Body*, u32, World, Contact*, u64, u64*, u64); the bodies hold n
         // entries; contacts are written only below `contact_capacity`; the word lies in the frame's array.
-        unsafe { l.launch(self.strided(self.n as u64)) }.map(drop).map_err(launch_err("launching collide_walls"))
+        unsafe { l.launch(self.strided(self.tree.n as u64)) }.map(drop).map_err(launch_err("launching collide_walls"))
     }
 
     fn solve(&mut self, words: &CudaBuffer<u64>) -> CollideResult<()> {
         let wp = words.ptr();
         // The contact count is on the device: every launch covers the capacity (nothing when there is no contact).
         let contact_word = words::CONTACTS;
-        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
+        let contact_capacity = self.lists.contact_capacity();
         zero_u32(&self.stream, &self.counts)?;
         let (ctp, cp) = (raw_ptr(&self.contacts), self.counts.ptr());
         let mut l = self.stream.launch_builder(&self.functions.count);
@@ -648,7 +623,7 @@ impl Engine for CudaCollide {
         unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
         // Each body's first end: the library's scan of the counts (their total, two per contact at most, fits u32).
         self.backend.exclusive_scan(Algorithm::Lookback, &self.counts, &mut self.first)?;
-        let bytes = self.n as usize * 4;
+        let bytes = self.tree.n as usize * 4;
         // SAFETY: both ranges hold n u32s, distinct allocations of this stream's context.
         unsafe {
             cuda_runtime::copy_dtod(&self.stream, self.cursor.ptr(), self.first.ptr(), bytes, "copying the first ends")
@@ -666,15 +641,15 @@ impl Engine for CudaCollide {
     }
 
     fn substep(&mut self, step: Substep, words: &CudaBuffer<u64>) -> CollideResult<()> {
-        let w = step.world(&self.world);
+        let w = step.world(&self.tree.world);
         let wp = words.ptr();
         if step.index == 0 {
             self.gather(&w, GATHER_BEGIN, wp)?;
         }
         let contact_word = words::CONTACTS;
-        let contact_capacity = self.capacity * CONTACTS_PER_CANDIDATE;
+        let contact_capacity = self.lists.contact_capacity();
         let (ctp, bp, cp, rp) =
-            (raw_ptr(&self.contacts), self.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
+            (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
         for pass in 0..step.iterations {
             let mut l = self.stream.launch_builder(&self.functions.solve);
             l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&w).arg(&rp);
@@ -693,10 +668,10 @@ impl Engine for CudaCollide {
             // The frame's bounces: the bodies' counts of owing contacts, each contact's impulse, a gather.
             let (ep, fp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.bouncing.ptr());
             let mut l = self.stream.launch_builder(&self.functions.bouncing);
-            l.arg(&bp).arg(&self.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
+            l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
             // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const
             // Contact*, const u64*, u32*); as for collide_gather; `bouncing` holds n entries.
-            unsafe { l.launch(grid(self.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
+            unsafe { l.launch(grid(self.tree.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
             let mut l = self.stream.launch_builder(&self.functions.restitute);
             l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&rp);
             // SAFETY: matches collide_restitute(const Contact*, const u64*, u64, const Body*, const u32*, World,
@@ -708,12 +683,11 @@ impl Engine for CudaCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(self.backend.download(&self.bodies)?)
+        Ok(self.backend.download(&self.tree.bodies)?)
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        super::check_body_count(bodies.len(), self.n)?;
-        self.bodies = self.backend.upload(bodies)?;
+        self.tree.set_bodies(&self.backend, bodies)?;
         self.generation += 1;
         // New bodies: the last frame's impulses are not theirs.
         self.warm.clear();
@@ -721,7 +695,7 @@ impl Engine for CudaCollide {
     }
 
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let count = self.stored_candidates() as usize;
+        let count = self.lists.stored_candidates() as usize;
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -731,7 +705,7 @@ impl Engine for CudaCollide {
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let count = self.contact_count.min(self.capacity * CONTACTS_PER_CANDIDATE) as usize;
+        let count = self.lists.stored_contacts() as usize;
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -743,6 +717,6 @@ impl Engine for CudaCollide {
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        Ok(self.backend.download(&self.nodes)?)
+        Ok(self.backend.download(&self.tree.nodes)?)
     }
 }

@@ -22,6 +22,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod driver;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod gpu;
 pub mod layout;
 pub mod output;
 pub mod physics;
@@ -430,13 +432,4 @@ pub mod words {
     pub const CANDIDATES: u64 = crate::frontier::FIRST_FREE;
     /// Contacts the narrow phase found.
     pub const CONTACTS: u64 = crate::frontier::FIRST_FREE + 1;
-}
-
-/// A GPU engine's `set_bodies` takes as many bodies as the engine was made
-/// for: its buffers and its tree are sized by that count.
-pub(crate) fn check_body_count(given: usize, engine: u32) -> CollideResult<()> {
-    if given as u64 != engine as u64 {
-        return Err(CollideError::Settings(format!("set_bodies: {given} bodies for an engine of {engine}")));
-    }
-    Ok(())
 }

@@ -18,14 +18,15 @@ use cudarc::driver::{
 use std::collections::HashMap;
 
 use crate::compaction::Algorithm;
+use crate::compaction::cuda::CudaBackend;
 use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
-use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::cuda_runtime::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::frontier::{DeviceLevel, Step};
-use crate::trace::layout::{CameraLayout, Packed};
+use crate::trace::gpu::{GpuState, Indices};
+use crate::trace::layout::CameraLayout;
 use crate::trace::{
-    BvhKind, Engine, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId, TraceError, TraceResult,
-    Words, Work,
+    BvhKind, DepthFirst, Engine, EngineSetup, FrameEnd, FramePath, FrontierRun, Graphs, Queue, Shading, Shard, StageId,
+    TraceError, TraceResult, Words, Work,
 };
 
 /// The tracer's layouts (twins of layout.rs) and shared device functions.
@@ -47,8 +48,6 @@ pub const SOURCES: &[Source] = &[WAVEFRONT, TONEMAP];
 
 /// wavefront.cu `TRACE_BLOCK`: also a fused site's tile of input items.
 const BLOCK: u32 = 256;
-/// wavefront.cu `STACK`.
-const GPU_STACK: u32 = 64;
 /// Bytes of path state per pixel: seven float4 fields, the hit key, two u32 flags.
 const PATH_BYTES: u64 = 7 * 16 + 8 + 2 * 4;
 /// Blocks per SM of a launch over a frontier's device length (grid-stride
@@ -105,19 +104,11 @@ unsafe impl DeviceRepr for CameraLayout {}
 pub struct CudaEngine {
     backend: CudaBackend,
     stream: Arc<CudaStream>,
-    width: u32,
-    height: u32,
-    seed: u32,
-    max_bounces: u32,
-    depth: u32,
-    /// Levels of the 8-wide BVH.
-    wide_depth: u32,
+    /// The image, shard and scene depths, as the wgpu engine keeps them.
+    gpu: GpuState,
     camera: CameraLayout,
     scene: SceneArgs,
-    /// The pixels traced: path i is pixel `shard.base + i`.
-    shard: Shard,
-    /// Paths `paths` holds state for: at least `shard.count` (kept when a shard shrinks).
-    path_capacity: u64,
+    /// State for `gpu.path_capacity` paths.
     paths: PathArgs,
     /// One float4 sum per pixel of the whole image, whatever the shard.
     sum: CudaSlice<u8>,
@@ -183,9 +174,6 @@ impl Handoff {
 /// Blocks per SM of a kernel whose warps fetch their work: all that can be resident (2048 threads).
 const RESIDENT_BLOCKS_PER_SM: u32 = 8;
 
-/// Groups of children the wide depth-first stack holds (wavefront.cu `WIDE_STACK`).
-const WIDE_STACK: u32 = 32;
-
 /// What one compiled wavefront module is specialised for: the frontier's and
 /// the path queue's site kernels (wavefront.cu `REAP_SITE_FRONTIER`,
 /// `REAP_SITE_PATHS`) and the fused expansion's descent (`TRACE_DESCEND`).
@@ -227,18 +215,10 @@ fn grid(n: u64) -> TraceResult<LaunchConfig> {
 }
 
 impl CudaEngine {
-    pub fn new(
-        backend: CudaBackend,
-        packed: &Packed,
-        camera: CameraLayout,
-        width: u32,
-        height: u32,
-        seed: u32,
-        max_bounces: u32,
-    ) -> TraceResult<Self> {
-        packed.check_gpu(GPU_STACK)?;
+    pub fn new(backend: CudaBackend, setup: EngineSetup<'_>) -> TraceResult<Self> {
+        let gpu = GpuState::new(&setup, Indices::U64)?;
+        let (packed, pixels) = (setup.packed, gpu.image_pixels());
         let stream = backend.stream().clone();
-        let pixels = width as u64 * height as u64;
         // Path state, queues and a generous breadth-first frontier must fit beside the scene.
         let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
         let free = cuda_runtime::free_memory(&stream)?;
@@ -289,16 +269,9 @@ impl CudaEngine {
         let fetch = stream.alloc_zeros::<u32>(1).map_err(launch_err("allocating the fetch word"))?;
         Ok(CudaEngine {
             stream,
-            width,
-            height,
-            seed,
-            max_bounces,
-            depth: packed.depth,
-            wide_depth: packed.wide.depth,
-            camera,
+            gpu,
+            camera: setup.camera,
             scene,
-            shard: Shard::whole(pixels),
-            path_capacity: pixels,
             paths,
             sum,
             _scene_buffers: scene_buffers,
@@ -371,7 +344,7 @@ impl CudaEngine {
     pub fn hits(&self) -> TraceResult<Vec<u64>> {
         let bytes = cuda_runtime::dtoh(&self.stream, &self._path_buffers[4], "reading the hit keys")?;
         let mut keys: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes);
-        keys.truncate(self.shard.count as usize);
+        keys.truncate(self.gpu.shard.count as usize);
         Ok(keys)
     }
 
@@ -436,18 +409,6 @@ impl CudaEngine {
     }
 }
 
-/// The words a stage names must lie in the frame's word buffer.
-fn check_words(words: &CudaBuffer<u64>, at: &[u64]) -> TraceResult<()> {
-    match at.iter().find(|&&w| w >= words.len()) {
-        Some(&w) => Err(TraceError::Compaction(crate::compaction::Error::LengthMismatch {
-            what: "frame words",
-            expected: w + 1,
-            actual: words.len(),
-        })),
-        None => Ok(()),
-    }
-}
-
 impl Engine for CudaEngine {
     type B = CudaBackend;
     type Clock = Timer<StageId>;
@@ -457,32 +418,25 @@ impl Engine for CudaEngine {
     }
 
     fn image_pixels(&self) -> u64 {
-        self.width as u64 * self.height as u64
+        self.gpu.image_pixels()
     }
 
     fn shard(&self) -> Shard {
-        self.shard
+        self.gpu.shard
     }
 
     fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
-        shard.check(self.image_pixels())?;
-        self.generation += 1;
-        if shard.count > self.path_capacity {
-            // An eighth to spare: a split's bands move by a few rows a frame. Made before the old
-            // state goes, so a failed allocation leaves the engine as it was; the old buffers' frees
-            // are stream-ordered, after every launch that used them.
-            let room = (shard.count + shard.count / 8).min(self.image_pixels()).max(shard.count);
-            let (buffers, paths) = alloc_paths(&self.backend, room)?;
+        // The old buffers' frees are stream-ordered, after every launch that used them.
+        if let Some((buffers, paths)) = self.gpu.set_shard(shard, |room| alloc_paths(&self.backend, room))? {
             self._path_buffers = buffers;
             self.paths = paths;
-            self.path_capacity = room;
         }
-        self.shard = shard;
+        self.generation += 1;
         Ok(())
     }
 
     fn bvh_depth(&self) -> u32 {
-        self.depth
+        self.gpu.depth
     }
 
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
@@ -544,36 +498,25 @@ impl Engine for CudaEngine {
     }
 
     fn wide_depth(&self) -> u32 {
-        self.wide_depth
+        self.gpu.wide_depth
     }
 
-    fn camera(
-        &mut self,
-        _sample: u32,
-        queue: &mut Queue<Self>,
-        words: &mut Words<Self>,
-        queue_len: u64,
-    ) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
-        if queue.len() < self.pixels() {
-            return Err(TraceError::Settings("the camera's queue holds fewer entries than the shard's pixels".into()));
-        }
-        let cfg = grid(self.pixels())?;
+    fn camera(&mut self, queue: &mut Queue<Self>, words: &mut Words<Self>, queue_len: u64) -> TraceResult<()> {
+        let (base, count) = self.gpu.camera(&self.backend, queue, words, queue_len)?;
+        let cfg = grid(count as u64)?;
         let (qp, wp) = (queue.ptr(), words.ptr());
-        // u32: set_shard keeps the shard inside the image, below 2^32 pixels.
-        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
-        // The kernel reads the sample from the word begin_frame set (the same number as `_sample`).
+        // The kernel reads the sample from the word begin_frame set.
         let sp = raw_ptr(&self.sample);
         let f = self.function(Build::PLAIN, "trace_camera")?;
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.paths)
             .arg(&self.camera)
-            .arg(&self.width)
-            .arg(&self.height)
+            .arg(&self.gpu.width)
+            .arg(&self.gpu.height)
             .arg(&base)
             .arg(&count)
             .arg(&sp)
-            .arg(&self.seed)
+            .arg(&self.gpu.seed)
             .arg(&qp)
             .arg(&wp)
             .arg(&queue_len);
@@ -583,23 +526,9 @@ impl Engine for CudaEngine {
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching trace_camera"))
     }
 
-    fn depth_first(
-        &mut self,
-        queue: &Queue<Self>,
-        shadow: bool,
-        words: &Words<Self>,
-        queue_len: u64,
-        bvh: BvhKind,
-    ) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
-        // The wide stack holds one group of children per level at most (wavefront.cu WIDE_STACK).
-        if bvh == BvhKind::Wide && self.wide_depth > WIDE_STACK {
-            return Err(TraceError::Settings(format!(
-                "the 8-wide BVH is {} levels deep and the GPU's depth-first stack holds {WIDE_STACK}: \
-                 use --bvh binary or --traversal breadth-first",
-                self.wide_depth
-            )));
-        }
+    fn depth_first(&mut self, queue: &Queue<Self>, words: &Words<Self>, run: DepthFirst) -> TraceResult<()> {
+        self.gpu.depth_first(&self.backend, words, &run)?;
+        let DepthFirst { shadow, queue_len, bvh } = run;
         let capacity = queue.len();
         let (qp, sh, wp, next) = (queue.ptr(), shadow as u32, words.ptr(), raw_ptr(&self.fetch));
         let (name, cfg) = match bvh {
@@ -628,12 +557,9 @@ impl Engine for CudaEngine {
     }
 
     fn frontier_init(&mut self, step: Step<'_, CudaBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        self.gpu.frontier_init(&self.backend, &step, &run)?;
         let (Step { at, input: queue, output: frontier, words }, FrontierRun { capacity, shadow, descend, fuse, .. }) =
             (step, run);
-        check_words(words, &at.words())?;
-        if frontier.len() < capacity {
-            return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
-        }
         let build = Build::frontier(fuse, descend);
         let f = self.function(build, "trace_bf_init")?;
         let (site, cfg) = match fuse.filter(|_| build.fused()) {
@@ -650,14 +576,8 @@ impl Engine for CudaEngine {
     }
 
     fn expand(&mut self, step: Step<'_, CudaBackend>, run: FrontierRun) -> TraceResult<()> {
+        self.gpu.expand(&self.backend, &step, &run)?;
         let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse }) = (step, run);
-        check_words(words, &at.words())?;
-        if input.len() < capacity || output.len() < capacity {
-            return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
-        }
-        if descend == 0 || descend > crate::trace::MAX_DESCEND {
-            return Err(TraceError::Settings(format!("descend {descend} is outside 1..=5")));
-        }
         // The wide kernel sits in every module (it does not depend on the descent).
         let build = Build::frontier(fuse, descend);
         let name = match bvh {
@@ -692,7 +612,7 @@ impl Engine for CudaEngine {
     ) -> TraceResult<()> {
         // The kernel reads the sample begin_frame set (`s.sample` is the same number).
         let Shading { bounce, estimator, queue_len, counts, next_len, fuse, .. } = s;
-        check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
+        self.gpu.check_words(&self.backend, words, &[queue_len, counts.alive, counts.shadow, next_len])?;
         let capacity = queue.len().min(next.len());
         let build = Build::paths(fuse);
         let f = self.function(build, "trace_shade")?;
@@ -701,7 +621,7 @@ impl Engine for CudaEngine {
             None => (DeviceSite::default(), grid(capacity)?),
         };
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
-        let (estimator, base, sp) = (estimator as u32, self.shard.base as u32, raw_ptr(&self.sample));
+        let (estimator, (base, _), sp) = (estimator as u32, self.gpu.shard32(), raw_ptr(&self.sample));
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene)
             .arg(&self.paths)
@@ -710,9 +630,9 @@ impl Engine for CudaEngine {
             .arg(&capacity)
             .arg(&sp)
             .arg(&bounce)
-            .arg(&self.max_bounces)
+            .arg(&self.gpu.max_bounces)
             .arg(&estimator)
-            .arg(&self.seed)
+            .arg(&self.gpu.seed)
             .arg(&base)
             .arg(&wp)
             .arg(&queue_len)
@@ -727,7 +647,7 @@ impl Engine for CudaEngine {
     }
 
     fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
+        self.gpu.check_words(&self.backend, words, &[queue_len])?;
         let capacity = queue.len();
         let (qp, wp) = (queue.ptr(), words.ptr());
         let f = self.function(Build::PLAIN, "trace_nee")?;
@@ -738,8 +658,8 @@ impl Engine for CudaEngine {
     }
 
     fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()> {
-        check_words(words, &[crate::frontier::STATUS])?;
-        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
+        self.gpu.check_words(&self.backend, words, &[crate::frontier::STATUS])?;
+        let (base, count) = self.gpu.shard32();
         let (sp, wp) = (raw_ptr(&self.sum), words.ptr());
         let f = self.function(Build::PLAIN, "trace_accumulate")?;
         let mut l = self.stream.launch_builder(&f);

@@ -29,6 +29,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod estimator;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod gpu;
 pub mod layout;
 pub mod noise;
 pub mod output;
@@ -266,6 +268,25 @@ impl RenderSettings {
     }
 }
 
+/// What a GPU engine is made for: the scene, the camera, the image's size
+/// and the paths' seed and length. Both GPU engines' `new` take it, so a
+/// caller describes the render once whichever backend traces it.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineSetup<'a> {
+    pub packed: &'a layout::Packed,
+    pub camera: layout::CameraLayout,
+    pub width: u32,
+    pub height: u32,
+    pub seed: u32,
+    pub max_bounces: u32,
+}
+
+impl EngineSetup<'_> {
+    pub fn pixels(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+}
+
 /// Host bytes per pixel on every backend: the running sum ([f32; 4]), the
 /// 8-bit RGBA the PNG is written from, and its encoder's copy.
 pub const IMAGE_HOST_BYTES: u64 = 16 + 4 + 4;
@@ -455,24 +476,12 @@ pub trait Engine {
     /// Levels of the 8-wide BVH (its root at 1).
     fn wide_depth(&self) -> u32;
 
-    /// Camera rays into every path (path i through pixel `shard.base + i`);
-    /// the queue holds every path and `words[queue_len]` becomes the shard's
-    /// pixel count.
-    fn camera(
-        &mut self,
-        sample: u32,
-        queue: &mut Queue<Self>,
-        words: &mut Words<Self>,
-        queue_len: u64,
-    ) -> TraceResult<()>;
-    fn depth_first(
-        &mut self,
-        queue: &Queue<Self>,
-        shadow: bool,
-        words: &Words<Self>,
-        queue_len: u64,
-        bvh: BvhKind,
-    ) -> TraceResult<()>;
+    /// Camera rays of the frame's sample (the one `begin_frame` was given)
+    /// into every path (path i through pixel `shard.base + i`); the queue
+    /// holds every path and `words[queue_len]` becomes the shard's pixel count.
+    fn camera(&mut self, queue: &mut Queue<Self>, words: &mut Words<Self>, queue_len: u64) -> TraceResult<()>;
+    /// Each queued ray's closest hit (any hit, for shadow rays), one stack per ray.
+    fn depth_first(&mut self, queue: &Queue<Self>, words: &Words<Self>, run: DepthFirst) -> TraceResult<()>;
     /// Level 0 of the breadth-first loop, a step whose input is the queue:
     /// one item per queued path whose ray enters the root's box, dead
     /// otherwise, into `output[..n]`; the level's length and live count into
@@ -543,6 +552,16 @@ pub struct Shading {
     /// The path queue's algorithm when its site is fused into shading: the
     /// kernel then writes only the live paths to `next`, compacted.
     pub fuse: Option<Algorithm>,
+}
+
+/// One depth-first traversal: `trace_depth_first`'s scalars, in its order.
+#[derive(Clone, Copy, Debug)]
+pub struct DepthFirst {
+    /// Shadow rays: any hit ends the ray.
+    pub shadow: bool,
+    /// The queue's length word.
+    pub queue_len: u64,
+    pub bvh: BvhKind,
 }
 
 /// One breadth-first run (a bounce's rays or its shadow rays):
@@ -763,13 +782,13 @@ fn frame<E: Engine>(
 fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &FrameWords, sample: u32) -> TraceResult<()> {
     let first = fw.bounces[0].queue;
     let mut swapped = false;
-    e.stage(StageId::frame(stage::CAMERA), |e| e.camera(sample, &mut w.queue, &mut w.words, first))?;
+    e.stage(StageId::frame(stage::CAMERA), |e| e.camera(&mut w.queue, &mut w.words, first))?;
     for (bounce, bw) in fw.bounces.iter().enumerate() {
         let bounce = bounce as u32;
         // Closest hits.
         match bw.rays {
             None => e.stage(StageId::bounce(stage::TRAVERSE, bounce), |e| {
-                e.depth_first(&w.queue, false, &w.words, bw.queue, s.bvh)
+                e.depth_first(&w.queue, &w.words, DepthFirst { shadow: false, queue_len: bw.queue, bvh: s.bvh })
             })?,
             Some((rays, _)) => breadth_first(e, s, w, bounce, bw.queue, rays, false)?,
         }
@@ -794,7 +813,7 @@ fn enqueue<E: Engine>(e: &mut E, s: &RenderSettings, w: &mut Work<E>, fw: &Frame
         // Shadow rays of next-event estimation, then their light.
         match bw.rays {
             None => e.stage(StageId::bounce(stage::SHADOW_TRAVERSE, bounce), |e| {
-                e.depth_first(&w.queue, true, &w.words, bw.queue, s.bvh)
+                e.depth_first(&w.queue, &w.words, DepthFirst { shadow: true, queue_len: bw.queue, bvh: s.bvh })
             })?,
             Some((_, shadows)) => breadth_first(e, s, w, bounce, bw.queue, shadows, true)?,
         }

@@ -26,9 +26,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::frontier::Step;
-use crate::trace::layout::{CameraLayout, Packed};
+use crate::trace::gpu::{GpuState, Indices};
+use crate::trace::layout::CameraLayout;
 use crate::trace::{
-    BvhKind, Engine, FrameEnd, FrontierRun, Queue, Shading, Shard, TraceError, TraceResult, Words, Work,
+    BvhKind, DepthFirst, Engine, EngineSetup, FrameEnd, FrontierRun, Queue, Shading, Shard, TraceError, TraceResult,
+    Words, Work,
 };
 use crate::wgpu_runtime::{self as rt, Device, Shader, wgsl_source};
 pub use clock::WgpuClock;
@@ -85,11 +87,6 @@ pub fn shader_variants() -> Vec<(String, String, bool)> {
     v.push((TONEMAP.name.to_string(), TONEMAP.assemble(""), false));
     v
 }
-
-/// wavefront.wgsl `STACK`.
-const GPU_STACK: u32 = 64;
-/// wide.wgsl `WIDE_STACK`.
-const WIDE_STACK: u32 = 32;
 
 /// The tracer's tuning: override constants of wavefront.wgsl.
 #[derive(Clone, Copy, Debug)]
@@ -271,18 +268,13 @@ pub struct WgpuEngine {
     backend: WgpuBackend,
     dev: Arc<Device>,
     pub tuning: TraceTuning,
-    width: u32,
-    height: u32,
-    depth: u32,
-    wide_depth: u32,
+    /// The image, shard and scene depths, as the CUDA engine keeps them.
+    gpu: GpuState,
     info: SceneInfo,
     info_buffer: wgpu::Buffer,
     /// The scene's sections, one after the other (read as vec4 records and as words).
     scene: wgpu::Buffer,
-    shard: Shard,
-    /// Paths the path state holds: at least `shard.count`.
-    path_capacity: u64,
-    /// Six vec4 fields of `path_capacity` entries (common.wgsl `pv`).
+    /// Six vec4 fields of `gpu.path_capacity` entries (common.wgsl `pv`).
     pv: wgpu::Buffer,
     /// Four u32 fields (hit lo, hit hi, occluded, flags).
     pw: wgpu::Buffer,
@@ -315,18 +307,10 @@ fn push_section(words: &mut Vec<u32>, data: &[u32]) -> u32 {
 }
 
 impl WgpuEngine {
-    pub fn new(
-        backend: WgpuBackend,
-        packed: &Packed,
-        camera: CameraLayout,
-        width: u32,
-        height: u32,
-        seed: u32,
-        max_bounces: u32,
-    ) -> TraceResult<Self> {
-        packed.check_gpu(GPU_STACK)?;
+    pub fn new(backend: WgpuBackend, setup: EngineSetup<'_>) -> TraceResult<Self> {
+        let gpu = GpuState::new(&setup, Indices::U32)?;
+        let (packed, pixels) = (setup.packed, gpu.image_pixels());
         let dev = backend.device().clone();
-        let pixels = width as u64 * height as u64;
         let mut words: Vec<u32> = Vec::new();
         let cast = |b: &[u8]| -> Vec<u32> { bytemuck::pod_collect_to_vec(b) };
         let nodes = push_section(&mut words, &cast(bytemuck::cast_slice(&packed.nodes)));
@@ -349,7 +333,7 @@ impl WgpuEngine {
         let info = SceneInfo {
             env: [packed.env[0], packed.env[1], packed.env[2], packed.eps],
             light: [packed.light_power, f32::INFINITY, 0.0, 0.0],
-            dims: [width, height, seed, max_bounces],
+            dims: [gpu.width, gpu.height, gpu.seed, gpu.max_bounces],
             counts: [packed.light_tris.len() as u32, pixels as u32, pixels as u32, packed.nodes.len() as u32],
             at_a: [nodes, tris, materials, textures],
             at_b: [texels, wide_nodes, wide_tris, 0],
@@ -379,15 +363,10 @@ impl WgpuEngine {
             backend,
             dev,
             tuning: TraceTuning::from_env()?,
-            width,
-            height,
-            depth: packed.depth,
-            wide_depth: packed.wide.depth,
+            gpu,
             info,
             info_buffer,
             scene,
-            shard: Shard::whole(pixels),
-            path_capacity: pixels,
             pv,
             pw,
             sum,
@@ -403,7 +382,7 @@ impl WgpuEngine {
             rgba: Vec::new(),
             work: None,
         };
-        e.set_camera_layout(camera);
+        e.set_camera_layout(setup.camera);
         Ok(e)
     }
 
@@ -443,7 +422,7 @@ impl WgpuEngine {
     /// traversal left it: tests compare traversals with it.
     pub fn hits(&self) -> TraceResult<Vec<u64>> {
         lock(&self.pending).submit();
-        let n = self.shard.count;
+        let n = self.gpu.shard.count;
         // common.wgsl `key_at`: each key's (lo, hi) words side by side, a little-endian u64.
         let keys = self.dev.read(&self.pw, 0, n * 8, "reading the hit keys").map_err(rt_err)?;
         Ok(bytemuck::pod_collect_to_vec(&keys))
@@ -632,18 +611,6 @@ fn layout_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
         },
     };
     wgpu::BindGroupLayoutEntry { binding, visibility: wgpu::ShaderStages::COMPUTE, ty, count: None }
-}
-
-/// The words a stage names must lie in the frame's word buffer, and fit the shader's u32 indices.
-fn check_words(words: &WgpuBuffer<u64>, at: &[u64]) -> TraceResult<()> {
-    match at.iter().find(|&&w| w >= words.len() || w >= u32::MAX as u64 / 2) {
-        Some(&w) => Err(TraceError::Compaction(crate::compaction::Error::LengthMismatch {
-            what: "frame words",
-            expected: w + 1,
-            actual: words.len(),
-        })),
-        None => Ok(()),
-    }
 }
 
 /// A buffer's entries as the shader's u32 capacity.

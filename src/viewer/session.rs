@@ -11,7 +11,7 @@ use crate::scene::{self, Camera};
 use crate::trace::cpu::CpuEngine;
 use crate::trace::layout::{CameraLayout, Packed};
 use crate::trace::split::{Renderer, Split};
-use crate::trace::{Compaction, Estimator, FrameStats, RenderSettings, TraceResult};
+use crate::trace::{Compaction, EngineSetup, Estimator, FrameStats, RenderSettings, TraceResult};
 
 use super::ViewerError;
 use super::trace_state::Choices;
@@ -264,10 +264,14 @@ fn build_engine(
             crate::trace::split::MAX_CPU_RANKS
         )));
     }
+    // The viewer's paths all start from seed 1: a view differs from the last by its camera alone.
+    let setup = EngineSetup { packed, camera: layout, width, height, seed: 1, max_bounces };
     match kind {
         BackendKind::Cpu => {
             let engines = (0..gpus)
-                .map(|_| CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, 1, max_bounces))
+                .map(|_| {
+                    CpuEngine::new(CpuBackend::new(), packed.clone(), layout, width, height, setup.seed, max_bounces)
+                })
                 .collect();
             Ok(OnBackend::Cpu(Split::new(engines, width, height)?))
         }
@@ -284,15 +288,7 @@ fn build_engine(
                     _ => crate::compaction::cuda::CudaBackend::new(d).map_err(|e| e.to_string()),
                 }
                 .map_err(ViewerError::Backend)?;
-                engines.push(crate::trace::cuda::CudaEngine::new(
-                    backend,
-                    packed,
-                    layout,
-                    width,
-                    height,
-                    1,
-                    max_bounces,
-                )?);
+                engines.push(crate::trace::cuda::CudaEngine::new(backend, setup)?);
             }
             Ok(OnBackend::Cuda(Split::new(engines, width, height)?))
         }
@@ -305,7 +301,7 @@ fn build_engine(
                 )));
             }
             let backend = wgpu_backend(display)?;
-            let engine = crate::trace::wgpu::WgpuEngine::new(backend, packed, layout, width, height, 1, max_bounces)?;
+            let engine = crate::trace::wgpu::WgpuEngine::new(backend, setup)?;
             Ok(OnBackend::Wgpu(Split::new(vec![engine], width, height)?))
         }
     }

@@ -15,7 +15,7 @@ use std::f64::consts::PI;
 use glam::{DVec3, Vec3};
 use reap::scene::{Camera, Material, Scene};
 use reap::trace::layout::{CameraLayout, Packed};
-use reap::trace::{Compaction, Engine, RenderSettings, Traversal, render};
+use reap::trace::{Compaction, Engine, EngineSetup, RenderSettings, Traversal, render};
 
 /// The light's emitted radiance and the surfaces' albedo.
 pub const LE: f32 = 1.0;
@@ -159,16 +159,6 @@ pub fn integrated_form_factor(x: DVec3, n: DVec3, r: &Rect, cells: u32) -> f64 {
     sum
 }
 
-/// The engine a test body renders with: the CPU's, or a GPU's.
-pub struct Job<'a> {
-    pub packed: &'a Packed,
-    pub camera: CameraLayout,
-    pub width: u32,
-    pub height: u32,
-    pub seed: u32,
-    pub max_bounces: u32,
-}
-
 /// Per pixel, the mean and the sample variance of the red channel over
 /// independent one-sample frames, and the least and largest values met.
 pub struct PixelStats {
@@ -227,7 +217,7 @@ pub fn measure<E: Engine>(engine: &mut E, width: u32, height: u32, max_bounces: 
 
 /// Renders `scene` through `make`'s engine.
 pub fn render_scene<E: Engine>(
-    make: &mut impl FnMut(Job) -> E,
+    make: &mut impl FnMut(EngineSetup) -> E,
     scene: &Scene,
     (width, height): (u32, u32),
     max_bounces: u32,
@@ -236,7 +226,7 @@ pub fn render_scene<E: Engine>(
     let bvh = reap::bvh::build(&scene.triangles);
     let packed = Packed::new(scene, &bvh);
     let camera = CameraLayout::new(&scene.camera, width, height);
-    let mut engine = make(Job { packed: &packed, camera, width, height, seed: SEED, max_bounces });
+    let mut engine = make(EngineSetup { packed: &packed, camera, width, height, seed: SEED, max_bounces });
     (camera, measure(&mut engine, width, height, max_bounces, frames))
 }
 
@@ -447,7 +437,7 @@ fn floor_radiance(p: DVec3) -> Option<f64> {
 /// Item 1: the floor under a ceiling light, direct lighting only, matches
 /// ρ · Le · F(x) with F the parallel-rectangle form factor, at points under
 /// the light and outside its footprint (grazing light).
-pub fn floor_under_a_ceiling_light<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn floor_under_a_ceiling_light<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let (light, floor) = (ceiling_light(), floor());
     let (cam, st) = render_scene(make, &scene(floor_camera(), light, &[floor]), SIZE, 1, FRAMES);
     let expected = expected_pixels(&cam, SIZE, STEP, &floor, &[light], &floor_radiance);
@@ -465,7 +455,7 @@ fn wall_camera() -> Camera {
 /// Item 4: a wall perpendicular to the light, beside it, lit at grazing
 /// angles from under the light's plane, matches ρ · Le · F(x) with F from
 /// Lambert's polygon formula.
-pub fn wall_beside_a_ceiling_light<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn wall_beside_a_ceiling_light<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let (light, wall) = (ceiling_light(), wall());
     let (cam, st) = render_scene(make, &scene(wall_camera(), light, &[wall]), SIZE, 1, FRAMES);
     let corners = light.corners();
@@ -478,7 +468,7 @@ pub fn wall_beside_a_ceiling_light<E: Engine>(make: &mut impl FnMut(Job) -> E) {
 
 /// Item 4, the other half (needs one-sided emitters): the wall above the
 /// light's plane sees only the light's back and stays black.
-pub fn wall_above_the_light_sees_its_back_and_stays_black<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn wall_above_the_light_sees_its_back_and_stays_black<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let (light, wall) = (ceiling_light(), wall());
     let (cam, st) = render_scene(make, &scene(wall_camera(), light, &[wall]), SIZE, 1, EXACT_FRAMES);
     let radiance = |p: DVec3| (p.y > HEIGHT as f64).then_some(0.0);
@@ -500,7 +490,7 @@ fn light_camera(below: bool) -> Camera {
 
 /// The light's lit side seen directly is exactly Le, whatever the bounces:
 /// it reflects nothing. Pins the winding convention once emitters are one-sided.
-pub fn light_seen_from_its_lit_side_is_exactly_le<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn light_seen_from_its_lit_side_is_exactly_le<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let light = ceiling_light();
     for max_bounces in [1, 8] {
         let (cam, st) = render_scene(make, &scene(light_camera(true), light, &[]), SIZE, max_bounces, EXACT_FRAMES);
@@ -511,7 +501,7 @@ pub fn light_seen_from_its_lit_side_is_exactly_le<E: Engine>(make: &mut impl FnM
 
 /// Item 2 (needs one-sided emitters): the light's back seen from above is
 /// exactly 0, with nothing behind it to reflect.
-pub fn light_seen_from_behind_is_black<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn light_seen_from_behind_is_black<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let light = ceiling_light();
     for max_bounces in [1, 8] {
         let (cam, st) = render_scene(make, &scene(light_camera(false), light, &[]), SIZE, max_bounces, EXACT_FRAMES);
@@ -523,7 +513,7 @@ pub fn light_seen_from_behind_is_black<E: Engine>(make: &mut impl FnMut(Job) -> 
 /// Item 3 (needs one-sided emitters): the light turned to face up leaves
 /// the floor, and so every pixel, exactly 0, with direct lighting and with
 /// eight bounces: nothing above it returns its light.
-pub fn light_facing_away_leaves_the_floor_black<E: Engine>(make: &mut impl FnMut(Job) -> E) {
+pub fn light_facing_away_leaves_the_floor_black<E: Engine>(make: &mut impl FnMut(EngineSetup) -> E) {
     let (light, floor) = (ceiling_light().flipped(), floor());
     for max_bounces in [1, 8] {
         let (cam, st) = render_scene(make, &scene(floor_camera(), light, &[floor]), SIZE, max_bounces, EXACT_FRAMES);

@@ -4,7 +4,7 @@
 use super::gpu;
 use reap::trace::cuda::CudaEngine;
 use reap::trace::layout::{CameraLayout, Packed};
-use reap::trace::{Compaction, Estimator, RenderSettings, Traversal};
+use reap::trace::{Compaction, EngineSetup, Estimator, RenderSettings, Traversal};
 
 /// The built-in Cornell box packed for an engine, with its camera at `w`×`h`.
 fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
@@ -17,7 +17,8 @@ fn cornell(w: u32, h: u32) -> (Packed, CameraLayout) {
 fn cornell_on_the_gpu(w: u32, h: u32, seed: u32, max_bounces: u32) -> Option<CudaEngine> {
     let b = gpu()?;
     let (packed, camera) = cornell(w, h);
-    Some(CudaEngine::new(b, &packed, camera, w, h, seed, max_bounces).expect("engine"))
+    let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed, max_bounces };
+    Some(CudaEngine::new(b, setup).expect("engine"))
 }
 
 /// The settings these tests start from: one frame per sample from sample 0,
@@ -214,7 +215,8 @@ fn cuda_textured_square_matches_the_cpu() {
     let (w, h) = (32, 32);
     let camera = CameraLayout::new(&scene.camera, w, h);
     let settings = RenderSettings { max_frontier: 1 << 20, ..settings_for(w, h, 2, 2, 7) };
-    let mut gpu_engine = CudaEngine::new(b, &packed, camera, w, h, 7, 2).expect("engine");
+    let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed: 7, max_bounces: 2 };
+    let mut gpu_engine = CudaEngine::new(b, setup).expect("engine");
     render(&mut gpu_engine, &settings, |_| {}).expect("the GPU renders");
     let mut cpu = CpuEngine::new(reap::compaction::CpuBackend::new(), packed, camera, w, h, 7, 2);
     render(&mut cpu, &settings, |_| {}).expect("the CPU renders");
@@ -302,7 +304,8 @@ fn cuda_split_over_gpus_gathers_the_one_gpu_image() {
     }
     let make = |d: usize| {
         let (packed, camera) = cornell(w, h);
-        CudaEngine::new(CudaBackend::new(d).expect("device"), &packed, camera, w, h, 7, 6).expect("engine")
+        let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed: 7, max_bounces: 6 };
+        CudaEngine::new(CudaBackend::new(d).expect("device"), setup).expect("engine")
     };
     let lookback = Compaction::With(Algorithm::Lookback);
     for traversal in Traversal::ALL {
@@ -393,7 +396,8 @@ fn cuda_wide_bvh_finds_the_binary_hits_and_the_cpus() {
     }
     let make = |spec: &str, w, h, bounces| {
         let (packed, camera) = super::wide::packed(spec, w, h);
-        CudaEngine::new(gpu().expect("the GPU"), &packed, camera, w, h, 3, bounces).expect("engine")
+        let setup = EngineSetup { packed: &packed, camera, width: w, height: h, seed: 3, max_bounces: bounces };
+        CudaEngine::new(gpu().expect("the GPU"), setup).expect("engine")
     };
     // Not `none`: its wide frontier keeps 8 slots an item per level, past any --max-frontier on sphereflake.
     let algorithms = ["lookback", "chained", "blelloch"];

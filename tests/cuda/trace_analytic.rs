@@ -1,15 +1,16 @@
 //! The path tracer on the GPU against answers known in advance: the bodies
 //! of `tests/analytic.rs` (in `common/analytic.rs`), run on the CUDA engine.
 
-use super::analytic::{self, Job};
+use super::analytic;
 use super::gpu;
 use reap::compaction::cuda::CudaBackend;
+use reap::trace::EngineSetup;
 use reap::trace::cuda::CudaEngine;
 
 /// A fresh engine per render: each takes its backend by value.
-fn cuda(job: Job) -> CudaEngine {
+fn cuda(setup: EngineSetup) -> CudaEngine {
     let b = CudaBackend::new(0).expect("the GPU that gpu() found");
-    CudaEngine::new(b, job.packed, job.camera, job.width, job.height, job.seed, job.max_bounces).expect("engine")
+    CudaEngine::new(b, setup).expect("engine")
 }
 
 /// Stamps out one test per body of `common/analytic.rs`, each under its own

@@ -4,10 +4,9 @@
 
 use super::record::Recorder;
 use super::{Slot, WgpuCollide, cap32, word};
+use crate::collide::gpu::Lists;
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{
-    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep, words,
-};
+use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, LevelWords, Step, host};
@@ -43,11 +42,11 @@ impl Engine for WgpuCollide {
     }
 
     fn world(&self) -> &World {
-        &self.world
+        &self.tree.world
     }
 
     fn len(&self) -> u32 {
-        self.n
+        self.tree.n
     }
 
     fn new_frontier(&self, capacity: u64) -> CollideResult<frontier::Frontier<WgpuBackend>> {
@@ -78,8 +77,7 @@ impl Engine for WgpuCollide {
         self.rec.flush()?;
         let w = self.backend.download(words)?;
         let times = self.rec.finish()?;
-        self.found = w.get(words::CANDIDATES as usize).copied().unwrap_or(0);
-        self.contact_count = w.get(words::CONTACTS as usize).copied().unwrap_or(0);
+        self.lists.frame_ended(&w);
         self.warm.frame_ended(host::ok(&w));
         if w.get(frontier::STATUS as usize).is_some_and(|s| s & frontier::status::STALLED != 0) {
             // A stable site gave up waiting (site.wgsl): the driver redoes the
@@ -100,8 +98,8 @@ impl Engine for WgpuCollide {
 
     fn codes(&mut self) -> CollideResult<()> {
         let p = self.params()?;
-        let (b, k, i) = (self.bodies.raw().clone(), self.keys.raw().clone(), self.ids.raw().clone());
-        self.run("collide_codes", &p, &[(BODIES, &b), (KEYS, &k), (IDS, &i)], self.n as u64)
+        let (b, k, i) = (self.tree.bodies.raw().clone(), self.tree.keys.raw().clone(), self.tree.ids.raw().clone());
+        self.run("collide_codes", &p, &[(BODIES, &b), (KEYS, &k), (IDS, &i)], self.tree.n as u64)
     }
 
     fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
@@ -109,33 +107,33 @@ impl Engine for WgpuCollide {
             SortMethod::Split(a) => {
                 // The library's calls record after what waits.
                 self.rec.lend(&self.backend)?;
-                self.backend.radix_sort(a, &mut self.keys, Some(&mut self.ids))?;
+                self.backend.radix_sort(a, &mut self.tree.keys, Some(&mut self.tree.ids))?;
                 Ok(())
             }
             SortMethod::Fast => {
-                let (k, i) = (self.keys.raw().clone(), self.ids.raw().clone());
-                self.fast.run(&self.backend, &mut self.rec, self.n, &k, &i)
+                let (k, i) = (self.tree.keys.raw().clone(), self.tree.ids.raw().clone());
+                self.fast.run(&self.backend, &mut self.rec, self.tree.n, &k, &i)
             }
         }
     }
 
     fn build(&mut self) -> CollideResult<()> {
         let p = self.params()?;
-        let (k, i, b) = (self.keys.raw().clone(), self.ids.raw().clone(), self.bodies.raw().clone());
-        let (nd, pa) = (self.nodes.raw().clone(), self.parent.raw().clone());
+        let (k, i, b) = (self.tree.keys.raw().clone(), self.tree.ids.raw().clone(), self.tree.bodies.raw().clone());
+        let (nd, pa) = (self.tree.nodes.raw().clone(), self.tree.parent.raw().clone());
         let binds = [(KEYS, &k), (IDS, &i), (BODIES, &b), (NODES, &nd), (PARENT, &pa)];
-        self.run("collide_build", &p, &binds, self.n as u64)
+        self.run("collide_build", &p, &binds, self.tree.n as u64)
     }
 
     fn refit(&mut self) -> CollideResult<()> {
-        if self.n < 2 {
+        if self.tree.n < 2 {
             return Ok(()); // the only node is a leaf
         }
         let p = self.params()?;
-        let (nd, pa) = (self.nodes.raw().clone(), self.parent.raw().clone());
-        let internal = self.n as u64 - 1;
+        let (nd, pa) = (self.tree.nodes.raw().clone(), self.tree.parent.raw().clone());
+        let internal = self.tree.n as u64 - 1;
         self.run("collide_refit_init", &p, &[(BOUNDS, &nd)], internal)?;
-        self.run("collide_refit", &p, &[(PARENT, &pa), (BOUNDS, &nd)], self.n as u64)?;
+        self.run("collide_refit", &p, &[(PARENT, &pa), (BOUNDS, &nd)], self.tree.n as u64)?;
         self.run("collide_refit_finish", &p, &[(BOUNDS, &nd)], internal)
     }
 
@@ -148,7 +146,7 @@ impl Engine for WgpuCollide {
         let p = super::Params {
             len_out: word(at.len(0))?,
             live_out: word(at.live(0))?,
-            write_root: (self.n >= 2) as u32,
+            write_root: (self.tree.n >= 2) as u32,
             ..self.params()?
         };
         let pipe = self.pipe("collide_pairs_init")?;
@@ -188,7 +186,7 @@ impl Engine for WgpuCollide {
             last: at.last as u32,
             ..self.params()?
         };
-        let (nd, cand, args) = (self.nodes.raw().clone(), self.candidates.clone(), self.args.clone());
+        let (nd, cand, args) = (self.tree.nodes.raw().clone(), self.candidates.clone(), self.args.clone());
         // The level's length is on the device: the dispatch covers it, not the capacity.
         self.run(groups, &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
         let mut binds = vec![
@@ -214,34 +212,32 @@ impl Engine for WgpuCollide {
     }
 
     fn candidate_capacity(&self) -> u64 {
-        self.capacity
+        self.lists.capacity
     }
 
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
-        let capacity = n.max(1);
-        cap32("the contact list", capacity * CONTACTS_PER_CANDIDATE)?;
+        let lists = Lists::resized(n.max(1));
+        let (capacity, contacts) = (lists.capacity, lists.contact_capacity());
+        cap32("the contact list", contacts)?;
         // The last complete frame's contacts outlive the lists, for its redone successor to warm start from.
         self.keep_last_contacts();
-        let contacts = capacity * CONTACTS_PER_CANDIDATE;
         // Free the old lists before asking for the new ones.
         self.candidates = self.backend.raw_buffer("the candidate list", 8)?;
         self.contacts = self.backend.raw_buffer("the contact list", CONTACT)?;
         self.candidates = self.backend.raw_buffer("the candidate list", capacity * 8)?;
         self.contacts = self.backend.raw_buffer("the contact list", contacts * CONTACT)?;
-        self.capacity = capacity;
-        self.found = 0;
-        self.contact_count = 0;
+        self.lists = lists;
         self.warm.resize(&self.backend, contacts)
     }
 
     fn narrow(&mut self, words: &mut WgpuBuffer<u64>) -> CollideResult<()> {
         let p = self.params()?;
-        let (b, cand, ct) = (self.bodies.raw().clone(), self.candidates.clone(), self.contacts.clone());
+        let (b, cand, ct) = (self.tree.bodies.raw().clone(), self.candidates.clone(), self.contacts.clone());
         let args = self.args.clone();
         self.run("collide_groups_candidates", &p, &[(WORDS, words.raw()), (ARGS, &args)], 1)?;
         let binds = [(BODIES, &b), (CANDIDATES, &cand), (CONTACTS, &ct), (WORDS, words.raw())];
         self.run_indirect("collide_narrow", &p, &binds, Slot::Candidates)?;
-        self.run("collide_walls", &p, &[(BODIES, &b), (CONTACTS, &ct), (WORDS, words.raw())], self.n as u64)
+        self.run("collide_walls", &p, &[(BODIES, &b), (CONTACTS, &ct), (WORDS, words.raw())], self.tree.n as u64)
     }
 
     fn solve(&mut self, words: &WgpuBuffer<u64>) -> CollideResult<()> {
@@ -265,11 +261,11 @@ impl Engine for WgpuCollide {
 
     fn substep(&mut self, step: Substep, words: &WgpuBuffer<u64>) -> CollideResult<()> {
         // The host's substep world (its dt), as every engine steps by it.
-        let p = super::Params { world: step.world(&self.world), ..self.params()? };
+        let p = super::Params { world: step.world(&self.tree.world), ..self.params()? };
         let w = words.raw();
         let (b, ct, counts, acc) =
-            (self.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
-        let n = self.n as u64;
+            (self.tree.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
+        let n = self.tree.n as u64;
         self.run("collide_gravity", &p, &[(BODIES, &b), (WORDS, w)], n)?;
         // The impulses the contacts held, then the passes, each summed and applied as a pass is.
         self.rec.clear(&acc);
@@ -306,19 +302,18 @@ impl Engine for WgpuCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(self.backend.download(&self.bodies)?)
+        Ok(self.backend.download(&self.tree.bodies)?)
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        crate::collide::check_body_count(bodies.len(), self.n)?;
-        self.bodies = self.backend.upload(bodies)?;
+        self.tree.set_bodies(&self.backend, bodies)?;
         // New bodies: the last frame's impulses are not theirs.
         self.warm.clear();
         Ok(())
     }
 
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let count = self.stored_candidates();
+        let count = self.lists.stored_candidates();
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -333,7 +328,7 @@ impl Engine for WgpuCollide {
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let count = self.contact_count.min(self.contact_capacity());
+        let count = self.lists.stored_contacts();
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -348,6 +343,6 @@ impl Engine for WgpuCollide {
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        Ok(self.backend.download(&self.nodes)?)
+        Ok(self.backend.download(&self.tree.nodes)?)
     }
 }

@@ -15,10 +15,11 @@
 
 use std::collections::HashMap;
 
-use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, words};
-use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
-use crate::compaction::{Backend, Error};
+use crate::collide::gpu::{BodyTree, Lists, body_count};
+use crate::collide::layout::{Body, Contact, World};
+use crate::collide::{CollideError, CollideResult, words};
+use crate::compaction::Error;
+use crate::compaction::wgpu::WgpuBackend;
 use crate::wgpu_runtime::{Shader, timer, wgsl_source};
 
 mod engine;
@@ -191,24 +192,21 @@ fn cap32(what: &str, n: u64) -> CollideResult<u32> {
     })
 }
 
+/// The most bodies: node indices (2n - 1 of them) are u32 and Karras's arithmetic i32.
+const MAX_BODIES: u64 = 1 << 30;
+
 /// The GPU engine on wgpu: bodies, hierarchy, candidate and contact lists in
 /// device memory, one queue (the backend's).
 pub struct WgpuCollide {
     backend: WgpuBackend,
-    world: World,
-    n: u32,
     tuning: CollideTuning,
-    bodies: WgpuBuffer<Body>,
-    keys: WgpuBuffer<u32>,
-    ids: WgpuBuffer<u32>,
-    /// n - 1 internal nodes, then n leaves.
-    nodes: WgpuBuffer<Node>,
-    /// Every node's parent (the root's: u32::MAX).
-    parent: WgpuBuffer<u32>,
+    /// The bodies and their hierarchy, as the CUDA engine holds them.
+    tree: BodyTree<WgpuBackend>,
     candidates: wgpu::Buffer,
     /// Contacts, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
     contacts: wgpu::Buffer,
-    capacity: u64,
+    /// The lists' size and the last frame's counts.
+    lists: Lists,
     acc: wgpu::Buffer,
     /// Each body's contacts this frame (the solver splits its mass over them).
     counts: wgpu::Buffer,
@@ -218,18 +216,10 @@ pub struct WgpuCollide {
     site_states: wgpu::Buffer,
     /// A stable site gave up waiting on this device once: they run separately since.
     site_stalled: bool,
-    /// The last frame's candidates found and contacts, from its words (for the readbacks).
-    found: u64,
-    contact_count: u64,
     warm: WarmStart,
     fast: FastSort,
     rec: Recorder,
     pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
-}
-
-/// Candidate (and contact) slots for `n` bodies before any frame asks for more.
-fn initial_capacity(n: u64) -> u64 {
-    (8 * n).max(1024)
 }
 
 impl WgpuCollide {
@@ -243,14 +233,7 @@ impl WgpuCollide {
         bodies: &[Body],
         tuning: CollideTuning,
     ) -> CollideResult<Self> {
-        let n = bodies.len() as u64;
-        if n == 0 {
-            return Err(CollideError::Settings("the collision engine needs at least one body".into()));
-        }
-        // Node indices (2n - 1 of them) are u32 and Karras's arithmetic i32.
-        if n > 1 << 30 {
-            return Err(CollideError::Settings(format!("{n} bodies: the wgpu engine takes at most 2^30")));
-        }
+        let n = body_count(bodies, MAX_BODIES)?;
         let max_wg = backend.device().limits.max_compute_invocations_per_workgroup;
         if tuning.workgroup == 0 || tuning.workgroup > max_wg {
             return Err(CollideError::Settings(format!(
@@ -258,27 +241,19 @@ impl WgpuCollide {
                 tuning.workgroup
             )));
         }
-        let capacity = initial_capacity(n);
-        let contacts = capacity * CONTACTS_PER_CANDIDATE;
+        let lists = Lists::new(n);
+        let contacts = lists.contact_capacity();
         let b = &backend;
         let engine = WgpuCollide {
-            world,
-            n: n as u32,
-            bodies: b.upload(bodies)?,
-            keys: b.alloc(n)?,
-            ids: b.alloc(n)?,
-            nodes: b.alloc(2 * n - 1)?,
-            parent: b.alloc(2 * n - 1)?,
-            candidates: b.raw_buffer("the candidate list", capacity * 8)?,
+            tree: BodyTree::new(b, world, bodies, MAX_BODIES)?,
+            candidates: b.raw_buffer("the candidate list", lists.capacity * 8)?,
             contacts: b.raw_buffer("the contact list", contacts * size_of::<Contact>() as u64)?,
-            capacity,
+            lists,
             acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
             counts: b.raw_buffer("the contact counts", n * 4)?,
             args: indirect_args(b)?,
             site_states: b.raw_buffer("the stable sites' tile states", 4096)?,
             site_stalled: false,
-            found: 0,
-            contact_count: 0,
             warm: WarmStart::new(b, contacts)?,
             fast: FastSort::new(b, n, &tuning.fast_sort)?,
             rec: Recorder::new(b.device()),
@@ -351,11 +326,11 @@ impl WgpuCollide {
     /// The parameters every dispatch starts from.
     fn params(&self) -> CollideResult<Params> {
         Ok(Params {
-            world: self.world,
-            n: self.n,
+            world: self.tree.world,
+            n: self.tree.n,
             cap: 0,
-            cand_cap: cap32("the candidate list", self.capacity)?,
-            contact_cap: cap32("the contact list", self.contact_capacity())?,
+            cand_cap: cap32("the candidate list", self.lists.capacity)?,
+            contact_cap: cap32("the contact list", self.lists.contact_capacity())?,
             len_in: 0,
             live_in: 0,
             len_out: 0,
@@ -370,25 +345,15 @@ impl WgpuCollide {
         })
     }
 
-    /// The last frame's candidates in the list: those found, up to the capacity.
-    fn stored_candidates(&self) -> u64 {
-        self.found.min(self.capacity)
-    }
-
-    /// The contact list's length in contacts.
-    fn contact_capacity(&self) -> u64 {
-        self.capacity * CONTACTS_PER_CANDIDATE
-    }
-
     /// A complete frame's contacts become the previous ones (warm.rs), before the list is rewritten.
     fn keep_last_contacts(&mut self) {
-        let count = self.contact_count.min(self.contact_capacity());
+        let count = self.lists.stored_contacts();
         self.warm.keep(&mut self.contacts, count);
     }
 
     /// Records collide_apply: every body takes the sums.
     fn apply(&mut self, p: &Params, words: &wgpu::Buffer) -> CollideResult<()> {
-        let (bodies, acc) = (self.bodies.raw().clone(), self.acc.clone());
-        self.run("collide_apply", p, &[(1, &bodies), (11, &acc), (6, words)], self.n as u64)
+        let (bodies, acc) = (self.tree.bodies.raw().clone(), self.acc.clone());
+        self.run("collide_apply", p, &[(1, &bodies), (11, &acc), (6, words)], self.tree.n as u64)
     }
 }

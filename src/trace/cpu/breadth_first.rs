@@ -110,7 +110,7 @@ fn check_step<I: Element>(step: &Step<'_, CpuBackend, I>, run: FrontierRun) -> T
 mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
-    use super::super::tests::{Q, compaction, engine, render_bits, settings, shading};
+    use super::super::tests::{Q, compaction, depth_first, engine, render_bits, settings, shading};
     use super::*;
     use crate::frontier::Expand;
     use crate::trace::{
@@ -170,13 +170,13 @@ mod tests {
         let (mut bf, mut df) = (engine("cornell", w, h, 5), engine("cornell", w, h, 5));
         let (mut q_bf, mut q_df) = (vec![0; (w * h) as usize], vec![0; (w * h) as usize]);
         let mut words = vec![0; 8];
-        bf.camera(0, &mut q_bf, &mut words, Q).expect("camera");
-        df.camera(0, &mut q_df, &mut words, Q).expect("camera");
+        bf.camera(&mut q_bf, &mut words, Q).expect("camera");
+        df.camera(&mut q_df, &mut words, Q).expect("camera");
         for bounce in 0..5 {
             // Every descent depth, bounce by bounce: all must find the depth-first hits.
             let descend = bounce % MAX_DESCEND + 1;
             breadth_first(&mut bf, &q_bf, false, descend);
-            df.depth_first(&q_df, false, &words, Q, BvhKind::Binary).expect("depth-first");
+            df.depth_first(&q_df, &words, depth_first(false)).expect("depth-first");
             let found = hits(&df);
             assert_eq!(hits(&bf), found, "closest hits differ at bounce {bounce}");
             let live = q_df.iter().filter(|&&p| p != DEAD32).count();
@@ -188,7 +188,7 @@ mod tests {
             df.shade(&q_df, &mut next_df, &mut words, shading(bounce)).expect("shade");
             assert_eq!(next_bf, next_df, "the same hits must shade alike at bounce {bounce}");
             breadth_first(&mut bf, &q_bf, true, descend);
-            df.depth_first(&q_df, true, &words, Q, BvhKind::Binary).expect("shadow depth-first");
+            df.depth_first(&q_df, &words, depth_first(true)).expect("shadow depth-first");
             // A path without a shadow ray keeps whatever it had; compare the ones that cast one.
             let casts = |e: &CpuEngine| {
                 let o = occluded(e);

@@ -25,7 +25,8 @@ use crate::trace::shading::{
 };
 use crate::trace::tonemap::tonemap;
 use crate::trace::{
-    DEAD32, Engine, FrameEnd, FramePath, FrontierRun, Shading, Shard, StageId, TraceError, TraceResult, Work,
+    DEAD32, DepthFirst, Engine, FrameEnd, FramePath, FrontierRun, Shading, Shard, StageId, TraceError, TraceResult,
+    Work,
 };
 
 /// The CPU engine: the scene and the path state in host memory.
@@ -37,6 +38,8 @@ pub struct CpuEngine {
     height: u32,
     seed: u32,
     max_bounces: u32,
+    /// The frame's sample, from `begin_frame`: the camera's rays are its.
+    sample: u32,
     /// The pixels traced: path i is pixel `shard.base + i`.
     shard: Shard,
     /// Per-path state for at least `shard.count` paths (kept when a shard shrinks).
@@ -73,6 +76,7 @@ impl CpuEngine {
             height,
             seed,
             max_bounces,
+            sample: 0,
             shard: Shard::whole(pixels as u64),
             paths: Paths::new(pixels),
             claims: Claims::new(pixels),
@@ -303,7 +307,8 @@ impl Engine for CpuEngine {
         &mut self.clock
     }
 
-    fn begin_frame(&mut self, words: &mut Vec<u64>, _sample: u32, _key: u64) -> TraceResult<Option<FramePath>> {
+    fn begin_frame(&mut self, words: &mut Vec<u64>, sample: u32, _key: u64) -> TraceResult<Option<FramePath>> {
+        self.sample = sample;
         self.clock.clear();
         words.fill(0);
         Ok(None)
@@ -313,14 +318,14 @@ impl Engine for CpuEngine {
         Ok(Some((self.clock.take(), words.clone())))
     }
 
-    fn camera(&mut self, sample: u32, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
+    fn camera(&mut self, queue: &mut Vec<u32>, words: &mut Vec<u64>, queue_len: u64) -> TraceResult<()> {
         // u32 as the kernel's arguments: set_shard keeps the shard inside the image, below 2^32 pixels.
         let (base, count) = (self.shard.base as u32, self.shard.count as usize);
         if queue.len() < count {
             return Err(too_short("camera queue", count, queue.len()));
         }
         check_words(words, &[queue_len])?;
-        let (cam, width, height, seed) = (&self.camera, self.width, self.height, self.seed);
+        let (cam, width, height, seed, sample) = (&self.camera, self.width, self.height, self.seed, self.sample);
         paths_mut(&mut self.paths).zip(&mut queue[..count]).enumerate().for_each(|(i, (p, q))| {
             trace_camera(p, cam, width, height, base, sample, seed, i as u32);
             *q = i as u32;
@@ -329,14 +334,8 @@ impl Engine for CpuEngine {
         Ok(())
     }
 
-    fn depth_first(
-        &mut self,
-        queue: &Vec<u32>,
-        shadow: bool,
-        words: &Vec<u64>,
-        queue_len: u64,
-        bvh: BvhKind,
-    ) -> TraceResult<()> {
+    fn depth_first(&mut self, queue: &Vec<u32>, words: &Vec<u64>, run: DepthFirst) -> TraceResult<()> {
+        let DepthFirst { shadow, queue_len, bvh } = run;
         let n = n_of(words, queue_len, queue.len());
         let (s, p) = (&self.scene, &self.paths);
         let trace = match bvh {
@@ -464,6 +463,11 @@ impl Engine for CpuEngine {
 mod tests {
     use super::*;
     use crate::trace::{Compaction, DESCEND, Estimator, RenderSettings, ShadeWords, Traversal, render};
+
+    /// A depth-first traversal of the test queue's binary BVH.
+    pub(super) fn depth_first(shadow: bool) -> DepthFirst {
+        DepthFirst { shadow, queue_len: Q, bvh: BvhKind::Binary }
+    }
 
     pub(super) fn engine(scene: &str, width: u32, height: u32, max_bounces: u32) -> CpuEngine {
         let scene = crate::scene::builtin(scene).expect("a built-in scene loads");
@@ -605,8 +609,8 @@ mod tests {
         let mut e = engine("cornell", 8, 8, 4);
         let mut queue = vec![0; 64];
         let mut words = vec![0; 8];
-        e.camera(0, &mut queue, &mut words, Q).expect("camera");
-        e.depth_first(&queue, false, &words, Q, BvhKind::Binary).expect("depth-first");
+        e.camera(&mut queue, &mut words, Q).expect("camera");
+        e.depth_first(&queue, &words, depth_first(false)).expect("depth-first");
         queue[5] = 3;
         let mut next = vec![0; 64];
         assert!(e.shade(&queue, &mut next, &mut words, shading(0)).is_err());

@@ -54,7 +54,7 @@ impl WgpuEngine {
     fn display(&mut self) -> TraceResult<&mut Display> {
         if self.display.is_none() {
             let dev = self.dev.clone();
-            let args = TonemapArgs { pixels: self.image_pixels() as u32, width: self.width, pad: [0; 2] };
+            let args = TonemapArgs { pixels: self.image_pixels() as u32, width: self.gpu.width, pad: [0; 2] };
             let (module, buffer) = dev
                 .scoped(
                     || "the shader trace/tonemap.wgsl".into(),

@@ -35,29 +35,25 @@ impl Engine for WgpuEngine {
     }
 
     fn image_pixels(&self) -> u64 {
-        self.width as u64 * self.height as u64
+        self.gpu.image_pixels()
     }
 
     fn shard(&self) -> Shard {
-        self.shard
+        self.gpu.shard
     }
 
     fn set_shard(&mut self, shard: Shard) -> TraceResult<()> {
-        shard.check(self.image_pixels())?;
-        if shard.count > self.path_capacity {
-            // An eighth to spare, as on CUDA; made before the old state goes.
-            let room = (shard.count + shard.count / 8).min(self.image_pixels()).max(shard.count);
-            let (pv, pw) = alloc_paths(&self.backend, room)?;
-            (self.pv, self.pw, self.path_capacity) = (pv, pw, room);
-            self.info.counts[1] = room as u32;
+        if let Some((pv, pw)) = self.gpu.set_shard(shard, |room| alloc_paths(&self.backend, room))? {
+            (self.pv, self.pw) = (pv, pw);
+            // alloc_paths refuses 2^32 paths or more.
+            self.info.counts[1] = self.gpu.path_capacity as u32;
             self.write_info();
         }
-        self.shard = shard;
         Ok(())
     }
 
     fn bvh_depth(&self) -> u32 {
-        self.depth
+        self.gpu.depth
     }
 
     /// `atomic` fuses everywhere; `lookback` and `chained` where the device
@@ -116,45 +112,21 @@ impl Engine for WgpuEngine {
     }
 
     fn wide_depth(&self) -> u32 {
-        self.wide_depth
+        self.gpu.wide_depth
     }
 
-    fn camera(
-        &mut self,
-        sample: u32,
-        queue: &mut Queue<Self>,
-        words: &mut Words<Self>,
-        queue_len: u64,
-    ) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
-        if queue.len() < self.pixels() {
-            return Err(TraceError::Settings("the camera's queue holds fewer entries than the shard's pixels".into()));
-        }
-        // u32: set_shard keeps the shard inside the image, below 2^32 pixels.
-        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
-        let p = Params { queue_len: queue_len as u32, sample, base, count, ..Default::default() };
+    fn camera(&mut self, queue: &mut Queue<Self>, words: &mut Words<Self>, queue_len: u64) -> TraceResult<()> {
+        let (base, count) = self.gpu.camera(&self.backend, queue, words, queue_len)?;
+        let p = Params { queue_len: queue_len as u32, sample: self.sample, base, count, ..Default::default() };
         let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
         self.dispatch("trace_camera", count as u64, p, io)
     }
 
-    fn depth_first(
-        &mut self,
-        queue: &Queue<Self>,
-        shadow: bool,
-        words: &Words<Self>,
-        queue_len: u64,
-        bvh: BvhKind,
-    ) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
+    fn depth_first(&mut self, queue: &Queue<Self>, words: &Words<Self>, run: DepthFirst) -> TraceResult<()> {
+        self.gpu.depth_first(&self.backend, words, &run)?;
+        let DepthFirst { shadow, queue_len, bvh } = run;
         let name = match bvh {
             BvhKind::Binary => "trace_depth_first",
-            BvhKind::Wide if self.wide_depth > WIDE_STACK => {
-                return Err(TraceError::Settings(format!(
-                    "the 8-wide BVH is {} levels deep and the GPU's depth-first stack holds {WIDE_STACK}: \
-                     use --bvh binary or --traversal breadth-first",
-                    self.wide_depth
-                )));
-            }
             BvhKind::Wide => "trace_depth_first_wide",
         };
         let capacity = queue.len();
@@ -175,12 +147,9 @@ impl Engine for WgpuEngine {
     }
 
     fn frontier_init(&mut self, step: Step<'_, WgpuBackend, u32>, run: FrontierRun) -> TraceResult<()> {
+        self.gpu.frontier_init(&self.backend, &step, &run)?;
         let Step { at, input: queue, output: frontier, words } = step;
-        check_words(words, &at.words())?;
         let name = entry(run.fuse, &INIT)?;
-        if frontier.len() < run.capacity || run.capacity > u32::MAX as u64 {
-            return Err(TraceError::Settings("the frontier holds fewer items than its capacity".into()));
-        }
         let p = Params {
             capacity: cap32(run.capacity),
             shadow: run.shadow as u32,
@@ -199,14 +168,8 @@ impl Engine for WgpuEngine {
     }
 
     fn expand(&mut self, step: Step<'_, WgpuBackend>, run: FrontierRun) -> TraceResult<()> {
+        self.gpu.expand(&self.backend, &step, &run)?;
         let Step { at, input, output, words } = step;
-        check_words(words, &at.words())?;
-        if input.len() < run.capacity || output.len() < run.capacity || run.capacity > u32::MAX as u64 {
-            return Err(TraceError::Settings("a frontier buffer holds fewer items than its capacity".into()));
-        }
-        if run.descend == 0 || run.descend > crate::trace::MAX_DESCEND {
-            return Err(TraceError::Settings(format!("descend {} is outside 1..=5", run.descend)));
-        }
         let name = entry(run.fuse, if run.bvh == BvhKind::Binary { &EXPAND } else { &EXPAND_WIDE })?;
         let p = Params {
             capacity: cap32(run.capacity),
@@ -236,7 +199,7 @@ impl Engine for WgpuEngine {
         s: Shading,
     ) -> TraceResult<()> {
         let Shading { sample, bounce, estimator, queue_len, counts, next_len, fuse } = s;
-        check_words(words, &[queue_len, counts.alive, counts.shadow, next_len])?;
+        self.gpu.check_words(&self.backend, words, &[queue_len, counts.alive, counts.shadow, next_len])?;
         let name = entry(fuse, &SHADE)?;
         let capacity = queue.len().min(next.len());
         let p = Params {
@@ -247,7 +210,7 @@ impl Engine for WgpuEngine {
             sample,
             bounce,
             estimator: estimator as u32,
-            base: self.shard.base as u32,
+            base: self.gpu.shard32().0,
             next_len: next_len as u32,
             ..Default::default()
         };
@@ -258,7 +221,7 @@ impl Engine for WgpuEngine {
     }
 
     fn nee(&mut self, queue: &Queue<Self>, words: &Words<Self>, queue_len: u64) -> TraceResult<()> {
-        check_words(words, &[queue_len])?;
+        self.gpu.check_words(&self.backend, words, &[queue_len])?;
         let capacity = queue.len();
         let p = Params { capacity: cap32(capacity), queue_len: queue_len as u32, ..Default::default() };
         let io = Io { queue: Some(queue.raw()), words: Some(words.raw()), ..Default::default() };
@@ -266,8 +229,8 @@ impl Engine for WgpuEngine {
     }
 
     fn accumulate(&mut self, words: &Words<Self>) -> TraceResult<()> {
-        check_words(words, &[crate::frontier::STATUS])?;
-        let (base, count) = (self.shard.base as u32, self.shard.count as u32);
+        self.gpu.check_words(&self.backend, words, &[crate::frontier::STATUS])?;
+        let (base, count) = self.gpu.shard32();
         let p = Params { base, count, ..Default::default() };
         let io = Io { words: Some(words.raw()), ..Default::default() };
         self.dispatch("trace_accumulate", count as u64, p, io)
