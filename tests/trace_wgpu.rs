@@ -3,6 +3,9 @@
 //! and comparisons with the CPU engine on whatever adapter wgpu finds
 //! (lavapipe in CI). A missing adapter skips with the reason;
 //! REAP_REQUIRE_WGPU=1 turns that into a failure.
+//!
+//! A little past 600 lines, kept whole: every test renders through the same
+//! few helpers (the Cornell engine, the settings, the bit comparison).
 #![cfg(feature = "wgpu")]
 
 // Shared with tests/cuda.rs, which uses what is left unused here (the
