@@ -383,8 +383,8 @@ impl WgpuBackend {
         self.recording.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    /// Runs a plan as one submission: parameters uploaded, bind groups
-    /// made, a pass per stage (or into the workload's encoder while one is
+    /// Runs a plan as one submission: parameters uploaded, a bind group
+    /// made per set of buffers, a pass per stage (or into the workload's encoder while one is
     /// held: [`WgpuBackend::record_into`]).
     pub fn run(&self, plan: Plan) -> Result<Timing> {
         let dispatches = plan.steps.iter().filter(|s| matches!(s, Step::Dispatch { .. })).count() as u64;
@@ -432,6 +432,11 @@ impl WgpuBackend {
                 }
             }
         }
+        // One bind group per set of buffers, not per dispatch: the
+        // parameters differ only by their dynamic offset. The multi-pass
+        // algorithms bind the same buffers at every level.
+        // (A call binds a handful of sets: a list beats hashing.)
+        let mut made: Vec<(&Bind, ::wgpu::BindGroup)> = Vec::new();
         dev.scoped(
             || "recording a call".into(),
             || -> Result<()> {
@@ -452,7 +457,15 @@ impl WgpuBackend {
                         .iter()
                         .map(|(offset, s)| match s {
                             Step::Dispatch { pipeline, bind, groups, .. } => {
-                                (pipeline, self.bind_group(&uniforms, bind), *offset as u32, *groups)
+                                let bg = match made.iter().find(|(b, _)| *b == bind) {
+                                    Some((_, bg)) => bg.clone(),
+                                    None => {
+                                        let bg = self.bind_group(&uniforms, bind);
+                                        made.push((bind, bg.clone()));
+                                        bg
+                                    }
+                                };
+                                (pipeline, bg, *offset as u32, *groups)
                             }
                             _ => unreachable!("only dispatches are listed as work"),
                         })

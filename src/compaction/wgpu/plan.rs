@@ -7,7 +7,8 @@ use crate::compaction::wgpu::runtime::{Params, Variant};
 /// The buffers one dispatch binds (shaders/compaction/common.wgsl): `src`
 /// and `flags` read-only, the rest read-write. A missing one is bound to a
 /// dummy; one buffer must not appear twice where either is written.
-#[derive(Clone, Default)]
+/// Equal binds share one bind group within a call.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Bind {
     pub src: Option<::wgpu::Buffer>,
     pub dst: Option<::wgpu::Buffer>,
