@@ -1,8 +1,9 @@
 //! The collision view's 3D pass: `shaders/collide.wgsl` draws the bodies as
 //! instanced meshes with a depth buffer, then the container's outline, into
 //! the part of the window left of the overlay. The engine's `Body` records
-//! are the instance data as they are; spheres and boxes are only grouped so
-//! each mesh draws its own run of instances.
+//! are the instance data as they are: a wgpu engine's buffer is copied in on
+//! the device ([`BodiesPass::copy_from`]); bodies on the host are grouped by
+//! shape first, so each mesh draws only its own run of instances.
 
 use std::mem::offset_of;
 
@@ -76,28 +77,33 @@ struct Growing {
 }
 
 impl Growing {
-    fn write(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let need = (bytes.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+    /// The buffer, grown to hold at least `bytes` (a multiple of 4).
+    fn reserve(&mut self, device: &wgpu::Device, bytes: u64) -> &wgpu::Buffer {
+        let need = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
         if self.buffer.as_ref().is_none_or(|b| b.size() < need) {
+            self.buffer = None;
+        }
+        self.buffer.get_or_insert_with(|| {
             let size = need.next_power_of_two().min(device.limits().max_buffer_size).max(need);
-            self.buffer = Some(device.create_buffer(&wgpu::BufferDescriptor {
+            device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(self.label),
                 size,
                 usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
-            }));
-        }
-        if let Some(b) = &self.buffer {
-            queue.write_buffer(b, 0, bytes);
+            })
+        })
+    }
+
+    fn write(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            queue.write_buffer(self.reserve(device, bytes.len() as u64), 0, bytes);
         }
     }
 }
 
 pub struct BodiesPass {
-    body_pipeline: wgpu::RenderPipeline,
+    /// The icosphere's and the cube's (shaders/collide.wgsl `MESH`).
+    body_pipelines: [wgpu::RenderPipeline; 2],
     line_pipeline: wgpu::RenderPipeline,
     uniform: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
@@ -105,10 +111,12 @@ pub struct BodiesPass {
     spheres_lod: [MeshBuffers; 3],
     cube: MeshBuffers,
     instances: Growing,
-    /// The bodies grouped: spheres, then boxes.
+    /// Host bodies grouped by shape before their upload.
     grouped: Vec<Body>,
+    /// Each mesh's run of instances (first, count): spheres, then boxes.
+    runs: [(u32, u32); 2],
+    /// Spheres drawn: the icosphere's detail follows it.
     spheres: u32,
-    boxes: u32,
     lines: Growing,
     line_vertices: u32,
     depth: Option<(wgpu::TextureView, u32, u32)>,
@@ -165,7 +173,8 @@ impl BodiesPass {
                         fs: &str,
                         buffers: &[Option<wgpu::VertexBufferLayout<'_>>],
                         primitive: wgpu::PrimitiveState,
-                        write_depth: bool| {
+                        write_depth: bool,
+                        constants: &[(&str, f64)]| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
                 layout: Some(&pipeline_layout),
@@ -173,7 +182,7 @@ impl BodiesPass {
                     module: &module,
                     entry_point: Some(vs),
                     buffers,
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
                 },
                 primitive,
                 depth_stencil: depth(write_depth),
@@ -192,25 +201,28 @@ impl BodiesPass {
                 cache: None,
             })
         };
-        let body_pipeline = pipeline(
-            "collide bodies",
-            "vs_body",
-            "fs_body",
-            &[
-                Some(wgpu::VertexBufferLayout {
-                    array_stride: size_of::<Vertex>() as u64,
-                    step_mode: wgpu::VertexStepMode::Vertex,
-                    attributes: &mesh_attrs,
-                }),
-                Some(wgpu::VertexBufferLayout {
-                    array_stride: size_of::<Body>() as u64,
-                    step_mode: wgpu::VertexStepMode::Instance,
-                    attributes: &body_attrs,
-                }),
-            ],
-            wgpu::PrimitiveState { cull_mode: Some(wgpu::Face::Back), ..Default::default() },
-            true,
-        );
+        let body_pipelines = [(SPHERE, "collide spheres"), (SPHERE + 1, "collide boxes")].map(|(mesh, label)| {
+            pipeline(
+                label,
+                "vs_body",
+                "fs_body",
+                &[
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: size_of::<Vertex>() as u64,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: &mesh_attrs,
+                    }),
+                    Some(wgpu::VertexBufferLayout {
+                        array_stride: size_of::<Body>() as u64,
+                        step_mode: wgpu::VertexStepMode::Instance,
+                        attributes: &body_attrs,
+                    }),
+                ],
+                wgpu::PrimitiveState { cull_mode: Some(wgpu::Face::Back), ..Default::default() },
+                true,
+                &[("MESH", f64::from(mesh))],
+            )
+        });
         let line_pipeline = pipeline(
             "collide outline",
             "vs_line",
@@ -222,9 +234,10 @@ impl BodiesPass {
             })],
             wgpu::PrimitiveState { topology: wgpu::PrimitiveTopology::LineList, ..Default::default() },
             false,
+            &[],
         );
         BodiesPass {
-            body_pipeline,
+            body_pipelines,
             line_pipeline,
             uniform,
             bind_group,
@@ -232,8 +245,8 @@ impl BodiesPass {
             cube: MeshBuffers::new(device, "cube", &mesh::cube()),
             instances: Growing { label: "bodies", buffer: None },
             grouped: Vec::new(),
+            runs: [(0, 0); 2],
             spheres: 0,
-            boxes: 0,
             lines: Growing { label: "outline", buffer: None },
             line_vertices: 0,
             depth: None,
@@ -241,17 +254,47 @@ impl BodiesPass {
         }
     }
 
-    /// The bodies and the outline to draw from now on.
+    /// The bodies (on the host) and the outline to draw from now on.
     pub fn upload(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, bodies: &[Body], lines: &[LineVertex]) {
-        // As many bodies as one buffer may hold (millions even on small limits).
-        let fit = (device.limits().max_buffer_size / size_of::<Body>() as u64) as usize;
-        let bodies = &bodies[..bodies.len().min(fit)];
+        let bodies = &bodies[..bodies.len().min(fit(device) as usize)];
         self.grouped.clear();
         self.grouped.extend(bodies.iter().filter(|b| b.shape == SPHERE));
-        self.spheres = self.grouped.len() as u32;
+        let spheres = self.grouped.len() as u32;
         self.grouped.extend(bodies.iter().filter(|b| b.shape != SPHERE));
-        self.boxes = self.grouped.len() as u32 - self.spheres;
+        self.runs = [(0, spheres), (spheres, self.grouped.len() as u32 - spheres)];
+        self.spheres = spheres;
         self.instances.write(device, queue, bytemuck::cast_slice(&self.grouped));
+        self.set_lines(device, queue, lines);
+    }
+
+    /// The first `count` bodies of `bodies` (a buffer of `Body` on this
+    /// device, in any order, `shapes` spheres and boxes) and the outline to
+    /// draw from now on: copied on the device, never read back. Both meshes
+    /// run over every instance and skip the other shape's.
+    pub fn copy_from(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        bodies: &wgpu::Buffer,
+        count: u32,
+        shapes: [u32; 2],
+        lines: &[LineVertex],
+    ) {
+        let count = count.min(fit(device)).min((bodies.size() / size_of::<Body>() as u64) as u32);
+        let bytes = count as u64 * size_of::<Body>() as u64;
+        let runs = shapes.map(|n| (0, if n > 0 { count } else { 0 }));
+        if bytes > 0 {
+            let instances = self.instances.reserve(device, bytes);
+            let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bodies") });
+            encoder.copy_buffer_to_buffer(bodies, 0, instances, 0, bytes);
+            queue.submit([encoder.finish()]);
+        }
+        self.runs = runs;
+        self.spheres = shapes[0];
+        self.set_lines(device, queue, lines);
+    }
+
+    fn set_lines(&mut self, device: &wgpu::Device, queue: &wgpu::Queue, lines: &[LineVertex]) {
         self.lines.write(device, queue, bytemuck::cast_slice(lines));
         self.line_vertices = lines.len() as u32;
     }
@@ -304,17 +347,17 @@ impl BodiesPass {
         pass.set_viewport(x, y, vw, vh, 0.0, 1.0);
         pass.set_bind_group(0, &self.bind_group, &[]);
         if let Some(instances) = &self.instances.buffer {
-            pass.set_pipeline(&self.body_pipeline);
             let stride = size_of::<Body>() as u64;
             let lod = SPHERE_DETAIL.iter().filter(|n| self.spheres > **n).count();
-            let sphere = &self.spheres_lod[lod];
+            let meshes = [&self.spheres_lod[lod], &self.cube];
             // Each mesh reads its run of the instance buffer through a slice:
             // a non-zero first instance is not available on every adapter.
-            for (mesh, first, count) in [(sphere, 0, self.spheres), (&self.cube, self.spheres, self.boxes)] {
+            for ((mesh, pipeline), (first, count)) in meshes.into_iter().zip(&self.body_pipelines).zip(self.runs) {
                 if count == 0 {
                     continue;
                 }
                 let start = first as u64 * stride;
+                pass.set_pipeline(pipeline);
                 pass.set_vertex_buffer(0, mesh.vertices.slice(..));
                 pass.set_vertex_buffer(1, instances.slice(start..start + count as u64 * stride));
                 pass.set_index_buffer(mesh.indices.slice(..), wgpu::IndexFormat::Uint16);
@@ -327,4 +370,9 @@ impl BodiesPass {
             pass.draw(0..self.line_vertices, 0..1);
         }
     }
+}
+
+/// As many bodies as one buffer may hold (millions even on small limits).
+fn fit(device: &wgpu::Device) -> u32 {
+    (device.limits().max_buffer_size / size_of::<Body>() as u64).min(u32::MAX as u64) as u32
 }

@@ -5,6 +5,7 @@
 //! new engine from the current bodies, so the simulation goes on.
 
 use crate::collide::cpu::CpuCollide;
+use crate::collide::layout::SPHERE;
 use crate::collide::scenario::{self, Scenario};
 use crate::collide::{
     Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
@@ -76,8 +77,14 @@ pub struct CollideSession {
     pub engine: AnyCollide,
     /// Frames stepped since the scenario was built (the drum's angle follows it).
     pub frame_index: u32,
-    /// The bodies after the last frame: what the view draws.
-    pub shown: Vec<Body>,
+    /// The bodies after the last frame where the host has them: the CPU and
+    /// CUDA engines' (read back by [`Self::frame`]). A wgpu engine's stay on
+    /// the adapter the view draws with ([`Self::device_bodies`]) until
+    /// something asks for them ([`Self::bodies`]).
+    shown: Option<Vec<Body>>,
+    /// Spheres and boxes: a frame moves bodies and may reorder them, but
+    /// never changes a shape.
+    pub shapes: [u32; 2],
     /// A body this fast is drawn in the hottest colour.
     pub hot_speed: f32,
     /// "Compare all"'s starting point: the bodies and their frame index.
@@ -95,17 +102,51 @@ impl CollideSession {
         let (world, start) = scenario::build(scenario, bodies, SEED)?;
         let engine = build_engine(kind, world, &start, display)?;
         let hot_speed = hot_speed(&world, &start);
-        Ok(CollideSession { scenario, bodies, world, engine, frame_index: 0, shown: start, hot_speed, snapshot: None })
+        let spheres = start.iter().filter(|b| b.shape == SPHERE).count() as u32;
+        let shapes = [spheres, start.len() as u32 - spheres];
+        Ok(CollideSession {
+            scenario,
+            bodies,
+            world,
+            engine,
+            frame_index: 0,
+            shown: Some(start),
+            shapes,
+            hot_speed,
+            snapshot: None,
+        })
     }
 
     /// The same bodies, where they are now, in a new engine on `kind`.
     pub fn rebuild(&mut self, kind: BackendKind, display: &DisplayDevice) -> Result<(), ViewerError> {
-        self.engine = build_engine(kind, self.world, &self.shown, display)?;
+        let bodies = self.bodies()?.to_vec();
+        self.engine = build_engine(kind, self.world, &bodies, display)?;
         self.snapshot = None;
         Ok(())
     }
 
-    /// One time step with `choices`; the bodies it leaves become [`Self::shown`].
+    /// The bodies after the last frame, read back from a wgpu engine on
+    /// first use.
+    pub fn bodies(&mut self) -> CollideResult<&[Body]> {
+        let shown = match self.shown.take() {
+            Some(b) => b,
+            None => on_backend!(&self.engine, l => l.engine.bodies())?,
+        };
+        Ok(self.shown.insert(shown))
+    }
+
+    /// A wgpu engine's body buffer (on the viewer's own device): the view
+    /// copies it into its instances instead of reading it back (2.8 ms a
+    /// frame at 100k bodies on an H100 before).
+    pub fn device_bodies(&self) -> Option<&wgpu::Buffer> {
+        match &self.engine {
+            OnBackend::Wgpu(l) => Some(l.engine.bodies_buffer()),
+            _ => None,
+        }
+    }
+
+    /// One time step with `choices`; the host keeps the bodies it leaves
+    /// where the engine is not on the view's device.
     pub fn frame(&mut self, choices: &CollideChoices) -> CollideResult<FrameStats> {
         let (substeps, iterations) = self.scenario.solver();
         let settings = CollideSettings {
@@ -119,20 +160,25 @@ impl CollideSession {
         let index = self.frame_index;
         let stats = on_backend!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
         self.frame_index += 1;
-        self.shown = on_backend!(&self.engine, l => l.engine.bodies())?;
+        self.shown = match &self.engine {
+            OnBackend::Wgpu(_) => None,
+            any => Some(on_backend!(any, l => l.engine.bodies())?),
+        };
         Ok(stats)
     }
 
     /// Remembers the bodies as they are now.
-    pub fn take_snapshot(&mut self) {
-        self.snapshot = Some((self.shown.clone(), self.frame_index));
+    pub fn take_snapshot(&mut self) -> CollideResult<()> {
+        let bodies = self.bodies()?.to_vec();
+        self.snapshot = Some((bodies, self.frame_index));
+        Ok(())
     }
 
     /// Puts the remembered bodies back (nothing when none was taken).
     pub fn restore_snapshot(&mut self) -> CollideResult<()> {
         let Some((bodies, index)) = &self.snapshot else { return Ok(()) };
         on_backend!(&mut self.engine, l => l.engine.set_bodies(bodies))?;
-        self.shown.clone_from(bodies);
+        self.shown = Some(bodies.clone());
         self.frame_index = *index;
         Ok(())
     }

@@ -409,6 +409,14 @@ impl Gpu {
         pass.upload(&self.device, &self.queue, bodies, lines);
     }
 
+    /// As [`Self::upload_bodies`], from a wgpu engine's buffer on this
+    /// device: `count` bodies, `shapes` spheres and boxes.
+    pub fn copy_bodies(&mut self, bodies: &wgpu::Buffer, count: u32, shapes: [u32; 2], lines: &[LineVertex]) {
+        let (device, format) = (&self.device, self.config.format);
+        let pass = self.bodies.get_or_insert_with(|| BodiesPass::new(device, format));
+        pass.copy_from(&self.device, &self.queue, bodies, count, shapes, lines);
+    }
+
     /// Draws the content and the overlay to the window, and when `screenshot`
     /// is given, into an offscreen texture that is read back and saved as PNG.
     pub fn present(

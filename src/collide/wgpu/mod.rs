@@ -269,6 +269,13 @@ impl WgpuCollide {
         self.backend
     }
 
+    /// The bodies as the last frame left them, in the engine's buffer:
+    /// for a view drawing on the same device, which copies instead of
+    /// reading back.
+    pub fn bodies_buffer(&self) -> &wgpu::Buffer {
+        self.tree.bodies.raw()
+    }
+
     /// Which clock times the stages (timestamps, or the host clock around device waits).
     pub fn clock_kind(&self) -> timer::Clock {
         self.rec.clock()

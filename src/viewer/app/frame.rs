@@ -203,8 +203,17 @@ impl App {
             c.dirty = false;
             let w = &c.session.world;
             let lines = world_lines(w, w.drum_omega * c.session.time());
+            // A wgpu engine's bodies are copied on the device; the others'
+            // were read back by the frame.
             if let Some(gpu) = &mut self.gpu {
-                gpu.upload_bodies(&c.session.shown, &lines);
+                let s = &mut c.session;
+                match s.device_bodies() {
+                    Some(buffer) => gpu.copy_bodies(buffer, s.bodies, s.shapes, &lines),
+                    None => match s.bodies() {
+                        Ok(bodies) => gpu.upload_bodies(bodies, &lines),
+                        Err(e) => c.state.message = Some((true, e.to_string())),
+                    },
+                }
             }
             parts[1] = t.elapsed();
         }

@@ -90,10 +90,7 @@ impl Collide {
         let backend = self.session.engine.kind().name();
         let ready = match plan.snapshot {
             Snapshot::Keep => Ok(()),
-            Snapshot::Take => {
-                self.session.take_snapshot();
-                Ok(())
-            }
+            Snapshot::Take => self.session.take_snapshot(),
             Snapshot::Restore => self.session.restore_snapshot(),
         };
         match ready.and_then(|()| self.session.frame(&plan.choices)) {
