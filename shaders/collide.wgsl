@@ -1,7 +1,7 @@
 // The collision view: every body drawn as an instance of a unit mesh (an
 // icosphere for spheres, a cube for boxes) placed by its `Body` record,
 // lit with Lambert plus a little ambient, and the container's outline as
-// lines. The instance buffer holds the engine's bodies as they are, 64 bytes
+// lines. The instance buffer holds the engine's bodies as they are, 80 bytes
 // each (src/collide/layout.rs `Body`), so nothing is repacked on the CPU:
 // a wgpu engine's buffer is copied in on the device as it stands.
 
