@@ -2,8 +2,8 @@
 // icosphere for spheres, a cube for boxes) placed by its `Body` record,
 // lit with Lambert plus a little ambient, and the container's outline as
 // lines. The instance buffer holds the engine's bodies as they are, 80 bytes
-// each (src/collide/layout.rs `Body`), so nothing is repacked on the CPU:
-// a wgpu engine's buffer is copied in on the device as it stands.
+// each (src/collide/layout.rs `Body`), grouped by shape (on the CPU, or by
+// collide_group.wgsl on the device), so nothing is repacked.
 
 // Keep in sync with src/viewer/bodies.rs `SceneUniform`.
 struct Scene {
@@ -47,19 +47,9 @@ fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
 
 const SPHERE: u32 = 0u;
 
-// The mesh this pipeline draws: SPHERE's icosphere, else the cube. Bodies of
-// the other shape collapse behind the near plane (clipped, no fragment), so
-// the engine's buffer in its own order serves both draws; the host groups
-// the bodies where it has them, and then every instance matches.
-override MESH: u32 = SPHERE;
-
 @vertex
 fn vs_body(in: MeshIn) -> MeshOut {
     var out: MeshOut;
-    if ((in.shape == SPHERE) != (MESH == SPHERE)) {
-        out.clip = vec4<f32>(0.0, 0.0, -1.0, 1.0);
-        return out;
-    }
     var local: vec3<f32>;
     var normal: vec3<f32>;
     // Slow to fast: spheres orange to yellow, boxes blue to cyan, so the

@@ -1,9 +1,10 @@
 //! The collision view's 3D pass: `shaders/collide.wgsl` draws the bodies as
 //! instanced meshes with a depth buffer, then the container's outline, into
 //! the part of the window left of the overlay. The engine's `Body` records
-//! are the instance data as they are: a wgpu engine's buffer is copied in on
-//! the device ([`BodiesPass::copy_from`]); bodies on the host are grouped by
-//! shape first, so each mesh draws only its own run of instances.
+//! are the instance data as they are; spheres and boxes are only grouped so
+//! each mesh draws its own run of instances: on the CPU where the bodies
+//! were read back, on the device (`shaders/collide_group.wgsl`) where a wgpu
+//! engine holds them on the view's own device, so they never come back.
 
 use std::mem::offset_of;
 
@@ -73,14 +74,19 @@ impl MeshBuffers {
 /// A vertex buffer that grows (by doubling) to hold what is written to it.
 struct Growing {
     label: &'static str,
+    usage: wgpu::BufferUsages,
     buffer: Option<wgpu::Buffer>,
 }
 
 impl Growing {
-    /// The buffer, grown to hold at least `bytes` (a multiple of 4).
+    fn new(label: &'static str, usage: wgpu::BufferUsages) -> Self {
+        Growing { label, usage: usage | wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST, buffer: None }
+    }
+
+    /// The buffer, grown to hold at least `bytes`.
     fn reserve(&mut self, device: &wgpu::Device, bytes: u64) -> &wgpu::Buffer {
         let need = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
-        if self.buffer.as_ref().is_none_or(|b| b.size() < need) {
+        if self.buffer.as_ref().is_some_and(|b| b.size() < need) {
             self.buffer = None;
         }
         self.buffer.get_or_insert_with(|| {
@@ -88,7 +94,7 @@ impl Growing {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(self.label),
                 size,
-                usage: wgpu::BufferUsages::VERTEX | wgpu::BufferUsages::COPY_DST,
+                usage: self.usage,
                 mapped_at_creation: false,
             })
         })
@@ -101,9 +107,117 @@ impl Growing {
     }
 }
 
+/// `shaders/collide_group.wgsl`'s uniform.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct GroupUniform {
+    n: u32,
+    spheres: u32,
+    pad: [u32; 2],
+}
+
+/// Groups a wgpu engine's bodies by shape into the view's instances, on the
+/// device (one dispatch a frame).
+struct Grouping {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    uniform: wgpu::Buffer,
+    placed: wgpu::Buffer,
+    /// The bind group of the last (engine buffer, instance buffer) pair.
+    bound: Option<(wgpu::Buffer, wgpu::Buffer, wgpu::BindGroup)>,
+}
+
+impl Grouping {
+    const WG: u32 = 256;
+
+    fn new(device: &wgpu::Device) -> Self {
+        let module = gpu::shader(device, "collide_group.wgsl", include_str!("../../shaders/collide_group.wgsl"));
+        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("collide group"),
+            entries: &[
+                gpu::uniform_entry::<GroupUniform>(0, wgpu::ShaderStages::COMPUTE),
+                storage(1, true),
+                storage(2, false),
+                storage(3, false),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("collide group"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("collide group"),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("group_by_shape"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let placed = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("collide group placed"),
+            size: 8,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let uniform = gpu::uniform_buffer::<GroupUniform>(device, "collide group uniform");
+        Grouping { pipeline, layout, uniform, placed, bound: None }
+    }
+
+    /// Records the grouping of the first `n` bodies (`spheres` of them
+    /// spheres) of `bodies` into `instances`.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        encoder: &mut wgpu::CommandEncoder,
+        bodies: &wgpu::Buffer,
+        instances: &wgpu::Buffer,
+        n: u32,
+        spheres: u32,
+    ) {
+        queue.write_buffer(&self.uniform, 0, bytemuck::bytes_of(&GroupUniform { n, spheres, pad: [0; 2] }));
+        encoder.clear_buffer(&self.placed, 0, None);
+        let bound = match &self.bound {
+            Some((b, i, bg)) if b == bodies && i == instances => bg.clone(),
+            _ => {
+                let bg = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("collide group"),
+                    layout: &self.layout,
+                    entries: &[
+                        wgpu::BindGroupEntry { binding: 0, resource: self.uniform.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: bodies.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 2, resource: instances.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 3, resource: self.placed.as_entire_binding() },
+                    ],
+                });
+                self.bound = Some((bodies.clone(), instances.clone(), bg.clone()));
+                bg
+            }
+        };
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("collide group"), timestamp_writes: None });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bound, &[]);
+        let groups = n.div_ceil(Self::WG);
+        let x = groups.min(65_535);
+        pass.dispatch_workgroups(x, groups.div_ceil(x), 1);
+    }
+}
+
 pub struct BodiesPass {
-    /// The icosphere's and the cube's (shaders/collide.wgsl `MESH`).
-    body_pipelines: [wgpu::RenderPipeline; 2],
+    body_pipeline: wgpu::RenderPipeline,
     line_pipeline: wgpu::RenderPipeline,
     uniform: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
@@ -111,12 +225,12 @@ pub struct BodiesPass {
     spheres_lod: [MeshBuffers; 3],
     cube: MeshBuffers,
     instances: Growing,
-    /// Host bodies grouped by shape before their upload.
+    /// Made on the first frame of a wgpu engine's bodies.
+    grouping: Option<Grouping>,
+    /// The bodies grouped: spheres, then boxes.
     grouped: Vec<Body>,
-    /// Each mesh's run of instances (first, count): spheres, then boxes.
-    runs: [(u32, u32); 2],
-    /// Spheres drawn: the icosphere's detail follows it.
     spheres: u32,
+    boxes: u32,
     lines: Growing,
     line_vertices: u32,
     depth: Option<(wgpu::TextureView, u32, u32)>,
@@ -173,8 +287,7 @@ impl BodiesPass {
                         fs: &str,
                         buffers: &[Option<wgpu::VertexBufferLayout<'_>>],
                         primitive: wgpu::PrimitiveState,
-                        write_depth: bool,
-                        constants: &[(&str, f64)]| {
+                        write_depth: bool| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some(label),
                 layout: Some(&pipeline_layout),
@@ -182,7 +295,7 @@ impl BodiesPass {
                     module: &module,
                     entry_point: Some(vs),
                     buffers,
-                    compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
+                    compilation_options: Default::default(),
                 },
                 primitive,
                 depth_stencil: depth(write_depth),
@@ -201,28 +314,25 @@ impl BodiesPass {
                 cache: None,
             })
         };
-        let body_pipelines = [(SPHERE, "collide spheres"), (SPHERE + 1, "collide boxes")].map(|(mesh, label)| {
-            pipeline(
-                label,
-                "vs_body",
-                "fs_body",
-                &[
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: size_of::<Vertex>() as u64,
-                        step_mode: wgpu::VertexStepMode::Vertex,
-                        attributes: &mesh_attrs,
-                    }),
-                    Some(wgpu::VertexBufferLayout {
-                        array_stride: size_of::<Body>() as u64,
-                        step_mode: wgpu::VertexStepMode::Instance,
-                        attributes: &body_attrs,
-                    }),
-                ],
-                wgpu::PrimitiveState { cull_mode: Some(wgpu::Face::Back), ..Default::default() },
-                true,
-                &[("MESH", f64::from(mesh))],
-            )
-        });
+        let body_pipeline = pipeline(
+            "collide bodies",
+            "vs_body",
+            "fs_body",
+            &[
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: size_of::<Vertex>() as u64,
+                    step_mode: wgpu::VertexStepMode::Vertex,
+                    attributes: &mesh_attrs,
+                }),
+                Some(wgpu::VertexBufferLayout {
+                    array_stride: size_of::<Body>() as u64,
+                    step_mode: wgpu::VertexStepMode::Instance,
+                    attributes: &body_attrs,
+                }),
+            ],
+            wgpu::PrimitiveState { cull_mode: Some(wgpu::Face::Back), ..Default::default() },
+            true,
+        );
         let line_pipeline = pipeline(
             "collide outline",
             "vs_line",
@@ -234,20 +344,20 @@ impl BodiesPass {
             })],
             wgpu::PrimitiveState { topology: wgpu::PrimitiveTopology::LineList, ..Default::default() },
             false,
-            &[],
         );
         BodiesPass {
-            body_pipelines,
+            body_pipeline,
             line_pipeline,
             uniform,
             bind_group,
             spheres_lod: [2, 1, 0].map(|k| MeshBuffers::new(device, "icosphere", &mesh::icosphere(k))),
             cube: MeshBuffers::new(device, "cube", &mesh::cube()),
-            instances: Growing { label: "bodies", buffer: None },
+            instances: Growing::new("bodies", wgpu::BufferUsages::STORAGE),
+            grouping: None,
             grouped: Vec::new(),
-            runs: [(0, 0); 2],
             spheres: 0,
-            lines: Growing { label: "outline", buffer: None },
+            boxes: 0,
+            lines: Growing::new("outline", wgpu::BufferUsages::empty()),
             line_vertices: 0,
             depth: None,
             encode_srgb: !format.is_srgb(),
@@ -259,38 +369,36 @@ impl BodiesPass {
         let bodies = &bodies[..bodies.len().min(fit(device) as usize)];
         self.grouped.clear();
         self.grouped.extend(bodies.iter().filter(|b| b.shape == SPHERE));
-        let spheres = self.grouped.len() as u32;
+        self.spheres = self.grouped.len() as u32;
         self.grouped.extend(bodies.iter().filter(|b| b.shape != SPHERE));
-        self.runs = [(0, spheres), (spheres, self.grouped.len() as u32 - spheres)];
-        self.spheres = spheres;
+        self.boxes = self.grouped.len() as u32 - self.spheres;
         self.instances.write(device, queue, bytemuck::cast_slice(&self.grouped));
         self.set_lines(device, queue, lines);
     }
 
-    /// The first `count` bodies of `bodies` (a buffer of `Body` on this
-    /// device, in any order, `shapes` spheres and boxes) and the outline to
-    /// draw from now on: copied on the device, never read back. Both meshes
-    /// run over every instance and skip the other shape's.
-    pub fn copy_from(
+    /// The first `count` bodies of `bodies` (a wgpu engine's buffer on this
+    /// device, `spheres` of them spheres) and the outline to draw from now
+    /// on: grouped on the device, never read back.
+    pub fn group_from(
         &mut self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         bodies: &wgpu::Buffer,
         count: u32,
-        shapes: [u32; 2],
+        spheres: u32,
         lines: &[LineVertex],
     ) {
-        let count = count.min(fit(device)).min((bodies.size() / size_of::<Body>() as u64) as u32);
-        let bytes = count as u64 * size_of::<Body>() as u64;
-        let runs = shapes.map(|n| (0, if n > 0 { count } else { 0 }));
-        if bytes > 0 {
-            let instances = self.instances.reserve(device, bytes);
+        let stride = size_of::<Body>() as u64;
+        let n = count.min(fit(device)).min((bodies.size() / stride) as u32);
+        if n > 0 {
+            let instances = self.instances.reserve(device, n as u64 * stride).clone();
+            let grouping = self.grouping.get_or_insert_with(|| Grouping::new(device));
             let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bodies") });
-            encoder.copy_buffer_to_buffer(bodies, 0, instances, 0, bytes);
+            grouping.record(device, queue, &mut encoder, bodies, &instances, n, spheres.min(n));
             queue.submit([encoder.finish()]);
         }
-        self.runs = runs;
-        self.spheres = shapes[0];
+        self.spheres = spheres.min(n);
+        self.boxes = n - self.spheres;
         self.set_lines(device, queue, lines);
     }
 
@@ -347,17 +455,17 @@ impl BodiesPass {
         pass.set_viewport(x, y, vw, vh, 0.0, 1.0);
         pass.set_bind_group(0, &self.bind_group, &[]);
         if let Some(instances) = &self.instances.buffer {
+            pass.set_pipeline(&self.body_pipeline);
             let stride = size_of::<Body>() as u64;
             let lod = SPHERE_DETAIL.iter().filter(|n| self.spheres > **n).count();
-            let meshes = [&self.spheres_lod[lod], &self.cube];
+            let sphere = &self.spheres_lod[lod];
             // Each mesh reads its run of the instance buffer through a slice:
             // a non-zero first instance is not available on every adapter.
-            for ((mesh, pipeline), (first, count)) in meshes.into_iter().zip(&self.body_pipelines).zip(self.runs) {
+            for (mesh, first, count) in [(sphere, 0, self.spheres), (&self.cube, self.spheres, self.boxes)] {
                 if count == 0 {
                     continue;
                 }
                 let start = first as u64 * stride;
-                pass.set_pipeline(pipeline);
                 pass.set_vertex_buffer(0, mesh.vertices.slice(..));
                 pass.set_vertex_buffer(1, instances.slice(start..start + count as u64 * stride));
                 pass.set_index_buffer(mesh.indices.slice(..), wgpu::IndexFormat::Uint16);
@@ -372,7 +480,10 @@ impl BodiesPass {
     }
 }
 
-/// As many bodies as one buffer may hold (millions even on small limits).
+/// As many bodies as one buffer, and one storage binding of it, may hold
+/// (millions even on small limits).
 fn fit(device: &wgpu::Device) -> u32 {
-    (device.limits().max_buffer_size / size_of::<Body>() as u64).min(u32::MAX as u64) as u32
+    let l = device.limits();
+    let bytes = l.max_buffer_size.min(l.max_storage_buffer_binding_size);
+    (bytes / size_of::<Body>() as u64).min(u32::MAX as u64) as u32
 }

@@ -410,11 +410,11 @@ impl Gpu {
     }
 
     /// As [`Self::upload_bodies`], from a wgpu engine's buffer on this
-    /// device: `count` bodies, `shapes` spheres and boxes.
-    pub fn copy_bodies(&mut self, bodies: &wgpu::Buffer, count: u32, shapes: [u32; 2], lines: &[LineVertex]) {
+    /// device: `count` bodies, `spheres` of them spheres.
+    pub fn group_bodies(&mut self, bodies: &wgpu::Buffer, count: u32, spheres: u32, lines: &[LineVertex]) {
         let (device, format) = (&self.device, self.config.format);
         let pass = self.bodies.get_or_insert_with(|| BodiesPass::new(device, format));
-        pass.copy_from(&self.device, &self.queue, bodies, count, shapes, lines);
+        pass.group_from(&self.device, &self.queue, bodies, count, spheres, lines);
     }
 
     /// Draws the content and the overlay to the window, and when `screenshot`

@@ -203,12 +203,12 @@ impl App {
             c.dirty = false;
             let w = &c.session.world;
             let lines = world_lines(w, w.drum_omega * c.session.time());
-            // A wgpu engine's bodies are copied on the device; the others'
+            // A wgpu engine's bodies are grouped on the device; the others'
             // were read back by the frame.
             if let Some(gpu) = &mut self.gpu {
                 let s = &mut c.session;
                 match s.device_bodies() {
-                    Some(buffer) => gpu.copy_bodies(buffer, s.bodies, s.shapes, &lines),
+                    Some(buffer) => gpu.group_bodies(buffer, s.bodies, s.spheres, &lines),
                     None => match s.bodies() {
                         Ok(bodies) => gpu.upload_bodies(bodies, &lines),
                         Err(e) => c.state.message = Some((true, e.to_string())),
