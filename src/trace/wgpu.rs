@@ -588,29 +588,12 @@ impl WgpuEngine {
 }
 
 fn layout_entry(binding: u32) -> wgpu::BindGroupLayoutEntry {
-    let ty = match KINDS[binding as usize] {
-        Kind::Params => wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: true,
-            min_binding_size: None,
-        },
-        Kind::Uniform => wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        Kind::Read => wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only: true },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        Kind::Write => wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only: false },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-    };
-    wgpu::BindGroupLayoutEntry { binding, visibility: wgpu::ShaderStages::COMPUTE, ty, count: None }
+    match KINDS[binding as usize] {
+        Kind::Params => rt::buffer_entry(binding, wgpu::BufferBindingType::Uniform, true),
+        Kind::Uniform => rt::buffer_entry(binding, wgpu::BufferBindingType::Uniform, false),
+        Kind::Read => rt::storage_entry(binding, true),
+        Kind::Write => rt::storage_entry(binding, false),
+    }
 }
 
 /// A buffer's entries as the shader's u32 capacity.

@@ -132,16 +132,7 @@ impl Grouping {
 
     fn new(device: &wgpu::Device) -> Self {
         let module = gpu::shader(device, "collide_group.wgsl", include_str!("../../shaders/collide_group.wgsl"));
-        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
+        use crate::wgpu_runtime::storage_entry as storage;
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("collide group"),
             entries: &[

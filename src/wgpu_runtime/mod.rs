@@ -28,6 +28,23 @@ macro_rules! wgsl_source {
 }
 pub use timer::{Stages, Timing};
 
+/// A compute shader's buffer binding of type `ty` (storage or uniform),
+/// with or without a dynamic offset: the one layout entry every compute
+/// pipeline here is made of.
+pub fn buffer_entry(binding: u32, ty: wgpu::BufferBindingType, dynamic: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: dynamic, min_binding_size: None },
+        count: None,
+    }
+}
+
+/// [`buffer_entry`] for a storage buffer.
+pub fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    buffer_entry(binding, wgpu::BufferBindingType::Storage { read_only }, false)
+}
+
 /// Library calls a workload lends its frame's encoder to
 /// (`WgpuBackend::record_into`) between two submissions of what it holds:
 /// one submission a frame leaves the GPU idle while the host records the

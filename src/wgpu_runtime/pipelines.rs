@@ -106,23 +106,9 @@ fn runtime_checks(shader: &Shader) -> Option<wgpu::ShaderRuntimeChecks> {
 impl Pipelines {
     pub fn new(dev: &Device) -> Result<Self> {
         let entries: Vec<_> = (0..BINDINGS)
-            .map(|binding| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: if binding == 0 {
-                    wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: true,
-                        min_binding_size: None,
-                    }
-                } else {
-                    wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage { read_only: READ_ONLY.contains(&binding) },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    }
-                },
-                count: None,
+            .map(|binding| match binding {
+                0 => super::buffer_entry(0, wgpu::BufferBindingType::Uniform, true),
+                _ => super::storage_entry(binding, READ_ONLY.contains(&binding)),
             })
             .collect();
         let (bind_layout, layout) = dev.scoped(
