@@ -530,18 +530,21 @@ extern "C" __global__ void collide_bouncing(const Body* bodies, u32 n, const u32
     bouncing[i] = k;
 }
 
-// substep(), after the frame's last: each contact's restitution impulse, which
-// collide_gather sums per body. Grid-stride; nothing when the frame is redone.
-extern "C" __global__ void collide_restitute(const Contact* contacts, const u64* words, u64 contact_word,
-                                             const Body* bodies, const u32* bouncing, World w,
+// substep(), after the frame's last: one restitution pass (of
+// physics::BOUNCE_PASSES; `first` starts each contact's given impulse), each
+// contact's impulse into its response, which collide_gather sums per body.
+// Grid-stride; nothing when the frame is redone.
+extern "C" __global__ void collide_restitute(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
+                                             const u32* bouncing, World w, u32 first,
                                              physics::Impulse* responses) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
-        const Contact& c = contacts[i];
+        Contact& c = contacts[i];
         responses[i] = physics::is_wall(c.b)
-                           ? physics::restitution(c, bodies[c.a], bouncing[c.a],
+                           ? physics::restitution(c, first != 0u, bodies[c.a], bouncing[c.a],
                                                   physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
-                           : physics::restitution(c, bodies[c.a], bouncing[c.a], bodies[c.b], bouncing[c.b], w);
+                           : physics::restitution(c, first != 0u, bodies[c.a], bouncing[c.a], bodies[c.b],
+                                                  bouncing[c.b], w);
     }
 }

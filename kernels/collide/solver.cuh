@@ -102,13 +102,16 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
 // solver.rs `bounces`: whether c takes part in the restitution pass.
 __device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.0f; }
 
-// solver.rs `restitution`: once a frame after the substeps, a contact that
-// pushed gets its bounce (each body's mass split over its bouncing contacts).
-__device__ __forceinline__ Impulse restitution(const Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
-                                               const World& w) {
+// solver.rs `restitution`: one of the BOUNCE_PASSES after the substeps; a
+// contact that pushed moves toward its bounce (each body's mass split over its
+// bouncing contacts), the impulse given so far kept in c.sep, never below 0.
+__device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Body& a, u32 ka_, const Body& b,
+                                               u32 kb_, const World& w) {
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = v3(0.0f, 0.0f, 0.0f);
     if (!bounces(c)) return out;
+    float given = first ? 0.0f : c.sep;
+    c.sep = given;
     float ka = share(ka_, w), kb = share(kb_, w);
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
@@ -116,7 +119,9 @@ __device__ __forceinline__ Impulse restitution(const Contact& c, const Body& a, 
     float kn = inv_effective(a, ka, ra, b, kb, rb, n);
     if (kn <= 0.0f) return out;
     float vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);
-    V3 p = scale(n, max(-(vn + c.bounce) / kn, 0.0f));
+    float total = max(given - (vn + c.bounce) / kn, 0.0f);
+    c.sep = total;
+    V3 p = scale(n, total - given);
     out.linear = p;
     out.angular_a = scale(cross(ra, p), -1.0f);
     out.angular_b = cross(rb, p);

@@ -45,7 +45,8 @@ struct Params {
     table_cap: u32,
     // Always 0: common.wgsl `sqrt_rn`.
     zero: u32,
-    pad: u32,
+    // 1 in the first of the restitution passes (collide_restitute).
+    first: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -692,8 +693,9 @@ fn collide_bouncing(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
     }
 }
 
-// substep(), after collide_bouncing: each contact's restitution impulse added
-// to both bodies' sums (collide_apply follows).
+// substep(), after collide_bouncing: one restitution pass (of solver.rs
+// BOUNCE_PASSES; P.first starts each contact's given impulse), each contact's
+// impulse added to both bodies' sums (collide_apply follows).
 @compute @workgroup_size(WG)
 fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                      @builtin(local_invocation_index) lid: u32) {
@@ -702,7 +704,7 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
         return;
     }
     let w = world();
-    let c = contacts[i];
+    var c = contacts[i];
     if (!bounces(c)) {
         return;
     }
@@ -710,7 +712,8 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if (!is_wall(c.b)) {
         kb = atomicLoad(&counts[c.b]);
     }
-    add_impulse(c, restitution(c, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w));
+    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w));
+    contacts[i] = c;
 }
 
 // substep(), after collide_hold and after each pass: every body takes its sums.

@@ -199,25 +199,33 @@ fn bounces(c: Contact) -> bool {
     return c.bounce < 0.0;
 }
 
-// solver.rs `restitution`: once a frame after the substeps, a contact that
-// pushed gets its bounce (each body's mass split over its bouncing contacts).
-fn restitution(c: Contact, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
+// solver.rs `restitution`: one of the BOUNCE_PASSES after the substeps; a
+// contact that pushed moves toward its bounce (each body's mass split over its
+// bouncing contacts), the impulse given so far kept in c.sep, never below 0.
+fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
-    if (!bounces(c)) {
+    if (!bounces(*c)) {
         return out;
     }
+    var given = (*c).sep;
+    if (first) {
+        given = 0.0;
+    }
+    (*c).sep = given;
     let ka = share(ka_, w);
     let kb = share(kb_, w);
-    let n = v3(c.normal);
-    let ra = v3(c.point) - a.pos;
-    let rb = v3(c.point) - b.pos;
+    let n = v3((*c).normal);
+    let ra = v3((*c).point) - a.pos;
+    let rb = v3((*c).point) - b.pos;
     let kn = inv_effective(a, ka, ra, b, kb, rb, n);
     if (kn <= 0.0) {
         return out;
     }
     let vn = dot3(point_velocity(b, rb) - point_velocity(a, ra), n);
-    let p = rounded3(n * maxf(-(vn + c.bounce) / kn, 0.0));
+    let total = maxf(given - (vn + (*c).bounce) / kn, 0.0);
+    (*c).sep = total;
+    let p = rounded3(n * (total - given));
     out.linear = p;
     out.angular_a = cross3(ra, p) * -1.0;
     out.angular_b = cross3(rb, p);

@@ -474,27 +474,30 @@ impl Engine for CpuCollide {
         }
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
         if step.last() {
-            // The frame's bounces (collide_bouncing, collide_restitute and a gather): each body's mass is
-            // split over its contacts that bounce.
+            // The frame's bounces (collide_bouncing, then collide_restitute and a gather per pass): each
+            // body's mass is split over its contacts that bounce.
             let (ends, ends_of, contacts) = (&self.ends, &self.ends_of, &self.contacts);
             self.bouncing.par_iter_mut().enumerate().for_each(|(i, k)| {
                 let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
                 *k = ends[range].iter().filter(|&&e| physics::bounces(&contacts[(e >> 1) as usize])).count() as u32;
             });
-            let (bodies, bouncing) = (&self.bodies, &self.bouncing);
-            let count = |i: u32| bouncing[i as usize];
-            self.contacts
-                .par_iter()
-                .map(|c| {
-                    let a = &bodies[c.a as usize];
-                    if physics::is_wall(c.b) {
-                        let wall = physics::wall_body(c.b, c.point, &w);
-                        return physics::restitution(c, a, count(c.a), &wall, 1, &w);
-                    }
-                    physics::restitution(c, a, count(c.a), &bodies[c.b as usize], count(c.b), &w)
-                })
-                .collect_into_vec(&mut self.responses);
-            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
+            for pass in 0..physics::BOUNCE_PASSES {
+                let (bodies, bouncing) = (&self.bodies, &self.bouncing);
+                let count = |i: u32| bouncing[i as usize];
+                self.contacts
+                    .par_iter_mut()
+                    .map(|c| {
+                        let a = &bodies[c.a as usize];
+                        let first = pass == 0;
+                        if physics::is_wall(c.b) {
+                            let wall = physics::wall_body(c.b, c.point, &w);
+                            return physics::restitution(c, first, a, count(c.a), &wall, 1, &w);
+                        }
+                        physics::restitution(c, first, a, count(c.a), &bodies[c.b as usize], count(c.b), &w)
+                    })
+                    .collect_into_vec(&mut self.responses);
+                gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
+            }
             self.previous.clone_from(&self.contacts);
             self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
         }

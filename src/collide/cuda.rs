@@ -22,7 +22,7 @@ use smart_default::SmartDefault;
 use crate::collide::gpu::{BodyTree, Lists, body_count};
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{
-    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, words,
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, physics, words,
 };
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
@@ -665,19 +665,24 @@ impl Engine for CudaCollide {
             self.gather(&w, what, wp)?;
         }
         if step.last() {
-            // The frame's bounces: the bodies' counts of owing contacts, each contact's impulse, a gather.
+            // The frame's bounces: the bodies' counts of owing contacts, then per pass each contact's impulse
+            // and a gather.
             let (ep, fp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.bouncing.ptr());
             let mut l = self.stream.launch_builder(&self.functions.bouncing);
             l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
             // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const
             // Contact*, const u64*, u32*); as for collide_gather; `bouncing` holds n entries.
             unsafe { l.launch(grid(self.tree.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
-            let mut l = self.stream.launch_builder(&self.functions.restitute);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&rp);
-            // SAFETY: matches collide_restitute(const Contact*, const u64*, u64, const Body*, const u32*, World,
-            // Impulse*); as for collide_solve.
-            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_restitute"))?;
-            self.gather(&w, GATHER_PASS, wp)?;
+            for pass in 0..physics::BOUNCE_PASSES {
+                let first = (pass == 0) as u32;
+                let mut l = self.stream.launch_builder(&self.functions.restitute);
+                l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&first).arg(&rp);
+                // SAFETY: matches collide_restitute(Contact*, const u64*, u64, const Body*, const u32*, World,
+                // u32, Impulse*); as for collide_solve.
+                unsafe { l.launch(self.strided(contact_capacity)) }
+                    .map_err(launch_err("launching collide_restitute"))?;
+                self.gather(&w, GATHER_PASS, wp)?;
+            }
         }
         Ok(())
     }

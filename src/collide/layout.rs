@@ -57,7 +57,8 @@ pub struct Contact {
     /// Penetration depth, > 0.
     pub depth: f32,
     /// `dot(b.pos - a.pos, normal)` when found: the solver's position passes
-    /// follow the depth as the centres move (linearised).
+    /// follow the depth as the centres move (linearised). After the frame's
+    /// last substep, the bounce impulse given so far (`physics::restitution`).
     pub sep: f32,
     pub normal: [f32; 3],
     /// The normal impulse applied so far this frame (never negative).

@@ -116,16 +116,29 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
 
-/// Restitution, once a frame after its substeps (as Box2D's soft step
-/// applies it): a contact that still touches and whose narrow phase saw an
-/// approach to bounce from takes the impulse that makes its normal speed
-/// the bounce (never pulling). The substeps stopped it; bouncing inside
-/// them would re-apply the bounce with every held impulse and pump energy.
-/// Each body's mass is split over its contacts that [`bounces`] says bounce.
-pub fn restitution(c: &Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
+/// Passes of [`restitution`] after a frame's substeps. One pass with the
+/// mass split gives a body in several bouncing contacts only part of each
+/// bounce: the closed elastic gas (1000 bodies, 700 frames, CPU) lost 18.6 %
+/// of its energy with one pass, 12.9 % with 2, 4.4 % with 4 and 2.2 % with 8,
+/// and 16 passes changed no bit of that run (converged).
+pub const BOUNCE_PASSES: u32 = 8;
+
+/// Restitution, after a frame's substeps (as Box2D's soft step applies it),
+/// in [`BOUNCE_PASSES`] Jacobi passes: a contact that still touches and whose
+/// narrow phase saw an approach to bounce from is given the impulse that
+/// makes its normal speed the bounce. The impulse it has given so far this
+/// frame is kept in `c.sep` (the substeps, its only readers, are done; the
+/// `first` pass starts it at 0), and its total never goes below zero: a pass
+/// may take back what an earlier one overshot, but never pulls. The
+/// substeps stopped the contact; bouncing inside them would re-apply the
+/// bounce with every held impulse and pump energy. Each body's mass is split
+/// over its contacts that [`bounces`] says bounce.
+pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
     if !bounces(c) {
         return Impulse::default();
     }
+    let given = if first { 0.0 } else { c.sep };
+    c.sep = given;
     let (ka, kb) = (share(ka, w), share(kb, w));
     let n = c.normal;
     let ra = sub(c.point, a.pos);
@@ -135,7 +148,9 @@ pub fn restitution(c: &Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World)
         return Impulse::default();
     }
     let vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);
-    let p = scale(n, (-(vn + c.bounce) / kn).max(0.0));
+    let total = (given - (vn + c.bounce) / kn).max(0.0);
+    c.sep = total;
+    let p = scale(n, total - given);
     Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: [0.0; 3] }
 }
 

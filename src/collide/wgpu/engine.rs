@@ -3,10 +3,10 @@
 //! shader's bindings (binding numbers as collide.wgsl declares them).
 
 use super::record::Recorder;
-use super::{Slot, WgpuCollide, cap32, word};
+use super::{Params, Slot, WgpuCollide, cap32, word};
 use crate::collide::gpu::Lists;
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep};
+use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep, physics};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, LevelWords, Step, host};
@@ -143,7 +143,7 @@ impl Engine for WgpuCollide {
         words: &mut WgpuBuffer<u64>,
         at: LevelWords,
     ) -> CollideResult<()> {
-        let p = super::Params {
+        let p = Params {
             len_out: word(at.len(0))?,
             live_out: word(at.live(0))?,
             write_root: (self.tree.n >= 2) as u32,
@@ -177,7 +177,7 @@ impl Engine for WgpuCollide {
         let Step { at, input, output, words } = step;
         // Both buffers hold `capacity` slots; the shader reads n from the words.
         let capacity = input.len().min(output.len());
-        let p = super::Params {
+        let p = Params {
             cap: cap32("the pair frontier", capacity)?,
             len_in: word(at.input_len)?,
             live_in: word(at.input_live)?,
@@ -261,7 +261,7 @@ impl Engine for WgpuCollide {
 
     fn substep(&mut self, step: Substep, words: &WgpuBuffer<u64>) -> CollideResult<()> {
         // The host's substep world (its dt), as every engine steps by it.
-        let p = super::Params { world: step.world(&self.tree.world), ..self.params()? };
+        let p = Params { world: step.world(&self.tree.world), ..self.params()? };
         let w = words.raw();
         let (b, ct, counts, acc) =
             (self.tree.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
@@ -285,7 +285,7 @@ impl Engine for WgpuCollide {
         self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
         if step.last() {
             // The frame's bounces: the owing contacts counted per body (in `counts`, done with the split),
-            // each one's impulse summed, then applied.
+            // then per pass each one's impulse summed and applied.
             self.rec.clear(&counts);
             self.run_indirect(
                 "collide_bouncing",
@@ -293,10 +293,13 @@ impl Engine for WgpuCollide {
                 &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)],
                 Slot::Contacts,
             )?;
-            self.rec.clear(&acc);
-            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
-            self.run_indirect("collide_restitute", &p, &binds, Slot::Contacts)?;
-            self.apply(&p, w)?;
+            for pass in 0..physics::BOUNCE_PASSES {
+                self.rec.clear(&acc);
+                let first = Params { first: (pass == 0) as u32, ..p };
+                let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
+                self.run_indirect("collide_restitute", &first, &binds, Slot::Contacts)?;
+                self.apply(&p, w)?;
+            }
         }
         Ok(())
     }

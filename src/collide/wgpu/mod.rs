@@ -348,7 +348,8 @@ impl WgpuCollide {
             cand_word: word(words::CANDIDATES)?,
             contact_word: word(words::CONTACTS)?,
             table_cap: cap32("the warm-start table", self.warm.slots)?,
-            pad: [0; 2],
+            zero: 0,
+            first: 0,
         })
     }
 

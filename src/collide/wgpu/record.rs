@@ -37,7 +37,10 @@ pub struct Params {
     pub cand_word: u32,
     pub contact_word: u32,
     pub table_cap: u32,
-    pub pad: [u32; 2],
+    /// Always 0 (collide.wgsl `zero`).
+    pub zero: u32,
+    /// 1 in the first restitution pass.
+    pub first: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Params>() == 176);
