@@ -384,14 +384,18 @@ __device__ __forceinline__ void apply_sums(Body& b, const Sums& s) {
 #define GATHER_PASS 1u       // takes the sums of its contacts' responses of the pass
 #define GATHER_INTEGRATE 2u  // moves: the substep's last pass
 #define GATHER_BEGIN 4u      // the next substep's gravity and the impulses its contacts held
+#define GATHER_BOUNCES 8u    // takes the sums of its bouncing contacts' responses (a restitution pass)
 
 // substep(): every body gathers from its run of ends, by `what` above: the
 // pass's responses (collide_solve's), then the step, then gravity and the
 // held impulses (solver.rs `hold`, from the contacts' impulses and the
-// body's position as the step left it). One thread a body, no atomics.
+// body's position as the step left it). One thread a body, no atomics. A
+// restitution pass reads only the responses of bouncing contacts
+// (collide_restitute writes no other), and a body with none (`bouncing`)
+// reads no end: it takes zero sums, as on the CPU.
 extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, const u32* first, const u32* counts,
                                           const physics::Impulse* responses, const Contact* contacts, World w,
-                                          const u64* words, u32 what) {
+                                          const u64* words, u32 what, const u32* bouncing) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;
     Body b = bodies[i];
@@ -403,6 +407,20 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
         Sums s = {};
         for (u32 e = from; e < to; e++) {
             u32 end = ends[e];
+            const physics::Impulse& r = responses[end >> 1];
+            if (end & 1u) {
+                add_sums(s, r.linear, r.angular_b, r.push);
+            } else {
+                add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
+            }
+        }
+        apply_sums(b, s);
+    }
+    if (what & GATHER_BOUNCES) {
+        Sums s = {};
+        for (u32 e = from, to_ = bouncing[i] > 0u ? to : from; e < to_; e++) {
+            u32 end = ends[e];
+            if (!physics::bounces(contacts[end >> 1])) continue;
             const physics::Impulse& r = responses[end >> 1];
             if (end & 1u) {
                 add_sums(s, r.linear, r.angular_b, r.push);
@@ -531,8 +549,8 @@ extern "C" __global__ void collide_bouncing(const Body* bodies, u32 n, const u32
 }
 
 // substep(), after the frame's last: one restitution pass (of
-// physics::BOUNCE_PASSES; `first` starts each contact's given impulse), each
-// contact's impulse into its response, which collide_gather sums per body.
+// World::bounce_passes; `first` starts each contact's given impulse), each
+// bouncing contact's impulse into its response, which collide_gather sums per body.
 // Grid-stride; nothing when the frame is redone.
 extern "C" __global__ void collide_restitute(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
                                              const u32* bouncing, World w, u32 first,
@@ -541,10 +559,12 @@ extern "C" __global__ void collide_restitute(Contact* contacts, const u64* words
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact& c = contacts[i];
+        // The gather reads no other contact's response (GATHER_BOUNCES).
+        if (!physics::bounces(c)) continue;
         responses[i] = physics::is_wall(c.b)
                            ? physics::restitution(c, first != 0u, bodies[c.a], bouncing[c.a],
-                                                  physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
+                                                  physics::wall_body(c.b, physics::v3(c.point), w), 1u)
                            : physics::restitution(c, first != 0u, bodies[c.a], bouncing[c.a], bodies[c.b],
-                                                  bouncing[c.b], w);
+                                                  bouncing[c.b]);
     }
 }

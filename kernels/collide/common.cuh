@@ -80,7 +80,8 @@ struct World {
     float rest_speed;
     float split;
     float margin;
-    float pad[3];
+    u32 bounce_passes;  // read on the host only
+    float pad[2];
 };
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");

@@ -102,17 +102,17 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
 // solver.rs `bounces`: whether c takes part in the restitution pass.
 __device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.0f; }
 
-// solver.rs `restitution`: one of the BOUNCE_PASSES after the substeps; a
+// solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
 __device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Body& a, u32 ka_, const Body& b,
-                                               u32 kb_, const World& w) {
+                                               u32 kb_) {
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = v3(0.0f, 0.0f, 0.0f);
     if (!bounces(c)) return out;
     float given = first ? 0.0f : c.sep;
     c.sep = given;
-    float ka = share(ka_, w), kb = share(kb_, w);
+    float ka = (float)ka_, kb = (float)kb_;
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
     V3 rb = sub(v3(c.point), v3(b.pos));

@@ -694,7 +694,7 @@ fn collide_bouncing(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgrou
 }
 
 // substep(), after collide_bouncing: one restitution pass (of solver.rs
-// BOUNCE_PASSES; P.first starts each contact's given impulse), each contact's
+// World::bounce_passes; P.first starts each contact's given impulse), each contact's
 // impulse added to both bodies' sums (collide_apply follows).
 @compute @workgroup_size(WG)
 fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
@@ -712,7 +712,7 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if (!is_wall(c.b)) {
         kb = atomicLoad(&counts[c.b]);
     }
-    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w));
+    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb));
     contacts[i] = c;
 }
 

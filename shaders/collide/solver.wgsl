@@ -199,10 +199,10 @@ fn bounces(c: Contact) -> bool {
     return c.bounce < 0.0;
 }
 
-// solver.rs `restitution`: one of the BOUNCE_PASSES after the substeps; a
+// solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
-fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
+fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_: u32) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
     if (!bounces(*c)) {
@@ -213,8 +213,8 @@ fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_
         given = 0.0;
     }
     (*c).sep = given;
-    let ka = share(ka_, w);
-    let kb = share(kb_, w);
+    let ka = f32(ka_);
+    let kb = f32(kb_);
     let n = v3((*c).normal);
     let ra = v3((*c).point) - a.pos;
     let rb = v3((*c).point) - b.pos;

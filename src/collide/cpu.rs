@@ -481,7 +481,7 @@ impl Engine for CpuCollide {
                 let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
                 *k = ends[range].iter().filter(|&&e| physics::bounces(&contacts[(e >> 1) as usize])).count() as u32;
             });
-            for pass in 0..physics::BOUNCE_PASSES {
+            for pass in 0..w.bounce_passes.max(1) {
                 let (bodies, bouncing) = (&self.bodies, &self.bouncing);
                 let count = |i: u32| bouncing[i as usize];
                 self.contacts
@@ -491,9 +491,9 @@ impl Engine for CpuCollide {
                         let first = pass == 0;
                         if physics::is_wall(c.b) {
                             let wall = physics::wall_body(c.b, c.point, &w);
-                            return physics::restitution(c, first, a, count(c.a), &wall, 1, &w);
+                            return physics::restitution(c, first, a, count(c.a), &wall, 1);
                         }
-                        physics::restitution(c, first, a, count(c.a), &bodies[c.b as usize], count(c.b), &w)
+                        physics::restitution(c, first, a, count(c.a), &bodies[c.b as usize], count(c.b))
                     })
                     .collect_into_vec(&mut self.responses);
                 gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);

@@ -22,7 +22,7 @@ use smart_default::SmartDefault;
 use crate::collide::gpu::{BodyTree, Lists, body_count};
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{
-    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, physics, words,
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, words,
 };
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
@@ -184,6 +184,7 @@ fn contact_bytes(capacity: u64) -> u64 {
 const GATHER_PASS: u32 = 1;
 const GATHER_INTEGRATE: u32 = 2;
 const GATHER_BEGIN: u32 = 4;
+const GATHER_BOUNCES: u32 = 8;
 
 /// The contact ends' buffer: two u32 per contact slot.
 fn ends(stream: &Arc<CudaStream>, contacts: u64) -> CollideResult<CudaSlice<u32>> {
@@ -303,11 +304,12 @@ impl CudaCollide {
     /// `GATHER_*` bits) over the substep's world `w`.
     fn gather(&self, w: &World, what: u32, wp: u64) -> CollideResult<()> {
         let (bp, ep, fp, cp) = (self.tree.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
-        let (rp, ctp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts));
+        let (rp, ctp, kp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts), self.bouncing.ptr());
         let mut l = self.stream.launch_builder(&self.functions.gather);
-        l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what);
+        l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what).arg(&kp);
         // SAFETY: matches collide_gather(Body*, u32, const u32*, const u32*, const u32*, const Impulse*, const
-        // Contact*, World, const u64*, u32); bodies, first slots and counts hold n entries; with the frame's
+        // Contact*, World, const u64*, u32, const u32*); bodies, first slots, counts and bouncing hold n entries
+        // (bouncing is read with GATHER_BOUNCES only, after collide_bouncing wrote it); with the frame's
         // status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of `ends` (two slots
         // per contact slot) with contacts below the frame's count, whose responses and records exist.
         unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
@@ -673,7 +675,7 @@ impl Engine for CudaCollide {
             // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const
             // Contact*, const u64*, u32*); as for collide_gather; `bouncing` holds n entries.
             unsafe { l.launch(grid(self.tree.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
-            for pass in 0..physics::BOUNCE_PASSES {
+            for pass in 0..w.bounce_passes.max(1) {
                 let first = (pass == 0) as u32;
                 let mut l = self.stream.launch_builder(&self.functions.restitute);
                 l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&first).arg(&rp);
@@ -681,7 +683,7 @@ impl Engine for CudaCollide {
                 // u32, Impulse*); as for collide_solve.
                 unsafe { l.launch(self.strided(contact_capacity)) }
                     .map_err(launch_err("launching collide_restitute"))?;
-                self.gather(&w, GATHER_PASS, wp)?;
+                self.gather(&w, GATHER_BOUNCES, wp)?;
             }
         }
         Ok(())

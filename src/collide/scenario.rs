@@ -165,7 +165,8 @@ pub(crate) fn world(min: [f32; 3], max: [f32; 3]) -> World {
         // 600 frames at 8 passes, with 0.6 not measurably.
         split: 0.6,
         margin: 0.02,
-        pad: [0.0; 3],
+        bounce_passes: 1,
+        pad: [0.0; 2],
     }
 }
 
@@ -222,6 +223,7 @@ fn gas(n: f32) -> (World, Region) {
     w.friction = 0.0;
     w.static_friction = 0.0;
     w.rest_speed = 0.0;
+    w.bounce_passes = 8;
     (w, Region::Cuboid { min: [0.0; 3], max: [side; 3] })
 }
 

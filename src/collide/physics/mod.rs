@@ -32,7 +32,7 @@ pub use manifold::{MAX_POINTS, box_box};
 pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
 pub use narrow::collide;
 pub use solver::{
-    BOUNCE_PASSES, FIXED, Impulse, apply, bounces, contact_impulse, from_fixed, hold, restitution, to_fixed, warm_start,
+    FIXED, Impulse, apply, bounces, contact_impulse, from_fixed, hold, restitution, to_fixed, warm_start,
 };
 pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
 

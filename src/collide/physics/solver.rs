@@ -116,15 +116,8 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
 
-/// Passes of [`restitution`] after a frame's substeps. One pass with the
-/// mass split gives a body in several bouncing contacts only part of each
-/// bounce: the closed elastic gas (1000 bodies, 700 frames, CPU) lost 18.6 %
-/// of its energy with one pass, 12.9 % with 2, 4.4 % with 4 and 2.2 % with 8,
-/// and 16 passes changed no bit of that run (converged).
-pub const BOUNCE_PASSES: u32 = 8;
-
 /// Restitution, after a frame's substeps (as Box2D's soft step applies it),
-/// in [`BOUNCE_PASSES`] Jacobi passes: a contact that still touches and whose
+/// in `World::bounce_passes` Jacobi passes: a contact that still touches and whose
 /// narrow phase saw an approach to bounce from is given the impulse that
 /// makes its normal speed the bounce. The impulse it has given so far this
 /// frame is kept in `c.sep` (the substeps, its only readers, are done; the
@@ -132,14 +125,15 @@ pub const BOUNCE_PASSES: u32 = 8;
 /// may take back what an earlier one overshot, but never pulls. The
 /// substeps stopped the contact; bouncing inside them would re-apply the
 /// bounce with every held impulse and pump energy. Each body's mass is split
-/// over its contacts that [`bounces`] says bounce.
-pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
+/// over all its contacts that [`bounces`] says bounce (Tonge's split, not
+/// `World::split`'s over-relaxed one: repeated passes must not overshoot).
+pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb: u32) -> Impulse {
     if !bounces(c) {
         return Impulse::default();
     }
     let given = if first { 0.0 } else { c.sep };
     c.sep = given;
-    let (ka, kb) = (share(ka, w), share(kb, w));
+    let (ka, kb) = (ka as f32, kb as f32);
     let n = c.normal;
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);

@@ -6,7 +6,7 @@ use super::record::Recorder;
 use super::{Params, Slot, WgpuCollide, cap32, word};
 use crate::collide::gpu::Lists;
 use crate::collide::layout::{Body, Contact, Node, World};
-use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep, physics};
+use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, LevelWords, Step, host};
@@ -293,7 +293,7 @@ impl Engine for WgpuCollide {
                 &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)],
                 Slot::Contacts,
             )?;
-            for pass in 0..physics::BOUNCE_PASSES {
+            for pass in 0..p.world.bounce_passes.max(1) {
                 self.rec.clear(&acc);
                 let first = Params { first: (pass == 0) as u32, ..p };
                 let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
