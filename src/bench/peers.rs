@@ -14,7 +14,9 @@
 //!
 //! This module holds the arithmetic and the reports; [`mitsuba`] drives
 //! Mitsuba 3, and `src/cli/bench/peers.rs` runs the renders.
+//! The peer runs as a Python driver ([`driver`]).
 
+pub mod driver;
 pub mod mitsuba;
 mod report;
 
