@@ -3,8 +3,10 @@
 //! renders per traversal until they reach the peer's error
 //! ([`reap::bench::peers`] holds the arithmetic and the reports). The peer
 //! runs time-limited and bounded ([`process`]); a signal meanwhile stops it,
-//! removes its temporary folder and ends the bench.
+//! removes its temporary folder and ends the bench. [`bullet`] is the
+//! collider's peer, run the same way.
 
+pub mod bullet;
 mod process;
 
 use std::path::Path;
