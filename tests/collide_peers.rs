@@ -110,7 +110,7 @@ fn with_pybullet_a_tiny_pile_is_stepped_and_measured_by_reaps_ruler() {
         return;
     }
     let dir = temp("ran");
-    let out = tiny_bench(&dir, "pile").output().expect("run reap");
+    let out = tiny_bench(&dir, "pile").args(["--bullet-iterations", "7"]).output().expect("run reap");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let json = results(&dir);
     let peer = &json["peers"][0];
@@ -119,6 +119,7 @@ fn with_pybullet_a_tiny_pile_is_stepped_and_measured_by_reaps_ruler() {
     // reap's rows step 4 warm-up frames before their 6; the peer steps as many.
     assert_eq!(peer["frames"], 10);
     assert_eq!(peer["substeps"], json["rows"][0]["substeps"]);
+    assert_eq!(peer["solver_iterations"], 7, "--bullet-iterations reaches PyBullet");
     assert!(peer["wall_ms"].as_f64().is_some_and(|t| t > 0.0), "{peer}");
     let frames: Vec<u64> =
         peer["energy"]["samples"].as_array().expect("samples").iter().filter_map(|s| s["frame"].as_u64()).collect();

@@ -37,6 +37,15 @@ pub fn unsupported(w: &World) -> Option<String> {
     })
 }
 
+/// How PyBullet steps: reap's substeps a frame, and its solver's iterations
+/// a substep (None: PyBullet's default). Its iterations are sequential
+/// impulses over every contact, not reap's Jacobi passes: the report gives both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Solver {
+    pub substeps: u32,
+    pub iterations: Option<u32>,
+}
+
 /// The world as the driver reads it.
 #[derive(serde::Serialize)]
 struct SceneWorld {
@@ -67,13 +76,14 @@ struct SceneBody {
 struct Scene {
     world: SceneWorld,
     substeps: u32,
+    solver_iterations: Option<u32>,
     frames: u32,
     samples: Vec<u32>,
     bodies: Vec<SceneBody>,
 }
 
 impl Scene {
-    fn of(w: &World, bodies: &[Body], substeps: u32, plan: &Plan) -> Self {
+    fn of(w: &World, bodies: &[Body], solver: Solver, plan: &Plan) -> Self {
         let world = SceneWorld {
             dt: w.dt,
             gravity: w.gravity,
@@ -95,7 +105,8 @@ impl Scene {
                 omega: b.omega,
             })
             .collect();
-        Scene { world, substeps, frames: plan.steps(), samples: plan.samples(), bodies }
+        let (substeps, solver_iterations) = (solver.substeps, solver.iterations);
+        Scene { world, substeps, solver_iterations, frames: plan.steps(), samples: plan.samples(), bodies }
     }
 }
 
@@ -121,15 +132,15 @@ struct DrivenSample {
 const BYTES_PER_STATE: u64 = 13 * 26 + 4;
 
 /// Steps `bodies` in world `w` with PyBullet through `python`
-/// ([`super::driver::python`]): `substeps` a frame, the frames and the
-/// samples of `plan`. `work` is an empty folder for the driver's files.
+/// ([`super::driver::python`]) with `solver`, the frames and the samples of
+/// `plan`. `work` is an empty folder for the driver's files.
 /// `run` runs the driver's command to its end (bounded, time-limited: see
 /// [`super::driver`]).
 pub fn step(
     python: &Path,
     w: &World,
     bodies: &[Body],
-    substeps: u32,
+    solver: Solver,
     plan: &Plan,
     work: &Path,
     run: impl FnOnce(&mut Command) -> Ended,
@@ -138,7 +149,7 @@ pub fn step(
     if let Some(why) = unsupported(w) {
         return Err(skip(why));
     }
-    let scene = Scene::of(w, bodies, substeps, plan);
+    let scene = Scene::of(w, bodies, solver, plan);
     let (frames, asked) = (scene.frames, scene.samples.clone());
     let path = work.join("scene.json");
     let text = serde_json::to_vec(&scene).map_err(|e| skip(format!("scene.json: {e}")))?;
@@ -215,7 +226,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (w, bodies) = build(Scenario::Pile, 10, 1).expect("pile");
         let plan = Plan { settle: 0, frames: 2 };
-        let got = step(&dir.path().join("no-such-python"), &w, &bodies, 6, &plan, dir.path(), runner);
+        let solver = Solver { substeps: 6, iterations: None };
+        let got = step(&dir.path().join("no-such-python"), &w, &bodies, solver, &plan, dir.path(), runner);
         let Err(Skipped(why)) = got else { panic!("a missing Python must skip the peer") };
         assert!(why.contains("pip install pybullet numpy") && why.contains("no-such-python"), "{why}");
     }
@@ -225,8 +237,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let (w, bodies) = build(Scenario::Drum, 10, 1).expect("drum");
         let plan = Plan { settle: 0, frames: 2 };
-        let Err(Skipped(why)) = step(Path::new("python3"), &w, &bodies, 6, &plan, dir.path(), |_| unreachable!())
-        else {
+        let Err(Skipped(why)) = step(
+            Path::new("python3"),
+            &w,
+            &bodies,
+            Solver { substeps: 6, iterations: Some(10) },
+            &plan,
+            dir.path(),
+            |_| unreachable!(),
+        ) else {
             panic!("the drum must skip before anything runs")
         };
         assert!(why.contains("turning cylinder"), "{why}");

@@ -7,13 +7,14 @@ reap (`scenario::build`): the world (time step, gravity, friction, restitution,
 the speed below which nothing bounces, the container's box) and every body
 (shape, half extents or radius, inverse mass, position, rotation as x y z w,
 linear and angular velocity in world space), and how to step it: `substeps`
-per frame, `frames` frames, and the frames after which to report every body's
+per frame, the solver's iterations (`solver_iterations`; null: PyBullet's
+default), `frames` frames, and the frames after which to report every body's
 state (`samples`; 0 is the start).
 
 PyBullet runs in DIRECT mode (no GUI, one CPU thread). Each frame is one
 stepSimulation of the scene's time step, split by PyBullet into `substeps`
-steps (numSubSteps), as reap splits its frame; the solver's iterations are
-PyBullet's default, reported. The container is six static planes facing in.
+steps (numSubSteps), as reap splits its frame; the solver's iterations a
+step are reported (numSolverIterations). The container is six static planes facing in.
 Bullet multiplies the two bodies' coefficients of a contact, so every body and
 wall gets the square root of reap's friction and restitution: each contact
 then has reap's. Bullet has one friction coefficient, so reap's static one is
@@ -66,6 +67,8 @@ def build(p, scene):
         numSubSteps=scene["substeps"],
         restitutionVelocityThreshold=w["rest_speed"],
     )
+    if scene.get("solver_iterations") is not None:
+        p.setPhysicsEngineParameter(numSolverIterations=scene["solver_iterations"])
     friction, restitution = math.sqrt(w["friction"]), math.sqrt(w["restitution"])
 
     def surface(body):

@@ -22,6 +22,10 @@ pub struct CollidePeerArgs {
     /// quality and energy figures of its bodies and its wall clock a frame.
     #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<CollidePeer>())]
     pub peers: Vec<CollidePeer>,
+    /// PyBullet's solver iterations a substep (its numSolverIterations) [default: PyBullet's own, 50]. They
+    /// are sequential impulses over every contact, not reap's Jacobi passes: the report states both.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub bullet_iterations: Option<u32>,
     #[command(flatten)]
     pub timeout: PeerTimeout,
 }
@@ -87,5 +91,6 @@ fn step_bullet(args: &CollidePeerArgs, start: &Start<'_>) -> Result<Stepped, Ski
         timeout.as_secs()
     );
     let run = |command: &mut std::process::Command| process::run(command, timeout);
-    bullet::step(&driver::python(), start.world, start.bodies, start.substeps, &start.plan, dir.path(), run)
+    let solver = bullet::Solver { substeps: start.substeps, iterations: args.bullet_iterations };
+    bullet::step(&driver::python(), start.world, start.bodies, solver, &start.plan, dir.path(), run)
 }
