@@ -19,22 +19,9 @@ fn temp(name: &str) -> PathBuf {
     binary::temp_dir("peers", name)
 }
 
-fn python() -> PathBuf {
-    std::env::var_os("REAP_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
-}
-
 /// `None` where Mitsuba imports, else why not; a skip fails under REAP_REQUIRE_MITSUBA=1.
 fn mitsuba_missing() -> Option<String> {
-    let out = Command::new(python()).args(["-c", "import mitsuba, drjit"]).output();
-    let why = match out {
-        Ok(o) if o.status.success() => return None,
-        Ok(o) => String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("import failed").to_string(),
-        Err(e) => format!("cannot run {}: {e}", python().display()),
-    };
-    let why = format!("SKIPPED Mitsuba test ({why}); python3 -m pip install mitsuba, or set REAP_PYTHON");
-    assert!(std::env::var_os("REAP_REQUIRE_MITSUBA").is_none_or(|v| v != "1"), "{why}");
-    eprintln!("{why}");
-    Some(why)
+    binary::peer_missing("mitsuba, drjit", "Mitsuba", "python3 -m pip install mitsuba", "REAP_REQUIRE_MITSUBA")
 }
 
 /// Whether reap's CUDA backend renders here (else the CPU backend, which renders the same bits).
@@ -81,7 +68,7 @@ fn means(dir: &Path, bounces: u32, cuda: bool) -> ([f64; 3], [f64; 3]) {
     let work = dir.join(format!("mitsuba{bounces}"));
     std::fs::create_dir_all(&work).expect("work folder");
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bench/peers/drive_mitsuba.py");
-    let out = Command::new(python())
+    let out = Command::new(binary::python())
         .arg(driver)
         .arg("--scene")
         .arg(export.join("scene.xml"))

@@ -14,7 +14,14 @@
 //!
 //! This module holds the arithmetic and the reports; [`mitsuba`] drives
 //! Mitsuba 3, and `src/cli/bench/peers.rs` runs the renders.
+//!
+//! The collider has its peer too ([`CollidePeer`]): [`bullet`] hands reap's
+//! scenario to PyBullet and reads its bodies back, which `reap bench collide
+//! --peers bullet` measures with reap's own quality figures
+//! (`crate::collide::peer`). Both peers run as Python drivers ([`driver`]).
 
+pub mod bullet;
+pub mod driver;
 pub mod mitsuba;
 mod report;
 
@@ -45,6 +52,33 @@ impl std::str::FromStr for Peer {
         Peer::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
             format!("--peers: unknown renderer `{s}`; use mitsuba (pbrt-v4 is a manual step: see README)")
         })
+    }
+}
+
+/// A physics engine reap's collider can be compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollidePeer {
+    /// Bullet through PyBullet, on the CPU.
+    Bullet,
+}
+
+impl CollidePeer {
+    pub const ALL: [CollidePeer; 1] = [CollidePeer::Bullet];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CollidePeer::Bullet => "bullet",
+        }
+    }
+}
+
+impl std::str::FromStr for CollidePeer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        CollidePeer::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("--peers: unknown engine `{s}`; use bullet (PyBullet)"))
     }
 }
 
@@ -339,5 +373,7 @@ mod tests {
         assert_eq!("mitsuba".parse::<Peer>(), Ok(Peer::Mitsuba));
         let err = "pbrt".parse::<Peer>().expect_err("pbrt-v4 is a manual step");
         assert!(err.contains("manual step"), "{err}");
+        assert_eq!("bullet".parse::<CollidePeer>(), Ok(CollidePeer::Bullet));
+        assert!("mitsuba".parse::<CollidePeer>().is_err(), "a renderer is no physics engine");
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::clocks::{gap_cell, gap_percent, mean_gap_sentence};
 use crate::collide::output::{PartTimes, Run, Summary};
+use crate::collide::peer::PeerRow;
 use crate::collide::quality::{self, EnergyRun, Quality};
 use crate::collide::{CollideResult, Contact, FrameStats};
 use crate::report::{Fixed, first_seen, fixed, report_head, write_bench_files};
@@ -136,12 +137,6 @@ impl BenchRow {
         BenchRow { error: Some(why), ..Self::base(run, frames) }
     }
 
-    /// The relative change of the total energy over the run, %; none for
-    /// the driven drum (see [`EnergyRun::drift`]).
-    fn energy_drift_percent(&self) -> Option<f64> {
-        self.energy.drift().map(|d| 100.0 * d)
-    }
-
     fn group(&self) -> (&str, &str, u32, &str) {
         (&self.backend, &self.scenario, self.bodies, &self.sort)
     }
@@ -160,29 +155,24 @@ impl BenchRow {
             substeps: self.substeps,
             iterations: self.iterations,
             frames: self.frames,
-            build_ms: fixed(self.parts.build, 4),
-            traverse_ms: fixed(self.parts.traverse, 4),
-            compact_ms: fixed(self.parts.compact, 4),
-            narrow_ms: fixed(self.parts.narrow, 4),
-            solve_ms: fixed(self.parts.solve, 4),
-            broad_ms: fixed(self.broad_ms, 4),
-            broad_ms_min: fixed(self.broad_ms_min, 4),
-            frame_ms: fixed(self.frame_ms, 4),
-            wall_ms: fixed(self.wall_ms, 4),
+            build_ms: Some(fixed(self.parts.build, 4)),
+            traverse_ms: Some(fixed(self.parts.traverse, 4)),
+            compact_ms: Some(fixed(self.parts.compact, 4)),
+            narrow_ms: Some(fixed(self.parts.narrow, 4)),
+            solve_ms: Some(fixed(self.parts.solve, 4)),
+            broad_ms: Some(fixed(self.broad_ms, 4)),
+            broad_ms_min: Some(fixed(self.broad_ms_min, 4)),
+            frame_ms: Some(fixed(self.frame_ms, 4)),
+            wall_ms: Some(fixed(self.wall_ms, 4)),
             wall_gap_percent: gap_percent(self.wall_ms, self.frame_ms).map(|g| fixed(g, 2)),
-            levels: self.levels,
-            peak_frontier: self.peak_frontier,
-            pairs_tested: fixed(self.pairs_tested, 0),
-            candidates: fixed(self.candidates, 1),
-            contacts: fixed(self.contacts, 1),
-            contacts_per_body: fixed(self.quality.contacts_per_body, 3),
-            mean_depth_r: fixed(self.quality.mean_depth, 4),
-            max_depth_r: fixed(self.quality.max_depth, 4),
-            kinetic_start: self.energy.samples.first().map(|e| fixed(e.kinetic, 4)),
-            kinetic_end: self.energy.samples.last().map(|e| fixed(e.kinetic, 4)),
-            energy_drift_percent: self.energy_drift_percent().map(|d| fixed(d, 3)),
+            levels: Some(self.levels),
+            peak_frontier: Some(self.peak_frontier),
+            pairs_tested: Some(fixed(self.pairs_tested, 0)),
+            candidates: Some(fixed(self.candidates, 1)),
+            contacts: Some(fixed(self.contacts, 1)),
             last_frame_sets: &self.last_frame_sets,
             error: self.error.as_deref(),
+            ..quality_cells(&self.quality, &self.energy)
         }
     }
 }
@@ -416,7 +406,7 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
 }
 
 /// The energy at the start, a quarter, half way and the end of a run.
-fn energy_sentence(run: &EnergyRun) -> Option<String> {
+pub(crate) fn energy_sentence(run: &EnergyRun) -> Option<String> {
     let last = run.samples.last()?.frame;
     Some(run.at(&quality::checkpoints(last)).line())
 }
@@ -428,12 +418,58 @@ struct BenchResults<'a> {
     device: &'a str,
     command: &'a str,
     rows: &'a [BenchRow],
+    /// Other engines on the same starts (`--peers`).
+    peers: &'a [PeerRow],
 }
 
-/// Writes DIR/results.csv, results.json and report.md.
-pub fn write_bench(dir: &Path, rows: &[BenchRow], device: &str, command: &str, report: &str) -> CollideResult<()> {
-    let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows };
-    Ok(write_bench_files(dir, rows.iter().map(BenchRow::csv_line), &results, report)?)
+/// Writes DIR/results.csv (reap's rows, then the peers'), results.json and report.md.
+pub fn write_bench(
+    dir: &Path,
+    rows: &[BenchRow],
+    peers: &[PeerRow],
+    device: &str,
+    command: &str,
+    report: &str,
+) -> CollideResult<()> {
+    let results = BenchResults { reap_commit: crate::build_info::GIT_COMMIT, device, command, rows, peers };
+    let lines = rows.iter().map(BenchRow::csv_line).chain(peers.iter().map(PeerRow::csv_line));
+    Ok(write_bench_files(dir, lines, &results, report)?)
+}
+
+/// The quality and energy cells of a results.csv line, the rest default.
+fn quality_cells<'a>(q: &Quality, energy: &EnergyRun) -> BenchCsv<'a> {
+    BenchCsv {
+        contacts_per_body: Some(fixed(q.contacts_per_body, 3)),
+        mean_depth_r: Some(fixed(q.mean_depth, 4)),
+        max_depth_r: Some(fixed(q.max_depth, 4)),
+        kinetic_start: energy.samples.first().map(|e| fixed(e.kinetic, 4)),
+        kinetic_end: energy.samples.last().map(|e| fixed(e.kinetic, 4)),
+        // None for the driven drum (see [`EnergyRun::drift`]).
+        energy_drift_percent: energy.drift().map(|d| fixed(100.0 * d, 3)),
+        ..BenchCsv::default()
+    }
+}
+
+impl PeerRow {
+    /// Its line of results.csv: the engine as the backend, its solver in
+    /// substeps and iterations, its wall clock and reap's quality and energy
+    /// figures of it; what only reap measures stays empty.
+    fn csv_line(&self) -> BenchCsv<'_> {
+        let ran = self.skipped.is_none();
+        let cells = if ran { quality_cells(&self.quality, &self.energy) } else { BenchCsv::default() };
+        BenchCsv {
+            backend: &self.peer,
+            scenario: &self.scenario,
+            bodies: self.bodies,
+            seed: self.seed,
+            substeps: self.substeps,
+            iterations: self.solver_iterations,
+            frames: self.frames,
+            wall_ms: ran.then(|| fixed(self.wall_ms, 4)),
+            error: self.skipped.as_deref(),
+            ..cells
+        }
+    }
 }
 
 /// One line of `reap bench collide`'s results.csv: a [`BenchRow`] with its
@@ -451,25 +487,26 @@ struct BenchCsv<'a> {
     substeps: u32,
     iterations: u32,
     frames: u32,
-    build_ms: Fixed,
-    traverse_ms: Fixed,
-    compact_ms: Fixed,
-    narrow_ms: Fixed,
-    solve_ms: Fixed,
-    broad_ms: Fixed,
-    broad_ms_min: Fixed,
-    frame_ms: Fixed,
-    wall_ms: Fixed,
+    // A peer's row (`PeerRow`) leaves empty what only reap measures: every stage and count.
+    build_ms: Option<Fixed>,
+    traverse_ms: Option<Fixed>,
+    compact_ms: Option<Fixed>,
+    narrow_ms: Option<Fixed>,
+    solve_ms: Option<Fixed>,
+    broad_ms: Option<Fixed>,
+    broad_ms_min: Option<Fixed>,
+    frame_ms: Option<Fixed>,
+    wall_ms: Option<Fixed>,
     wall_gap_percent: Option<Fixed>,
-    levels: usize,
-    peak_frontier: u64,
-    pairs_tested: Fixed,
-    candidates: Fixed,
-    contacts: Fixed,
-    contacts_per_body: Fixed,
+    levels: Option<usize>,
+    peak_frontier: Option<u64>,
+    pairs_tested: Option<Fixed>,
+    candidates: Option<Fixed>,
+    contacts: Option<Fixed>,
+    contacts_per_body: Option<Fixed>,
     /// Penetration over the radius, mean and most, at the last frame.
-    mean_depth_r: Fixed,
-    max_depth_r: Fixed,
+    mean_depth_r: Option<Fixed>,
+    max_depth_r: Option<Fixed>,
     kinetic_start: Option<Fixed>,
     kinetic_end: Option<Fixed>,
     energy_drift_percent: Option<Fixed>,
@@ -531,13 +568,37 @@ mod tests {
         // The driven drum judges no drift: its cell is empty, like any missing value.
         let mut driven = measured.clone();
         driven.energy.balance = Balance::Driven;
+        let energy = measured.energy.clone();
         let rows = [measured, driven, BenchRow::failed(&run, 1, "too large".into())];
-        let text = String::from_utf8(csv_rows(rows.iter().map(BenchRow::csv_line)).unwrap()).unwrap();
+        // A peer fills the engine, its solver, its wall clock and reap's figures of it; a skipped one only why.
+        let plan = crate::collide::peer::Plan { settle: 0, frames: 4 };
+        let peer = crate::collide::peer::PeerRun {
+            peer: "bullet",
+            scenario: "pile, big",
+            bodies: 10,
+            seed: 1,
+            substeps: 6,
+            plan,
+        };
+        let ran = PeerRow {
+            version: "PyBullet 3.2.7".into(),
+            solver_iterations: 50,
+            wall_ms: 2.5,
+            quality: q,
+            energy,
+            ..PeerRow::skipped(&peer, String::new())
+        };
+        let ran = PeerRow { skipped: None, ..ran };
+        let peers = [ran, PeerRow::skipped(&peer, "no pybullet".into())];
+        let lines = rows.iter().map(BenchRow::csv_line).chain(peers.iter().map(PeerRow::csv_line));
+        let text = String::from_utf8(csv_rows(lines).unwrap()).unwrap();
         let want = concat!(
             "backend,scenario,bodies,seed,sort,compaction,site,graph,substeps,iterations,frames,build_ms,traverse_ms,compact_ms,narrow_ms,solve_ms,broad_ms,broad_ms_min,frame_ms,wall_ms,wall_gap_percent,levels,peak_frontier,pairs_tested,candidates,contacts,contacts_per_body,mean_depth_r,max_depth_r,kinetic_start,kinetic_end,energy_drift_percent,last_frame_sets,error\n",
             "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,x,\n",
             "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,2,0.6667,0.6667,0.3333,0.3333,0.3333,1.6667,1.6667,2.3333,2.6667,14.29,2,3,4,7.0,3.0,5.600,0.0122,0.1000,0.0000,1.5000,,x,\n",
             "cpu,\"pile, big\",10,1,fast,sequential,,,2,4,1,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,0.0000,,0,0,0,0.0,0.0,0.000,0.0000,0.0000,,,,,too large\n",
+            "bullet,\"pile, big\",10,1,,,,,6,50,8,,,,,,,,,2.5000,,,,,,,5.600,0.0122,0.1000,0.0000,1.5000,-0.500,,\n",
+            "bullet,\"pile, big\",10,1,,,,,6,0,8,,,,,,,,,,,,,,,,,,,,,,,no pybullet\n",
         );
         assert_eq!(text, want);
     }

@@ -26,6 +26,7 @@ mod driver;
 mod gpu;
 pub mod layout;
 pub mod output;
+pub mod peer;
 pub mod physics;
 pub mod quality;
 pub mod scenario;

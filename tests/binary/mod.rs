@@ -21,3 +21,25 @@ pub fn temp_dir(suite: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// The Python the peers' drivers run with: $REAP_PYTHON, else `python3` (as reap picks it).
+#[allow(dead_code)] // only the peers' suites run Python
+pub fn python() -> PathBuf {
+    std::env::var_os("REAP_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
+}
+
+/// `None` where [`python`] imports `modules` (`import a, b`), else why not, printed as a skip of
+/// `peer`'s test with `install`; the skip fails where `$require` is 1 (CI that has the peer).
+#[allow(dead_code)]
+pub fn peer_missing(modules: &str, peer: &str, install: &str, require: &str) -> Option<String> {
+    let out = Command::new(python()).args(["-c", &format!("import {modules}")]).output();
+    let why = match out {
+        Ok(o) if o.status.success() => return None,
+        Ok(o) => String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("import failed").to_string(),
+        Err(e) => format!("cannot run {}: {e}", python().display()),
+    };
+    let why = format!("SKIPPED {peer} test ({why}); {install}, or set REAP_PYTHON");
+    assert!(std::env::var_os(require).is_none_or(|v| v != "1"), "{why}");
+    eprintln!("{why}");
+    Some(why)
+}

@@ -2,18 +2,22 @@
 //! `drive_mitsuba.py` (a real file, written to a temporary folder at run
 //! time), which hands back raw f32 images and a JSON of timings. Where Python,
 //! Mitsuba, the variant or the scene fails, the result is [`Skipped`] with the
-//! reason and how to install, never an error: the bench goes on without it.
-//!
-//! The driver is a stranger's process: the caller runs it ([`render`]'s `run`)
-//! time-limited, in a process group of its own that is killed on every exit
-//! path, with its output kept as a bounded [`Tail`], never whole.
+//! reason and how to install, never an error: the bench goes on without it
+//! (the driver's process and its failures: [`super::driver`]).
 
-use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
-use std::time::Duration;
+use std::path::Path;
+use std::process::Command;
 
-const DRIVER: &str = include_str!("drive_mitsuba.py");
+use super::driver::{Driver, Ended, Skipped, read_at_most};
+
+const DRIVER: Driver = Driver {
+    peer: "Mitsuba",
+    script: "drive_mitsuba.py",
+    text: include_str!("drive_mitsuba.py"),
+    report: "mitsuba.json",
+    install: INSTALL,
+    lighter: "--peer-spp or the image size",
+};
 
 /// How to get Mitsuba, for a skipped peer's row.
 pub const INSTALL: &str = "install it with `python3 -m pip install mitsuba` (on a machine without a package \
@@ -27,11 +31,6 @@ pub fn variant_for(reap_on_cuda: bool) -> &'static str {
         false => "llvm_ad_rgb",
     }
 }
-
-/// Why Mitsuba did not render: the exception or failure, with [`INSTALL`]
-/// where the package itself is missing.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Skipped(pub String);
 
 /// One timed render of Mitsuba.
 #[derive(Clone, Debug)]
@@ -57,8 +56,6 @@ pub struct MitsubaRun {
 /// mitsuba.json as the driver writes it.
 #[derive(serde::Deserialize)]
 struct Driven {
-    error: Option<String>,
-    stage: Option<String>,
     #[serde(default)]
     mitsuba: String,
     #[serde(default)]
@@ -79,51 +76,10 @@ struct DrivenImage {
     height: u32,
 }
 
-/// How many bytes of the driver's output (stdout and stderr) are kept for its
-/// last words: a flood of output costs no more memory than this.
-pub const TAIL_BYTES: usize = 64 << 10;
-
-/// The last [`TAIL_BYTES`] bytes a process wrote.
-#[derive(Clone, Debug, Default)]
-pub struct Tail {
-    kept: VecDeque<u8>,
-}
-
-impl Tail {
-    pub fn push(&mut self, bytes: &[u8]) {
-        let bytes = &bytes[bytes.len().saturating_sub(TAIL_BYTES)..];
-        let over = (self.kept.len() + bytes.len()).saturating_sub(TAIL_BYTES);
-        self.kept.drain(..over);
-        self.kept.extend(bytes);
-    }
-
-    pub fn bytes(&self) -> Vec<u8> {
-        self.kept.iter().copied().collect()
-    }
-}
-
-/// How the driver's process ended, as the caller's runner saw it.
-#[derive(Debug)]
-pub enum Ended {
-    /// It exited by itself (or by a signal not of reap's), with its last output.
-    Exited { status: ExitStatus, output: Vec<u8> },
-    /// It ran past the time limit and was killed.
-    TimedOut { after: Duration, output: Vec<u8> },
-    /// reap was asked to stop (SIGINT, SIGTERM) and killed it.
-    Interrupted,
-    /// It could not be started.
-    NotStarted(std::io::Error),
-}
-
-/// The Python that runs the driver: $REAP_PYTHON, else `python3`.
-pub fn python() -> PathBuf {
-    std::env::var_os("REAP_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from)
-}
-
-/// Renders `scene` (a Mitsuba XML file) with `python` ([`python`]) at each
-/// of `spp` with `variant`; the images must be `width` x `height`. `work` is
-/// an empty folder for the driver's files. `run` runs the driver's command to
-/// its end (bounded, time-limited: see the module's note).
+/// Renders `scene` (a Mitsuba XML file) with `python` ([`super::driver::python`])
+/// at each of `spp` with `variant`; the images must be `width` x `height`.
+/// `work` is an empty folder for the driver's files. `run` runs the driver's
+/// command to its end (bounded, time-limited: see [`super::driver`]).
 #[allow(clippy::too_many_arguments)]
 pub fn render(
     python: &Path,
@@ -136,49 +92,18 @@ pub fn render(
     run: impl FnOnce(&mut Command) -> Ended,
 ) -> Result<MitsubaRun, Skipped> {
     let skip = |why: String| Skipped(why);
-    let script = work.join("drive_mitsuba.py");
-    std::fs::write(&script, DRIVER).map_err(|e| skip(format!("cannot write {}: {e}", script.display())))?;
     let spp_list = spp.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(",");
-    let mut command = Command::new(python);
-    command
-        .arg(&script)
-        .args(["--scene".as_ref(), scene.as_os_str()])
-        .args(["--variant", variant, "--spp", &spp_list, "--seed", &seed.to_string()])
-        .args(["--out".as_ref(), work.as_os_str()]);
-    let (status, output) = match run(&mut command) {
-        Ended::Exited { status, output } => (status, output),
-        Ended::TimedOut { after, output } => {
-            return Err(skip(format!(
-                "{} timed out after {} s and was killed (last output: {}); raise --peer-timeout, or lower \
-                 --peer-spp or the image size",
-                python.display(),
-                after.as_secs(),
-                tail(&output)
-            )));
+    let mut args: Vec<std::ffi::OsString> = vec!["--scene".into(), scene.into()];
+    args.extend(["--variant", variant, "--spp", &spp_list, "--seed", &seed.to_string()].map(Into::into));
+    args.extend(["--out".into(), work.into()]);
+    let hint = |stage: &str| match stage {
+        "variant" => {
+            format!("; this Mitsuba build lacks the `{variant}` variant (pick another with --mitsuba-variant)")
         }
-        Ended::Interrupted => return Err(skip("interrupted by a signal; the peer was stopped".into())),
-        Ended::NotStarted(e) => {
-            return Err(skip(format!("cannot run {} ({e}): Mitsuba needs Python 3; {INSTALL}", python.display())));
-        }
+        _ => String::new(),
     };
-    let json = work.join("mitsuba.json");
     // The driver writes a small JSON; anything larger is not its.
-    let driven: Driven = match read_at_most(&json, 1 << 20) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| skip(format!("{}: {e}", json.display())))?,
-        // No JSON: the interpreter itself died (a crash in Mitsuba's JIT, a signal): its last words say why.
-        Err(_) => return Err(skip(format!("{} exited with {status}: {}", python.display(), tail(&output)))),
-    };
-    if let Some(error) = driven.error {
-        let stage = driven.stage.unwrap_or_default();
-        let hint = match stage.as_str() {
-            "import" => format!("; {INSTALL}"),
-            "variant" => {
-                format!("; this Mitsuba build lacks the `{variant}` variant (pick another with --mitsuba-variant)")
-            }
-            _ => String::new(),
-        };
-        return Err(skip(format!("Mitsuba failed at {stage}: {error}{hint}")));
-    }
+    let driven: Driven = DRIVER.run(python, work, &args, 1 << 20, hint, run)?;
     let mut images = Vec::new();
     for c in driven.checkpoints {
         if (c.width, c.height) != (width, height) {
@@ -204,17 +129,6 @@ pub fn render(
     Ok(MitsubaRun { version: driven.mitsuba, variant: driven.variant, load_s: driven.load_s, images })
 }
 
-/// The file at `path`, refused past `most` bytes (a stranger's file is never read whole blindly).
-fn read_at_most(path: &Path, most: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(most + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > most {
-        return Err(std::io::Error::other(format!("larger than the {most} bytes expected")));
-    }
-    Ok(bytes)
-}
-
 /// Raw little-endian f32 RGB, `height` rows of `width` pixels, as pixels.
 pub fn rgb_f32(bytes: &[u8], width: u32, height: u32) -> Result<Vec<[f32; 3]>, String> {
     let want = width as usize * height as usize * 12;
@@ -223,37 +137,6 @@ pub fn rgb_f32(bytes: &[u8], width: u32, height: u32) -> Result<Vec<[f32; 3]>, S
     }
     let f = |b: &[u8]| f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     Ok(bytes.chunks_exact(12).map(|p| [f(&p[0..4]), f(&p[4..8]), f(&p[8..12])]).collect())
-}
-
-/// The longest line of a process's output quoted in a message.
-const QUOTED_LINE: usize = 200;
-
-/// A process's output in one line: its first line that names an error (a
-/// crash's own message, before its dump), else its last lines; control
-/// characters dropped and each line cut short, so a flood of bytes reads as
-/// a short message.
-fn tail(output: &[u8]) -> String {
-    let text = String::from_utf8_lossy(output);
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let printable: String = l.chars().filter(|c| !c.is_control()).collect();
-            let line = printable.trim();
-            match line.char_indices().nth(QUOTED_LINE) {
-                Some((at, _)) => format!("{}…", &line[..at]),
-                None => line.to_string(),
-            }
-        })
-        .filter(|l| !l.is_empty())
-        .collect();
-    if let Some(error) = lines.iter().find(|l| l.to_ascii_lowercase().contains("error")) {
-        return error.clone();
-    }
-    match lines.len() {
-        0 if output.iter().all(u8::is_ascii_whitespace) => "no message".into(),
-        0 => format!("{} bytes of no text", output.len()),
-        n => lines[n.saturating_sub(3)..].join(" / "),
-    }
 }
 
 #[cfg(test)]
@@ -284,31 +167,6 @@ mod tests {
         let got = render(&python, Path::new("scene.xml"), "scalar_rgb", &[4], 0, (4, 4), dir.path(), run);
         let Err(Skipped(why)) = got else { panic!("a missing Python must skip the peer") };
         assert!(why.contains("pip install mitsuba"), "{why}");
-    }
-
-    #[test]
-    fn a_crash_is_told_by_its_error_line() {
-        let dump = b"LLVM ERROR: Cannot select: fminimum\n  0x5: f32 = extract\n\nIn function: drjit_3429\n";
-        assert_eq!(tail(dump), "LLVM ERROR: Cannot select: fminimum");
-        assert_eq!(tail(b"a\nb\n\nc\nd\n"), "b / c / d");
-        assert_eq!(tail(b""), "no message");
-        assert_eq!(tail(&[0; 1000]), "1000 bytes of no text", "a flood of NULs is not quoted");
-        let long = "x".repeat(10_000);
-        assert_eq!(tail(long.as_bytes()).chars().count(), QUOTED_LINE + 1, "a long line is cut");
-    }
-
-    #[test]
-    fn a_tail_keeps_only_the_last_bytes() {
-        let mut t = Tail::default();
-        for _ in 0..100 {
-            t.push(&[b'a'; 4096]);
-        }
-        t.push(b"the end");
-        let kept = t.bytes();
-        assert_eq!(kept.len(), TAIL_BYTES);
-        assert!(kept.ends_with(b"aathe end"));
-        t.push(&vec![b'z'; 3 * TAIL_BYTES]);
-        assert_eq!(t.bytes(), vec![b'z'; TAIL_BYTES]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::bench::{self, BenchRow, GRAPH_WARM_UP};
 use reap::collide::output::Run;
+use reap::collide::peer::{self, Plan};
 use reap::collide::quality::{EnergyRun, Quality};
 use reap::collide::{
     Body, CollideError, CollideSettings, Compaction, Engine, FrameStats, Frontier, Scenario, SortMethod, frame,
@@ -17,6 +18,7 @@ use reap::collide::{
 use reap::compaction::{Algorithm, Backend, BackendKind, Fusion};
 
 use super::compactions;
+use super::peers::bullet::{CollidePeerArgs, Start, compare};
 use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 use crate::cli::collide::{SimFlags, build, check_frames, parse_bodies, scenarios_help, settings, warm_up};
 
@@ -57,6 +59,8 @@ pub struct CollideBenchArgs {
     /// separate pass (with --fusion auto).
     #[arg(long)]
     pub both_paths: bool,
+    #[command(flatten)]
+    pub peer: CollidePeerArgs,
 }
 
 /// `reap bench collide`: every body count × sort × compaction choice, one
@@ -71,6 +75,7 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
+    let mut peers = Vec::new();
     let mut device = String::new();
     // `auto` falling back to the CPU says so once, not once per body count.
     let mut choice = args.backend;
@@ -82,11 +87,29 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
         }
         device = name;
         rows.extend(body_rows);
+        if !args.peer.peers.is_empty() {
+            // The peers step the spawn itself, settling included, as reap's rows did.
+            let (world, bodies) = build(sc, n, args.sim.seed)?;
+            let start = Start {
+                scenario: sc,
+                world: &world,
+                bodies: &bodies,
+                seed: args.sim.seed,
+                substeps: args.sim.solver(sc).0,
+                plan: Plan { settle: args.settle, frames: args.frames },
+                measure: &reference(&args, sc),
+            };
+            peers.extend(compare(&args.peer, &start)?);
+        }
     }
-    let md = bench::bench_report(&rows, &device, &command);
+    let mut md = bench::bench_report(&rows, &device, &command);
     println!("{}", bench::bench_table(&rows));
+    if !peers.is_empty() {
+        println!("beside other engines, their bodies measured by reap:\n{}", peer::table(&peers, &rows));
+        md += &peer::markdown(&peers, &rows);
+    }
     if let Some(dir) = &args.out {
-        bench::write_bench(dir, &rows, &device, &command, &md)?;
+        bench::write_bench(dir, &rows, &peers, &device, &command, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }
     let diff = bench::disagreements(&rows);

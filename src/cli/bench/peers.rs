@@ -3,8 +3,10 @@
 //! renders per traversal until they reach the peer's error
 //! ([`reap::bench::peers`] holds the arithmetic and the reports). The peer
 //! runs time-limited and bounded ([`process`]); a signal meanwhile stops it,
-//! removes its temporary folder and ends the bench.
+//! removes its temporary folder and ends the bench. [`bullet`] is the
+//! collider's peer, run the same way.
 
+pub mod bullet;
 mod process;
 
 use std::path::Path;
@@ -13,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
-use reap::bench::peers::mitsuba::{self, MitsubaRun, Skipped};
+use reap::bench::peers::driver::{self, Skipped};
+use reap::bench::peers::mitsuba::{self, MitsubaRun};
 use reap::bench::peers::{self, Peer, PeerCheckpoint, PeerOutcome, ReapCheckpoint, ReapRun, SceneComparison};
 use reap::compaction::{BackendKind, Compaction, Fusion};
 use reap::scene::export::{ExportFormat, ExportSettings};
@@ -41,10 +44,28 @@ pub struct PeerArgs {
     /// Mitsuba's variant [default: cuda_ad_rgb when reap runs on CUDA, llvm_ad_rgb otherwise].
     #[arg(long)]
     pub mitsuba_variant: Option<String>,
-    /// Seconds the peer may take for all its renders of one scene before it is killed and its row says it
-    /// timed out.
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub peer_timeout: u64,
+    #[command(flatten)]
+    pub timeout: PeerTimeout,
+}
+
+/// How long a peer may run: `bench render` and `bench collide` alike.
+#[derive(clap::Args)]
+pub struct PeerTimeout {
+    /// Seconds the peer may take for one scene (all its renders of it, or all its frames of one body count)
+    /// before it is killed and its row says it timed out.
+    #[arg(
+        long = "peer-timeout",
+        value_name = "SECONDS",
+        default_value_t = 3600,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub seconds: u64,
+}
+
+impl PeerTimeout {
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs(self.seconds)
+    }
 }
 
 impl PeerArgs {
@@ -144,7 +165,7 @@ fn run_mitsuba(
     std::fs::create_dir_all(&work).map_err(|e| Skipped(format!("cannot make {}: {e}", work.display())))?;
     let variant =
         args.peer.mitsuba_variant.clone().unwrap_or_else(|| mitsuba::variant_for(kind == BackendKind::Cuda).into());
-    let timeout = Duration::from_secs(args.peer.peer_timeout);
+    let timeout = args.peer.timeout.duration();
     println!(
         "{}: Mitsuba ({variant}) renders {:?} spp, each after a warm-up render (at most {} s, --peer-timeout)",
         sc.name,
@@ -154,7 +175,7 @@ fn run_mitsuba(
     // Mitsuba's seed differs from both of reap's: its samples are independent of the reference's.
     let seed = args.seed.wrapping_add(2);
     let run = |command: &mut std::process::Command| process::run(command, timeout);
-    mitsuba::render(&mitsuba::python(), &xml, &variant, spp, seed, (args.width, args.height), &work, run)
+    mitsuba::render(&driver::python(), &xml, &variant, spp, seed, (args.width, args.height), &work, run)
 }
 
 /// The backend's kind, for Mitsuba's variant.

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use reap::bench::peers::mitsuba::{Ended, Tail};
+use reap::bench::peers::driver::{Ended, Tail};
 
 use crate::cli::interrupt;
 
