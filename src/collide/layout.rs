@@ -119,8 +119,9 @@ pub struct World {
     /// (`physics::restitution`). One pass with the mass split gives a body in
     /// several bouncing contacts only part of each bounce: the closed elastic
     /// gas (1000 bodies, 600 frames, CPU) loses 16.4 % of its energy with 1
-    /// and 2.8 % with 8. The gas takes 8; the other scenes 1, as 8 made the
-    /// 1M-body ramp blow up after 200 frames (cause not yet found).
+    /// and 2.8 % with 8. The gas takes 8; the other scenes 1: 8 turned the
+    /// 1M-body ramp's few spinning boxes (hundreds of rad/s with 1 pass too)
+    /// into a cascade after 230 frames (docs/collide/energy-h200).
     pub bounce_passes: u32,
     #[serde(skip)]
     pub pad: [f32; 2],
