@@ -386,6 +386,16 @@ __device__ __forceinline__ void apply_sums(Body& b, const Sums& s) {
 #define GATHER_BEGIN 4u      // the next substep's gravity and the impulses its contacts held
 #define GATHER_BOUNCES 8u    // takes the sums of its bouncing contacts' responses (a restitution pass)
 
+// One contact's response r added to the sums of its side `side` (0: a, which
+// takes the opposite impulse and push; 1: b).
+__device__ __forceinline__ void add_response(Sums& s, const physics::Impulse& r, u32 side) {
+    if (side) {
+        add_sums(s, r.linear, r.angular_b, r.push);
+    } else {
+        add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
+    }
+}
+
 // substep(): every body gathers from its run of ends, by `what` above: the
 // pass's responses (collide_solve's), then the step, then gravity and the
 // held impulses (solver.rs `hold`, from the contacts' impulses and the
@@ -407,12 +417,7 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
         Sums s = {};
         for (u32 e = from; e < to; e++) {
             u32 end = ends[e];
-            const physics::Impulse& r = responses[end >> 1];
-            if (end & 1u) {
-                add_sums(s, r.linear, r.angular_b, r.push);
-            } else {
-                add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
-            }
+            add_response(s, responses[end >> 1], end & 1u);
         }
         apply_sums(b, s);
     }
@@ -421,12 +426,7 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
         for (u32 e = from, to_ = bouncing[i] > 0u ? to : from; e < to_; e++) {
             u32 end = ends[e];
             if (!physics::bounces(contacts[end >> 1])) continue;
-            const physics::Impulse& r = responses[end >> 1];
-            if (end & 1u) {
-                add_sums(s, r.linear, r.angular_b, r.push);
-            } else {
-                add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
-            }
+            add_response(s, responses[end >> 1], end & 1u);
         }
         apply_sums(b, s);
     }
