@@ -15,11 +15,12 @@ pub fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {
     bytemuck::cast_slice(v)
 }
 
-pub fn first_difference(a: &[Body], b: &[Body]) -> String {
-    let differs = |(x, y): (&Body, &Body)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
+/// The first record (body or contact) whose bits differ, both sides shown.
+pub fn first_difference<T: bytemuck::Pod + std::fmt::Debug>(a: &[T], b: &[T]) -> String {
+    let differs = |(x, y): (&T, &T)| bytemuck::bytes_of(x) != bytemuck::bytes_of(y);
     match a.iter().zip(b).position(differs) {
-        Some(i) => format!("body {i}: {:?} vs {:?}", a[i], b[i]),
-        None => format!("{} vs {} bodies", a.len(), b.len()),
+        Some(i) => format!("record {i}: {:?} vs {:?}", a[i], b[i]),
+        None => format!("{} vs {} records", a.len(), b.len()),
     }
 }
 

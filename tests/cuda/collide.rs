@@ -49,9 +49,8 @@ fn assert_same(name: &str, got: &Outcome, want: &Outcome, want_name: &str) {
     assert_eq!(got.candidates, want.candidates, "{name}: candidates differ from {want_name}");
     assert!(
         bits(&got.contacts) == bits(&want.contacts),
-        "{name}: contacts differ from {want_name} ({} vs {})",
-        got.contacts.len(),
-        want.contacts.len()
+        "{name}: contacts differ from {want_name}: {}",
+        first_difference(&got.contacts, &want.contacts)
     );
     // Nodes compare as floats: a box bound of zero may carry either sign (min / max of ±0).
     assert!(got.nodes == want.nodes, "{name}: the hierarchy differs from {want_name}'s");
