@@ -322,22 +322,16 @@ extern "C" __global__ void collide_walls(const Body* bodies, u32 n, World w, Con
 }
 
 // solve(), first step: each body's contact points, with bodies and walls
-// (`counts`: its run of ends), and those that touch or close (`touching`,
-// physics::splits: its mass is split over them, a pair's points each taking a part, or a box
+// (its mass is split over them: a pair's points each take a part, or a box
 // resting on four corners overshoots four times; World::split keeps that
-// from stalling the solver). The host zeroes both before.
-extern "C" __global__ void collide_count(const Contact* contacts, const u64* words, u64 contact_word, u32* counts,
-                                         u32* touching) {
+// from stalling the solver). The host zeroes `counts` before.
+extern "C" __global__ void collide_count(const Contact* contacts, const u64* words, u64 contact_word, u32* counts) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact c = contacts[i];
-        bool wall = physics::is_wall(c.b);
         atomicAdd(&counts[c.a], 1u);
-        if (!wall) atomicAdd(&counts[c.b], 1u);
-        if (!physics::splits(c)) continue;
-        atomicAdd(&touching[c.a], 1u);
-        if (!wall) atomicAdd(&touching[c.b], 1u);
+        if (!physics::is_wall(c.b)) atomicAdd(&counts[c.b], 1u);
     }
 }
 
@@ -359,40 +353,31 @@ extern "C" __global__ void collide_ends(const Contact* contacts, const u64* word
 
 // A body's sums of one pass, in 2^-24 fixed point (two's complement in
 // unsigned words, wrapping as the CPU's i64 sums do): linear impulse,
-// angular impulse, push, and the push's turn.
+// angular impulse, push.
 struct Sums {
     u64 linear[3];
     u64 angular[3];
     u64 push[3];
-    u64 turn[3];
 };
 
-__device__ __forceinline__ void add_sums(Sums& s, physics::V3 linear, physics::V3 angular) {
+__device__ __forceinline__ void add_sums(Sums& s, physics::V3 linear, physics::V3 angular, physics::V3 push) {
 #pragma unroll
     for (int k = 0; k < 3; k++) {
         s.linear[k] += (u64)physics::to_fixed(linear[k]);
         s.angular[k] += (u64)physics::to_fixed(angular[k]);
-    }
-}
-
-__device__ __forceinline__ void add_pushes(Sums& s, physics::V3 push, physics::V3 turn) {
-#pragma unroll
-    for (int k = 0; k < 3; k++) {
         s.push[k] += (u64)physics::to_fixed(push[k]);
-        s.turn[k] += (u64)physics::to_fixed(turn[k]);
     }
 }
 
 __device__ __forceinline__ void apply_sums(Body& b, const Sums& s) {
-    physics::V3 linear, angular, push, turned;
+    physics::V3 linear, angular, push;
 #pragma unroll
     for (int k = 0; k < 3; k++) {
         linear[k] = physics::from_fixed((i64)s.linear[k]);
         angular[k] = physics::from_fixed((i64)s.angular[k]);
         push[k] = physics::from_fixed((i64)s.push[k]);
-        turned[k] = physics::from_fixed((i64)s.turn[k]);
     }
-    physics::apply(b, linear, angular, push, turned);
+    physics::apply(b, linear, angular, push);
 }
 
 // What collide_gather does to each body, in this order (cpu.rs `substep`).
@@ -402,15 +387,12 @@ __device__ __forceinline__ void apply_sums(Body& b, const Sums& s) {
 #define GATHER_BOUNCES 8u    // takes the sums of its bouncing contacts' responses (a restitution pass)
 
 // One contact's response r added to the sums of its side `side` (0: a, which
-// takes the opposite impulse and push; 1: b). A restitution pass's responses
-// push nothing (`pushes` false: their push fields are not read).
-__device__ __forceinline__ void add_response(Sums& s, const physics::Impulse& r, u32 side, bool pushes) {
+// takes the opposite impulse and push; 1: b).
+__device__ __forceinline__ void add_response(Sums& s, const physics::Impulse& r, u32 side) {
     if (side) {
-        add_sums(s, r.linear, r.angular_b);
-        if (pushes) add_pushes(s, r.push, r.turn_b);
+        add_sums(s, r.linear, r.angular_b, r.push);
     } else {
-        add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a);
-        if (pushes) add_pushes(s, physics::scale(r.push, -1.0f), r.turn_a);
+        add_sums(s, physics::scale(r.linear, -1.0f), r.angular_a, physics::scale(r.push, -1.0f));
     }
 }
 
@@ -430,11 +412,12 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
     // An immovable body takes nothing and does not move (the ramp: thousands of ends for one thread).
     if (b.inv_mass <= 0.0f) return;
     u32 from = first[i], to = first[i] + counts[i];
+    physics::V3 zero = physics::v3(0.0f, 0.0f, 0.0f);
     if (what & GATHER_PASS) {
         Sums s = {};
         for (u32 e = from; e < to; e++) {
             u32 end = ends[e];
-            add_response(s, responses[end >> 1], end & 1u, true);
+            add_response(s, responses[end >> 1], end & 1u);
         }
         apply_sums(b, s);
     }
@@ -443,7 +426,7 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
         for (u32 e = from, to_ = bouncing[i] > 0u ? to : from; e < to_; e++) {
             u32 end = ends[e];
             if (!physics::bounces(contacts[end >> 1])) continue;
-            add_response(s, responses[end >> 1], end & 1u, false);
+            add_response(s, responses[end >> 1], end & 1u);
         }
         apply_sums(b, s);
     }
@@ -455,7 +438,7 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
             u32 end = ends[e];
             physics::V3 linear, angular;
             physics::hold_side(contacts[end >> 1], b, end & 1u, &linear, &angular);
-            add_sums(s, linear, angular);
+            add_sums(s, linear, angular, zero);
         }
         apply_sums(b, s);
     }
@@ -538,15 +521,15 @@ extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64
 // collide_gather sums per body. Reads the bodies from before the pass; each
 // contact is one thread's. Grid-stride; nothing when the frame is redone.
 extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
-                                         const u32* touching, World w, physics::Impulse* responses) {
+                                         const u32* counts, World w, physics::Impulse* responses) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
         Contact& c = contacts[i];
         responses[i] = physics::is_wall(c.b)
-                           ? physics::contact_impulse(c, bodies[c.a], touching[c.a],
+                           ? physics::contact_impulse(c, bodies[c.a], counts[c.a],
                                                       physics::wall_body(c.b, physics::v3(c.point), w), 1u, w)
-                           : physics::contact_impulse(c, bodies[c.a], touching[c.a], bodies[c.b], touching[c.b], w);
+                           : physics::contact_impulse(c, bodies[c.a], counts[c.a], bodies[c.b], counts[c.b], w);
     }
 }
 

@@ -47,7 +47,7 @@ struct Node {
     u32 right;
 };
 
-// Keep in sync with layout.rs `Contact` (96 bytes).
+// Keep in sync with layout.rs `Contact` (64 bytes).
 struct Contact {
     u32 a;
     u32 b;
@@ -59,10 +59,6 @@ struct Contact {
     float bounce;
     float friction[3];
     u32 slot;
-    float anchor_a[3];
-    u32 split;
-    float anchor_b[3];
-    u32 pad2;
 };
 
 // Keep in sync with layout.rs `World` (96 bytes).
@@ -90,7 +86,7 @@ struct World {
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");
 static_assert(sizeof(Node) == 32, "Node: keep in sync with layout.rs");
-static_assert(sizeof(Contact) == 96, "Contact: keep in sync with layout.rs");
+static_assert(sizeof(Contact) == 64, "Contact: keep in sync with layout.rs");
 static_assert(sizeof(World) == 112, "World: keep in sync with layout.rs");
 
 // layout.rs pack / unpack.
@@ -172,26 +168,6 @@ __device__ __forceinline__ V3 extent(const Body& b) {
 #pragma unroll
     for (int k = 0; k < 3; k++) e[k] = abs(u[0][k]) * h[0] + abs(u[1][k]) * h[1] + abs(u[2][k]) * h[2];
     return e;
-}
-
-// mod.rs `anchor`: point p on body b in the body's own frame (a sphere's in world axes).
-__device__ __forceinline__ V3 anchor(const Body& b, V3 p) {
-    V3 r = sub(p, v3(b.pos));
-    if (b.shape == COLLIDE_SPHERE) return r;
-    Axes u = axes(b.rot);
-    return v3(dot(r, u[0]), dot(r, u[1]), dot(r, u[2]));
-}
-
-// mod.rs `arm`: the lever arm of anchor l on body b as it is turned now.
-__device__ __forceinline__ V3 arm(const Body& b, V3 l) {
-    if (b.shape == COLLIDE_SPHERE) return l;
-    Axes u = axes(b.rot);
-    return add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]));
-}
-
-// mod.rs `separation`: how far b's anchor lies past a's along n (centres first).
-__device__ __forceinline__ float separation(const Body& a, V3 ra, const Body& b, V3 rb, V3 n) {
-    return dot(add(sub(v3(b.pos), v3(a.pos)), sub(rb, ra)), n);
 }
 
 // How far from a body's surface its contacts are looked for: the margin plus

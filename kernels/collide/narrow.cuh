@@ -234,19 +234,13 @@ __device__ __forceinline__ Contact contact(u32 ia, const Body& a, u32 ib, const 
     c.a = ia;
     c.b = ib;
     c.depth = depth;
-    V3 la = anchor(a, point), lb = anchor(b, point);
-    c.sep = separation(a, arm(a, la), b, arm(b, lb), normal);
+    c.sep = dot(sub(v3(b.pos), v3(a.pos)), normal);
     store(c.normal, normal);
     c.lambda = 0.0f;
     store(c.point, point);
     c.bounce = vn < -w.rest_speed ? -w.restitution * vn : 0.0f;
-    // Touching, or closing its gap within the frame at the approach speed.
-    c.split = depth - min(vn, 0.0f) * w.dt > -w.slop ? 1u : 0u;
     store(c.friction, v3(0.0f, 0.0f, 0.0f));
     c.slot = slot;
-    store(c.anchor_a, la);
-    store(c.anchor_b, lb);
-    c.pad2 = 0u;
     return c;
 }
 

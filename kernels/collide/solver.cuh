@@ -37,16 +37,7 @@ struct Impulse {
     V3 angular_a;
     V3 angular_b;
     V3 push;
-    V3 turn_a;
-    V3 turn_b;
 };
-
-__device__ __forceinline__ Impulse no_impulse() {
-    V3 zero = v3(0.0f, 0.0f, 0.0f);
-    Impulse out;
-    out.linear = out.angular_a = out.angular_b = out.push = out.turn_a = out.turn_b = zero;
-    return out;
-}
 
 // The inverse effective mass of a contact along `d`, each body's mass split
 // over its `k` contacts.
@@ -56,29 +47,24 @@ __device__ __forceinline__ float inv_effective(const Body& a, float ka, V3 ra, c
     return ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)));
 }
 
-// What a body in k touching contact points counts as in the mass split
-// (World::split); one in none counts as in one.
-__device__ __forceinline__ float share(u32 k, const World& w) {
-    return 1.0f + w.split * (__uint2float_rn(k > 1u ? k : 1u) - 1.0f);
-}
-
-// solver.rs `splits`: whether c counts in its bodies' mass split (touching or
-// closing when found).
-__device__ __forceinline__ bool splits(const Contact& c) { return c.split != 0u; }
+// What a body in k contact points counts as in the mass split (World::split).
+__device__ __forceinline__ float share(u32 k, const World& w) { return 1.0f + w.split * (__uint2float_rn(k) - 1.0f); }
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb),
 // over the substep's w.dt.
 __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
                                                    const World& w) {
-    Impulse out = no_impulse();
+    V3 zero = v3(0.0f, 0.0f, 0.0f);
+    Impulse out;
+    out.linear = out.angular_a = out.angular_b = out.push = zero;
     float ka = share(ka_, w), kb = share(kb_, w);
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
     V3 rb = sub(v3(c.point), v3(b.pos));
     float kn = inv_effective(a, ka, ra, b, kb, rb, n);
     if (kn <= 0.0f) return out;
-    // The depth now, the bodies having moved and turned since the narrow phase.
-    float depth = c.depth - (separation(a, arm(a, v3(c.anchor_a)), b, arm(b, v3(c.anchor_b)), n) - c.sep);
+    // The depth now, the centres having moved since the narrow phase.
+    float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
     // Apart by more than the slop: the bodies may approach until they touch at
     // the substep's end (within the slop the contact counts as touching).
     // Touching, they stop: the bounce comes once, after the substeps.
@@ -105,14 +91,11 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     V3 df = sub(f, v3(c.friction));
     store(c.friction, f);
     V3 p = add(scale(n, dn), df);
-    // The push acts at the anchors, as the impulse does: a sunk corner turns out.
-    V3 push = scale(n, max(depth - w.slop, 0.0f) * w.baumgarte / kn);
+    float push = max(depth - w.slop, 0.0f) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
     out.linear = p;
     out.angular_a = scale(cross(ra, p), -1.0f);
     out.angular_b = cross(rb, p);
-    out.push = push;
-    out.turn_a = scale(cross(ra, push), -1.0f);
-    out.turn_b = cross(rb, push);
+    out.push = scale(n, push);
     return out;
 }
 
@@ -124,7 +107,8 @@ __device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
 __device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Body& a, u32 ka_, const Body& b,
                                                u32 kb_) {
-    Impulse out = no_impulse();
+    Impulse out;
+    out.linear = out.angular_a = out.angular_b = out.push = v3(0.0f, 0.0f, 0.0f);
     if (!bounces(c)) return out;
     float given = first ? 0.0f : c.sep;
     c.sep = given;
@@ -170,28 +154,13 @@ __device__ __forceinline__ void hold_side(const Contact& c, const Body& body, bo
     }
 }
 
-// motion.rs `turn`: orientation q turned by the small rotation vector 2 o, renormalised.
-__device__ __forceinline__ void turn(float* q, V3 o) {
-    float x = q[0], y = q[1], z = q[2], s = q[3];
-    float q0 = x + (o[0] * s + (o[1] * z - o[2] * y));
-    float q1 = y + (o[1] * s + (o[2] * x - o[0] * z));
-    float q2 = z + (o[2] * s + (o[0] * y - o[1] * x));
-    float q3 = s - (o[0] * x + o[1] * y + o[2] * z);
-    float len = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
-    q[0] = q0 / len;
-    q[1] = q1 / len;
-    q[2] = q2 / len;
-    q[3] = q3 / len;
-}
-
 // A body takes the sums of its contacts' impulses of one pass (an immovable
-// one takes nothing); a body turned by no push keeps its orientation's bits.
-__device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push, V3 turned) {
+// one takes nothing).
+__device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
     if (b.inv_mass <= 0.0f) return;
     store(b.vel, add(v3(b.vel), scale(linear, b.inv_mass)));
     store(b.omega, add(v3(b.omega), inv_inertia_mul(b, angular)));
     store(b.pos, add(v3(b.pos), scale(push, b.inv_mass)));
-    if (turned[0] != 0.0f || turned[1] != 0.0f || turned[2] != 0.0f) turn(b.rot, scale(inv_inertia_mul(b, turned), 0.5f));
 }
 
 // Gravity for one step.
@@ -204,7 +173,18 @@ __device__ __forceinline__ void gravity(Body& b, const World& w) {
 __device__ __forceinline__ void integrate(Body& b, const World& w) {
     if (b.inv_mass <= 0.0f) return;
     store(b.pos, add(v3(b.pos), scale(v3(b.vel), w.dt)));
-    turn(b.rot, scale(v3(b.omega), 0.5f * w.dt));
+    // q += dt/2 (ω, 0) q.
+    float x = b.rot[0], y = b.rot[1], z = b.rot[2], s = b.rot[3];
+    V3 o = scale(v3(b.omega), 0.5f * w.dt);
+    float q0 = x + (o[0] * s + (o[1] * z - o[2] * y));
+    float q1 = y + (o[1] * s + (o[2] * x - o[0] * z));
+    float q2 = z + (o[2] * s + (o[0] * y - o[1] * x));
+    float q3 = s - (o[0] * x + o[1] * y + o[2] * z);
+    float len = sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3);
+    b.rot[0] = q0 / len;
+    b.rot[1] = q1 / len;
+    b.rot[2] = q2 / len;
+    b.rot[3] = q3 / len;
     V3 e = extent(b);
     for (int k = 0; k < 3; k++) {
         float lo = w.min[k] + e[k];

@@ -596,9 +596,8 @@ fn collide_gravity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     store_body(i, b);
 }
 
-// solve(), first step: each body's contact points that touch or close
-// (solver.wgsl `splits`), with bodies and walls (its mass is split over them;
-// World::split). The host clears `counts` before.
+// solve(), first step: each body's contact points, with bodies and walls
+// (its mass is split over them; World::split). The host clears `counts` before.
 @compute @workgroup_size(WG)
 fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
@@ -607,35 +606,25 @@ fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         return;
     }
     let c = contacts[i];
-    if (!splits(c)) {
-        return;
-    }
     atomicAdd(&counts[c.a], 1u);
     if (!is_wall(c.b)) {
         atomicAdd(&counts[c.b], 1u);
     }
 }
 
-// A contact's impulse r added to both bodies' sums (a wall's side to none);
-// the push and its turn only from a pass (`pushes`: hold and restitution push nothing).
-fn add_impulse(c: Contact, r: Impulse, pushes: bool) {
+// A contact's impulse r added to both bodies' sums (a wall's side to none).
+fn add_impulse(c: Contact, r: Impulse) {
     let wall = is_wall(c.b);
     for (var k = 0u; k < 3u; k++) {
         add_sum(c.a, k, to_fixed(r.linear[k] * -1.0));
         add_sum(c.a, 3u + k, to_fixed(r.angular_a[k]));
-        if (pushes) {
-            add_sum(c.a, 6u + k, to_fixed(r.push[k] * -1.0));
-            add_sum(c.a, 9u + k, to_fixed(r.turn_a[k]));
-        }
+        add_sum(c.a, 6u + k, to_fixed(r.push[k] * -1.0));
         if (wall) {
             continue; // the wall does not move
         }
         add_sum(c.b, k, to_fixed(r.linear[k]));
         add_sum(c.b, 3u + k, to_fixed(r.angular_b[k]));
-        if (pushes) {
-            add_sum(c.b, 6u + k, to_fixed(r.push[k]));
-            add_sum(c.b, 9u + k, to_fixed(r.turn_b[k]));
-        }
+        add_sum(c.b, 6u + k, to_fixed(r.push[k]));
     }
 }
 
@@ -659,7 +648,7 @@ fn collide_hold(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let c = contacts[i];
-    add_impulse(c, hold(c, body(c.a), other(c, world())), false);
+    add_impulse(c, hold(c, body(c.a), other(c, world())));
 }
 
 // substep(), one pass: each contact (word P.contact_word) updates the impulses
@@ -680,7 +669,7 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         kb = atomicLoad(&counts[c.b]);
     }
     let r = contact_impulse(&c, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w);
-    add_impulse(c, r, true);
+    add_impulse(c, r);
     contacts[i] = c;
 }
 
@@ -723,7 +712,7 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if (!is_wall(c.b)) {
         kb = atomicLoad(&counts[c.b]);
     }
-    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb), false);
+    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb));
     contacts[i] = c;
 }
 
@@ -738,15 +727,13 @@ fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     var linear: vec3<f32>;
     var angular: vec3<f32>;
     var push: vec3<f32>;
-    var turned: vec3<f32>;
     for (var k = 0u; k < 3u; k++) {
         linear[k] = from_fixed(load_sum(i, k));
         angular[k] = from_fixed(load_sum(i, 3u + k));
         push[k] = from_fixed(load_sum(i, 6u + k));
-        turned[k] = from_fixed(load_sum(i, 9u + k));
     }
     var b = body(i);
-    apply_sums(&b, linear, angular, push, turned);
+    apply_sums(&b, linear, angular, push);
     store_body(i, b);
 }
 

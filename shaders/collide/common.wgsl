@@ -47,7 +47,7 @@ struct Node {
     right: u32,
 }
 
-// Keep in sync with layout.rs `Contact` (96 bytes).
+// Keep in sync with layout.rs `Contact` (64 bytes).
 struct Contact {
     a: u32,
     b: u32,
@@ -59,10 +59,6 @@ struct Contact {
     bounce: f32,
     friction: array<f32, 3>,
     slot: u32,
-    anchor_a: array<f32, 3>,
-    split: u32,
-    anchor_b: array<f32, 3>,
-    pad2: u32,
 }
 
 // A body as the arithmetic reads it (vectors instead of arrays).
@@ -345,30 +341,6 @@ fn wall_body(id: u32, point: vec3<f32>, w: W) -> B {
         b.vel = vec3<f32>(rounded(-py * w.drum_omega), rounded(px * w.drum_omega), 0.0);
     }
     return b;
-}
-
-// mod.rs `anchor`: point p on body b in the body's own frame (a sphere's in world axes).
-fn anchor(b: B, p: vec3<f32>) -> vec3<f32> {
-    let r = p - b.pos;
-    if (b.shape == SPHERE) {
-        return r;
-    }
-    let u = axes(b.rot);
-    return vec3<f32>(dot3(r, u[0]), dot3(r, u[1]), dot3(r, u[2]));
-}
-
-// mod.rs `arm`: the lever arm of anchor l on body b as it is turned now.
-fn arm(b: B, l: vec3<f32>) -> vec3<f32> {
-    if (b.shape == SPHERE) {
-        return l;
-    }
-    let u = axes(b.rot);
-    return (rounded3(u[0] * l.x) + rounded3(u[1] * l.y)) + rounded3(u[2] * l.z);
-}
-
-// mod.rs `separation`: how far b's anchor lies past a's along n (centres first).
-fn separation(a: B, ra: vec3<f32>, b: B, rb: vec3<f32>, n: vec3<f32>) -> f32 {
-    return dot3((b.pos - a.pos) + (rb - ra), n);
 }
 
 // motion.rs point_velocity: the velocity of the body's point at `r` from its centre.

@@ -318,12 +318,8 @@ fn make_contact(ia: u32, a: B, ib: u32, b: B, w: W, normal: vec3<f32>, depth: f3
     if (vn < -w.rest_speed) {
         bounce = -w.restitution * vn;
     }
-    // Touching, or closing its gap within the frame at the approach speed.
-    let split = select(0u, 1u, depth - rounded(minf(vn, 0.0) * w.dt) > -w.slop);
-    let la = anchor(a, point);
-    let lb = anchor(b, point);
-    return Contact(ia, ib, depth, separation(a, arm(a, la), b, arm(b, lb), normal), a3(normal), 0.0, a3(point), bounce,
-                   array<f32, 3>(0.0, 0.0, 0.0), slot, a3(la), split, a3(lb), 0u);
+    return Contact(ia, ib, depth, dot3(b.pos - a.pos, normal), a3(normal), 0.0, a3(point), bounce,
+                   array<f32, 3>(0.0, 0.0, 0.0), slot);
 }
 
 // The exact test of candidate (ia, ib), ia < ib: its contact points, the

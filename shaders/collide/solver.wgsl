@@ -120,13 +120,6 @@ struct Impulse {
     angular_a: vec3<f32>,
     angular_b: vec3<f32>,
     push: vec3<f32>,
-    turn_a: vec3<f32>,
-    turn_b: vec3<f32>,
-}
-
-fn no_impulse() -> Impulse {
-    let zero = vec3<f32>(0.0, 0.0, 0.0);
-    return Impulse(zero, zero, zero, zero, zero, zero);
 }
 
 // The inverse effective mass of a contact along `d`, each body's mass split
@@ -138,22 +131,16 @@ fn inv_effective(a: B, ka: f32, ra: vec3<f32>, b: B, kb: f32, rb: vec3<f32>, d: 
            rounded(kb * (b.inv_mass + dot3(cb, inv_inertia_mul(b, cb))));
 }
 
-// What a body in k touching contact points counts as in the mass split
-// (World::split); one in none counts as in one.
+// What a body in k contact points counts as in the mass split (World::split).
 fn share(k: u32, w: W) -> f32 {
-    return 1.0 + rounded(w.split * (f32(max(k, 1u)) - 1.0));
-}
-
-// solver.rs `splits`: whether c counts in its bodies' mass split (touching or
-// closing when found).
-fn splits(c: Contact) -> bool {
-    return c.split != 0u;
+    return 1.0 + rounded(w.split * (f32(k) - 1.0));
 }
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb);
 // w.dt is the substep's.
 fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
-    var out = no_impulse();
+    let zero = vec3<f32>(0.0, 0.0, 0.0);
+    var out = Impulse(zero, zero, zero, zero);
     let ka = share(ka_, w);
     let kb = share(kb_, w);
     let n = v3((*c).normal);
@@ -163,8 +150,8 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     if (kn <= 0.0) {
         return out;
     }
-    // The depth now, the bodies having moved and turned since the narrow phase.
-    let depth = (*c).depth - (separation(a, arm(a, v3((*c).anchor_a)), b, arm(b, v3((*c).anchor_b)), n) - (*c).sep);
+    // The depth now, the centres having moved since the narrow phase.
+    let depth = (*c).depth - (dot3(b.pos - a.pos, n) - (*c).sep);
     // Apart by more than the slop: the bodies may approach until they touch
     // at the substep's end (within the slop the contact counts as touching).
     // Touching, they stop: the bounce comes once, after the substeps.
@@ -199,14 +186,11 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let df = f - v3((*c).friction);
     (*c).friction = a3(f);
     let p = rounded3(n * dn) + df;
-    // The push acts at the anchors, as the impulse does: a sunk corner turns out.
-    let push = n * (maxf(depth - w.slop, 0.0) * w.baumgarte / kn);
+    let push = maxf(depth - w.slop, 0.0) * w.baumgarte / (rounded(ka * a.inv_mass) + rounded(kb * b.inv_mass));
     out.linear = p;
     out.angular_a = cross3(ra, p) * -1.0;
     out.angular_b = cross3(rb, p);
-    out.push = push;
-    out.turn_a = cross3(ra, push) * -1.0;
-    out.turn_b = cross3(rb, push);
+    out.push = n * push;
     return out;
 }
 
@@ -219,7 +203,8 @@ fn bounces(c: Contact) -> bool {
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
 fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_: u32) -> Impulse {
-    var out = no_impulse();
+    let zero = vec3<f32>(0.0, 0.0, 0.0);
+    var out = Impulse(zero, zero, zero, zero);
     if (!bounces(*c)) {
         return out;
     }
@@ -264,30 +249,11 @@ fn hold(c: Contact, a: B, b: B) -> Impulse {
     let ra = v3(c.point) - a.pos;
     let rb = v3(c.point) - b.pos;
     let j = rounded3(n * c.lambda) + v3(c.friction);
-    var out = no_impulse();
-    out.linear = j;
-    out.angular_a = cross3(ra, j) * -1.0;
-    out.angular_b = cross3(rb, j);
-    return out;
+    return Impulse(j, cross3(ra, j) * -1.0, cross3(rb, j), vec3<f32>(0.0, 0.0, 0.0));
 }
 
-// motion.rs `turn`: orientation q turned by the small rotation vector 2 o, renormalised.
-fn turn(q: vec4<f32>, o: vec3<f32>) -> vec4<f32> {
-    let x = q.x;
-    let y = q.y;
-    let z = q.z;
-    let s = q.w;
-    let q0 = x + (rounded(o.x * s) + (rounded(o.y * z) - rounded(o.z * y)));
-    let q1 = y + (rounded(o.y * s) + (rounded(o.z * x) - rounded(o.x * z)));
-    let q2 = z + (rounded(o.z * s) + (rounded(o.x * y) - rounded(o.y * x)));
-    let q3 = s - (rounded(o.x * x) + rounded(o.y * y) + rounded(o.z * z));
-    let len = sqrt_rn(rounded(q0 * q0) + rounded(q1 * q1) + rounded(q2 * q2) + rounded(q3 * q3));
-    return vec4<f32>(q0 / len, q1 / len, q2 / len, q3 / len);
-}
-
-// A body takes the sums of its contacts' impulses of one pass; a body turned
-// by no push keeps its orientation's bits.
-fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>, turned: vec3<f32>) {
+// A body takes the sums of its contacts' impulses of one pass.
+fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>) {
     // An immovable body takes nothing.
     if ((*b).inv_mass <= 0.0) {
         return;
@@ -295,9 +261,6 @@ fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: 
     (*b).vel = (*b).vel + rounded3(linear * (*b).inv_mass);
     (*b).omega = (*b).omega + inv_inertia_mul(*b, angular);
     (*b).pos = (*b).pos + rounded3(push * (*b).inv_mass);
-    if (any(turned != vec3<f32>(0.0, 0.0, 0.0))) {
-        (*b).rot = turn((*b).rot, inv_inertia_mul(*b, turned) * 0.5);
-    }
 }
 
 // Gravity for one step.
@@ -314,7 +277,18 @@ fn integrate_body(b: ptr<function, B>, w: W) {
         return;
     }
     (*b).pos = (*b).pos + rounded3((*b).vel * w.dt);
-    (*b).rot = turn((*b).rot, (*b).omega * (0.5 * w.dt));
+    // q += dt/2 (ω, 0) q.
+    let x = (*b).rot.x;
+    let y = (*b).rot.y;
+    let z = (*b).rot.z;
+    let s = (*b).rot.w;
+    let o = (*b).omega * (0.5 * w.dt);
+    let q0 = x + (rounded(o.x * s) + (rounded(o.y * z) - rounded(o.z * y)));
+    let q1 = y + (rounded(o.y * s) + (rounded(o.z * x) - rounded(o.x * z)));
+    let q2 = z + (rounded(o.z * s) + (rounded(o.x * y) - rounded(o.y * x)));
+    let q3 = s - (rounded(o.x * x) + rounded(o.y * y) + rounded(o.z * z));
+    let len = sqrt_rn(rounded(q0 * q0) + rounded(q1 * q1) + rounded(q2 * q2) + rounded(q3 * q3));
+    (*b).rot = vec4<f32>(q0 / len, q1 / len, q2 / len, q3 / len);
     let e = extent(*b);
     for (var k = 0; k < 3; k++) {
         let lo = w.min[k] + e[k];

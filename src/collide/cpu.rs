@@ -48,7 +48,7 @@ pub struct CpuCollide {
     /// wall's ends sort after every body's and are never read).
     ends: Vec<u64>,
     ends_of: Vec<u32>,
-    /// Each body's touching contact points this frame (`physics::splits`, `collide_count`).
+    /// Each body's partners this frame (`collide_count`).
     counts: Vec<u32>,
     /// Each body's contact points with a bounce: the restitution pass splits its mass over them.
     bouncing: Vec<u32>,
@@ -135,22 +135,22 @@ impl CpuCollide {
 fn gather(bodies: &mut [Body], ends: &[u64], ends_of: &[u32], responses: &[physics::Impulse]) {
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
         let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-        let mut sum = [[0i64; 3]; 4];
+        let mut sum = [[0i64; 3]; 3];
         for &end in &ends[range] {
             let r = &responses[(end >> 1) as usize];
-            let parts = if end & 1 == 0 {
-                [scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0), r.turn_a]
+            let (linear, angular, push) = if end & 1 == 0 {
+                (scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0))
             } else {
-                [r.linear, r.angular_b, r.push, r.turn_b]
+                (r.linear, r.angular_b, r.push)
             };
-            for (s, v) in sum.iter_mut().zip(parts) {
+            for (s, v) in sum.iter_mut().zip([linear, angular, push]) {
                 for k in 0..3 {
                     s[k] = s[k].wrapping_add(physics::to_fixed(v[k]));
                 }
             }
         }
-        let [linear, angular, push, turned] = sum.map(|s| s.map(physics::from_fixed));
-        physics::apply(b, linear, angular, push, turned);
+        let [linear, angular, push] = sum.map(|s| s.map(physics::from_fixed));
+        physics::apply(b, linear, angular, push);
     });
 }
 
@@ -419,12 +419,10 @@ impl Engine for CpuCollide {
         }
         self.index_contacts()?;
         let ends_of = &self.ends_of;
-        // A body's touching contact points, with bodies and walls: its mass
-        // is split over them (physics::splits, as collide_count counts).
-        let (ends, contacts) = (&self.ends, &self.contacts);
+        // A body's contact points, with bodies and walls: its mass is split
+        // over them (as collide_count counts).
         self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
-            let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-            *k = ends[range].iter().filter(|&&e| physics::splits(&contacts[(e >> 1) as usize])).count() as u32;
+            *k = ends_of[i] - if i == 0 { 0 } else { ends_of[i - 1] };
         });
 
         // Warm start (collide_warm): each contact takes what it held at the last frame's end.

@@ -57,9 +57,8 @@ const BLOCK: u32 = 256;
 /// fill the device, few enough that a level with an empty frontier costs
 /// little more than the launch.
 pub const RESIDENT_BLOCKS_PER_SM: u32 = 8;
-/// Bytes of a contact's response (collide.cu `physics::Impulse`: six V3).
-const RESPONSE_BYTES: u64 = 72;
-const CONTACT_BYTES: u64 = std::mem::size_of::<Contact>() as u64;
+/// Bytes of a contact's response (collide.cu `physics::Impulse`: four V3).
+const RESPONSE_BYTES: u64 = 48;
 /// Morton codes are 30 bits: the fast sort sorts those (passes of 8, 8, 8, 6
 /// bits), which orders them as a sort of all 32 bits would.
 const KEY_BITS: u32 = 30;
@@ -119,24 +118,22 @@ pub struct CudaCollide {
     /// Arrivals per internal node during refit.
     flags: CudaBuffer<u32>,
     candidates: CudaSlice<u64>,
-    /// Contacts, `CONTACT_BYTES` each, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
+    /// Contacts, 64 bytes each, `CONTACTS_PER_CANDIDATE` slots per candidate slot.
     contacts: CudaSlice<u8>,
     /// The lists' size and the last frame's counts.
     lists: Lists,
-    /// Each body's contact points this frame, their exclusive scan (each
-    /// body's first slot in `ends`), and the scatter's cursors.
+    /// Each body's contact points this frame (the solver splits its mass over
+    /// them), their exclusive scan (each body's first slot in `ends`), and the
+    /// scatter's cursors.
     counts: CudaBuffer<u32>,
     first: CudaBuffer<u32>,
     cursor: CudaBuffer<u32>,
-    /// Each body's contact points that touch or close (`physics::splits`:
-    /// the solver splits its mass over them).
-    touching: CudaBuffer<u32>,
     /// Each body's contacts that owe a bounce after the substeps.
     bouncing: CudaBuffer<u32>,
     /// Both ends of every contact grouped by body, `(contact << 1) | side`:
     /// two per contact slot.
     ends: CudaSlice<u32>,
-    /// Each contact's response of the current pass (`physics::Impulse`, `RESPONSE_BYTES`), one per contact slot.
+    /// Each contact's response of the current pass (`physics::Impulse`, 48 bytes), one per contact slot.
     responses: CudaSlice<u8>,
     /// The last complete frame's contacts and the table that finds them.
     warm: WarmStart,
@@ -180,7 +177,7 @@ fn check_free(stream: &Arc<CudaStream>, what: &'static str, bytes: u64) -> Colli
 
 /// Bytes of the contact list for `capacity` candidate slots.
 fn contact_bytes(capacity: u64) -> u64 {
-    capacity * CONTACTS_PER_CANDIDATE * CONTACT_BYTES
+    capacity * CONTACTS_PER_CANDIDATE * std::mem::size_of::<Contact>() as u64
 }
 
 /// collide.cu's `GATHER_*` bits: what collide_gather does to each body.
@@ -222,12 +219,12 @@ impl CudaCollide {
         let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
         // Bodies, keys and ids (twice, for the fast sort), the split sort's two
         // interleaved copies, nodes, parents, flags, counts, first slots,
-        // cursors, touching and bouncing counts, candidates, contacts with their ends and responses,
+        // cursors and bouncing counts, candidates, contacts with their ends and responses,
         // histograms, and an allowance for the driver's two pair frontiers (4
         // slots of 8 bytes per live pair, about 2n pairs a level).
-        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 5 + 2 * 4 * 8 * 2)
+        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
             + capacity * 8
-            + contacts * (CONTACT_BYTES + 2 * 4 + RESPONSE_BYTES)
+            + contacts * (64 + 2 * 4 + RESPONSE_BYTES)
             + warm::bytes(contacts)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
@@ -258,7 +255,6 @@ impl CudaCollide {
             counts: backend.alloc(n)?,
             first: backend.alloc(n)?,
             cursor: backend.alloc(n)?,
-            touching: backend.alloc(n)?,
             bouncing: backend.alloc(n)?,
             ends: ends(&stream, contacts)?,
             responses: backend.zeroed(contacts * RESPONSE_BYTES)?,
@@ -589,7 +585,7 @@ impl Engine for CudaCollide {
         self.contacts = self.backend.zeroed(contact_bytes)?;
         self.ends = ends(&self.stream, 1)?;
         self.responses = self.backend.zeroed(1)?;
-        check_free(&self.stream, "the solver's contact ends and responses", contacts * (2 * 4 + RESPONSE_BYTES))?;
+        check_free(&self.stream, "the solver's contact ends and responses", contacts * 56)?;
         self.ends = ends(&self.stream, contacts)?;
         self.responses = self.backend.zeroed(contacts * RESPONSE_BYTES)?;
         self.lists = lists;
@@ -621,13 +617,11 @@ impl Engine for CudaCollide {
         let contact_word = words::CONTACTS;
         let contact_capacity = self.lists.contact_capacity();
         zero_u32(&self.stream, &self.counts)?;
-        zero_u32(&self.stream, &self.touching)?;
-        let (ctp, cp, tp) = (raw_ptr(&self.contacts), self.counts.ptr(), self.touching.ptr());
+        let (ctp, cp) = (raw_ptr(&self.contacts), self.counts.ptr());
         let mut l = self.stream.launch_builder(&self.functions.count);
-        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&cp).arg(&tp);
-        // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*, u32*); with the frame's
-        // status clear, narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts
-        // and touching hold n.
+        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&cp);
+        // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*); with the frame's status clear,
+        // narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts hold n.
         unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
         // Each body's first end: the library's scan of the counts (their total, two per contact at most, fits u32).
         self.backend.exclusive_scan(Algorithm::Lookback, &self.counts, &mut self.first)?;
@@ -656,11 +650,11 @@ impl Engine for CudaCollide {
         }
         let contact_word = words::CONTACTS;
         let contact_capacity = self.lists.contact_capacity();
-        let (ctp, bp, tp, rp) =
-            (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.touching.ptr(), raw_ptr(&self.responses));
+        let (ctp, bp, cp, rp) =
+            (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
         for pass in 0..step.iterations {
             let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&tp).arg(&w).arg(&rp);
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&w).arg(&rp);
             // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*);
             // as for collide_count; each contact is read and written by one thread, its response at its index.
             unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
@@ -675,7 +669,7 @@ impl Engine for CudaCollide {
         if step.last() {
             // The frame's bounces: the bodies' counts of owing contacts, then per pass each contact's impulse
             // and a gather.
-            let (ep, fp, cp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr(), self.bouncing.ptr());
+            let (ep, fp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.bouncing.ptr());
             let mut l = self.stream.launch_builder(&self.functions.bouncing);
             l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
             // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const

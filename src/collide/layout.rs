@@ -54,12 +54,11 @@ pub struct Node {
 pub struct Contact {
     pub a: u32,
     pub b: u32,
-    /// Penetration depth when found (negative: a speculative gap).
+    /// Penetration depth, > 0.
     pub depth: f32,
-    /// The separation of the two anchors along the normal when found
-    /// (`physics::separation`): the solver's passes follow the depth as the
-    /// bodies move and turn. After the frame's last substep, the bounce
-    /// impulse given so far (`physics::restitution`).
+    /// `dot(b.pos - a.pos, normal)` when found: the solver's position passes
+    /// follow the depth as the centres move (linearised). After the frame's
+    /// last substep, the bounce impulse given so far (`physics::restitution`).
     pub sep: f32,
     pub normal: [f32; 3],
     /// The normal impulse applied so far this frame (never negative).
@@ -74,14 +73,6 @@ pub struct Contact {
     pub friction: [f32; 3],
     /// Which of its pair's points this is (0 to `physics::MAX_POINTS` - 1).
     pub slot: u32,
-    /// The point on each body in the body's own frame (`physics::anchor`),
-    /// which turns with the body: the depth follows it through the
-    /// substeps (`physics::arm`, `physics::separation`). A wall's is 0.
-    pub anchor_a: [f32; 3],
-    /// 1 when the contact counts in its bodies' mass split (`physics::splits`).
-    pub split: u32,
-    pub anchor_b: [f32; 3],
-    pub pad2: u32,
 }
 
 /// The container and the constants of the step, passed to every kernel.
@@ -138,7 +129,7 @@ pub struct World {
 
 const _: () = assert!(std::mem::size_of::<Body>() == 80);
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
-const _: () = assert!(std::mem::size_of::<Contact>() == 96);
+const _: () = assert!(std::mem::size_of::<Contact>() == 64);
 const _: () = assert!(std::mem::size_of::<World>() == 112);
 
 /// A pair of node (or body) indices in one frontier slot.

@@ -29,10 +29,10 @@ mod walls;
 
 pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
 pub use manifold::{MAX_POINTS, box_box};
-pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity, turn};
+pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
 pub use narrow::collide;
 pub use solver::{
-    FIXED, Impulse, apply, bounces, contact_impulse, from_fixed, hold, restitution, splits, to_fixed, warm_start,
+    FIXED, Impulse, apply, bounces, contact_impulse, from_fixed, hold, restitution, to_fixed, warm_start,
 };
 pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
 
@@ -67,36 +67,6 @@ pub fn axes(q: [f32; 4]) -> [V3; 3] {
         [2.0 * (xy - wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz + wx)],
         [2.0 * (xz + wy), 2.0 * (yz - wx), 1.0 - 2.0 * (xx + yy)],
     ]
-}
-
-/// Where point `p` sits on body `b`, in the body's own frame: a contact's
-/// anchor, which turns with the body. A sphere's stays in world axes:
-/// turning a sphere moves none of its surface toward or away from a contact.
-pub fn anchor(b: &Body, p: V3) -> V3 {
-    let r = sub(p, b.pos);
-    if b.shape == SPHERE {
-        return r;
-    }
-    let u = axes(b.rot);
-    [dot(r, u[0]), dot(r, u[1]), dot(r, u[2])]
-}
-
-/// The lever arm of anchor `l` on body `b` as it is turned now: from the
-/// centre to the anchor, in world space.
-pub fn arm(b: &Body, l: V3) -> V3 {
-    if b.shape == SPHERE {
-        return l;
-    }
-    let u = axes(b.rot);
-    add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]))
-}
-
-/// How far b's anchor lies past a's along `n`, from the centres and the
-/// lever arms (`arm`): the centres' difference first, so that it stays
-/// exact far from the origin. Its change since the narrow phase
-/// (`Contact::sep`) is the depth's, the bodies' turning included.
-pub fn separation(a: &Body, ra: V3, b: &Body, rb: V3, n: V3) -> f32 {
-    dot(add(sub(b.pos, a.pos), sub(rb, ra)), n)
 }
 
 /// Half the size of a body's axis-aligned box.

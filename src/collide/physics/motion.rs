@@ -35,20 +35,6 @@ pub fn gravity(b: &mut Body, w: &World) {
     }
 }
 
-/// Orientation `q` turned by the small rotation vector `2 o` (world
-/// space): q + (o, 0) q, renormalised.
-pub fn turn(q: [f32; 4], o: V3) -> [f32; 4] {
-    let [x, y, z, s] = q;
-    let q = [
-        x + (o[0] * s + (o[1] * z - o[2] * y)),
-        y + (o[1] * s + (o[2] * x - o[0] * z)),
-        z + (o[2] * s + (o[0] * y - o[1] * x)),
-        s - (o[0] * x + o[1] * y + o[2] * z),
-    ];
-    let len = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
-    [q[0] / len, q[1] / len, q[2] / len, q[3] / len]
-}
-
 /// Moves and turns a body by its velocities (the quaternion renormalised)
 /// and puts it back inside the walls and the drum. Only positions change
 /// here: the solver's wall contacts own the velocities.
@@ -57,7 +43,17 @@ pub fn integrate(b: &mut Body, w: &World) {
         return;
     }
     b.pos = add(b.pos, scale(b.vel, w.dt));
-    b.rot = turn(b.rot, scale(b.omega, 0.5 * w.dt));
+    // q += dt/2 (ω, 0) q.
+    let [x, y, z, s] = b.rot;
+    let o = scale(b.omega, 0.5 * w.dt);
+    let q = [
+        x + (o[0] * s + (o[1] * z - o[2] * y)),
+        y + (o[1] * s + (o[2] * x - o[0] * z)),
+        z + (o[2] * s + (o[0] * y - o[1] * x)),
+        s - (o[0] * x + o[1] * y + o[2] * z),
+    ];
+    let len = (q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]).sqrt();
+    b.rot = [q[0] / len, q[1] / len, q[2] / len, q[3] / len];
     let e = extent(b);
     for k in 0..3 {
         let lo = w.min[k] + e[k];

@@ -2,7 +2,7 @@
 //! [`MAX_POINTS`] contact points (sphere-sphere and sphere-box one,
 //! box-box a clipped manifold, manifold.rs), or none.
 
-use super::{MAX_POINTS, V3, add, anchor, arm, axes, box_box, dot, point_velocity, reach, scale, separation, sub};
+use super::{MAX_POINTS, V3, add, axes, box_box, dot, point_velocity, reach, scale, sub};
 use crate::collide::layout::{BOX, Body, Contact, SPHERE, World};
 
 /// The exact test of candidate (ia, ib), ia < ib: its contact points, the
@@ -43,8 +43,8 @@ pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body, w: &World) -> ([Contact; MA
     (out, count)
 }
 
-/// A contact record: its geometry, its anchor on each body and their
-/// separation along the normal, and the bounce restitution asks for (from the approach speed
+/// A contact record: its geometry, the separation of the centres along the
+/// normal, and the bounce restitution asks for (from the approach speed
 /// before this step's gravity); no impulse applied yet.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn contact(
@@ -61,24 +61,17 @@ pub(super) fn contact(
     let rel = sub(point_velocity(b, sub(point, b.pos)), point_velocity(a, sub(point, a.pos)));
     let vn = dot(rel, normal);
     let bounce = if vn < -w.rest_speed { -w.restitution * vn } else { 0.0 };
-    // Touching, or closing its gap within the frame at the approach speed.
-    let split = (depth - vn.min(0.0) * w.dt > -w.slop) as u32;
-    let (anchor_a, anchor_b) = (anchor(a, point), anchor(b, point));
     Contact {
         a: ia,
         b: ib,
         depth,
-        sep: separation(a, arm(a, anchor_a), b, arm(b, anchor_b), normal),
+        sep: dot(sub(b.pos, a.pos), normal),
         normal,
         lambda: 0.0,
         point,
         bounce,
         friction: [0.0; 3],
         slot,
-        anchor_a,
-        split,
-        anchor_b,
-        pad2: 0,
     }
 }
 

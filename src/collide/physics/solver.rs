@@ -10,21 +10,15 @@
 //! Tonge converges too slowly for a stack) and leaves an isolated contact exact.
 //! Each pass a contact sets the normal impulse of its substep (never below
 //! zero) and its friction (Coulomb, static then dynamic), and pushes the
-//! bodies apart at its anchors while it is deeper than the slop (a split
-//! impulse: positions and orientations only, so the correction adds no
-//! energy; a sunk corner turns out instead of moving the whole body). A
-//! contact's anchors turn with its bodies, so its depth follows their
-//! rotation through the substeps, as Box2D v3's separation does. Its
-//! impulses act at its one point (`Contact::point`): lever arms from the
-//! turned anchors put a's and b's ends of the impulse at two points, a
-//! couple that did work (the elastic gas gained 43 % of its energy). A contact
+//! centres apart along its normal while it is deeper than the slop (a split
+//! impulse: positions only, so the correction adds no energy). A contact
 //! still apart (a speculative one, `physics::reach`) lets the bodies close
-//! its gap within the substep and no further. After the last substep the
-//! restitution passes give the contacts that pushed their bounce. The
+//! its gap within the substep and no further. After the last substep one
+//! restitution pass gives the contacts that still touch their bounce. The
 //! walls, the floor and the drum are contacts like any other (walls.rs), so
 //! they act inside every pass. A body's sums are kept in 64-bit fixed point.
 
-use super::{V3, add, arm, cross, dot, inv_inertia_mul, point_velocity, scale, separation, sub, turn};
+use super::{V3, add, cross, dot, inv_inertia_mul, point_velocity, scale, sub};
 use crate::collide::layout::{Body, Contact, World};
 
 /// Fixed point of the solver's sums: 2^24 steps per unit.
@@ -39,38 +33,19 @@ pub fn from_fixed(sum: i64) -> f32 {
 }
 
 /// One pass's change from one contact: the impulse on b (a takes its
-/// opposite), the angular impulses on a and on b, the push of b's centre
-/// (a takes its opposite) and the turns the push gives a and b, all in mass
-/// units (a push is an impulse that moves instead of accelerating).
+/// opposite), the angular impulses on a and on b, and the push of b's
+/// centre (a takes its opposite), all in mass units.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Impulse {
     pub linear: V3,
     pub angular_a: V3,
     pub angular_b: V3,
     pub push: V3,
-    pub turn_a: V3,
-    pub turn_b: V3,
 }
 
-/// What a body in `k` touching contact points ([`splits`]) counts as in the
-/// mass split (`World::split`); one in none counts as in one.
+/// What a body in `k` contact points counts as in the mass split (`World::split`).
 fn share(k: u32, w: &World) -> f32 {
-    1.0 + w.split * (k.max(1) as f32 - 1.0)
-}
-
-/// Whether contact `c` counts in its bodies' mass split: when the narrow
-/// phase found it, it touched (within the slop) or was closing its gap
-/// within the frame at its approach speed (`Contact::split`). A
-/// speculative contact further apart pushes only if its gap closes, and
-/// rarely together with all the others: splitting a body's mass over every
-/// contact within its reach left a body in a packed bed with a sixth of its
-/// mass per contact, and the bed sank into itself (the 3k drum's mean
-/// penetration 2.2 % of the radius with every contact splitting, 1.3 % with
-/// the touching ones). The closing ones count, or two bodies closing on a
-/// third at once each push it with its whole mass (the elastic gas gained
-/// 43 % of its energy).
-pub fn splits(c: &Contact) -> bool {
-    c.split != 0
+    1.0 + w.split * (k as f32 - 1.0)
 }
 
 /// The inverse effective mass of a contact along `d`, each body's mass
@@ -81,8 +56,8 @@ fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) ->
     ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)))
 }
 
-/// One Jacobi pass of contact `c` between a (in `ka` touching contact
-/// points, [`splits`]) and b (in `kb`), from the velocities and positions before the pass; updates the
+/// One Jacobi pass of contact `c` between a (in `ka` contact points) and b
+/// (in `kb`), from the velocities and positions before the pass; updates the
 /// impulses the contact has applied this substep (`w.dt` is the substep's).
 pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
     let (ka, kb) = (share(ka, w), share(kb, w));
@@ -93,8 +68,8 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     if kn <= 0.0 {
         return Impulse::default();
     }
-    // The depth now, the bodies having moved and turned since the narrow phase.
-    let depth = c.depth - (separation(a, arm(a, c.anchor_a), b, arm(b, c.anchor_b), n) - c.sep);
+    // The depth now, the centres having moved since the narrow phase.
+    let depth = c.depth - (dot(sub(b.pos, a.pos), n) - c.sep);
     // Apart by more than the slop: the bodies may approach until they touch
     // at the substep's end (within the slop the contact counts as touching,
     // so that rounding around zero depth decides nothing). Touching, they
@@ -126,31 +101,19 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     let df = sub(f, c.friction);
     c.friction = f;
     let p = add(scale(n, dn), df);
-    // The push acts at the anchors, as the impulse does: a sunk corner turns out.
-    let push = scale(n, (depth - w.slop).max(0.0) * w.baumgarte / kn);
-    Impulse {
-        linear: p,
-        angular_a: scale(cross(ra, p), -1.0),
-        angular_b: cross(rb, p),
-        push,
-        turn_a: scale(cross(ra, push), -1.0),
-        turn_b: cross(rb, push),
-    }
+    let push = (depth - w.slop).max(0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: scale(n, push) }
 }
 
 /// A body takes the sums of its contacts' impulses of one pass (an
-/// immovable one takes nothing): velocities from the impulses, position and
-/// orientation from the pushes (a body turned by none keeps its bits).
-pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3, turned: V3) {
+/// immovable one takes nothing).
+pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     if b.inv_mass <= 0.0 {
         return;
     }
     b.vel = add(b.vel, scale(linear, b.inv_mass));
     b.omega = add(b.omega, inv_inertia_mul(b, angular));
     b.pos = add(b.pos, scale(push, b.inv_mass));
-    if turned != [0.0; 3] {
-        b.rot = turn(b.rot, scale(inv_inertia_mul(b, turned), 0.5));
-    }
 }
 
 /// Restitution, after a frame's substeps (as Box2D's soft step applies it),
@@ -182,7 +145,7 @@ pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb
     let total = (given - (vn + c.bounce) / kn).max(0.0);
     c.sep = total;
     let p = scale(n, total - given);
-    Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), ..Impulse::default() }
+    Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: [0.0; 3] }
 }
 
 /// Whether contact `c` takes part in the restitution pass: its narrow phase
@@ -210,5 +173,5 @@ pub fn hold(c: &Contact, a: &Body, b: &Body) -> Impulse {
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);
     let j = add(scale(n, c.lambda), c.friction);
-    Impulse { linear: j, angular_a: scale(cross(ra, j), -1.0), angular_b: cross(rb, j), ..Impulse::default() }
+    Impulse { linear: j, angular_a: scale(cross(ra, j), -1.0), angular_b: cross(rb, j), push: [0.0; 3] }
 }

@@ -23,10 +23,9 @@ pub(super) fn cuboid(pos: V3, half: V3, rot: [f32; 4]) -> Body {
     Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, pad: 0.0, rot, omega: [0.0; 3], pad2: 0.0 }
 }
 
-/// A rotation by `angle` about `axis` (of any length).
+/// A rotation by `angle` about the unit `axis`.
 pub(super) fn quat(axis: V3, angle: f32) -> [f32; 4] {
-    // A unit quaternion, as every body's is: the axis need not be unit length.
-    let s = (0.5 * angle).sin() / dot(axis, axis).sqrt();
+    let s = (0.5 * angle).sin();
     [axis[0] * s, axis[1] * s, axis[2] * s, (0.5 * angle).cos()]
 }
 

@@ -110,8 +110,8 @@ pub fn shader_sources() -> Vec<(String, String)> {
     all
 }
 
-/// collide.wgsl's sums per body: linear[3], angular[3], push[3], turn[3], one u64 each.
-const ACC_BYTES: u64 = 12 * 8;
+/// collide.wgsl's sums per body: linear[3], angular[3], push[3], one u64 each.
+const ACC_BYTES: u64 = 9 * 8;
 
 pub(crate) fn wgpu_err(e: crate::wgpu_runtime::Error) -> CollideError {
     CollideError::Compaction(Error::from(e))
