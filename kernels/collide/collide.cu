@@ -15,6 +15,7 @@
 #include "common.cuh"
 #include "narrow.cuh"
 #include "solver.cuh"
+#include "colour.cuh"
 #include "../frontier.cuh"
 #include "../warp.cuh"
 #include "../compaction/site.cuh"
@@ -351,6 +352,156 @@ extern "C" __global__ void collide_ends(const Contact* contacts, const u64* word
     }
 }
 
+// The colouring (physics/colour.rs; the CPU engine's `colour`). `table`
+// holds, per colour k < COLOUR_MAX: its manifolds (COLOUR_COUNTS + k), the
+// first of them in `order` (COLOUR_STARTS + k, and + COLOUR_MAX the end) and
+// the scatter's cursor (COLOUR_CURSORS + k). The host zeroes it and `used`
+// before the frame's colouring.
+#define COLOUR_COUNTS 0u
+#define COLOUR_STARTS (COLOUR_MAX + 1u)
+#define COLOUR_CURSORS (2u * (COLOUR_MAX + 1u))
+
+// solve(), colouring's start: a manifold's first point UNCOLOURED, its
+// others FOLLOWER; with no colours every point OVERFLOW (Jacobi alone).
+extern "C" __global__ void collide_colour_init(const Contact* contacts, const u64* words, u64 contact_word,
+                                               u32 colours, u32* colour) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        colour[i] = colours == 0u                           ? COLOUR_OVERFLOW
+                    : physics::starts_run(contacts, i) ? COLOUR_UNCOLOURED
+                                                            : COLOUR_FOLLOWER;
+    }
+}
+
+// One round of the colouring, first step: each movable body picks its
+// highest-ranked manifold still uncoloured (NO_PICK: none).
+extern "C" __global__ void collide_colour_pick(const Body* bodies, u32 n, const u32* ends, const u32* first,
+                                               const u32* counts, const Contact* contacts, const u32* colour,
+                                               const u64* words, u64* picks) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !frontier_ok(words)) return;
+    u64 best = COLOUR_NO_PICK;
+    if (bodies[i].inv_mass > 0.0f) {
+        for (u32 e = first[i], to = first[i] + counts[i]; e < to; e++) {
+            u32 c = ends[e] >> 1;
+            if (colour[c] != COLOUR_UNCOLOURED) continue;
+            u64 m = physics::manifold(contacts[c]);
+            if (best == COLOUR_NO_PICK || physics::outranks_at(i, m, best)) best = m;
+        }
+    }
+    picks[i] = best;
+}
+
+// One round, second step: a manifold both its movable bodies picked takes
+// the lowest colour neither has (OVERFLOW past `colours`), on all its points.
+// The winners share no movable body: each reads and sets only its own
+// bodies' bits, and writes only its own run (never another's first point).
+extern "C" __global__ void collide_colour_take(const Contact* contacts, const u64* words, u64 contact_word,
+                                               const Body* bodies, const u64* picks, u32 colours, u32* colour,
+                                               u32* used) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        if (colour[i] != COLOUR_UNCOLOURED) continue;
+        u64 m = physics::manifold(contacts[i]);
+        u32 a = unpack_a(m), b = unpack_b(m);
+        bool fa = physics::is_wall_or_immovable(a, bodies), fb = physics::is_wall_or_immovable(b, bodies);
+        if (!(fa || picks[a] == m) || !(fb || picks[b] == m)) continue;
+        u32 k = physics::first_free((fa ? 0u : used[a]) | (fb ? 0u : used[b]), colours);
+        colour[i] = k;
+        for (u64 j = i + 1; j < count && !physics::starts_run(contacts, j); j++) colour[j] = k;
+        if (k != COLOUR_OVERFLOW) {
+            if (!fa) used[a] |= 1u << k;
+            if (!fb) used[b] |= 1u << k;
+        }
+    }
+}
+
+// Colouring's end: what no round coloured goes to the overflow, and each
+// colour counts its manifolds.
+extern "C" __global__ void collide_colour_finish(const Contact* contacts, const u64* words, u64 contact_word,
+                                                 u32* colour, u32* table) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        u32 k = colour[i];
+        if (k >= COLOUR_FOLLOWER) {
+            colour[i] = COLOUR_OVERFLOW;
+        } else if (physics::starts_run(contacts, i)) {
+            atomicAdd(&table[COLOUR_COUNTS + k], 1u);
+        }
+    }
+}
+
+// Each colour's first place in `order` (one thread: COLOUR_MAX counts).
+extern "C" __global__ void collide_colour_scan(u32* table) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    u32 sum = 0;
+    for (u32 k = 0; k <= COLOUR_MAX; k++) {
+        table[COLOUR_STARTS + k] = sum;
+        table[COLOUR_CURSORS + k] = sum;
+        if (k < COLOUR_MAX) sum += table[COLOUR_COUNTS + k];
+    }
+}
+
+// Each coloured manifold into its colour's part of `order`, as pack(first
+// point, end of its run). The order within a colour is the atomics': its
+// manifolds share no movable body, so it does not change the result.
+extern "C" __global__ void collide_colour_order(const Contact* contacts, const u64* words, u64 contact_word,
+                                                const u32* colour, u32* table, u64* order) {
+    if (!frontier_ok(words)) return;
+    u64 count = words[contact_word];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        u32 k = colour[i];
+        if (k == COLOUR_OVERFLOW || !physics::starts_run(contacts, i)) continue;
+        u64 end = i + 1;
+        while (end < count && !physics::starts_run(contacts, end)) end++;
+        order[atomicAdd(&table[COLOUR_CURSORS + k], 1u)] = pack((u32)i, (u32)end);
+    }
+}
+
+// solve(), after the colouring: each movable body's points left to the
+// Jacobi pass, over which it splits its mass (an immovable body: 0).
+extern "C" __global__ void collide_split(const Body* bodies, u32 n, const u32* ends, const u32* first,
+                                         const u32* counts, const u32* colour, const u64* words, u32* split) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !frontier_ok(words)) return;
+    u32 k = 0;
+    if (bodies[i].inv_mass > 0.0f) {
+        for (u32 e = first[i], to = first[i] + counts[i]; e < to; e++) k += colour[ends[e] >> 1] == COLOUR_OVERFLOW;
+    }
+    split[i] = k;
+}
+
+// substep(), one pass, colour `k`: each of its manifolds (one thread each)
+// takes its points in order, moving its bodies directly (solver.rs
+// `coloured_impulse`); no movable body is in two of them. Grid-stride over
+// the colour's part of `order`; nothing when the frame is redone.
+extern "C" __global__ void collide_solve_colour(Contact* contacts, const u64* words, Body* bodies, const u64* order,
+                                                const u32* table, u32 k, World w) {
+    if (!frontier_ok(words)) return;
+    u32 from = table[COLOUR_STARTS + k], to = table[COLOUR_STARTS + k + 1u];
+    for (u32 j = from + blockIdx.x * blockDim.x + threadIdx.x; j < to; j += gridDim.x * blockDim.x) {
+        u64 run = order[j];
+        u32 head = unpack_a(run), end = unpack_b(run);
+        u32 ia = contacts[head].a, ib = contacts[head].b;
+        bool wall = physics::is_wall(ib);
+        Body a = bodies[ia];
+        Body b = {};
+        if (!wall) b = bodies[ib];
+        for (u32 i = head; i < end; i++) {
+            Contact c = contacts[i];
+            if (wall) b = physics::wall_body(c.b, physics::v3(c.point), w);
+            physics::coloured_impulse(c, a, b, w);
+            contacts[i] = c;
+        }
+        // An immovable body, read by many, is never written.
+        if (a.inv_mass > 0.0f) bodies[ia] = a;
+        if (!wall && b.inv_mass > 0.0f) bodies[ib] = b;
+    }
+}
+
 // A body's sums of one pass, in 2^-24 fixed point (two's complement in
 // unsigned words, wrapping as the CPU's i64 sums do): linear impulse,
 // angular impulse, push.
@@ -405,7 +556,8 @@ __device__ __forceinline__ void add_response(Sums& s, const physics::Impulse& r,
 // reads no end: it takes zero sums, as on the CPU.
 extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, const u32* first, const u32* counts,
                                           const physics::Impulse* responses, const Contact* contacts, World w,
-                                          const u64* words, u32 what, const u32* bouncing) {
+                                          const u64* words, u32 what, const u32* bouncing, const u32* colour,
+                                          const u32* split) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;
     Body b = bodies[i];
@@ -413,10 +565,13 @@ extern "C" __global__ void collide_gather(Body* bodies, u32 n, const u32* ends, 
     if (b.inv_mass <= 0.0f) return;
     u32 from = first[i], to = first[i] + counts[i];
     physics::V3 zero = physics::v3(0.0f, 0.0f, 0.0f);
-    if (what & GATHER_PASS) {
+    // A Jacobi pass reads only the overflow's responses (collide_solve writes
+    // no other); a body with none takes nothing.
+    if ((what & GATHER_PASS) && split[i] > 0u) {
         Sums s = {};
         for (u32 e = from; e < to; e++) {
             u32 end = ends[e];
+            if (colour[end >> 1] != COLOUR_OVERFLOW) continue;
             add_response(s, responses[end >> 1], end & 1u);
         }
         apply_sums(b, s);
@@ -516,15 +671,17 @@ extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64
     }
 }
 
-// substep(), one pass: each contact (words[contact_word] of them) updates
-// the impulses it has applied this substep and writes its response, which
-// collide_gather sums per body. Reads the bodies from before the pass; each
+// substep(), one pass: each contact of the overflow (words[contact_word]
+// contacts in all) updates the impulses it has applied this substep and
+// writes its response, which collide_gather sums per body (`counts`: each
+// body's overflow points, collide_split's). Reads the bodies from before the pass; each
 // contact is one thread's. Grid-stride; nothing when the frame is redone.
 extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
-                                         const u32* counts, World w, physics::Impulse* responses) {
+                                         const u32* counts, World w, physics::Impulse* responses, const u32* colour) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        if (colour[i] != COLOUR_OVERFLOW) continue;  // the coloured passes solve it
         Contact& c = contacts[i];
         responses[i] = physics::is_wall(c.b)
                            ? physics::contact_impulse(c, bodies[c.a], counts[c.a],

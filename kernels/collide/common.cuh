@@ -81,7 +81,8 @@ struct World {
     float split;
     float margin;
     u32 bounce_passes;  // read on the host only
-    float pad[2];
+    u32 colours;        // read on the host only
+    float pad;
 };
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");

@@ -163,6 +163,14 @@ __device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
     store(b.pos, add(v3(b.pos), scale(push, b.inv_mass)));
 }
 
+// solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
+// the impulse at once, their masses whole.
+__device__ __forceinline__ void coloured_impulse(Contact& c, Body& a, Body& b, const World& w) {
+    Impulse r = contact_impulse(c, a, 1u, b, 1u, w);
+    apply(a, scale(r.linear, -1.0f), r.angular_a, scale(r.push, -1.0f));
+    apply(b, r.linear, r.angular_b, r.push);
+}
+
 // Gravity for one step.
 __device__ __forceinline__ void gravity(Body& b, const World& w) {
     if (b.inv_mass > 0.0f) store(b.vel, add(v3(b.vel), scale(v3(w.gravity), w.dt)));

@@ -45,8 +45,16 @@ struct Params {
     table_cap: u32,
     // Always 0: common.wgsl `sqrt_rn`.
     zero: u32,
-    // 1 in the first of the restitution passes (collide_restitute).
+    // 1 in the first of the restitution passes (collide_restitute), and in
+    // a colouring round's first step (collide_colour_pick).
     first: u32,
+    // The colouring's colours (collide_colour_*), or the colour a coloured
+    // pass solves (collide_solve_colour).
+    colour: u32,
+    // 1: collide_apply leaves a body with no overflow point (`counts`) as it is (a Jacobi pass).
+    split_only: u32,
+    pad0: u32,
+    pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -72,6 +80,14 @@ struct Params {
 // The stable sites' tile counter and states (compaction/site.wgsl), cleared
 // by the host before each expand that uses them.
 @group(0) @binding(17) var<storage, read_write> site_states: array<atomic<u32>>;
+// The colouring (colour.wgsl): each contact's colour; per body its pick of a
+// round (rank, other side) and its colours as bits; the coloured manifolds by
+// colour as (first point, end); the colour table (counts, starts, cursors).
+@group(0) @binding(18) var<storage, read_write> colour: array<u32>;
+@group(0) @binding(19) var<storage, read_write> picks: array<atomic<u32>>;
+@group(0) @binding(20) var<storage, read_write> used: array<u32>;
+@group(0) @binding(21) var<storage, read_write> order: array<vec2<u32>>;
+@group(0) @binding(22) var<storage, read_write> colour_table: array<atomic<u32>>;
 
 fn world() -> W {
     let p = P.world;
@@ -262,10 +278,12 @@ fn collide_groups_contacts() {
     write_groups(ARGS_CONTACTS, count, 0u);
 }
 
-// The slots of `args` (src/collide/wgpu/engine.rs ARGS_*).
+// The slots of `args` (src/collide/wgpu/engine.rs ARGS_*); colour k's
+// manifolds take slot ARGS_COLOURS + k (collide_colour_scan).
 const ARGS_EXPAND: u32 = 0u;
 const ARGS_CANDIDATES: u32 = 1u;
 const ARGS_CONTACTS: u32 = 2u;
+const ARGS_COLOURS: u32 = 3u;
 
 // pairs_init(): level 0 of the walk is [(root, root)], length and live count
 // 1 (0 under two bodies). The frame's clear emptied the candidate count.
@@ -596,19 +614,241 @@ fn collide_gravity(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
     store_body(i, b);
 }
 
-// solve(), first step: each body's contact points, with bodies and walls
-// (its mass is split over them; World::split). The host clears `counts` before.
+// The colouring (physics/colour.rs; the CPU engine's `colour`). The table
+// holds, per colour k < COLOUR_MAX: its manifolds (COLOUR_COUNTS + k), the
+// first of them in `order` (COLOUR_STARTS + k, and + COLOUR_MAX the end) and
+// the scatter's cursor (COLOUR_CURSORS + k). The host clears it and `used`
+// before the frame's colouring, and `picks` before each round.
+const COLOUR_COUNTS: u32 = 0u;
+const COLOUR_STARTS: u32 = 25u;
+const COLOUR_CURSORS: u32 = 50u;
+
+// colour.rs `starts_run`.
+fn starts_run(i: u32) -> bool {
+    return i == 0u || any(manifold(contacts[i - 1u]) != manifold(contacts[i]));
+}
+
+// colour.rs `is_wall_or_immovable`.
+fn is_wall_or_immovable(body: u32) -> bool {
+    return is_wall(body) || bodies[body].inv_mass <= 0.0;
+}
+
+// solve(), colouring's start: a manifold's first point UNCOLOURED, its
+// others FOLLOWER; with no colours (P.colour 0) every point OVERFLOW.
 @compute @workgroup_size(WG)
-fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
-                 @builtin(local_invocation_index) lid: u32) {
+fn collide_colour_init(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
     let i = index(wid, nw, lid);
     if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
         return;
     }
+    if (P.colour == 0u) {
+        colour[i] = COLOUR_OVERFLOW;
+    } else {
+        colour[i] = select(COLOUR_FOLLOWER, COLOUR_UNCOLOURED, starts_run(i));
+    }
+}
+
+// Whether invocation i of a colouring round has a manifold to colour: the
+// first point of one still uncoloured.
+fn uncoloured(i: u32) -> bool {
+    return frontier_ok() && i < count_below(P.contact_word, P.contact_cap) && colour[i] == COLOUR_UNCOLOURED;
+}
+
+// A manifold of rank r offers itself to `body` (one side; `other` the other):
+// in a round's first step (P.first 1) its rank, of which the highest stays;
+// in the second, if that is its rank, the other side, of which the highest
+// stays. The pair (rank, other side) is the body's pick (colour.rs `outranks_at`).
+fn offer(body: u32, other: u32, r: u32) {
+    if (is_wall_or_immovable(body)) {
+        return; // an immovable side picks nothing
+    }
+    if (P.first != 0u) {
+        atomicMax(&picks[2u * body], r);
+    } else if (atomicLoad(&picks[2u * body]) == r) {
+        atomicMax(&picks[2u * body + 1u], other);
+    }
+}
+
+// One round of the colouring, its first two steps (P.first 1, then 0):
+// each uncoloured manifold offers itself to both its bodies.
+@compute @workgroup_size(WG)
+fn collide_colour_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!uncoloured(i)) {
+        return;
+    }
+    let m = manifold(contacts[i]);
+    let r = rank(m);
+    offer(m.x, m.y, r);
+    offer(m.y, m.x, r);
+}
+
+// Whether `body` picked manifold m of rank r (an immovable side picks nothing and constrains nothing).
+fn picked(body: u32, m: vec2<u32>, r: u32) -> bool {
+    if (is_wall_or_immovable(body)) {
+        return true;
+    }
+    return atomicLoad(&picks[2u * body]) == r && atomicLoad(&picks[2u * body + 1u]) == other_side(m, body);
+}
+
+// Third step: a manifold both its movable bodies picked takes the lowest
+// colour neither has (OVERFLOW past P.colour colours), on all its points.
+// The winners share no movable body: each reads and sets only its own
+// bodies' bits, and writes only its own run (never another's first point).
+@compute @workgroup_size(WG)
+fn collide_colour_take(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!uncoloured(i)) {
+        return;
+    }
+    let m = manifold(contacts[i]);
+    let r = rank(m);
+    if (!picked(m.x, m, r) || !picked(m.y, m, r)) {
+        return;
+    }
+    let fa = is_wall_or_immovable(m.x);
+    let fb = is_wall_or_immovable(m.y);
+    var bits = 0u;
+    if (!fa) {
+        bits |= used[m.x];
+    }
+    if (!fb) {
+        bits |= used[m.y];
+    }
+    let k = first_free(bits, P.colour);
+    colour[i] = k;
+    let count = count_below(P.contact_word, P.contact_cap);
+    for (var j = i + 1u; j < count && !starts_run(j); j++) {
+        colour[j] = k;
+    }
+    if (k != COLOUR_OVERFLOW) {
+        if (!fa) {
+            used[m.x] |= 1u << k;
+        }
+        if (!fb) {
+            used[m.y] |= 1u << k;
+        }
+    }
+}
+
+// Colouring's end: what no round coloured goes to the overflow, and each
+// colour counts its manifolds.
+@compute @workgroup_size(WG)
+fn collide_colour_finish(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                         @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
+        return;
+    }
+    let k = colour[i];
+    if (k >= COLOUR_FOLLOWER) {
+        colour[i] = COLOUR_OVERFLOW;
+    } else if (starts_run(i)) {
+        atomicAdd(&colour_table[COLOUR_COUNTS + k], 1u);
+    }
+}
+
+// Each colour's first place in `order`, and its workgroups for the coloured
+// passes (slot ARGS_COLOURS + k): one invocation.
+@compute @workgroup_size(1)
+fn collide_colour_scan() {
+    var sum = 0u;
+    for (var k = 0u; k <= COLOUR_MAX; k++) {
+        atomicStore(&colour_table[COLOUR_STARTS + k], sum);
+        atomicStore(&colour_table[COLOUR_CURSORS + k], sum);
+        if (k < COLOUR_MAX) {
+            // Past P.colour colours the count is 0: no dispatch reads those slots.
+            var count = 0u;
+            if (k < P.colour) {
+                count = atomicLoad(&colour_table[COLOUR_COUNTS + k]);
+            }
+            write_groups(ARGS_COLOURS + k, count, 0u);
+            sum += count;
+        }
+    }
+}
+
+// Each coloured manifold into its colour's part of `order`, as (first point,
+// end of its run). The order within a colour is the atomics': its manifolds
+// share no movable body, so it does not change the result.
+@compute @workgroup_size(WG)
+fn collide_colour_order(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    let count = count_below(P.contact_word, P.contact_cap);
+    if (!frontier_ok() || i >= count) {
+        return;
+    }
+    let k = colour[i];
+    if (k == COLOUR_OVERFLOW || !starts_run(i)) {
+        return;
+    }
+    var end = i + 1u;
+    while (end < count && !starts_run(end)) {
+        end++;
+    }
+    order[atomicAdd(&colour_table[COLOUR_CURSORS + k], 1u)] = vec2<u32>(i, end);
+}
+
+// solve(), after the colouring: each movable body's points left to the
+// Jacobi pass, with bodies and walls (its mass is split over them;
+// World::split). The host clears `counts` before.
+@compute @workgroup_size(WG)
+fn collide_count(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap) || colour[i] != COLOUR_OVERFLOW) {
+        return;
+    }
     let c = contacts[i];
-    atomicAdd(&counts[c.a], 1u);
-    if (!is_wall(c.b)) {
+    if (bodies[c.a].inv_mass > 0.0) {
+        atomicAdd(&counts[c.a], 1u);
+    }
+    if (!is_wall(c.b) && bodies[c.b].inv_mass > 0.0) {
         atomicAdd(&counts[c.b], 1u);
+    }
+}
+
+// substep(), one pass, colour P.colour: each of its manifolds (one
+// invocation each, dispatched from slot ARGS_COLOURS + P.colour) takes its
+// points in order, moving its bodies directly (solver.wgsl
+// `coloured_impulse`); no movable body is in two of them.
+@compute @workgroup_size(WG)
+fn collide_solve_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+    let j = index(wid, nw, lid);
+    let first = atomicLoad(&colour_table[COLOUR_STARTS + P.colour]);
+    let end = atomicLoad(&colour_table[COLOUR_STARTS + P.colour + 1u]);
+    if (!frontier_ok() || j >= end - first) {
+        return;
+    }
+    let w = world();
+    let run = order[first + j];
+    let ia = contacts[run.x].a;
+    let ib = contacts[run.x].b;
+    let wall = is_wall(ib);
+    var a = body(ia);
+    var b = a;
+    if (!wall) {
+        b = body(ib);
+    }
+    for (var i = run.x; i < run.y; i++) {
+        var c = contacts[i];
+        if (wall) {
+            b = wall_body(c.b, v3(c.point), w);
+        }
+        coloured_impulse(&c, &a, &b, w);
+        contacts[i] = c;
+    }
+    // An immovable body, read by many, is never written.
+    if (a.inv_mass > 0.0) {
+        store_body(ia, a);
+    }
+    if (!wall && b.inv_mass > 0.0) {
+        store_body(ib, b);
     }
 }
 
@@ -651,8 +891,9 @@ fn collide_hold(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) 
     add_impulse(c, hold(c, body(c.a), other(c, world())));
 }
 
-// substep(), one pass: each contact (word P.contact_word) updates the impulses
-// it has applied this substep and adds the change to both bodies' sums. Reads
+// substep(), one pass: each contact of the overflow (word P.contact_word
+// contacts in all) updates the impulses it has applied this substep and adds
+// the change to both bodies' sums (`counts`: each body's overflow points). Reads
 // the bodies from before the pass (collide_apply runs after); each contact is
 // one invocation's. Nothing when the frame is redone.
 @compute @workgroup_size(WG)
@@ -661,6 +902,9 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     let i = index(wid, nw, lid);
     if (!frontier_ok() || i >= count_below(P.contact_word, P.contact_cap)) {
         return;
+    }
+    if (colour[i] != COLOUR_OVERFLOW) {
+        return; // the coloured passes solve it
     }
     let w = world();
     var c = contacts[i];
@@ -716,12 +960,13 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     contacts[i] = c;
 }
 
-// substep(), after collide_hold and after each pass: every body takes its sums.
+// substep(), after collide_hold and after each pass: every body takes its
+// sums (after a Jacobi pass, P.split_only: a body with no overflow point takes nothing).
 @compute @workgroup_size(WG)
 fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
                  @builtin(local_invocation_index) lid: u32) {
     let i = index(wid, nw, lid);
-    if (i >= P.n || !frontier_ok()) {
+    if (i >= P.n || !frontier_ok() || (P.split_only != 0u && atomicLoad(&counts[i]) == 0u)) {
         return;
     }
     var linear: vec3<f32>;

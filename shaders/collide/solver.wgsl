@@ -263,6 +263,14 @@ fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: 
     (*b).pos = (*b).pos + rounded3(push * (*b).inv_mass);
 }
 
+// solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
+// the impulse at once, their masses whole.
+fn coloured_impulse(c: ptr<function, Contact>, a: ptr<function, B>, b: ptr<function, B>, w: W) {
+    let r = contact_impulse(c, *a, 1u, *b, 1u, w);
+    apply_sums(a, r.linear * -1.0, r.angular_a, r.push * -1.0);
+    apply_sums(b, r.linear, r.angular_b, r.push);
+}
+
 // Gravity for one step.
 fn gravity(b: ptr<function, B>, w: W) {
     if ((*b).inv_mass > 0.0) {

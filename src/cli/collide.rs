@@ -58,6 +58,10 @@ pub struct SimFlags {
     /// Jacobi passes over the contacts per substep (1 to 64). Default: the scenario's (listed below).
     #[arg(long)]
     pub iterations: Option<u32>,
+    /// Colours of the contact graph (0 to 24): each pass solves the contacts colour by colour, no body twice
+    /// in a colour, then a Jacobi pass the contacts that did not fit. 0: Jacobi alone. Default: 16.
+    #[arg(long)]
+    pub colours: Option<u32>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
@@ -168,18 +172,25 @@ impl OnBackend for CollideRun {
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
         });
         let (kind, device) = (backend.kind().name(), backend.device());
-        let (world, bodies) = build(sc, n, args.sim.seed)?;
+        let (world, bodies) = build(sc, n, &args.sim)?;
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);
         go(engine, args, sc, n, s, kind, &device)
     }
 }
 
-pub(super) fn build(sc: Scenario, n: u32, seed: u64) -> Result<(World, Vec<Body>)> {
+pub(super) fn build(sc: Scenario, n: u32, sim: &SimFlags) -> Result<(World, Vec<Body>)> {
     let t0 = std::time::Instant::now();
-    let built = scenario::build(sc, n, seed).with_context(|| format!("building scenario `{}`", sc.name()))?;
+    let (mut world, bodies) =
+        scenario::build(sc, n, sim.seed).with_context(|| format!("building scenario `{}`", sc.name()))?;
+    if let Some(colours) = sim.colours {
+        if colours > reap::collide::physics::colour::MAX_COLOURS {
+            bail!("--colours must be between 0 and {}", reap::collide::physics::colour::MAX_COLOURS);
+        }
+        world.colours = colours;
+    }
     eprintln!("scenario {}: {n} bodies placed in {:.2} s", sc.name(), t0.elapsed().as_secs_f64());
-    Ok(built)
+    Ok((world, bodies))
 }
 
 fn go<E: Engine>(
@@ -192,13 +203,14 @@ fn go<E: Engine>(
     device: &str,
 ) -> Result<bool> {
     println!(
-        "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, solver {} substeps x {} passes, {} \
-         frames",
+        "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, solver {} substeps x {} passes of {} \
+         colours, {} frames",
         sc.name(),
         s.sort.name(),
         s.compact_pairs.name(),
         s.substeps,
         s.iterations,
+        engine.world().colours,
         args.frames
     );
     warm_up(&engine, &s)?;

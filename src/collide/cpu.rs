@@ -17,8 +17,12 @@ use crate::collide::physics::scale;
 use crate::collide::{
     CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, physics, words,
 };
+use crate::compaction::cpu::Scatter;
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
+
+#[cfg(test)]
+mod tests;
 
 /// The CPU engine: bodies, tree and lists in host memory.
 pub struct CpuCollide {
@@ -48,8 +52,22 @@ pub struct CpuCollide {
     /// wall's ends sort after every body's and are never read).
     ends: Vec<u64>,
     ends_of: Vec<u32>,
-    /// Each body's partners this frame (`collide_count`).
+    /// Each body's contact points left to the Jacobi pass (`collide_split`):
+    /// its mass is split over them.
     counts: Vec<u32>,
+    /// Each contact's colour (`physics::colour`; `OVERFLOW`: the Jacobi pass's).
+    colour: Vec<u32>,
+    /// Each movable body's pick of a colouring round.
+    picks: Vec<u64>,
+    /// Each body's colours so far, as bits.
+    used: Vec<u32>,
+    /// The coloured manifolds as (colour, first point, end), sorted; colour
+    /// k's are `manifolds[colour_starts[k]..colour_starts[k + 1]]`.
+    manifolds: Vec<(u32, u32, u32)>,
+    colour_starts: Vec<usize>,
+    /// Contacts left to the Jacobi pass.
+    overflow: usize,
+
     /// Each body's contact points with a bounce: the restitution pass splits its mass over them.
     bouncing: Vec<u32>,
     /// Each contact's `physics::contact_impulse` in the current pass.
@@ -90,6 +108,13 @@ impl CpuCollide {
             ends: Vec::new(),
             ends_of: vec![0; n],
             counts: vec![0; n],
+            colour: Vec::new(),
+            picks: vec![physics::colour::NO_PICK; n],
+            used: vec![0; n],
+            manifolds: Vec::new(),
+            colour_starts: Vec::new(),
+            overflow: 0,
+
             bouncing: vec![0; n],
             responses: Vec::new(),
             previous: Vec::new(),
@@ -126,17 +151,163 @@ impl CpuCollide {
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
     }
+
+    /// Colours the manifolds (`physics::colour`; collide_colour_pick and
+    /// collide_colour_take on the GPU): rounds until every manifold has a
+    /// colour or the overflow, or `colour::rounds` have run.
+    fn colour(&mut self) {
+        use physics::colour::{self as col, FOLLOWER, NO_PICK, OVERFLOW, UNCOLOURED};
+        let colours = self.world.colours.min(col::MAX_COLOURS);
+        let contacts = &self.contacts;
+        self.colour.clear();
+        self.colour.par_extend(
+            (0..contacts.len())
+                .into_par_iter()
+                .map(|i| if col::starts_run(contacts, i) { UNCOLOURED } else { FOLLOWER }),
+        );
+        self.used.par_iter_mut().for_each(|u| *u = 0);
+        for _ in 0..if colours == 0 { 0 } else { col::rounds(colours) } {
+            let (bodies, ends, ends_of, colour) = (&self.bodies, &self.ends, &self.ends_of, &self.colour);
+            // Each movable body picks its highest-ranked manifold still uncoloured.
+            self.picks.par_iter_mut().enumerate().for_each(|(i, pick)| {
+                *pick = NO_PICK;
+                if bodies[i].inv_mass <= 0.0 {
+                    return;
+                }
+                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+                let mut best: Option<(u32, u32)> = None;
+                for &e in &ends[range] {
+                    let c = (e >> 1) as usize;
+                    if colour[c] == UNCOLOURED {
+                        let m = col::manifold(&contacts[c]);
+                        if best.is_none_or(|b| col::outranks_at(i as u32, m, b)) {
+                            best = Some(m);
+                        }
+                    }
+                }
+                *pick = best.map_or(NO_PICK, col::pick);
+            });
+            // A manifold both its movable bodies picked takes the lowest colour
+            // neither has: winners share no movable body, so each reads and
+            // then sets only its own bodies' bits.
+            let (picks, used) = (&self.picks, &self.used);
+            let picked = |body: u32, m: (u32, u32)| {
+                col::is_wall_or_immovable(body, bodies) || picks[body as usize] == col::pick(m)
+            };
+            let taken: Vec<(usize, u32)> = colour
+                .par_iter()
+                .enumerate()
+                .filter(|&(_, &c)| c == UNCOLOURED)
+                .filter_map(|(i, _)| {
+                    let m = col::manifold(&contacts[i]);
+                    if !(picked(m.0, m) && picked(m.1, m)) {
+                        return None;
+                    }
+                    let bits =
+                        |body: u32| if col::is_wall_or_immovable(body, bodies) { 0 } else { used[body as usize] };
+                    Some((i, col::first_free(bits(m.0) | bits(m.1), colours)))
+                })
+                .collect();
+            if taken.is_empty() {
+                break; // every manifold has its colour
+            }
+
+            for &(head, k) in &taken {
+                let m = col::manifold(&contacts[head]);
+                let mut end = head + 1;
+                while end < contacts.len() && !col::starts_run(contacts, end) {
+                    end += 1;
+                }
+                self.colour[head..end].fill(k);
+                if k != OVERFLOW {
+                    for body in [m.0, m.1] {
+                        if !col::is_wall_or_immovable(body, bodies) {
+                            self.used[body as usize] |= 1 << k;
+                        }
+                    }
+                }
+            }
+        }
+        self.colour.par_iter_mut().filter(|c| **c >= FOLLOWER).for_each(|c| *c = OVERFLOW);
+        // The coloured manifolds by colour, each as its run of points.
+        let colour = &self.colour;
+        self.manifolds.clear();
+        self.manifolds.par_extend((0..contacts.len()).into_par_iter().filter_map(|i| {
+            if colour[i] == OVERFLOW || !col::starts_run(contacts, i) {
+                return None;
+            }
+            let mut end = i + 1;
+            while end < contacts.len() && !col::starts_run(contacts, end) {
+                end += 1;
+            }
+            Some((colour[i], i as u32, end as u32))
+        }));
+        self.manifolds.par_sort_unstable();
+        let manifolds = &self.manifolds;
+        self.colour_starts = (0..=colours).map(|k| manifolds.partition_point(|m| m.0 < k)).collect();
+    }
+
+    /// One pass over the colours (collide_solve_colour): colour by colour,
+    /// each manifold's points in order move its bodies directly.
+    fn coloured_pass(&mut self, w: &World) {
+        let bodies = Scatter::new(&mut self.bodies);
+        let contacts = Scatter::new(&mut self.contacts);
+        for k in 0..self.colour_starts.len().saturating_sub(1) {
+            let of_colour = &self.manifolds[self.colour_starts[k]..self.colour_starts[k + 1]];
+            of_colour.par_iter().for_each(|&(_, from, to)| {
+                // SAFETY: no movable body is in two manifolds of one colour, a
+                // manifold's points are its own run, and an immovable body
+                // (read by many) is never written; the phase ends with the colour.
+                unsafe {
+                    let first = contacts.read(from as usize);
+                    let mut a = bodies.read(first.a as usize);
+                    let wall = physics::is_wall(first.b);
+                    let mut b = if wall { Body::default() } else { bodies.read(first.b as usize) };
+                    for i in from as usize..to as usize {
+                        let mut c = contacts.read(i);
+                        if wall {
+                            b = physics::wall_body(c.b, c.point, w);
+                        }
+                        physics::coloured_impulse(&mut c, &mut a, &mut b, w);
+                        contacts.write(i, c);
+                    }
+                    if a.inv_mass > 0.0 {
+                        bodies.write(first.a as usize, a);
+                    }
+                    if !wall && b.inv_mass > 0.0 {
+                        bodies.write(first.b as usize, b);
+                    }
+                }
+            });
+        }
+    }
 }
 
 /// Each body takes the sums of its contacts' responses of one pass: the
 /// spec's fixed-point sums, gathered per body rather than added with
 /// atomics (integer addition, wrapping as atomicAdd on an unsigned long
 /// long, gives the same sums in any order).
-fn gather(bodies: &mut [Body], ends: &[u64], ends_of: &[u32], responses: &[physics::Impulse]) {
+///
+/// With `overflow` (each contact's colour, each body's count of overflow
+/// points), only the Jacobi pass's contacts count, and a body with none of
+/// them takes nothing (collide_gather's GATHER_PASS).
+fn gather(
+    bodies: &mut [Body],
+    ends: &[u64],
+    ends_of: &[u32],
+    responses: &[physics::Impulse],
+    overflow: Option<(&[u32], &[u32])>,
+) {
     bodies.par_iter_mut().enumerate().for_each(|(i, b)| {
+        if overflow.is_some_and(|(_, counts)| counts[i] == 0) {
+            return;
+        }
         let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
         let mut sum = [[0i64; 3]; 3];
         for &end in &ends[range] {
+            if overflow.is_some_and(|(colour, _)| colour[(end >> 1) as usize] != physics::colour::OVERFLOW) {
+                continue;
+            }
             let r = &responses[(end >> 1) as usize];
             let (linear, angular, push) = if end & 1 == 0 {
                 (scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0))
@@ -418,12 +589,19 @@ impl Engine for CpuCollide {
             return Ok(()); // the frame is redone: the bodies stay as they were
         }
         self.index_contacts()?;
-        let ends_of = &self.ends_of;
-        // A body's contact points, with bodies and walls: its mass is split
-        // over them (as collide_count counts).
+        self.colour();
+        // A movable body's contact points left to the Jacobi pass, with bodies
+        // and walls: its mass is split over them (as collide_split counts).
+        let (ends, ends_of, colour, bodies) = (&self.ends, &self.ends_of, &self.colour, &self.bodies);
         self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
-            *k = ends_of[i] - if i == 0 { 0 } else { ends_of[i - 1] };
+            if bodies[i].inv_mass <= 0.0 {
+                *k = 0;
+                return;
+            }
+            let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+            *k = ends[range].iter().filter(|&&e| colour[(e >> 1) as usize] == physics::colour::OVERFLOW).count() as u32;
         });
+        self.overflow = colour.par_iter().filter(|&&c| c == physics::colour::OVERFLOW).count();
 
         // Warm start (collide_warm): each contact takes what it held at the last frame's end.
         let previous = &self.previous;
@@ -453,14 +631,21 @@ impl Engine for CpuCollide {
                 physics::hold(c, a, &bodies[c.b as usize])
             })
             .collect_into_vec(&mut self.responses);
-        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
-        let counts = &self.counts;
-        let count = |i: u32| counts[i as usize];
+        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);
         for _ in 0..step.iterations {
-            let bodies = &self.bodies;
+            self.coloured_pass(&w);
+            if self.overflow == 0 {
+                continue;
+            }
+            let (bodies, counts, colour) = (&self.bodies, &self.counts, &self.colour);
+            let count = |i: u32| counts[i as usize];
             self.contacts
                 .par_iter_mut()
-                .map(|c| {
+                .zip(colour)
+                .map(|(c, &colour)| {
+                    if colour != physics::colour::OVERFLOW {
+                        return physics::Impulse::default(); // the gather does not read it
+                    }
                     let a = &bodies[c.a as usize];
                     if physics::is_wall(c.b) {
                         let wall = physics::wall_body(c.b, c.point, &w);
@@ -470,7 +655,8 @@ impl Engine for CpuCollide {
                     physics::contact_impulse(c, a, count(c.a), &bodies[b as usize], count(b), &w)
                 })
                 .collect_into_vec(&mut self.responses);
-            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
+            let overflow = Some((&self.colour[..], &self.counts[..]));
+            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, overflow);
         }
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
         if step.last() {
@@ -496,7 +682,7 @@ impl Engine for CpuCollide {
                         physics::restitution(c, first, a, count(c.a), &bodies[c.b as usize], count(c.b))
                     })
                     .collect_into_vec(&mut self.responses);
-                gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses);
+                gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);
             }
             self.previous.clone_from(&self.contacts);
             self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));

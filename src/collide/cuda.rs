@@ -31,7 +31,9 @@ use crate::cuda_runtime::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Ti
 use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
 use crate::replay::{FramePath, Graphs};
 
+mod colour;
 mod warm;
+use colour::{ColourArgs, Colouring};
 use warm::{WarmArgs, WarmStart};
 
 /// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
@@ -40,11 +42,13 @@ pub const COMMON: Source = kernel_source!("collide/common.cuh");
 pub const NARROW: Source = kernel_source!("collide/narrow.cuh", headers: &[COMMON]);
 /// physics/solver.rs and motion.rs.
 pub const SOLVER: Source = kernel_source!("collide/solver.cuh", headers: &[COMMON]);
+/// physics/colour.rs.
+pub const COLOUR: Source = kernel_source!("collide/colour.cuh", headers: &[COMMON]);
 /// The collision stages, compiled with IEEE arithmetic so that they match the
 /// CPU engine bit for bit.
 pub const COLLIDE: Source = kernel_source!(
     "collide/collide.cu",
-    headers: &[COMMON, NARROW, SOLVER, frontier::CUDA_HEADER, WARP, SITE],
+    headers: &[COMMON, NARROW, SOLVER, COLOUR, frontier::CUDA_HEADER, WARP, SITE],
     options: IEEE
 );
 /// The fast radix sort (8-bit digits; integer only).
@@ -137,6 +141,8 @@ pub struct CudaCollide {
     responses: CudaSlice<u8>,
     /// The last complete frame's contacts and the table that finds them.
     warm: WarmStart,
+    /// The contacts' colours and what the coloured passes read.
+    colouring: Colouring,
     fast: FastSort,
     timer: Timer<StageId>,
     /// The frames recorded as CUDA graphs, by key.
@@ -225,6 +231,8 @@ impl CudaCollide {
         let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
             + capacity * 8
             + contacts * (64 + 2 * 4 + RESPONSE_BYTES)
+            + n * colour::BODY_BYTES
+            + contacts * colour::CONTACT_BYTES
             + warm::bytes(contacts)
             + 2 * RS_RADIX * tiles * 4;
         check_free(&stream, "the bodies, the hierarchy and the candidate and contact lists", need)?;
@@ -259,6 +267,7 @@ impl CudaCollide {
             ends: ends(&stream, contacts)?,
             responses: backend.zeroed(contacts * RESPONSE_BYTES)?,
             warm: WarmStart::new(&backend, contacts)?,
+            colouring: Colouring::new(&backend, n, contacts)?,
             fast,
             timer: Timer::new(&stream),
             graphs: FrameGraphs::default(),
@@ -305,11 +314,14 @@ impl CudaCollide {
     fn gather(&self, w: &World, what: u32, wp: u64) -> CollideResult<()> {
         let (bp, ep, fp, cp) = (self.tree.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
         let (rp, ctp, kp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts), self.bouncing.ptr());
+        let (op, sp) = (raw_ptr(&self.colouring.colour), self.colouring.split.ptr());
         let mut l = self.stream.launch_builder(&self.functions.gather);
         l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&rp).arg(&ctp).arg(w).arg(&wp).arg(&what).arg(&kp);
+        l.arg(&op).arg(&sp);
         // SAFETY: matches collide_gather(Body*, u32, const u32*, const u32*, const u32*, const Impulse*, const
-        // Contact*, World, const u64*, u32, const u32*); bodies, first slots, counts and bouncing hold n entries
-        // (bouncing is read with GATHER_BOUNCES only, after collide_bouncing wrote it); with the frame's
+        // Contact*, World, const u64*, u32, const u32*, const u32*, const u32*); bodies, first slots, counts,
+        // bouncing and split hold n entries (bouncing is read with GATHER_BOUNCES only, after collide_bouncing
+        // wrote it; split and the colours, one per contact slot, with GATHER_PASS, after solve's colouring); with the frame's
         // status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of `ends` (two slots
         // per contact slot) with contacts below the frame's count, whose responses and records exist.
         unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
@@ -318,6 +330,22 @@ impl CudaCollide {
     /// A grid-stride launch over a device count of at most `capacity`.
     fn strided(&self, capacity: u64) -> LaunchConfig {
         strided(capacity, self.backend.info.sms)
+    }
+
+    /// What the colouring's kernels read this frame.
+    fn colour_args(&self, words: u64) -> CollideResult<ColourArgs> {
+        Ok(ColourArgs {
+            bodies: self.tree.bodies.ptr(),
+            n: self.tree.n,
+            contacts: raw_ptr(&self.contacts),
+            ends: raw_ptr(&self.ends),
+            first: self.first.ptr(),
+            counts: self.counts.ptr(),
+            words,
+            contact_word: words::CONTACTS,
+            over_contacts: self.strided(self.lists.contact_capacity()),
+            over_bodies: grid(self.tree.n as u64)?,
+        })
     }
 
     /// LSD radix sort of the keys with the ids, 8 bits a pass (radix_sort.cu).
@@ -428,7 +456,8 @@ impl Engine for CudaCollide {
             raw_ptr(&self.responses),
             self.lists.capacity,
         ];
-        let key = crate::replay::key((key, buffers, self.warm.addresses(), self.generation));
+        let colouring = self.colouring.addresses();
+        let key = crate::replay::key((key, buffers, self.warm.addresses(), colouring, self.generation));
         let path = self.graphs.begin(key, &self.stream, &mut self.timer)?;
         if path == FramePath::Replayed {
             return Ok(Some(path));
@@ -588,6 +617,7 @@ impl Engine for CudaCollide {
         check_free(&self.stream, "the solver's contact ends and responses", contacts * 56)?;
         self.ends = ends(&self.stream, contacts)?;
         self.responses = self.backend.zeroed(contacts * RESPONSE_BYTES)?;
+        self.colouring.resize(&self.stream, contacts)?;
         self.lists = lists;
         self.warm.resize(&self.backend, contacts)
     }
@@ -636,6 +666,8 @@ impl Engine for CudaCollide {
         // SAFETY: matches collide_ends(const Contact*, const u64*, u64, u32*, u32*); as for collide_count; each
         // body's cursor runs over its counts[i] slots from first[i], inside the 2 * contact_capacity ends.
         unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_ends"))?;
+        // The colours, and each body's points left to the Jacobi pass.
+        self.colouring.enqueue(&self.stream, &self.colour_args(wp)?, self.tree.world.colours)?;
         // Warm start: each contact takes what it held at the last frame's end.
         let at = WarmArgs { contacts: ctp, words: wp, contact_word };
         let over = [self.warm.capacity(), self.warm.table_len(), contact_capacity].map(|c| self.strided(c));
@@ -652,11 +684,15 @@ impl Engine for CudaCollide {
         let contact_capacity = self.lists.contact_capacity();
         let (ctp, bp, cp, rp) =
             (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
+        let (sp, op) = (self.colouring.split.ptr(), raw_ptr(&self.colouring.colour));
+        let at = self.colour_args(wp)?;
         for pass in 0..step.iterations {
+            self.colouring.pass(&self.stream, &at, &w, self.strided(contact_capacity))?;
             let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&cp).arg(&w).arg(&rp);
-            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*);
-            // as for collide_count; each contact is read and written by one thread, its response at its index.
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&sp).arg(&w).arg(&rp).arg(&op);
+            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*,
+            // const u32*); as for collide_count; split holds n entries and the colours one per contact slot;
+            // each contact is read and written by one thread, its response at its index.
             unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
             // The substep's last pass moves the bodies, then (but in the frame's last) begins the next substep.
             let what = match (pass + 1 == step.iterations, step.last()) {

@@ -123,8 +123,12 @@ pub struct World {
     /// 1M-body ramp's few spinning boxes (hundreds of rad/s with 1 pass too)
     /// into a cascade after 230 frames (docs/collide/energy-h200).
     pub bounce_passes: u32,
+    /// Colours of the contact graph (`physics::colour`, at most
+    /// `colour::MAX_COLOURS`): each solver pass goes colour by colour, then
+    /// the Jacobi pass takes what did not fit. 0: Jacobi alone.
+    pub colours: u32,
     #[serde(skip)]
-    pub pad: [f32; 2],
+    pub pad: f32,
 }
 
 const _: () = assert!(std::mem::size_of::<Body>() == 80);

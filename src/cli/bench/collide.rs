@@ -89,7 +89,7 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
         rows.extend(body_rows);
         if !args.peer.peers.is_empty() {
             // The peers step the spawn itself, settling included, as reap's rows did.
-            let (world, bodies) = build(sc, n, args.sim.seed)?;
+            let (world, bodies) = build(sc, n, &args.sim)?;
             let start = Start {
                 scenario: sc,
                 world: &world,
@@ -133,7 +133,7 @@ impl OnBackend for BodiesBench<'_> {
         let (args, sc) = (self.args, self.scenario);
         let (kind, device) = (backend.kind(), backend.device());
         let configs = configs(args, &backend, sc)?;
-        let (world, bodies) = build(sc, self.bodies, args.sim.seed)?;
+        let (world, bodies) = build(sc, self.bodies, &args.sim)?;
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);
         let rows = bench_bodies(engine, args, sc, &bodies, &configs, kind.name(), &device)?;

@@ -12,11 +12,13 @@
 //! One file per job: broad.rs (Morton codes, the Karras tree, box overlap),
 //! narrow.rs (the exact contact tests of spheres), manifold.rs (box against
 //! box: separating axes and face clipping), solver.rs (the contact and wall
-//! impulses, summed in fixed point), walls.rs (the walls, the floor and the
+//! impulses, summed in fixed point), colour.rs (the colouring of the contact
+//! graph the solver's passes go by), walls.rs (the walls, the floor and the
 //! drum as contacts), motion.rs (gravity, integration,
 //! inertia); the vector helpers and a body's box are here.
 
 mod broad;
+pub mod colour;
 mod manifold;
 mod motion;
 mod narrow;
@@ -24,7 +26,7 @@ mod solver;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_solver;
+pub(crate) mod tests_solver;
 mod walls;
 
 pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
@@ -32,7 +34,8 @@ pub use manifold::{MAX_POINTS, box_box};
 pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
 pub use narrow::collide;
 pub use solver::{
-    FIXED, Impulse, apply, bounces, contact_impulse, from_fixed, hold, restitution, to_fixed, warm_start,
+    FIXED, Impulse, apply, bounces, coloured_impulse, contact_impulse, from_fixed, hold, restitution, to_fixed,
+    warm_start,
 };
 pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
 

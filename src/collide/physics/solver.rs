@@ -116,6 +116,16 @@ pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
 
+/// One coloured pass of contact `c` (`physics::colour`): no other contact
+/// of its colour moves a or b, so each takes its whole mass and the impulse
+/// at once, and the next point of the manifold sees the bodies as this one
+/// left them (Gauss-Seidel). An immovable body takes nothing.
+pub fn coloured_impulse(c: &mut Contact, a: &mut Body, b: &mut Body, w: &World) {
+    let r = contact_impulse(c, a, 1, b, 1, w);
+    apply(a, scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0));
+    apply(b, r.linear, r.angular_b, r.push);
+}
+
 /// Restitution, after a frame's substeps (as Box2D's soft step applies it),
 /// in `World::bounce_passes` Jacobi passes: a contact that still touches and whose
 /// narrow phase saw an approach to bounce from is given the impulse that

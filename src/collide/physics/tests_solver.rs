@@ -14,7 +14,7 @@ fn defaults() -> (u32, u32) {
     Scenario::Pile.solver()
 }
 
-fn settings((substeps, iterations): (u32, u32)) -> CollideSettings {
+pub(crate) fn settings((substeps, iterations): (u32, u32)) -> CollideSettings {
     CollideSettings {
         compact_pairs: Compaction::With(Algorithm::Lookback),
         sort: SortMethod::Fast,

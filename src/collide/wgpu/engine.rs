@@ -6,6 +6,7 @@ use super::record::Recorder;
 use super::{Params, Slot, WgpuCollide, cap32, word};
 use crate::collide::gpu::Lists;
 use crate::collide::layout::{Body, Contact, Node, World};
+use crate::collide::physics::colour::{MAX_COLOURS, rounds};
 use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
@@ -30,6 +31,11 @@ const TABLE: u32 = 14;
 const BOUNDS: u32 = 15;
 const ARGS: u32 = 16;
 const SITE_STATES: u32 = 17;
+const COLOUR: u32 = 18;
+const PICKS: u32 = 19;
+const USED: u32 = 20;
+const ORDER: u32 = 21;
+const COLOUR_TABLE: u32 = 22;
 
 const CONTACT: u64 = std::mem::size_of::<Contact>() as u64;
 
@@ -226,6 +232,10 @@ impl Engine for WgpuCollide {
         self.contacts = self.backend.raw_buffer("the contact list", CONTACT)?;
         self.candidates = self.backend.raw_buffer("the candidate list", capacity * 8)?;
         self.contacts = self.backend.raw_buffer("the contact list", contacts * CONTACT)?;
+        self.colour = self.backend.raw_buffer("the contacts' colours", 4)?;
+        self.order = self.backend.raw_buffer("the colours' manifolds", 8)?;
+        self.colour = self.backend.raw_buffer("the contacts' colours", contacts * 4)?;
+        self.order = self.backend.raw_buffer("the colours' manifolds", contacts * 8)?;
         self.lists = lists;
         self.warm.resize(&self.backend, contacts)
     }
@@ -249,8 +259,12 @@ impl Engine for WgpuCollide {
         // The contact count is on the device: every solver dispatch covers it (nothing when there is no
         // contact); the substeps reuse these arguments.
         self.run("collide_groups_contacts", &p, &[(WORDS, w), (ARGS, &args)], 1)?;
+        self.colour(&p, w)?;
+        // Each movable body's points left to the Jacobi pass.
         self.rec.clear(&counts);
-        self.run_indirect("collide_count", &p, &[(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts)], Slot::Contacts)?;
+        let (b, colour) = (self.tree.bodies.raw().clone(), self.colour.clone());
+        let binds = [(CONTACTS, &ct), (WORDS, w), (COUNTS, &counts), (COLOUR, &colour), (BODIES, &b)];
+        self.run_indirect("collide_count", &p, &binds, Slot::Contacts)?;
         // Warm start: each contact takes what it held at the last frame's end (the first substep applies it).
         // The previous contacts' count is the host's: the table's used slots and the inserts are sized by it.
         self.run("collide_warm_clear", &p, &[(TABLE, &table)], self.warm.used_slots())?;
@@ -276,11 +290,18 @@ impl Engine for WgpuCollide {
             Slot::Contacts,
         )?;
         self.apply(&p, w)?;
+        let (colour, order, table) = (self.colour.clone(), self.order.clone(), self.colour_table.clone());
         for _ in 0..step.iterations {
+            // Colour by colour (collide_solve_colour), then the overflow's Jacobi pass.
+            for k in 0..p.world.colours.min(MAX_COLOURS) {
+                let at = Params { colour: k, ..p };
+                let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (ORDER, &order), (COLOUR_TABLE, &table)];
+                self.run_slot("collide_solve_colour", &at, &binds, Slot::Colours as u64 + k as u64)?;
+            }
             self.rec.clear(&acc);
-            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc)];
+            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc), (COLOUR, &colour)];
             self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
-            self.apply(&p, w)?;
+            self.apply(&Params { split_only: 1, ..p }, w)?;
         }
         self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
         if step.last() {
@@ -347,5 +368,39 @@ impl Engine for WgpuCollide {
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
         Ok(self.backend.download(&self.tree.nodes)?)
+    }
+}
+
+impl WgpuCollide {
+    /// Records the colouring of the frame's contacts (`physics::colour`;
+    /// the CPU engine's `colour`), over the dispatch arguments of the contacts.
+    fn colour(&mut self, p: &Params, w: &wgpu::Buffer) -> CollideResult<()> {
+        let colours = p.world.colours.min(MAX_COLOURS);
+        let p = Params { colour: colours, ..*p };
+        let (ct, b, colour) = (self.contacts.clone(), self.tree.bodies.raw().clone(), self.colour.clone());
+        let (picks, used, order) = (self.picks.clone(), self.used.clone(), self.order.clone());
+        let (table, args) = (self.colour_table.clone(), self.args.clone());
+        self.rec.clear(&table);
+        self.rec.clear(&used);
+        self.run_indirect(
+            "collide_colour_init",
+            &p,
+            &[(CONTACTS, &ct), (WORDS, w), (COLOUR, &colour)],
+            Slot::Contacts,
+        )?;
+        for _ in 0..if colours == 0 { 0 } else { rounds(colours) } {
+            self.rec.clear(&picks);
+            let binds = [(CONTACTS, &ct), (WORDS, w), (COLOUR, &colour), (BODIES, &b), (PICKS, &picks)];
+            for first in [1, 0] {
+                self.run_indirect("collide_colour_pick", &Params { first, ..p }, &binds, Slot::Contacts)?;
+            }
+            let binds = [(CONTACTS, &ct), (WORDS, w), (COLOUR, &colour), (BODIES, &b), (PICKS, &picks), (USED, &used)];
+            self.run_indirect("collide_colour_take", &p, &binds, Slot::Contacts)?;
+        }
+        let binds = [(CONTACTS, &ct), (WORDS, w), (COLOUR, &colour), (COLOUR_TABLE, &table)];
+        self.run_indirect("collide_colour_finish", &p, &binds, Slot::Contacts)?;
+        self.run("collide_colour_scan", &p, &[(COLOUR_TABLE, &table), (ARGS, &args)], 1)?;
+        let binds = [(CONTACTS, &ct), (WORDS, w), (COLOUR, &colour), (COLOUR_TABLE, &table), (ORDER, &order)];
+        self.run_indirect("collide_colour_order", &p, &binds, Slot::Contacts)
     }
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use crate::collide::gpu::{BodyTree, Lists, body_count};
 use crate::collide::layout::{Body, Contact, World};
+use crate::collide::physics::colour::MAX_COLOURS;
 use crate::collide::{CollideError, CollideResult, words};
 use crate::compaction::Error;
 use crate::compaction::wgpu::WgpuBackend;
@@ -43,8 +44,10 @@ pub const SOLVER: Shader = wgsl_source!("collide/solver.wgsl");
 pub const FRONTIER: Shader = wgsl_source!("collide/frontier.wgsl");
 /// Warm starting's entry points.
 pub const WARM: Shader = wgsl_source!("collide/warm.wgsl");
+/// physics/colour.rs.
+pub const COLOUR: Shader = wgsl_source!("collide/colour.wgsl");
 /// The collision stages, one module.
-pub const COLLIDE: Shader = wgsl_source!("collide/collide.wgsl", headers: &[COMMON, crate::compaction::wgpu::runtime::SITE, NARROW, SOLVER, FRONTIER, WARM]);
+pub const COLLIDE: Shader = wgsl_source!("collide/collide.wgsl", headers: &[COMMON, crate::compaction::wgpu::runtime::SITE, NARROW, SOLVER, COLOUR, FRONTIER, WARM]);
 pub use fast_sort::RADIX_SORT;
 
 /// Tuning of the collision stages.
@@ -112,6 +115,8 @@ pub fn shader_sources() -> Vec<(String, String)> {
 
 /// collide.wgsl's sums per body: linear[3], angular[3], push[3], one u64 each.
 const ACC_BYTES: u64 = 9 * 8;
+/// Bytes of collide.wgsl's colour table: counts, starts (one more) and cursors per colour.
+const COLOUR_TABLE: u64 = 3 * (MAX_COLOURS as u64 + 1) * 4;
 
 pub(crate) fn wgpu_err(e: crate::wgpu_runtime::Error) -> CollideError {
     CollideError::Compaction(Error::from(e))
@@ -161,7 +166,12 @@ pub(crate) enum Slot {
     Candidates = 1,
     /// The stored contacts (collide_groups_contacts).
     Contacts = 2,
+    /// Colour 0's manifolds (collide_colour_scan); colour k's follow at k.
+    Colours = 3,
 }
+
+/// Slots of the indirect arguments.
+const SLOTS: u64 = Slot::Colours as u64 + MAX_COLOURS as u64;
 
 /// The indirect arguments' buffer: x, y, z and one unused word per slot.
 fn indirect_args(b: &WgpuBackend) -> CollideResult<wgpu::Buffer> {
@@ -171,7 +181,7 @@ fn indirect_args(b: &WgpuBackend) -> CollideResult<wgpu::Buffer> {
         || {
             dev.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("reap collide indirect args"),
-                size: 3 * 16,
+                size: SLOTS * 16,
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT,
                 mapped_at_creation: false,
             })
@@ -208,8 +218,16 @@ pub struct WgpuCollide {
     /// The lists' size and the last frame's counts.
     lists: Lists,
     acc: wgpu::Buffer,
-    /// Each body's contacts this frame (the solver splits its mass over them).
+    /// Each body's contacts left to the Jacobi pass (it splits its mass over them).
     counts: wgpu::Buffer,
+    /// The colouring (collide.wgsl bindings 18-22): each contact slot's
+    /// colour, each body's pick (two u32) and colours, the coloured
+    /// manifolds by colour, and the colour table.
+    colour: wgpu::Buffer,
+    picks: wgpu::Buffer,
+    used: wgpu::Buffer,
+    order: wgpu::Buffer,
+    colour_table: wgpu::Buffer,
     /// Indirect dispatch arguments, a slot of 16 bytes per `Slot` (collide.wgsl ARGS_*).
     args: wgpu::Buffer,
     /// The stable fused sites' tile counter and states (site.wgsl `site_states`).
@@ -251,6 +269,11 @@ impl WgpuCollide {
             lists,
             acc: b.raw_buffer("the solver's sums", n * ACC_BYTES)?,
             counts: b.raw_buffer("the contact counts", n * 4)?,
+            colour: b.raw_buffer("the contacts' colours", contacts * 4)?,
+            picks: b.raw_buffer("the colouring's picks", n * 8)?,
+            used: b.raw_buffer("the bodies' colours", n * 4)?,
+            order: b.raw_buffer("the colours' manifolds", contacts * 8)?,
+            colour_table: b.raw_buffer("the colour table", COLOUR_TABLE)?,
             args: indirect_args(b)?,
             site_states: b.raw_buffer("the stable sites' tile states", 4096)?,
             site_stalled: false,
@@ -324,9 +347,21 @@ impl WgpuCollide {
         binds: &[(u32, &wgpu::Buffer)],
         slot: Slot,
     ) -> CollideResult<()> {
+        self.run_slot(entry, params, binds, slot as u64)
+    }
+
+    /// [`Self::run_indirect`] from the arguments' slot number `slot` (colour
+    /// k's: `Slot::Colours` + k).
+    fn run_slot(
+        &mut self,
+        entry: &'static str,
+        params: &Params,
+        binds: &[(u32, &wgpu::Buffer)],
+        slot: u64,
+    ) -> CollideResult<()> {
         let p = self.pipe(entry)?;
         let args = self.args.clone();
-        self.rec.dispatch_indirect(&p, params, binds, &args, slot as u64 * 16);
+        self.rec.dispatch_indirect(&p, params, binds, &args, slot * 16);
         Ok(())
     }
 
@@ -350,6 +385,9 @@ impl WgpuCollide {
             table_cap: cap32("the warm-start table", self.warm.slots)?,
             zero: 0,
             first: 0,
+            colour: 0,
+            split_only: 0,
+            pad: [0; 2],
         })
     }
 
@@ -361,7 +399,7 @@ impl WgpuCollide {
 
     /// Records collide_apply: every body takes the sums.
     fn apply(&mut self, p: &Params, words: &wgpu::Buffer) -> CollideResult<()> {
-        let (bodies, acc) = (self.tree.bodies.raw().clone(), self.acc.clone());
-        self.run("collide_apply", p, &[(1, &bodies), (11, &acc), (6, words)], self.tree.n as u64)
+        let (bodies, acc, counts) = (self.tree.bodies.raw().clone(), self.acc.clone(), self.counts.clone());
+        self.run("collide_apply", p, &[(1, &bodies), (11, &acc), (6, words), (12, &counts)], self.tree.n as u64)
     }
 }

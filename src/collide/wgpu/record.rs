@@ -39,11 +39,16 @@ pub struct Params {
     pub table_cap: u32,
     /// Always 0 (collide.wgsl `zero`).
     pub zero: u32,
-    /// 1 in the first restitution pass.
+    /// 1 in the first restitution pass, and in a colouring round's first step.
     pub first: u32,
+    /// The colouring's colours, or the colour a coloured pass solves.
+    pub colour: u32,
+    /// 1: collide_apply leaves a body with no overflow point as it is.
+    pub split_only: u32,
+    pub pad: [u32; 2],
 }
 
-const _: () = assert!(std::mem::size_of::<Params>() == 176);
+const _: () = assert!(std::mem::size_of::<Params>() == 192);
 
 /// Bytes between two dispatches' parameters (every adapter's uniform offset alignment divides it).
 const STRIDE: u64 = 256;

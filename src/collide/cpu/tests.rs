@@ -1,0 +1,89 @@
+//! The colouring's properties on the CPU engine (`physics::colour`): the
+//! CUDA and wgpu engines are held to it bit for bit by the tests/ suites.
+
+use std::collections::{HashMap, HashSet};
+
+use super::CpuCollide;
+use crate::collide::layout::Contact;
+use crate::collide::physics::colour::{self, OVERFLOW};
+use crate::collide::physics::tests_solver::settings;
+use crate::collide::scenario::{self, Scenario};
+use crate::collide::{Frontier, frame};
+
+/// The engine after `frames` frames of a 1500-body scene at the defaults (colours as given).
+fn run(sc: Scenario, frames: u32, colours: u32) -> CpuCollide {
+    let (mut w, bodies) = scenario::build(sc, 1500, 3).expect("scenario");
+    w.colours = colours;
+    let mut e = CpuCollide::new(w, &bodies).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let s = settings(sc.solver());
+    for i in 0..frames {
+        frame(&mut e, &s, &mut f, i).expect("frame");
+    }
+    e
+}
+
+/// Each contact's key (a, b, slot) and colour.
+fn colours_by_key(e: &CpuCollide) -> HashMap<(u32, u32, u32), u32> {
+    e.contacts.iter().zip(&e.colour).map(|(c, &k)| ((c.a, c.b, c.slot), k)).collect()
+}
+
+#[test]
+fn no_movable_body_is_in_two_manifolds_of_a_colour() {
+    for sc in [Scenario::Pile, Scenario::Ramp, Scenario::Drum] {
+        let e = run(sc, 90, 16);
+        let (contacts, bodies) = (&e.contacts, &e.bodies);
+        assert!(contacts.len() > 1000, "{sc}: a dense scene ({} contacts)", contacts.len());
+        let mut coloured = 0;
+        let mut seen: HashSet<(u32, u32)> = HashSet::new();
+        for i in 0..contacts.len() {
+            let k = e.colour[i];
+            if !colour::starts_run(contacts, i) {
+                assert_eq!(k, e.colour[i - 1], "{sc}: a manifold's points share its colour");
+                continue;
+            }
+            if k == OVERFLOW {
+                continue;
+            }
+            assert!(k < 16, "{sc}: colour {k}");
+            coloured += 1;
+            let m = colour::manifold(&contacts[i]);
+            for body in [m.0, m.1] {
+                if !colour::is_wall_or_immovable(body, bodies) {
+                    assert!(seen.insert((k, body)), "{sc}: body {body} twice in colour {k}");
+                }
+            }
+        }
+        let manifolds = (0..contacts.len()).filter(|&i| colour::starts_run(contacts, i)).count();
+        // Measured: a few overflow manifolds per frame at most in these scenes.
+        assert!(coloured * 100 >= manifolds * 95, "{sc}: {coloured} of {manifolds} manifolds coloured");
+    }
+}
+
+#[test]
+fn the_colours_do_not_depend_on_the_order_of_the_contacts() {
+    let mut e = run(Scenario::Pile, 60, 16);
+    let before = colours_by_key(&e);
+    // The same contacts with the manifolds in reverse order, recoloured.
+    let contacts = std::mem::take(&mut e.contacts);
+    let mut runs: Vec<&[Contact]> = Vec::new();
+    let mut from = 0;
+    for i in 1..=contacts.len() {
+        if i == contacts.len() || colour::starts_run(&contacts, i) {
+            runs.push(&contacts[from..i]);
+            from = i;
+        }
+    }
+    e.contacts = runs.into_iter().rev().flatten().copied().collect();
+    e.index_contacts().expect("index");
+    e.colour();
+    assert_eq!(colours_by_key(&e), before);
+}
+
+#[test]
+fn no_colours_leaves_every_contact_to_the_jacobi_pass() {
+    let e = run(Scenario::Pile, 30, 0);
+    assert!(!e.contacts.is_empty());
+    assert!(e.colour.iter().all(|&k| k == OVERFLOW));
+    assert!(e.manifolds.is_empty());
+}

@@ -1,0 +1,180 @@
+//! The colouring on the GPU (`physics::colour`), the twin of the CPU
+//! engine's `colour` and `coloured_pass`: the buffers and kernels that colour
+//! a frame's contacts in `solve`, and the per-colour launches of a pass.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+
+use super::{COLLIDE, check_free, launch_err, zero_u32};
+use crate::collide::layout::World;
+use crate::collide::physics::colour::{MAX_COLOURS, rounds};
+use crate::collide::{CollideError, CollideResult};
+use crate::compaction::Backend;
+use crate::compaction::cuda::{CudaBackend, CudaBuffer};
+use crate::cuda_runtime::{Spec, ptr as raw_ptr};
+
+/// u32s of collide.cu's colour table: counts, starts (one more) and cursors per colour.
+const TABLE: u64 = 3 * (MAX_COLOURS as u64 + 1);
+
+/// Bytes per body and per contact slot that the colouring adds.
+pub(super) const BODY_BYTES: u64 = 8 + 4 + 4;
+pub(super) const CONTACT_BYTES: u64 = 4 + 8;
+
+/// The colouring's buffers and kernels.
+pub(super) struct Colouring {
+    /// Each contact slot's colour (`colour::OVERFLOW`: the Jacobi pass's).
+    pub(super) colour: CudaSlice<u32>,
+    /// The coloured manifolds by colour, as pack(first point, end).
+    order: CudaSlice<u64>,
+    /// Per body: its pick of a round, its colours as bits, and its points
+    /// left to the Jacobi pass (the split).
+    picks: CudaBuffer<u64>,
+    used: CudaBuffer<u32>,
+    pub(super) split: CudaBuffer<u32>,
+    table: CudaBuffer<u32>,
+    init: CudaFunction,
+    pick: CudaFunction,
+    take: CudaFunction,
+    finish: CudaFunction,
+    scan: CudaFunction,
+    place: CudaFunction,
+    count_split: CudaFunction,
+    solve: CudaFunction,
+}
+
+/// What the colouring's kernels read: the frame's bodies, contacts and their
+/// ends grouped by body (device addresses), and the launch shapes.
+pub(super) struct ColourArgs {
+    pub bodies: u64,
+    pub n: u32,
+    pub contacts: u64,
+    pub ends: u64,
+    pub first: u64,
+    pub counts: u64,
+    pub words: u64,
+    pub contact_word: u64,
+    /// Grid-stride over the contact slots; one thread per body.
+    pub over_contacts: LaunchConfig,
+    pub over_bodies: LaunchConfig,
+}
+
+fn per_contact<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    contacts: u64,
+    what: &'static str,
+) -> CollideResult<CudaSlice<T>> {
+    let len = usize::try_from(contacts.max(1)).map_err(|_| CollideError::Settings(format!("{contacts} contacts")))?;
+    stream.alloc_zeros::<T>(len).map_err(launch_err(what))
+}
+
+impl Colouring {
+    pub(super) fn new(backend: &CudaBackend, n: u64, contacts: u64) -> CollideResult<Self> {
+        let stream = backend.stream();
+        let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
+        Ok(Colouring {
+            colour: per_contact(stream, contacts, "allocating the contacts' colours")?,
+            order: per_contact(stream, contacts, "allocating the colours' manifolds")?,
+            picks: backend.alloc(n)?,
+            used: backend.alloc(n)?,
+            split: backend.alloc(n)?,
+            table: backend.alloc(TABLE)?,
+            init: f("collide_colour_init")?,
+            pick: f("collide_colour_pick")?,
+            take: f("collide_colour_take")?,
+            finish: f("collide_colour_finish")?,
+            scan: f("collide_colour_scan")?,
+            place: f("collide_colour_order")?,
+            count_split: f("collide_split")?,
+            solve: f("collide_solve_colour")?,
+        })
+    }
+
+    /// Follows a new contact list of `contacts` slots.
+    pub(super) fn resize(&mut self, stream: &Arc<CudaStream>, contacts: u64) -> CollideResult<()> {
+        // Free the old buffers before asking for the new ones.
+        self.colour = per_contact(stream, 1, "shrinking the contacts' colours")?;
+        self.order = per_contact(stream, 1, "shrinking the colours' manifolds")?;
+        check_free(stream, "the contacts' colours", contacts * CONTACT_BYTES)?;
+        self.colour = per_contact(stream, contacts, "allocating the contacts' colours")?;
+        self.order = per_contact(stream, contacts, "allocating the colours' manifolds")?;
+        Ok(())
+    }
+
+    /// The buffers a frame's launches name, for its key.
+    pub(super) fn addresses(&self) -> [u64; 2] {
+        [raw_ptr(&self.colour), raw_ptr(&self.order)]
+    }
+
+    /// Enqueues the colouring of the frame's contacts with `colours` colours
+    /// (none: every contact to the Jacobi pass), then each body's split.
+    pub(super) fn enqueue(&self, stream: &Arc<CudaStream>, at: &ColourArgs, colours: u32) -> CollideResult<()> {
+        let (cp, tp, up, kp, sp) =
+            (raw_ptr(&self.colour), self.table.ptr(), self.used.ptr(), self.picks.ptr(), self.split.ptr());
+        let colours = colours.min(MAX_COLOURS);
+        zero_u32(stream, &self.table)?;
+        zero_u32(stream, &self.used)?;
+        let mut l = stream.launch_builder(&self.init);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&colours).arg(&cp);
+        // SAFETY: matches collide_colour_init(const Contact*, const u64*, u64, u32, u32*); with the frame's
+        // status clear, narrow wrote words[CONTACTS] contacts, at most the slots `colour` holds.
+        unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_init"))?;
+        for _ in 0..if colours == 0 { 0 } else { rounds(colours) } {
+            let mut l = stream.launch_builder(&self.pick);
+            l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&at.contacts);
+            l.arg(&cp).arg(&at.words).arg(&kp);
+            // SAFETY: matches collide_colour_pick(const Body*, u32, const u32*, const u32*, const u32*, const
+            // Contact*, const u32*, const u64*, u64*); bodies, first, counts and picks hold n entries, and each
+            // body's run of ends names contacts below the frame's count (collide_ends).
+            unsafe { l.launch(at.over_bodies) }.map_err(launch_err("launching collide_colour_pick"))?;
+            let mut l = stream.launch_builder(&self.take);
+            l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&kp).arg(&colours);
+            l.arg(&cp).arg(&up);
+            // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, u32,
+            // u32*, u32*); as for collide_colour_init; contacts name bodies below n (picks and used hold n).
+            unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_take"))?;
+        }
+        let mut l = stream.launch_builder(&self.finish);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&cp).arg(&tp);
+        // SAFETY: matches collide_colour_finish(const Contact*, const u64*, u64, u32*, u32*); as for
+        // collide_colour_init; colours below MAX_COLOURS index the table's counts.
+        unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_finish"))?;
+        let mut l = stream.launch_builder(&self.scan);
+        l.arg(&tp);
+        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: matches collide_colour_scan(u32*); the table holds TABLE u32s.
+        unsafe { l.launch(one) }.map_err(launch_err("launching collide_colour_scan"))?;
+        let op = raw_ptr(&self.order);
+        let mut l = stream.launch_builder(&self.place);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&cp).arg(&tp).arg(&op);
+        // SAFETY: matches collide_colour_order(const Contact*, const u64*, u64, const u32*, u32*, u64*); the
+        // cursors place each coloured manifold once, below the frame's contact count (the slots `order` holds).
+        unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_order"))?;
+        let mut l = stream.launch_builder(&self.count_split);
+        l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&cp).arg(&at.words).arg(&sp);
+        // SAFETY: matches collide_split(const Body*, u32, const u32*, const u32*, const u32*, const u32*, const
+        // u64*, u32*); as for collide_colour_pick; split holds n entries.
+        unsafe { l.launch(at.over_bodies) }.map(drop).map_err(launch_err("launching collide_split"))
+    }
+
+    /// Enqueues one coloured pass: colour by colour, each manifold's points
+    /// move its bodies (`over` a grid-stride launch over the contact slots).
+    pub(super) fn pass(
+        &self,
+        stream: &Arc<CudaStream>,
+        at: &ColourArgs,
+        w: &World,
+        over: LaunchConfig,
+    ) -> CollideResult<()> {
+        let (op, tp) = (raw_ptr(&self.order), self.table.ptr());
+        for k in 0..w.colours.min(MAX_COLOURS) {
+            let mut l = stream.launch_builder(&self.solve);
+            l.arg(&at.contacts).arg(&at.words).arg(&at.bodies).arg(&op).arg(&tp).arg(&k).arg(w);
+            // SAFETY: matches collide_solve_colour(Contact*, const u64*, Body*, const u64*, const u32*, u32,
+            // World); colour k's part of `order` (collide_colour_order) names runs of the frame's contacts whose
+            // movable bodies no other run of the colour names: each thread reads and writes its own.
+            unsafe { l.launch(over) }.map_err(launch_err("launching collide_solve_colour"))?;
+        }
+        Ok(())
+    }
+}
