@@ -142,6 +142,8 @@ fn bad_flags_fail_with_a_message_and_write_nothing() {
         (vec!["--iterations".into(), "0".into()], "--iterations"),
         (vec!["--substeps".into(), "0".into()], "--substeps"),
         (vec!["--substeps".into(), "65".into()], "between 1 and 64"),
+        (vec!["--colours".into(), "25".into()], "--colours must be between 0 and 24"),
+        (vec!["--colours".into(), "-1".into()], "-1"),
         (vec!["--out".into(), dir.join("t.txt").display().to_string()], ".json or .csv"),
         (vec!["--out".into(), "/nonexistent-dir/t.json".into()], "/nonexistent-dir/t.json"),
     ];
