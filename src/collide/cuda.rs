@@ -126,8 +126,9 @@ pub struct CudaCollide {
     contacts: CudaSlice<u8>,
     /// The lists' size and the last frame's counts.
     lists: Lists,
-    /// Each body's contact points this frame (the solver splits its mass over
-    /// them), their exclusive scan (each body's first slot in `ends`), and the
+    /// Each body's contact points this frame (its run of `ends`; the
+    /// Jacobi pass splits its mass over the overflow's, `colouring.split`),
+    /// their exclusive scan (each body's first slot in `ends`), and the
     /// scatter's cursors.
     counts: CudaBuffer<u32>,
     first: CudaBuffer<u32>,
@@ -321,9 +322,10 @@ impl CudaCollide {
         // SAFETY: matches collide_gather(Body*, u32, const u32*, const u32*, const u32*, const Impulse*, const
         // Contact*, World, const u64*, u32, const u32*, const u32*, const u32*); bodies, first slots, counts,
         // bouncing and split hold n entries (bouncing is read with GATHER_BOUNCES only, after collide_bouncing
-        // wrote it; split and the colours, one per contact slot, with GATHER_PASS, after solve's colouring); with the frame's
-        // status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of `ends` (two slots
-        // per contact slot) with contacts below the frame's count, whose responses and records exist.
+        // wrote it; split and the colours, one per contact slot, with GATHER_PASS, after solve's colouring);
+        // with the frame's status clear, collide_ends filled each body's run first[i]..first[i] + counts[i] of
+        // `ends` (two slots per contact slot) with contacts below the frame's count, whose responses and records
+        // exist.
         unsafe { l.launch(grid(self.tree.n as u64)?) }.map(drop).map_err(launch_err("launching collide_gather"))
     }
 
