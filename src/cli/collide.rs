@@ -55,7 +55,8 @@ pub struct SimFlags {
     /// scenario's (listed below).
     #[arg(long)]
     pub substeps: Option<u32>,
-    /// Jacobi passes over the contacts per substep (1 to 64). Default: the scenario's (listed below).
+    /// Passes over the contacts per substep (1 to 64), each colour by colour (`--colours`), then a Jacobi pass
+    /// over what did not fit. Default: the scenario's (listed below).
     #[arg(long)]
     pub iterations: Option<u32>,
     /// Colours of the contact graph (0 to 24): each pass solves the contacts colour by colour, no body twice

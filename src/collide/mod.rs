@@ -138,7 +138,8 @@ pub struct CollideSettings {
     pub sort: SortMethod,
     /// Substeps of the solver per frame (each moves the bodies by dt / substeps).
     pub substeps: u32,
-    /// Jacobi passes over the contacts per substep.
+    /// Passes over the contacts per substep (colour by colour, then the
+    /// overflow's Jacobi pass: `physics::colour`).
     pub iterations: u32,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     pub max_frontier: u64,
@@ -373,13 +374,15 @@ pub trait Engine {
     /// Exact shape tests of the stored candidates (their count from the
     /// words); the contacts found are counted in `words[words::CONTACTS]`.
     fn narrow(&mut self, words: &mut Buf<Self, u64>) -> CollideResult<()>;
-    /// The solver's setup for the frame's contacts: each body's contact
-    /// points (its mass split), the contacts' ends grouped by body (what the
-    /// passes gather), and each contact's impulses from the last frame (warm
-    /// start); nothing when the frame's status is set.
+    /// The solver's setup for the frame's contacts: the contacts' ends
+    /// grouped by body (what the passes gather), the contact graph's colours
+    /// (`physics::colour`) and each body's overflow points (its mass split),
+    /// and each contact's impulses from the last frame (warm start); nothing
+    /// when the frame's status is set.
     fn solve(&mut self, words: &Buf<Self, u64>) -> CollideResult<()>;
     /// One substep (`physics::solver`): gravity and the impulses the contacts
-    /// held, `step.iterations` Jacobi passes, then positions from velocities
+    /// held, `step.iterations` passes (colour by colour, then the overflow's
+    /// Jacobi pass), then positions from velocities
     /// (walls, floor and drum), all over `step.world`'s dt; nothing when the
     /// frame's status is set.
     fn substep(&mut self, step: Substep, words: &Buf<Self, u64>) -> CollideResult<()>;
@@ -403,7 +406,7 @@ pub struct Substep {
     pub index: u32,
     /// Substeps in the frame.
     pub count: u32,
-    /// Jacobi passes in it.
+    /// Passes in it.
     pub iterations: u32,
 }
 

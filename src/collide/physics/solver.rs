@@ -2,8 +2,10 @@
 //! found once, then each of its substeps applies gravity for the substep,
 //! re-applies the impulse each contact held in the last substep (warm
 //! starting: a resting contact's impulse is that substep's weight, so one
-//! pass leaves little to correct), runs its Jacobi passes and moves the
-//! bodies. A pass is projected Jacobi over the contacts with each body's mass
+//! pass leaves little to correct), runs its passes and moves the bodies. A
+//! pass goes colour by colour (colour.rs: [`coloured_impulse`], each manifold
+//! moving its bodies at once), then takes the overflow, the contacts no colour
+//! held, by projected Jacobi with each body's mass
 //! split over its contact points (Tonge et al. 2012), so that summing every
 //! contact's impulse on a body does not overshoot; `World::split` shrinks
 //! the split of a body in many contacts, which over-relaxes the step (plain
