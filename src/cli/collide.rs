@@ -252,7 +252,8 @@ fn go<E: Engine>(
     println!("{}", q.line());
     println!("{}", energy.line());
     if let Some(path) = &args.out {
-        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: &s };
+        let (seed, colours) = (args.sim.seed, engine.world().colours);
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed, settings: &s, colours };
         output::write_timings(path, &run, &frames)?;
         println!("timings written to {}", path.display());
     }

@@ -44,9 +44,11 @@ pub struct BenchRow {
     /// How the measured frames reached the device (`replayed` CUDA graphs,
     /// `streamed` launches, or `k/n replayed`); empty on the CPU.
     pub graph: String,
-    /// Solver substeps per frame and Jacobi passes per substep.
+    /// Solver substeps per frame, passes per substep, and the colours a
+    /// pass goes by (0: Jacobi alone).
     pub substeps: u32,
     pub iterations: u32,
+    pub colours: u32,
     /// Frames run (the means leave out frame 0 when there are more).
     pub frames: u32,
     pub parts: PartTimes,
@@ -89,6 +91,7 @@ impl BenchRow {
             graph: String::new(),
             substeps: run.settings.substeps,
             iterations: run.settings.iterations,
+            colours: run.colours,
             frames,
             parts: PartTimes::default(),
             broad_ms: 0.0,
@@ -295,8 +298,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
         let first = at[0];
         let _ = writeln!(
             s,
-            "## {scenario}, {bodies} bodies ({backend}, {} frames, solver {} substeps x {} passes, seed {})\n",
-            first.frames, first.substeps, first.iterations, first.seed
+            "## {scenario}, {bodies} bodies ({backend}, {} frames, solver {} substeps x {} passes of {} colours, \
+             seed {})\n",
+            first.frames, first.substeps, first.iterations, first.colours, first.seed
         );
         s += &table::markdown(&columns(), at.iter().copied(), failed);
         let _ = writeln!(s);

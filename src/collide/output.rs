@@ -93,6 +93,8 @@ pub struct Run<'a> {
     pub bodies: u32,
     pub seed: u64,
     pub settings: &'a CollideSettings,
+    /// The contact graph's colours the solver ran with (`World::colours`; 0: Jacobi alone).
+    pub colours: u32,
 }
 
 /// One stage of one frame.
@@ -433,7 +435,8 @@ pub(crate) mod tests {
         let dir = std::env::temp_dir().join(format!("reap-collide-output-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let s = settings(Compaction::With(Algorithm::ALL[0]));
-        let run = Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: &s };
+        let run =
+            Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: &s, colours: 16 };
         let path = dir.join("t.csv");
         write_timings(&path, &run, &[frame(0, 1.0, 2), frame(1, 1.0, 2)]).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -450,7 +453,15 @@ pub(crate) mod tests {
     #[test]
     fn csv_keeps_its_columns_and_formats() {
         let s = settings(Compaction::With(Algorithm::ALL[0]));
-        let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &s };
+        let run = Run {
+            backend: "cpu",
+            device: "test",
+            scenario: "pile, big",
+            bodies: 10,
+            seed: 1,
+            settings: &s,
+            colours: 16,
+        };
         let mut f = frame(1, 1.0 / 3.0, 7);
         f.stages.push((StageId::frame(stage::SOLVE), 0.5));
         let csv = timings_csv(Path::new("t.csv"), &run, &[frame(0, 1.0, 2), f]).unwrap();

@@ -193,7 +193,8 @@ fn bench_bodies<E: Engine>(
     );
     for s in configs {
         bar.set_message(format!("{n} bodies, sort {}, {}", s.sort.name(), s.compact_pairs.name()));
-        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed: args.sim.seed, settings: s };
+        let (seed, colours) = (args.sim.seed, engine.world().colours);
+        let run = Run { backend, device, scenario: sc.name(), bodies: n, seed, settings: s, colours };
         warm_up(&engine, s)?;
         // Every configuration steps the same start.
         engine.set_bodies(start)?;

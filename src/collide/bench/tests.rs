@@ -10,7 +10,8 @@ use crate::report::csv_rows;
 fn disagreeing_counts_are_reported() {
     let a = settings(Compaction::With(Algorithm::ALL[0]));
     let b = settings(Compaction::None);
-    let run = |s| Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: s };
+    let run =
+        |s| Run { backend: "cpu", device: "test", scenario: "pile", bodies: 10, seed: 1, settings: s, colours: 16 };
     let mut rows = vec![
         BenchRow::measured(&run(&a), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
         BenchRow::measured(&run(&b), &[frame(0, 1.0, 4)], "x".into(), Quality::default()),
@@ -41,7 +42,8 @@ fn disagreeing_counts_are_reported() {
 #[test]
 fn bench_csv_keeps_its_columns_and_formats() {
     let a = settings(Compaction::With(Algorithm::ALL[0]));
-    let run = Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a };
+    let run =
+        Run { backend: "cpu", device: "test", scenario: "pile, big", bodies: 10, seed: 1, settings: &a, colours: 16 };
     let q = Quality { contacts_per_body: 5.6, mean_depth: 0.0122, max_depth: 0.1, kinetic: 3.0 };
     let mut measured = BenchRow::measured(&run, &[frame(0, 1.0, 4), frame(1, 1.0 / 3.0, 7)], "x".into(), q);
     let samples = vec![
