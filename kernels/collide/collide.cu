@@ -12,6 +12,9 @@
 // loop over it with a grid sized from the capacity (grid-stride), and the
 // stages that move bodies do nothing once the frame's status is set (the
 // host then redoes the frame from the same bodies).
+//
+// Over 600 lines, kept whole: one kernel per stage, in the order the engines
+// run them; the arithmetic is in the .cuh files.
 #include "common.cuh"
 #include "narrow.cuh"
 #include "solver.cuh"

@@ -6,6 +6,9 @@
 //! order-free and the readbacks are sorted, so the results are those of the
 //! GPU bit for bit. It is the reference the CUDA engine is checked against
 //! and what runs without a GPU.
+//!
+//! Over 600 lines, kept whole: one `Engine` method per kernel of collide.cu,
+//! side by side with it; the colouring is in cpu/colour.rs.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
 
@@ -17,10 +20,10 @@ use crate::collide::physics::scale;
 use crate::collide::{
     CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, physics, words,
 };
-use crate::compaction::cpu::Scatter;
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
 
+mod colour;
 #[cfg(test)]
 mod tests;
 
@@ -150,136 +153,6 @@ impl CpuCollide {
     /// The candidates of the last frame that made it into the list.
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
-    }
-
-    /// Colours the manifolds (`physics::colour`; collide_colour_pick and
-    /// collide_colour_take on the GPU): rounds until every manifold has a
-    /// colour or the overflow, or `colour::rounds` have run.
-    fn colour(&mut self) {
-        use physics::colour::{self as col, FOLLOWER, NO_PICK, OVERFLOW, UNCOLOURED};
-        let colours = self.world.colours.min(col::MAX_COLOURS);
-        let contacts = &self.contacts;
-        self.colour.clear();
-        self.colour.par_extend(
-            (0..contacts.len())
-                .into_par_iter()
-                .map(|i| if col::starts_run(contacts, i) { UNCOLOURED } else { FOLLOWER }),
-        );
-        self.used.par_iter_mut().for_each(|u| *u = 0);
-        for _ in 0..if colours == 0 { 0 } else { col::rounds(colours) } {
-            let (bodies, ends, ends_of, colour) = (&self.bodies, &self.ends, &self.ends_of, &self.colour);
-            // Each movable body picks its highest-ranked manifold still uncoloured.
-            self.picks.par_iter_mut().enumerate().for_each(|(i, pick)| {
-                *pick = NO_PICK;
-                if bodies[i].inv_mass <= 0.0 {
-                    return;
-                }
-                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-                let mut best: Option<(u32, u32)> = None;
-                for &e in &ends[range] {
-                    let c = (e >> 1) as usize;
-                    if colour[c] == UNCOLOURED {
-                        let m = col::manifold(&contacts[c]);
-                        if best.is_none_or(|b| col::outranks_at(i as u32, m, b)) {
-                            best = Some(m);
-                        }
-                    }
-                }
-                *pick = best.map_or(NO_PICK, col::pick);
-            });
-            // A manifold both its movable bodies picked takes the lowest colour
-            // neither has: winners share no movable body, so each reads and
-            // then sets only its own bodies' bits.
-            let (picks, used) = (&self.picks, &self.used);
-            let picked = |body: u32, m: (u32, u32)| {
-                col::is_wall_or_immovable(body, bodies) || picks[body as usize] == col::pick(m)
-            };
-            let taken: Vec<(usize, u32)> = colour
-                .par_iter()
-                .enumerate()
-                .filter(|&(_, &c)| c == UNCOLOURED)
-                .filter_map(|(i, _)| {
-                    let m = col::manifold(&contacts[i]);
-                    if !(picked(m.0, m) && picked(m.1, m)) {
-                        return None;
-                    }
-                    let bits =
-                        |body: u32| if col::is_wall_or_immovable(body, bodies) { 0 } else { used[body as usize] };
-                    Some((i, col::first_free(bits(m.0) | bits(m.1), colours)))
-                })
-                .collect();
-            if taken.is_empty() {
-                break; // every manifold has its colour
-            }
-
-            for &(head, k) in &taken {
-                let m = col::manifold(&contacts[head]);
-                let mut end = head + 1;
-                while end < contacts.len() && !col::starts_run(contacts, end) {
-                    end += 1;
-                }
-                self.colour[head..end].fill(k);
-                if k != OVERFLOW {
-                    for body in [m.0, m.1] {
-                        if !col::is_wall_or_immovable(body, bodies) {
-                            self.used[body as usize] |= 1 << k;
-                        }
-                    }
-                }
-            }
-        }
-        self.colour.par_iter_mut().filter(|c| **c >= FOLLOWER).for_each(|c| *c = OVERFLOW);
-        // The coloured manifolds by colour, each as its run of points.
-        let colour = &self.colour;
-        self.manifolds.clear();
-        self.manifolds.par_extend((0..contacts.len()).into_par_iter().filter_map(|i| {
-            if colour[i] == OVERFLOW || !col::starts_run(contacts, i) {
-                return None;
-            }
-            let mut end = i + 1;
-            while end < contacts.len() && !col::starts_run(contacts, end) {
-                end += 1;
-            }
-            Some((colour[i], i as u32, end as u32))
-        }));
-        self.manifolds.par_sort_unstable();
-        let manifolds = &self.manifolds;
-        self.colour_starts = (0..=colours).map(|k| manifolds.partition_point(|m| m.0 < k)).collect();
-    }
-
-    /// One pass over the colours (collide_solve_colour): colour by colour,
-    /// each manifold's points in order move its bodies directly.
-    fn coloured_pass(&mut self, w: &World) {
-        let bodies = Scatter::new(&mut self.bodies);
-        let contacts = Scatter::new(&mut self.contacts);
-        for k in 0..self.colour_starts.len().saturating_sub(1) {
-            let of_colour = &self.manifolds[self.colour_starts[k]..self.colour_starts[k + 1]];
-            of_colour.par_iter().for_each(|&(_, from, to)| {
-                // SAFETY: no movable body is in two manifolds of one colour, a
-                // manifold's points are its own run, and an immovable body
-                // (read by many) is never written; the phase ends with the colour.
-                unsafe {
-                    let first = contacts.read(from as usize);
-                    let mut a = bodies.read(first.a as usize);
-                    let wall = physics::is_wall(first.b);
-                    let mut b = if wall { Body::default() } else { bodies.read(first.b as usize) };
-                    for i in from as usize..to as usize {
-                        let mut c = contacts.read(i);
-                        if wall {
-                            b = physics::wall_body(c.b, c.point, w);
-                        }
-                        physics::coloured_impulse(&mut c, &mut a, &mut b, w);
-                        contacts.write(i, c);
-                    }
-                    if a.inv_mass > 0.0 {
-                        bodies.write(first.a as usize, a);
-                    }
-                    if !wall && b.inv_mass > 0.0 {
-                        bodies.write(first.b as usize, b);
-                    }
-                }
-            });
-        }
     }
 }
 
