@@ -26,8 +26,10 @@ typedef long long i64;
 #define COLLIDE_NONE 0xffffffffu  // the root's parent
 #define COLLIDE_INF __int_as_float(0x7f800000)
 
-// Keep in sync with layout.rs `Body` (80 bytes).
-struct Body {
+// Keep in sync with layout.rs `Body` (80 bytes). Aligned to 16 bytes (its
+// size is a multiple, as Contact's is) so that a copy is five 16-byte loads,
+// not twenty scattered 4-byte ones: the solver's reads are random.
+struct __align__(16) Body {
     float pos[3];
     u32 shape;
     float vel[3];
@@ -48,7 +50,7 @@ struct Node {
 };
 
 // Keep in sync with layout.rs `Contact` (64 bytes).
-struct Contact {
+struct __align__(16) Contact {
     u32 a;
     u32 b;
     float depth;

@@ -15,12 +15,25 @@ __device__ __forceinline__ V3 inv_inertia(const Body& b) {
     return v3(3.0f * b.inv_mass / (y + z), 3.0f * b.inv_mass / (x + z), 3.0f * b.inv_mass / (x + y));
 }
 
+// motion.rs `Inertia`: a body's axes and the diagonal of its inverse inertia
+// in its own frame, taken once for all the points of a manifold (a pass
+// never turns a body).
+struct Inertia {
+    Axes u;
+    V3 d;
+};
+
+__device__ __forceinline__ Inertia inertia(const Body& b) {
+    Inertia m;
+    m.d = inv_inertia(b);
+    m.u = axes(b.rot);
+    return m;
+}
+
 // The world-space inverse inertia times v: R diag(inv_inertia) Rᵀ v.
-__device__ __forceinline__ V3 inv_inertia_mul(const Body& b, V3 v) {
-    V3 d = inv_inertia(b);
-    Axes u = axes(b.rot);
-    V3 l = v3(dot(v, u[0]) * d[0], dot(v, u[1]) * d[1], dot(v, u[2]) * d[2]);
-    return add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]));
+__device__ __forceinline__ V3 inertia_mul(const Inertia& m, V3 v) {
+    V3 l = v3(dot(v, m.u[0]) * m.d[0], dot(v, m.u[1]) * m.d[1], dot(v, m.u[2]) * m.d[2]);
+    return add(add(scale(m.u[0], l[0]), scale(m.u[1], l[1])), scale(m.u[2], l[2]));
 }
 
 // Fixed point of the solver's sums: 2^24 steps per unit.
@@ -31,8 +44,8 @@ __device__ __forceinline__ i64 to_fixed(float x) { return __float2ll_rz(x * FIXE
 
 __device__ __forceinline__ float from_fixed(i64 sum) { return __ll2float_rn(sum) * (1.0f / FIXED); }
 
-// solver.rs `Impulse`.
-struct Impulse {
+// solver.rs `Impulse` (aligned as Body is, for 16-byte loads).
+struct __align__(16) Impulse {
     V3 linear;
     V3 angular_a;
     V3 angular_b;
@@ -41,10 +54,11 @@ struct Impulse {
 
 // The inverse effective mass of a contact along `d`, each body's mass split
 // over its `k` contacts.
-__device__ __forceinline__ float inv_effective(const Body& a, float ka, V3 ra, const Body& b, float kb, V3 rb, V3 d) {
+__device__ __forceinline__ float inv_effective(const Body& a, const Inertia& ia, float ka, V3 ra, const Body& b,
+                                               const Inertia& ib, float kb, V3 rb, V3 d) {
     V3 ca = cross(ra, d);
     V3 cb = cross(rb, d);
-    return ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)));
+    return ka * (a.inv_mass + dot(ca, inertia_mul(ia, ca))) + kb * (b.inv_mass + dot(cb, inertia_mul(ib, cb)));
 }
 
 // What a body in k contact points counts as in the mass split (World::split).
@@ -52,8 +66,8 @@ __device__ __forceinline__ float share(u32 k, const World& w) { return 1.0f + w.
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb),
 // over the substep's w.dt.
-__device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u32 ka_, const Body& b, u32 kb_,
-                                                   const World& w) {
+__device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, const Inertia& ia, u32 ka_, const Body& b,
+                                                   const Inertia& ib, u32 kb_, const World& w) {
     V3 zero = v3(0.0f, 0.0f, 0.0f);
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = zero;
@@ -61,7 +75,7 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
     V3 rb = sub(v3(c.point), v3(b.pos));
-    float kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    float kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0f) return out;
     // The depth now, the centres having moved since the narrow phase.
     float depth = c.depth - (dot(sub(v3(b.pos), v3(a.pos)), n) - c.sep);
@@ -82,7 +96,7 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, u3
     V3 f = v3(c.friction);
     if (tl2 > 1e-12f) {
         float tl = sqrt(tl2);
-        float kt = inv_effective(a, ka, ra, b, kb, rb, scale(t, 1.0f / tl));
+        float kt = inv_effective(a, ia, ka, ra, b, ib, kb, rb, scale(t, 1.0f / tl));
         f = sub(f, scale(t, 1.0f / kt));
     }
     float fl2 = dot(f, f);
@@ -105,8 +119,8 @@ __device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.
 // solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
-__device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Body& a, u32 ka_, const Body& b,
-                                               u32 kb_) {
+__device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Body& a, const Inertia& ia, u32 ka_,
+                                               const Body& b, const Inertia& ib, u32 kb_) {
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = v3(0.0f, 0.0f, 0.0f);
     if (!bounces(c)) return out;
@@ -116,7 +130,7 @@ __device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Bod
     V3 n = v3(c.normal);
     V3 ra = sub(v3(c.point), v3(a.pos));
     V3 rb = sub(v3(c.point), v3(b.pos));
-    float kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    float kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0f) return out;
     float vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);
     float total = max(given - (vn + c.bounce) / kn, 0.0f);
@@ -156,19 +170,20 @@ __device__ __forceinline__ void hold_side(const Contact& c, const Body& body, bo
 
 // A body takes the sums of its contacts' impulses of one pass (an immovable
 // one takes nothing).
-__device__ __forceinline__ void apply(Body& b, V3 linear, V3 angular, V3 push) {
+__device__ __forceinline__ void apply(Body& b, const Inertia& ib, V3 linear, V3 angular, V3 push) {
     if (b.inv_mass <= 0.0f) return;
     store(b.vel, add(v3(b.vel), scale(linear, b.inv_mass)));
-    store(b.omega, add(v3(b.omega), inv_inertia_mul(b, angular)));
+    store(b.omega, add(v3(b.omega), inertia_mul(ib, angular)));
     store(b.pos, add(v3(b.pos), scale(push, b.inv_mass)));
 }
 
 // solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
 // the impulse at once, their masses whole.
-__device__ __forceinline__ void coloured_impulse(Contact& c, Body& a, Body& b, const World& w) {
-    Impulse r = contact_impulse(c, a, 1u, b, 1u, w);
-    apply(a, scale(r.linear, -1.0f), r.angular_a, scale(r.push, -1.0f));
-    apply(b, r.linear, r.angular_b, r.push);
+__device__ __forceinline__ void coloured_impulse(Contact& c, Body& a, const Inertia& ia, Body& b, const Inertia& ib,
+                                                 const World& w) {
+    Impulse r = contact_impulse(c, a, ia, 1u, b, ib, 1u, w);
+    apply(a, ia, scale(r.linear, -1.0f), r.angular_a, scale(r.push, -1.0f));
+    apply(b, ib, r.linear, r.angular_b, r.push);
 }
 
 // Gravity for one step.

@@ -835,12 +835,16 @@ fn collide_solve_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
     if (!wall) {
         b = body(ib);
     }
+    // Nothing in a pass turns a body: its inertia holds for every point.
+    let ma = inertia(a);
+    var mb = inertia(b);
     for (var i = run.x; i < run.y; i++) {
         var c = contacts[i];
         if (wall) {
             b = wall_body(c.b, v3(c.point), w);
+            mb = inertia(b);
         }
-        coloured_impulse(&c, &a, &b, w);
+        coloured_impulse(&c, &a, ma, &b, mb, w);
         contacts[i] = c;
     }
     // An immovable body, read by many, is never written.
@@ -912,7 +916,9 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     if (!is_wall(c.b)) {
         kb = atomicLoad(&counts[c.b]);
     }
-    let r = contact_impulse(&c, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb, w);
+    let a = body(c.a);
+    let b = other(c, w);
+    let r = contact_impulse(&c, a, inertia(a), atomicLoad(&counts[c.a]), b, inertia(b), kb, w);
     add_impulse(c, r);
     contacts[i] = c;
 }
@@ -956,7 +962,9 @@ fn collide_restitute(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgro
     if (!is_wall(c.b)) {
         kb = atomicLoad(&counts[c.b]);
     }
-    add_impulse(c, restitution(&c, P.first != 0u, body(c.a), atomicLoad(&counts[c.a]), other(c, w), kb));
+    let a = body(c.a);
+    let b = other(c, w);
+    add_impulse(c, restitution(&c, P.first != 0u, a, inertia(a), atomicLoad(&counts[c.a]), b, inertia(b), kb));
     contacts[i] = c;
 }
 
@@ -978,7 +986,7 @@ fn collide_apply(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
         push[k] = from_fixed(load_sum(i, 6u + k));
     }
     var b = body(i);
-    apply_sums(&b, linear, angular, push);
+    apply_sums(&b, inertia(b), linear, angular, push);
     store_body(i, b);
 }
 

@@ -17,10 +17,23 @@ fn inv_inertia(b: B) -> vec3<f32> {
     return vec3<f32>(3.0 * b.inv_mass / (y + z), 3.0 * b.inv_mass / (x + z), 3.0 * b.inv_mass / (x + y));
 }
 
-// The world-space inverse inertia times v: R diag(inv_inertia) Rᵀ v.
-fn inv_inertia_mul(b: B, v: vec3<f32>) -> vec3<f32> {
+// motion.rs `Inertia`: a body's axes and the diagonal of its inverse inertia
+// in its own frame, taken once for all the points of a manifold (a pass
+// never turns a body).
+struct Inertia {
+    u: array<vec3<f32>, 3>,
+    d: vec3<f32>,
+}
+
+fn inertia(b: B) -> Inertia {
     let d = inv_inertia(b);
-    let u = axes(b.rot);
+    return Inertia(axes(b.rot), d);
+}
+
+// The world-space inverse inertia times v: R diag(inv_inertia) Rᵀ v.
+fn inertia_mul(m: Inertia, v: vec3<f32>) -> vec3<f32> {
+    let u = m.u;
+    let d = m.d;
     let l = vec3<f32>(dot3(v, u[0]) * d.x, dot3(v, u[1]) * d.y, dot3(v, u[2]) * d.z);
     return (rounded3(u[0] * l.x) + rounded3(u[1] * l.y)) + rounded3(u[2] * l.z);
 }
@@ -124,11 +137,12 @@ struct Impulse {
 
 // The inverse effective mass of a contact along `d`, each body's mass split
 // over its `k` contacts.
-fn inv_effective(a: B, ka: f32, ra: vec3<f32>, b: B, kb: f32, rb: vec3<f32>, d: vec3<f32>) -> f32 {
+fn inv_effective(a: B, ia: Inertia, ka: f32, ra: vec3<f32>, b: B, ib: Inertia, kb: f32, rb: vec3<f32>,
+                 d: vec3<f32>) -> f32 {
     let ca = cross3(ra, d);
     let cb = cross3(rb, d);
-    return rounded(ka * (a.inv_mass + dot3(ca, inv_inertia_mul(a, ca)))) +
-           rounded(kb * (b.inv_mass + dot3(cb, inv_inertia_mul(b, cb))));
+    return rounded(ka * (a.inv_mass + dot3(ca, inertia_mul(ia, ca)))) +
+           rounded(kb * (b.inv_mass + dot3(cb, inertia_mul(ib, cb))));
 }
 
 // What a body in k contact points counts as in the mass split (World::split).
@@ -138,7 +152,8 @@ fn share(k: u32, w: W) -> f32 {
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb);
 // w.dt is the substep's.
-fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w: W) -> Impulse {
+fn contact_impulse(c: ptr<function, Contact>, a: B, ia: Inertia, ka_: u32, b: B, ib: Inertia, kb_: u32,
+                   w: W) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
     let ka = share(ka_, w);
@@ -146,7 +161,7 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     let n = v3((*c).normal);
     let ra = v3((*c).point) - a.pos;
     let rb = v3((*c).point) - b.pos;
-    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    let kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0) {
         return out;
     }
@@ -175,7 +190,7 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ka_: u32, b: B, kb_: u32, w:
     var f = v3((*c).friction);
     if (tl2 > 1e-12) {
         let tl = sqrt_rn(tl2);
-        let kt = inv_effective(a, ka, ra, b, kb, rb, t * (1.0 / tl));
+        let kt = inv_effective(a, ia, ka, ra, b, ib, kb, rb, t * (1.0 / tl));
         f = f - rounded3(t * (1.0 / kt));
     }
     let fl2 = dot3(f, f);
@@ -202,7 +217,8 @@ fn bounces(c: Contact) -> bool {
 // solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
-fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_: u32) -> Impulse {
+fn restitution(c: ptr<function, Contact>, first: bool, a: B, ia: Inertia, ka_: u32, b: B, ib: Inertia,
+               kb_: u32) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
     if (!bounces(*c)) {
@@ -218,7 +234,7 @@ fn restitution(c: ptr<function, Contact>, first: bool, a: B, ka_: u32, b: B, kb_
     let n = v3((*c).normal);
     let ra = v3((*c).point) - a.pos;
     let rb = v3((*c).point) - b.pos;
-    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    let kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0) {
         return out;
     }
@@ -253,22 +269,23 @@ fn hold(c: Contact, a: B, b: B) -> Impulse {
 }
 
 // A body takes the sums of its contacts' impulses of one pass.
-fn apply_sums(b: ptr<function, B>, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>) {
+fn apply_sums(b: ptr<function, B>, ib: Inertia, linear: vec3<f32>, angular: vec3<f32>, push: vec3<f32>) {
     // An immovable body takes nothing.
     if ((*b).inv_mass <= 0.0) {
         return;
     }
     (*b).vel = (*b).vel + rounded3(linear * (*b).inv_mass);
-    (*b).omega = (*b).omega + inv_inertia_mul(*b, angular);
+    (*b).omega = (*b).omega + inertia_mul(ib, angular);
     (*b).pos = (*b).pos + rounded3(push * (*b).inv_mass);
 }
 
 // solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
 // the impulse at once, their masses whole.
-fn coloured_impulse(c: ptr<function, Contact>, a: ptr<function, B>, b: ptr<function, B>, w: W) {
-    let r = contact_impulse(c, *a, 1u, *b, 1u, w);
-    apply_sums(a, r.linear * -1.0, r.angular_a, r.push * -1.0);
-    apply_sums(b, r.linear, r.angular_b, r.push);
+fn coloured_impulse(c: ptr<function, Contact>, a: ptr<function, B>, ia: Inertia, b: ptr<function, B>, ib: Inertia,
+                    w: W) {
+    let r = contact_impulse(c, *a, ia, 1u, *b, ib, 1u, w);
+    apply_sums(a, ia, r.linear * -1.0, r.angular_a, r.push * -1.0);
+    apply_sums(b, ib, r.linear, r.angular_b, r.push);
 }
 
 // Gravity for one step.

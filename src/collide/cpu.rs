@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::clocks::HostClock;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
-use crate::collide::physics::scale;
+use crate::collide::physics::{Inertia, scale};
 use crate::collide::{
     CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, physics, words,
 };
@@ -194,7 +194,7 @@ fn gather(
             }
         }
         let [linear, angular, push] = sum.map(|s| s.map(physics::from_fixed));
-        physics::apply(b, linear, angular, push);
+        physics::apply(b, &Inertia::of(b), linear, angular, push);
     });
 }
 
@@ -520,12 +520,9 @@ impl Engine for CpuCollide {
                         return physics::Impulse::default(); // the gather does not read it
                     }
                     let a = &bodies[c.a as usize];
-                    if physics::is_wall(c.b) {
-                        let wall = physics::wall_body(c.b, c.point, &w);
-                        return physics::contact_impulse(c, a, count(c.a), &wall, 1, &w);
-                    }
-                    let b = c.b;
-                    physics::contact_impulse(c, a, count(c.a), &bodies[b as usize], count(b), &w)
+                    let (wall, b) = physics::other_side(c, bodies, &w);
+                    let kb = if wall { 1 } else { count(c.b) };
+                    physics::contact_impulse(c, a, &Inertia::of(a), count(c.a), &b, &Inertia::of(&b), kb, &w)
                 })
                 .collect_into_vec(&mut self.responses);
             let overflow = Some((&self.colour[..], &self.counts[..]));
@@ -547,12 +544,10 @@ impl Engine for CpuCollide {
                     .par_iter_mut()
                     .map(|c| {
                         let a = &bodies[c.a as usize];
-                        let first = pass == 0;
-                        if physics::is_wall(c.b) {
-                            let wall = physics::wall_body(c.b, c.point, &w);
-                            return physics::restitution(c, first, a, count(c.a), &wall, 1);
-                        }
-                        physics::restitution(c, first, a, count(c.a), &bodies[c.b as usize], count(c.b))
+                        let (wall, b) = physics::other_side(c, bodies, &w);
+                        let kb = if wall { 1 } else { count(c.b) };
+                        let (ia, ib) = (Inertia::of(a), Inertia::of(&b));
+                        physics::restitution(c, pass == 0, a, &ia, count(c.a), &b, &ib, kb)
                     })
                     .collect_into_vec(&mut self.responses);
                 gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);

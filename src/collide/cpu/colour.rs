@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::CpuCollide;
 use crate::collide::layout::{Body, World};
-use crate::collide::physics;
+use crate::collide::physics::{self, Inertia};
 use crate::compaction::cpu::Scatter;
 
 impl CpuCollide {
@@ -120,12 +120,15 @@ impl CpuCollide {
                     let mut a = bodies.read(first.a as usize);
                     let wall = physics::is_wall(first.b);
                     let mut b = if wall { Body::default() } else { bodies.read(first.b as usize) };
+                    // Nothing in a pass turns a body: its inertia holds for every point.
+                    let (ia, mut ib) = (Inertia::of(&a), Inertia::of(&b));
                     for i in from as usize..to as usize {
                         let mut c = contacts.read(i);
                         if wall {
                             b = physics::wall_body(c.b, c.point, w);
+                            ib = Inertia::of(&b);
                         }
-                        physics::coloured_impulse(&mut c, &mut a, &mut b, w);
+                        physics::coloured_impulse(&mut c, &mut a, &ia, &mut b, &ib, w);
                         contacts.write(i, c);
                     }
                     if a.inv_mass > 0.0 {

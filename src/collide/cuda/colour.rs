@@ -14,8 +14,9 @@ use crate::compaction::Backend;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::cuda_runtime::{Spec, ptr as raw_ptr};
 
-/// u32s of collide.cu's colour table: counts, starts (one more) and cursors per colour.
-const TABLE: u64 = 3 * (MAX_COLOURS as u64 + 1);
+/// u32s of collide.cu's colour table: counts, starts (one more) and cursors
+/// per colour, then whether a body picked, per round.
+const TABLE: u64 = 3 * (MAX_COLOURS as u64 + 1) + rounds(MAX_COLOURS) as u64;
 
 /// Bytes per body and per contact slot that the colouring adds.
 pub(super) const BODY_BYTES: u64 = 8 + 4 + 4;
@@ -119,19 +120,21 @@ impl Colouring {
         // SAFETY: matches collide_colour_init(const Contact*, const u64*, u64, u32, u32*); with the frame's
         // status clear, narrow wrote words[CONTACTS] contacts, at most the slots `colour` holds.
         unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_init"))?;
-        for _ in 0..if colours == 0 { 0 } else { rounds(colours) } {
+        for round in 0..if colours == 0 { 0 } else { rounds(colours) } {
             let mut l = stream.launch_builder(&self.pick);
             l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&at.contacts);
-            l.arg(&cp).arg(&at.words).arg(&kp);
+            l.arg(&cp).arg(&at.words).arg(&kp).arg(&tp).arg(&round);
             // SAFETY: matches collide_colour_pick(const Body*, u32, const u32*, const u32*, const u32*, const
-            // Contact*, const u32*, const u64*, u64*); bodies, first, counts and picks hold n entries, and each
-            // body's run of ends names contacts below the frame's count (collide_ends).
+            // Contact*, const u32*, const u64*, u64*, u32*, u32); bodies, first, counts and picks hold n entries,
+            // and each body's run of ends names contacts below the frame's count (collide_ends); the table holds
+            // TABLE u32s, a flag for each of the rounds.
             unsafe { l.launch(at.over_bodies) }.map_err(launch_err("launching collide_colour_pick"))?;
             let mut l = stream.launch_builder(&self.take);
             l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&kp).arg(&colours);
-            l.arg(&cp).arg(&up);
+            l.arg(&cp).arg(&up).arg(&tp).arg(&round);
             // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, u32,
-            // u32*, u32*); as for collide_colour_init; contacts name bodies below n (picks and used hold n).
+            // u32*, u32*, const u32*, u32); as for collide_colour_init; contacts name bodies below n (picks and
+            // used hold n); the table as for collide_colour_pick.
             unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_take"))?;
         }
         let mut l = stream.launch_builder(&self.finish);

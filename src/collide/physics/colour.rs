@@ -92,6 +92,6 @@ pub fn first_free(used: u32, colours: u32) -> u32 {
 /// Rounds of the colouring for `colours` colours: each round colours at
 /// least the highest-ranked manifold left, in practice a large share; what
 /// is left after these goes to the overflow.
-pub fn rounds(colours: u32) -> u32 {
+pub const fn rounds(colours: u32) -> u32 {
     2 * colours
 }

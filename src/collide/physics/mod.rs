@@ -31,13 +31,13 @@ mod walls;
 
 pub use broad::{delta, expand_bits, karras_node, morton, overlap, union};
 pub use manifold::{MAX_POINTS, box_box};
-pub use motion::{gravity, integrate, inv_inertia, inv_inertia_mul, point_velocity};
+pub use motion::{Inertia, gravity, integrate, inv_inertia, point_velocity};
 pub use narrow::collide;
 pub use solver::{
     FIXED, Impulse, apply, bounces, coloured_impulse, contact_impulse, from_fixed, hold, restitution, to_fixed,
     warm_start,
 };
-pub use walls::{MAX_WALL_POINTS, WALL, is_wall, wall_body, wall_contacts};
+pub use walls::{MAX_WALL_POINTS, WALL, is_wall, other_side, wall_body, wall_contacts};
 
 use crate::collide::layout::{Body, SPHERE, World};
 

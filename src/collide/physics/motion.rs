@@ -15,12 +15,27 @@ pub fn inv_inertia(b: &Body) -> V3 {
     [3.0 * b.inv_mass / (y + z), 3.0 * b.inv_mass / (x + z), 3.0 * b.inv_mass / (x + y)]
 }
 
-/// The world-space inverse inertia times `v`: R diag(inv_inertia) Rᵀ v.
-pub fn inv_inertia_mul(b: &Body, v: V3) -> V3 {
-    let d = inv_inertia(b);
-    let u = axes(b.rot);
-    let l = [dot(v, u[0]) * d[0], dot(v, u[1]) * d[1], dot(v, u[2]) * d[2]];
-    add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]))
+/// A body's inverse inertia in the world: its axes and the diagonal in its
+/// own frame. Nothing in a pass turns a body, so the solver takes it once for
+/// all the points of a manifold, or of a contact (the same bits as taking it
+/// for each product).
+#[derive(Clone, Copy, Debug)]
+pub struct Inertia {
+    axes: [V3; 3],
+    diag: V3,
+}
+
+impl Inertia {
+    pub fn of(b: &Body) -> Self {
+        Self { diag: inv_inertia(b), axes: axes(b.rot) }
+    }
+
+    /// The world-space inverse inertia times `v`: R diag(inv_inertia) Rᵀ v.
+    pub fn mul(&self, v: V3) -> V3 {
+        let (u, d) = (&self.axes, self.diag);
+        let l = [dot(v, u[0]) * d[0], dot(v, u[1]) * d[1], dot(v, u[2]) * d[2]];
+        add(add(scale(u[0], l[0]), scale(u[1], l[1])), scale(u[2], l[2]))
+    }
 }
 
 /// The velocity of the body's point at `r` from its centre.

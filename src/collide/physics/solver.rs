@@ -20,7 +20,7 @@
 //! walls, the floor and the drum are contacts like any other (walls.rs), so
 //! they act inside every pass. A body's sums are kept in 64-bit fixed point.
 
-use super::{V3, add, cross, dot, inv_inertia_mul, point_velocity, scale, sub};
+use super::{Inertia, V3, add, cross, dot, point_velocity, scale, sub};
 use crate::collide::layout::{Body, Contact, World};
 
 /// Fixed point of the solver's sums: 2^24 steps per unit.
@@ -52,21 +52,32 @@ fn share(k: u32, w: &World) -> f32 {
 
 /// The inverse effective mass of a contact along `d`, each body's mass
 /// split over its `k` contacts.
-fn inv_effective(a: &Body, ka: f32, ra: V3, b: &Body, kb: f32, rb: V3, d: V3) -> f32 {
+#[allow(clippy::too_many_arguments)] // solver.cuh's twin, argument for argument
+fn inv_effective(a: &Body, ia: &Inertia, ka: f32, ra: V3, b: &Body, ib: &Inertia, kb: f32, rb: V3, d: V3) -> f32 {
     let ca = cross(ra, d);
     let cb = cross(rb, d);
-    ka * (a.inv_mass + dot(ca, inv_inertia_mul(a, ca))) + kb * (b.inv_mass + dot(cb, inv_inertia_mul(b, cb)))
+    ka * (a.inv_mass + dot(ca, ia.mul(ca))) + kb * (b.inv_mass + dot(cb, ib.mul(cb)))
 }
 
-/// One Jacobi pass of contact `c` between a (in `ka` contact points) and b
-/// (in `kb`), from the velocities and positions before the pass; updates the
+/// One Jacobi pass of contact `c` between a (in `ka` contact points, its
+/// inertia `ia`) and b (in `kb`, `ib`), from the velocities and positions before the pass; updates the
 /// impulses the contact has applied this substep (`w.dt` is the substep's).
-pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w: &World) -> Impulse {
+#[allow(clippy::too_many_arguments)] // solver.cuh's twin, argument for argument
+pub fn contact_impulse(
+    c: &mut Contact,
+    a: &Body,
+    ia: &Inertia,
+    ka: u32,
+    b: &Body,
+    ib: &Inertia,
+    kb: u32,
+    w: &World,
+) -> Impulse {
     let (ka, kb) = (share(ka, w), share(kb, w));
     let n = c.normal;
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);
-    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    let kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if kn <= 0.0 {
         return Impulse::default();
     }
@@ -92,7 +103,7 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
     let mut f = c.friction;
     if tl2 > 1e-12 {
         let tl = tl2.sqrt();
-        let kt = inv_effective(a, ka, ra, b, kb, rb, scale(t, 1.0 / tl));
+        let kt = inv_effective(a, ia, ka, ra, b, ib, kb, rb, scale(t, 1.0 / tl));
         f = sub(f, scale(t, 1.0 / kt));
     }
     let fl2 = dot(f, f);
@@ -109,23 +120,24 @@ pub fn contact_impulse(c: &mut Contact, a: &Body, ka: u32, b: &Body, kb: u32, w:
 
 /// A body takes the sums of its contacts' impulses of one pass (an
 /// immovable one takes nothing).
-pub fn apply(b: &mut Body, linear: V3, angular: V3, push: V3) {
+pub fn apply(b: &mut Body, ib: &Inertia, linear: V3, angular: V3, push: V3) {
     if b.inv_mass <= 0.0 {
         return;
     }
     b.vel = add(b.vel, scale(linear, b.inv_mass));
-    b.omega = add(b.omega, inv_inertia_mul(b, angular));
+    b.omega = add(b.omega, ib.mul(angular));
     b.pos = add(b.pos, scale(push, b.inv_mass));
 }
 
 /// One coloured pass of contact `c` (`physics::colour`): no other contact
 /// of its colour moves a or b, so each takes its whole mass and the impulse
 /// at once, and the next point of the manifold sees the bodies as this one
-/// left them (Gauss-Seidel). An immovable body takes nothing.
-pub fn coloured_impulse(c: &mut Contact, a: &mut Body, b: &mut Body, w: &World) {
-    let r = contact_impulse(c, a, 1, b, 1, w);
-    apply(a, scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0));
-    apply(b, r.linear, r.angular_b, r.push);
+/// left them (Gauss-Seidel). An immovable body takes nothing. The caller
+/// takes each body's inertia once for the manifold.
+pub fn coloured_impulse(c: &mut Contact, a: &mut Body, ia: &Inertia, b: &mut Body, ib: &Inertia, w: &World) {
+    let r = contact_impulse(c, a, ia, 1, b, ib, 1, w);
+    apply(a, ia, scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0));
+    apply(b, ib, r.linear, r.angular_b, r.push);
 }
 
 /// Restitution, after a frame's substeps (as Box2D's soft step applies it),
@@ -139,7 +151,17 @@ pub fn coloured_impulse(c: &mut Contact, a: &mut Body, b: &mut Body, w: &World) 
 /// bounce with every held impulse and pump energy. Each body's mass is split
 /// over all its contacts that [`bounces`] says bounce (Tonge's split, not
 /// `World::split`'s over-relaxed one: repeated passes must not overshoot).
-pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb: u32) -> Impulse {
+#[allow(clippy::too_many_arguments)] // solver.cuh's twin, argument for argument
+pub fn restitution(
+    c: &mut Contact,
+    first: bool,
+    a: &Body,
+    ia: &Inertia,
+    ka: u32,
+    b: &Body,
+    ib: &Inertia,
+    kb: u32,
+) -> Impulse {
     if !bounces(c) {
         return Impulse::default();
     }
@@ -149,7 +171,7 @@ pub fn restitution(c: &mut Contact, first: bool, a: &Body, ka: u32, b: &Body, kb
     let n = c.normal;
     let ra = sub(c.point, a.pos);
     let rb = sub(c.point, b.pos);
-    let kn = inv_effective(a, ka, ra, b, kb, rb, n);
+    let kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if kn <= 0.0 {
         return Impulse::default();
     }

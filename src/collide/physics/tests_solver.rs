@@ -71,7 +71,7 @@ fn contact_impulse_conserves_momentum() {
     let (found, count) = collide(0, &a, 1, &b, &w);
     assert_eq!(count, 1);
     let mut c = found[0];
-    let r = contact_impulse(&mut c, &a, 1, &b, 1, &w);
+    let r = contact_impulse(&mut c, &a, &Inertia::of(&a), 1, &b, &Inertia::of(&b), 1, &w);
     assert!(c.lambda > 0.0 && dot(r.linear, c.normal) > 0.0, "pushes b away from a: {r:?}");
     // Angular momentum about the origin: x × p + L for each.
     let l = add(add(cross(a.pos, scale(r.linear, -1.0)), r.angular_a), add(cross(b.pos, r.linear), r.angular_b));

@@ -31,6 +31,12 @@ pub fn wall_body(id: u32, point: V3, w: &World) -> Body {
     b
 }
 
+/// Contact `c`'s other side: whether it is a wall, and the wall's stand-in
+/// ([`wall_body`]) or the body.
+pub fn other_side(c: &Contact, bodies: &[Body], w: &World) -> (bool, Body) {
+    if is_wall(c.b) { (true, wall_body(c.b, c.point, w)) } else { (false, bodies[c.b as usize]) }
+}
+
 /// A box's corner `c` (bit k of `c` picks the sign along axis k), or a
 /// sphere's point furthest along `out`, from the centre.
 fn corner(b: &Body, u: &[V3; 3], c: u32, out: V3) -> V3 {
