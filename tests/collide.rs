@@ -24,6 +24,7 @@ fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
         substeps: 2,
         iterations: 2,
         max_frontier: 1 << 26,
+        max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
         fusion: Default::default(),
     }
 }

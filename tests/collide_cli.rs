@@ -144,6 +144,12 @@ fn bad_flags_fail_with_a_message_and_write_nothing() {
         (vec!["--substeps".into(), "65".into()], "between 1 and 64"),
         (vec!["--colours".into(), "25".into()], "--colours must be between 0 and 24"),
         (vec!["--colours".into(), "-1".into()], "-1"),
+        (vec!["--max-candidates".into(), "0".into()], "--max-candidates must be at least 1"),
+        // The drum's bodies touch from the start: past a bound of 50 slots, a typed error, and no file.
+        (
+            vec!["--scenario".into(), "drum".into(), "--max-candidates".into(), "50".into()],
+            "more than --max-candidates 50",
+        ),
         (vec!["--out".into(), dir.join("t.txt").display().to_string()], ".json or .csv"),
         (vec!["--out".into(), "/nonexistent-dir/t.json".into()], "/nonexistent-dir/t.json"),
     ];

@@ -68,6 +68,11 @@ pub struct SimFlags {
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
+    /// The most candidate pairs a frame may find (each with room for two contact points, about 400 bytes
+    /// with them): the lists grow with the bodies' speeds, and past this the run stops with an error that
+    /// says so, rather than running out of memory.
+    #[arg(long, default_value_t = reap::collide::DEFAULT_MAX_CANDIDATES)]
+    pub max_candidates: u64,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the pair expansion;
     /// `off` runs it as a separate pass after it, like every other algorithm.
     #[arg(long, alias = "fuse", default_value = "auto", value_parser = super::render::parse_fusion)]
@@ -139,6 +144,7 @@ pub(super) fn settings<B: Backend>(
         substeps,
         iterations,
         max_frontier: sim.max_frontier,
+        max_candidates: sim.max_candidates,
         fusion: sim.fusion,
     };
     s.check()?;

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxe
 use rayon::prelude::*;
 
 use crate::clocks::HostClock;
+use crate::collide::driver::CANDIDATE_SLOT_BYTES;
 use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
 use crate::collide::physics::{Inertia, scale};
 use crate::collide::{
@@ -22,6 +23,7 @@ use crate::collide::{
 };
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
+use crate::memory::{self, MemoryError};
 
 mod colour;
 #[cfg(test)]
@@ -427,9 +429,25 @@ impl Engine for CpuCollide {
     }
 
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()> {
-        let n = usize::try_from(n.max(1))
-            .map_err(|_| CollideError::Compaction(Error::Backend(format!("{n} candidates do not fit in memory"))))?;
-        self.candidates = (0..n).map(|_| AtomicU64::new(DEAD64)).collect();
+        // Checked against the host's memory with room for the contacts, and
+        // allocated fallibly: a list no machine holds is an error, not an abort.
+        let n = n.max(1);
+        let what = format!("the candidate and contact lists ({n} slots)");
+        let change = "lower --max-candidates, or use fewer or slower bodies";
+        let need = memory::times(n, CANDIDATE_SLOT_BYTES);
+        memory::check(what.as_str(), need, memory::Limit::host(), change)?;
+        self.candidates = Vec::new();
+        let n = usize::try_from(n).map_err(|_| MemoryError::AllocationFailed {
+            what: what.clone(),
+            need,
+            change: change.into(),
+        })?;
+        self.candidates.try_reserve_exact(n).map_err(|_| MemoryError::AllocationFailed {
+            what,
+            need,
+            change: change.into(),
+        })?;
+        self.candidates.extend((0..n).map(|_| AtomicU64::new(DEAD64)));
         self.found = 0;
         Ok(())
     }

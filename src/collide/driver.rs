@@ -3,6 +3,8 @@
 //! short) and a run of frames, over any [`Engine`]. Split from `mod.rs`,
 //! which holds what a frame is made of (settings, stages, stats, the trait).
 
+use super::layout::Contact;
+use super::physics;
 use super::{
     Algorithm, Buf, CollideError, CollideResult, CollideSettings, Compaction, Engine, FrameEnd, FramePath, FrameStats,
     SitePath, StageId, Substep, stage, words,
@@ -24,6 +26,12 @@ fn layout(levels: u32) -> (frontier::LevelWords, u64) {
 /// `physics::MAX_POINTS`, most pairs give one; a frame with more contacts sets
 /// the candidates' status and is redone with room for them.
 pub const CONTACTS_PER_CANDIDATE: u64 = 2;
+
+/// About what one candidate slot costs with its contacts (the candidate, and
+/// per contact point the contact, last frame's, its response, colour, place
+/// in the colours' order and two ends): what `--max-candidates` is weighed in.
+pub const CANDIDATE_SLOT_BYTES: u64 = 8 + CONTACTS_PER_CANDIDATE
+    * (2 * std::mem::size_of::<Contact>() as u64 + std::mem::size_of::<physics::Impulse>() as u64 + 4 + 8 + 8);
 
 /// The first frame's level bound: deeper than any LBVH of 30-bit codes over
 /// bodies spread in space needs (a deeper one is redone with a larger bound).
@@ -135,6 +143,10 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
     let clock = std::time::Instant::now();
     if f.pairs.is_none() {
         f.set_capacity(e, initial_capacity(e.len()).min(s.max_frontier))?;
+        // The engine's first list may be larger than the run allows.
+        if e.candidate_capacity() > s.max_candidates {
+            e.set_candidate_capacity(s.max_candidates)?;
+        }
     }
     f.attempts = 0;
     let mut stalled = false;
@@ -206,7 +218,17 @@ pub fn frame<E: Engine>(e: &mut E, s: &CollideSettings, f: &mut Frontier<E>, ind
         if status & frontier::status::CANDIDATES != 0 {
             // The contact list holds CONTACTS_PER_CANDIDATE per candidate slot.
             let contacts = w[words::CONTACTS as usize].div_ceil(CONTACTS_PER_CANDIDATE);
-            e.reserve_candidates(w[words::CANDIDATES as usize].max(contacts))?;
+            let needed = w[words::CANDIDATES as usize].max(contacts);
+            if needed > s.max_candidates {
+                let max = s.max_candidates;
+                return Err(CollideError::TooManyCandidates {
+                    frame: index,
+                    needed,
+                    max,
+                    slot_bytes: CANDIDATE_SLOT_BYTES,
+                });
+            }
+            e.reserve_candidates(needed, s.max_candidates)?;
         }
     }
 }

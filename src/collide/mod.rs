@@ -63,6 +63,11 @@ pub enum CollideError {
          {max}: {advice}"
     )]
     FrontierTooLarge { items: u64, gib: f64, level: u32, max: u64, advice: String },
+    #[error(
+        "frame {frame} found {needed} candidate pairs, more than --max-candidates {max}: raise --max-candidates \
+         (each slot takes about {slot_bytes} bytes of memory with its contacts) or use fewer or slower bodies"
+    )]
+    TooManyCandidates { frame: u32, needed: u64, max: u64, slot_bytes: u64 },
     #[error("{what} needs {bytes} bytes of GPU memory and the device has {free} free: use fewer bodies")]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
@@ -132,6 +137,11 @@ impl serde::Serialize for SortMethod {
     }
 }
 
+/// `--max-candidates`' default: 2^28 slots, about 100 GiB with their
+/// contacts, more than the GPUs reap runs on hold (their free memory is
+/// checked too); on the CPU the host's memory is the bound.
+pub const DEFAULT_MAX_CANDIDATES: u64 = 1 << 28;
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CollideSettings {
     pub compact_pairs: Compaction,
@@ -143,6 +153,11 @@ pub struct CollideSettings {
     pub iterations: u32,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     pub max_frontier: u64,
+    /// The most candidate pairs a frame's list may hold (each slot with room
+    /// for `driver::CONTACTS_PER_CANDIDATE` contact points): the lists grow
+    /// with the bodies' speeds (their reach), and past this a frame is a
+    /// [`CollideError::TooManyCandidates`], not an allocation that fails.
+    pub max_candidates: u64,
     /// Whether the pair frontier's site may fuse into the expansion.
     pub fusion: Fusion,
 }
@@ -154,6 +169,9 @@ impl CollideSettings {
         }
         if self.iterations == 0 || self.iterations > 64 {
             return Err(CollideError::Settings("--iterations must be between 1 and 64".into()));
+        }
+        if self.max_candidates == 0 {
+            return Err(CollideError::Settings("--max-candidates must be at least 1".into()));
         }
         Ok(())
     }
@@ -363,13 +381,13 @@ pub trait Engine {
     /// Replaces the candidate list (and the contact list with it) by one of
     /// `n` slots; its contents are lost.
     fn set_candidate_capacity(&mut self, n: u64) -> CollideResult<()>;
-    /// Grows the candidate list to hold `n`, with an eighth to spare so that
-    /// a slowly growing contact set does not redo every frame.
-    fn reserve_candidates(&mut self, n: u64) -> CollideResult<()> {
+    /// Grows the candidate list to hold `n`, with an eighth to spare (up to
+    /// `max`) so that a slowly growing contact set does not redo every frame.
+    fn reserve_candidates(&mut self, n: u64, max: u64) -> CollideResult<()> {
         if n <= self.candidate_capacity() {
             return Ok(());
         }
-        self.set_candidate_capacity(n + n / 8)
+        self.set_candidate_capacity((n + n / 8).min(max).max(n))
     }
     /// Exact shape tests of the stored candidates (their count from the
     /// words); the contacts found are counted in `words[words::CONTACTS]`.

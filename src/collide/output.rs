@@ -380,6 +380,7 @@ pub(crate) mod tests {
             substeps: 2,
             iterations: 4,
             max_frontier: 1 << 20,
+            max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
         }
     }

@@ -347,6 +347,7 @@ mod tests {
             substeps: 1,
             iterations: 1,
             max_frontier: 1 << 24,
+            max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Fusion::Auto,
         }
     }

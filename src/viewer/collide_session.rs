@@ -154,6 +154,7 @@ impl CollideSession {
             substeps,
             iterations,
             max_frontier: MAX_FRONTIER,
+            max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
         };
         let index = self.frame_index;

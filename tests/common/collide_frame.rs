@@ -8,7 +8,15 @@ use reap::collide::{CollideSettings, Compaction, Engine, FrameStats, Frontier, S
 /// The GPU suites' settings: two substeps of two passes, so that both of
 /// the solver's loops run; the frontier bounded by `max_frontier`.
 pub fn settings(compact_pairs: Compaction, sort: SortMethod, max_frontier: u64) -> CollideSettings {
-    CollideSettings { compact_pairs, sort, substeps: 2, iterations: 2, max_frontier, fusion: Default::default() }
+    CollideSettings {
+        compact_pairs,
+        sort,
+        substeps: 2,
+        iterations: 2,
+        max_frontier,
+        max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
+        fusion: Default::default(),
+    }
 }
 
 pub fn bits<T: bytemuck::Pod>(v: &[T]) -> &[u32] {

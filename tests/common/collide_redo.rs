@@ -71,6 +71,7 @@ pub fn an_overflowing_frontier_is_refused_and_moves_no_body<E: Engine>(e: &mut E
             substeps: 2,
             iterations: 2,
             max_frontier,
+            max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
         };
         let what = compact_pairs.name();

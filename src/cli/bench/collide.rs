@@ -238,6 +238,7 @@ fn reference(args: &CollideBenchArgs, sc: Scenario) -> CollideSettings {
         substeps,
         iterations,
         max_frontier: args.sim.max_frontier,
+        max_candidates: args.sim.max_candidates,
         fusion: Default::default(),
     }
 }

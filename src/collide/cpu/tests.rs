@@ -8,7 +8,7 @@ use crate::collide::layout::Contact;
 use crate::collide::physics::colour::{self, OVERFLOW};
 use crate::collide::physics::tests_solver::settings;
 use crate::collide::scenario::{self, Scenario};
-use crate::collide::{Frontier, frame};
+use crate::collide::{CollideError, CollideSettings, Engine, Frontier, frame};
 
 /// The engine after `frames` frames of a 1500-body scene at the defaults (colours as given).
 fn run(sc: Scenario, frames: u32, colours: u32) -> CpuCollide {
@@ -86,4 +86,47 @@ fn no_colours_leaves_every_contact_to_the_jacobi_pass() {
     assert!(!e.contacts.is_empty());
     assert!(e.colour.iter().all(|&k| k == OVERFLOW));
     assert!(e.manifolds.is_empty());
+}
+
+/// Issue 46 item 4: the lists are bounded per run. A frame that needs more
+/// candidate slots than `max_candidates` is a typed error naming the flag,
+/// and the list never grew past the bound (the pile's bodies start apart:
+/// its list grows as it falls together).
+#[test]
+fn past_max_candidates_a_frame_is_a_typed_error() {
+    let (w, bodies) = scenario::build(Scenario::Pile, 1500, 3).expect("scenario");
+    let mut e = CpuCollide::new(w, &bodies).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let max = 3000;
+    let s = CollideSettings { max_candidates: max, ..settings(Scenario::Pile.solver()) };
+    let mut failed = None;
+    for i in 0..200 {
+        match frame(&mut e, &s, &mut f, i) {
+            Ok(stats) => assert!(stats.candidates <= max, "frame {i}: {} candidates", stats.candidates),
+            Err(err) => {
+                failed = Some((i, err));
+                break;
+            }
+        }
+        assert!(e.candidate_capacity() <= max, "frame {i}: the list grew to {}", e.candidate_capacity());
+    }
+    let (i, err) = failed.expect("the settling pile needs more than 3000 candidate slots");
+    assert!(i > 10, "the bound was reached at frame {i}, before the list had grown");
+    let text = err.to_string();
+    match err {
+        CollideError::TooManyCandidates { frame, needed, max: m, .. } => {
+            assert_eq!((frame, m), (i, max));
+            assert!(needed > max, "needed {needed}");
+        }
+        other => panic!("expected TooManyCandidates, got {other:?}"),
+    }
+    assert!(text.contains("--max-candidates 3000"), "{text}");
+    // The default bound lets the same frames run.
+    let (w, bodies) = scenario::build(Scenario::Pile, 1500, 3).expect("scenario");
+    let mut e = CpuCollide::new(w, &bodies).expect("engine");
+    let mut f = Frontier::new(&e).expect("frontier");
+    let s = settings(Scenario::Pile.solver());
+    for i in 0..=i {
+        frame(&mut e, &s, &mut f, i).expect("frame");
+    }
 }
