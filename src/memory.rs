@@ -152,13 +152,25 @@ pub fn check(what: impl Into<String>, need: Bytes, limit: Limit, change: &str) -
 /// allocated fallibly: the big buffers go through here so that a size no
 /// machine holds is an error, not an abort.
 pub fn filled_vec<T: Clone>(len: u64, value: T, what: &str, change: &str) -> Result<Vec<T>, MemoryError> {
-    let need = times(len, std::mem::size_of::<T>() as u64);
+    vec_with(len, times(len, std::mem::size_of::<T>() as u64), what, change, || value.clone())
+}
+
+/// A vector of `len` items from `item`, as [`filled_vec`] makes one, but
+/// checked for `need` bytes: what the buffer brings with it (a list whose
+/// slots each stand for more memory elsewhere), or items that are not Clone.
+pub fn vec_with<T>(
+    len: u64,
+    need: Bytes,
+    what: &str,
+    change: &str,
+    item: impl FnMut() -> T,
+) -> Result<Vec<T>, MemoryError> {
     check(what, need, Limit::host(), change)?;
     let failed = || MemoryError::AllocationFailed { what: what.into(), need, change: change.into() };
     let len = usize::try_from(len).map_err(|_| failed())?;
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| failed())?;
-    v.resize(len, value);
+    v.resize_with(len, item);
     Ok(v)
 }
 

@@ -23,7 +23,7 @@ use crate::collide::{
 };
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
-use crate::memory::{self, MemoryError};
+use crate::memory;
 
 mod colour;
 #[cfg(test)]
@@ -435,19 +435,8 @@ impl Engine for CpuCollide {
         let what = format!("the candidate and contact lists ({n} slots)");
         let change = "lower --max-candidates, or use fewer or slower bodies";
         let need = memory::times(n, CANDIDATE_SLOT_BYTES);
-        memory::check(what.as_str(), need, memory::Limit::host(), change)?;
-        self.candidates = Vec::new();
-        let n = usize::try_from(n).map_err(|_| MemoryError::AllocationFailed {
-            what: what.clone(),
-            need,
-            change: change.into(),
-        })?;
-        self.candidates.try_reserve_exact(n).map_err(|_| MemoryError::AllocationFailed {
-            what,
-            need,
-            change: change.into(),
-        })?;
-        self.candidates.extend((0..n).map(|_| AtomicU64::new(DEAD64)));
+        self.candidates = Vec::new(); // the old list goes before the new one comes
+        self.candidates = memory::vec_with(n, need, &what, change, || AtomicU64::new(DEAD64))?;
         self.found = 0;
         Ok(())
     }
