@@ -26,6 +26,7 @@ fn settings(compact_pairs: Compaction, sort: SortMethod) -> CollideSettings {
         max_frontier: 1 << 26,
         max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
         fusion: Default::default(),
+        order: Default::default(),
     }
 }
 

@@ -66,6 +66,19 @@ extern "C" __global__ void collide_codes(const Body* bodies, u32 n, World w, u32
     ids[i] = i;
 }
 
+// reorder(), first step: the bodies in the sorted codes' order into `moved`
+// (body ids[i] to place i), each body's new place into `places`, and ids =
+// 0..n (each thread reads and writes only its own id). The host copies
+// `moved` back over the bodies.
+extern "C" __global__ void collide_reorder(const Body* bodies, u32 n, u32* ids, Body* moved, u32* places) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 id = ids[i];
+    moved[i] = bodies[id];
+    places[id] = i;
+    ids[i] = i;
+}
+
 // build(): thread k makes leaf n-1+k (the body ids[k] and its box) and, for
 // k < n-1, internal node k (Karras 2012: its children, and their parent
 // links). It also clears internal node k's arrival flag for refit.
@@ -302,6 +315,12 @@ extern "C" __global__ void collide_narrow(const Body* bodies, World w, const u64
         if (i < count) {
             u64 p = candidates[i];
             u32 a = unpack_a(p), b = unpack_b(p);
+            // order.rs `pair_by_id`: the lower spawn number first, so that a pair keeps its orientation.
+            if (bodies[b].id < bodies[a].id) {
+                u32 t = a;
+                a = b;
+                b = t;
+            }
             found = physics::collide(a, bodies[a], b, bodies[b], w, c);
         }
         lost |= append_contacts(c, found, &words[contact_word], contacts, contact_capacity);
@@ -369,22 +388,25 @@ extern "C" __global__ void collide_ends(const Contact* contacts, const u64* word
 #define COLOUR_PICKED (3u * (COLOUR_MAX + 1u))
 
 // solve(), colouring's start: a manifold's first point UNCOLOURED, its
-// others FOLLOWER; with no colours every point OVERFLOW (Jacobi alone).
+// others FOLLOWER; with no colours every point OVERFLOW (Jacobi alone). A
+// first point's `names` entry is its manifold by spawn numbers
+// (physics::named): the rounds rank and pick by it, read once here rather
+// than from both bodies in every round.
 extern "C" __global__ void collide_colour_init(const Contact* contacts, const u64* words, u64 contact_word,
-                                               u32 colours, u32* colour) {
+                                               u32 colours, u32* colour, const Body* bodies, u64* names) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
-        colour[i] = colours == 0u                           ? COLOUR_OVERFLOW
-                    : physics::starts_run(contacts, i) ? COLOUR_UNCOLOURED
-                                                            : COLOUR_FOLLOWER;
+        bool first = physics::starts_run(contacts, i);
+        colour[i] = colours == 0u ? COLOUR_OVERFLOW : first ? COLOUR_UNCOLOURED : COLOUR_FOLLOWER;
+        if (colours != 0u && first) names[i] = physics::named(physics::manifold(contacts[i]), bodies);
     }
 }
 
 // One round of the colouring, first step: each movable body picks its
-// highest-ranked manifold still uncoloured (NO_PICK: none).
+// highest-ranked manifold still uncoloured, by name (NO_PICK: none).
 extern "C" __global__ void collide_colour_pick(const Body* bodies, u32 n, const u32* ends, const u32* first,
-                                               const u32* counts, const Contact* contacts, const u32* colour,
+                                               const u32* counts, const u64* names, const u32* colour,
                                                const u64* words, u64* picks, u32* table, u32 round) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || !frontier_ok(words)) return;
@@ -394,11 +416,12 @@ extern "C" __global__ void collide_colour_pick(const Body* bodies, u32 n, const 
     if (round > 0u && picks[i] == COLOUR_NO_PICK) return;
     u64 best = COLOUR_NO_PICK;
     if (bodies[i].inv_mass > 0.0f) {
+        u32 me = bodies[i].id;
         for (u32 e = first[i], to = first[i] + counts[i]; e < to; e++) {
             u32 c = ends[e] >> 1;
             if (colour[c] != COLOUR_UNCOLOURED) continue;
-            u64 m = physics::manifold(contacts[c]);
-            if (best == COLOUR_NO_PICK || physics::outranks_at(i, m, best)) best = m;
+            u64 name = names[c];
+            if (best == COLOUR_NO_PICK || physics::outranks_at(me, name, best)) best = name;
         }
     }
     picks[i] = best;
@@ -416,8 +439,8 @@ extern "C" __global__ void collide_colour_pick(const Body* bodies, u32 n, const 
 // The winners share no movable body: each reads and sets only its own
 // bodies' bits, and writes only its own run (never another's first point).
 extern "C" __global__ void collide_colour_take(const Contact* contacts, const u64* words, u64 contact_word,
-                                               const Body* bodies, const u64* picks, u32 colours, u32* colour,
-                                               u32* used, const u32* table, u32 round) {
+                                               const Body* bodies, const u64* names, const u64* picks, u32 colours,
+                                               u32* colour, u32* used, const u32* table, u32 round) {
     if (!frontier_ok(words)) return;
     if (round > 0u && table[COLOUR_PICKED + round - 1u] == 0u) return;
     u64 count = words[contact_word];
@@ -426,7 +449,8 @@ extern "C" __global__ void collide_colour_take(const Contact* contacts, const u6
         u64 m = physics::manifold(contacts[i]);
         u32 a = unpack_a(m), b = unpack_b(m);
         bool fa = physics::is_wall_or_immovable(a, bodies), fb = physics::is_wall_or_immovable(b, bodies);
-        if (!(fa || picks[a] == m) || !(fb || picks[b] == m)) continue;
+        u64 name = names[i];
+        if (!(fa || picks[a] == name) || !(fb || picks[b] == name)) continue;
         u32 k = physics::first_free((fa ? 0u : used[a]) | (fb ? 0u : used[b]), colours);
         colour[i] = k;
         for (u64 j = i + 1; j < count && !physics::starts_run(contacts, j); j++) colour[j] = k;
@@ -673,6 +697,18 @@ __device__ __forceinline__ u32 warm_mask(u32 count) {
 extern "C" __global__ void collide_warm_clear(u32* table, const u32* count_word) {
     u64 slots = (u64)warm_mask(*count_word) + 1;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < slots; i += (u64)gridDim.x * blockDim.x) table[i] = 0;
+}
+
+// reorder(), last step: the last frame's contacts (`*count_word` of them)
+// name their bodies' new places (`places`, collide_reorder's). A pair keeps
+// its orientation: contacts name the lower spawn number first.
+extern "C" __global__ void collide_warm_follow(Contact* previous, const u32* count_word, const u32* places) {
+    u64 count = *count_word;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
+        Contact& p = previous[i];
+        p.a = places[p.a];
+        if (!physics::is_wall(p.b)) p.b = places[p.b];
+    }
 }
 
 // solve(), warm start's first step: the last frame's contacts (`*count_word`

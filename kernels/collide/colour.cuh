@@ -25,6 +25,12 @@ __device__ __forceinline__ bool is_wall_or_immovable(u32 body, const Body* bodie
     return is_wall(body) || bodies[body].inv_mass <= 0.0f;
 }
 
+// colour.rs `named`: a manifold (engine places) by its bodies' spawn numbers.
+__device__ __forceinline__ u64 named(u64 m, const Body* bodies) {
+    u32 b = unpack_b(m);
+    return pack(bodies[unpack_a(m)].id, b == COLOUR_WALLS ? COLOUR_WALLS : bodies[b].id);
+}
+
 // colour.rs `rank`.
 __device__ __forceinline__ u32 rank(u64 m) {
     u32 a = unpack_a(m), b = unpack_b(m);

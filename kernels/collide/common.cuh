@@ -35,7 +35,7 @@ struct __align__(16) Body {
     float vel[3];
     float inv_mass;
     float half[3];
-    float pad;
+    u32 id;  // the spawn number (layout.rs `Body::id`)
     float rot[4];
     float omega[3];
     float pad2;
@@ -274,7 +274,7 @@ __device__ __forceinline__ Body wall_body(u32 id, V3 point, const World& w) {
     store(b.vel, v3(0.0f, 0.0f, 0.0f));
     b.inv_mass = 0.0f;
     store(b.half, v3(1.0f, 1.0f, 1.0f));
-    b.pad = 0.0f;
+    b.id = 0u;
     b.rot[0] = b.rot[1] = b.rot[2] = 0.0f;
     b.rot[3] = 1.0f;
     store(b.omega, v3(0.0f, 0.0f, 0.0f));

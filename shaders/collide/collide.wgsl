@@ -71,7 +71,7 @@ struct Params {
 // Binding 11, the solver's per-body sums (`acc`, add_sum, load_sum), comes in
 // the prelude: sums32.wgsl or, with native 64-bit atomics, sums64.wgsl.
 @group(0) @binding(12) var<storage, read_write> counts: array<atomic<u32>>;
-@group(0) @binding(13) var<storage, read> previous: array<Contact>;
+@group(0) @binding(13) var<storage, read_write> previous: array<Contact>;
 @group(0) @binding(14) var<storage, read_write> table: array<atomic<u32>>;
 // The nodes as 8 i32 words each, for refit's atomics (min xyz, left, max xyz, right).
 @group(0) @binding(15) var<storage, read_write> bounds: array<atomic<i32>>;
@@ -88,6 +88,9 @@ struct Params {
 @group(0) @binding(20) var<storage, read_write> used: array<u32>;
 @group(0) @binding(21) var<storage, read_write> order: array<vec2<u32>>;
 @group(0) @binding(22) var<storage, read_write> colour_table: array<atomic<u32>>;
+// Morton order (collide_reorder): the bodies in their new order, and each body's new place.
+@group(0) @binding(23) var<storage, read_write> moved: array<Body>;
+@group(0) @binding(24) var<storage, read_write> places: array<u32>;
 
 fn world() -> W {
     let p = P.world;
@@ -122,6 +125,32 @@ fn collide_codes(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
     keys[i] = morton(v3(bodies[i].pos), world());
     ids[i] = i;
+}
+
+// reorder(), first step: the bodies in the sorted codes' order into `moved`
+// (body ids[i] to place i), each body's new place into `places`, and ids =
+// 0..n (each invocation reads and writes only its own id).
+@compute @workgroup_size(WG)
+fn collide_reorder(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.n) {
+        return;
+    }
+    let id = ids[i];
+    moved[i] = bodies[id];
+    places[id] = i;
+    ids[i] = i;
+}
+
+// reorder(), second step: the moved bodies back over the bodies.
+@compute @workgroup_size(WG)
+fn collide_reorder_back(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                        @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i < P.n) {
+        bodies[i] = moved[i];
+    }
 }
 
 // build(): invocation k makes leaf n-1+k (the body ids[k] and its box) and,
@@ -573,8 +602,15 @@ fn collide_narrow(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     var found = 0u;
     if (i < count) {
         let p = candidates[i];
+        // order.rs `pair_by_id`: the lower spawn number first, so that a pair keeps its orientation.
+        var a = p.y;
+        var b = p.x;
+        if (bodies[b].id < bodies[a].id) {
+            a = p.x;
+            b = p.y;
+        }
         var four: array<Contact, 4>;
-        found = collide_pair(p.y, body(p.y), p.x, body(p.x), world(), &four);
+        found = collide_pair(a, body(a), b, body(b), world(), &four);
         for (var k = 0u; k < found; k++) {
             c[k] = four[k];
         }
@@ -633,6 +669,15 @@ fn is_wall_or_immovable(body: u32) -> bool {
     return is_wall(body) || bodies[body].inv_mass <= 0.0;
 }
 
+// colour.rs `named`: a manifold (engine places) by its bodies' spawn numbers.
+fn named(m: vec2<u32>) -> vec2<u32> {
+    var b = COLOUR_WALLS;
+    if (m.y != COLOUR_WALLS) {
+        b = bodies[m.y].id;
+    }
+    return vec2<u32>(bodies[m.x].id, b);
+}
+
 // solve(), colouring's start: a manifold's first point UNCOLOURED, its
 // others FOLLOWER; with no colours (P.colour 0) every point OVERFLOW.
 @compute @workgroup_size(WG)
@@ -655,7 +700,7 @@ fn uncoloured(i: u32) -> bool {
     return frontier_ok() && i < count_below(P.contact_word, P.contact_cap) && colour[i] == COLOUR_UNCOLOURED;
 }
 
-// A manifold of rank r offers itself to `body` (one side; `other` the other):
+// A manifold of rank r offers itself to `body` (one side; `other` the other's spawn number):
 // in a round's first step (P.first 1) its rank, of which the highest stays;
 // in the second, if that is its rank, the other side, of which the highest
 // stays. The pair (rank, other side) is the body's pick (colour.rs `outranks_at`).
@@ -680,17 +725,19 @@ fn collide_colour_pick(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
         return;
     }
     let m = manifold(contacts[i]);
-    let r = rank(m);
-    offer(m.x, m.y, r);
-    offer(m.y, m.x, r);
+    let name = named(m);
+    let r = rank(name);
+    offer(m.x, name.y, r);
+    offer(m.y, name.x, r);
 }
 
-// Whether `body` picked manifold m of rank r (an immovable side picks nothing and constrains nothing).
-fn picked(body: u32, m: vec2<u32>, r: u32) -> bool {
+// Whether `body` picked the manifold of rank r whose other side's spawn
+// number is `other` (an immovable side picks nothing and constrains nothing).
+fn picked(body: u32, other: u32, r: u32) -> bool {
     if (is_wall_or_immovable(body)) {
         return true;
     }
-    return atomicLoad(&picks[2u * body]) == r && atomicLoad(&picks[2u * body + 1u]) == other_side(m, body);
+    return atomicLoad(&picks[2u * body]) == r && atomicLoad(&picks[2u * body + 1u]) == other;
 }
 
 // Third step: a manifold both its movable bodies picked takes the lowest
@@ -705,8 +752,9 @@ fn collide_colour_take(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workg
         return;
     }
     let m = manifold(contacts[i]);
-    let r = rank(m);
-    if (!picked(m.x, m, r) || !picked(m.y, m, r)) {
+    let name = named(m);
+    let r = rank(name);
+    if (!picked(m.x, name.y, r) || !picked(m.y, name.x, r)) {
         return;
     }
     let fa = is_wall_or_immovable(m.x);

@@ -24,11 +24,6 @@ fn rank(m: vec2<u32>) -> u32 {
     return h ^ (h >> 16u);
 }
 
-// colour.rs `other`.
-fn other_side(m: vec2<u32>, body: u32) -> u32 {
-    return select(m.x, m.y, m.x == body);
-}
-
 // colour.rs `first_free`.
 fn first_free(used: u32, colours: u32) -> u32 {
     let c = firstTrailingBit(~used);  // ~used has a bit below 32 set: at most COLOUR_MAX bits are used

@@ -33,7 +33,8 @@ struct Body {
     vel: array<f32, 3>,
     inv_mass: f32,
     half: array<f32, 3>,
-    pad: f32,
+    // The spawn number (layout.rs `Body::id`).
+    id: u32,
     rot: array<f32, 4>,
     omega: array<f32, 3>,
     pad2: f32,
@@ -104,11 +105,6 @@ fn a3(v: vec3<f32>) -> array<f32, 3> {
 fn unpack_body(b: Body) -> B {
     return B(v3(b.pos), b.shape, v3(b.vel), b.inv_mass, v3(b.half), vec4<f32>(b.rot[0], b.rot[1], b.rot[2], b.rot[3]),
              v3(b.omega));
-}
-
-fn pack_body(b: B) -> Body {
-    return Body(a3(b.pos), b.shape, a3(b.vel), b.inv_mass, a3(b.half), 0.0,
-                array<f32, 4>(b.rot.x, b.rot.y, b.rot.z, b.rot.w), a3(b.omega), 0.0);
 }
 
 fn inf() -> f32 {

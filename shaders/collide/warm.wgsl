@@ -41,6 +41,22 @@ fn find_previous(c: Contact, mask: u32) -> u32 {
     return 0u;
 }
 
+// reorder(), last step: the last frame's contacts (P.prev_count of them)
+// name their bodies' new places (`places`, collide_reorder's). A pair keeps
+// its orientation: contacts name the lower spawn number first.
+@compute @workgroup_size(WG)
+fn collide_warm_follow(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+                       @builtin(local_invocation_index) lid: u32) {
+    let i = index(wid, nw, lid);
+    if (i >= P.prev_count) {
+        return;
+    }
+    previous[i].a = places[previous[i].a];
+    if (!is_wall(previous[i].b)) {
+        previous[i].b = places[previous[i].b];
+    }
+}
+
 // solve(), warm start: the table's used slots cleared (the table holds at
 // least that many: src/collide/wgpu.rs sizes it).
 @compute @workgroup_size(WG)

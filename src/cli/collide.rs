@@ -68,7 +68,7 @@ pub struct SimFlags {
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
     #[arg(long, default_value_t = 1 << 28)]
     pub max_frontier: u64,
-    /// The most candidate pairs a frame may find (each with room for two contact points, about 400 bytes
+    /// The most candidate pairs a frame may find (each with room for two contact points, about 420 bytes
     /// with them): the lists grow with the bodies' speeds, and past this the run stops with an error that
     /// says so, rather than running out of memory.
     #[arg(long, default_value_t = reap::collide::DEFAULT_MAX_CANDIDATES)]
@@ -77,6 +77,11 @@ pub struct SimFlags {
     /// `off` runs it as a separate pass after it, like every other algorithm.
     #[arg(long, alias = "fuse", default_value = "auto", value_parser = super::render::parse_fusion)]
     pub fusion: reap::compaction::Fusion,
+    /// `morton` moves the bodies into the order of their sorted Morton codes every frame, so that the
+    /// solver reads neighbours' bodies from neighbouring memory; `spawn` leaves them where they were
+    /// spawned. Both step the bodies alike, bit for bit: only the speed differs.
+    #[arg(long, default_value = "morton", value_parser = |s: &str| s.parse::<reap::collide::BodyOrder>())]
+    pub body_order: reap::collide::BodyOrder,
     /// `auto` records a frame's launches as one CUDA graph the second time its configuration runs and
     /// replays it from then on (the host launches one graph a frame); `off` launches every stage from the
     /// host each frame.
@@ -146,6 +151,7 @@ pub(super) fn settings<B: Backend>(
         max_frontier: sim.max_frontier,
         max_candidates: sim.max_candidates,
         fusion: sim.fusion,
+        order: sim.body_order,
     };
     s.check()?;
     Ok(s)

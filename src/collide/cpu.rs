@@ -16,10 +16,11 @@ use rayon::prelude::*;
 
 use crate::clocks::HostClock;
 use crate::collide::driver::CANDIDATE_SLOT_BYTES;
-use crate::collide::layout::{Body, Contact, LEAF, Node, World, pack, unpack};
+use crate::collide::layout::{Body, Contact, LEAF, Node, World, numbered, pack, unpack};
 use crate::collide::physics::{Inertia, scale};
 use crate::collide::{
-    CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, physics, words,
+    CollideError, CollideResult, DEAD64, Engine, FrameEnd, FramePath, SortMethod, StageId, Substep, order, physics,
+    words,
 };
 use crate::compaction::{Backend, CpuBackend, Error};
 use crate::frontier::{self, LevelWords, Step, host, status};
@@ -39,6 +40,11 @@ pub struct CpuCollide {
     ids: Vec<u32>,
     /// Every body's box, from `codes`; the leaves copy them.
     boxes: Vec<([f32; 3], [f32; 3])>,
+    /// `reorder`'s room: the bodies and boxes in their new order, and each
+    /// body's new place.
+    moved: Vec<Body>,
+    moved_boxes: Vec<([f32; 3], [f32; 3])>,
+    places: Vec<u32>,
     /// n - 1 internal nodes, then n leaves.
     nodes: Vec<Node>,
     /// Each node's parent; the root's is `u32::MAX`.
@@ -99,10 +105,13 @@ impl CpuCollide {
         Ok(CpuCollide {
             backend: CpuBackend::new(),
             world,
-            bodies: bodies.to_vec(),
+            bodies: numbered(bodies),
             keys: vec![0; n],
             ids: vec![0; n],
             boxes: vec![([0.0; 3], [0.0; 3]); n],
+            moved: Vec::new(),
+            moved_boxes: Vec::new(),
+            places: vec![0; n],
             nodes: vec![Node { min: [0.0; 3], left: 0, max: [0.0; 3], right: LEAF }; 2 * n - 1],
             parents: (0..2 * n - 1).map(|_| AtomicU32::new(u32::MAX)).collect(),
             arrivals: (0..n - 1).map(|_| AtomicU32::new(0)).collect(),
@@ -281,6 +290,32 @@ impl Engine for CpuCollide {
         Ok(())
     }
 
+    fn reorder(&mut self) -> CollideResult<()> {
+        // collide_reorder: body ids[i] (and its box) to place i, its new place in `places`.
+        let (bodies, boxes, ids) = (&self.bodies, &self.boxes, &self.ids);
+        self.moved.par_extend(ids.par_iter().map(|&id| bodies[id as usize]));
+        self.moved_boxes.par_extend(ids.par_iter().map(|&id| boxes[id as usize]));
+        std::mem::swap(&mut self.bodies, &mut self.moved);
+        std::mem::swap(&mut self.boxes, &mut self.moved_boxes);
+        self.moved.clear();
+        self.moved_boxes.clear();
+        for (i, &id) in self.ids.iter().enumerate() {
+            self.places[id as usize] = i as u32;
+        }
+        self.ids.par_iter_mut().enumerate().for_each(|(i, id)| *id = i as u32);
+        // collide_warm_follow: the last frame's contacts name their bodies' new places (a pair keeps its
+        // orientation: contacts name the lower spawn number first), sorted again for the search.
+        let places = &self.places;
+        self.previous.par_iter_mut().for_each(|c| {
+            c.a = places[c.a as usize];
+            if !physics::is_wall(c.b) {
+                c.b = places[c.b as usize];
+            }
+        });
+        self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        Ok(())
+    }
+
     fn build(&mut self) -> CollideResult<()> {
         let first = self.first_leaf() as usize;
         let (internal, leaves) = self.nodes.split_at_mut(first);
@@ -452,6 +487,7 @@ impl Engine for CpuCollide {
             .par_iter()
             .flat_map_iter(|p| {
                 let (a, b) = unpack(p.load(Relaxed));
+                let (a, b) = order::pair_by_id(a, b, bodies);
                 let (found, count) = physics::collide(a, &bodies[a as usize], b, &bodies[b as usize], w);
                 found.into_iter().take(count)
             })
@@ -566,33 +602,30 @@ impl Engine for CpuCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(self.bodies.clone())
+        Ok(order::bodies_by_id(&self.bodies))
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
         if bodies.len() != self.bodies.len() {
             return Err(too_short("bodies", self.bodies.len(), bodies.len()));
         }
-        self.bodies.copy_from_slice(bodies);
+        self.bodies = numbered(bodies);
         // New bodies: the last frame's impulses are not theirs.
         self.previous.clear();
         Ok(())
     }
 
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let mut pairs: Vec<u64> = self.candidates[..self.stored()].iter().map(|p| p.load(Relaxed)).collect();
-        pairs.par_sort_unstable();
-        Ok(pairs)
+        let pairs: Vec<u64> = self.candidates[..self.stored()].iter().map(|p| p.load(Relaxed)).collect();
+        Ok(order::pairs_by_id(&pairs, &self.bodies))
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let mut c = self.contacts.clone();
-        c.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        Ok(c)
+        Ok(order::contacts_by_id(self.contacts.clone(), &self.bodies))
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        Ok(self.nodes.clone())
+        Ok(order::nodes_by_id(self.nodes.clone(), &self.bodies))
     }
 }
 

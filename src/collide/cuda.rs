@@ -22,7 +22,7 @@ use smart_default::SmartDefault;
 use crate::collide::gpu::{BodyTree, Lists, body_count};
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::{
-    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, words,
+    CONTACTS_PER_CANDIDATE, CollideError, CollideResult, Engine, FrameEnd, SortMethod, StageId, Substep, order, words,
 };
 use crate::compaction::cuda::runtime::WARP;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
@@ -95,6 +95,7 @@ struct FastSort {
 
 struct Functions {
     codes: CudaFunction,
+    reorder: CudaFunction,
     build: CudaFunction,
     refit: CudaFunction,
     pairs_init: CudaFunction,
@@ -224,12 +225,12 @@ impl CudaCollide {
         let lists = Lists::new(n);
         let (capacity, contacts) = (lists.capacity, lists.contact_capacity());
         let tiles = n.div_ceil(RS_BLOCK as u64 * FastSortTuning::default().items as u64);
-        // Bodies, keys and ids (twice, for the fast sort), the split sort's two
+        // Bodies (twice, for Morton order, with their new places), keys and ids (twice, for the fast sort), the split sort's two
         // interleaved copies, nodes, parents, flags, counts, first slots,
         // cursors and bouncing counts, candidates, contacts with their ends and responses,
         // histograms, and an allowance for the driver's two pair frontiers (4
         // slots of 8 bytes per live pair, about 2n pairs a level).
-        let need = n * (80 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
+        let need = n * (2 * 80 + 4 + 16 + 16 + 32 * 2 + 4 * 2 + 4 + 4 * 4 + 2 * 4 * 8 * 2)
             + capacity * 8
             + contacts * (64 + 2 * 4 + RESPONSE_BYTES)
             + n * colour::BODY_BYTES
@@ -240,6 +241,7 @@ impl CudaCollide {
         let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
         let functions = Functions {
             codes: f("collide_codes")?,
+            reorder: f("collide_reorder")?,
             build: f("collide_build")?,
             refit: f("collide_refit")?,
             pairs_init: f("collide_pairs_init")?,
@@ -510,6 +512,20 @@ impl Engine for CudaCollide {
         }
     }
 
+    fn reorder(&mut self) -> CollideResult<()> {
+        let t = &self.tree;
+        let (bp, ip, mp, rp) = (t.bodies.ptr(), t.ids.ptr(), t.moved.ptr(), t.places.ptr());
+        let mut l = self.stream.launch_builder(&self.functions.reorder);
+        l.arg(&bp).arg(&t.n).arg(&ip).arg(&mp).arg(&rp);
+        // SAFETY: matches collide_reorder(const Body*, u32, u32*, Body*, u32*); bodies, ids, moved and places hold
+        // n entries, and the sorted ids are a permutation of 0..n.
+        unsafe { l.launch(grid(t.n as u64)?) }.map_err(launch_err("launching collide_reorder"))?;
+        let bytes = t.n as usize * std::mem::size_of::<Body>();
+        // SAFETY: both ranges hold n bodies, distinct allocations of this stream's context.
+        unsafe { cuda_runtime::copy_dtod(&self.stream, bp, mp, bytes, "moving the bodies into Morton order") }?;
+        self.warm.follow(&self.stream, rp, self.strided(self.warm.capacity()))
+    }
+
     fn build(&mut self) -> CollideResult<()> {
         let (kp, ip, bp) = (self.tree.keys.ptr(), self.tree.ids.ptr(), self.tree.bodies.ptr());
         let (np, pp, fp) = (self.tree.nodes.ptr(), self.tree.parent.ptr(), self.flags.ptr());
@@ -728,7 +744,7 @@ impl Engine for CudaCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(self.backend.download(&self.tree.bodies)?)
+        Ok(order::bodies_by_id(&self.backend.download(&self.tree.bodies)?))
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
@@ -744,9 +760,8 @@ impl Engine for CudaCollide {
         if count == 0 {
             return Ok(Vec::new());
         }
-        let mut pairs = cuda_runtime::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
-        pairs.sort_unstable();
-        Ok(pairs)
+        let pairs = cuda_runtime::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
+        Ok(order::pairs_by_id(&pairs, &self.backend.download(&self.tree.bodies)?))
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
@@ -756,12 +771,12 @@ impl Engine for CudaCollide {
         }
         let bytes = count * std::mem::size_of::<Contact>();
         let raw = cuda_runtime::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
-        let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
-        contacts.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        Ok(contacts)
+        let contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
+        Ok(order::contacts_by_id(contacts, &self.backend.download(&self.tree.bodies)?))
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        Ok(self.backend.download(&self.tree.nodes)?)
+        let nodes = self.backend.download(&self.tree.nodes)?;
+        Ok(order::nodes_by_id(nodes, &self.backend.download(&self.tree.bodies)?))
     }
 }

@@ -6,8 +6,8 @@
 use super::layout::Contact;
 use super::physics;
 use super::{
-    Algorithm, Buf, CollideError, CollideResult, CollideSettings, Compaction, Engine, FrameEnd, FramePath, FrameStats,
-    SitePath, StageId, Substep, stage, words,
+    Algorithm, BodyOrder, Buf, CollideError, CollideResult, CollideSettings, Compaction, Engine, FrameEnd, FramePath,
+    FrameStats, SitePath, StageId, Substep, stage, words,
 };
 use crate::frontier;
 use crate::memory::{self, MemoryError};
@@ -29,9 +29,9 @@ pub const CONTACTS_PER_CANDIDATE: u64 = 2;
 
 /// About what one candidate slot costs with its contacts (the candidate, and
 /// per contact point the contact, last frame's, its response, colour, place
-/// in the colours' order and two ends): what `--max-candidates` is weighed in.
+/// in the colours' order, name and two ends): what `--max-candidates` is weighed in.
 pub const CANDIDATE_SLOT_BYTES: u64 = 8 + CONTACTS_PER_CANDIDATE
-    * (2 * std::mem::size_of::<Contact>() as u64 + std::mem::size_of::<physics::Impulse>() as u64 + 4 + 8 + 8);
+    * (2 * std::mem::size_of::<Contact>() as u64 + std::mem::size_of::<physics::Impulse>() as u64 + 4 + 8 + 8 + 8);
 
 /// The first frame's level bound: deeper than any LBVH of 30-bit codes over
 /// bodies spread in space needs (a deeper one is redone with a larger bound).
@@ -278,6 +278,9 @@ fn enqueue<E: Engine>(
     let pairs = pairs.as_mut().ok_or_else(|| CollideError::Settings("the frontier has no buffers".into()))?;
     e.stage(StageId::frame(stage::CODES), |e| e.codes())?;
     e.stage(StageId::frame(stage::SORT), |e| e.sort(s.sort))?;
+    if s.order == BodyOrder::Morton {
+        e.stage(StageId::frame(stage::REORDER), |e| e.reorder())?;
+    }
     e.stage(StageId::frame(stage::BUILD), |e| e.build())?;
     e.stage(StageId::frame(stage::REFIT), |e| e.refit())?;
     e.stage(StageId::frame(stage::PAIRS_INIT), |e| e.pairs_init(pairs.front_mut(), words, at))?;

@@ -4,7 +4,7 @@
 //! shaders and launches stay twins; what both allocated, checked and read
 //! back the same way is written here once.
 
-use crate::collide::layout::{Body, Node, World};
+use crate::collide::layout::{Body, Node, World, numbered};
 use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, words};
 use crate::compaction::Backend;
 
@@ -30,6 +30,9 @@ pub(crate) struct BodyTree<B: Backend> {
     /// The bodies' Morton codes and the ids sorted with them.
     pub keys: B::Buffer<u32>,
     pub ids: B::Buffer<u32>,
+    /// `reorder`'s room: the bodies in their new order, and each body's new place.
+    pub moved: B::Buffer<Body>,
+    pub places: B::Buffer<u32>,
     /// n - 1 internal nodes, then n leaves.
     pub nodes: B::Buffer<Node>,
     /// Every node's parent (the root's: u32::MAX).
@@ -37,21 +40,23 @@ pub(crate) struct BodyTree<B: Backend> {
 }
 
 impl<B: Backend> BodyTree<B> {
-    /// Uploads `bodies` (checked by [`body_count`] against `max`).
+    /// Uploads `bodies`, numbered in their order (checked by [`body_count`] against `max`).
     pub fn new(b: &B, world: World, bodies: &[Body], max: u64) -> CollideResult<Self> {
         let n = body_count(bodies, max)?;
         Ok(BodyTree {
             world,
             n: n as u32,
-            bodies: b.upload(bodies)?,
+            bodies: b.upload(&numbered(bodies))?,
             keys: b.alloc(n)?,
             ids: b.alloc(n)?,
+            moved: b.alloc(n)?,
+            places: b.alloc(n)?,
             nodes: b.alloc(2 * n - 1)?,
             parent: b.alloc(2 * n - 1)?,
         })
     }
 
-    /// Replaces the bodies by as many: every buffer and the tree are sized by that count.
+    /// Replaces the bodies by as many, numbered in their order: every buffer and the tree are sized by that count.
     pub fn set_bodies(&mut self, b: &B, bodies: &[Body]) -> CollideResult<()> {
         if bodies.len() as u64 != self.n as u64 {
             return Err(CollideError::Settings(format!(
@@ -60,7 +65,7 @@ impl<B: Backend> BodyTree<B> {
                 self.n
             )));
         }
-        self.bodies = b.upload(bodies)?;
+        self.bodies = b.upload(&numbered(bodies))?;
         Ok(())
     }
 }

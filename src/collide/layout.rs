@@ -25,7 +25,10 @@ pub struct Body {
     pub inv_mass: f32,
     /// Sphere: the radius in `half[0]` (all three equal); box: half extents in its own frame.
     pub half: [f32; 3],
-    pub pad: f32,
+    /// The body's number where it was spawned (0..n): engines keep their
+    /// bodies in Morton order ([`crate::collide::BodyOrder`]) and hand them
+    /// back by this number; a pair's contacts name the lower number first.
+    pub id: u32,
     /// Orientation quaternion (x, y, z, w), unit length (renormalised every step).
     pub rot: [f32; 4],
     /// Angular velocity in world space, rad/s.
@@ -47,7 +50,7 @@ pub struct Node {
 }
 
 /// A touching point of a pair: `normal` points from body `a` to body `b`
-/// (a < b), or into the wall `b` names (`physics::is_wall`). The narrow phase fills the geometry and the bounce; the solver
+/// (`a`'s [`Body::id`] the lower), or into the wall `b` names (`physics::is_wall`). The narrow phase fills the geometry and the bounce; the solver
 /// keeps the impulses it has applied so far this frame in the last fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -135,6 +138,12 @@ const _: () = assert!(std::mem::size_of::<Body>() == 80);
 const _: () = assert!(std::mem::size_of::<Node>() == 32);
 const _: () = assert!(std::mem::size_of::<Contact>() == 64);
 const _: () = assert!(std::mem::size_of::<World>() == 112);
+
+/// `bodies` numbered in their order ([`Body::id`] = 0..n): what an engine
+/// takes, whatever numbers they had.
+pub fn numbered(bodies: &[Body]) -> Vec<Body> {
+    bodies.iter().enumerate().map(|(i, b)| Body { id: i as u32, ..*b }).collect()
+}
 
 /// A pair of node (or body) indices in one frontier slot.
 pub fn pack(a: u32, b: u32) -> u64 {

@@ -25,6 +25,7 @@ mod driver;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod gpu;
 pub mod layout;
+pub mod order;
 pub mod output;
 pub mod peer;
 pub mod physics;
@@ -42,6 +43,7 @@ pub use driver::{
     BOUND_MARGIN, CONTACTS_PER_CANDIDATE, FIRST_BOUND, Frontier, Records, frame, pairs_site, run_frames, simulate,
 };
 pub use layout::{Body, Contact, Node, World};
+pub use order::BodyOrder;
 pub use scenario::Scenario;
 
 /// A dead frontier slot. Live slots hold `(a << 32) | b`, two node indices.
@@ -160,6 +162,9 @@ pub struct CollideSettings {
     pub max_candidates: u64,
     /// Whether the pair frontier's site may fuse into the expansion.
     pub fusion: Fusion,
+    /// Where the bodies live between frames: moved into Morton order after
+    /// every sort ([`Engine::reorder`]), or left where they were spawned.
+    pub order: BodyOrder,
 }
 
 impl CollideSettings {
@@ -197,7 +202,7 @@ impl StageId {
     /// The part of the frame the stage belongs to, for the per-frame breakdown.
     pub fn part(&self) -> Part {
         match self.name {
-            stage::CODES | stage::SORT | stage::BUILD | stage::REFIT => Part::Build,
+            stage::CODES | stage::SORT | stage::REORDER | stage::BUILD | stage::REFIT => Part::Build,
             stage::PAIRS_INIT | stage::EXPAND => Part::Traverse,
             stage::COMPACT_PAIRS => Part::Compact,
             stage::NARROW => Part::Narrow,
@@ -235,6 +240,8 @@ impl Part {
 pub mod stage {
     pub const CODES: &str = "aabb + morton";
     pub const SORT: &str = "sort";
+    /// The bodies moved into the sorted codes' order ([`super::BodyOrder::Morton`]).
+    pub const REORDER: &str = "morton order";
     pub const BUILD: &str = "lbvh";
     pub const REFIT: &str = "bounds";
     pub const PAIRS_INIT: &str = "pairs init";
@@ -344,6 +351,12 @@ pub trait Engine {
     fn codes(&mut self) -> CollideResult<()>;
     /// Sorts the codes, the ids moving with them.
     fn sort(&mut self, method: SortMethod) -> CollideResult<()>;
+    /// Moves the bodies into the sorted codes' order ([`BodyOrder::Morton`]):
+    /// body `ids[i]` goes to `i`, ids become 0..n, and the last frame's
+    /// contacts follow their bodies (warm start finds them). Run right after
+    /// [`Engine::sort`]; on a frame that is redone the order is already
+    /// sorted and nothing moves.
+    fn reorder(&mut self) -> CollideResult<()>;
     /// Karras 2012: the internal nodes' children and parents from the sorted
     /// codes, in one parallel pass; the leaves' boxes from their bodies.
     fn build(&mut self) -> CollideResult<()>;
@@ -405,15 +418,19 @@ pub trait Engine {
     /// frame's status is set.
     fn substep(&mut self, step: Substep, words: &Buf<Self, u64>) -> CollideResult<()>;
 
-    /// Reading back, for tests, the viewer and the reports (after a frame).
+    /// Reading back, for tests, the viewer and the reports (after a frame),
+    /// in spawn order ([`Body::id`]) whatever order the engine keeps.
     fn bodies(&self) -> CollideResult<Vec<Body>>;
-    /// Replaces the bodies (same count): a test runs both backends from one state.
+    /// Replaces the bodies (same count), numbered in the order given: a test
+    /// runs both backends from one state. The last frame's contacts are
+    /// forgotten (warm start begins again).
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()>;
-    /// The candidate pairs `(a << 32) | b`, a < b body ids, sorted.
+    /// The candidate pairs `(a << 32) | b`, a < b spawn numbers, sorted.
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>>;
-    /// The contacts, sorted by (a, b, slot).
+    /// The contacts naming their bodies by spawn number, sorted by (a, b, slot).
     fn contact_list(&self) -> CollideResult<Vec<Contact>>;
-    /// The hierarchy: n - 1 internal nodes, then n leaves.
+    /// The hierarchy: n - 1 internal nodes, then n leaves (naming their
+    /// bodies by spawn number).
     fn nodes(&self) -> CollideResult<Vec<Node>>;
 }
 

@@ -382,6 +382,7 @@ pub(crate) mod tests {
             max_frontier: 1 << 20,
             max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
+            order: Default::default(),
         }
     }
 

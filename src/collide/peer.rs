@@ -349,6 +349,7 @@ mod tests {
             max_frontier: 1 << 24,
             max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Fusion::Auto,
+            order: Default::default(),
         }
     }
 

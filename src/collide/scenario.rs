@@ -14,7 +14,7 @@
 use std::f32::consts::PI;
 use std::str::FromStr;
 
-use crate::collide::layout::{BOX, Body, SPHERE, World};
+use crate::collide::layout::{BOX, Body, SPHERE, World, numbered};
 use crate::collide::{CollideError, CollideResult};
 
 /// The most bodies a scenario builds (the engines index bodies and nodes with u32).
@@ -114,7 +114,10 @@ pub fn build(s: Scenario, bodies: u32, seed: u64) -> CollideResult<(World, Vec<B
         Scenario::Gas => gas(n),
         // On a lattice over the slope, not by random addition: the ramp is
         // one body far larger than the spawn grid's cells.
-        Scenario::Ramp => return Ok(ramp(shapes, &mut rng)),
+        Scenario::Ramp => {
+            let (world, bodies) = ramp(shapes, &mut rng);
+            return Ok((world, numbered(&bodies)));
+        }
     };
     let mut bodies = place(shapes, &world, region, &mut rng)?;
     if s == Scenario::Gas {
@@ -128,7 +131,7 @@ pub fn build(s: Scenario, bodies: u32, seed: u64) -> CollideResult<(World, Vec<B
             };
         }
     }
-    Ok((world, bodies))
+    Ok((world, numbered(&bodies)))
 }
 
 /// Where a scenario spawns its bodies.
@@ -306,7 +309,7 @@ fn shape(rng: &mut fastrand::Rng) -> Body {
         vel: [0.0; 3],
         inv_mass: 0.0,
         half: [0.0; 3],
-        pad: 0.0,
+        id: 0,
         rot: [0.0, 0.0, 0.0, 1.0],
         omega: [0.0; 3],
         pad2: 0.0,

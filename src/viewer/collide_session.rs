@@ -156,6 +156,7 @@ impl CollideSession {
             max_frontier: MAX_FRONTIER,
             max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
+            order: Default::default(),
         };
         let index = self.frame_index;
         let stats = on_backend!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;

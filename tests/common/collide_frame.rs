@@ -16,6 +16,7 @@ pub fn settings(compact_pairs: Compaction, sort: SortMethod, max_frontier: u64) 
         max_frontier,
         max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
         fusion: Default::default(),
+        order: Default::default(),
     }
 }
 

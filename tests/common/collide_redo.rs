@@ -73,6 +73,7 @@ pub fn an_overflowing_frontier_is_refused_and_moves_no_body<E: Engine>(e: &mut E
             max_frontier,
             max_candidates: reap::collide::DEFAULT_MAX_CANDIDATES,
             fusion: Default::default(),
+            order: Default::default(),
         };
         let what = compact_pairs.name();
         e.set_bodies(state).expect("set_bodies");

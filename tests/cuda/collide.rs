@@ -103,6 +103,7 @@ fn cuda_collide_is_the_same_under_every_compaction_and_sort() {
         for fusion in reap::compaction::Fusion::ALL {
             let s = CollideSettings {
                 fusion,
+                order: Default::default(),
                 ..settings(Compaction::parse(c, e.backend(), "compact-pairs").unwrap(), SortMethod::Fast)
             };
             let got = one_frame(&mut e, &s, &state);

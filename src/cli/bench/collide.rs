@@ -240,6 +240,7 @@ fn reference(args: &CollideBenchArgs, sc: Scenario) -> CollideSettings {
         max_frontier: args.sim.max_frontier,
         max_candidates: args.sim.max_candidates,
         fusion: Default::default(),
+        order: args.sim.body_order,
     }
 }
 

@@ -32,13 +32,14 @@ impl CpuCollide {
                     return;
                 }
                 let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
+                // A manifold by its name (spawn numbers): ranked and picked by it.
                 let mut best: Option<(u32, u32)> = None;
                 for &e in &ends[range] {
                     let c = (e >> 1) as usize;
                     if colour[c] == UNCOLOURED {
-                        let m = col::manifold(&contacts[c]);
-                        if best.is_none_or(|b| col::outranks_at(i as u32, m, b)) {
-                            best = Some(m);
+                        let name = col::named(col::manifold(&contacts[c]), bodies);
+                        if best.is_none_or(|b| col::outranks_at(bodies[i].id, name, b)) {
+                            best = Some(name);
                         }
                     }
                 }
@@ -49,7 +50,7 @@ impl CpuCollide {
             // then sets only its own bodies' bits.
             let (picks, used) = (&self.picks, &self.used);
             let picked = |body: u32, m: (u32, u32)| {
-                col::is_wall_or_immovable(body, bodies) || picks[body as usize] == col::pick(m)
+                col::is_wall_or_immovable(body, bodies) || picks[body as usize] == col::pick(col::named(m, bodies))
             };
             let taken: Vec<(usize, u32)> = colour
                 .par_iter()

@@ -8,7 +8,7 @@ use crate::collide::layout::Contact;
 use crate::collide::physics::colour::{self, OVERFLOW};
 use crate::collide::physics::tests_solver::settings;
 use crate::collide::scenario::{self, Scenario};
-use crate::collide::{CollideError, CollideSettings, Engine, Frontier, frame};
+use crate::collide::{BodyOrder, CollideError, CollideSettings, Engine, Frontier, frame};
 
 /// The engine after `frames` frames of a 1500-body scene at the defaults (colours as given).
 fn run(sc: Scenario, frames: u32, colours: u32) -> CpuCollide {
@@ -86,6 +86,44 @@ fn no_colours_leaves_every_contact_to_the_jacobi_pass() {
     assert!(!e.contacts.is_empty());
     assert!(e.colour.iter().all(|&k| k == OVERFLOW));
     assert!(e.manifolds.is_empty());
+}
+
+/// Issue 46 item 1: bodies moved into Morton order every frame step exactly
+/// as bodies left where they were spawned, bit for bit (contacts name the
+/// lower spawn number first and the colouring ranks by spawn numbers, so
+/// nothing depends on where a body lives), in every scenario, through a
+/// frame redone for a list that was too short; and the order does move them.
+#[test]
+fn morton_order_steps_the_bodies_as_spawn_order_does() {
+    let bits = |b: &[crate::collide::Body]| bytemuck::cast_slice::<_, u8>(b).to_vec();
+    for sc in Scenario::ALL {
+        let (w, bodies) = scenario::build(sc, 800, 9).expect("scenario");
+        let mut runs = Vec::new();
+        for order in BodyOrder::ALL {
+            let mut e = CpuCollide::new(w, &bodies).expect("engine");
+            let mut f = Frontier::new(&e).expect("frontier");
+            let s = CollideSettings { order, ..settings(sc.solver()) };
+            let mut redone = 0;
+            for i in 0..60 {
+                if i == 30 {
+                    e.set_candidate_capacity(1).expect("a short list");
+                }
+                frame(&mut e, &s, &mut f, i).expect("frame");
+                redone += f.attempts() - 1;
+            }
+            assert!(redone > 0, "{sc} {order:?}: no frame was redone");
+            let moved = e.bodies.iter().enumerate().filter(|&(i, b)| b.id != i as u32).count();
+            match order {
+                BodyOrder::Morton => assert!(moved * 2 > e.bodies.len(), "{sc}: {moved} bodies moved"),
+                BodyOrder::Spawn => assert_eq!(moved, 0, "{sc}: spawn order moved bodies"),
+            }
+            runs.push((e.bodies().expect("bodies"), e.contact_list().expect("contacts")));
+        }
+        let ((mb, mc), (sb, scs)) = (&runs[0], &runs[1]);
+        assert!(!mc.is_empty(), "{sc}: no contact");
+        assert!(bits(mb) == bits(sb), "{sc}: the bodies differ between the orders");
+        assert!(mc == scs, "{sc}: the contacts differ between the orders");
+    }
 }
 
 /// Issue 46 item 4: the lists are bounded per run. A frame that needs more

@@ -20,7 +20,7 @@ const TABLE: u64 = 3 * (MAX_COLOURS as u64 + 1) + rounds(MAX_COLOURS) as u64;
 
 /// Bytes per body and per contact slot that the colouring adds.
 pub(super) const BODY_BYTES: u64 = 8 + 4 + 4;
-pub(super) const CONTACT_BYTES: u64 = 4 + 8;
+pub(super) const CONTACT_BYTES: u64 = 4 + 8 + 8;
 
 /// The colouring's buffers and kernels.
 pub(super) struct Colouring {
@@ -28,6 +28,8 @@ pub(super) struct Colouring {
     pub(super) colour: CudaSlice<u32>,
     /// The coloured manifolds by colour, as pack(first point, end).
     order: CudaSlice<u64>,
+    /// A manifold's first point: the manifold by spawn numbers (`physics::colour::named`).
+    names: CudaSlice<u64>,
     /// Per body: its pick of a round, its colours as bits, and its points
     /// left to the Jacobi pass (the split).
     picks: CudaBuffer<u64>,
@@ -76,6 +78,7 @@ impl Colouring {
         Ok(Colouring {
             colour: per_contact(stream, contacts, "allocating the contacts' colours")?,
             order: per_contact(stream, contacts, "allocating the colours' manifolds")?,
+            names: per_contact(stream, contacts, "allocating the manifolds' names")?,
             picks: backend.alloc(n)?,
             used: backend.alloc(n)?,
             split: backend.alloc(n)?,
@@ -96,15 +99,17 @@ impl Colouring {
         // Free the old buffers before asking for the new ones.
         self.colour = per_contact(stream, 1, "shrinking the contacts' colours")?;
         self.order = per_contact(stream, 1, "shrinking the colours' manifolds")?;
+        self.names = per_contact(stream, 1, "shrinking the manifolds' names")?;
         check_free(stream, "the contacts' colours", contacts * CONTACT_BYTES)?;
         self.colour = per_contact(stream, contacts, "allocating the contacts' colours")?;
         self.order = per_contact(stream, contacts, "allocating the colours' manifolds")?;
+        self.names = per_contact(stream, contacts, "allocating the manifolds' names")?;
         Ok(())
     }
 
     /// The buffers a frame's launches name, for its key.
-    pub(super) fn addresses(&self) -> [u64; 2] {
-        [raw_ptr(&self.colour), raw_ptr(&self.order)]
+    pub(super) fn addresses(&self) -> [u64; 3] {
+        [raw_ptr(&self.colour), raw_ptr(&self.order), raw_ptr(&self.names)]
     }
 
     /// Enqueues the colouring of the frame's contacts with `colours` colours
@@ -112,29 +117,31 @@ impl Colouring {
     pub(super) fn enqueue(&self, stream: &Arc<CudaStream>, at: &ColourArgs, colours: u32) -> CollideResult<()> {
         let (cp, tp, up, kp, sp) =
             (raw_ptr(&self.colour), self.table.ptr(), self.used.ptr(), self.picks.ptr(), self.split.ptr());
+        let np = raw_ptr(&self.names);
         let colours = colours.min(MAX_COLOURS);
         zero_u32(stream, &self.table)?;
         zero_u32(stream, &self.used)?;
         let mut l = stream.launch_builder(&self.init);
-        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&colours).arg(&cp);
-        // SAFETY: matches collide_colour_init(const Contact*, const u64*, u64, u32, u32*); with the frame's
-        // status clear, narrow wrote words[CONTACTS] contacts, at most the slots `colour` holds.
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&colours).arg(&cp).arg(&at.bodies).arg(&np);
+        // SAFETY: matches collide_colour_init(const Contact*, const u64*, u64, u32, u32*, const Body*, u64*); with
+        // the frame's status clear, narrow wrote words[CONTACTS] contacts naming bodies below n, at most the slots
+        // `colour` and `names` hold.
         unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_init"))?;
         for round in 0..if colours == 0 { 0 } else { rounds(colours) } {
             let mut l = stream.launch_builder(&self.pick);
-            l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&at.contacts);
+            l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&np);
             l.arg(&cp).arg(&at.words).arg(&kp).arg(&tp).arg(&round);
             // SAFETY: matches collide_colour_pick(const Body*, u32, const u32*, const u32*, const u32*, const
-            // Contact*, const u32*, const u64*, u64*, u32*, u32); bodies, first, counts and picks hold n entries,
-            // and each body's run of ends names contacts below the frame's count (collide_ends); the table holds
-            // TABLE u32s, a flag for each of the rounds.
+            // u64*, const u32*, const u64*, u64*, u32*, u32); bodies, first, counts and picks hold n entries,
+            // and each body's run of ends names contacts below the frame's count (collide_ends), whose first
+            // points' names collide_colour_init wrote; the table holds TABLE u32s, a flag for each round.
             unsafe { l.launch(at.over_bodies) }.map_err(launch_err("launching collide_colour_pick"))?;
             let mut l = stream.launch_builder(&self.take);
-            l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&kp).arg(&colours);
-            l.arg(&cp).arg(&up).arg(&tp).arg(&round);
-            // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, u32,
-            // u32*, u32*, const u32*, u32); as for collide_colour_init; contacts name bodies below n (picks and
-            // used hold n); the table as for collide_colour_pick.
+            l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&np).arg(&kp);
+            l.arg(&colours).arg(&cp).arg(&up).arg(&tp).arg(&round);
+            // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, const
+            // u64*, u32, u32*, u32*, const u32*, u32); as for collide_colour_init; contacts name bodies below n
+            // (picks and used hold n); the table as for collide_colour_pick.
             unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_take"))?;
         }
         let mut l = stream.launch_builder(&self.finish);

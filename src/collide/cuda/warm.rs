@@ -42,6 +42,7 @@ pub(super) struct WarmStart {
     clear: CudaFunction,
     build: CudaFunction,
     warm: CudaFunction,
+    follow: CudaFunction,
 }
 
 /// Where `collide_warm` reads and writes: the frame's contacts and words (device addresses).
@@ -65,6 +66,7 @@ impl WarmStart {
             clear: f("collide_warm_clear")?,
             build: f("collide_warm_table")?,
             warm: f("collide_warm")?,
+            follow: f("collide_warm_follow")?,
         })
     }
 
@@ -153,6 +155,24 @@ impl WarmStart {
         // of the frame's contacts is one thread's, and every table entry names one of the `count` previous
         // contacts.
         unsafe { l.launch(over_contacts) }.map(drop).map_err(launch_err("launching collide_warm"))
+    }
+
+    /// Enqueues collide_warm_follow (the bodies moved into Morton order): the
+    /// previous contacts name their bodies' new places, `places` (n u32, a
+    /// device address); `over_previous` is a grid-stride launch over the
+    /// buffer's capacity (the count is the device word).
+    pub(super) fn follow(
+        &self,
+        stream: &Arc<CudaStream>,
+        places: u64,
+        over_previous: LaunchConfig,
+    ) -> CollideResult<()> {
+        let (pp, cw) = (raw_ptr(&self.previous), raw_ptr(&self.count_word));
+        let mut l = stream.launch_builder(&self.follow);
+        l.arg(&pp).arg(&cw).arg(&places);
+        // SAFETY: matches collide_warm_follow(Contact*, const u32*, const u32*); `previous` holds the `count`
+        // contacts, each naming bodies (or a wall) below n, and `places` holds n entries.
+        unsafe { l.launch(over_previous) }.map(drop).map_err(launch_err("launching collide_warm_follow"))
     }
 
     /// Contacts the previous buffer holds (the launch over them reads the count from the device).

@@ -12,10 +12,12 @@
 //!
 //! The colouring is Jones and Plassmann's, in rounds: each movable body picks
 //! its highest-ranked manifold not yet coloured (the rank is a hash of the
-//! pair, so the order has no spatial drift; `outranks_at` breaks ties); a
-//! manifold that both its bodies picked takes the lowest colour neither body
-//! has yet. Every step depends on the set of contacts, not on their order
-//! in the list, so the colours are the same on every backend and run.
+//! pair's spawn numbers, so the order has no spatial drift; `outranks_at`
+//! breaks ties); a manifold that both its bodies picked takes the lowest
+//! colour neither body has yet. Every step depends on the set of contacts
+//! and the bodies' spawn numbers, not on their order in the list or in
+//! memory, so the colours are the same on every backend and run, and in
+//! Morton order as in spawn order (`crate::collide::BodyOrder`).
 //! kernels/collide/colour.cuh and shaders/collide/colour.wgsl repeat it.
 
 use super::is_wall;
@@ -45,6 +47,12 @@ pub fn is_wall_or_immovable(body: u32, bodies: &[Body]) -> bool {
     is_wall(body) || bodies[body as usize].inv_mass <= 0.0
 }
 
+/// Manifold `m` (engine places) named by its bodies' spawn numbers
+/// ([`Body::id`]; `WALLS` stays): what ranks it.
+pub fn named(m: (u32, u32), bodies: &[Body]) -> (u32, u32) {
+    (bodies[m.0 as usize].id, if m.1 == WALLS { WALLS } else { bodies[m.1 as usize].id })
+}
+
 /// A manifold packed for a body's pick.
 pub fn pick(m: (u32, u32)) -> u64 {
     ((m.0 as u64) << 32) | m.1 as u64
@@ -55,7 +63,7 @@ pub fn starts_run(contacts: &[Contact], i: usize) -> bool {
     i == 0 || manifold(&contacts[i - 1]) != manifold(&contacts[i])
 }
 
-/// A manifold's rank: a hash of its pair, which spreads the colouring's
+/// A manifold's rank: a hash of its pair (spawn numbers, [`named`]), which spreads the colouring's
 /// order over the scene (ranking by id would colour along the spawn order,
 /// one chain at a time).
 pub fn rank(m: (u32, u32)) -> u32 {
@@ -72,7 +80,8 @@ pub fn other(m: (u32, u32), body: u32) -> u32 {
     if m.0 == body { m.1 } else { m.0 }
 }
 
-/// Whether manifold `x` ranks above `y` at `body`, a side of both: by rank,
+/// Whether manifold `x` ranks above `y` at `body`, a side of both (all
+/// named by spawn numbers, [`named`]): by rank,
 /// ties broken by the other side, which is unique among a body's manifolds.
 /// (Orders that differ between bodies still always leave a winner: of the
 /// top-ranked manifolds, the one between the highest body and its highest

@@ -12,7 +12,7 @@ pub(super) fn sphere(pos: V3, r: f32) -> Body {
         vel: [0.0; 3],
         inv_mass: 1.0,
         half: [r; 3],
-        pad: 0.0,
+        id: 0,
         rot: [0.0, 0.0, 0.0, 1.0],
         omega: [0.0; 3],
         pad2: 0.0,
@@ -20,7 +20,7 @@ pub(super) fn sphere(pos: V3, r: f32) -> Body {
 }
 
 pub(super) fn cuboid(pos: V3, half: V3, rot: [f32; 4]) -> Body {
-    Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, pad: 0.0, rot, omega: [0.0; 3], pad2: 0.0 }
+    Body { pos, shape: BOX, vel: [0.0; 3], inv_mass: 1.0, half, id: 0, rot, omega: [0.0; 3], pad2: 0.0 }
 }
 
 /// A rotation by `angle` about the unit `axis`.

@@ -23,6 +23,7 @@ pub(crate) fn settings((substeps, iterations): (u32, u32)) -> CollideSettings {
         max_frontier: 1 << 26,
         max_candidates: crate::collide::DEFAULT_MAX_CANDIDATES,
         fusion: Default::default(),
+        order: Default::default(),
     }
 }
 

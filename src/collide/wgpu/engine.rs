@@ -7,7 +7,7 @@ use super::{Params, Slot, WgpuCollide, cap32, word};
 use crate::collide::gpu::Lists;
 use crate::collide::layout::{Body, Contact, Node, World};
 use crate::collide::physics::colour::{MAX_COLOURS, rounds};
-use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep};
+use crate::collide::{CollideError, CollideResult, Engine, FrameEnd, SortMethod, Substep, order};
 use crate::compaction::wgpu::{WgpuBackend, WgpuBuffer};
 use crate::compaction::{Algorithm, Backend};
 use crate::frontier::{self, LevelWords, Step, host};
@@ -36,6 +36,8 @@ const PICKS: u32 = 19;
 const USED: u32 = 20;
 const ORDER: u32 = 21;
 const COLOUR_TABLE: u32 = 22;
+const MOVED: u32 = 23;
+const PLACES: u32 = 24;
 
 const CONTACT: u64 = std::mem::size_of::<Contact>() as u64;
 
@@ -106,6 +108,20 @@ impl Engine for WgpuCollide {
         let p = self.params()?;
         let (b, k, i) = (self.tree.bodies.raw().clone(), self.tree.keys.raw().clone(), self.tree.ids.raw().clone());
         self.run("collide_codes", &p, &[(BODIES, &b), (KEYS, &k), (IDS, &i)], self.tree.n as u64)
+    }
+
+    fn reorder(&mut self) -> CollideResult<()> {
+        let p = self.params()?;
+        let t = &self.tree;
+        let (b, i, m, r) = (t.bodies.raw().clone(), t.ids.raw().clone(), t.moved.raw().clone(), t.places.raw().clone());
+        let n = t.n as u64;
+        self.run("collide_reorder", &p, &[(BODIES, &b), (IDS, &i), (MOVED, &m), (PLACES, &r)], n)?;
+        self.run("collide_reorder_back", &p, &[(BODIES, &b), (MOVED, &m)], n)?;
+        if self.warm.count > 0 {
+            let previous = self.warm.previous.clone();
+            self.run("collide_warm_follow", &p, &[(PREVIOUS, &previous), (PLACES, &r)], self.warm.count)?;
+        }
+        Ok(())
     }
 
     fn sort(&mut self, method: SortMethod) -> CollideResult<()> {
@@ -326,7 +342,7 @@ impl Engine for WgpuCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(self.backend.download(&self.tree.bodies)?)
+        Ok(order::bodies_by_id(&self.backend.download(&self.tree.bodies)?))
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
@@ -346,9 +362,8 @@ impl Engine for WgpuCollide {
             .device()
             .read(&self.candidates, 0, count * 8, "reading candidates")
             .map_err(super::wgpu_err)?;
-        let mut pairs: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-        pairs.sort_unstable();
-        Ok(pairs)
+        let pairs: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
+        Ok(order::pairs_by_id(&pairs, &self.backend.download(&self.tree.bodies)?))
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
@@ -361,13 +376,13 @@ impl Engine for WgpuCollide {
             .device()
             .read(&self.contacts, 0, count * CONTACT, "reading contacts")
             .map_err(super::wgpu_err)?;
-        let mut contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
-        contacts.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        Ok(contacts)
+        let contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
+        Ok(order::contacts_by_id(contacts, &self.backend.download(&self.tree.bodies)?))
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        Ok(self.backend.download(&self.tree.nodes)?)
+        let nodes = self.backend.download(&self.tree.nodes)?;
+        Ok(order::nodes_by_id(nodes, &self.backend.download(&self.tree.bodies)?))
     }
 }
 
