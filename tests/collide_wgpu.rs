@@ -271,8 +271,9 @@ fn wgpu_collide_a_stalled_stable_site_redoes_the_frame_separately() {
         r
     };
     for a in [Algorithm::Lookback, Algorithm::Chained] {
-        // Small tiles, so that a level of this small pile spans several.
-        let tuning = CollideTuning { site_withhold: 2, workgroup: 64, ..Default::default() };
+        // Small tiles, so that a level of this small pile spans several (the swept boxes of its
+        // resting bodies barely reach past them, so its levels are narrow).
+        let tuning = CollideTuning { site_withhold: 2, workgroup: 32, ..Default::default() };
         let mut e = WgpuCollide::with_tuning(b, world, &state, tuning).expect("engine");
         assert!(e.fuses(a), "{a} fuses before any stall");
         let got = one_frame(&mut e, &settings(Compaction::With(a), SortMethod::Fast), &state);

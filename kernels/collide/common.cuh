@@ -173,24 +173,47 @@ __device__ __forceinline__ V3 extent(const Body& b) {
     return e;
 }
 
-// How far from a body's surface its contacts are looked for: the margin plus
-// how far the surface can move in a frame (mod.rs `reach`).
-__device__ __forceinline__ float reach(const Body& b, const World& w) {
-    V3 v = v3(b.vel), g = v3(w.gravity);
-    float speed = sqrt(dot(v, v)) + sqrt(dot(g, g)) * w.dt;
+// How fast a body's surface can move in a frame besides its centre's
+// velocity: gravity over the frame, a box's turning corners (mod.rs `extra_speed`).
+__device__ __forceinline__ float extra_speed(const Body& b, const World& w) {
+    V3 g = v3(w.gravity);
+    float speed = sqrt(dot(g, g)) * w.dt;
     if (b.shape != COLLIDE_SPHERE) {
         V3 o = v3(b.omega), h = v3(b.half);
         speed = speed + sqrt(dot(o, o)) * sqrt(dot(h, h));
     }
-    return w.margin + speed * w.dt;
+    return speed;
 }
 
-// A body's axis-aligned box (a leaf's bounds) grown by its reach: (min, max).
+// How far from a body's surface its wall points are looked for (mod.rs `reach`).
+__device__ __forceinline__ float reach(const Body& b, const World& w) {
+    V3 v = v3(b.vel);
+    return w.margin + (sqrt(dot(v, v)) + extra_speed(b, w)) * w.dt;
+}
+
+// How far apart two bodies' surfaces may be and still make a contact: both
+// margins and how far they can close in a frame (mod.rs `pair_reach`).
+__device__ __forceinline__ float pair_reach(const Body& a, const Body& b, const World& w) {
+    V3 dv = sub(v3(a.vel), v3(b.vel)), va = v3(a.vel), vb = v3(b.vel);
+    float closing = fmaxf(fmaxf(sqrt(dot(dv, dv)), sqrt(dot(va, va))), sqrt(dot(vb, vb)));
+    return 2.0f * w.margin + (closing + extra_speed(a, w) + extra_speed(b, w)) * w.dt;
+}
+
+// A body's swept box (a leaf's bounds): where it is and where its velocity
+// takes it by the frame's end, grown by the margin and its extra speed
+// (mod.rs `aabb`): (min, max).
 __device__ __forceinline__ void aabb(const Body& b, const World& w, V3* lo, V3* hi) {
-    float r = reach(b, w);
+    float r = w.margin + extra_speed(b, w) * w.dt;
     V3 e = add(extent(b), v3(r, r, r));
-    *lo = sub(v3(b.pos), e);
-    *hi = add(v3(b.pos), e);
+    V3 p = v3(b.pos), end = add(p, scale(v3(b.vel), w.dt));
+    V3 l, h;
+#pragma unroll
+    for (int k = 0; k < 3; k++) {
+        l[k] = fminf(p[k], end[k]);
+        h[k] = fmaxf(p[k], end[k]);
+    }
+    *lo = sub(l, e);
+    *hi = add(h, e);
 }
 
 // Spreads the low 10 bits of `v` to every third bit.

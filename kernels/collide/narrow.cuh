@@ -246,10 +246,10 @@ __device__ __forceinline__ Contact contact(u32 ia, const Body& a, u32 ib, const 
 
 // The exact test of candidate (ia, ib), ia < ib: its contact points, the
 // normals pointing from a to b, in out[0..count); returns count. Surfaces
-// closer than the two bodies' reach make speculative contacts.
+// closer than the pair's reach make speculative contacts.
 __device__ __forceinline__ u32 collide(u32 ia, const Body& a, u32 ib, const Body& b, const World& w,
                                        Contact out[COLLIDE_MAX_POINTS]) {
-    float margin = reach(a, w) + reach(b, w);
+    float margin = pair_reach(a, b, w);
     V3 n;
     float d;
     if (a.shape == COLLIDE_SPHERE && b.shape == COLLIDE_SPHERE) {

@@ -219,22 +219,38 @@ fn extent(b: B) -> vec3<f32> {
     return e;
 }
 
-// mod.rs `reach`: how far from a body's surface its contacts are looked for,
-// the world's margin plus how far the surface can move in a frame (the
-// substeps reuse the frame's contacts, so they must already be in the list).
-fn reach(b: B, w: W) -> f32 {
-    var speed = sqrt_rn(dot3(b.vel, b.vel)) + rounded(sqrt_rn(dot3(w.gravity, w.gravity)) * w.dt);
+// mod.rs `extra_speed`: how fast a body's surface can move in a frame
+// besides its centre's velocity (gravity over the frame, a box's turning corners).
+fn extra_speed(b: B, w: W) -> f32 {
+    var speed = rounded(sqrt_rn(dot3(w.gravity, w.gravity)) * w.dt);
     if (b.shape != SPHERE) {
         speed = speed + rounded(sqrt_rn(dot3(b.omega, b.omega)) * sqrt_rn(dot3(b.half, b.half)));
     }
-    return w.margin + rounded(speed * w.dt);
+    return speed;
 }
 
-// mod.rs `aabb`: a body's axis-aligned box (a leaf's bounds, min then max), grown by its reach.
+// mod.rs `reach`: how far from a body's surface its wall points are looked for
+// (the substeps reuse the frame's contacts, so they must already be in the list).
+fn reach(b: B, w: W) -> f32 {
+    return w.margin + rounded((sqrt_rn(dot3(b.vel, b.vel)) + extra_speed(b, w)) * w.dt);
+}
+
+// mod.rs `pair_reach`: how far apart two bodies' surfaces may be and still
+// make a contact (both margins, and how far they can close in a frame).
+fn pair_reach(a: B, b: B, w: W) -> f32 {
+    let dv = a.vel - b.vel;
+    let closing = max(max(sqrt_rn(dot3(dv, dv)), sqrt_rn(dot3(a.vel, a.vel))), sqrt_rn(dot3(b.vel, b.vel)));
+    return rounded(2.0 * w.margin) + rounded((closing + extra_speed(a, w) + extra_speed(b, w)) * w.dt);
+}
+
+// mod.rs `aabb`: a body's swept box (a leaf's bounds, min then max): where it
+// is and where its velocity takes it by the frame's end, grown by the margin
+// and its extra speed.
 fn aabb(b: B, w: W) -> array<vec3<f32>, 2> {
-    let r = reach(b, w);
+    let r = w.margin + rounded(extra_speed(b, w) * w.dt);
     let e = extent(b) + vec3<f32>(r, r, r);
-    return array<vec3<f32>, 2>(b.pos - e, b.pos + e);
+    let end = b.pos + rounded3(b.vel * w.dt);
+    return array<vec3<f32>, 2>(min(b.pos, end) - e, max(b.pos, end) + e);
 }
 
 // Spreads the low 10 bits of `v` to every third bit.

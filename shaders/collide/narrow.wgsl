@@ -324,9 +324,9 @@ fn make_contact(ia: u32, a: B, ib: u32, b: B, w: W, normal: vec3<f32>, depth: f3
 
 // The exact test of candidate (ia, ib), ia < ib: its contact points, the
 // normals pointing from a to b, in out[0..count); returns count. Surfaces
-// closer than the two bodies' reach make (speculative) contacts of negative depth.
+// closer than the pair's reach make (speculative) contacts of negative depth.
 fn collide_pair(ia: u32, a: B, ib: u32, b: B, w: W, out: ptr<function, array<Contact, 4>>) -> u32 {
-    let margin = reach(a, w) + reach(b, w);
+    let margin = pair_reach(a, b, w);
     if (a.shape == SPHERE && b.shape == SPHERE) {
         let h = sphere_sphere(a, b, margin);
         if (!h.found) {

@@ -113,8 +113,9 @@ pub struct World {
     /// Tonge's split, which never overshoots but converges slowly; less
     /// over-relaxes the Jacobi step, while an isolated contact stays exact).
     pub split: f32,
-    /// How far apart two surfaces may be and still make a contact, besides
-    /// what the bodies' motion over a frame adds (`physics::reach`): the
+    /// How far a body's surface may be from another's (or a wall) and still
+    /// make a contact, besides what the bodies' motion over a frame adds
+    /// (`physics::pair_reach` counts it once per body, `physics::reach` for walls): the
     /// solver's substeps reuse the frame's contacts, so a contact that closes
     /// during the frame must already be in the list (a speculative contact).
     pub margin: f32,

@@ -83,24 +83,49 @@ pub fn extent(b: &Body) -> V3 {
     [e(0), e(1), e(2)]
 }
 
-/// How far from a body's surface its contacts are looked for: the world's
-/// margin plus how far the surface can move in a frame (its speed, what
-/// gravity adds over the frame, and for a box how fast its corners turn).
-/// The substeps reuse the frame's contacts, so every surface the body can
-/// reach before the next narrow phase must already be a (speculative)
-/// contact; a fast body reaches far and finds more of them.
-pub fn reach(b: &Body, w: &World) -> f32 {
-    let mut speed = dot(b.vel, b.vel).sqrt() + dot(w.gravity, w.gravity).sqrt() * w.dt;
+/// How fast a body's surface can move in a frame besides its centre's
+/// velocity: what gravity adds over the frame, and for a box how fast its
+/// corners turn (m/s).
+pub fn extra_speed(b: &Body, w: &World) -> f32 {
+    let mut speed = dot(w.gravity, w.gravity).sqrt() * w.dt;
     if b.shape != SPHERE {
         speed = speed + dot(b.omega, b.omega).sqrt() * dot(b.half, b.half).sqrt();
     }
-    w.margin + speed * w.dt
+    speed
 }
 
-/// A body's axis-aligned box (a leaf's bounds), grown by its [`reach`]: two
-/// boxes overlap when the bodies may touch within the frame.
+/// How far from a body's surface its wall points are looked for: the
+/// world's margin plus how far the surface can move in a frame (walls stand
+/// still; the drum's turns along itself). The substeps reuse the frame's
+/// contacts, so every surface the body can reach before the next narrow
+/// phase must already be a (speculative) contact.
+pub fn reach(b: &Body, w: &World) -> f32 {
+    w.margin + (dot(b.vel, b.vel).sqrt() + extra_speed(b, w)) * w.dt
+}
+
+/// How far apart two bodies' surfaces may be and still make a (speculative)
+/// contact (issue 46 item 4): both margins, plus how far the surfaces can
+/// close in a frame: the faster of the centres' relative speed and each
+/// centre's own (a body ahead may stop dead within the frame, leaving the
+/// one behind to close at its full speed), and each body's [`extra_speed`].
+/// Two bodies moving together reach half as far ahead as the sum of their
+/// speeds did; the relative speed alone let the 1M ramp's stopping heap
+/// pass into itself (docs/collide/reach-h200).
+pub fn pair_reach(a: &Body, b: &Body, w: &World) -> f32 {
+    let dv = sub(a.vel, b.vel);
+    let closing = dot(dv, dv).sqrt().max(dot(a.vel, a.vel).sqrt()).max(dot(b.vel, b.vel).sqrt());
+    2.0 * w.margin + (closing + extra_speed(a, w) + extra_speed(b, w)) * w.dt
+}
+
+/// A body's swept box (a leaf's bounds): its box where it is and where its
+/// velocity takes it by the frame's end, grown by the margin and its
+/// [`extra_speed`] over the frame. Whatever the body can touch within the
+/// frame overlaps it; a fast body's box grows along its path, not all
+/// around (issue 46 item 4).
 pub fn aabb(b: &Body, w: &World) -> (V3, V3) {
-    let r = reach(b, w);
+    let r = w.margin + extra_speed(b, w) * w.dt;
     let e = add(extent(b), [r, r, r]);
-    (sub(b.pos, e), add(b.pos, e))
+    let end = add(b.pos, scale(b.vel, w.dt));
+    let (lo, hi) = (std::array::from_fn(|k| b.pos[k].min(end[k])), std::array::from_fn(|k| b.pos[k].max(end[k])));
+    (sub(lo, e), add(hi, e))
 }

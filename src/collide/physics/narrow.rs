@@ -2,14 +2,14 @@
 //! [`MAX_POINTS`] contact points (sphere-sphere and sphere-box one,
 //! box-box a clipped manifold, manifold.rs), or none.
 
-use super::{MAX_POINTS, V3, add, axes, box_box, dot, point_velocity, reach, scale, sub};
+use super::{MAX_POINTS, V3, add, axes, box_box, dot, pair_reach, point_velocity, scale, sub};
 use crate::collide::layout::{BOX, Body, Contact, SPHERE, World};
 
 /// The exact test of candidate (ia, ib), ia < ib: its contact points, the
 /// normals pointing from a to b, in `out[..count]`. Surfaces closer than
-/// the two bodies' reach make (speculative) contacts of negative depth.
+/// the pair's reach make (speculative) contacts of negative depth.
 pub fn collide(ia: u32, a: &Body, ib: u32, b: &Body, w: &World) -> ([Contact; MAX_POINTS], usize) {
-    let margin = reach(a, w) + reach(b, w);
+    let margin = pair_reach(a, b, w);
     let mut out = [Contact::default(); MAX_POINTS];
     let mut count = 0;
     let mut add_point = |normal: V3, depth: f32, point: V3| {

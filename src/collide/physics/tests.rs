@@ -138,10 +138,47 @@ fn aabb_of_a_rotated_box() {
     assert!(close(min, [0.375, 0.875, 2.625]) && close(max, [1.625, 3.125, 3.375]), "{min:?} {max:?}");
     let mut s = sphere([1.0; 3], 0.5);
     assert_eq!(aabb(&s, &w), ([0.375; 3], [1.625; 3]));
-    // Moving at 6 m/s it reaches a tenth of a metre further in a frame of 1/60 s.
+    // Moving up at 6 m/s it reaches a tenth of a metre further up in a frame of 1/60 s, and no
+    // further elsewhere (issue 46: a swept box).
     s.vel = [0.0, 6.0, 0.0];
     let (min, max) = aabb(&s, &w);
-    assert!(close(min, [0.275; 3]) && close(max, [1.725; 3]), "{min:?} {max:?}");
+    assert!(close(min, [0.375; 3]) && close(max, [1.625, 1.725, 1.625]), "{min:?} {max:?}");
+}
+
+/// Issue 46 item 4: a pair's reach is its fastest closing speed, so two
+/// bodies moving together reach half as far ahead as the sum of their
+/// speeds did (the one ahead may still stop dead), while one closing on
+/// another makes its speculative contact a frame ahead; and a body's swept
+/// box holds it wherever it is in the frame, gravity's bend included.
+#[test]
+fn the_reach_follows_the_closing_speed_and_the_box_the_path() {
+    let w = World { margin: 0.02, ..world() };
+    let mut a = sphere([2.0, 4.0, 2.0], 0.5);
+    let mut b = sphere([3.5, 4.0, 2.0], 0.5);
+    // One behind the other at 20 m/s (a third of a metre a frame), 0.5 apart: no contact.
+    a.vel = [20.0, 0.0, 0.0];
+    b.vel = [20.0, 0.0, 0.0];
+    assert_eq!(collide(0, &a, 1, &b, &w).1, 0, "bodies moving together, 0.5 apart");
+    // The pair reaches one speed's frame ahead, not two.
+    let (g, r) = (9.81 / 60.0 / 60.0, pair_reach(&a, &b, &w));
+    assert!((r - (0.04 + 20.0 / 60.0 + 2.0 * g)).abs() < 1e-6, "{r}");
+    b.pos = [3.2, 4.0, 2.0];
+    // a closing on b at 20 m/s: it would pass the gap within the frame, so it has its contact now.
+    b.vel = [0.0; 3];
+    let (found, count) = collide(0, &a, 1, &b, &w);
+    assert_eq!(count, 1, "a body closing on another");
+    assert!((found[0].depth + 0.2).abs() < 1e-5, "{:?}", found[0]);
+    // The swept box holds the sphere at every moment of the frame, and grows only along its path
+    // (and by gravity's frame of fall, which bends it).
+    let (min, max) = aabb(&a, &w);
+    let dt = w.dt;
+    for k in 0..=10 {
+        let t = dt * k as f32 / 10.0;
+        let c = [2.0 + 20.0 * t, 4.0 - 0.5 * 9.81 * t * t, 2.0];
+        assert!((0..3).all(|i| c[i] - 0.5 >= min[i] - 1e-6 && c[i] + 0.5 <= max[i] + 1e-6), "t = {t}");
+    }
+    assert!(min[0] > 2.0 - 0.5 - 0.03 && max[0] < 2.0 + 20.0 * dt + 0.5 + 0.03, "{min:?} {max:?}");
+    assert!(max[1] - min[1] < 1.0 + 0.1, "no growth across the path: {min:?} {max:?}");
 }
 
 #[test]
