@@ -744,7 +744,7 @@ impl Engine for CudaCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(order::bodies_by_id(&self.backend.download(&self.tree.bodies)?))
+        self.tree.bodies_by_id(&self.backend)
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
@@ -761,7 +761,7 @@ impl Engine for CudaCollide {
             return Ok(Vec::new());
         }
         let pairs = cuda_runtime::dtoh(&self.stream, &self.candidates.slice(..count), "reading candidates")?;
-        Ok(order::pairs_by_id(&pairs, &self.backend.download(&self.tree.bodies)?))
+        Ok(order::pairs_by_id(&pairs, &self.tree.in_engine(&self.backend)?))
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
@@ -772,11 +772,10 @@ impl Engine for CudaCollide {
         let bytes = count * std::mem::size_of::<Contact>();
         let raw = cuda_runtime::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
         let contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
-        Ok(order::contacts_by_id(contacts, &self.backend.download(&self.tree.bodies)?))
+        Ok(order::contacts_by_id(contacts, &self.tree.in_engine(&self.backend)?))
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        let nodes = self.backend.download(&self.tree.nodes)?;
-        Ok(order::nodes_by_id(nodes, &self.backend.download(&self.tree.bodies)?))
+        self.tree.nodes_by_id(&self.backend)
     }
 }

@@ -5,7 +5,7 @@
 //! back the same way is written here once.
 
 use crate::collide::layout::{Body, Node, World, numbered};
-use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, words};
+use crate::collide::{CONTACTS_PER_CANDIDATE, CollideError, CollideResult, order, words};
 use crate::compaction::Backend;
 
 /// The number of bodies a GPU engine takes: at least one, at most `max`
@@ -67,6 +67,22 @@ impl<B: Backend> BodyTree<B> {
         }
         self.bodies = b.upload(&numbered(bodies))?;
         Ok(())
+    }
+
+    /// The bodies as the engine keeps them (Morton order): what the
+    /// read-backs of contacts and candidates name their bodies by.
+    pub fn in_engine(&self, b: &B) -> CollideResult<Vec<Body>> {
+        Ok(b.download(&self.bodies)?)
+    }
+
+    /// The bodies by spawn number (`Engine::bodies`).
+    pub fn bodies_by_id(&self, b: &B) -> CollideResult<Vec<Body>> {
+        Ok(order::bodies_by_id(&self.in_engine(b)?))
+    }
+
+    /// The hierarchy, its leaves naming their bodies by spawn number (`Engine::nodes`).
+    pub fn nodes_by_id(&self, b: &B) -> CollideResult<Vec<Node>> {
+        Ok(order::nodes_by_id(b.download(&self.nodes)?, &self.in_engine(b)?))
     }
 }
 

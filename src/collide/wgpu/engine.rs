@@ -342,7 +342,7 @@ impl Engine for WgpuCollide {
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {
-        Ok(order::bodies_by_id(&self.backend.download(&self.tree.bodies)?))
+        self.tree.bodies_by_id(&self.backend)
     }
 
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
@@ -363,7 +363,7 @@ impl Engine for WgpuCollide {
             .read(&self.candidates, 0, count * 8, "reading candidates")
             .map_err(super::wgpu_err)?;
         let pairs: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-        Ok(order::pairs_by_id(&pairs, &self.backend.download(&self.tree.bodies)?))
+        Ok(order::pairs_by_id(&pairs, &self.tree.in_engine(&self.backend)?))
     }
 
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
@@ -377,12 +377,11 @@ impl Engine for WgpuCollide {
             .read(&self.contacts, 0, count * CONTACT, "reading contacts")
             .map_err(super::wgpu_err)?;
         let contacts: Vec<Contact> = bytemuck::pod_collect_to_vec(&raw);
-        Ok(order::contacts_by_id(contacts, &self.backend.download(&self.tree.bodies)?))
+        Ok(order::contacts_by_id(contacts, &self.tree.in_engine(&self.backend)?))
     }
 
     fn nodes(&self) -> CollideResult<Vec<Node>> {
-        let nodes = self.backend.download(&self.tree.nodes)?;
-        Ok(order::nodes_by_id(nodes, &self.backend.download(&self.tree.bodies)?))
+        self.tree.nodes_by_id(&self.backend)
     }
 }
 
