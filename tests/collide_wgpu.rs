@@ -205,8 +205,11 @@ fn wgpu_collide_tracks_the_cpu_engine() {
     let Some(mut b) = wgpu() else { return };
     for exact in [true, false] {
         let bitwise = exact && rounds_like_the_cpu(&b);
-        for sc in Scenario::ALL {
+        // Every scenario with its split impulse, and two with soft contacts (solve and relax passes).
+        let soft = [Scenario::Pile, Scenario::Drum].map(|sc| (sc, reap::collide::physics::SOFT_HERTZ));
+        for (sc, hertz) in Scenario::ALL.map(|sc| (sc, 0.0)).into_iter().chain(soft) {
             let (mut world, bodies) = scenario::build(sc, 300, 5).expect("scenario");
+            world.contact_hertz = hertz;
             if !bitwise {
                 // A contact that a substep closes has a depth of zero give or take the rounding,
                 // and its sign picks the next substep's target: the bounce, or none (solver.rs
@@ -234,7 +237,7 @@ fn wgpu_collide_tracks_the_cpu_engine() {
                 let before = g.bodies().expect("bodies");
                 let sg = frame(&mut g, &s, &mut fg, i).unwrap_or_else(|e| panic!("{} frame {i}: {e}", sc.name()));
                 let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
-                let name = format!("{} frame {i} (exact {exact})", sc.name());
+                let name = format!("{} ({} Hz) frame {i} (exact {exact})", sc.name(), hertz);
                 assert_eq!(g.candidate_pairs().expect("candidates"), brute_force(g.world(), &before), "{name}");
                 assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{name}");
                 if i == 20 && (sg.candidates > 1 || sg.contacts > 2) {

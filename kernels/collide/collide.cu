@@ -531,7 +531,7 @@ extern "C" __global__ void collide_split(const Body* bodies, u32 n, const u32* e
 // `coloured_impulse`); no movable body is in two of them. Grid-stride over
 // the colour's part of `order`; nothing when the frame is redone.
 extern "C" __global__ void collide_solve_colour(Contact* contacts, const u64* words, Body* bodies, const u64* order,
-                                                const u32* table, u32 k, World w) {
+                                                const u32* table, u32 k, World w, u32 relax) {
     if (!frontier_ok(words)) return;
     u32 from = table[COLOUR_STARTS + k], to = table[COLOUR_STARTS + k + 1u];
     for (u32 j = from + blockIdx.x * blockDim.x + threadIdx.x; j < to; j += gridDim.x * blockDim.x) {
@@ -550,7 +550,7 @@ extern "C" __global__ void collide_solve_colour(Contact* contacts, const u64* wo
                 b = physics::wall_body(c.b, physics::v3(c.point), w);
                 mb = physics::inertia(b);
             }
-            physics::coloured_impulse(c, a, ma, b, mb, w);
+            physics::coloured_impulse(c, a, ma, b, mb, w, relax != 0u);
             contacts[i] = c;
         }
         // An immovable body, read by many, is never written.
@@ -747,7 +747,8 @@ extern "C" __global__ void collide_warm(Contact* contacts, const u64* words, u64
 // body's overflow points, collide_split's). Reads the bodies from before the pass; each
 // contact is one thread's. Grid-stride; nothing when the frame is redone.
 extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u64 contact_word, const Body* bodies,
-                                         const u32* counts, World w, physics::Impulse* responses, const u32* colour) {
+                                         const u32* counts, World w, physics::Impulse* responses, const u32* colour,
+                                         u32 relax) {
     if (!frontier_ok(words)) return;
     u64 count = words[contact_word];
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (u64)gridDim.x * blockDim.x) {
@@ -757,7 +758,7 @@ extern "C" __global__ void collide_solve(Contact* contacts, const u64* words, u6
         bool wall = physics::is_wall(c.b);
         Body b = wall ? physics::wall_body(c.b, physics::v3(c.point), w) : bodies[c.b];
         responses[i] = physics::contact_impulse(c, a, physics::inertia(a), counts[c.a], b, physics::inertia(b),
-                                                wall ? 1u : counts[c.b], w);
+                                                wall ? 1u : counts[c.b], w, relax != 0u);
     }
 }
 

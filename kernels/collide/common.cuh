@@ -84,7 +84,7 @@ struct World {
     float margin;
     u32 bounce_passes;  // read on the host only
     u32 colours;        // read on the host only
-    float pad;
+    float contact_hertz;
 };
 
 static_assert(sizeof(Body) == 80, "Body: keep in sync with layout.rs");

@@ -44,6 +44,38 @@ __device__ __forceinline__ i64 to_fixed(float x) { return __float2ll_rz(x * FIXE
 
 __device__ __forceinline__ float from_fixed(i64 sum) { return __ll2float_rn(sum) * (1.0f / FIXED); }
 
+// solver.rs SOFT_DAMPING and MAX_PUSH.
+#define SOFT_DAMPING 10.0f
+#define MAX_PUSH 3.0f
+
+// solver.rs `Softness`.
+struct Softness {
+    float bias_rate;
+    float mass_scale;
+    float impulse_scale;
+};
+
+// solver.rs `softness`: a spring of `hertz` and SOFT_DAMPING over a step dt.
+__device__ __forceinline__ Softness softness(float hertz, float dt) {
+    float omega = 6.2831855f * hertz;
+    float a1 = 2.0f * SOFT_DAMPING + dt * omega;
+    float a2 = dt * omega * a1;
+    float a3 = 1.0f / (1.0f + a2);
+    Softness s;
+    s.bias_rate = omega / a1;
+    s.mass_scale = a2 * a3;
+    s.impulse_scale = a3;
+    return s;
+}
+
+// solver.rs `contact_softness`: at most an eighth of the substep rate,
+// doubled when one side cannot move.
+__device__ __forceinline__ Softness contact_softness(const Body& a, const Body& b, const World& w) {
+    float hertz = min(w.contact_hertz, 0.125f / w.dt);
+    if (a.inv_mass <= 0.0f || b.inv_mass <= 0.0f) hertz = 2.0f * hertz;
+    return softness(hertz, w.dt);
+}
+
 // solver.rs `Impulse` (aligned as Body is, for 16-byte loads).
 struct __align__(16) Impulse {
     V3 linear;
@@ -65,9 +97,9 @@ __device__ __forceinline__ float inv_effective(const Body& a, const Inertia& ia,
 __device__ __forceinline__ float share(u32 k, const World& w) { return 1.0f + w.split * (__uint2float_rn(k) - 1.0f); }
 
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb),
-// over the substep's w.dt.
+// over the substep's w.dt; a relax pass (soft contacts) pushes nothing out.
 __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, const Inertia& ia, u32 ka_, const Body& b,
-                                                   const Inertia& ib, u32 kb_, const World& w) {
+                                                   const Inertia& ib, u32 kb_, const World& w, bool relax) {
     V3 zero = v3(0.0f, 0.0f, 0.0f);
     Impulse out;
     out.linear = out.angular_a = out.angular_b = out.push = zero;
@@ -85,7 +117,17 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, co
     float target = depth < -w.slop ? depth / w.dt : 0.0f;
     V3 rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     float vn = dot(rel, n);
-    float lambda = max(c.lambda - (vn - target) / kn, 0.0f);
+    bool soft = w.contact_hertz > 0.0f;
+    float lambda;
+    if (soft && !relax && depth >= -w.slop) {
+        // Box2D's soft step: a stiff spring pushing past the slop through the
+        // velocities (the relax pass takes that speed back).
+        Softness s = contact_softness(a, b, w);
+        float goal = min(s.bias_rate * max(depth - w.slop, 0.0f), MAX_PUSH);
+        lambda = max(c.lambda - (s.mass_scale * ((vn - goal) / kn) + s.impulse_scale * c.lambda), 0.0f);
+    } else {
+        lambda = max(c.lambda - (vn - target) / kn, 0.0f);
+    }
     float dn = lambda - c.lambda;
     c.lambda = lambda;
     // It pushed this frame: the restitution pass owes it its bounce.
@@ -105,7 +147,8 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, co
     V3 df = sub(f, v3(c.friction));
     store(c.friction, f);
     V3 p = add(scale(n, dn), df);
-    float push = max(depth - w.slop, 0.0f) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    // The split impulse: positions only (soft contacts push through the velocities).
+    float push = soft ? 0.0f : max(depth - w.slop, 0.0f) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
     out.linear = p;
     out.angular_a = scale(cross(ra, p), -1.0f);
     out.angular_b = cross(rb, p);
@@ -180,8 +223,8 @@ __device__ __forceinline__ void apply(Body& b, const Inertia& ib, V3 linear, V3 
 // solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
 // the impulse at once, their masses whole.
 __device__ __forceinline__ void coloured_impulse(Contact& c, Body& a, const Inertia& ia, Body& b, const Inertia& ib,
-                                                 const World& w) {
-    Impulse r = contact_impulse(c, a, ia, 1u, b, ib, 1u, w);
+                                                 const World& w, bool relax) {
+    Impulse r = contact_impulse(c, a, ia, 1u, b, ib, 1u, w, relax);
     apply(a, ia, scale(r.linear, -1.0f), r.angular_a, scale(r.push, -1.0f));
     apply(b, ib, r.linear, r.angular_b, r.push);
 }

@@ -53,7 +53,8 @@ struct Params {
     colour: u32,
     // 1: collide_apply leaves a body with no overflow point (`counts`) as it is (a Jacobi pass).
     split_only: u32,
-    pad0: u32,
+    // 1: the pass is the relax pass of soft contacts (collide_solve_colour, collide_solve).
+    relax: u32,
     pad1: u32,
 }
 
@@ -95,7 +96,7 @@ struct Params {
 fn world() -> W {
     let p = P.world;
     return W(p[0].xyz, p[0].w, p[1].xyz, p[1].w, p[2].xyz, p[2].w, p[3].xyz, p[3].w, p[4].x, p[4].y, p[4].z, p[4].w,
-             p[5].x, p[5].y, p[5].z, p[5].w, p[6].x);
+             p[5].x, p[5].y, p[5].z, p[5].w, p[6].x, p[6].w);
 }
 
 // The invocation's index over the dispatch (workgroups spread over x and y past 65,535).
@@ -892,7 +893,7 @@ fn collide_solve_colour(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_work
             b = wall_body(c.b, v3(c.point), w);
             mb = inertia(b);
         }
-        coloured_impulse(&c, &a, ma, &b, mb, w);
+        coloured_impulse(&c, &a, ma, &b, mb, w, P.relax != 0u);
         contacts[i] = c;
     }
     // An immovable body, read by many, is never written.
@@ -966,7 +967,7 @@ fn collide_solve(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups)
     }
     let a = body(c.a);
     let b = other(c, w);
-    let r = contact_impulse(&c, a, inertia(a), atomicLoad(&counts[c.a]), b, inertia(b), kb, w);
+    let r = contact_impulse(&c, a, inertia(a), atomicLoad(&counts[c.a]), b, inertia(b), kb, w, P.relax != 0u);
     add_impulse(c, r);
     contacts[i] = c;
 }

@@ -92,6 +92,7 @@ struct W {
     rest_speed: f32,
     split: f32,
     margin: f32,
+    contact_hertz: f32,
 }
 
 fn v3(p: array<f32, 3>) -> vec3<f32> {

@@ -150,10 +150,40 @@ fn share(k: u32, w: W) -> f32 {
     return 1.0 + rounded(w.split * (f32(k) - 1.0));
 }
 
+// solver.rs SOFT_DAMPING and MAX_PUSH.
+const SOFT_DAMPING: f32 = 10.0;
+const MAX_PUSH: f32 = 3.0;
+
+// solver.rs `Softness`.
+struct Softness {
+    bias_rate: f32,
+    mass_scale: f32,
+    impulse_scale: f32,
+}
+
+// solver.rs `softness`: a spring of `hertz` and SOFT_DAMPING over a step dt.
+fn softness(hertz: f32, dt: f32) -> Softness {
+    let omega = 6.2831855 * hertz;
+    let a1 = 2.0 * SOFT_DAMPING + rounded(dt * omega);
+    let a2 = dt * omega * a1;
+    let a3 = 1.0 / (1.0 + a2);
+    return Softness(omega / a1, a2 * a3, a3);
+}
+
+// solver.rs `contact_softness`: at most an eighth of the substep rate,
+// doubled when one side cannot move.
+fn contact_softness(a: B, b: B, w: W) -> Softness {
+    var hertz = minf(w.contact_hertz, 0.125 / w.dt);
+    if (a.inv_mass <= 0.0 || b.inv_mass <= 0.0) {
+        hertz = 2.0 * hertz;
+    }
+    return softness(hertz, w.dt);
+}
+
 // One Jacobi pass of contact c between a (in ka contact points) and b (in kb);
-// w.dt is the substep's.
+// w.dt is the substep's; a relax pass (soft contacts) pushes nothing out.
 fn contact_impulse(c: ptr<function, Contact>, a: B, ia: Inertia, ka_: u32, b: B, ib: Inertia, kb_: u32,
-                   w: W) -> Impulse {
+                   w: W, relax: bool) -> Impulse {
     let zero = vec3<f32>(0.0, 0.0, 0.0);
     var out = Impulse(zero, zero, zero, zero);
     let ka = share(ka_, w);
@@ -177,7 +207,18 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ia: Inertia, ka_: u32, b: B,
     }
     let rel = point_velocity(b, rb) - point_velocity(a, ra);
     let vn = dot3(rel, n);
-    let lambda = maxf((*c).lambda - (vn - goal) / kn, 0.0);
+    let soft = w.contact_hertz > 0.0;
+    var lambda: f32;
+    if (soft && !relax && depth >= -w.slop) {
+        // Box2D's soft step: a stiff spring pushing past the slop through the
+        // velocities (the relax pass takes that speed back).
+        let s = contact_softness(a, b, w);
+        let spring = minf(s.bias_rate * maxf(depth - w.slop, 0.0), MAX_PUSH);
+        lambda = maxf((*c).lambda - (rounded(s.mass_scale * ((vn - spring) / kn)) + rounded(s.impulse_scale * (*c).lambda)),
+                      0.0);
+    } else {
+        lambda = maxf((*c).lambda - (vn - goal) / kn, 0.0);
+    }
     let dn = lambda - (*c).lambda;
     (*c).lambda = lambda;
     // It pushed this frame: the restitution pass owes it its bounce.
@@ -201,7 +242,11 @@ fn contact_impulse(c: ptr<function, Contact>, a: B, ia: Inertia, ka_: u32, b: B,
     let df = f - v3((*c).friction);
     (*c).friction = a3(f);
     let p = rounded3(n * dn) + df;
-    let push = maxf(depth - w.slop, 0.0) * w.baumgarte / (rounded(ka * a.inv_mass) + rounded(kb * b.inv_mass));
+    // The split impulse: positions only (soft contacts push through the velocities).
+    var push = 0.0;
+    if (!soft) {
+        push = maxf(depth - w.slop, 0.0) * w.baumgarte / (rounded(ka * a.inv_mass) + rounded(kb * b.inv_mass));
+    }
     out.linear = p;
     out.angular_a = cross3(ra, p) * -1.0;
     out.angular_b = cross3(rb, p);
@@ -282,8 +327,8 @@ fn apply_sums(b: ptr<function, B>, ib: Inertia, linear: vec3<f32>, angular: vec3
 // solver.rs `coloured_impulse`: one coloured pass of contact c; a and b take
 // the impulse at once, their masses whole.
 fn coloured_impulse(c: ptr<function, Contact>, a: ptr<function, B>, ia: Inertia, b: ptr<function, B>, ib: Inertia,
-                    w: W) {
-    let r = contact_impulse(c, *a, ia, 1u, *b, ib, 1u, w);
+                    w: W, relax: bool) {
+    let r = contact_impulse(c, *a, ia, 1u, *b, ib, 1u, w, relax);
     apply_sums(a, ia, r.linear * -1.0, r.angular_a, r.push * -1.0);
     apply_sums(b, ib, r.linear, r.angular_b, r.push);
 }

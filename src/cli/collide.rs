@@ -63,6 +63,11 @@ pub struct SimFlags {
     /// in a colour, then a Jacobi pass the contacts that did not fit. 0: Jacobi alone. Default: 16.
     #[arg(long)]
     pub colours: Option<u32>,
+    /// How penetrating contacts are pushed out: `split` moves the centres apart without touching the
+    /// velocities; `soft` is Box2D v3's soft step (a 30 Hz spring through the velocities, the last pass of
+    /// each substep a relax pass after the bodies move; `soft:HZ` another stiffness). Default: the scenario's.
+    #[arg(long, value_parser = |s: &str| s.parse::<reap::collide::physics::Contacts>())]
+    pub contacts: Option<reap::collide::physics::Contacts>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// The most slots a frontier level may hold (the `none` baseline grows fourfold per level).
@@ -202,6 +207,12 @@ pub(super) fn build(sc: Scenario, n: u32, sim: &SimFlags) -> Result<(World, Vec<
         }
         world.colours = colours;
     }
+    if let Some(contacts) = sim.contacts {
+        world.contact_hertz = contacts.hertz();
+    }
+    if world.contact_hertz > 0.0 && sim.iterations.unwrap_or(sc.solver().1) < 2 {
+        bail!("soft contacts take a solve pass and a relax pass per substep: use --iterations 2 or more");
+    }
     eprintln!("scenario {}: {n} bodies placed in {:.2} s", sc.name(), t0.elapsed().as_secs_f64());
     Ok((world, bodies))
 }
@@ -217,13 +228,14 @@ fn go<E: Engine>(
 ) -> Result<bool> {
     println!(
         "{} with {n} bodies on {device}: sort {}, pair frontier compacted by {}, solver {} substeps x {} passes of {} \
-         colours, {} frames",
+         colours, {} contacts, {} frames",
         sc.name(),
         s.sort.name(),
         s.compact_pairs.name(),
         s.substeps,
         s.iterations,
         engine.world().colours,
+        reap::collide::physics::Contacts::of(engine.world()).name(),
         args.frames
     );
     warm_up(&engine, &s)?;

@@ -165,6 +165,32 @@ impl CpuCollide {
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
     }
+
+    /// One solver pass (a `relax` one after the move, `physics::contact_impulse`):
+    /// colour by colour, then the overflow's Jacobi pass.
+    fn pass(&mut self, w: &World, relax: bool) {
+        self.coloured_pass(w, relax);
+        if self.overflow == 0 {
+            return;
+        }
+        let (bodies, counts, colour) = (&self.bodies, &self.counts, &self.colour);
+        let count = |i: u32| counts[i as usize];
+        self.contacts
+            .par_iter_mut()
+            .zip(colour)
+            .map(|(c, &colour)| {
+                if colour != physics::colour::OVERFLOW {
+                    return physics::Impulse::default(); // the gather does not read it
+                }
+                let a = &bodies[c.a as usize];
+                let (wall, b) = physics::other_side(c, bodies, w);
+                let kb = if wall { 1 } else { count(c.b) };
+                physics::contact_impulse(c, a, &Inertia::of(a), count(c.a), &b, &Inertia::of(&b), kb, w, relax)
+            })
+            .collect_into_vec(&mut self.responses);
+        let overflow = Some((&self.colour[..], &self.counts[..]));
+        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, overflow);
+    }
 }
 
 /// Each body takes the sums of its contacts' responses of one pass: the
@@ -548,30 +574,13 @@ impl Engine for CpuCollide {
             })
             .collect_into_vec(&mut self.responses);
         gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);
-        for _ in 0..step.iterations {
-            self.coloured_pass(&w);
-            if self.overflow == 0 {
-                continue;
-            }
-            let (bodies, counts, colour) = (&self.bodies, &self.counts, &self.colour);
-            let count = |i: u32| counts[i as usize];
-            self.contacts
-                .par_iter_mut()
-                .zip(colour)
-                .map(|(c, &colour)| {
-                    if colour != physics::colour::OVERFLOW {
-                        return physics::Impulse::default(); // the gather does not read it
-                    }
-                    let a = &bodies[c.a as usize];
-                    let (wall, b) = physics::other_side(c, bodies, &w);
-                    let kb = if wall { 1 } else { count(c.b) };
-                    physics::contact_impulse(c, a, &Inertia::of(a), count(c.a), &b, &Inertia::of(&b), kb, &w)
-                })
-                .collect_into_vec(&mut self.responses);
-            let overflow = Some((&self.colour[..], &self.counts[..]));
-            gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, overflow);
+        for _ in 0..step.solve_passes(&w) {
+            self.pass(&w, false);
         }
         self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
+        if step.relaxes(&w) {
+            self.pass(&w, true);
+        }
         if step.last() {
             // The frame's bounces (collide_bouncing, then collide_restitute and a gather per pass): each
             // body's mass is split over its contacts that bounce.

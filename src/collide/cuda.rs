@@ -704,20 +704,26 @@ impl Engine for CudaCollide {
             (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
         let (sp, op) = (self.colouring.split.ptr(), raw_ptr(&self.colouring.colour));
         let at = self.colour_args(wp)?;
-        for pass in 0..step.iterations {
-            self.colouring.pass(&self.stream, &at, &w, self.strided(contact_capacity))?;
+        // The solve passes, the move, and with soft contacts the relax pass.
+        let (solves, relaxes) = (step.solve_passes(&w), step.relaxes(&w));
+        for pass in 0..solves + relaxes as u32 {
+            let relax = (pass == solves) as u32;
+            self.colouring.pass(&self.stream, &at, &w, relax, self.strided(contact_capacity))?;
             let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&sp).arg(&w).arg(&rp).arg(&op);
+            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&sp).arg(&w).arg(&rp).arg(&op).arg(&relax);
             // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*,
-            // const u32*); as for collide_count; split holds n entries and the colours one per contact slot;
+            // const u32*, u32); as for collide_count; split holds n entries and the colours one per contact slot;
             // each contact is read and written by one thread, its response at its index.
             unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
-            // The substep's last pass moves the bodies, then (but in the frame's last) begins the next substep.
-            let what = match (pass + 1 == step.iterations, step.last()) {
-                (false, _) => GATHER_PASS,
-                (true, true) => GATHER_PASS | GATHER_INTEGRATE,
-                (true, false) => GATHER_PASS | GATHER_INTEGRATE | GATHER_BEGIN,
-            };
+            // The last solve pass moves the bodies; the substep's last pass then (but in the frame's last)
+            // begins the next substep.
+            let mut what = GATHER_PASS;
+            if pass + 1 == solves {
+                what |= GATHER_INTEGRATE;
+            }
+            if pass + 1 == solves + relaxes as u32 && !step.last() {
+                what |= GATHER_BEGIN;
+            }
             self.gather(&w, what, wp)?;
         }
         if step.last() {

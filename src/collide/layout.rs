@@ -131,8 +131,14 @@ pub struct World {
     /// `colour::MAX_COLOURS`): each solver pass goes colour by colour, then
     /// the Jacobi pass takes what did not fit. 0: Jacobi alone.
     pub colours: u32,
-    #[serde(skip)]
-    pub pad: f32,
+    /// How a penetrating contact is pushed out (`physics::contact_impulse`).
+    /// 0: a split impulse, moving the centres apart by the depth past the
+    /// slop (`baumgarte` of it each pass) without touching the velocities.
+    /// Above 0: Box2D v3's soft step, a spring of this stiffness (Hz; at
+    /// most an eighth of the substep rate, doubled against immovable bodies)
+    /// and damping ratio `physics::SOFT_DAMPING`, acting through the
+    /// velocities in the solve passes and taken back by the relax pass.
+    pub contact_hertz: f32,
 }
 
 const _: () = assert!(std::mem::size_of::<Body>() == 80);

@@ -412,10 +412,10 @@ pub trait Engine {
     /// when the frame's status is set.
     fn solve(&mut self, words: &Buf<Self, u64>) -> CollideResult<()>;
     /// One substep (`physics::solver`): gravity and the impulses the contacts
-    /// held, `step.iterations` passes (colour by colour, then the overflow's
-    /// Jacobi pass), then positions from velocities
-    /// (walls, floor and drum), all over `step.world`'s dt; nothing when the
-    /// frame's status is set.
+    /// held, `step.solve_passes` passes (colour by colour, then the overflow's
+    /// Jacobi pass), then positions from velocities (walls, floor and drum),
+    /// then with soft contacts one relax pass (`step.relaxes`), all over
+    /// `step.world`'s dt; nothing when the frame's status is set.
     fn substep(&mut self, step: Substep, words: &Buf<Self, u64>) -> CollideResult<()>;
 
     /// Reading back, for tests, the viewer and the reports (after a frame),
@@ -448,6 +448,17 @@ pub struct Substep {
 impl Substep {
     pub fn last(&self) -> bool {
         self.index + 1 == self.count
+    }
+    /// The passes before the bodies move: all of them with split-impulse
+    /// contacts; with soft ones (`World::contact_hertz`) all but the last
+    /// (at least one), the last being the relax pass after the move.
+    pub fn solve_passes(&self, w: &World) -> u32 {
+        if self.relaxes(w) { self.iterations.saturating_sub(1).max(1) } else { self.iterations }
+    }
+    /// Whether one relax pass follows the move (Box2D's soft step: it takes
+    /// back the speed the solve passes' push-out gave).
+    pub fn relaxes(&self, w: &World) -> bool {
+        w.contact_hertz > 0.0
     }
     /// The world with the substep's time step (computed once, on the host,
     /// so that every engine steps by the same f32).

@@ -172,7 +172,7 @@ pub(crate) fn world(min: [f32; 3], max: [f32; 3]) -> World {
         margin: 0.02,
         bounce_passes: 1,
         colours: 16,
-        pad: 0.0,
+        contact_hertz: 0.0,
     }
 }
 

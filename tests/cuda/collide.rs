@@ -156,8 +156,11 @@ fn cuda_collide_matches_the_cpu_engine_on_one_frame() {
 #[test]
 fn cuda_collide_simulates_bit_identical_to_the_cpu() {
     let Some(mut b) = gpu() else { return };
-    for sc in Scenario::ALL {
-        let (world, bodies) = scenario::build(sc, 1500, 5).expect("scenario");
+    // Every scenario with its split impulse, and two with soft contacts (solve and relax passes).
+    let soft = [Scenario::Pile, Scenario::Drum].map(|sc| (sc, reap::collide::physics::SOFT_HERTZ));
+    for (sc, hertz) in Scenario::ALL.map(|sc| (sc, 0.0)).into_iter().chain(soft) {
+        let (mut world, bodies) = scenario::build(sc, 1500, 5).expect("scenario");
+        world.contact_hertz = hertz;
         let mut g = CudaCollide::new(b, world, &bodies).expect("engine");
         let mut c = CpuCollide::new(world, &bodies).expect("cpu engine");
         let s = lookback();
@@ -170,7 +173,7 @@ fn cuda_collide_simulates_bit_identical_to_the_cpu() {
             }
             let sg = frame(&mut g, &s, &mut fg, i).expect("gpu frame");
             let sc_ = frame(&mut c, &s, &mut fc, i).expect("cpu frame");
-            let name = format!("{} frame {i}", sc.name());
+            let name = format!("{} ({} Hz) frame {i}", sc.name(), hertz);
             assert_eq!((sg.candidates, sg.contacts), (sc_.candidates, sc_.contacts), "{name}");
             // One candidate slot holds two contacts: more of either redoes the frame.
             if i == 30 && (sg.candidates > 1 || sg.contacts > 2) {

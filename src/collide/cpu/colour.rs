@@ -107,7 +107,7 @@ impl CpuCollide {
 
     /// One pass over the colours (collide_solve_colour): colour by colour,
     /// each manifold's points in order move its bodies directly.
-    pub(super) fn coloured_pass(&mut self, w: &World) {
+    pub(super) fn coloured_pass(&mut self, w: &World, relax: bool) {
         let bodies = Scatter::new(&mut self.bodies);
         let contacts = Scatter::new(&mut self.contacts);
         for k in 0..self.colour_starts.len().saturating_sub(1) {
@@ -129,7 +129,7 @@ impl CpuCollide {
                             b = physics::wall_body(c.b, c.point, w);
                             ib = Inertia::of(&b);
                         }
-                        physics::coloured_impulse(&mut c, &mut a, &ia, &mut b, &ib, w);
+                        physics::coloured_impulse(&mut c, &mut a, &ia, &mut b, &ib, w, relax);
                         contacts.write(i, c);
                     }
                     if a.inv_mass > 0.0 {

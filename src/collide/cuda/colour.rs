@@ -167,21 +167,23 @@ impl Colouring {
         unsafe { l.launch(at.over_bodies) }.map(drop).map_err(launch_err("launching collide_split"))
     }
 
-    /// Enqueues one coloured pass: colour by colour, each manifold's points
-    /// move its bodies (`over` a grid-stride launch over the contact slots).
+    /// Enqueues one coloured pass (a relax pass with `relax` 1): colour by
+    /// colour, each manifold's points move its bodies (`over` a grid-stride
+    /// launch over the contact slots).
     pub(super) fn pass(
         &self,
         stream: &Arc<CudaStream>,
         at: &ColourArgs,
         w: &World,
+        relax: u32,
         over: LaunchConfig,
     ) -> CollideResult<()> {
         let (op, tp) = (raw_ptr(&self.order), self.table.ptr());
         for k in 0..w.colours.min(MAX_COLOURS) {
             let mut l = stream.launch_builder(&self.solve);
-            l.arg(&at.contacts).arg(&at.words).arg(&at.bodies).arg(&op).arg(&tp).arg(&k).arg(w);
+            l.arg(&at.contacts).arg(&at.words).arg(&at.bodies).arg(&op).arg(&tp).arg(&k).arg(w).arg(&relax);
             // SAFETY: matches collide_solve_colour(Contact*, const u64*, Body*, const u64*, const u32*, u32,
-            // World); colour k's part of `order` (collide_colour_order) names runs of the frame's contacts whose
+            // World, u32); colour k's part of `order` (collide_colour_order) names runs of the frame's contacts whose
             // movable bodies no other run of the colour names: each thread reads and writes its own.
             unsafe { l.launch(over) }.map_err(launch_err("launching collide_solve_colour"))?;
         }

@@ -34,8 +34,8 @@ pub use manifold::{MAX_POINTS, box_box};
 pub use motion::{Inertia, gravity, integrate, inv_inertia, point_velocity};
 pub use narrow::collide;
 pub use solver::{
-    FIXED, Impulse, apply, bounces, coloured_impulse, contact_impulse, from_fixed, hold, restitution, to_fixed,
-    warm_start,
+    Contacts, FIXED, Impulse, MAX_PUSH, SOFT_DAMPING, SOFT_HERTZ, Softness, apply, bounces, coloured_impulse,
+    contact_impulse, contact_softness, from_fixed, hold, restitution, softness, to_fixed, warm_start,
 };
 pub use walls::{MAX_WALL_POINTS, WALL, is_wall, other_side, wall_body, wall_contacts};
 

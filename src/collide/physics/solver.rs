@@ -34,6 +34,95 @@ pub fn from_fixed(sum: i64) -> f32 {
     (sum as f32) * (1.0 / FIXED)
 }
 
+/// Box2D's damping ratio of a soft contact (`World::contact_hertz`): far
+/// past critical, so that a pushed-out body does not overshoot.
+pub const SOFT_DAMPING: f32 = 10.0;
+/// Box2D's cap on the speed at which a soft contact pushes its bodies apart (m/s).
+pub const MAX_PUSH: f32 = 3.0;
+
+/// Box2D's contact stiffness (Hz), `--contacts soft`'s.
+pub const SOFT_HERTZ: f32 = 30.0;
+
+/// How penetrating contacts are pushed out (`--contacts`; `World::contact_hertz`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Contacts {
+    /// A split impulse: the centres move apart, the velocities do not.
+    Split,
+    /// Box2D's soft step: a spring of this stiffness, then a relax pass.
+    Soft { hertz: f32 },
+}
+
+impl Contacts {
+    /// What `w` uses.
+    pub fn of(w: &World) -> Contacts {
+        if w.contact_hertz > 0.0 { Contacts::Soft { hertz: w.contact_hertz } } else { Contacts::Split }
+    }
+
+    /// `World::contact_hertz` for this choice.
+    pub fn hertz(self) -> f32 {
+        match self {
+            Contacts::Split => 0.0,
+            Contacts::Soft { hertz } => hertz,
+        }
+    }
+
+    /// The name `--contacts` takes and reports print.
+    pub fn name(self) -> String {
+        match self {
+            Contacts::Split => "split".into(),
+            Contacts::Soft { hertz } if hertz == SOFT_HERTZ => "soft".into(),
+            Contacts::Soft { hertz } => format!("soft:{hertz}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Contacts {
+    type Err = String;
+    /// `split`, `soft` (Box2D's 30 Hz) or `soft:HZ`.
+    fn from_str(s: &str) -> Result<Contacts, String> {
+        let bad = || format!("`{s}`: expected `split`, `soft` or `soft:HZ` (a stiffness above 0, e.g. soft:60)");
+        match s.split_once(':') {
+            None if s == "split" => Ok(Contacts::Split),
+            None if s == "soft" => Ok(Contacts::Soft { hertz: SOFT_HERTZ }),
+            Some(("soft", hz)) => match hz.parse::<f32>() {
+                Ok(hertz) if hertz.is_finite() && hertz > 0.0 => Ok(Contacts::Soft { hertz }),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// A soft contact over one substep (Catto, Solver2D's `b2MakeSoft`): the
+/// rate at which it closes its depth (1/s), and how much of the rigid
+/// impulse and of its accumulated impulse a solve pass applies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Softness {
+    pub bias_rate: f32,
+    pub mass_scale: f32,
+    pub impulse_scale: f32,
+}
+
+/// The softness of a spring of `hertz` and [`SOFT_DAMPING`] over a step `dt`.
+pub fn softness(hertz: f32, dt: f32) -> Softness {
+    let omega = 6.2831855 * hertz;
+    let a1 = 2.0 * SOFT_DAMPING + dt * omega;
+    let a2 = dt * omega * a1;
+    let a3 = 1.0 / (1.0 + a2);
+    Softness { bias_rate: omega / a1, mass_scale: a2 * a3, impulse_scale: a3 }
+}
+
+/// The softness of a contact between a and b in a substep of `w`: Box2D's
+/// stiffness, at most an eighth of the substep rate (stiffer would ring),
+/// doubled when one side cannot move.
+pub fn contact_softness(a: &Body, b: &Body, w: &World) -> Softness {
+    let mut hertz = w.contact_hertz.min(0.125 / w.dt);
+    if a.inv_mass <= 0.0 || b.inv_mass <= 0.0 {
+        hertz = 2.0 * hertz;
+    }
+    softness(hertz, w.dt)
+}
+
 /// One pass's change from one contact: the impulse on b (a takes its
 /// opposite), the angular impulses on a and on b, and the push of b's
 /// centre (a takes its opposite), all in mass units.
@@ -62,6 +151,8 @@ fn inv_effective(a: &Body, ia: &Inertia, ka: f32, ra: V3, b: &Body, ib: &Inertia
 /// One Jacobi pass of contact `c` between a (in `ka` contact points, its
 /// inertia `ia`) and b (in `kb`, `ib`), from the velocities and positions before the pass; updates the
 /// impulses the contact has applied this substep (`w.dt` is the substep's).
+/// A `relax` pass (soft contacts only, after the bodies moved) pushes
+/// nothing out: it takes back the speed the solve passes' push gave.
 #[allow(clippy::too_many_arguments)] // solver.cuh's twin, argument for argument
 pub fn contact_impulse(
     c: &mut Contact,
@@ -72,6 +163,7 @@ pub fn contact_impulse(
     ib: &Inertia,
     kb: u32,
     w: &World,
+    relax: bool,
 ) -> Impulse {
     let (ka, kb) = (share(ka, w), share(kb, w));
     let n = c.normal;
@@ -90,7 +182,17 @@ pub fn contact_impulse(
     let target = if depth < -w.slop { depth / w.dt } else { 0.0 };
     let rel = sub(point_velocity(b, rb), point_velocity(a, ra));
     let vn = dot(rel, n);
-    let lambda = (c.lambda - (vn - target) / kn).max(0.0);
+    let soft = w.contact_hertz > 0.0;
+    let lambda = if soft && !relax && depth >= -w.slop {
+        // Box2D's soft step: touching, the contact is a stiff spring that
+        // pushes past the slop through the velocities (the relax pass takes
+        // that speed back once the bodies have moved).
+        let s = contact_softness(a, b, w);
+        let target = (s.bias_rate * (depth - w.slop).max(0.0)).min(MAX_PUSH);
+        (c.lambda - (s.mass_scale * ((vn - target) / kn) + s.impulse_scale * c.lambda)).max(0.0)
+    } else {
+        (c.lambda - (vn - target) / kn).max(0.0)
+    };
     let dn = lambda - c.lambda;
     c.lambda = lambda;
     if lambda > 0.0 && c.bounce > 0.0 {
@@ -114,7 +216,8 @@ pub fn contact_impulse(
     let df = sub(f, c.friction);
     c.friction = f;
     let p = add(scale(n, dn), df);
-    let push = (depth - w.slop).max(0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass);
+    // The split impulse: positions only (soft contacts push through the velocities).
+    let push = if soft { 0.0 } else { (depth - w.slop).max(0.0) * w.baumgarte / (ka * a.inv_mass + kb * b.inv_mass) };
     Impulse { linear: p, angular_a: scale(cross(ra, p), -1.0), angular_b: cross(rb, p), push: scale(n, push) }
 }
 
@@ -134,8 +237,16 @@ pub fn apply(b: &mut Body, ib: &Inertia, linear: V3, angular: V3, push: V3) {
 /// at once, and the next point of the manifold sees the bodies as this one
 /// left them (Gauss-Seidel). An immovable body takes nothing. The caller
 /// takes each body's inertia once for the manifold.
-pub fn coloured_impulse(c: &mut Contact, a: &mut Body, ia: &Inertia, b: &mut Body, ib: &Inertia, w: &World) {
-    let r = contact_impulse(c, a, ia, 1, b, ib, 1, w);
+pub fn coloured_impulse(
+    c: &mut Contact,
+    a: &mut Body,
+    ia: &Inertia,
+    b: &mut Body,
+    ib: &Inertia,
+    w: &World,
+    relax: bool,
+) {
+    let r = contact_impulse(c, a, ia, 1, b, ib, 1, w, relax);
     apply(a, ia, scale(r.linear, -1.0), r.angular_a, scale(r.push, -1.0));
     apply(b, ib, r.linear, r.angular_b, r.push);
 }

@@ -307,7 +307,13 @@ impl Engine for WgpuCollide {
         )?;
         self.apply(&p, w)?;
         let (colour, order, table) = (self.colour.clone(), self.order.clone(), self.colour_table.clone());
-        for _ in 0..step.iterations {
+        // The solve passes, the move, and with soft contacts the relax pass.
+        let (solves, relaxes) = (step.solve_passes(&p.world), step.relaxes(&p.world));
+        for pass in 0..solves + relaxes as u32 {
+            if pass == solves {
+                self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+            }
+            let p = Params { relax: (pass == solves) as u32, ..p };
             // Colour by colour (collide_solve_colour), then the overflow's Jacobi pass.
             for k in 0..p.world.colours.min(MAX_COLOURS) {
                 let at = Params { colour: k, ..p };
@@ -319,7 +325,9 @@ impl Engine for WgpuCollide {
             self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
             self.apply(&Params { split_only: 1, ..p }, w)?;
         }
-        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        if !relaxes {
+            self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        }
         if step.last() {
             // The frame's bounces: the owing contacts counted per body (in `counts`, done with the split),
             // then per pass each one's impulse summed and applied.

@@ -387,7 +387,8 @@ impl WgpuCollide {
             first: 0,
             colour: 0,
             split_only: 0,
-            pad: [0; 2],
+            relax: 0,
+            pad: 0,
         })
     }
 

@@ -45,7 +45,9 @@ pub struct Params {
     pub colour: u32,
     /// 1: collide_apply leaves a body with no overflow point as it is.
     pub split_only: u32,
-    pub pad: [u32; 2],
+    /// 1: the pass is the relax pass of soft contacts.
+    pub relax: u32,
+    pub pad: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Params>() == 192);
