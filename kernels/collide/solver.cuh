@@ -159,6 +159,13 @@ __device__ __forceinline__ Impulse contact_impulse(Contact& c, const Body& a, co
 // solver.rs `bounces`: whether c takes part in the restitution pass.
 __device__ __forceinline__ bool bounces(const Contact& c) { return c.bounce < 0.0f; }
 
+// solver.rs `bounce_arm`: a movable sphere's lever arm in the restitution
+// pass is its surface point along the normal; any other body's the point.
+__device__ __forceinline__ V3 bounce_arm(const Body& b, V3 point, V3 out) {
+    if (b.shape == COLLIDE_SPHERE && b.inv_mass > 0.0f) return scale(out, b.half[0]);
+    return sub(point, v3(b.pos));
+}
+
 // solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
@@ -171,8 +178,8 @@ __device__ __forceinline__ Impulse restitution(Contact& c, bool first, const Bod
     c.sep = given;
     float ka = (float)ka_, kb = (float)kb_;
     V3 n = v3(c.normal);
-    V3 ra = sub(v3(c.point), v3(a.pos));
-    V3 rb = sub(v3(c.point), v3(b.pos));
+    V3 ra = bounce_arm(a, v3(c.point), n);
+    V3 rb = bounce_arm(b, v3(c.point), scale(n, -1.0f));
     float kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0f) return out;
     float vn = dot(sub(point_velocity(b, rb), point_velocity(a, ra)), n);

@@ -259,6 +259,15 @@ fn bounces(c: Contact) -> bool {
     return c.bounce < 0.0;
 }
 
+// solver.rs `bounce_arm`: a movable sphere's lever arm in the restitution
+// pass is its surface point along the normal; any other body's the point.
+fn bounce_arm(b: B, point: vec3<f32>, out: vec3<f32>) -> vec3<f32> {
+    if (b.shape == SPHERE && b.inv_mass > 0.0) {
+        return out * b.half.x;
+    }
+    return point - b.pos;
+}
+
 // solver.rs `restitution`: one of World::bounce_passes after the substeps; a
 // contact that pushed moves toward its bounce (each body's mass split over its
 // bouncing contacts), the impulse given so far kept in c.sep, never below 0.
@@ -277,8 +286,8 @@ fn restitution(c: ptr<function, Contact>, first: bool, a: B, ia: Inertia, ka_: u
     let ka = f32(ka_);
     let kb = f32(kb_);
     let n = v3((*c).normal);
-    let ra = v3((*c).point) - a.pos;
-    let rb = v3((*c).point) - b.pos;
+    let ra = bounce_arm(a, v3((*c).point), n);
+    let rb = bounce_arm(b, v3((*c).point), n * -1.0);
     let kn = inv_effective(a, ia, ka, ra, b, ib, kb, rb, n);
     if (kn <= 0.0) {
         return out;
