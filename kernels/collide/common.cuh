@@ -63,7 +63,7 @@ struct __align__(16) Contact {
     u32 slot;
 };
 
-// Keep in sync with layout.rs `World` (96 bytes).
+// Keep in sync with layout.rs `World` (112 bytes).
 struct World {
     float min[3];
     float dt;

@@ -13,7 +13,10 @@
 //! Each pass a contact sets the normal impulse of its substep (never below
 //! zero) and its friction (Coulomb, static then dynamic), and pushes the
 //! centres apart along its normal while it is deeper than the slop (a split
-//! impulse: positions only, so the correction adds no energy). A contact
+//! impulse: positions only, so the correction adds no energy); with soft
+//! contacts (`World::contact_hertz`, Box2D v3's soft step) it pushes through
+//! the velocities as a stiff spring instead, and a relax pass after the
+//! bodies move takes that speed back ([`contact_impulse`]'s `relax`). A contact
 //! still apart (a speculative one, `physics::reach`) lets the bodies close
 //! its gap within the substep and no further. After the last substep one
 //! restitution pass gives the contacts that still touch their bounce. The
