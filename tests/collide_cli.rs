@@ -39,6 +39,8 @@ fn collide_writes_every_frame_as_json_and_csv() {
         "broad phase",
         "peak frontier",
         "contacts",
+        // The run line names how contacts push out (the scenario's default).
+        "colours, split contacts, 5 frames",
         "frame, wall clock",
         "the wall clock exceeds the summed stage times by",
         "quality: ",
@@ -145,6 +147,9 @@ fn bad_flags_fail_with_a_message_and_write_nothing() {
         (vec!["--colours".into(), "25".into()], "--colours must be between 0 and 24"),
         (vec!["--colours".into(), "-1".into()], "-1"),
         (vec!["--max-candidates".into(), "0".into()], "--max-candidates must be at least 1"),
+        (vec!["--contacts".into(), "hard".into()], "expected `split`, `soft` or `soft:HZ`"),
+        (vec!["--contacts".into(), "soft:0".into()], "a stiffness from 1 to 1000"),
+        (vec!["--contacts".into(), "soft".into(), "--iterations".into(), "1".into()], "a solve pass and a relax pass"),
         // The drum's bodies touch from the start: past a bound of 50 slots, a typed error, and no file.
         (
             vec!["--scenario".into(), "drum".into(), "--max-candidates".into(), "50".into()],

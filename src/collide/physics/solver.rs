@@ -81,14 +81,16 @@ impl Contacts {
 
 impl std::str::FromStr for Contacts {
     type Err = String;
-    /// `split`, `soft` (Box2D's 30 Hz) or `soft:HZ`.
+    /// `split`, `soft` (Box2D's 30 Hz) or `soft:HZ`, HZ from 1 to 1000 (a
+    /// softer spring lets bodies sink through each other; a stiffer one is
+    /// capped at an eighth of the substep rate anyway).
     fn from_str(s: &str) -> Result<Contacts, String> {
-        let bad = || format!("`{s}`: expected `split`, `soft` or `soft:HZ` (a stiffness above 0, e.g. soft:60)");
+        let bad = || format!("`{s}`: expected `split`, `soft` or `soft:HZ` (a stiffness from 1 to 1000, e.g. soft:60)");
         match s.split_once(':') {
             None if s == "split" => Ok(Contacts::Split),
             None if s == "soft" => Ok(Contacts::Soft { hertz: SOFT_HERTZ }),
             Some(("soft", hz)) => match hz.parse::<f32>() {
-                Ok(hertz) if hertz.is_finite() && hertz > 0.0 => Ok(Contacts::Soft { hertz }),
+                Ok(hertz) if (1.0..=1000.0).contains(&hertz) => Ok(Contacts::Soft { hertz }),
                 _ => Err(bad()),
             },
             _ => Err(bad()),

@@ -395,7 +395,19 @@ fn contacts_parse_and_name_their_stiffness() {
     assert_eq!("split".parse::<Contacts>(), Ok(Contacts::Split));
     assert_eq!("soft".parse::<Contacts>(), Ok(Contacts::Soft { hertz: SOFT_HERTZ }));
     assert_eq!("soft:60".parse::<Contacts>(), Ok(Contacts::Soft { hertz: 60.0 }));
-    for bad in ["", "soft:", "soft:0", "soft:-5", "soft:inf", "soft:nan", "hard", "split:3"] {
+    for bad in [
+        "",
+        "soft:",
+        "soft:0",
+        "soft:0.5",
+        "soft:1e-30",
+        "soft:1001",
+        "soft:-5",
+        "soft:inf",
+        "soft:nan",
+        "hard",
+        "split:3",
+    ] {
         let e = bad.parse::<Contacts>().expect_err(bad);
         assert!(e.contains("soft:HZ"), "{bad}: {e}");
     }
