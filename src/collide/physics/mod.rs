@@ -89,7 +89,7 @@ pub fn extent(b: &Body) -> V3 {
 pub fn extra_speed(b: &Body, w: &World) -> f32 {
     let mut speed = dot(w.gravity, w.gravity).sqrt() * w.dt;
     if b.shape != SPHERE {
-        speed = speed + dot(b.omega, b.omega).sqrt() * dot(b.half, b.half).sqrt();
+        speed += dot(b.omega, b.omega).sqrt() * dot(b.half, b.half).sqrt();
     }
     speed
 }

@@ -123,7 +123,7 @@ pub fn softness(hertz: f32, dt: f32) -> Softness {
 pub fn contact_softness(a: &Body, b: &Body, w: &World) -> Softness {
     let mut hertz = w.contact_hertz.min(0.125 / w.dt);
     if a.inv_mass <= 0.0 || b.inv_mass <= 0.0 {
-        hertz = 2.0 * hertz;
+        hertz *= 2.0;
     }
     softness(hertz, w.dt)
 }
