@@ -306,27 +306,13 @@ impl Engine for WgpuCollide {
             Slot::Contacts,
         )?;
         self.apply(&p, w)?;
-        let (colour, order, table) = (self.colour.clone(), self.order.clone(), self.colour_table.clone());
         // The solve passes, the move, and with soft contacts the relax pass.
-        let (solves, relaxes) = (step.solve_passes(&p.world), step.relaxes(&p.world));
-        for pass in 0..solves + relaxes as u32 {
-            if pass == solves {
-                self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
-            }
-            let p = Params { relax: (pass == solves) as u32, ..p };
-            // Colour by colour (collide_solve_colour), then the overflow's Jacobi pass.
-            for k in 0..p.world.colours.min(MAX_COLOURS) {
-                let at = Params { colour: k, ..p };
-                let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (ORDER, &order), (COLOUR_TABLE, &table)];
-                self.run_slot("collide_solve_colour", &at, &binds, Slot::Colours as u64 + k as u64)?;
-            }
-            self.rec.clear(&acc);
-            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc), (COLOUR, &colour)];
-            self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
-            self.apply(&Params { split_only: 1, ..p }, w)?;
+        for _ in 0..step.solve_passes(&p.world) {
+            self.pass(&p, w, false)?;
         }
-        if !relaxes {
-            self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        self.run("collide_integrate", &p, &[(BODIES, &b), (WORDS, w)], n)?;
+        if step.relaxes(&p.world) {
+            self.pass(&p, w, true)?;
         }
         if step.last() {
             // The frame's bounces: the owing contacts counted per body (in `counts`, done with the split),
@@ -394,6 +380,24 @@ impl Engine for WgpuCollide {
 }
 
 impl WgpuCollide {
+    /// One solver pass (a `relax` one after the move, solver.wgsl `contact_impulse`): colour by colour
+    /// (collide_solve_colour), then the overflow's Jacobi pass, summed and applied.
+    fn pass(&mut self, p: &Params, w: &wgpu::Buffer, relax: bool) -> CollideResult<()> {
+        let p = Params { relax: relax as u32, ..*p };
+        let (b, ct, counts, acc) =
+            (self.tree.bodies.raw().clone(), self.contacts.clone(), self.counts.clone(), self.acc.clone());
+        let (colour, order, table) = (self.colour.clone(), self.order.clone(), self.colour_table.clone());
+        for k in 0..p.world.colours.min(MAX_COLOURS) {
+            let at = Params { colour: k, ..p };
+            let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (ORDER, &order), (COLOUR_TABLE, &table)];
+            self.run_slot("collide_solve_colour", &at, &binds, Slot::Colours as u64 + k as u64)?;
+        }
+        self.rec.clear(&acc);
+        let binds = [(CONTACTS, &ct), (WORDS, w), (BODIES, &b), (COUNTS, &counts), (ACC, &acc), (COLOUR, &colour)];
+        self.run_indirect("collide_solve", &p, &binds, Slot::Contacts)?;
+        self.apply(&Params { split_only: 1, ..p }, w)
+    }
+
     /// Records the colouring of the frame's contacts (`physics::colour`;
     /// the CPU engine's `colour`), over the dispatch arguments of the contacts.
     fn colour(&mut self, p: &Params, w: &wgpu::Buffer) -> CollideResult<()> {
