@@ -588,7 +588,7 @@ impl Engine for CudaCollide {
             let site = &self.sites[&alg];
             let tiles = capacity.div_ceil(BLOCK as u64);
             let args = site.bind(&self.backend, capacity, tiles)?;
-            let grid = site.grid(&self.backend, &f, "collide_expand", BLOCK, tiles)?;
+            let grid = site.grid(&self.backend, &f, "collide_expand", BLOCK, 0, tiles)?;
             (f, args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 })
         };
         let (np, ip, op, wp) = (self.tree.nodes.ptr(), input.ptr(), output.ptr(), words.ptr());

@@ -393,7 +393,7 @@ impl CudaEngine {
         let site = &self.sites[&algorithm];
         let tiles = input.div_ceil(BLOCK as u64);
         let args = site.bind(&self.backend, capacity, tiles)?;
-        let grid = site.grid(&self.backend, f, name, BLOCK, tiles)?;
+        let grid = site.grid(&self.backend, f, name, BLOCK, 0, tiles)?;
         Ok((args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }))
     }
 

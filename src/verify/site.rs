@@ -163,7 +163,7 @@ fn produce<T: Produced>(b: &CudaBackend, site: &CudaSite, case: &SiteCase, seed:
     match site.path() {
         SitePath::Fused => {
             let dev: DeviceSite = site.bind(b, capacity, tiles)?;
-            let grid = site.grid(b, &f, T::ENTRY, TILE as u32, tiles)?;
+            let grid = site.grid(b, &f, T::ENTRY, TILE as u32, 0, tiles)?;
             let op = out.ptr();
             let (len_at, count_at) = (0u64, 1u64);
             let mut l = b.stream().launch_builder(&f);

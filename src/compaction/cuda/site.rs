@@ -120,18 +120,26 @@ impl CudaSite {
         Ok(DeviceSite { state, scratch, capacity, epoch, pad: 0 })
     }
 
-    /// Blocks of a fused launch of `f` (named `name`, `block` threads, no
-    /// dynamic shared memory) over at most `max_tiles` tiles: as many as the
-    /// device holds at once, each looping over tiles, no more than the
-    /// tiles. A site's tile ids and draws count in 32 bits.
-    pub fn grid(&self, b: &CudaBackend, f: &CudaFunction, name: &str, block: u32, max_tiles: u64) -> Result<u32> {
+    /// Blocks of a fused launch of `f` (named `name`, `block` threads,
+    /// `shared` bytes of dynamic shared memory) over at most `max_tiles`
+    /// tiles: as many as the device holds at once, each looping over tiles,
+    /// no more than the tiles. A site's tile ids and draws count in 32 bits.
+    pub fn grid(
+        &self,
+        b: &CudaBackend,
+        f: &CudaFunction,
+        name: &str,
+        block: u32,
+        shared: u32,
+        max_tiles: u64,
+    ) -> Result<u32> {
         let key = (name.to_string(), block);
         let cached = self.resident.lock().unwrap_or_else(|p| p.into_inner()).get(&key).copied();
         let resident = match cached {
             Some(r) => r,
             None => {
                 let per_sm = f
-                    .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+                    .occupancy_max_active_blocks_per_multiprocessor(block, shared as usize, None)
                     .map_err(driver_error("asking the occupancy of a producer kernel"))?;
                 let r = per_sm.max(1).saturating_mul(b.info.sms.max(1));
                 self.resident.lock().unwrap_or_else(|p| p.into_inner()).insert(key, r);
