@@ -42,6 +42,7 @@ fn image_hash(scene: &Scene, width: u32, height: u32, spp: u32, max_bounces: u32
         max_frontier: 1 << 24,
         fusion: Default::default(),
         descend: DESCEND,
+        block_levels: reap::trace::BlockLevels::Auto,
         bvh: reap::trace::BVH,
     };
     render(&mut e, &s, |_| {}).expect("the scene renders");

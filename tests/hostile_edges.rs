@@ -168,6 +168,9 @@ fn view_refuses_what_render_refuses_before_opening_anything() {
         (&["--frames", "0"][..], "--frames"),
         (&["--frames", "1", "--descend", "9"], "--descend"),
         (&["--frames", "1", "--descend", "0"], "--descend"),
+        (&["--frames", "1", "--block-levels", "0"], "--block-levels"),
+        (&["--frames", "1", "--block-levels", "65"], "--block-levels"),
+        (&["--frames", "1", "--block-levels", "most"], "--block-levels"),
         (&["--frames", "1", "--compare-all", "0"], "--compare-all"),
     ] {
         let out = reap()
@@ -183,6 +186,9 @@ fn view_refuses_what_render_refuses_before_opening_anything() {
     let out = tiny_render(&temp("descend"), &["--descend", "9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("--descend"));
+    let out = tiny_render(&temp("block-levels"), &["--block-levels", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("auto, all, or a number of wide levels from 1 to 64"), "{}", text(&out).1);
 }
 
 #[test]

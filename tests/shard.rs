@@ -40,6 +40,7 @@ fn settings(traversal: Traversal, compaction: &str) -> RenderSettings {
         first_sample: 0,
         max_frontier: 1 << 24,
         descend: DESCEND,
+        block_levels: reap::trace::BlockLevels::Auto,
         bvh: reap::trace::BVH,
         fusion: Default::default(),
     }

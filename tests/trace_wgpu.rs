@@ -99,6 +99,7 @@ fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> Render
         max_frontier: 1 << 22,
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
+        block_levels: reap::trace::BlockLevels::Auto,
         bvh: reap::trace::BVH,
     }
 }

@@ -36,6 +36,7 @@ fn frames(scene: &Scene, size: u32, n: u32, max_bounces: u32, estimator: Estimat
                 max_frontier: 1 << 24,
                 fusion: Default::default(),
                 descend: DESCEND,
+                block_levels: reap::trace::BlockLevels::Auto,
                 bvh: reap::trace::BVH,
             };
             render(&mut e, &s, |_| {}).expect("the scene renders");

@@ -117,6 +117,32 @@ fn a_bad_adapter_and_what_wgpu_cannot_do_fail_with_a_clear_error() {
     }
 }
 
+/// WGSL's wide expansion has no block step: several levels a step are
+/// refused with a clear error, not ignored; one level renders.
+#[test]
+fn wgpu_refuses_several_block_levels_and_renders_one() {
+    let Some(adapter) = adapter_flags() else { return };
+    let dir = std::env::temp_dir().join(format!("reap-wgpu-block-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp folder");
+    let bf = ["render", "--backend", "wgpu", "--width", "16", "--height", "12", "--spp", "1", "--traversal"];
+    for (levels, ok) in [("2", false), ("all", false), ("1", true), ("auto", true)] {
+        let out = reap()
+            .args(bf)
+            .args(["breadth-first", "--bvh", "wide", "--block-levels", levels, "--out"])
+            .arg(dir.join(format!("{levels}.png")))
+            .args(&adapter)
+            .output()
+            .expect("run reap");
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.success(), ok, "--block-levels {levels}:\n{stdout}\n{stderr}");
+        if !ok {
+            assert!(stderr.contains(&format!("--block-levels {levels}")) && stderr.contains("use --block-levels 1"));
+            assert!(!dir.join(format!("{levels}.png")).exists(), "a refused render wrote its image");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The image hash `reap render` prints.
 fn hash_of(stdout: &str) -> String {
     let line = stdout.lines().find(|l| l.starts_with("image hash ")).unwrap_or_default();

@@ -487,6 +487,206 @@ extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
 #endif
 }
 
+// Breadth-first on the 8-wide BVH: one step of up to `levels` wide levels per
+// tile of TRACE_BLOCK frontier items, the block keeping the tile's rays in
+// shared memory across the levels (issue 47: an item used to gather its
+// path's ray and hit key at every level, ~40 bytes of DRAM each). A tile's
+// local frontier is a ring of (ray slot << 24 | wide node) items; a level
+// expands its items in rounds of up to a block, each hit wide child (nearest
+// first, in item order) joining the next level. Leaves are intersected where
+// met, against the ray's closest hit the block knew when the round began
+// (hits merge in shared memory after each round); they merge into the path's
+// key with one atomic min per ray at the tile's end, and a shadow ray's
+// blocker ends its ray's items from the next round on.
+//
+// A tile emits at most 8 items per input item, the fan-out the frontier is
+// sized for: a round that could pass that is not started, and the step emits
+// what it holds (the level's unexpanded items, then the children made so
+// far). A level's first round is the whole tile (8 - 1 new items per item
+// fit), so every step takes every item at least one wide level down and the
+// host's bound of one wide level a step still holds. One level a step is
+// trace_bf_expand_wide's expansion, which needs no block machinery for it.
+#define BF_LOCAL (8 * TRACE_BLOCK)  // ring slots: at most 8 items in flight per input item
+#define BF_NODE_BITS 24             // trace/cuda.rs WIDE_NODE_LIMIT
+struct BfTile {
+    float4 o[TRACE_BLOCK];  // origin, the culling distance the ray was loaded with
+    float4 d[TRACE_BLOCK];  // direction, the path id's bits
+    u64 best[TRACE_BLOCK];  // the closest hit this block found; a shadow ray's 0: blocked
+    u32 ring[BF_LOCAL];
+    u32 warp[TRACE_BLOCK / 32];
+};
+static_assert(sizeof(BfTile) == 18464, "BfTile: keep in sync with trace/cuda.rs BF_TILE_BYTES");
+
+// Exclusive scan of c over the block (every thread calls it); *total gets the sum.
+__device__ __forceinline__ u32 bf_block_scan(BfTile& T, u32 c, u32* total) {
+    u32 incl = reap_warp_inclusive(c);
+    u32 w = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 31) T.warp[w] = incl;
+    __syncthreads();
+    u32 before = 0, all = 0;
+#pragma unroll
+    for (u32 k = 0; k < TRACE_BLOCK / 32; k++) {
+        u32 t = T.warp[k];
+        if (k < w) before += t;
+        all += t;
+    }
+    *total = all;
+    __syncthreads();  // every thread read the sums before the next scan writes them
+    return before + incl - c;
+}
+
+// One local item: its wide node's hit children into kids (nearest first),
+// their count; *found gets what its leaves found (the ray's closest hit so
+// far, or a shadow ray's 0: blocked), which the caller merges after the
+// round's barrier, so that no thread reads a ray's hit while another writes it.
+__device__ __forceinline__ u32 bf_wide_local(const Scene& s, BfTile& T, u32 item, u32 shadow, u32 (&kids)[8],
+                                             u64* found) {
+    u32 slot = item >> BF_NODE_BITS, e = item & ((1u << BF_NODE_BITS) - 1u);
+    u64 b = T.best[slot];
+    *found = b;
+    if (shadow && b == 0) return 0;
+    float4 o4 = T.o[slot], d4 = T.d[slot];
+    float3 o = f3(o4), d = f3(d4);
+    u32 oct = octant(d);
+    u64 best = shadow ? TRACE_DEAD64 : b;
+    WideHits h = wide_children(s, e, o, inv_dir(d), oct, key_dist(b, o4.w));
+    if (wide_leaves(s, h, oct, o, d, o4.w, shadow != 0, &best)) {
+        *found = 0;
+        return 0;
+    }
+    if (!shadow) *found = best;
+    u32 bits = h.nodes, c = 0;
+#pragma unroll
+    for (u32 j = 0; j < 8; j++) {
+        if (bits) {
+            u32 bit = 31 - __clz(bits);
+            bits &= ~(1u << bit);
+            kids[j] = (slot << BF_NODE_BITS) | (h.child_base + wide_rank(h.internal, bit, oct));
+            c++;
+        }
+    }
+    return c;
+}
+
+// One tile, input items [i0, i0 + r) with r <= TRACE_BLOCK (every thread of
+// the block calls it): this thread's share of what the tile emits, the 8
+// items at 8 * threadIdx.x of the emitted list, into out (dead past them); their count.
+__device__ u32 bf_wide_tile(const Scene& s, Paths& p, BfTile& T, const u64* input, u64 i0, u32 r, u32 shadow,
+                            u32 levels, u64 (&out)[8]) {
+    const u32 i = threadIdx.x;
+    u32 ray = 0, root = 0;
+    __syncthreads();  // the tile before read its ring and rays
+    if (i < r) {
+        u64 item = input[i0 + i];
+        float3 o, d;
+        float limit;
+        if (item != TRACE_DEAD64 && bf_ray(p, (u32)(item >> 32), shadow, &o, &d, &limit)) {
+            T.o[i] = f4(o, limit);
+            T.d[i] = make_float4(d.x, d.y, d.z, __uint_as_float((u32)(item >> 32)));
+            T.best[i] = TRACE_DEAD64;
+            ray = 1;
+            root = (i << BF_NODE_BITS) | (u32)item;
+        }
+    }
+    u32 hi;
+    u32 at = bf_block_scan(T, ray, &hi);
+    if (ray) T.ring[at] = root;
+    // Ring positions count on; [lo, end) is the level's unexpanded part, [end, hi) the next level.
+    u32 lo = 0, end = hi, cap = 8 * r;
+    for (u32 level = 0; lo < hi && level < levels; level++) {
+        bool full = false;
+        while (lo < end) {
+            u32 m = min(min((u32)TRACE_BLOCK, end - lo), (cap - (hi - lo)) / 7);
+            if (m == 0) {
+                full = true;
+                break;
+            }
+            __syncthreads();  // the ring's items and the rays are written
+            u32 kids[8], c = 0, slot = 0;
+            u64 found = TRACE_DEAD64, had = TRACE_DEAD64;
+            if (i < m) {
+                u32 item = T.ring[(lo + i) % BF_LOCAL];
+                slot = item >> BF_NODE_BITS;
+                had = T.best[slot];
+                c = bf_wide_local(s, T, item, shadow, kids, &found);
+            }
+            u32 made;
+            u32 pos = hi + bf_block_scan(T, c, &made);  // also: every read of this round's items and hits is done
+#pragma unroll
+            for (u32 j = 0; j < 8; j++)
+                if (j < c) T.ring[(pos + j) % BF_LOCAL] = kids[j];
+            // Closest hits merge by an atomic min; a blocked shadow ray's 0 is the least key.
+            if (found < had) atomicMin((unsigned long long*)&T.best[slot], (unsigned long long)found);
+            lo += m;
+            hi += made;
+        }
+        if (full) break;
+        end = hi;
+    }
+    __syncthreads();  // the ring and the hits are final
+    if (ray) {
+        u64 b = T.best[i];
+        u32 path = __float_as_uint(T.d[i].w);
+        if (shadow) {
+            if (b == 0) p.occluded[path] = 1;
+        } else if (b != TRACE_DEAD64) {
+            atomicMin(&p.hit[path], b);
+        }
+    }
+    u32 k = 0;
+#pragma unroll
+    for (u32 j = 0; j < 8; j++) {
+        u32 x = lo + 8 * i + j;
+        out[j] = TRACE_DEAD64;
+        if (x < hi) {
+            u32 item = T.ring[x % BF_LOCAL];
+            u32 path = __float_as_uint(T.d[item >> BF_NODE_BITS].w);
+            out[j] = ((u64)path << 32) | (item & ((1u << BF_NODE_BITS) - 1u));
+            k++;
+        }
+    }
+    return k;
+}
+
+// One step over the wide BVH: trace_bf_expand_wide with `levels` wide levels
+// (0xffffffff: until the tile's items are done or full), the tile's rays in
+// dynamic shared memory (a BfTile).
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+    trace_bf_step_wide(Scene s, Paths p, const u64* input, u64* output, u64 capacity, u32 shadow, u32 levels,
+                       u64* words, FrontierLevel at, Site site) {
+    extern __shared__ __align__(16) unsigned char bf_shared[];
+    BfTile& T = *reinterpret_cast<BfTile*>(bf_shared);
+    u64 n = frontier_n(words, at);
+    if (n > capacity) n = capacity;
+#if REAP_SITE_FRONTIER == REAP_SITE_SEPARATE
+    if (!frontier_fits(words, at, n, 8, capacity)) return;
+    u32 live = 0, tiles = (u32)((n + TRACE_BLOCK - 1) / TRACE_BLOCK);
+    for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        u64 i0 = (u64)t * TRACE_BLOCK;
+        u32 r = (u32)min((u64)TRACE_BLOCK, n - i0);
+        u64 slots[8];
+        u32 k = bf_wide_tile(s, p, T, input, i0, r, shadow, levels, slots);
+        if (threadIdx.x < r) {
+#pragma unroll
+            for (u32 j = 0; j < 8; j++) output[(i0 + threadIdx.x) * 8 + j] = slots[j];
+        }
+        live += k;
+    }
+    frontier_count_live(words, at, live);
+#else
+    SiteLoop l = site_loop<REAP_SITE_FRONTIER, TRACE_BLOCK>(n);
+    for (u32 t = site_first<REAP_SITE_FRONTIER>(site, l); t < l.tiles; t = site_next<REAP_SITE_FRONTIER>(site, l, t)) {
+        u64 i0 = (u64)t * TRACE_BLOCK;
+        u32 r = (u32)min((u64)TRACE_BLOCK, n - i0);
+        u64 slots[8];
+        u32 k = bf_wide_tile(s, p, T, input, i0, r, shadow, levels, slots);
+        site_emit<REAP_SITE_FRONTIER, TRACE_BLOCK, 8>(site, l, t, slots, (1u << k) - 1u, output);
+    }
+    u64 total;
+    if (site_finish<REAP_SITE_FRONTIER, TRACE_BLOCK, 8>(site, l, output, &total)) frontier_close(words, at, total, capacity);
+#endif
+}
+
 // What shading one path decided.
 struct Shaded {
     bool alive;

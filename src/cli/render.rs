@@ -81,6 +81,11 @@ pub struct RenderArgs {
     /// slots, so a deeper descent makes fewer, fuller levels.
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = descend_range())]
     pub descend: u32,
+    /// Wide BVH levels one breadth-first step descends per tile of 256 frontier items while its block
+    /// keeps their rays (each ray read once a step, not once a level): 1 to 64, `all` (until the tile is
+    /// done or holds 8 items per input item), or `auto` (all on CUDA and the CPU, 1 on wgpu).
+    #[arg(long, value_name = "K", default_value = "auto", value_parser = parse_block_levels)]
+    pub block_levels: reap::trace::BlockLevels,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
     /// items; `off` runs it as a separate pass after them, like every other algorithm.
     // `--fuse` was this flag's first name; `bench render` always said `--fusion`.
@@ -239,6 +244,11 @@ impl OnBackend for RenderRun {
     }
 }
 
+/// `--block-levels` (render, bench render, view): auto, all or 1 to 64.
+pub(super) fn parse_block_levels(s: &str) -> std::result::Result<reap::trace::BlockLevels, String> {
+    s.parse().map_err(|e: reap::trace::TraceError| e.to_string())
+}
+
 /// `--fusion` (every command that takes it): `auto` or `off`.
 pub(super) fn parse_fusion(s: &str) -> std::result::Result<reap::compaction::Fusion, String> {
     s.parse().map_err(|e: reap::compaction::SiteError| e.to_string())
@@ -279,6 +289,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         first_sample: 0,
         max_frontier: a.max_frontier,
         descend: a.descend,
+        block_levels: a.block_levels,
         bvh: a.bvh,
         fusion: a.fusion,
     };

@@ -43,6 +43,11 @@ pub struct ViewArgs {
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = super::render::descend_range())]
     descend: u32,
+    /// Wide BVH levels one breadth-first step descends per tile of 256 frontier items while its block
+    /// keeps their rays (each ray read once a step, not once a level): 1 to 64, `all` (until the tile is
+    /// done or holds 8 items per input item), or `auto` (all on CUDA and the CPU, 1 on wgpu).
+    #[arg(long, value_name = "K", default_value = "auto", value_parser = super::render::parse_block_levels)]
+    block_levels: reap::trace::BlockLevels,
     /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
     bvh: reap::trace::BvhKind,
@@ -108,6 +113,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         compare_all: args.compare_all,
         collide,
         descend: args.descend,
+        block_levels: args.block_levels,
         bvh: args.bvh,
         gpus: args.gpus,
     })

@@ -204,7 +204,8 @@ pub(super) fn breadth_first<E: Engine>(
         Compaction::With(alg) if fused => Some(alg),
         _ => None,
     };
-    let run = FrontierRun { capacity, shadow, descend: s.descend, bvh: s.bvh, fuse };
+    let block_levels = s.block_levels.resolve(e.has_block_step())?;
+    let run = FrontierRun { capacity, shadow, descend: s.descend, bvh: s.bvh, fuse, block_levels };
     e.stage(StageId::bounce(init, bounce), |e| {
         e.frontier_init(Step { at: level0, input: &w.queue, output: f.front_mut(), words: &mut w.words }, run)
     })?;

@@ -123,6 +123,8 @@ pub struct CudaEngine {
     sample: CudaSlice<u32>,
     /// The wide depth-first kernel's next queue entry, zeroed before each launch (its warps fetch rays).
     fetch: CudaSlice<u32>,
+    /// Nodes of the wide BVH (breadth-first names them in 24 bits).
+    wide_nodes: usize,
     /// Counts changes of what the launches take from the engine (camera,
     /// shard, path buffers): part of every frame's key.
     generation: u64,
@@ -170,6 +172,10 @@ impl Handoff {
         Ok(Handoff { tonemap, rgba, staging })
     }
 }
+
+/// wavefront.cu `sizeof(BfTile)`: the wide breadth-first step's dynamic
+/// shared memory a block (its tile's rays, hits and ring of items).
+const BF_TILE_BYTES: u32 = 18464;
 
 /// Blocks per SM of a kernel whose warps fetch their work: all that can be resident (2048 threads).
 const RESIDENT_BLOCKS_PER_SM: u32 = 8;
@@ -280,6 +286,7 @@ impl CudaEngine {
             graphs: FrameGraphs::default(),
             sample,
             fetch,
+            wide_nodes: packed.wide.nodes.len(),
             generation: 0,
             functions: HashMap::new(),
             sites: HashMap::new(),
@@ -375,9 +382,10 @@ impl CudaEngine {
         Ok(f)
     }
 
-    /// A fused use of `algorithm`'s site by kernel `f` (`name`) over an input
-    /// of at most `input` items, writing at most `capacity`: its arguments
-    /// and its launch (a resident grid whose blocks loop over tiles).
+    /// A fused use of `algorithm`'s site by kernel `f` (`name`, `shared`
+    /// bytes of dynamic shared memory a block) over an input of at most
+    /// `input` items, writing at most `capacity`: its arguments and its launch
+    /// (a resident grid whose blocks loop over tiles).
     fn fused(
         &mut self,
         algorithm: Algorithm,
@@ -385,6 +393,7 @@ impl CudaEngine {
         name: &str,
         input: u64,
         capacity: u64,
+        shared: u32,
     ) -> TraceResult<(DeviceSite, LaunchConfig)> {
         if !self.sites.contains_key(&algorithm) {
             let site = CudaSite::new(&self.backend, algorithm, true)?;
@@ -393,8 +402,8 @@ impl CudaEngine {
         let site = &self.sites[&algorithm];
         let tiles = input.div_ceil(BLOCK as u64);
         let args = site.bind(&self.backend, capacity, tiles)?;
-        let grid = site.grid(&self.backend, f, name, BLOCK, 0, tiles)?;
-        Ok((args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }))
+        let grid = site.grid(&self.backend, f, name, BLOCK, shared, tiles)?;
+        Ok((args, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: shared }))
     }
 
     /// A launch over a buffer of `capacity` items whose length the kernel
@@ -563,7 +572,7 @@ impl Engine for CudaEngine {
         let build = Build::frontier(fuse, descend);
         let f = self.function(build, "trace_bf_init")?;
         let (site, cfg) = match fuse.filter(|_| build.fused()) {
-            Some(alg) => self.fused(alg, &f, "trace_bf_init", queue.len().min(capacity), capacity)?,
+            Some(alg) => self.fused(alg, &f, "trace_bf_init", queue.len().min(capacity), capacity, 0)?,
             None => (DeviceSite::default(), grid(queue.len().min(capacity))?),
         };
         let (qp, sh, fp, wp, la) = (queue.ptr(), shadow as u32, frontier.ptr(), words.ptr(), DeviceLevel::from(at));
@@ -577,29 +586,45 @@ impl Engine for CudaEngine {
 
     fn expand(&mut self, step: Step<'_, CudaBackend>, run: FrontierRun) -> TraceResult<()> {
         self.gpu.expand(&self.backend, &step, &run)?;
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse }) = (step, run);
-        // The wide kernel sits in every module (it does not depend on the descent).
+        if run.bvh == BvhKind::Wide {
+            crate::trace::wide::check_breadth_first(self.wide_nodes)?;
+        }
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse, block_levels }) =
+            (step, run);
+        // The wide kernels sit in every module (they do not depend on the descent).
         let build = Build::frontier(fuse, descend);
-        let name = match bvh {
-            BvhKind::Binary => "trace_bf_expand",
-            BvhKind::Wide => "trace_bf_expand_wide",
+        // One wide level a step is the per-item expansion; more, the block step (a BfTile of shared memory).
+        let (name, shared) = match bvh {
+            BvhKind::Binary => ("trace_bf_expand", 0),
+            BvhKind::Wide if block_levels <= 1 => ("trace_bf_expand_wide", 0),
+            BvhKind::Wide => ("trace_bf_step_wide", BF_TILE_BYTES),
         };
         let f = self.function(build, name)?;
-        let (site, cfg) = match fuse.filter(|_| build.fused()) {
-            Some(alg) => self.fused(alg, &f, name, capacity, capacity)?,
+        if shared > 0 {
+            // Above 48 KiB of shared memory a block needs the opt-in (the site stages 32 KiB beside the tile).
+            f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared as i32)
+                .map_err(launch_err("raising the breadth-first step's shared memory"))?;
+        }
+        let (site, mut cfg) = match fuse.filter(|_| build.fused()) {
+            Some(alg) => self.fused(alg, &f, name, capacity, capacity, shared)?,
             None => (DeviceSite::default(), self.strided(capacity / run.fan())?),
         };
+        cfg.shared_mem_bytes = shared;
         let (ip, op, sh, wp, la) = (input.ptr(), output.ptr(), shadow as u32, words.ptr(), DeviceLevel::from(at));
         let mut l = self.stream.launch_builder(&f);
         l.arg(&self.scene).arg(&self.paths).arg(&ip).arg(&op).arg(&capacity).arg(&sh);
-        if bvh == BvhKind::Binary {
+        if name == "trace_bf_expand" {
             l.arg(&descend);
+        } else if name == "trace_bf_step_wide" {
+            l.arg(&block_levels);
         }
         l.arg(&wp).arg(&la).arg(&site);
         // SAFETY: matches trace_bf_expand(Scene, Paths, const u64*, u64*, u64, u32, u32, u64*, FrontierLevel,
-        // Site), or trace_bf_expand_wide, the same without the descent; the kernel clamps n to the capacity
-        // and writes output[0, n * fan) only when that fits it (fused: only slots below the capacity); every
-        // live item names a path and a node of its BVH that exist (init and earlier expansions wrote them).
+        // Site), trace_bf_expand_wide, the same without the descent, or trace_bf_step_wide, the same with the
+        // block's levels for the descent and BF_TILE_BYTES of dynamic shared memory (a BfTile); the kernel
+        // clamps n to the capacity and writes output[0, n * fan) only when that fits it (fused: only slots
+        // below the capacity); every live item names a path and a node of its BVH that exist (init and
+        // earlier expansions wrote them; wide nodes below 2^24).
         unsafe { l.launch(cfg) }.map(drop).map_err(launch_err("launching the breadth-first expansion"))
     }
 
@@ -617,7 +642,7 @@ impl Engine for CudaEngine {
         let build = Build::paths(fuse);
         let f = self.function(build, "trace_shade")?;
         let (site, cfg) = match fuse.filter(|_| build.fused()) {
-            Some(alg) => self.fused(alg, &f, "trace_shade", capacity, next.len())?,
+            Some(alg) => self.fused(alg, &f, "trace_shade", capacity, next.len(), 0)?,
             None => (DeviceSite::default(), grid(capacity)?),
         };
         let (qp, np, wp) = (queue.ptr(), next.ptr(), words.ptr());
@@ -706,3 +731,4 @@ impl Engine for CudaEngine {
         Ok(bytemuck::cast_slice(&words[..pixels]))
     }
 }
+

@@ -210,6 +210,79 @@ pub struct RenderSettings {
     /// Whether the compaction sites may fuse into their producers
     /// (single-pass algorithms on a backend with fused sites).
     pub fusion: Fusion,
+    /// Wide levels one breadth-first step descends while its block keeps the rays.
+    pub block_levels: BlockLevels,
+}
+
+/// Wide BVH levels one breadth-first step descends per tile of frontier
+/// items, the tile's rays loaded once and kept by its block across them
+/// (issue 47; wavefront.cu `trace_bf_expand_wide`, wide.rs `trace_bf_wide_tile`).
+/// One level is the classic expansion, every level through the compaction;
+/// more read each ray once per step instead of once per level. `Auto` is
+/// [`BLOCK_LEVELS`] where the backend has the block step (CPU, CUDA) and one
+/// level on wgpu. The binary BVH's expansions take `--descend` instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockLevels {
+    #[default]
+    Auto,
+    Levels(u32),
+    /// Until the tile's items are done, or so many that they must go out.
+    All,
+}
+
+/// The most wide levels `--block-levels K` takes (`all` has no bound).
+pub const MAX_BLOCK_LEVELS: u32 = 64;
+
+/// [`BlockLevels::Auto`] on the backends with the block step: one level
+/// (measured on an H200, docs/render/bf-block-h200).
+pub const BLOCK_LEVELS: BlockLevels = BlockLevels::Levels(1);
+
+impl BlockLevels {
+    /// The levels a step descends on a backend (`has_block_step`: CPU, CUDA),
+    /// as the kernels take them (`u32::MAX`: all); an error where the
+    /// backend has only the one-level expansion and more were asked for.
+    pub fn resolve(self, has_block_step: bool) -> TraceResult<u32> {
+        let levels = match self {
+            BlockLevels::Auto if has_block_step => return BLOCK_LEVELS.resolve(true),
+            BlockLevels::Auto => 1,
+            BlockLevels::Levels(k) => k,
+            BlockLevels::All => u32::MAX,
+        };
+        if levels > 1 && !has_block_step {
+            return Err(TraceError::Settings(format!(
+                "--block-levels {self}: this backend's breadth-first expansion descends one wide level per \
+                 step (the block step runs on the CPU and CUDA); use --block-levels 1 or auto"
+            )));
+        }
+        Ok(levels)
+    }
+}
+
+impl std::fmt::Display for BlockLevels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlockLevels::Auto => f.write_str("auto"),
+            BlockLevels::Levels(k) => write!(f, "{k}"),
+            BlockLevels::All => f.write_str("all"),
+        }
+    }
+}
+
+impl std::str::FromStr for BlockLevels {
+    type Err = TraceError;
+    fn from_str(s: &str) -> TraceResult<Self> {
+        match s {
+            "auto" => Ok(BlockLevels::Auto),
+            "all" => Ok(BlockLevels::All),
+            _ => match s.parse::<u32>() {
+                Ok(k) if (1..=MAX_BLOCK_LEVELS).contains(&k) => Ok(BlockLevels::Levels(k)),
+                _ => Err(TraceError::Settings(format!(
+                    "--block-levels `{s}`: use auto, all, or a number of wide levels from 1 to {MAX_BLOCK_LEVELS}"
+                ))),
+            },
+        }
+    }
 }
 
 /// The default of [`RenderSettings::descend`]: 2 levels, fan-out 4. Measured
@@ -414,6 +487,11 @@ pub trait Engine {
     }
     /// Levels of the BVH (a leaf root is 1): what bounds the breadth-first loop.
     fn bvh_depth(&self) -> u32;
+    /// Whether the wide breadth-first step can descend several levels per
+    /// tile ([`BlockLevels`]): the CPU's and CUDA's can, wgpu's one.
+    fn has_block_step(&self) -> bool {
+        true
+    }
     /// Whether the engine fuses `algorithm`'s compaction sites into their producers.
     fn fuses(&self, _algorithm: Algorithm) -> bool {
         false
@@ -578,6 +656,8 @@ pub struct FrontierRun {
     /// The frontier's algorithm when its site is fused into init and expand:
     /// they then write only live items, compacted, and no pass follows.
     pub fuse: Option<Algorithm>,
+    /// Wide levels one step descends per tile ([`BlockLevels::resolve`]; `u32::MAX`: all).
+    pub block_levels: u32,
 }
 
 impl FrontierRun {

@@ -148,6 +148,7 @@ mod tests {
             max_frontier: 1 << 20,
             fusion: Default::default(),
             descend: DESCEND,
+            block_levels: crate::trace::BlockLevels::Auto,
             bvh: crate::trace::BVH,
         };
         render(&mut e, &s, |_| {}).expect("the square renders");

@@ -1,6 +1,7 @@
 //! The CPU twins of the 8-wide BVH's kernels in `kernels/trace/wide.cuh` and `wavefront.cu`
-//! (`wide_children`, `trace_depth_first_wide`, `trace_bf_expand_wide`), one
-//! ray or one frontier item each, over [`crate::bvh::wide`]'s nodes. Both
+//! (`wide_children`, `trace_depth_first_wide`, `trace_bf_expand_wide` and
+//! `trace_bf_step_wide`), one ray or one tile of frontier items each, over
+//! [`crate::bvh::wide`]'s nodes. Both
 //! BVHs hold the triangles in one order and ties go to the smaller position,
 //! so these find the binary traversals' hits bit for bit.
 
@@ -123,50 +124,131 @@ pub fn trace_depth_first_wide(s: &Packed, p: &Paths, path: u32, shadow: bool, st
     }
 }
 
-/// Breadth-first, one level, one frontier item (path, wide node): tests the
-/// node's children, intersects its hit leaves at once (nearest first, the hit
-/// merged with an atomic min; a shadow ray's blocker ends the item) and
-/// writes the hit wide children to `out[..8]`, nearest first, every other
-/// slot dead. Returns the live slots. `trace_bf_expand_wide` for one item.
-pub fn trace_bf_expand_wide(s: &Packed, p: &Paths, item: u64, shadow: bool, out: &mut [u64]) -> u32 {
+/// Input items of one breadth-first tile (wavefront.cu `TRACE_BLOCK`).
+pub const TILE: usize = 256;
+/// Wide nodes a tile's local item names in its low 24 bits (`BF_NODE_BITS`).
+const NODE_BITS: u32 = 24;
+
+/// Refuses breadth-first traversal of a wide BVH whose nodes a local item
+/// cannot name (2^24 and more: about 150 million triangles).
+pub fn check_breadth_first(nodes: usize) -> crate::trace::TraceResult<()> {
+    if nodes >= 1 << NODE_BITS {
+        return Err(crate::trace::TraceError::Settings(format!(
+            "the wide BVH has {nodes} nodes; breadth-first traversal numbers them in {NODE_BITS} bits (at most \
+             {}): use --traversal depth-first or --bvh binary",
+            (1u64 << NODE_BITS) - 1
+        )));
+    }
+    Ok(())
+}
+
+/// Breadth-first, one step of up to `levels` wide levels over one tile of
+/// frontier items (at most [`TILE`]): `trace_bf_step_wide` for one block,
+/// and with one level `trace_bf_expand_wide` for the tile's items. Each live
+/// item's ray is loaded once; its wide node's children are tested and its
+/// hit leaves intersected (nearest first, against the ray's closest hit as
+/// the round began; a shadow ray's blocker ends its ray's items from the next
+/// round on), and each hit wide child, nearest first in item order, joins the
+/// next level. A level runs in rounds of up to a tile of items, whose hits
+/// merge after the round, and a round that could leave more than 8 items per
+/// input item in flight is not started: the step then stops and emits what it holds. The tile's hits merge into the
+/// paths' keys (an atomic min) at its end. Writes the emitted items, (path,
+/// wide node), to `out[..count]` (`out` holds 8 per input item, dead past the
+/// count) and returns the count.
+pub fn trace_bf_wide_tile(s: &Packed, p: &Paths, input: &[u64], shadow: bool, levels: u32, out: &mut [u64]) -> u32 {
     out.fill(DEAD64);
-    if item == DEAD64 {
-        return 0;
+    // Per input slot: (origin, direction, the limit it was loaded with, path), and its best hit.
+    let mut rays: Vec<(Vec3, Vec3, f32, u32)> = Vec::with_capacity(input.len());
+    let mut best = vec![DEAD64; input.len()];
+    let mut ring: Vec<u32> = Vec::with_capacity(8 * input.len());
+    for &item in input {
+        let slot = rays.len() as u32;
+        let path = (item >> 32) as u32;
+        let loaded = (item != DEAD64).then(|| ray(p, path as usize, shadow)).flatten();
+        let limit = match (loaded, shadow) {
+            (None, _) => None,
+            // Relaxed loads, as the kernel's: the hit and the occlusion only tighten.
+            (Some(_), true) if p.occluded[path as usize].load(Relaxed) != 0 => None,
+            (Some((_, _, tmax)), true) => Some(tmax),
+            (Some(_), false) => Some(key_dist(p.hit[path as usize].load(Relaxed), f32::INFINITY)),
+        };
+        let (o, d) = loaded.map_or((Vec3::ZERO, Vec3::ZERO), |(o, d, _)| (o, d));
+        rays.push((o, d, limit.unwrap_or(0.0), path));
+        if limit.is_some() {
+            ring.push(slot << NODE_BITS | item as u32);
+        }
     }
-    let path = (item >> 32) as u32;
-    let i = path as usize;
-    let Some((o, d, tmax)) = ray(p, i, shadow) else { return 0 };
-    // Relaxed loads, as trace_bf_expand's: the hit and the occlusion only tighten.
-    let limit = match shadow {
-        // Another item of this path may have found a blocker already.
-        true if p.occluded[i].load(Relaxed) != 0 => return 0,
-        true => tmax,
-        false => key_dist(p.hit[i].load(Relaxed), f32::INFINITY),
-    };
-    let (inv, oct) = (inv_dir(d), octant(d));
-    let n = &s.wide.nodes[item as u32 as usize];
-    let mut best = DEAD64;
-    let (nodes, hit_leaves) = wide_children(n, o, inv, oct, limit);
-    if leaves(s, n, hit_leaves, oct, (o, d, limit), shadow, &mut best) {
-        p.occluded[i].store(1, Relaxed);
-        return 0;
+    let cap = 8 * input.len();
+    // ring[lo..end) is the level's unexpanded part, ring[end..] the next level.
+    let (mut lo, mut end) = (0, ring.len());
+    let mut level = 0;
+    'levels: while lo < ring.len() && level < levels {
+        while lo < end {
+            let m = TILE.min(end - lo).min((cap - (ring.len() - lo)) / 7);
+            if m == 0 {
+                break 'levels;
+            }
+            // Every item of a round culls against the hits known when it began (the kernel's threads
+            // run it at once); what they find merges after it.
+            let mut found = Vec::with_capacity(m);
+            for k in lo..lo + m {
+                let item = ring[k];
+                let slot = (item >> NODE_BITS) as usize;
+                let b = best[slot];
+                if shadow && b == 0 {
+                    continue;
+                }
+                let (o, d, limit, _) = rays[slot];
+                let (inv, oct) = (inv_dir(d), octant(d));
+                let n = &s.wide.nodes[(item & ((1 << NODE_BITS) - 1)) as usize];
+                let mut hit = if shadow { DEAD64 } else { b };
+                let (nodes, hit_leaves) = wide_children(n, o, inv, oct, key_dist(b, limit));
+                if leaves(s, n, hit_leaves, oct, (o, d, limit), shadow, &mut hit) {
+                    found.push((slot, 0)); // a blocked shadow ray: the least key
+                    continue;
+                }
+                found.push((slot, hit));
+                let child = |bit| (slot as u32) << NODE_BITS | (n.child_base + rank(n.internal, bit, oct));
+                ring.extend(nearest_first(nodes).map(child));
+            }
+            for (slot, hit) in found {
+                best[slot] = best[slot].min(hit);
+            }
+            lo += m;
+        }
+        end = ring.len();
+        level += 1;
     }
-    let base = (path as u64) << 32;
-    let mut live = 0;
-    for (slot, bit) in out.iter_mut().zip(nearest_first(nodes)) {
-        *slot = base | (n.child_base + rank(n.internal, bit, oct)) as u64;
-        live += 1;
+    for (&(_, _, _, path), (&b, &item)) in rays.iter().zip(best.iter().zip(input)) {
+        if item == DEAD64 || b == DEAD64 {
+            continue;
+        }
+        if shadow {
+            if b == 0 {
+                p.occluded[path as usize].store(1, Relaxed);
+            }
+        } else {
+            p.hit[path as usize].fetch_min(b, Relaxed);
+        }
     }
-    if !shadow && best != DEAD64 {
-        p.hit[i].fetch_min(best, Relaxed);
+    for (slot, &item) in out.iter_mut().zip(&ring[lo..]) {
+        *slot = (rays[(item >> NODE_BITS) as usize].3 as u64) << 32 | (item & ((1 << NODE_BITS) - 1)) as u64;
     }
-    live
+    (ring.len() - lo) as u32
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bvh::wide::WideBvh;
+
+    /// A local item names its wide node in 24 bits: a BVH with more nodes is refused, not miswalked.
+    #[test]
+    fn breadth_first_refuses_a_wide_bvh_past_24_bit_node_numbers() {
+        assert!(check_breadth_first((1 << 24) - 1).is_ok());
+        let msg = check_breadth_first(1 << 24).expect_err("2^24 nodes").to_string();
+        assert!(msg.contains("16777216 nodes") && msg.contains("--traversal depth-first"), "{msg}");
+    }
 
     /// A ray parallel to an axis (1/0 = inf there) culls along that axis too: before, the margin's
     /// inf - inf dropped the axis, and a ray along z entered every child of a row of boxes along x.

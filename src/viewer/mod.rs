@@ -154,6 +154,8 @@ mod app {
         pub collide: Option<CollideOptions>,
         /// BVH levels one breadth-first expansion descends.
         pub descend: u32,
+        /// Wide levels one breadth-first step descends per tile.
+        pub block_levels: crate::trace::BlockLevels,
         /// The BVH the traversals start on (the overlay switches it).
         pub bvh: crate::trace::BvhKind,
         /// Ranks the path tracer's image is split across (GPUs 0..N).

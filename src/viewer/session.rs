@@ -205,6 +205,7 @@ impl Session {
             fusion: choices.fusion,
             descend: self.descend,
             bvh: choices.bvh,
+            block_levels: choices.block_levels,
         };
         on_backend!(&mut self.engine, e => e.render_frames(&settings, &mut |_| {}))
     }

@@ -8,7 +8,11 @@ use super::overlay::{Action, OverlayState, Panel, TableLayout, combo};
 use super::state::{Mode, Ranked};
 use super::trace_state::{Tracing, ViewerState};
 use crate::compaction::Fusion;
-use crate::trace::{BvhKind, FrameStats, Traversal};
+use crate::trace::{BlockLevels, BvhKind, FrameStats, Traversal};
+
+/// The overlay's `block levels` menu.
+const BLOCK_LEVEL_CHOICES: [BlockLevels; 5] =
+    [BlockLevels::Auto, BlockLevels::Levels(1), BlockLevels::Levels(2), BlockLevels::Levels(3), BlockLevels::All];
 
 /// What the path tracer's header shows about its session.
 pub struct TraceFacts<'a> {
@@ -75,6 +79,12 @@ impl Panel for Tracing {
         ui.label("BVH");
         ui.add_enabled_ui(!comparing, |ui| {
             combo(ui, "BVH", &mut s.choices.bvh, &BvhKind::ALL, |b| b.name().to_string())
+        });
+        ui.end_row();
+        // Wide breadth-first only: the levels a step descends per tile, its block keeping the rays.
+        ui.label("block levels");
+        ui.add_enabled_ui(!comparing && s.choices.bvh == BvhKind::Wide, |ui| {
+            combo(ui, "block levels", &mut s.choices.block_levels, &BLOCK_LEVEL_CHOICES, |k| k.to_string())
         });
         ui.end_row();
         // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA and wgpu).

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::state::{Metric, Record, State, Workload, lookback_or};
 use crate::compaction::{Compaction, Fusion};
-use crate::trace::{BvhKind, FrameStats, Traversal};
+use crate::trace::{BlockLevels, BvhKind, FrameStats, Traversal};
 
 /// The path tracer's state in the viewer.
 pub type ViewerState = State<Tracing>;
@@ -21,6 +21,8 @@ pub struct Choices {
     pub bvh: BvhKind,
     /// Whether single-pass algorithms fuse into the kernels that produce the items.
     pub fusion: Fusion,
+    /// Wide levels a breadth-first step descends per tile (`--block-levels`).
+    pub block_levels: BlockLevels,
 }
 
 /// What only the path tracer's overlay shows and edits.
@@ -54,6 +56,10 @@ impl Workload for Tracing {
             (Traversal::BreadthFirst, BvhKind::Wide) => "bf wide",
             (Traversal::DepthFirst, BvhKind::Wide) => "df wide",
         };
+        let t = match (c.traversal, c.bvh, c.block_levels) {
+            (Traversal::BreadthFirst, BvhKind::Wide, k) if k != BlockLevels::Auto => format!("{t}, {k} a step"),
+            _ => t.to_string(),
+        };
         match c.fusion {
             Fusion::Auto => format!("{sites} ({t})"),
             Fusion::Off => format!("{sites} ({t}, separate)"),
@@ -68,6 +74,7 @@ impl Workload for Tracing {
             traversal: user.traversal,
             bvh: user.bvh,
             fusion: user.fusion,
+            block_levels: user.block_levels,
         }
     }
 
@@ -135,8 +142,9 @@ impl Workload for Tracing {
 }
 
 impl ViewerState {
-    /// Starts on `lookback` at both sites (or `none`), breadth-first, on `bvh`.
-    pub fn for_tracer(available: Vec<Compaction>, bvh: BvhKind) -> Self {
+    /// Starts on `lookback` at both sites (or `none`), breadth-first, on
+    /// `bvh`, with `block_levels` levels a wide step.
+    pub fn for_tracer(available: Vec<Compaction>, bvh: BvhKind, block_levels: BlockLevels) -> Self {
         let start = lookback_or(&available, || Compaction::None);
         let choices = Choices {
             compact_paths: start,
@@ -144,6 +152,7 @@ impl ViewerState {
             traversal: Traversal::BreadthFirst,
             bvh,
             fusion: Fusion::Auto,
+            block_levels,
         };
         let tracing = Tracing { spp_per_frame: 1, max_bounces: 8, scale: 1.0, accumulated: 0 };
         State::new(tracing, choices, available, 8)
@@ -176,7 +185,7 @@ mod tests {
 
     #[test]
     fn switching_an_algorithm_feeds_a_new_table_row_and_keeps_the_image() {
-        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary, BlockLevels::Auto);
         let first = s.plan().choices;
         s.record("cpu", &first, frame(10.0, 2.0));
         s.choices.compact_paths = ATOMIC;
@@ -192,7 +201,7 @@ mod tests {
 
     #[test]
     fn table_rows_track_mean_min_max_of_frames_and_compaction() {
-        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary, BlockLevels::Auto);
         let c = s.plan().choices;
         for (f, k) in [(10.0, 1.0), (20.0, 3.0), (30.0, 5.0)] {
             s.record("cpu", &c, frame(f, k));
@@ -205,7 +214,7 @@ mod tests {
 
     #[test]
     fn compare_all_runs_each_algorithm_for_warmup_plus_k_frames_then_ranks_and_restores() {
-        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary, BlockLevels::Auto);
         s.choices.compact_paths = ATOMIC;
         s.choices.traversal = Traversal::DepthFirst;
         let mine = s.choices;
@@ -230,7 +239,7 @@ mod tests {
 
     #[test]
     fn a_backend_without_the_chosen_algorithm_falls_back_to_lookback() {
-        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary, BlockLevels::Auto);
         s.choices.compact_paths = BLELLOCH;
         s.choices.compact_frontier = ATOMIC;
         s.start_compare();
@@ -242,7 +251,7 @@ mod tests {
 
     #[test]
     fn stage_names_and_csv_follow_the_frames() {
-        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary);
+        let mut s = ViewerState::for_tracer(algs(), BvhKind::Binary, BlockLevels::Auto);
         let c = s.plan().choices;
         s.record("cpu", &c, frame(4.0, 1.0));
         assert_eq!(s.stage_names(), [stage::CAMERA, stage::COMPACT_PATHS]);

@@ -185,6 +185,7 @@ fn settings(width: u32, height: u32, max_bounces: u32, sample: u32) -> RenderSet
         max_frontier: 1 << 26,
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
+        block_levels: reap::trace::BlockLevels::Auto,
         bvh: reap::trace::BVH,
     }
 }

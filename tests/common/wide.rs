@@ -62,7 +62,7 @@ pub fn packed(spec: &str, w: u32, h: u32) -> (Packed, CameraLayout) {
     (Packed::new(&scene, &bvh), CameraLayout::new(&scene.camera, w, h))
 }
 
-use reap::trace::{BvhKind, Compaction, Engine, Estimator, RenderSettings, Traversal, render};
+use reap::trace::{BlockLevels, BvhKind, Compaction, Engine, Estimator, RenderSettings, Traversal, render};
 
 /// Settings of the wide BVH's checks: `bounces` bounces, `spp` samples.
 fn settings(w: u32, h: u32, spp: u32, bounces: u32) -> RenderSettings {
@@ -79,13 +79,15 @@ fn settings(w: u32, h: u32, spp: u32, bounces: u32) -> RenderSettings {
         first_sample: 0,
         max_frontier: 1 << 26,
         descend: reap::trace::DESCEND,
+        block_levels: reap::trace::BlockLevels::Auto,
         bvh: BvhKind::Binary,
         fusion: Default::default(),
     }
 }
 
 /// On each scene, under every BVH kind, traversal and compaction choice in
-/// `algorithms`: the hit keys of the last bounce of a one-bounce frame (rays
+/// `algorithms` (the wide breadth-first step at one, two and three levels a
+/// step and at all of them): the hit keys of the last bounce of a one-bounce frame (rays
 /// leaving the first vertex in every direction) and the image of a few
 /// bounces are one set of bits (the first run's: binary, breadth-first).
 /// Returns each scene's hit keys, for comparing backends.
@@ -98,14 +100,22 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
     let mut keys = Vec::new();
     for spec in scenes() {
         let mut want: Option<(Vec<u64>, Vec<u32>)> = None;
-        for bvh in BvhKind::ALL {
-            for traversal in Traversal::ALL {
+        let configs = BvhKind::ALL.into_iter().flat_map(|b| Traversal::ALL.into_iter().map(move |t| (b, t)));
+        let configs = configs.flat_map(|(b, t)| match (b, t) {
+            (BvhKind::Wide, Traversal::BreadthFirst) => {
+                [1, 2, 3].map(BlockLevels::Levels).into_iter().chain([BlockLevels::All]).map(|k| (b, t, k)).collect()
+            }
+            _ => vec![(b, t, BlockLevels::Auto)],
+        });
+        for (bvh, traversal, block_levels) in configs {
+            {
                 for name in algorithms {
                     let mut e = make(&spec, w, h, 4);
                     let c = Compaction::parse(name, e.backend(), "test").expect("a catalog algorithm");
                     let s = RenderSettings {
                         bvh,
                         traversal,
+                        block_levels,
                         compact_paths: c,
                         compact_frontier: c,
                         ..settings(w, h, 1, 1)
@@ -115,7 +125,8 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
                     e.reset().expect("reset");
                     render(&mut e, &RenderSettings { spp: 2, max_bounces: 4, ..s.clone() }, |_| {}).expect("renders");
                     let image: Vec<u32> = e.image().expect("image").iter().flatten().map(|v| v.to_bits()).collect();
-                    let what = format!("{spec}: {} {} {name}", bvh.name(), traversal.name());
+                    let what =
+                        format!("{spec}: {} {} {name}, block levels {block_levels}", bvh.name(), traversal.name());
                     match &want {
                         None => {
                             let found = got_hits.iter().filter(|&&k| k != reap::trace::DEAD64).count();

@@ -155,6 +155,7 @@ impl NoiseJob<'_> {
             max_frontier: 1 << 28,
             fusion: Default::default(),
             descend: reap::trace::DESCEND,
+            block_levels: reap::trace::BlockLevels::Auto,
             bvh: reap::trace::BVH,
         };
         s.check()?;

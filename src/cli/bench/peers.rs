@@ -302,6 +302,7 @@ impl Config {
             first_sample,
             max_frontier: a.max_frontier,
             descend: a.descend,
+            block_levels: reap::trace::BlockLevels::Auto,
             bvh: self.bvh,
             fusion: self.fusion,
         }

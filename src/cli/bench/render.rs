@@ -13,7 +13,7 @@ use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
 use reap::trace::split::{Renderer, Split};
-use reap::trace::{BvhKind, RenderSettings, Traversal};
+use reap::trace::{BlockLevels, BvhKind, RenderSettings, Traversal};
 
 use super::compactions;
 use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, TracerSetup, with_backend};
@@ -51,6 +51,10 @@ pub struct RenderBenchArgs {
     /// BVH levels one breadth-first expansion descends (1 to 5; fan-out 2^K).
     #[arg(long, value_name = "K", default_value_t = reap::trace::DESCEND, value_parser = crate::cli::render::descend_range())]
     pub descend: u32,
+    /// Wide levels a breadth-first step descends per tile (comma separated; each is a row of every
+    /// wide breadth-first configuration): 1 to 64, `all` or `auto`.
+    #[arg(long, value_name = "K", value_delimiter = ',', default_value = "auto", value_parser = crate::cli::render::parse_block_levels)]
+    pub block_levels: Vec<reap::trace::BlockLevels>,
     /// Fusion settings, comma separated: `auto` fuses the single-pass algorithms into the kernels that
     /// produce the items, `off` runs them as a separate pass; an algorithm that does not fuse runs once.
     #[arg(long, alias = "fuse", value_delimiter = ',', default_value = "auto,off", value_parser = crate::cli::render::parse_fusion)]
@@ -245,16 +249,26 @@ fn bench_scene<R: Renderer>(
     let mut rows = Vec::new();
     engine.use_graphs(args.graphs);
     let runs = with_fusion(choices, &args.fusion, &|a| engine.fuses_sites(a));
-    let configs: Vec<(BvhKind, Traversal)> =
-        args.bvh.iter().flat_map(|&b| traversals.iter().map(move |&t| (b, t))).collect();
+    // Block levels change only the wide breadth-first step: the other configurations run the first.
+    let first_levels = args.block_levels.first().copied().unwrap_or_default();
+    let configs: Vec<(BvhKind, Traversal, BlockLevels)> = args
+        .bvh
+        .iter()
+        .flat_map(|&b| traversals.iter().map(move |&t| (b, t)))
+        .flat_map(|(b, t)| match (b, t) {
+            (BvhKind::Wide, Traversal::BreadthFirst) => args.block_levels.iter().map(|&k| (b, t, k)).collect(),
+            _ => vec![(b, t, first_levels)],
+        })
+        .collect();
     let bar = ProgressBar::new((configs.len() * runs.len()) as u64);
-    for &(bvh, traversal) in &configs {
+    for &(bvh, traversal, block_levels) in &configs {
         let depth = match bvh {
             BvhKind::Binary => depths.binary,
             BvhKind::Wide => depths.wide,
         };
         for &(c, fusion) in &runs {
-            let what = [sc.name.as_str(), bvh.name(), traversal.name(), c.name(), fusion.name()];
+            let levels = format!("block levels {block_levels}");
+            let what = [sc.name.as_str(), bvh.name(), traversal.name(), c.name(), fusion.name(), &levels];
             bar.set_message(what.join(" "));
             let settings = RenderSettings {
                 width: args.width,
@@ -269,6 +283,7 @@ fn bench_scene<R: Renderer>(
                 first_sample: 0,
                 max_frontier: args.max_frontier,
                 descend: args.descend,
+                block_levels,
                 bvh,
                 fusion,
             };

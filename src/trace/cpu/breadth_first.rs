@@ -11,7 +11,7 @@ use crate::compaction::cpu::site::{Candidates, CpuSite};
 use crate::compaction::{CpuBackend, Element, Report};
 use crate::frontier::{Step, host};
 use crate::trace::shading::{trace_bf_expand, trace_bf_init};
-use crate::trace::wide::trace_bf_expand_wide;
+use crate::trace::wide::{TILE, trace_bf_wide_tile};
 use crate::trace::{BvhKind, DEAD64, FrontierRun, TraceResult};
 
 impl CpuEngine {
@@ -53,39 +53,65 @@ impl CpuEngine {
         Ok(())
     }
 
-    /// `trace_bf_expand`: [`Engine::expand`](crate::trace::Engine::expand).
+    /// `trace_bf_expand` and `trace_bf_expand_wide`: [`Engine::expand`](crate::trace::Engine::expand).
     pub(super) fn bf_expand(&mut self, step: Step<'_, CpuBackend>, run: FrontierRun) -> TraceResult<()> {
         check_step(&step, run)?;
-        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse }) = (step, run);
+        let (Step { at, input, output, words }, FrontierRun { capacity, shadow, descend, bvh, fuse, block_levels }) =
+            (step, run);
         let fan = run.fan() as usize;
         let n = host::n(words, at).min(capacity).min(input.len() as u64);
         let (s, p) = (&self.scene, &self.paths);
-        let expand = |item: u64, slots: &mut [u64]| match bvh {
-            BvhKind::Binary => trace_bf_expand(s, p, item, shadow, descend, slots),
-            BvhKind::Wide => trace_bf_expand_wide(s, p, item, shadow, slots),
+        if bvh == BvhKind::Wide {
+            crate::trace::wide::check_breadth_first(s.wide.nodes.len())?;
+        }
+        // The wide step runs per tile: each input item's `fan` slots are its
+        // thread's share of the tile's emitted items (the kernel's layout).
+        let wide_tiles = |slots: &mut [u64]| -> u64 {
+            slots
+                .par_chunks_mut(fan * TILE)
+                .zip(input[..n as usize].par_chunks(TILE))
+                .map(|(out, tile)| trace_bf_wide_tile(s, p, tile, shadow, block_levels, out) as u64)
+                .sum()
         };
         if let Some(alg) = fuse {
             // The fused site: each item's live slots, in slot order, straight to their compacted places.
-            let produce = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
-                let mut slots = [DEAD64; MAX_FAN];
-                expand(input[i as usize], &mut slots[..fan]);
-                slots[..fan].iter().filter(|&&x| x != DEAD64).for_each(|&x| emit.push(x));
-            };
             let site = CpuSite::new(&self.backend, alg, true)?;
             let cap = (capacity as usize).min(output.len());
             let candidates = Candidates { per_item: fan, dead: DEAD64 };
-            let report = site.produce(&self.backend, n, candidates, &produce, &mut output[..cap])?;
+            let report = match bvh {
+                BvhKind::Binary => {
+                    let produce = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                        let mut slots = [DEAD64; MAX_FAN];
+                        trace_bf_expand(s, p, input[i as usize], shadow, descend, &mut slots[..fan]);
+                        slots[..fan].iter().filter(|&&x| x != DEAD64).for_each(|&x| emit.push(x));
+                    };
+                    site.produce(&self.backend, n, candidates, &produce, &mut output[..cap])?
+                }
+                BvhKind::Wide => {
+                    let mut slots = vec![DEAD64; n as usize * fan];
+                    wide_tiles(&mut slots);
+                    let produce = |i: u64, emit: &mut crate::compaction::cpu::site::Emit<'_, u64>| {
+                        let mine = &slots[i as usize * fan..(i as usize + 1) * fan];
+                        mine.iter().filter(|&&x| x != DEAD64).for_each(|&x| emit.push(x));
+                    };
+                    site.produce(&self.backend, n, candidates, &produce, &mut output[..cap])?
+                }
+            };
             host::close(words, at, report.count()?, capacity);
             return Ok(());
         }
         if !host::fits(words, at, n, fan as u64, capacity) {
             return Ok(());
         }
-        let live: u64 = output[..n as usize * fan]
-            .par_chunks_mut(fan)
-            .zip(&input[..n as usize])
-            .map(|(slots, &item)| expand(item, slots) as u64)
-            .sum();
+        let slots = &mut output[..n as usize * fan];
+        let live: u64 = match bvh {
+            BvhKind::Binary => slots
+                .par_chunks_mut(fan)
+                .zip(&input[..n as usize])
+                .map(|(slots, &item)| trace_bf_expand(s, p, item, shadow, descend, slots) as u64)
+                .sum(),
+            BvhKind::Wide => wide_tiles(slots),
+        };
         host::count_live(words, at, live);
         Ok(())
     }
@@ -114,8 +140,8 @@ mod tests {
     use super::*;
     use crate::frontier::Expand;
     use crate::trace::{
-        Compaction, DEAD32, Engine, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard, guard_frontier,
-        render,
+        BlockLevels, Compaction, DEAD32, Engine, MAX_DESCEND, RenderSettings, TraceError, Traversal, frontier_guard,
+        guard_frontier, render,
     };
 
     fn hits(e: &CpuEngine) -> Vec<u64> {
@@ -142,7 +168,14 @@ mod tests {
         let mut frontier = vec![DEAD64; queue.len()];
         let mut level0 = at(2);
         level0.input_live = 2;
-        let run = FrontierRun { capacity: queue.len() as u64, shadow, descend, bvh: BvhKind::Binary, fuse: None };
+        let run = FrontierRun {
+            capacity: queue.len() as u64,
+            shadow,
+            descend,
+            bvh: BvhKind::Binary,
+            fuse: None,
+            block_levels: 1,
+        };
         let init = Step { at: level0, input: queue, output: &mut frontier, words: &mut words };
         e.frontier_init(init, run).expect("init");
         assert_eq!(words[3], queue.len() as u64);
@@ -235,11 +268,23 @@ mod tests {
             let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
             assert_eq!(deepest, levels(depth, descend), "descend {descend}, BVH depth {depth}: levels entered");
         }
-        // The wide BVH: one level per wide depth, the last one's expansion emitting nothing.
-        let s = RenderSettings { bvh: BvhKind::Wide, ..settings(16, 16, 1, 4, Traversal::BreadthFirst) };
-        let f = &render(&mut e, &s, |_| {}).expect("renders")[0];
-        let deepest = f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32;
-        assert_eq!(deepest, e.wide_depth(), "wide depth {}: levels entered", e.wide_depth());
+        // The wide BVH, one wide level a step: one level per wide depth, the last one's expansion
+        // emitting nothing. Two levels a step enter about half as many; all of them, as many as the
+        // tiles that filled up need (the bound still covers them: every step takes every item down).
+        let wide = |block_levels| RenderSettings {
+            bvh: BvhKind::Wide,
+            block_levels,
+            ..settings(16, 16, 1, 4, Traversal::BreadthFirst)
+        };
+        let entered = |e: &mut CpuEngine, k| {
+            let f = &render(e, &wide(k), |_| {}).expect("renders")[0];
+            f.frontier.iter().map(Vec::len).max().unwrap_or(0) as u32
+        };
+        let wide_depth = e.wide_depth();
+        assert_eq!(entered(&mut e, BlockLevels::Levels(1)), wide_depth, "wide depth {wide_depth}: levels entered");
+        let two = entered(&mut e, BlockLevels::Levels(2));
+        assert!(two < wide_depth && two >= wide_depth / 2, "two levels a step entered {two} of {wide_depth}");
+        assert!(entered(&mut e, BlockLevels::All) <= two, "all levels a step entered more than two a step");
     }
 
     /// A frontier that outgrows its first capacity is grown on the host after

@@ -506,6 +506,7 @@ mod tests {
             first_sample: 0,
             max_frontier: 1 << 26,
             descend: DESCEND,
+            block_levels: crate::trace::BlockLevels::Auto,
             bvh: BvhKind::Binary,
             fusion: Default::default(),
         }

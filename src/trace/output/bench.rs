@@ -26,6 +26,8 @@ pub struct BenchRow {
     /// BVH levels one breadth-first expansion descends (the setting; unused by depth-first and by
     /// the wide BVH, whose expansions descend one wide level).
     pub descend: u32,
+    /// Wide breadth-first: the levels a step descends per tile (`--block-levels`); empty otherwise.
+    pub block_levels: String,
     /// Breadth-first: levels the rays' frontier entered per bounce, and items per level (the
     /// frontier each expansion read: live items under compaction, slots under `none`); 0 for
     /// depth-first.
@@ -71,6 +73,10 @@ impl BenchRow {
             max_bounces: s.max_bounces,
             traversal: s.traversal.name().into(),
             descend: s.descend,
+            block_levels: match (s.bvh, s.traversal) {
+                (crate::trace::BvhKind::Wide, crate::trace::Traversal::BreadthFirst) => s.block_levels.to_string(),
+                _ => String::new(),
+            },
             levels_per_bounce: 0.0,
             items_per_level: 0.0,
             compaction: s.compact_paths.name().into(),
@@ -142,6 +148,7 @@ impl BenchRow {
             max_bounces: self.max_bounces,
             traversal: &self.traversal,
             descend: self.descend,
+            block_levels: &self.block_levels,
             levels_per_bounce: fixed(self.levels_per_bounce, 2),
             items_per_level: fixed(self.items_per_level, 0),
             compaction: &self.compaction,
@@ -178,6 +185,7 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("scene", 14, |r| r.scene.clone()).only(Shown::Console),
         C::key("bvh", 6, |r| r.bvh.clone()),
         C::key("traversal", 13, |r| r.traversal.clone()),
+        C::key("block", 5, |r| r.block_levels.clone()).reported_as("block levels"),
         table::compaction_column(|r| r.compaction.clone()),
         C::key("site", 9, |r| r.site.clone()),
         C::key("graph", 9, |r| r.graph.clone()),
@@ -360,6 +368,7 @@ struct BenchCsv<'a> {
     max_bounces: u32,
     traversal: &'a str,
     descend: u32,
+    block_levels: &'a str,
     levels_per_bounce: Fixed,
     items_per_level: Fixed,
     compaction: &'a str,
@@ -400,6 +409,7 @@ mod tests {
             max_bounces: 4,
             traversal: "breadth-first".into(),
             descend: 2,
+            block_levels: "all".into(),
             levels_per_bounce: 3.25,
             items_per_level: 1234.4,
             compaction: "lookback".into(),
@@ -432,9 +442,9 @@ mod tests {
     #[test]
     fn bench_csv_keeps_its_columns_and_formats() {
         let want = concat!(
-            "backend,scene,triangles,bvh,bvh_depth,width,height,spp,max_bounces,traversal,descend,levels_per_bounce,items_per_level,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
-            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,3.25,1234,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
-            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,3.25,1234,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+            "backend,scene,triangles,bvh,bvh_depth,width,height,spp,max_bounces,traversal,descend,block_levels,levels_per_bounce,items_per_level,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,3.25,1234,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,3.25,1234,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
         assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }

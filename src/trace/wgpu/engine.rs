@@ -58,6 +58,11 @@ impl Engine for WgpuEngine {
 
     /// `atomic` fuses everywhere; `lookback` and `chained` where the device
     /// binds their tile states and they never stalled on it (site.rs).
+    /// WGSL's wide expansion descends one level per step (no block step yet).
+    fn has_block_step(&self) -> bool {
+        false
+    }
+
     fn fuses(&self, algorithm: crate::compaction::Algorithm) -> bool {
         self.site.fuses(&self.dev, algorithm)
     }
