@@ -457,7 +457,11 @@ __device__ u32 bf_expand_wide_one(const Scene& s, Paths& p, u64 item, u32 shadow
 }
 
 // One level over the wide BVH: trace_bf_expand with eight slots an item.
-extern "C" __global__ void __launch_bounds__(TRACE_BLOCK)
+// Five resident blocks a SM (at most 51 registers; 56 left room for four):
+// H200, 1080p, 8 bounces, lookback fused, 1, 5 and 6 blocks: sphereflake
+// 1003.4, 1031.3, 888.6 Mrays/s by wall clock, sphereflake-10m 755.7, 792.6,
+// 638.9 (six spill); docs/render/bf-block-h200.
+extern "C" __global__ void __launch_bounds__(TRACE_BLOCK, 5)
     trace_bf_expand_wide(Scene s, Paths p, const u64* input, u64* output, u64 capacity, u32 shadow, u64* words,
                          FrontierLevel at, Site site) {
     u64 n = frontier_n(words, at);

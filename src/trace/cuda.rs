@@ -225,12 +225,7 @@ impl CudaEngine {
         let gpu = GpuState::new(&setup, Indices::U64)?;
         let (packed, pixels) = (setup.packed, gpu.image_pixels());
         let stream = backend.stream().clone();
-        // Path state, queues and a generous breadth-first frontier must fit beside the scene.
-        let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
-        let free = cuda_runtime::free_memory(&stream)?;
-        if need > free {
-            return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free });
-        }
+        check_device_memory(packed, pixels, cuda_runtime::free_memory(&stream)?)?;
         let upload = |bytes: &[u8]| -> TraceResult<CudaSlice<u8>> {
             if bytes.is_empty() {
                 return Ok(backend.zeroed(16)?);
@@ -295,6 +290,17 @@ impl CudaEngine {
             backend,
         })
     }
+}
+
+/// Refuses a scene whose arrays and BVHs (`packed`), with path state,
+/// queues and a generous breadth-first frontier for `pixels`, do not fit the
+/// device's `free` bytes: before anything is uploaded.
+pub fn check_device_memory(packed: &crate::trace::layout::Packed, pixels: u64, free: u64) -> TraceResult<()> {
+    let need = packed.bytes().saturating_add(pixels.saturating_mul(PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8));
+    if need > free {
+        return Err(TraceError::OutOfMemory { what: "scene, BVH and path state", bytes: need, free });
+    }
+    Ok(())
 }
 
 /// Zeroed path state for `count` paths (common.cuh `Paths`): the buffers, to
@@ -732,3 +738,23 @@ impl Engine for CudaEngine {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine refuses a scene its GPU cannot hold before it uploads
+    /// anything, with the numbers and what to do instead (the built-in
+    /// sphereflake-10m needs about 2.2 GB at 1080p: docs/render/bf-block-h200).
+    #[test]
+    fn a_gpu_too_small_for_the_scene_is_refused_clearly() {
+        let scene = crate::scene::builtin("cornell").expect("cornell");
+        let packed = crate::trace::layout::Packed::new(&scene, &crate::bvh::build(&scene.triangles));
+        let pixels = 1920 * 1080;
+        let need = packed.bytes() + pixels * (PATH_BYTES + 16 + 2 * 4 + 3 * 2 * 8);
+        assert!(check_device_memory(&packed, pixels, need).is_ok());
+        let err = check_device_memory(&packed, pixels, need - 1).expect_err("one byte short");
+        let msg = err.to_string();
+        assert!(matches!(err, TraceError::OutOfMemory { bytes, .. } if bytes == need), "{msg}");
+        assert!(msg.contains(&format!("{need} bytes")) && msg.contains("--backend cpu"), "{msg}");
+    }
+}

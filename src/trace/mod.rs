@@ -82,7 +82,10 @@ pub enum TraceError {
          more than --max-frontier {max}: {advice}"
     )]
     FrontierTooLarge { items: u64, gib: f64, level: u32, bounce: u32, max: u64, advice: String },
-    #[error("the scene needs {bytes} bytes of GPU memory ({what}) and the device has {free} free: use a smaller scene")]
+    #[error(
+        "the scene needs {bytes} bytes of GPU memory ({what}) and the device has {free} free: use a smaller \
+         scene or image, or --backend cpu"
+    )]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
