@@ -61,6 +61,18 @@ impl Panel for Tracing {
             site(st.paths_site),
             if st.frontier_site.is_some() { site(st.frontier_site) } else { "-" }
         ));
+        // Breadth-first: the steps its rays' bounces took and the items a step held (a block step of
+        // several levels takes fewer, fuller ones).
+        let runs: Vec<&Vec<u64>> = st.frontier.iter().filter(|r| !r.is_empty()).collect();
+        if !runs.is_empty() {
+            let steps: usize = runs.iter().map(|r| r.len()).sum();
+            let items: u64 = runs.iter().flat_map(|r| r.iter()).sum();
+            ui.label(format!(
+                "frontier: {:.1} steps a bounce, {:.0} items a step",
+                steps as f64 / runs.len() as f64,
+                items as f64 / steps as f64
+            ));
+        }
     }
 
     fn picker_rows(ui: &mut egui::Ui, s: &mut ViewerState, actions: &mut Vec<Action>) {

@@ -313,6 +313,36 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
                 }
             }
         }
+        // Breadth-first against depth-first on each BVH (issue 47's ratio), per wide block levels.
+        for &bvh in &kinds {
+            let Some(df) = fastest(bvh, "depth-first") else { continue };
+            let levels = first_seen(
+                at.iter().filter(|r| r.bvh == bvh && r.traversal == "breadth-first").map(|r| r.block_levels.as_str()),
+            );
+            let ratios: Vec<String> = levels
+                .iter()
+                .filter_map(|&k| {
+                    let best = at
+                        .iter()
+                        .filter(|r| r.bvh == bvh && r.traversal == "breadth-first" && r.block_levels == k)
+                        .filter(|r| r.error.is_none() && r.compaction != "none")
+                        .max_by(|a, b| a.wall_mrays_per_s.total_cmp(&b.wall_mrays_per_s))?;
+                    let ratio = best.wall_mrays_per_s / df.wall_mrays_per_s.max(1e-9);
+                    let at_levels = if k.is_empty() { String::new() } else { format!(" at {k} block levels") };
+                    Some(format!("{ratio:.2}x{at_levels} ({:.1} Mrays/s)", best.wall_mrays_per_s))
+                })
+                .collect();
+            if !ratios.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "
+Breadth-first against depth-first on the {bvh} BVH, fastest of each by wall clock: {} \
+                     against {:.1} Mrays/s.",
+                    ratios.join(", "),
+                    df.wall_mrays_per_s
+                );
+            }
+        }
         // The BVH kinds against each other, and breadth-first against depth-first on each.
         if let (Some(wd), Some(bd)) = (fastest("wide", "depth-first"), fastest("binary", "depth-first")) {
             let bf = fastest("wide", "breadth-first").map_or(String::new(), |wb| {
@@ -436,6 +466,23 @@ mod tests {
             ..ok.clone()
         };
         vec![ok, failed]
+    }
+
+    /// The report puts breadth-first against depth-first on each BVH, one ratio per block levels.
+    #[test]
+    fn the_report_gives_breadth_first_against_depth_first_per_block_levels() {
+        let bf = bench_rows().remove(0);
+        let two = BenchRow { block_levels: "2".into(), wall_mrays_per_s: 5.0, ..bf.clone() };
+        let df = BenchRow {
+            traversal: "depth-first".into(),
+            block_levels: String::new(),
+            wall_mrays_per_s: 20.0,
+            ..bf.clone()
+        };
+        let report = bench_report(&[bf, two, df], "a CPU", "reap bench render");
+        let want = "Breadth-first against depth-first on the wide BVH, fastest of each by wall clock: 0.50x at \
+                    all block levels (10.0 Mrays/s), 0.25x at 2 block levels (5.0 Mrays/s) against 20.0 Mrays/s.";
+        assert!(report.contains(want), "{report}");
     }
 
     /// The same for `reap bench render`'s results.csv.
