@@ -116,7 +116,8 @@ impl WordAlloc {
 
 /// Where one run of the loop keeps its lengths: per level l (0 = what the
 /// workload's init wrote) the slots written (`len`), the live ones among them
-/// (`live`), and, under compaction, the length after compacting (`kept`).
+/// (`live`), under compaction the length after compacting (`kept`), and
+/// where a grouped level's splits put their split points (`grouped`).
 #[derive(Clone, Copy, Debug)]
 pub struct LevelWords {
     first: u64,
@@ -126,19 +127,22 @@ pub struct LevelWords {
 impl LevelWords {
     /// Words needed for `levels` expansions.
     pub fn count(levels: u32) -> u64 {
-        3 * (levels as u64 + 1)
+        4 * (levels as u64 + 1)
     }
     pub fn levels(&self) -> u32 {
         self.levels
     }
     pub fn len(&self, level: u32) -> u64 {
-        self.first + 3 * level as u64
+        self.first + 4 * level as u64
     }
     pub fn live(&self, level: u32) -> u64 {
-        self.first + 3 * level as u64 + 1
+        self.first + 4 * level as u64 + 1
     }
     pub fn kept(&self, level: u32) -> u64 {
-        self.first + 3 * level as u64 + 2
+        self.first + 4 * level as u64 + 2
+    }
+    pub fn grouped(&self, level: u32) -> u64 {
+        self.first + 4 * level as u64 + 3
     }
     /// The frontier entering each level, from the words read after the
     /// frame: the compacted length under compaction, else the slots (dead
@@ -279,6 +283,46 @@ pub mod host {
 pub struct Names {
     pub expand: &'static str,
     pub compact: &'static str,
+    pub group: &'static str,
+}
+
+/// Levels a run may group, from level 1 (level 0 holds the workload's roots).
+pub const MAX_GROUPED: usize = 8;
+
+/// Grouping levels by node before their expansion (Garanzha & Loop's
+/// node-major order; issue 47 item 2): a least-significant-digit radix sort
+/// of the level's items by `item's node - base` over `bits` bits, one stable
+/// partition by split per bit through the library (seed 000 §5.3), so that
+/// the items of one node sit together and a workgroup reads the node once.
+#[derive(Clone, Copy, Debug)]
+pub struct Grouping {
+    /// A stable algorithm: the splits of an LSD sort must keep the order.
+    pub algorithm: Algorithm,
+    /// Level l (1 ≤ l ≤ `count`) is sorted by `levels[l - 1]` = (bits, base).
+    pub levels: [(u32, u32); MAX_GROUPED],
+    pub count: u32,
+}
+
+impl Grouping {
+    /// (bits, base) of `level`, if it is grouped.
+    pub fn at(&self, level: u32) -> Option<(u32, u32)> {
+        (level >= 1 && level <= self.count.min(MAX_GROUPED as u32)).then(|| self.levels[level as usize - 1])
+    }
+}
+
+/// One split of a grouping: items whose `(node - base) >> bit & 1` is 0 go
+/// first, the rest after, each half in its input order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupSplit {
+    pub bit: u32,
+    pub base: u32,
+}
+
+impl GroupSplit {
+    /// Whether `item` ((path << 32) | node) goes to the first half.
+    pub fn first(self, item: u64) -> bool {
+        ((item as u32).wrapping_sub(self.base) >> self.bit) & 1 == 0
+    }
 }
 
 /// What one run of the loop does.
@@ -292,6 +336,8 @@ pub struct Plan {
     /// then write only live items: no compaction stage runs.
     pub fused: bool,
     pub names: Names,
+    /// Levels sorted by node before their expansion.
+    pub group: Option<Grouping>,
 }
 
 /// The workload's side of the loop. An expand reads n from
@@ -323,6 +369,19 @@ pub trait Levels {
     ) -> Result<(), Self::Error> {
         self.backend().select_counted(algorithm, input, Keep::Sentinel(DEAD), output, lens)?;
         Ok(())
+    }
+    /// One split of a grouped level ([`Grouping`]): the backend's counted
+    /// stable partition by [`GroupSplit::first`], the split point to
+    /// `words[lens.output]`. A workload that groups nothing need not have it.
+    fn group_split(
+        &mut self,
+        _algorithm: Algorithm,
+        _input: &Buf<Self::B>,
+        _split: GroupSplit,
+        _output: &mut Buf<Self::B>,
+        _lens: Lens<'_, Self::B>,
+    ) -> Result<(), Self::Error> {
+        Err(crate::compaction::Error::Backend("this workload does not group its frontier by node".into()).into())
     }
 }
 
@@ -459,6 +518,19 @@ pub fn run<W: Levels>(
                 at.kept(level)
             }
         };
+        // A grouped level: one stable split per bit of its items' node numbers.
+        if let Some((g, (bits, base))) = plan.group.and_then(|g| g.at(level).map(|at| (g, at))) {
+            let alg = g.algorithm;
+            for bit in 0..bits {
+                let (front, back) = (&f.front, &mut f.back);
+                w.level_stage(plan.names.group, level, &mut |w| {
+                    let lens = Lens { words: &mut *words, input: input_len, output: at.grouped(level) };
+                    w.group_split(alg, front, GroupSplit { bit, base }, back, lens)
+                })?;
+                std::mem::swap(&mut f.front, &mut f.back);
+                swaps += 1;
+            }
+        }
         let e = Expand {
             level,
             input_len,
@@ -494,6 +566,10 @@ mod tests {
         nodes: u64,
         visited: Vec<u64>,
         stages: Vec<(&'static str, u32)>,
+        /// The live items each level read, in their order.
+        seen: Vec<Vec<u64>>,
+        /// Emit the right child first, so that a level's items come out of node order.
+        right_first: bool,
     }
 
     impl Levels for Tree {
@@ -518,9 +594,13 @@ mod tests {
                 return Ok(());
             }
             let mut live = 0;
+            let level = at.level as usize;
+            self.seen.resize(self.seen.len().max(level + 1), Vec::new());
+            self.seen[level].extend(input[..n as usize].iter().filter(|&&x| x != DEAD));
             for (i, &item) in input[..n as usize].iter().enumerate() {
                 for c in 0..2 {
-                    let child = if item == DEAD { DEAD } else { 2 * item + 1 + c };
+                    let turn = if self.right_first { 1 - c } else { c };
+                    let child = if item == DEAD { DEAD } else { 2 * item + 1 + turn };
                     let slot = if child < self.nodes { child } else { DEAD };
                     if item != DEAD && c == 0 {
                         self.visited.push(item);
@@ -532,11 +612,34 @@ mod tests {
             host::count_live(words, at, live);
             Ok(())
         }
+        fn group_split(
+            &mut self,
+            algorithm: Algorithm,
+            input: &Vec<u64>,
+            split: GroupSplit,
+            output: &mut Vec<u64>,
+            lens: Lens<'_, CpuBackend>,
+        ) -> Result<(), Error> {
+            let first: &(dyn Fn(&u64) -> bool + Sync) = &move |x: &u64| split.first(*x);
+            self.backend.partition_counted(algorithm, input, Keep::Predicate(first), output, lens)?;
+            Ok(())
+        }
     }
 
     fn walk(nodes: u64, levels: u32, capacity: u64, compaction: Option<Algorithm>) -> (Tree, Vec<u64>, LevelWords) {
+        walk_grouped(nodes, levels, capacity, compaction, None, false)
+    }
+
+    fn walk_grouped(
+        nodes: u64,
+        levels: u32,
+        capacity: u64,
+        compaction: Option<Algorithm>,
+        group: Option<Grouping>,
+        right_first: bool,
+    ) -> (Tree, Vec<u64>, LevelWords) {
         let backend = CpuBackend::new();
-        let mut t = Tree { backend, nodes, visited: Vec::new(), stages: Vec::new() };
+        let mut t = Tree { backend, nodes, visited: Vec::new(), stages: Vec::new(), seen: Vec::new(), right_first };
         let mut alloc = WordAlloc::default();
         let at = alloc.levels(levels);
         let mut words = vec![0u64; alloc.used() as usize];
@@ -544,7 +647,8 @@ mod tests {
         f.front_mut()[0] = 0;
         words[at.len(0) as usize] = 1;
         words[at.live(0) as usize] = 1;
-        let plan = Plan { levels, compaction, fused: false, names: Names { expand: "expand", compact: "compact" } };
+        let names = Names { expand: "expand", compact: "compact", group: "group" };
+        let plan = Plan { levels, compaction, fused: false, names, group };
         run(&mut t, &mut f, &mut words, at, &plan).expect("run");
         t.visited.sort_unstable();
         (t, words, at)
@@ -563,6 +667,43 @@ mod tests {
                 None => assert_eq!(sizes, vec![1, 2, 4, 8, 16, 32, 64]),
                 Some(_) => assert_eq!(sizes, vec![1, 2, 4, 8, 16, 32, 37]),
             }
+        }
+    }
+
+    /// Issue 47 item 2: each grouped level holds exactly the items of the
+    /// same level without grouping, now in node order, one split stage per
+    /// bit of its node range; the levels after it hold the same items too.
+    #[test]
+    fn a_grouped_level_holds_the_ungrouped_items_in_node_order() {
+        // Level l of the heap-ordered tree holds nodes 2^l - 1 ..= 2^(l+1) - 2: l bits from 2^l - 1.
+        let mut levels = [(0, 0); MAX_GROUPED];
+        for (l, slot) in levels.iter_mut().enumerate().take(4) {
+            *slot = (l as u32 + 1, (1 << (l + 1)) - 1);
+        }
+        for (compaction, sort) in [
+            (None, Algorithm::Lookback),
+            (Some(Algorithm::Lookback), Algorithm::Lookback),
+            (Some(Algorithm::Blelloch), Algorithm::Blelloch),
+        ] {
+            let grouping = Grouping { algorithm: sort, levels, count: 4 };
+            let (plain, _, _) = walk_grouped(100, 8, 1 << 12, compaction, None, true);
+            let (grouped, words, _) = walk_grouped(100, 8, 1 << 12, compaction, Some(grouping), true);
+            assert_eq!(words[STATUS as usize], 0);
+            assert_eq!(grouped.visited, (0..100).collect::<Vec<_>>(), "{compaction:?}");
+            assert_eq!(plain.seen.len(), grouped.seen.len());
+            for (l, (a, b)) in plain.seen.iter().zip(&grouped.seen).enumerate() {
+                let (mut a, mut b_sorted) = (a.clone(), b.clone());
+                a.sort_unstable();
+                b_sorted.sort_unstable();
+                assert_eq!(a, b_sorted, "{compaction:?}: level {l} holds other items when grouped");
+                if (1..=4).contains(&l) {
+                    assert_eq!(b, &b_sorted, "{compaction:?}: level {l} is not in node order");
+                    // Right children first: without grouping the level is out of node order.
+                    assert_ne!(&plain.seen[l], b, "{compaction:?}: level {l} was in order already");
+                }
+            }
+            let splits = grouped.stages.iter().filter(|(n, _)| *n == "group").count();
+            assert_eq!(splits, 1 + 2 + 3 + 4, "{compaction:?}: one split a bit");
         }
     }
 

@@ -43,6 +43,7 @@ fn image_hash(scene: &Scene, width: u32, height: u32, spp: u32, max_bounces: u32
         fusion: Default::default(),
         descend: DESCEND,
         block_levels: reap::trace::BlockLevels::Auto,
+        group_levels: 0,
         bvh: reap::trace::BVH,
     };
     render(&mut e, &s, |_| {}).expect("the scene renders");

@@ -186,6 +186,16 @@ fn view_refuses_what_render_refuses_before_opening_anything() {
     let out = tiny_render(&temp("descend"), &["--descend", "9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("--descend"));
+    for (flags, says) in [
+        (&["--group-levels", "9"][..], "--group-levels must be between 0 and 8"),
+        (&["--traversal", "breadth-first", "--bvh", "binary", "--group-levels", "2"], "add --bvh wide"),
+        (&["--traversal", "breadth-first", "--block-levels", "2", "--group-levels", "2"], "--block-levels 1"),
+        (&["--traversal", "breadth-first", "--compact-frontier", "atomic", "--group-levels", "2"], "a stable one"),
+    ] {
+        let out = tiny_render(&temp("group-levels"), flags);
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success() && stderr.contains(says), "{flags:?}:\n{stdout}\n{stderr}");
+    }
     let out = tiny_render(&temp("block-levels"), &["--block-levels", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("auto, all, or a number of wide levels from 1 to 64"), "{}", text(&out).1);

@@ -41,6 +41,7 @@ fn settings(traversal: Traversal, compaction: &str) -> RenderSettings {
         max_frontier: 1 << 24,
         descend: DESCEND,
         block_levels: reap::trace::BlockLevels::Auto,
+        group_levels: 0,
         bvh: reap::trace::BVH,
         fusion: Default::default(),
     }

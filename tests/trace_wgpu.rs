@@ -100,6 +100,7 @@ fn settings_for(w: u32, h: u32, spp: u32, max_bounces: u32, seed: u32) -> Render
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
         block_levels: reap::trace::BlockLevels::Auto,
+        group_levels: 0,
         bvh: reap::trace::BVH,
     }
 }

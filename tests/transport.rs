@@ -37,6 +37,7 @@ fn frames(scene: &Scene, size: u32, n: u32, max_bounces: u32, estimator: Estimat
                 fusion: Default::default(),
                 descend: DESCEND,
                 block_levels: reap::trace::BlockLevels::Auto,
+                group_levels: 0,
                 bvh: reap::trace::BVH,
             };
             render(&mut e, &s, |_| {}).expect("the scene renders");

@@ -289,6 +289,26 @@ fn from_cwbvh(cw: &obvhs::cwbvh::CwBvh, triangles: &[[Vec3; 3]]) -> WideBvh {
 }
 
 impl WideBvh {
+    /// The lowest and highest node number at each depth (the root's depth
+    /// 0): a breadth-first level's items lie in its range, so grouping them
+    /// by node sorts `node - lowest` over the bits of the range's width.
+    pub fn level_ranges(&self) -> Vec<(u32, u32)> {
+        let mut ranges = Vec::new();
+        let mut level: Vec<u32> = if self.nodes.is_empty() { Vec::new() } else { vec![0] };
+        while !level.is_empty() {
+            let (lo, hi) = level.iter().fold((u32::MAX, 0), |(lo, hi), &n| (lo.min(n), hi.max(n)));
+            ranges.push((lo, hi));
+            level = level
+                .iter()
+                .flat_map(|&n| {
+                    let node = &self.nodes[n as usize];
+                    node.child_base..node.child_base + node.internal.count_ones()
+                })
+                .collect();
+        }
+        ranges
+    }
+
     /// The wide BVH over `triangles` (BVH positions): obvhs's `medium_build`
     /// (PLOC, reinsertion, CWBVH collapse with up to three triangles a leaf),
     /// converted into reap's layout (see the module's doc).

@@ -86,6 +86,11 @@ pub struct RenderArgs {
     /// done or holds 8 items per input item), or `auto` (all on CUDA and the CPU, 1 on wgpu).
     #[arg(long, value_name = "K", default_value = "auto", value_parser = parse_block_levels)]
     pub block_levels: reap::trace::BlockLevels,
+    /// Breadth-first levels 1..=N of each bounce sorted by node before their expansion (0 to 8; wide BVH,
+    /// one block level, a stable --compact-frontier): an LSD radix sort, one library partition per bit
+    /// of the level's node numbers (Garanzha & Loop's node-major order).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub group_levels: u32,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
     /// items; `off` runs it as a separate pass after them, like every other algorithm.
     // `--fuse` was this flag's first name; `bench render` always said `--fusion`.
@@ -290,6 +295,7 @@ fn settings<B: Backend>(a: &RenderArgs, traversal: Traversal, backend: &B) -> Re
         max_frontier: a.max_frontier,
         descend: a.descend,
         block_levels: a.block_levels,
+        group_levels: a.group_levels,
         bvh: a.bvh,
         fusion: a.fusion,
     };

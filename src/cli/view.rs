@@ -48,6 +48,11 @@ pub struct ViewArgs {
     /// done or holds 8 items per input item), or `auto` (all on CUDA and the CPU, 1 on wgpu).
     #[arg(long, value_name = "K", default_value = "auto", value_parser = super::render::parse_block_levels)]
     block_levels: reap::trace::BlockLevels,
+    /// Breadth-first levels 1..=N of each bounce sorted by node before their expansion (0 to 8; wide BVH,
+    /// one block level, a stable --compact-frontier): an LSD radix sort, one library partition per bit
+    /// of the level's node numbers (Garanzha & Loop's node-major order).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    group_levels: u32,
     /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
     bvh: reap::trace::BvhKind,
@@ -114,6 +119,7 @@ fn options(args: ViewArgs) -> Result<reap::viewer::ViewOptions> {
         collide,
         descend: args.descend,
         block_levels: args.block_levels,
+        group_levels: args.group_levels,
         bvh: args.bvh,
         gpus: args.gpus,
     })

@@ -293,7 +293,8 @@ fn enqueue<E: Engine>(
         levels: at.levels(),
         compaction,
         fused,
-        names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS },
+        names: frontier::Names { expand: stage::EXPAND, compact: stage::COMPACT_PAIRS, group: "group pairs" },
+        group: None,
     };
     let fuse = if fused { compaction } else { None };
     frontier::run(&mut Walk(&mut *e, fuse), pairs, words, at, &plan)?;

@@ -9,7 +9,8 @@ use super::{
     BvhKind, Compaction, Engine, FrameStats, FrameWords, FrontierRun, RenderSettings, StageId, TraceError, TraceResult,
     Traversal, Work, frame, stage, work,
 };
-use crate::frontier::{self, Frontier, LevelWords, Levels, NEEDED, Names, Plan, STATUS, Step};
+use crate::compaction::Algorithm;
+use crate::frontier::{self, Frontier, GroupSplit, Grouping, LevelWords, Levels, NEEDED, Names, Plan, STATUS, Step};
 use crate::memory;
 
 /// Tests: from now on the engine allocates its breadth-first frontier with
@@ -183,10 +184,10 @@ pub(super) fn breadth_first<E: Engine>(
     at: LevelWords,
     shadow: bool,
 ) -> TraceResult<()> {
-    let (init, expand, compact) = if shadow {
-        (stage::SHADOW_INIT, stage::SHADOW_EXPAND, stage::COMPACT_SHADOW_FRONTIER)
+    let (init, expand, compact, group) = if shadow {
+        (stage::SHADOW_INIT, stage::SHADOW_EXPAND, stage::COMPACT_SHADOW_FRONTIER, stage::SHADOW_GROUP)
     } else {
-        (stage::FRONTIER_INIT, stage::EXPAND, stage::COMPACT_FRONTIER)
+        (stage::FRONTIER_INIT, stage::EXPAND, stage::COMPACT_FRONTIER, stage::GROUP)
     };
     let f = w.frontier.as_mut().ok_or_else(|| TraceError::Settings("no breadth-first frontier was made".into()))?;
     let capacity = f.capacity();
@@ -213,8 +214,24 @@ pub(super) fn breadth_first<E: Engine>(
         Compaction::None => None,
         Compaction::With(alg) => Some(alg),
     };
-    let plan = Plan { levels: at.levels(), compaction, fused, names: Names { expand, compact } };
+    let grouped = grouping(e, s, compaction)?;
+    let names = Names { expand, compact, group };
+    let plan = Plan { levels: at.levels(), compaction, fused, names, group: grouped };
     frontier::run(&mut Run { e, bounce, run }, f, &mut w.words, at, &plan)
+}
+
+/// The levels `s` groups by node on `e`'s wide BVH: level l (one wide level a
+/// step, so its items sit at depth l) sorts `node - lowest` over the bits of
+/// its depth's node range, with the frontier's algorithm (checked stable).
+fn grouping<E: Engine>(e: &E, s: &RenderSettings, compaction: Option<Algorithm>) -> TraceResult<Option<Grouping>> {
+    let (Some(algorithm), n @ 1..) = (compaction, s.group_levels) else { return Ok(None) };
+    let mut levels = [(0, 0); frontier::MAX_GROUPED];
+    for (l, slot) in levels.iter_mut().enumerate().take(n as usize) {
+        if let Some(&(lo, hi)) = e.wide_ranges().get(l + 1) {
+            *slot = (32 - (hi - lo).leading_zeros(), lo);
+        }
+    }
+    Ok(Some(Grouping { algorithm, levels, count: n }))
 }
 
 /// The tracer's side of the level loop, for one run (a bounce's rays or shadow rays).
@@ -241,6 +258,16 @@ impl<E: Engine> Levels for Run<'_, E> {
     }
     fn expand(&mut self, step: Step<'_, E::B>) -> TraceResult<()> {
         self.e.expand(step, self.run)
+    }
+    fn group_split(
+        &mut self,
+        algorithm: Algorithm,
+        input: &frontier::Buf<E::B>,
+        split: GroupSplit,
+        output: &mut frontier::Buf<E::B>,
+        lens: crate::compaction::Lens<'_, E::B>,
+    ) -> TraceResult<()> {
+        self.e.group_split(algorithm, input, split, output, lens)
     }
     fn compact(
         &mut self,

@@ -18,8 +18,8 @@ use cudarc::driver::{
 use std::collections::HashMap;
 
 use crate::compaction::Algorithm;
-use crate::compaction::cuda::CudaBackend;
 use crate::compaction::cuda::site::{CudaSite, DeviceSite, SITE, SiteKernel};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer, CudaPredicate};
 use crate::cuda_runtime::{self, FrameGraphs, GraphCounts, IEEE, Source, Spec, Timer, kernel_source, ptr as raw_ptr};
 use crate::frontier::{DeviceLevel, Step};
 use crate::trace::gpu::{GpuState, Indices};
@@ -172,6 +172,11 @@ impl Handoff {
         Ok(Handoff { tonemap, rgba, staging })
     }
 }
+
+/// frontier::GroupSplit::first for the library's predicate kernels: an
+/// item's node (its low word) less the base, bit p[0] of it clear.
+const NODE_BIT_CLEAR: &str = "__device__ bool reap_predicate(const Elem& x, const unsigned long long* p) \
+                              { return (((reap_word0(x) - (unsigned int)p[1]) >> p[0]) & 1u) == 0u; }";
 
 /// wavefront.cu `sizeof(BfTile)`: the wide breadth-first step's dynamic
 /// shared memory a block (its tile's rays, hits and ring of items).
@@ -510,6 +515,30 @@ impl Engine for CudaEngine {
 
     fn set_graphs(&mut self, graphs: Graphs) {
         self.graphs.set_mode(graphs);
+    }
+
+    fn wide_ranges(&self) -> &[(u32, u32)] {
+        &self.gpu.wide_ranges
+    }
+
+    fn group_split(
+        &mut self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<u64>,
+        split: crate::frontier::GroupSplit,
+        output: &mut CudaBuffer<u64>,
+        lens: crate::compaction::Lens<'_, CudaBackend>,
+    ) -> TraceResult<()> {
+        let first = CudaPredicate::new(NODE_BIT_CLEAR, [split.bit as u64, split.base as u64]);
+        crate::compaction::Backend::partition_counted(
+            &self.backend,
+            algorithm,
+            input,
+            crate::compaction::Keep::Predicate(&first),
+            output,
+            lens,
+        )?;
+        Ok(())
     }
 
     fn wide_depth(&self) -> u32 {

@@ -56,6 +56,8 @@ pub(crate) struct GpuState {
     pub depth: u32,
     /// Levels of the 8-wide BVH.
     pub wide_depth: u32,
+    /// The wide BVH's node range at each depth (breadth-first grouping sorts within it).
+    pub wide_ranges: Vec<(u32, u32)>,
     /// The pixels traced: path i is pixel `shard.base + i`.
     pub shard: Shard,
     /// Paths the path state holds: at least `shard.count` (kept when a shard shrinks).
@@ -75,6 +77,7 @@ impl GpuState {
             max_bounces: setup.max_bounces,
             depth: setup.packed.depth,
             wide_depth: setup.packed.wide.depth,
+            wide_ranges: setup.packed.wide.level_ranges(),
             shard: Shard::whole(pixels),
             path_capacity: pixels,
             indices,

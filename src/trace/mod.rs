@@ -215,6 +215,9 @@ pub struct RenderSettings {
     pub fusion: Fusion,
     /// Wide levels one breadth-first step descends while its block keeps the rays.
     pub block_levels: BlockLevels,
+    /// Breadth-first levels 1..=N of each run sorted by node before their
+    /// expansion (0: none; [`frontier::Grouping`]), on the wide BVH.
+    pub group_levels: u32,
 }
 
 /// Wide BVH levels one breadth-first step descends per tile of frontier
@@ -322,6 +325,24 @@ impl RenderSettings {
         if self.descend == 0 || self.descend > MAX_DESCEND {
             return bad("--descend must be between 1 and 5");
         }
+        if self.group_levels > frontier::MAX_GROUPED as u32 {
+            return bad("--group-levels must be between 0 and 8");
+        }
+        if self.group_levels > 0 && self.traversal == Traversal::BreadthFirst {
+            if self.bvh != BvhKind::Wide {
+                return bad("--group-levels groups the wide BVH's levels: add --bvh wide");
+            }
+            if !matches!(self.block_levels, BlockLevels::Auto | BlockLevels::Levels(1)) {
+                return bad("--group-levels sorts one wide level a step: use --block-levels 1");
+            }
+            match self.compact_frontier {
+                Compaction::With(a) if a.stable() => {}
+                _ => {
+                    return bad("--group-levels sorts a level by stable splits of the frontier's algorithm: give \
+                         --compact-frontier a stable one (lookback, chained, blelloch, ...)");
+                }
+            }
+        }
         Ok(())
     }
     pub fn pixels(&self) -> u64 {
@@ -406,6 +427,8 @@ pub mod stage {
     pub const SHADOW_INIT: &str = "shadow frontier init";
     pub const SHADOW_EXPAND: &str = "shadow expand level";
     pub const COMPACT_SHADOW_FRONTIER: &str = "compact shadow frontier";
+    pub const GROUP: &str = "group level";
+    pub const SHADOW_GROUP: &str = "shadow group level";
     pub const NEE: &str = "next-event";
     pub const COMPACT_PATHS: &str = "compact paths";
     pub const ACCUMULATE: &str = "accumulate";
@@ -494,6 +517,28 @@ pub trait Engine {
     /// tile ([`BlockLevels`]): the CPU's and CUDA's can, wgpu's one.
     fn has_block_step(&self) -> bool {
         true
+    }
+    /// The lowest and highest wide node number at each depth
+    /// ([`crate::bvh::wide::WideBvh::level_ranges`]), for grouping levels by node.
+    fn wide_ranges(&self) -> &[(u32, u32)];
+    /// One split of a grouped frontier level ([`frontier::Grouping`]): the
+    /// backend's counted stable partition by [`frontier::GroupSplit::first`].
+    fn group_split(
+        &mut self,
+        _algorithm: Algorithm,
+        _input: &Buf<Self, u64>,
+        _split: frontier::GroupSplit,
+        _output: &mut Buf<Self, u64>,
+        _lens: Lens<'_, Self::B>,
+    ) -> TraceResult<()>
+    where
+        Self: Sized,
+    {
+        Err(TraceError::Settings(
+            "--group-levels: this backend does not sort the frontier by node (the CPU and CUDA do); use \
+             --group-levels 0"
+                .into(),
+        ))
     }
     /// Whether the engine fuses `algorithm`'s compaction sites into their producers.
     fn fuses(&self, _algorithm: Algorithm) -> bool {

@@ -149,6 +149,7 @@ mod tests {
             fusion: Default::default(),
             descend: DESCEND,
             block_levels: crate::trace::BlockLevels::Auto,
+            group_levels: 0,
             bvh: crate::trace::BVH,
         };
         render(&mut e, &s, |_| {}).expect("the square renders");

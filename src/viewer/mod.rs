@@ -156,6 +156,8 @@ mod app {
         pub descend: u32,
         /// Wide levels one breadth-first step descends per tile.
         pub block_levels: crate::trace::BlockLevels,
+        /// Breadth-first levels sorted by node before their expansion.
+        pub group_levels: u32,
         /// The BVH the traversals start on (the overlay switches it).
         pub bvh: crate::trace::BvhKind,
         /// Ranks the path tracer's image is split across (GPUs 0..N).

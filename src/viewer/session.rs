@@ -206,6 +206,7 @@ impl Session {
             descend: self.descend,
             bvh: choices.bvh,
             block_levels: choices.block_levels,
+            group_levels: choices.group_levels,
         };
         on_backend!(&mut self.engine, e => e.render_frames(&settings, &mut |_| {}))
     }

@@ -99,6 +99,18 @@ impl Panel for Tracing {
             combo(ui, "block levels", &mut s.choices.block_levels, &BLOCK_LEVEL_CHOICES, |k| k.to_string())
         });
         ui.end_row();
+        // Wide breadth-first, one level a step, a stable frontier algorithm: levels 1..=N sorted by node.
+        ui.label("group levels");
+        let groups = s.choices.bvh == BvhKind::Wide
+            && matches!(s.choices.block_levels, BlockLevels::Auto | BlockLevels::Levels(1))
+            && matches!(s.choices.compact_frontier, crate::compaction::Compaction::With(a) if a.stable());
+        if !groups {
+            s.choices.group_levels = 0;
+        }
+        ui.add_enabled_ui(!comparing && groups, |ui| {
+            ui.add(egui::DragValue::new(&mut s.choices.group_levels).range(0..=crate::frontier::MAX_GROUPED as u32))
+        });
+        ui.end_row();
         // `auto` fuses lookback, chained and atomic into the kernels that make the items (CUDA and wgpu).
         ui.label("fuse sites");
         combo(ui, "fuse sites", &mut s.choices.fusion, &Fusion::ALL, |f| f.name().to_string());

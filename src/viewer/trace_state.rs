@@ -23,6 +23,8 @@ pub struct Choices {
     pub fusion: Fusion,
     /// Wide levels a breadth-first step descends per tile (`--block-levels`).
     pub block_levels: BlockLevels,
+    /// Breadth-first levels sorted by node before their expansion (`--group-levels`).
+    pub group_levels: u32,
 }
 
 /// What only the path tracer's overlay shows and edits.
@@ -75,6 +77,7 @@ impl Workload for Tracing {
             bvh: user.bvh,
             fusion: user.fusion,
             block_levels: user.block_levels,
+            group_levels: user.group_levels,
         }
     }
 
@@ -153,6 +156,7 @@ impl ViewerState {
             bvh,
             fusion: Fusion::Auto,
             block_levels,
+            group_levels: 0,
         };
         let tracing = Tracing { spp_per_frame: 1, max_bounces: 8, scale: 1.0, accumulated: 0 };
         State::new(tracing, choices, available, 8)

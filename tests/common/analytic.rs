@@ -186,6 +186,7 @@ fn settings(width: u32, height: u32, max_bounces: u32, sample: u32) -> RenderSet
         fusion: Default::default(),
         descend: reap::trace::DESCEND,
         block_levels: reap::trace::BlockLevels::Auto,
+        group_levels: 0,
         bvh: reap::trace::BVH,
     }
 }

@@ -80,6 +80,7 @@ fn settings(w: u32, h: u32, spp: u32, bounces: u32) -> RenderSettings {
         max_frontier: 1 << 26,
         descend: reap::trace::DESCEND,
         block_levels: reap::trace::BlockLevels::Auto,
+        group_levels: 0,
         bvh: BvhKind::Binary,
         fusion: Default::default(),
     }
@@ -87,7 +88,7 @@ fn settings(w: u32, h: u32, spp: u32, bounces: u32) -> RenderSettings {
 
 /// On each scene, under every BVH kind, traversal and compaction choice in
 /// `algorithms` (the wide breadth-first step at one, two and three levels a
-/// step and at all of them): the hit keys of the last bounce of a one-bounce frame (rays
+/// step and at all of them, and at one with levels 1-3 grouped by node): the hit keys of the last bounce of a one-bounce frame (rays
 /// leaving the first vertex in every direction) and the image of a few
 /// bounces are one set of bits (the first run's: binary, breadth-first).
 /// Returns each scene's hit keys, for comparing backends.
@@ -103,11 +104,13 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
         let configs = BvhKind::ALL.into_iter().flat_map(|b| Traversal::ALL.into_iter().map(move |t| (b, t)));
         let configs = configs.flat_map(|(b, t)| match (b, t) {
             (BvhKind::Wide, Traversal::BreadthFirst) => {
-                [1, 2, 3].map(BlockLevels::Levels).into_iter().chain([BlockLevels::All]).map(|k| (b, t, k)).collect()
+                let levels = [1, 2, 3].map(BlockLevels::Levels).into_iter().chain([BlockLevels::All]);
+                // Levels 1-3 grouped by node at one level a step.
+                levels.map(|k| (b, t, k, 0)).chain([(b, t, BlockLevels::Levels(1), 3)]).collect()
             }
-            _ => vec![(b, t, BlockLevels::Auto)],
+            _ => vec![(b, t, BlockLevels::Auto, 0)],
         });
-        for (bvh, traversal, block_levels) in configs {
+        for (bvh, traversal, block_levels, group_levels) in configs {
             {
                 for name in algorithms {
                     let mut e = make(&spec, w, h, 4);
@@ -116,6 +119,7 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
                         bvh,
                         traversal,
                         block_levels,
+                        group_levels,
                         compact_paths: c,
                         compact_frontier: c,
                         ..settings(w, h, 1, 1)
@@ -125,8 +129,8 @@ pub fn wide_finds_the_binary_hits<E: Engine>(
                     e.reset().expect("reset");
                     render(&mut e, &RenderSettings { spp: 2, max_bounces: 4, ..s.clone() }, |_| {}).expect("renders");
                     let image: Vec<u32> = e.image().expect("image").iter().flatten().map(|v| v.to_bits()).collect();
-                    let what =
-                        format!("{spec}: {} {} {name}, block levels {block_levels}", bvh.name(), traversal.name());
+                    let (b, t) = (bvh.name(), traversal.name());
+                    let what = format!("{spec}: {b} {t} {name}, block levels {block_levels}, grouped {group_levels}");
                     match &want {
                         None => {
                             let found = got_hits.iter().filter(|&&k| k != reap::trace::DEAD64).count();

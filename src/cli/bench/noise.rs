@@ -156,6 +156,7 @@ impl NoiseJob<'_> {
             fusion: Default::default(),
             descend: reap::trace::DESCEND,
             block_levels: reap::trace::BlockLevels::Auto,
+            group_levels: 0,
             bvh: reap::trace::BVH,
         };
         s.check()?;

@@ -303,6 +303,7 @@ impl Config {
             max_frontier: a.max_frontier,
             descend: a.descend,
             block_levels: reap::trace::BlockLevels::Auto,
+            group_levels: 0,
             bvh: self.bvh,
             fusion: self.fusion,
         }

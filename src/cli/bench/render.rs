@@ -55,6 +55,10 @@ pub struct RenderBenchArgs {
     /// wide breadth-first configuration): 1 to 64, `all` or `auto`.
     #[arg(long, value_name = "K", value_delimiter = ',', default_value = "auto", value_parser = crate::cli::render::parse_block_levels)]
     pub block_levels: Vec<reap::trace::BlockLevels>,
+    /// Breadth-first levels sorted by node before their expansion, comma separated (each is a row of
+    /// every wide breadth-first configuration at one block level with a stable algorithm): 0 to 8.
+    #[arg(long, value_name = "N", value_delimiter = ',', default_value = "0")]
+    pub group_levels: Vec<u32>,
     /// Fusion settings, comma separated: `auto` fuses the single-pass algorithms into the kernels that
     /// produce the items, `off` runs them as a separate pass; an algorithm that does not fuse runs once.
     #[arg(long, alias = "fuse", value_delimiter = ',', default_value = "auto,off", value_parser = crate::cli::render::parse_fusion)]
@@ -251,23 +255,40 @@ fn bench_scene<R: Renderer>(
     let runs = with_fusion(choices, &args.fusion, &|a| engine.fuses_sites(a));
     // Block levels change only the wide breadth-first step: the other configurations run the first.
     let first_levels = args.block_levels.first().copied().unwrap_or_default();
-    let configs: Vec<(BvhKind, Traversal, BlockLevels)> = args
+    // Grouping, the wide breadth-first runs of one level a step (others run ungrouped).
+    let one_level = |k: BlockLevels| matches!(k, BlockLevels::Auto | BlockLevels::Levels(1));
+    let configs: Vec<(BvhKind, Traversal, BlockLevels, u32)> = args
         .bvh
         .iter()
         .flat_map(|&b| traversals.iter().map(move |&t| (b, t)))
         .flat_map(|(b, t)| match (b, t) {
-            (BvhKind::Wide, Traversal::BreadthFirst) => args.block_levels.iter().map(|&k| (b, t, k)).collect(),
-            _ => vec![(b, t, first_levels)],
+            (BvhKind::Wide, Traversal::BreadthFirst) => args
+                .block_levels
+                .iter()
+                .flat_map(|&k| match one_level(k) {
+                    true => args.group_levels.iter().map(|&g| (b, t, k, g)).collect::<Vec<_>>(),
+                    false => vec![(b, t, k, 0)],
+                })
+                .collect(),
+            _ => vec![(b, t, first_levels, 0)],
         })
         .collect();
     let bar = ProgressBar::new((configs.len() * runs.len()) as u64);
-    for &(bvh, traversal, block_levels) in &configs {
+    for &(bvh, traversal, block_levels, group) in &configs {
         let depth = match bvh {
             BvhKind::Binary => depths.binary,
             BvhKind::Wide => depths.wide,
         };
         for &(c, fusion) in &runs {
-            let levels = format!("block levels {block_levels}");
+            // Grouping sorts by stable splits: an unstable algorithm's rows run ungrouped.
+            let group_levels = match c {
+                Compaction::With(a) if a.stable() => group,
+                _ => 0,
+            };
+            if group > 0 && group_levels == 0 {
+                continue;
+            }
+            let levels = format!("block levels {block_levels}, grouped {group_levels}");
             let what = [sc.name.as_str(), bvh.name(), traversal.name(), c.name(), fusion.name(), &levels];
             bar.set_message(what.join(" "));
             let settings = RenderSettings {
@@ -284,6 +305,7 @@ fn bench_scene<R: Renderer>(
                 max_frontier: args.max_frontier,
                 descend: args.descend,
                 block_levels,
+                group_levels,
                 bvh,
                 fusion,
             };

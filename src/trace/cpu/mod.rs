@@ -51,6 +51,8 @@ pub struct CpuEngine {
     rgba: Vec<[u8; 4]>,
     clock: HostClock<StageId>,
     work: Option<Work<CpuEngine>>,
+    /// The wide BVH's node range at each depth (breadth-first grouping sorts within it).
+    wide_ranges: Vec<(u32, u32)>,
 }
 
 impl CpuEngine {
@@ -68,6 +70,7 @@ impl CpuEngine {
         max_bounces: u32,
     ) -> Self {
         let pixels = width as usize * height as usize;
+        let wide_ranges = scene.wide.level_ranges();
         CpuEngine {
             backend,
             scene,
@@ -84,6 +87,7 @@ impl CpuEngine {
             rgba: vec![[0; 4]; pixels],
             clock: HostClock::default(),
             work: None,
+            wide_ranges,
         }
     }
 
@@ -284,6 +288,24 @@ impl Engine for CpuEngine {
 
     fn bvh_depth(&self) -> u32 {
         self.scene.depth
+    }
+
+    fn wide_ranges(&self) -> &[(u32, u32)] {
+        &self.wide_ranges
+    }
+
+    fn group_split(
+        &mut self,
+        algorithm: crate::compaction::Algorithm,
+        input: &Vec<u64>,
+        split: crate::frontier::GroupSplit,
+        output: &mut Vec<u64>,
+        lens: crate::compaction::Lens<'_, CpuBackend>,
+    ) -> TraceResult<()> {
+        let first: &(dyn Fn(&u64) -> bool + Sync) = &move |item: &u64| split.first(*item);
+        let keep = crate::compaction::Keep::Predicate(first);
+        crate::compaction::Backend::partition_counted(&self.backend, algorithm, input, keep, output, lens)?;
+        Ok(())
     }
 
     fn wide_depth(&self) -> u32 {
@@ -507,6 +529,7 @@ mod tests {
             max_frontier: 1 << 26,
             descend: DESCEND,
             block_levels: crate::trace::BlockLevels::Auto,
+            group_levels: 0,
             bvh: BvhKind::Binary,
             fusion: Default::default(),
         }

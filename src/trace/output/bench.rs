@@ -28,6 +28,8 @@ pub struct BenchRow {
     pub descend: u32,
     /// Wide breadth-first: the levels a step descends per tile (`--block-levels`); empty otherwise.
     pub block_levels: String,
+    /// Breadth-first levels sorted by node before their expansion (`--group-levels`; 0 for depth-first).
+    pub group_levels: u32,
     /// Breadth-first: levels the rays' frontier entered per bounce, and items per level (the
     /// frontier each expansion read: live items under compaction, slots under `none`); 0 for
     /// depth-first.
@@ -77,6 +79,7 @@ impl BenchRow {
                 (crate::trace::BvhKind::Wide, crate::trace::Traversal::BreadthFirst) => s.block_levels.to_string(),
                 _ => String::new(),
             },
+            group_levels: if s.traversal == crate::trace::Traversal::BreadthFirst { s.group_levels } else { 0 },
             levels_per_bounce: 0.0,
             items_per_level: 0.0,
             compaction: s.compact_paths.name().into(),
@@ -149,6 +152,7 @@ impl BenchRow {
             traversal: &self.traversal,
             descend: self.descend,
             block_levels: &self.block_levels,
+            group_levels: self.group_levels,
             levels_per_bounce: fixed(self.levels_per_bounce, 2),
             items_per_level: fixed(self.items_per_level, 0),
             compaction: &self.compaction,
@@ -186,6 +190,8 @@ fn columns() -> Vec<Column<BenchRow>> {
         C::key("bvh", 6, |r| r.bvh.clone()),
         C::key("traversal", 13, |r| r.traversal.clone()),
         C::key("block", 5, |r| r.block_levels.clone()).reported_as("block levels"),
+        C::key("grouped", 7, |r| if r.group_levels > 0 { format!("1-{}", r.group_levels) } else { String::new() })
+            .reported_as("grouped levels"),
         table::compaction_column(|r| r.compaction.clone()),
         C::key("site", 9, |r| r.site.clone()),
         C::key("graph", 9, |r| r.graph.clone()),
@@ -399,6 +405,7 @@ struct BenchCsv<'a> {
     traversal: &'a str,
     descend: u32,
     block_levels: &'a str,
+    group_levels: u32,
     levels_per_bounce: Fixed,
     items_per_level: Fixed,
     compaction: &'a str,
@@ -440,6 +447,7 @@ mod tests {
             traversal: "breadth-first".into(),
             descend: 2,
             block_levels: "all".into(),
+            group_levels: 2,
             levels_per_bounce: 3.25,
             items_per_level: 1234.4,
             compaction: "lookback".into(),
@@ -489,9 +497,9 @@ mod tests {
     #[test]
     fn bench_csv_keeps_its_columns_and_formats() {
         let want = concat!(
-            "backend,scene,triangles,bvh,bvh_depth,width,height,spp,max_bounces,traversal,descend,block_levels,levels_per_bounce,items_per_level,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
-            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,3.25,1234,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
-            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,3.25,1234,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
+            "backend,scene,triangles,bvh,bvh_depth,width,height,spp,max_bounces,traversal,descend,block_levels,group_levels,levels_per_bounce,items_per_level,compaction,site,graph,mrays_per_s,frame_ms,wall_mrays_per_s,wall_ms,wall_gap_percent,compaction_ms,compaction_share,rays_per_frame,image_hash,error\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,2,3.25,1234,lookback,fused,replayed,12.346,1.2346,10.000,1.5000,21.50,0.1000,0.0810,1234,00ff00ff00ff00ff,\n",
+            "cpu,cornell,36,wide,7,64,48,2,4,breadth-first,2,all,2,3.25,1234,none,,,12.346,0.0000,10.000,0.0000,,0.1000,0.0810,1234,00ff00ff00ff00ff,\"out of memory, frontier too large\"\n",
         );
         assert_eq!(String::from_utf8(csv_rows(bench_rows().iter().map(BenchRow::csv_line)).unwrap()).unwrap(), want);
     }

@@ -116,6 +116,10 @@ impl Engine for WgpuEngine {
         self.clock.clear();
     }
 
+    fn wide_ranges(&self) -> &[(u32, u32)] {
+        &self.gpu.wide_ranges
+    }
+
     fn wide_depth(&self) -> u32 {
         self.gpu.wide_depth
     }
