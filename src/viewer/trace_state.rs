@@ -58,10 +58,13 @@ impl Workload for Tracing {
             (Traversal::BreadthFirst, BvhKind::Wide) => "bf wide",
             (Traversal::DepthFirst, BvhKind::Wide) => "df wide",
         };
-        let t = match (c.traversal, c.bvh, c.block_levels) {
+        let mut t = match (c.traversal, c.bvh, c.block_levels) {
             (Traversal::BreadthFirst, BvhKind::Wide, k) if k != BlockLevels::Auto => format!("{t}, {k} a step"),
             _ => t.to_string(),
         };
+        if c.traversal == Traversal::BreadthFirst && c.group_levels > 0 {
+            t += &format!(", grouped 1-{}", c.group_levels);
+        }
         match c.fusion {
             Fusion::Auto => format!("{sites} ({t})"),
             Fusion::Off => format!("{sites} ({t}, separate)"),
