@@ -83,7 +83,8 @@ pub struct RenderArgs {
     pub descend: u32,
     /// Wide BVH levels one breadth-first step descends per tile of 256 frontier items while its block
     /// keeps their rays (each ray read once a step, not once a level): 1 to 64, `all` (until the tile is
-    /// done or holds 8 items per input item), or `auto` (all on CUDA and the CPU, 1 on wgpu).
+    /// done or holds 8 items per input item), or `auto` (one level, the fastest measured on an H200:
+    /// docs/render/bf-block-h200).
     #[arg(long, value_name = "K", default_value = "auto", value_parser = parse_block_levels)]
     pub block_levels: reap::trace::BlockLevels,
     /// Breadth-first levels 1..=N of each bounce sorted by node before their expansion (0 to 8; wide BVH,
