@@ -171,6 +171,7 @@ fn view_refuses_what_render_refuses_before_opening_anything() {
         (&["--frames", "1", "--block-levels", "0"], "--block-levels"),
         (&["--frames", "1", "--block-levels", "65"], "--block-levels"),
         (&["--frames", "1", "--block-levels", "most"], "--block-levels"),
+        (&["--frames", "1", "--group-levels", "9"], "--group-levels"),
         (&["--frames", "1", "--compare-all", "0"], "--compare-all"),
     ] {
         let out = reap()
@@ -187,7 +188,7 @@ fn view_refuses_what_render_refuses_before_opening_anything() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("--descend"));
     for (flags, says) in [
-        (&["--group-levels", "9"][..], "--group-levels must be between 0 and 8"),
+        (&["--group-levels", "9"][..], "9 is not in 0..=8"),
         (&["--traversal", "breadth-first", "--bvh", "binary", "--group-levels", "2"], "add --bvh wide"),
         (&["--traversal", "breadth-first", "--block-levels", "2", "--group-levels", "2"], "--block-levels 1"),
         (&["--traversal", "breadth-first", "--compact-frontier", "atomic", "--group-levels", "2"], "a stable one"),

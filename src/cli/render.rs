@@ -90,7 +90,7 @@ pub struct RenderArgs {
     /// Breadth-first levels 1..=N of each bounce sorted by node before their expansion (0 to 8; wide BVH,
     /// one block level, a stable --compact-frontier): an LSD radix sort, one library partition per bit
     /// of the level's node numbers (Garanzha & Loop's node-major order).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
     pub group_levels: u32,
     /// `auto` fuses a single-pass compaction (lookback, chained, atomic) into the kernels that produce the
     /// items; `off` runs it as a separate pass after them, like every other algorithm.

@@ -52,7 +52,7 @@ pub struct ViewArgs {
     /// Breadth-first levels 1..=N of each bounce sorted by node before their expansion (0 to 8; wide BVH,
     /// one block level, a stable --compact-frontier): an LSD radix sort, one library partition per bit
     /// of the level's node numbers (Garanzha & Loop's node-major order).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=8))]
     group_levels: u32,
     /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
