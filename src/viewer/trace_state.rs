@@ -165,6 +165,12 @@ impl ViewerState {
         State::new(tracing, choices, available, 8)
     }
 
+    /// Starts with breadth-first levels 1..=`levels` grouped by node (`--group-levels`).
+    pub fn grouping(mut self, levels: u32) -> Self {
+        self.choices.group_levels = levels;
+        self
+    }
+
     /// Clears the accumulated image (the camera moved, the scene changed).
     pub fn reset_accumulation(&mut self) {
         self.workload.accumulated = 0;

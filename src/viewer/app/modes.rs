@@ -32,7 +32,8 @@ impl Tracer {
         let mut session = Session::open(&opts.scene, kind, opts.width, opts.height, 8, None, opts.gpus, display)?;
         session.descend = opts.descend;
         Ok(Tracer {
-            state: ViewerState::for_tracer(session.engine.choices(), opts.bvh, opts.block_levels),
+            state: ViewerState::for_tracer(session.engine.choices(), opts.bvh, opts.block_levels)
+                .grouping(opts.group_levels),
             overlay: OverlayState {
                 scene_field: opts.scene.clone(),
                 obj_field: String::new(),
