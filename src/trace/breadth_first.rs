@@ -214,7 +214,7 @@ pub(super) fn breadth_first<E: Engine>(
         Compaction::None => None,
         Compaction::With(alg) => Some(alg),
     };
-    let grouped = grouping(e, s, compaction)?;
+    let grouped = grouping(e, s, compaction);
     let names = Names { expand, compact, group };
     let plan = Plan { levels: at.levels(), compaction, fused, names, group: grouped };
     frontier::run(&mut Run { e, bounce, run }, f, &mut w.words, at, &plan)
@@ -222,16 +222,18 @@ pub(super) fn breadth_first<E: Engine>(
 
 /// The levels `s` groups by node on `e`'s wide BVH: level l (one wide level a
 /// step, so its items sit at depth l) sorts `node - lowest` over the bits of
-/// its depth's node range, with the frontier's algorithm (checked stable).
-fn grouping<E: Engine>(e: &E, s: &RenderSettings, compaction: Option<Algorithm>) -> TraceResult<Option<Grouping>> {
-    let (Some(algorithm), n @ 1..) = (compaction, s.group_levels) else { return Ok(None) };
+/// its depth's node range, with the frontier's algorithm
+/// ([`RenderSettings::check`] refuses an unstable one, the binary BVH and
+/// several block levels).
+fn grouping<E: Engine>(e: &E, s: &RenderSettings, compaction: Option<Algorithm>) -> Option<Grouping> {
+    let (Some(algorithm), n @ 1.., BvhKind::Wide) = (compaction, s.group_levels, s.bvh) else { return None };
     let mut levels = [(0, 0); frontier::MAX_GROUPED];
     for (l, slot) in levels.iter_mut().enumerate().take(n as usize) {
         if let Some(&(lo, hi)) = e.wide_ranges().get(l + 1) {
             *slot = (32 - (hi - lo).leading_zeros(), lo);
         }
     }
-    Ok(Some(Grouping { algorithm, levels, count: n }))
+    Some(Grouping { algorithm, levels, count: n })
 }
 
 /// The tracer's side of the level loop, for one run (a bounce's rays or shadow rays).
