@@ -31,6 +31,16 @@
 #define REAP_LOAD REAP_LOAD_VECTORISED
 #endif
 #define WARPS (REAP_BLOCK / 32)
+// The bulk-async ring adds a warp that only draws tiles and looks back
+// (single_pass_ring.cuh), so the block has REAP_THREADS threads; the tile's
+// REAP_BLOCK threads synchronise among themselves (tile_sync) while it waits.
+#if REAP_LOAD == REAP_LOAD_BULK_ASYNC
+#define REAP_THREADS (REAP_BLOCK + 32)
+__device__ __forceinline__ void tile_sync() { asm volatile("bar.sync 1, %0;" ::"n"(REAP_BLOCK) : "memory"); }
+#else
+#define REAP_THREADS REAP_BLOCK
+__device__ __forceinline__ void tile_sync() { __syncthreads(); }
+#endif
 // Vecs a thread loads per tile (REAP_VECS counts 16-byte vectors, as the host's Shape does).
 #define UNITS (REAP_VECS * 16 / REAP_VEC_BYTES)
 static_assert(UNITS * REAP_VEC_BYTES == REAP_VECS * 16, "a thread loads whole elements");
@@ -147,7 +157,7 @@ __device__ __forceinline__ T rank_tile(const T (&v)[UNITS][REAP_VEC], T (&rank)[
 #endif
     u32 warp = threadIdx.x >> 5;
     if (reap_lane() == 31) warp_totals[warp] = carry;
-    __syncthreads();
+    tile_sync();
     T before, total;
     reap_warp_totals<WARPS>(warp_totals, warp, before, total);
 #pragma unroll
@@ -203,7 +213,9 @@ __device__ __forceinline__ u64 tile_prefix(u64* state, u32 tile, u64 aggregate, 
 // Warp-transposed: one warp scan of each lane's count, its rows following
 // each other. s_out may be the tile's own input: every thread has read its
 // items before the barrier that precedes the first write.
-template <int SPLIT>
+// FULL: the tile lies wholly below n, so no item needs its index checked
+// (a 64-bit compare an item, a quarter of the ranking's instructions).
+template <int SPLIT, bool FULL>
 __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                           const KeepArgs& k, Elem* s_out, u32* s_warp) {
     u64 base = (u64)tile * TILE;
@@ -214,7 +226,7 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_
 #pragma unroll
         for (u32 e = 0; e < REAP_VEC; e++) {
             u64 i = base + item_index(j, e);
-            if (i < n && reap_keep(x[j][e], i, k)) m[j] |= 1u << e;
+            if ((FULL || i < n) && reap_keep(x[j][e], i, k)) m[j] |= 1u << e;
         }
     }
     u32 warp = threadIdx.x >> 5;
@@ -248,10 +260,10 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_
     }
 #endif
     if (reap_lane() == 0) s_warp[warp] = wsum;
-    __syncthreads();
+    tile_sync();
     u32 before, kept;
     reap_warp_totals<WARPS>(s_warp, warp, before, kept);
-    u32 valid = (u32)min((u64)TILE, n - base);
+    u32 valid = FULL ? TILE : (u32)min((u64)TILE, n - base);
 
 #pragma unroll
     for (u32 j = 0; j < UNITS; j++)
@@ -262,10 +274,18 @@ __device__ __forceinline__ u32 stage_tile(u32 tile, const Elem (&x)[UNITS][REAP_
                 s_out[r] = x[j][e];
             } else if (SPLIT != SPLIT_NONE) {
                 u32 li = item_index(j, e);
-                if (li < valid) s_out[kept + li - r] = x[j][e];
+                if (FULL || li < valid) s_out[kept + li - r] = x[j][e];
             }
         }
     return kept;
+}
+
+// stage_tile for any tile: full tiles take the unchecked path.
+template <int SPLIT>
+__device__ __forceinline__ u32 stage_any_tile(u32 tile, const Elem (&x)[UNITS][REAP_VEC], u64 n,
+                                              const KeepArgs& k, Elem* s_out, u32* s_warp) {
+    if ((u64)tile * TILE + TILE <= n) return stage_tile<SPLIT, true>(tile, x, n, k, s_out, s_warp);
+    return stage_tile<SPLIT, false>(tile, x, n, k, s_out, s_warp);
 }
 
 // Writes a staged tile (stage_tile) once its exclusive prefix is known; the
@@ -275,11 +295,23 @@ __device__ __forceinline__ void emit_tile(u32 tile, u32 tiles, u64 n, u32 kept, 
                                           const u64* kept_total, const Elem* s_out) {
     u64 base = (u64)tile * TILE;
     u32 valid = (u32)min((u64)TILE, n - base);
+#if REAP_ELEM_BYTES == 32
+    // By 16-byte halves: a warp's loads and stores cover 512 dense bytes,
+    // where whole elements would leave every other 16 bytes to a second pass.
+    const uint4* s4 = reinterpret_cast<const uint4*>(s_out);
+    uint4* out4 = reinterpret_cast<uint4*>(out);
+    for (u32 i = threadIdx.x; i < 2 * kept; i += REAP_BLOCK) out4[2 * prefix + i] = s4[i];
+#else
     for (u32 i = threadIdx.x; i < kept; i += REAP_BLOCK) out[prefix + i] = s_out[i];
+#endif
     // Rejected elements before this tile: base - prefix.
     if (SPLIT == SPLIT_IN_ORDER) {
         u64 rej = *kept_total + base - prefix;
+#if REAP_ELEM_BYTES == 32
+        for (u32 i = 2 * kept + threadIdx.x; i < 2 * valid; i += REAP_BLOCK) out4[2 * (rej - kept) + i] = s4[i];
+#else
         for (u32 i = kept + threadIdx.x; i < valid; i += REAP_BLOCK) out[rej + i - kept] = s_out[i];
+#endif
     }
     if (SPLIT == SPLIT_REVERSED) {
         u64 last = n - 1 - (base - prefix);
@@ -294,7 +326,7 @@ template <typename Protocol, int SPLIT>
 __device__ __forceinline__ void compact_one(u32 tile, u32 tiles, const Elem (&x)[UNITS][REAP_VEC], u64 n,
                                             const KeepArgs& k, Elem* out, u64* count, u64* state, u32 epoch,
                                             const u64* kept_total, Elem* s_out, u32* s_warp) {
-    u32 kept = stage_tile<SPLIT>(tile, x, n, k, s_out, s_warp);
+    u32 kept = stage_any_tile<SPLIT>(tile, x, n, k, s_out, s_warp);
     u64 prefix = tile_prefix<Protocol>(state, tile, kept, epoch);
     emit_tile<SPLIT>(tile, tiles, n, kept, prefix, out, count, kept_total, s_out);
 }
@@ -424,7 +456,7 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
 // Entry points, stamped out per protocol.
 #if REAP_ELEM_BYTES <= 8
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)                                                                  \
-    extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                            \
+    extern "C" __global__ void __launch_bounds__(REAP_THREADS)                                            \
         NAME##_scan(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter) { \
         scan_tiles<PROTOCOL>(ext, in, out, total, flags, values, counter);                               \
     }
@@ -433,17 +465,17 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
 #endif
 
 #define REAP_SINGLE_PASS_ENTRIES(NAME, PROTOCOL)                                                          \
-    extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
+    extern "C" __global__ void __launch_bounds__(REAP_THREADS)                                           \
         NAME##_select(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,        \
                       u32* counter, u32 epoch) {                                                          \
         compact_tiles<PROTOCOL, SPLIT_NONE>(ext, in, keep, out, count, state, counter, epoch, nullptr);   \
     }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
+    extern "C" __global__ void __launch_bounds__(REAP_THREADS)                                           \
         NAME##_partition(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state,     \
                          u32* counter, u32 epoch, const u64* kept_total) {                                \
         compact_tiles<PROTOCOL, SPLIT_IN_ORDER>(ext, in, keep, out, count, state, counter, epoch, kept_total); \
     }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(REAP_BLOCK)                                             \
+    extern "C" __global__ void __launch_bounds__(REAP_THREADS)                                           \
         NAME##_partition_reversed(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count, u64* state, \
                                   u32* counter, u32 epoch) {                                              \
         compact_tiles<PROTOCOL, SPLIT_REVERSED>(ext, in, keep, out, count, state, counter, epoch, nullptr); \

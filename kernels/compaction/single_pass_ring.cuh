@@ -8,23 +8,29 @@
 // its prefix holds its shared memory and issues no loads, and at saturation
 // its predecessors' loads take microseconds: ncu put 44 % of `lookback`'s warp
 // stalls at the barrier behind the look-back on an H100
-// (docs/bench/lookback-h100-issue17/ncu-stalls.md). Here, per block:
+// (docs/bench/lookback-h100-issue17/ncu-stalls.md). Here the block is
+// REAP_BLOCK threads that hold tiles plus one more warp, the look-back warp,
+// which draws tile ids, starts their copies and walks back; per round, with
+// slots numbered from the tile being stored (A) on:
 //
-//   draw A, load A; draw B, load B; land A, count A, publish A
-//   loop: land B, count B, publish B; draw C, load C;
-//         look back for A, store A; A <- B <- C
+//   prologue: draw and load slots 0 .. RING-2; land 0, count 0, publish 0
+//   round:    look-back warp: draw and load slot RING-1 (freed by the last
+//                             store), look back for 0
+//             tile warps:     land 1, count 1, publish 1
+//             barrier; tile warps store 0; the ring turns by one slot
 //
 // (for the scan, "count" ranks the tile in place and publishes its sum)
 //
-// so two tiles of the block are in flight while it looks back for a third,
-// whose predecessors have by then most likely counted.
+// so the look-back's round trips and the draw's atomic overlap the count
+// instead of following it (on an H200 the round's look-back took as long as
+// half its count), and RING-1 tiles of the block are in flight meanwhile.
 //
 // No deadlock: a tile only waits (look-back) for lower tile ids, whose blocks
 // are running, since ids are handed out to running blocks in order. Take the
 // lowest tile m whose prefix is not out. Every lower tile has its prefix out,
-// so if m is its block's A, its look-back ends. If m is the block's B or C,
-// the block's A is lower than m, so it finishes, and the block then lands m
-// (its copy needs nothing but memory) and counts it; as B it then becomes A.
+// so if m is its block's A, its look-back ends. Otherwise the block's A is
+// lower than m, so it finishes, and the block then lands m (its copy needs
+// nothing but memory) and counts it; the ring turns until m is A.
 #pragma once
 
 #define RING 3
@@ -70,7 +76,7 @@ struct Ring {
     __device__ bool bulk(u32 t, u64 n) const { return aligned && (u64)t * TILE + TILE <= n; }
 };
 
-// Thread 0: draws the next tile id into slot s and starts its bulk copy.
+// The drawer: draws the next tile id into slot s and starts its bulk copy.
 // The caller synchronises before anyone reads `ids[s]`.
 __device__ __forceinline__ void ring_draw(Ring& r, u32* counter, u32 s, const Elem* in, u64 n) {
     u32 t = atomicAdd(counter, 1u);
@@ -79,8 +85,8 @@ __device__ __forceinline__ void ring_draw(Ring& r, u32* counter, u32 s, const El
     if (t < r.tiles_live && r.bulk(t, n)) ring_issue(&r.bars[s], r.slot(s), in + (u64)t * TILE, TILE * sizeof(Elem));
 }
 
-// Every thread: waits until slot s's tile has landed, and reads its items
-// warp-striped, as the vectorised style holds them (items past n: zero).
+// Every tile thread: waits until slot s's tile has landed, and reads its
+// items warp-striped, as the vectorised style holds them (items past n: zero).
 __device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n, Elem (&x)[UNITS][REAP_VEC]) {
     u32 tile = r.ids[s];
     u64 base = (u64)tile * TILE;
@@ -90,18 +96,28 @@ __device__ __forceinline__ void ring_land(Ring& r, u32 s, const Elem* in, u64 n,
     } else {
         Elem* slot = r.slot(s);
         for (u32 i = threadIdx.x; i < TILE && base + i < n; i += REAP_BLOCK) slot[i] = in[base + i];
-        __syncthreads();
+        tile_sync();
     }
 #pragma unroll
     for (u32 j = 0; j < UNITS; j++) {
         VecItems u;
         u.v = r.slot4(s)[item_index(j, 0) / REAP_VEC];
 #pragma unroll
-        for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = base + item_index(j, e) < n ? u.e[e] : Elem{};
+        for (u32 e = 0; e < REAP_VEC; e++) x[j][e] = u.e[e];
+    }
+    // Only the last tile has items past n (block-uniform: checks off the full tiles' path).
+    if (base + TILE > n) {
+#pragma unroll
+        for (u32 j = 0; j < UNITS; j++)
+#pragma unroll
+            for (u32 e = 0; e < REAP_VEC; e++)
+                if (base + item_index(j, e) >= n) x[j][e] = Elem{};
     }
 }
 
-// The loop above for a Work with count(ring, slot) and emit(ring, slot).
+// The loop above for a Work with count(ring, slot) (the tile threads),
+// resolve(ring, slot) (the look-back warp: the prefix into shared memory)
+// and store(ring, slot) (the tile threads, after a barrier).
 template <typename Work>
 __device__ __forceinline__ void ring_loop(Work& w, u32* counter, const Elem* in, u64 n) {
     extern __shared__ Vec s_ring[];
@@ -117,45 +133,57 @@ __device__ __forceinline__ void ring_loop(Work& w, u32* counter, const Elem* in,
     // gridDim.x draws in all (the host checks that they fit in 32 bits).
     r.last_draw = r.tiles_live + gridDim.x - 1;
     r.aligned = (reinterpret_cast<size_t>(in) & 15) == 0;
-    if (threadIdx.x == 0) {
+    const bool looker = threadIdx.x >= REAP_BLOCK;  // the look-back warp
+    const bool drawer = threadIdx.x == REAP_BLOCK;  // its lane 0
+    // The drawer only: whether the block's last draw was a live tile (then it draws on).
+    bool drawing = true;
+    if (drawer) {
         for (u32 s = 0; s < RING; s++)
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(reap_smem(&s_bars[s])) : "memory");
         // The copy engine must see the initialised barriers.
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        ring_draw(r, counter, 0, in, n);
-        if (s_ids[0] < r.tiles_live) ring_draw(r, counter, 1, in, n);
+        for (u32 s = 0; s + 1 < RING && drawing; s++) {
+            ring_draw(r, counter, s, in, n);
+            drawing = s_ids[s] < r.tiles_live;
+        }
     }
     __syncthreads();
     if (s_ids[0] >= r.tiles_live) return;
-    u32 a = 0, b = 1, c = 2;
-    w.count(r, a);
-    // The next count rewrites shared words that slow warps may still be reading.
-    __syncthreads();
-    while (true) {
-        bool more = s_ids[b] < r.tiles_live;
-        if (more) {
-            w.count(r, b);
-            // Slot c's last tile was stored in the previous round, which every
-            // thread ended with a proxy fence and a barrier.
-            if (threadIdx.x == 0) ring_draw(r, counter, c, in, n);
-        }
-        // emit's look-back ends with a barrier, which also publishes what
-        // count and ring_draw wrote to shared memory.
-        w.emit(r, a);
-        // Slot a's next writer is a bulk copy (the async proxy): order this
-        // thread's generic reads and writes of it before that copy.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (!looker) w.count(r, 0);
+    // Slot a is stored this round, b counted; the slots after b are loading.
+    for (u32 a = 0;; a = a + 1 == RING ? 0 : a + 1) {
+        u32 b = a + 1 == RING ? 0 : a + 1;
+        u32 free = a == 0 ? RING - 1 : a - 1;
+        // The last barrier published slot a's count and every id drawn so
+        // far. Slot a drew a live tile, so slot b was drawn after it.
         __syncthreads();
+        bool more = s_ids[b] < r.tiles_live;
+        if (looker) {
+            // The free slot's last tile was stored in the previous round,
+            // which every tile thread ended with a proxy fence and a barrier;
+            // nobody reads its id this round.
+            if (drawer && drawing) {
+                ring_draw(r, counter, free, in, n);
+                drawing = s_ids[free] < r.tiles_live;
+            }
+            w.resolve(r, a);
+        } else if (more) {
+            w.count(r, b);
+        }
+        // The prefix of slot a, and slot b's count, to every thread.
+        __syncthreads();
+        if (!looker) {
+            w.store(r, a);
+            // Slot a's next writer is a bulk copy (the async proxy): order
+            // this thread's generic reads and writes of it before that copy.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        }
         if (!more) break;
-        u32 t = a;
-        a = b;
-        b = c;
-        c = t;
     }
 }
 
 // Select / partition: count stages the tile in place (stage_tile) and
-// publishes its kept count; emit looks back and stores it.
+// publishes its kept count; resolve looks back, store writes it out.
 template <typename Protocol, int SPLIT>
 struct CompactWork {
     const Elem* in;
@@ -167,20 +195,23 @@ struct CompactWork {
     u32 epoch;
     const u64* kept_total;
     u32* s_warp;
-    u32* s_kept;  // per slot
+    u32* s_kept;    // per slot
+    u64* s_prefix;  // the stored slot's
     __device__ void count(Ring& r, u32 s) {
         Elem x[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
-        u32 kept = stage_tile<SPLIT>(r.ids[s], x, n, k, r.slot(s), s_warp);
+        u32 kept = stage_any_tile<SPLIT>(r.ids[s], x, n, k, r.slot(s), s_warp);
         if (threadIdx.x == 0) {
             Protocol::publish(state, r.ids[s], kept, epoch);
             s_kept[s] = kept;
         }
     }
-    __device__ void emit(Ring& r, u32 s) {
-        u32 tile = r.ids[s];
-        u64 prefix = tile_prefix<Protocol, true>(state, tile, s_kept[s], epoch);
-        emit_tile<SPLIT>(tile, r.tiles_live, n, s_kept[s], prefix, out, count_out, kept_total, r.slot(s));
+    __device__ void resolve(Ring& r, u32 s) {
+        u64 p = Protocol::resolve(state, r.ids[s], s_kept[s], epoch);
+        if (reap_lane() == 0) *s_prefix = p;
+    }
+    __device__ void store(Ring& r, u32 s) {
+        emit_tile<SPLIT>(r.ids[s], r.tiles_live, n, s_kept[s], *s_prefix, out, count_out, kept_total, r.slot(s));
     }
 };
 
@@ -188,15 +219,16 @@ template <typename Protocol, int SPLIT>
 __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArgs keep, Elem* out, u64* count,
                                              u64* state, u32* counter, u32 epoch, const u64* kept_total) {
     __shared__ u32 s_warp[WARPS], s_kept[RING];
+    __shared__ u64 s_prefix;
     u64 n = extent_n(ext);
     // Parameters out of param space: a predicate takes their address.
-    CompactWork<Protocol, SPLIT> w{in, n, keep, out, count, state, epoch, kept_total, s_warp, s_kept};
+    CompactWork<Protocol, SPLIT> w{in, n, keep, out, count, state, epoch, kept_total, s_warp, s_kept, &s_prefix};
     ring_loop(w, counter, in, n);
 }
 
 #if REAP_ELEM_BYTES <= 8
 // Exclusive scan: count ranks the tile, writes the ranks over its items and
-// publishes its sum; emit looks back and stores prefix + rank, 16 bytes a store.
+// publishes its sum; resolve looks back; store writes prefix + rank, 16 bytes a store.
 template <typename Protocol>
 struct ScanWork {
     const Elem* in;
@@ -206,7 +238,8 @@ struct ScanWork {
     u32* flags;
     u64* values;
     Elem* s_warp;
-    Elem* s_sum;  // per slot
+    Elem* s_sum;     // per slot
+    Elem* s_prefix;  // the stored slot's
     __device__ void count(Ring& r, u32 s) {
         Elem x[UNITS][REAP_VEC], rank[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
@@ -224,15 +257,13 @@ struct ScanWork {
             s_sum[s] = sum;
         }
     }
-    __device__ void emit(Ring& r, u32 s) {
-        __shared__ Elem s_prefix;
+    __device__ void resolve(Ring& r, u32 s) {
+        Elem p = Protocol::scan_resolve(flags, values, r.ids[s], s_sum[s]);
+        if (reap_lane() == 0) *s_prefix = p;
+    }
+    __device__ void store(Ring& r, u32 s) {
+        Elem prefix = *s_prefix;
         u32 tile = r.ids[s];
-        if (threadIdx.x < 32) {
-            Elem p = Protocol::scan_resolve(flags, values, tile, s_sum[s]);
-            if (threadIdx.x == 0) s_prefix = p;
-        }
-        __syncthreads();
-        Elem prefix = s_prefix;
         u64 base = (u64)tile * TILE;
         if (base + TILE <= n && (reinterpret_cast<size_t>(out) & 15) == 0) {
             uint4* out4 = reinterpret_cast<uint4*>(out + base);
@@ -254,9 +285,9 @@ struct ScanWork {
 template <typename Protocol>
 __device__ __forceinline__ void scan_ring(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values,
                                           u32* counter) {
-    __shared__ Elem s_warp[WARPS], s_sum[RING];
+    __shared__ Elem s_warp[WARPS], s_sum[RING], s_prefix;
     u64 n = extent_n(ext);
-    ScanWork<Protocol> w{in, n, out, total, flags, values, s_warp, s_sum};
+    ScanWork<Protocol> w{in, n, out, total, flags, values, s_warp, s_sum, &s_prefix};
     ring_loop(w, counter, in, n);
 }
 #endif

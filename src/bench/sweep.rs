@@ -40,25 +40,55 @@ pub fn vecs(elem_bytes: u32) -> &'static [u32] {
 /// 227 KiB a block may opt in to, three tiles deep).
 pub const RING_VECS: [u32; 4] = [2, 4, 6, 8];
 
-/// Every shape of the grid that builds (shared memory bounds the largest
-/// tiles), at most 80 per element size. The ring's look-back is off the load
-/// path, so its back-off made no difference on an H100 and it is swept at 0 only.
-pub fn grid(elem_bytes: u32) -> Vec<Shape> {
-    let mut shapes = Vec::new();
-    for &block in &BLOCKS {
-        for &vecs in vecs(elem_bytes) {
-            for load in [LoadStyle::Vectorised, LoadStyle::WarpTransposed] {
-                for delay in [0, DELAY_ON_NS] {
-                    shapes.push(Shape::new(block, vecs, load, delay));
+/// The shapes a sweep tries: every combination of these lists that builds
+/// (shared memory bounds the largest tiles, 1024 threads the largest
+/// blocks). The ring's look-back has its own warp, off the load path, so its
+/// back-off made no difference on an H100 and it is swept at 0 only.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    pub blocks: Vec<u32>,
+    /// 16-byte vectors a thread; `None`: [`vecs`] per element size for the
+    /// register styles, [`RING_VECS`] for the ring.
+    pub vecs: Option<Vec<u32>>,
+    pub loads: Vec<LoadStyle>,
+    /// Look-back back-offs of the register styles, nanoseconds.
+    pub delays: Vec<u32>,
+}
+
+impl Default for Grid {
+    fn default() -> Self {
+        Grid { blocks: BLOCKS.to_vec(), vecs: None, loads: LoadStyle::ALL.to_vec(), delays: vec![0, DELAY_ON_NS] }
+    }
+}
+
+impl Grid {
+    /// Every shape of the grid that builds for `elem_bytes`-byte elements.
+    pub fn shapes(&self, elem_bytes: u32) -> Vec<Shape> {
+        let mut shapes = Vec::new();
+        for &block in &self.blocks {
+            for &load in &self.loads {
+                let ring = load == LoadStyle::BulkAsync;
+                let vecs = match (&self.vecs, ring) {
+                    (Some(v), _) => v.as_slice(),
+                    (None, true) => &RING_VECS[..],
+                    (None, false) => vecs(elem_bytes),
+                };
+                let delays = if ring { &[0][..] } else { &self.delays[..] };
+                for &v in vecs {
+                    for &delay in delays {
+                        shapes.push(Shape::new(block, v, load, delay));
+                    }
                 }
             }
         }
-        for vecs in RING_VECS {
-            shapes.push(Shape::new(block, vecs, LoadStyle::BulkAsync, 0));
-        }
+        shapes.retain(|s| s.check_for(elem_bytes).is_ok());
+        shapes
     }
-    shapes.retain(|s| s.check_for(elem_bytes).is_ok());
-    shapes
+}
+
+/// The default grid's shapes for one element size.
+pub fn grid(elem_bytes: u32) -> Vec<Shape> {
+    Grid::default().shapes(elem_bytes)
 }
 
 /// The grid as tuning sets (`CudaTuning::set` pairs) for `reap verify
@@ -98,8 +128,8 @@ pub fn target(s: &Settings) -> BenchResult<(Algorithm, Operation)> {
 }
 
 /// Points a sweep of `s` times: the grid, plus the default where it is not in it.
-pub fn planned(s: &Settings) -> usize {
-    let per = |e: usize| grid(e as u32).len() + 1;
+pub fn planned(s: &Settings, g: &Grid) -> usize {
+    let per = |e: usize| g.shapes(e as u32).len() + 1;
     s.element_sizes.iter().map(|&e| per(e) * s.sizes.len() * s.densities.len()).sum()
 }
 
@@ -143,6 +173,7 @@ impl SweepPoint {
 pub fn run(
     b: &mut CudaBackend,
     s: &Settings,
+    g: &Grid,
     stop: &dyn Fn() -> bool,
     seen: &mut dyn FnMut(&SweepPoint),
 ) -> BenchResult<Vec<SweepPoint>> {
@@ -150,7 +181,7 @@ pub fn run(
     let saved = b.tuning.single_pass.clone();
     let mut points = Vec::new();
     let what = What { algorithm, operation, reps: s.reps, warmup: s.warmup };
-    let result = sweep_all(b, s, &what, stop, &mut |p| {
+    let result = sweep_all(b, s, g, &what, stop, &mut |p| {
         seen(&p);
         points.push(p);
     });
@@ -170,6 +201,7 @@ struct What {
 fn sweep_all(
     b: &mut CudaBackend,
     s: &Settings,
+    g: &Grid,
     what: &What,
     stop: &dyn Fn() -> bool,
     seen: &mut dyn FnMut(SweepPoint),
@@ -180,7 +212,7 @@ fn sweep_all(
         // The default first: its count is what every other shape's must equal.
         let mut shapes = vec![default];
         let runs = |g: &Shape| g.load.runs_on(b.info.compute_capability);
-        shapes.extend(grid(es).into_iter().filter(|g| *g != default && runs(g)));
+        shapes.extend(g.shapes(es).into_iter().filter(|g| *g != default && runs(g)));
         precompile(b, what.algorithm, es, &shapes);
         for &n in &s.sizes {
             let copy = b.copy_time(n * es as u64, s.reps.max(5))?;
@@ -449,9 +481,13 @@ mod tests {
         assert_eq!(ArchClass::of(h200), ArchClass::Sm90Hbm3e);
         assert_eq!(ArchClass::of((8, 6)), ArchClass::Any);
         assert_eq!(t.shape(4, h100).unwrap(), Shape::new(512, 8, LoadStyle::BulkAsync, 0));
-        assert_eq!(t.shape(4, h200).unwrap(), Shape::new(256, 8, LoadStyle::BulkAsync, 0));
-        // Where the HBM3e class has no line of its own, the Sm90 line serves it.
-        assert_eq!(t.shape(16, h200).unwrap(), t.shape(16, h100).unwrap());
+        assert_eq!(t.shape(4, h200).unwrap(), Shape::new(512, 8, LoadStyle::BulkAsync, 0));
+        // Each class has its own line for every element size.
+        for es in ELEMENT_SIZES.map(|e| e as u32) {
+            for arch in ArchClass::ALL {
+                assert!(t.shapes.iter().any(|e| e.arch == arch && e.elem_bytes == es), "{arch:?} {es}");
+            }
+        }
         for es in ELEMENT_SIZES.map(|e| e as u32) {
             for gpu in [h100, h200, (8, 6).into()] {
                 let s = t.shape(es, gpu).unwrap();

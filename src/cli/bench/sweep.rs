@@ -28,6 +28,18 @@ pub struct SweepArgs {
     /// Element sizes in bytes: 4, 8, 16, 32.
     #[arg(long, value_delimiter = ',', default_value = "4,8,16,32")]
     elements: Vec<usize>,
+    /// Threads per block to try (default 128,256,384,512).
+    #[arg(long, value_delimiter = ',')]
+    blocks: Option<Vec<u32>>,
+    /// 16-byte vectors a thread to try (default: per element size and load style).
+    #[arg(long, value_delimiter = ',')]
+    vecs: Option<Vec<u32>>,
+    /// Load styles to try: vectorised, warp-transposed, bulk-async (default all).
+    #[arg(long, value_delimiter = ',')]
+    loads: Option<Vec<String>>,
+    /// Look-back back-offs in ns to try, register load styles only (default 0,200).
+    #[arg(long, value_delimiter = ',')]
+    delays: Option<Vec<u32>>,
     #[command(flatten)]
     repeat: super::Repeat,
     /// Folder for sweep.csv and sweep.md (created if missing).
@@ -57,6 +69,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     let algorithms = vec![args.algorithm.parse::<Algorithm>()?];
     let s = args.repeat.series(Job::Compaction(operation), algorithms, &args.sizes, &args.densities, &args.elements);
     let (algorithm, operation) = sweep::target(&s)?;
+    let grid = grid_of(&args)?;
     s.check_memory(reap::memory::Limit::host())?;
     super::out_folder(args.out.as_deref(), &["sweep.csv", "sweep.md"])?;
     let mut b = CudaBackend::new(0).map_err(no_gpu_advice)?;
@@ -67,7 +80,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
         "sweeping {} {} on {device}: {} points (every shape compiles first, on every core)",
         algorithm.name(),
         operation.name(),
-        sweep::planned(&s)
+        sweep::planned(&s, &grid)
     );
     println!(
         "{:>5} {:>11} {:>6} {:>34} {:>10} {:>10} {:>10} {:>8} {:>7}",
@@ -75,7 +88,7 @@ pub fn run(args: SweepArgs) -> Result<bool> {
     );
     crate::cli::interrupt::install();
     let mut so_far = Vec::new();
-    let points = sweep::run(&mut b, &s, &crate::cli::interrupt::stopped, &mut |p| {
+    let points = sweep::run(&mut b, &s, &grid, &crate::cli::interrupt::stopped, &mut |p| {
         // Each point on disk as it comes: a second Ctrl-C ends the process at once.
         so_far.push(p.clone());
         if let (Some(dir), Ok(text)) = (&args.out, sweep::csv(&so_far)) {
@@ -115,6 +128,27 @@ pub fn run(args: SweepArgs) -> Result<bool> {
         println!("{wrong} points counted differently from the default shape: see sweep.csv (count_ok)");
     }
     Ok(wrong == 0)
+}
+
+/// The grid the flags name; the default grid's list where a flag is absent.
+#[cfg(feature = "cuda")]
+fn grid_of(args: &SweepArgs) -> Result<reap::bench::sweep::Grid> {
+    use reap::compaction::cuda::single_pass::LoadStyle;
+    let mut g = reap::bench::sweep::Grid::default();
+    if let Some(b) = &args.blocks {
+        g.blocks = b.clone();
+    }
+    g.vecs = args.vecs.clone();
+    if let Some(l) = &args.loads {
+        g.loads = l.iter().map(|s| s.parse::<LoadStyle>()).collect::<Result<_, _>>()?;
+    }
+    if let Some(d) = &args.delays {
+        g.delays = d.clone();
+    }
+    if reap::compaction::ELEMENT_SIZES.iter().all(|&es| g.shapes(es as u32).is_empty()) {
+        bail!("--blocks, --vecs and --loads leave no shape that builds: blocks are whole warps, vecs 1-8");
+    }
+    Ok(g)
 }
 
 /// The GPU layer's advice ends in "or use `--backend cpu`", which the sweep,

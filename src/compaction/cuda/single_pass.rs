@@ -179,6 +179,12 @@ impl Shape {
             ("REAP_DELAY", self.delay_ns),
         ])
     }
+    /// Threads of a select, partition or scan block: the tile's, and with
+    /// the bulk-async ring one more warp, which draws tiles and looks back
+    /// while the others count (`REAP_THREADS` in single_pass.cuh).
+    pub fn threads(&self) -> u32 {
+        self.block + if self.load == LoadStyle::BulkAsync { 32 } else { 0 }
+    }
     /// Elements per tile.
     pub fn tile(&self, elem_bytes: u32) -> u64 {
         (self.block * self.vecs * 16 / elem_bytes) as u64
@@ -201,8 +207,12 @@ impl Shape {
     /// Whether the kernels can be built with this shape; says why not.
     pub fn check(&self) -> Result<()> {
         let bad = |why: String| Err(Error::Tuning { algorithm: "lookback", why });
-        if self.block == 0 || !self.block.is_multiple_of(32) || self.block > 1024 {
-            return bad(format!("block {} is not a whole number of warps up to 1024", self.block));
+        if self.block == 0 || !self.block.is_multiple_of(32) || self.threads() > 1024 {
+            return bad(format!(
+                "block {} is not a whole number of warps that fits in 1024 threads ({} loads add a look-back warp)",
+                self.block,
+                self.load.name()
+            ));
         }
         if self.vecs == 0 {
             return bad("vecs 0: a thread must load at least one vector".into());
@@ -260,12 +270,17 @@ const fn entry(arch: ArchClass, elem_bytes: u32, shape: Shape) -> ShapeEntry {
 /// class go above the `Any` line of the same size. `reap bench compaction
 /// --sweep` prints its winners in this form.
 pub const DEFAULT_SHAPES: &[ShapeEntry] = &[
-    // On an H200 the ring of 256 threads x 8 vectors (32 KiB tiles, two
-    // blocks of 96 KiB per SM) beat 512x8 by 3-9 % for 4- and 8-byte
-    // elements at 2^26-2^28 (docs/bench/elem32-partition-issue17); for 16
-    // bytes 512x8 stays within 1-3 % of the best. On an H100 512x8 wins.
-    entry(ArchClass::Sm90Hbm3e, 4, Shape::new(256, 8, LoadStyle::BulkAsync, 0)),
-    entry(ArchClass::Sm90Hbm3e, 8, Shape::new(256, 8, LoadStyle::BulkAsync, 0)),
+    // On an H200, with the ring's look-back warp and unchecked full tiles,
+    // 512 threads x 8 vectors (64 KiB tiles, one block of 192 KiB and 17
+    // warps per SM) was the fastest of 12 ring shapes for every element size
+    // at 2^26 and 2^28, 5-95 % kept: 77-90 % of copy, where the 256x8 ring
+    // that led before these changes reached 67-80 % for 4 and 8 bytes
+    // (docs/bench/issue48-h200/sweep). The same shape as the H100's lines,
+    // by measurement, not by default: its own lines keep it so if either changes.
+    entry(ArchClass::Sm90Hbm3e, 4, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90Hbm3e, 8, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90Hbm3e, 16, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
+    entry(ArchClass::Sm90Hbm3e, 32, Shape::new(512, 8, LoadStyle::BulkAsync, 0)),
     // The bulk-async ring, 512 threads x 8 vectors (64 KiB tiles, one block
     // of 192 KiB per SM), fastest of 15 shapes on an H100 at 2^26-2^28
     // (docs/bench/ring-issue17): 85-98 % of copy at 2^28 against 66-80 % for
@@ -399,8 +414,9 @@ fn dynamic_shared(t: &Shape, f: &CudaFunction) -> Result<u32> {
     Ok(shared)
 }
 
+/// A select, partition or scan launch: [`Shape::threads`] a block.
 fn config(s: &Shape, grid: u32, shared_mem_bytes: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes }
+    LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (s.threads(), 1, 1), shared_mem_bytes }
 }
 
 /// The grid of a single-pass launch over `tiles` tiles (of the capacity):
@@ -413,7 +429,7 @@ fn grid(b: &CudaBackend, s: &Shape, io: &Io, f: &CudaFunction, name: &str, v: &V
         return Ok(tiles);
     }
     let resident = match b.tuning.single_pass.counted_grid {
-        0 => b.resident_blocks(f, name, v, s.block, s.dynamic_bytes())?,
+        0 => b.resident_blocks(f, name, v, s.threads(), s.dynamic_bytes())?,
         blocks => blocks,
     };
     let grid = resident.min(tiles);
@@ -465,7 +481,9 @@ pub fn compact(
             l.arg(&io.ext).arg(&io.input).arg(&keep).arg(&kept_total);
             // SAFETY: matches `NAME_count(Extent, const Elem*, KeepArgs, u64*)`; input holds the extent's
             // capacity of elements (and `len`, if set, is one u64) and kept_total is a zeroed u64.
-            unsafe { l.launch(config(t, grid, 0)) }.map(drop).map_err(driver_error("launching count"))
+            // The count kernel has no look-back warp: the tile's threads alone.
+            let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (t.block, 1, 1), shared_mem_bytes: 0 };
+            unsafe { l.launch(cfg) }.map(drop).map_err(driver_error("launching count"))
         })?;
     }
     st.run("single-pass", || {
