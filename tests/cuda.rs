@@ -392,3 +392,59 @@ mod wide;
 // Split-frame rendering's test bodies, shared with tests/shard.rs (the CPU's).
 #[path = "common/shard.rs"]
 mod shard;
+
+/// The property tests of every backend (tests/common/properties.rs) on the
+/// GPU, with the shapes the default table picks for it (on sm_90: the
+/// bulk-async ring and its look-back warp), one backend shared by all cases.
+mod properties {
+    use std::sync::OnceLock;
+
+    use crate::backend_properties;
+    use proptest::prelude::*;
+    use reap::compaction::cuda::CudaBackend;
+    use reap::compaction::{Algorithm, ELEMENT_SIZES, Operation, Rejected};
+    use reap::verify::{self, CompactCase, Pattern, RemovalOrder, Rule};
+
+    fn shared() -> Option<&'static CudaBackend> {
+        static B: OnceLock<Option<CudaBackend>> = OnceLock::new();
+        B.get_or_init(super::gpu).as_ref()
+    }
+
+    fn backend() -> &'static CudaBackend {
+        shared().expect("checked by `ready`")
+    }
+
+    backend_properties!(backend(), 48, CudaBackend::implements, shared().is_some());
+}
+
+/// The same with the shapes the table gives every other GPU (its `Any`
+/// lines: the register load styles), so that every shape the selection can
+/// pick runs the properties on this GPU.
+mod properties_of_other_gpus {
+    use std::sync::OnceLock;
+
+    use crate::backend_properties;
+    use proptest::prelude::*;
+    use reap::compaction::cuda::CudaBackend;
+    use reap::compaction::cuda::single_pass::{ArchClass, DEFAULT_SHAPES};
+    use reap::compaction::{Algorithm, ELEMENT_SIZES, Operation, Rejected};
+    use reap::verify::{self, CompactCase, Pattern, RemovalOrder, Rule};
+
+    fn shared() -> Option<&'static CudaBackend> {
+        static B: OnceLock<Option<CudaBackend>> = OnceLock::new();
+        B.get_or_init(|| {
+            let mut b = super::gpu()?;
+            for e in DEFAULT_SHAPES.iter().filter(|e| e.arch == ArchClass::Any) {
+                b.tuning.single_pass.set_shape(Some(e.elem_bytes), |s| *s = e.shape);
+            }
+            Some(b)
+        })
+        .as_ref()
+    }
+
+    fn backend() -> &'static CudaBackend {
+        shared().expect("checked by `ready`")
+    }
+
+    backend_properties!(backend(), 48, CudaBackend::implements, shared().is_some());
+}
