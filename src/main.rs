@@ -17,6 +17,12 @@ fn main() -> ExitCode {
     let args = <cli::Cli as clap::Parser>::parse();
     // Held to the end of main: the folder is removed as it drops.
     let _runtime_dir = cli::runtime_dir::ensure();
+    // NVLink multicast off for every communicator reap makes, unless the user chose.
+    #[cfg(feature = "cuda")]
+    // SAFETY: before any thread starts, so nothing reads the environment meanwhile.
+    unsafe {
+        reap::cuda_runtime::nccl::set_defaults();
+    }
     let result = cli::run(args);
     if let Err(e) = &result {
         eprintln!("error: {}", cli::message(e));

@@ -176,6 +176,33 @@ fn check(l: &Lib, r: Res, during: &'static str) -> Result<()> {
     Err(Error::Driver { during, error: format!("NCCL error {r}: {text}") })
 }
 
+/// The NCCL settings reap defaults where the user set nothing: NVLink
+/// multicast (NVLS) off. On the H200 hosts reap is measured on it must stay
+/// off (their KINDS.md), and the collectives reap issues (all-gathers of a
+/// word per rank, point-to-point row moves) do not use it.
+pub const DEFAULTS: &[(&str, &str)] = &[("NCCL_NVLS_ENABLE", "0")];
+
+/// The [`DEFAULTS`] that `is_set` says the environment lacks: what
+/// [`set_defaults`] sets.
+pub fn missing_defaults(is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'static str)> {
+    DEFAULTS.iter().copied().filter(|(k, _)| !is_set(k)).collect()
+}
+
+/// Sets every [`DEFAULTS`] entry the environment lacks, before NCCL reads it
+/// (it reads each variable once, when the first communicator is made). The
+/// `reap` binary calls it first thing; a program using the library calls it
+/// the same way or sets the variables itself.
+///
+/// # Safety
+/// No other thread may read or write the environment meanwhile (call it
+/// before starting any): it calls [`std::env::set_var`].
+pub unsafe fn set_defaults() {
+    for (key, value) in missing_defaults(|k| std::env::var_os(k).is_some()) {
+        // SAFETY: the caller guarantees no other thread touches the environment.
+        unsafe { std::env::set_var(key, value) };
+    }
+}
+
 /// One transfer of a grouped exchange: `bytes` from `src` on rank `from` to
 /// `dst` on rank `to` (device addresses). A move within one rank is a copy.
 #[derive(Clone, Copy, Debug)]
@@ -187,7 +214,9 @@ pub struct Move {
     pub bytes: u64,
 }
 
-/// One NCCL communicator per device, each on that device's stream.
+/// One NCCL communicator per device, each on that device's stream. NVLink
+/// multicast stays off where [`set_defaults`] ran (the binary) or the user set
+/// `NCCL_NVLS_ENABLE`.
 pub struct Comms {
     lib: &'static Lib,
     comms: Vec<Comm>,
@@ -335,5 +364,17 @@ impl Drop for Comms {
             // SAFETY: each communicator was made by ncclCommInitAll and is destroyed once.
             unsafe { (self.lib.comm_destroy)(*comm) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvlink_multicast_is_off_unless_the_user_set_it() {
+        assert_eq!(missing_defaults(|_| false), vec![("NCCL_NVLS_ENABLE", "0")]);
+        // Whatever the user set (even 1) stays theirs.
+        assert!(missing_defaults(|k| k == "NCCL_NVLS_ENABLE").is_empty());
     }
 }
