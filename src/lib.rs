@@ -15,6 +15,7 @@ pub mod bench;
 pub mod build_info;
 pub mod bvh;
 pub mod clocks;
+pub mod cluster;
 pub mod collide;
 pub mod compaction;
 #[cfg(feature = "cuda")]

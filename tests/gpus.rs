@@ -1,7 +1,8 @@
 //! `--gpus N` end to end on the CPU backend (N CPU ranks over the same
 //! protocol as N GPUs, what CI runs): the sharded verify passes, a split
 //! render writes the one-rank image, the sharded benchmark writes its report,
-//! and a bad `--gpus` or a missing NCCL is a clear error.
+//! and a bad `--gpus` or a missing NCCL is a clear error. `reap launch` runs
+//! the ranks as processes, as separate hosts would.
 
 mod binary;
 
@@ -59,7 +60,7 @@ fn the_sharded_benchmark_writes_its_report() {
     let csv = std::fs::read_to_string(dir.join("results.csv")).expect("results.csv");
     assert_eq!(csv.lines().count(), 3, "a header and two rows:\n{csv}");
     let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
-    assert!(md.contains("Sharded select over 2 ranks") && md.contains("| lookback |"), "{md}");
+    assert!(md.contains("Sharded compaction over 2 ranks") && md.contains("| lookback | select |"), "{md}");
 }
 
 #[test]
@@ -67,7 +68,8 @@ fn bad_gpus_are_refused_before_any_work() {
     for args in [
         &["render", "--backend", "cpu", "--gpus", "0", "--out", "never.png"][..],
         &["verify", "--backend", "cpu", "--gpus", "0"],
-        &["bench", "compaction", "--backend", "cpu", "--gpus", "2", "--ops", "scan"],
+        // Sorts run on one GPU.
+        &["bench", "compaction", "--backend", "cpu", "--gpus", "2", "--ops", "sort"],
         // A million CPU ranks would be a million ranks' buffers.
         &["verify", "--backend", "cpu", "--gpus", "1000000", "--sizes", "10"],
         &["bench", "compaction", "--backend", "cpu", "--gpus", "1000000", "--sizes", "10"],
@@ -100,4 +102,121 @@ fn a_missing_nccl_says_how_to_install_it() {
             assert!(msg.contains("nvidia-nccl-cu13") && msg.contains("REAP_NCCL"), "{msg}");
         }
     }
+}
+
+#[test]
+fn launch_runs_two_cpu_ranks_as_two_processes() {
+    let out = reap()
+        .args(["launch", "--ranks", "2", "--", "verify", "--backend", "cpu", "--algorithms", "lookback,atomic"])
+        .args(["--sizes", "0,1,1000,4097"])
+        .output()
+        .expect("run");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verifying 2 ranks") && stdout.contains("TCP sockets between 2 processes"), "{stdout}");
+    // Rank 1 is a process of its own, its lines marked.
+    assert!(stdout.contains("[rank 1] rank 1: checks each case's counts"), "{stdout}");
+    // Each process's summary: `N passed, 0 failed`.
+    let summaries = stdout.lines().map(|l| l.trim_start_matches("[rank 1] "));
+    let summaries =
+        summaries.filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.ends_with(" passed, 0 failed"));
+    assert_eq!(summaries.count(), 2, "{stdout}");
+}
+
+#[test]
+fn launch_benchmarks_select_partition_and_scan_over_processes() {
+    let dir = binary::temp_dir("gpus", "launch-bench");
+    let out = reap()
+        .args(["launch", "--ranks", "2", "--", "bench", "compaction", "--backend", "cpu", "--algorithms", "lookback"])
+        .args(["--operation", "select,partition,scan", "--sizes", "2^14", "--densities", "0.5", "--reps", "2"])
+        .args(["--warmup", "1", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.join("results.csv")).expect("results.csv");
+    assert_eq!(csv.lines().count(), 4, "a header and a row per operation:\n{csv}");
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("over 2 ranks in 2 processes") && md.contains("| lookback | scan |"), "{md}");
+}
+
+#[test]
+fn ranks_that_cannot_meet_fail_with_what_to_do() {
+    // A rank whose rank 0 never listens gives up at its deadline.
+    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let t = std::time::Instant::now();
+    let out = reap()
+        .args(["verify", "--backend", "cpu", "--sizes", "10"])
+        .envs([("REAP_RANK", "1"), ("REAP_RANKS", "2"), ("REAP_RENDEZVOUS_TIMEOUT", "1")])
+        .env("REAP_RENDEZVOUS", &address)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("rank 0 never listened"), "{stderr}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "it waited {:?}", t.elapsed());
+    for (env, args, says) in [
+        // Half a place.
+        (&[("REAP_RANK", "0")][..], &["verify", "--backend", "cpu"][..], "REAP_RANKS"),
+        // A command that does not run as ranks of processes.
+        (
+            &[("REAP_RANK", "0"), ("REAP_RANKS", "2"), ("REAP_RENDEZVOUS", "127.0.0.1:1")],
+            &["collide"],
+            "bench compaction",
+        ),
+        // --gpus that is not the number of processes.
+        (
+            &[("REAP_RANK", "0"), ("REAP_RANKS", "2"), ("REAP_RENDEZVOUS", "127.0.0.1:1")],
+            &["verify", "--backend", "cpu", "--gpus", "3"],
+            "drop --gpus",
+        ),
+    ] {
+        let out = reap().args(args).envs(env.iter().copied()).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{env:?} {args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // One failed rank stops the launch, which says which.
+    let out = reap().args(["launch", "--ranks", "2", "--", "verify", "--backend", "cpu", "--gpus", "5"]).output();
+    let out = out.expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--gpus 5") && stderr.contains("rank 1"), "{stderr}");
+    for bad in [&["launch", "--ranks", "0", "--", "verify"][..], &["launch", "--ranks", "2", "--", "launch"]] {
+        let out = reap().args(bad).output().expect("run");
+        assert!(!out.status.success(), "{bad:?}");
+    }
+}
+
+#[test]
+fn launch_renders_the_one_rank_image_over_processes() {
+    let dir = binary::temp_dir("gpus", "launch-render");
+    let render = |launch: &[&str], name: &str| {
+        let png = dir.join(name);
+        let out = reap()
+            .args(launch)
+            .args(["render", "--backend", "cpu", "--width", "40", "--height", "30", "--spp", "3"])
+            .args(["--max-bounces", "4", "--compact-paths", "lookback", "--traversal", "breadth-first", "--out"])
+            .arg(&png)
+            .output()
+            .expect("run");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{launch:?}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(png.is_file(), "{launch:?}");
+        (hash(&stdout), stdout)
+    };
+    let (one, _) = render(&[], "one.png");
+    let (three, stdout) = render(&["launch", "--ranks", "3", "--"], "three.png");
+    assert_eq!(one, three, "three processes render the one-rank image");
+    assert!(stdout.contains("split over 3 ranks") && stdout.contains("TCP sockets between 3 processes"), "{stdout}");
+    assert!(stdout.contains("[rank 2] rendered this rank's band"), "{stdout}");
+    // The benchmark over processes: rank 0 writes the rows, every hash the one-rank image's.
+    let bench = dir.join("bench");
+    let out = reap()
+        .args(["launch", "--ranks", "2", "--", "bench", "render", "--backend", "cpu", "--scenes", "cornell"])
+        .args(["--width", "32", "--height", "24", "--spp", "2", "--algorithms", "lookback", "--out"])
+        .arg(&bench)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(bench.join("results.csv")).expect("results.csv");
+    assert!(csv.lines().count() >= 3, "{csv}");
 }

@@ -105,13 +105,41 @@ pub trait Opened: Timed + Sharding + Sized {
     /// `gpus` backends of this kind, this one the first (`--gpus`): the
     /// GPUs 0..gpus on CUDA, as many CPU ranks on the CPU.
     fn ranks(self, gpus: usize) -> Result<Vec<Self>>;
-    /// The ranks, connected for sharded compaction.
+    /// The ranks, connected for sharded compaction: `gpus` of them in this
+    /// process, or where this process is one rank of several (`reap launch`,
+    /// REAP_RANKS), this backend as that rank.
     fn group(self, gpus: usize) -> Result<Group<Self>> {
+        if let Some(place) = super::ranks::place()? {
+            super::ranks::check_gpus(place, gpus)?;
+            let cluster = super::ranks::cluster()?.expect("a place gives a cluster");
+            return Ok(Group::join(self, cluster)?);
+        }
         Ok(Group::new(self.ranks(gpus)?)?)
     }
     /// One path tracer per rank, for a split frame.
     fn tracers(self, gpus: usize, setup: TracerSetup) -> Result<Vec<Self::Tracer>> {
         self.ranks(gpus)?.into_iter().map(|b| b.tracer(setup.clone())).collect()
+    }
+    /// A split frame over `gpus` ranks in this process, or where this process
+    /// is one rank of several (`reap launch`, REAP_RANKS), over the processes;
+    /// `prepare` readies each engine this process holds before the split starts.
+    fn split(
+        self,
+        gpus: usize,
+        setup: TracerSetup,
+        mut prepare: impl FnMut(&mut Self::Tracer) -> Result<()>,
+    ) -> Result<trace::split::Split<Self::Tracer>> {
+        let (width, height) = (setup.width, setup.height);
+        if let Some(place) = super::ranks::place()? {
+            super::ranks::check_gpus(place, gpus)?;
+            let mut engine = self.tracer(setup)?;
+            prepare(&mut engine)?;
+            let cluster = super::ranks::cluster()?.expect("a place gives a cluster");
+            return Ok(trace::split::Split::join(engine, cluster, width, height)?);
+        }
+        let mut engines = self.tracers(gpus, setup)?;
+        engines.iter_mut().try_for_each(&mut prepare)?;
+        Ok(trace::split::Split::new(engines, width, height)?)
     }
     /// The path tracer on this backend.
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
@@ -298,9 +326,14 @@ pub fn with_backend<J: OnBackend>(choice: BackendChoice, adapter: &AdapterArg, j
     }
 }
 
+/// Device 0, or where this process is one rank of several, the rank's own GPU.
 #[cfg(feature = "cuda")]
 fn open_cuda() -> Result<reap::compaction::cuda::CudaBackend> {
-    Ok(reap::compaction::cuda::CudaBackend::new(0)?)
+    let ordinal = match super::ranks::place()? {
+        Some(place) => super::ranks::device_of(place, reap::cuda_runtime::device_count()?)?,
+        None => 0,
+    };
+    Ok(reap::compaction::cuda::CudaBackend::new(ordinal)?)
 }
 
 /// Without the `cuda` feature there is no CUDA backend to open.

@@ -11,7 +11,9 @@ mod backend;
 mod bench;
 mod collide;
 pub mod interrupt;
+mod launch;
 mod progress;
+pub mod ranks;
 mod render;
 pub mod runtime_dir;
 mod scene;
@@ -55,11 +57,34 @@ enum Command {
     /// Open the interactive viewer: the progressive image (or with --collide the collision demo) and an
     /// overlay comparing compaction algorithms.
     View(view::ViewArgs),
+    /// Run a command as N processes, one rank each (one GPU each on CUDA), started as separate hosts
+    /// start theirs: `reap launch --ranks 2 -- bench compaction --backend cuda`. Each process may also be
+    /// started by hand (or by a cluster's launcher) with REAP_RANK, REAP_RANKS and REAP_RENDEZVOUS set.
+    Launch(launch::LaunchArgs),
 }
 
 /// Runs the parsed command: `Ok(false)` when it ran and found a failure (a
 /// verify case, images or contacts that disagree), `Err` when it could not run.
 pub fn run(cli: Cli) -> Result<bool> {
+    if let Some(place) = ranks::place()? {
+        let sharded = matches!(
+            cli.command,
+            Some(Command::Verify(_))
+                | Some(Command::Render(_))
+                | Some(Command::Bench(bench::BenchCommand::Compaction(_)))
+                | Some(Command::Bench(bench::BenchCommand::Render(_)))
+        );
+        if !sharded {
+            anyhow::bail!(
+                "this process is rank {} of {} ({} is set): as ranks of several processes reap runs `verify`, \
+                 `render`, `bench compaction` and `bench render`; unset REAP_RANK, REAP_RANKS and REAP_RENDEZVOUS for \
+                 anything else",
+                place.rank,
+                place.ranks,
+                reap::cluster::RANKS_VAR
+            );
+        }
+    }
     match cli.command {
         // The main job: the viewer, or where no window can open, a render of the default scene.
         None => first_run(),
@@ -73,6 +98,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Some(Command::Scene(command)) => scene::run(command),
         Some(Command::Collide(args)) => collide::run(args),
         Some(Command::View(args)) => view::run(args),
+        Some(Command::Launch(args)) => launch::run(args),
     }
 }
 

@@ -10,7 +10,7 @@ use reap::compaction::{Backend, BackendKind};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
-use reap::trace::split::{Renderer, Split};
+use reap::trace::split::Renderer;
 use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal};
 use reap::{bvh, files};
@@ -133,6 +133,12 @@ pub fn run(args: RenderArgs) -> Result<bool> {
     if args.gpus == 0 {
         anyhow::bail!("--gpus must be at least 1");
     }
+    if let Some(place) = super::ranks::place()? {
+        super::ranks::check_gpus(place, args.gpus)?;
+        if place.ranks as u64 > args.height as u64 {
+            anyhow::bail!("{} ranks split the image in bands of rows and it has {} rows", place.ranks, args.height);
+        }
+    }
     if args.gpus as u64 > args.height as u64 {
         anyhow::bail!("--gpus {} splits the image in bands of rows and it has {} rows", args.gpus, args.height);
     }
@@ -233,20 +239,19 @@ impl OnBackend for RenderRun {
             seed: args.seed,
             max_bounces: args.path.max_bounces,
         };
-        if args.gpus == 1 {
+        if args.gpus == 1 && super::ranks::place()?.is_none() {
             let mut engine = backend.tracer(setup)?;
             engine.set_graphs(args.graphs);
             warm_up(&engine, &settings)?;
             return job.go(engine, settings, kind, &device);
         }
-        let mut engines = backend.tracers(args.gpus, setup)?;
-        for e in &mut engines {
+        let split = backend.split(args.gpus, setup, |e| {
             e.set_graphs(args.graphs);
-            warm_up(e, &settings)?;
-        }
-        let split = Split::new(engines, args.width, args.height)?;
-        println!("split over {} ranks in bands of rows; collectives: {}", args.gpus, split.carrier());
-        job.go(split, settings, kind, &format!("{device} x{}", args.gpus))
+            warm_up(e, &settings)
+        })?;
+        let ranks = split.ranks();
+        println!("split over {ranks} ranks in bands of rows; collectives: {}", split.carrier());
+        job.go(split, settings, kind, &format!("{device} x{ranks}"))
     }
 }
 
@@ -337,6 +342,11 @@ impl RenderJob<'_> {
         })?;
         bar.finish_and_clear();
         let sum = engine.sums()?;
+        if !super::ranks::leads() {
+            // A rank of several processes: rank 0 gathered the image and writes it.
+            println!("rendered this rank's band; rank 0 writes the image");
+            return Ok(true);
+        }
         let hash = format!("{:016x}", output::hash(&sum));
         output::write_image(&a.out, &sum, a.width, a.height, a.tone())?;
         let summary = Summary::of(&frames);

@@ -95,7 +95,7 @@ pub fn run(args: VerifyArgs) -> Result<bool> {
     cfg.element_sizes = args.elements;
     cfg.seed = args.seed;
     let tunings = tunings(&args.tuning)?;
-    if args.gpus != 1 {
+    if args.gpus != 1 || super::ranks::place()?.is_some() {
         if !tunings.is_empty() {
             bail!("--tuning and --gpus verify separately: run one, then the other");
         }
@@ -247,6 +247,12 @@ impl OnBackend for ShardJob {
             group.carrier(),
             self.cfg.seed
         );
+        if !group.leads() {
+            println!(
+                "rank {}: checks each case's counts and offsets; rank 0 compares the gathered results",
+                group.first()
+            );
+        }
         let mut tally = PerAlgorithm::new(self.verbose);
         let (passed, failed) =
             verify::shard::run(&group, &self.cfg.algorithms, &self.cfg.operations, &sizes, self.cfg.seed, |case, r| {

@@ -16,6 +16,10 @@ pub enum Error {
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
 
+    /// The processes' channel, where ranks are processes.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+
     #[error("elements of {size} bytes are not supported; use 4, 8, 16 or 32-byte elements")]
     ElementSize { size: usize },
 

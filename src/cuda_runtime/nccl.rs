@@ -1,13 +1,15 @@
 //! NCCL, loaded at run time like libcuda and libnvrtc: the collectives
-//! between the GPUs of one process (one communicator per device, made by
-//! `ncclCommInitAll`), enqueued on each device's own stream.
+//! between GPUs, enqueued on each device's own stream. One process drives
+//! every GPU (one communicator per device, made by `ncclCommInitAll`), or each
+//! process drives one GPU of many (`ncclCommInitRank`, the unique id passed
+//! through the processes' [`Cluster`]), as separate hosts would.
 //!
 //! Why not cudarc's `nccl` module: its loader looks for `libnccl.so`,
 //! `libnccl.so.1` and `libnccl.so.{9..13}` by bare name and panics when none
 //! loads, while NVIDIA ships the library as `libnccl.so.2` (the
 //! `nvidia-nccl-cu13` wheel, the NGC images, the .deb), so a machine with NCCL
 //! installed would panic. reap finds the file itself (the CUDA folders, the
-//! loader's path, the Python wheel) and calls the ten functions it needs
+//! loader's path, the Python wheel) and calls the functions it needs
 //! through libloading; the C API it binds has been stable since NCCL 2.7.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -17,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::CudaStream;
 
 use super::{Error, Result};
+use crate::cluster::Cluster;
 
 const INSTALL_NCCL: &str = "Install NCCL: `pip install nvidia-nccl-cu13` (reap finds the wheel's libnccl.so.2), \
                             the libnccl2 package, or set REAP_NCCL to the library's path; or run on one GPU \
@@ -27,6 +30,11 @@ const MIN_VERSION: i32 = 2_07_00;
 
 type Comm = *mut c_void;
 type Res = c_int;
+
+/// `ncclUniqueId`: what every rank of one communicator is made from (128 bytes, passed by value).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct UniqueId([c_char; 128]);
 
 /// `ncclDataType_t`: the element types reap moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +53,8 @@ struct Lib {
     version: i32,
     error_string: unsafe extern "C" fn(Res) -> *const c_char,
     comm_init_all: unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> Res,
+    get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> Res,
+    comm_init_rank: unsafe extern "C" fn(*mut Comm, c_int, UniqueId, c_int) -> Res,
     comm_destroy: unsafe extern "C" fn(Comm) -> Res,
     group_start: unsafe extern "C" fn() -> Res,
     group_end: unsafe extern "C" fn() -> Res,
@@ -143,6 +153,8 @@ fn open(path: &Path) -> std::result::Result<Lib, String> {
     Ok(Lib {
         error_string: sym!(b"ncclGetErrorString"),
         comm_init_all: sym!(b"ncclCommInitAll"),
+        get_unique_id: sym!(b"ncclGetUniqueId"),
+        comm_init_rank: sym!(b"ncclCommInitRank"),
         comm_destroy: sym!(b"ncclCommDestroy"),
         group_start: sym!(b"ncclGroupStart"),
         group_end: sym!(b"ncclGroupEnd"),
@@ -165,6 +177,22 @@ fn version_text(code: i32) -> String {
 pub fn nccl_available() -> Result<String> {
     let l = lib()?;
     Ok(format!("NCCL {} ({})", version_text(l.version), l.path.display()))
+}
+
+/// The NCCL settings that choose its transport, where the user set them.
+const TRANSPORT_VARS: &[&str] = &["NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"];
+
+/// What carries a communicator, for reports: NCCL's version and file, and
+/// the transport settings in force (`NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1`
+/// sends everything over the network transport, as between hosts).
+pub fn carrier() -> String {
+    let mut text = nccl_available().unwrap_or_else(|e| e.to_string());
+    let set: Vec<String> =
+        TRANSPORT_VARS.iter().filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}"))).collect();
+    if !set.is_empty() {
+        text += &format!(" with {}", set.join(" "));
+    }
+    text
 }
 
 fn check(l: &Lib, r: Res, during: &'static str) -> Result<()> {
@@ -219,8 +247,11 @@ pub struct Move {
 /// `NCCL_NVLS_ENABLE`.
 pub struct Comms {
     lib: &'static Lib,
+    /// This process's communicators: ranks `first..first + comms.len()` of `world`.
     comms: Vec<Comm>,
     streams: Vec<Arc<CudaStream>>,
+    first: usize,
+    world: usize,
 }
 
 // SAFETY: NCCL communicators may be used from any thread, one call at a time;
@@ -241,11 +272,47 @@ impl Comms {
             unsafe { (lib.comm_init_all)(comms.as_mut_ptr(), devices.len() as c_int, devices.as_ptr()) },
             "creating NCCL communicators",
         )?;
-        Ok(Comms { lib, comms, streams })
+        let world = comms.len();
+        Ok(Comms { lib, comms, streams, first: 0, world })
     }
 
+    /// This process's one communicator among the cluster's ranks, on
+    /// `stream`'s device: rank 0 makes the unique id, the cluster carries it
+    /// to every rank, and every rank joins with it.
+    pub fn join(stream: Arc<CudaStream>, cluster: &Cluster) -> Result<Self> {
+        let lib = lib()?;
+        let mut id = UniqueId([0; 128]);
+        if cluster.rank() == 0 {
+            // SAFETY: one out-parameter of the id's size.
+            check(lib, unsafe { (lib.get_unique_id)(&mut id) }, "making the NCCL unique id")?;
+        }
+        let mine: Vec<u8> = id.0.iter().map(|&c| c as u8).collect();
+        let got = cluster
+            .broadcast((cluster.rank() == 0).then_some(mine.as_slice()))
+            .map_err(|e| Error::Driver { during: "passing the NCCL unique id to every rank", error: e.to_string() })?;
+        if got.len() != 128 {
+            return Err(Error::Driver {
+                during: "passing the NCCL unique id to every rank",
+                error: format!("rank 0 sent {} bytes, an id has 128", got.len()),
+            });
+        }
+        got.iter().zip(id.0.iter_mut()).for_each(|(&b, c)| *c = b as c_char);
+        stream.context().bind_to_thread().map_err(super::driver_error("binding a context"))?;
+        let mut comm = std::ptr::null_mut();
+        let (ranks, rank) = (cluster.ranks() as c_int, cluster.rank() as c_int);
+        // SAFETY: one output slot; the id came from rank 0's ncclGetUniqueId.
+        check(lib, unsafe { (lib.comm_init_rank)(&mut comm, ranks, id, rank) }, "joining the NCCL communicator")?;
+        Ok(Comms { lib, comms: vec![comm], streams: vec![stream], first: cluster.rank(), world: cluster.ranks() })
+    }
+
+    /// Ranks across every process.
     pub fn ranks(&self) -> usize {
-        self.comms.len()
+        self.world
+    }
+
+    /// This process's communicator for global rank `rank`, if it holds that rank.
+    fn local(&self, rank: usize) -> Option<usize> {
+        rank.checked_sub(self.first).filter(|&i| i < self.comms.len())
     }
 
     fn stream(&self, rank: usize) -> *mut c_void {
@@ -264,7 +331,8 @@ impl Comms {
     }
 
     /// Each rank's `count` elements at `send[rank]` into every rank's
-    /// `recv[rank]`, in rank order (`count * ranks` elements there).
+    /// `recv[rank]`, in rank order (`count * ranks` elements there); `send`
+    /// and `recv` list this process's ranks.
     pub fn all_gather(&self, send: &[u64], recv: &[u64], count: usize, ty: DataType) -> Result<()> {
         self.group("an NCCL all-gather", || {
             for (r, comm) in self.comms.iter().enumerate() {
@@ -286,7 +354,8 @@ impl Comms {
     }
 
     /// Element-wise sum of every rank's `count` elements at `send[rank]`
-    /// into every rank's `recv[rank]` (they may be the same address).
+    /// into every rank's `recv[rank]` (they may be the same address); `send`
+    /// and `recv` list this process's ranks.
     pub fn all_reduce_sum(&self, send: &[u64], recv: &[u64], count: usize, ty: DataType) -> Result<()> {
         self.group("an NCCL all-reduce", || {
             for (r, comm) in self.comms.iter().enumerate() {
@@ -308,48 +377,49 @@ impl Comms {
         })
     }
 
-    /// The moves, as one group of sends and receives (copies within a rank
-    /// go through the copy engine on that rank's stream).
+    /// The moves (global ranks), as one group of sends and receives: this
+    /// process issues the sends of the ranks it holds and their receives
+    /// (copies within a rank go through the copy engine on that rank's stream).
     pub fn exchange(&self, moves: &[Move]) -> Result<()> {
         for m in moves.iter().filter(|m| m.from == m.to && m.bytes > 0) {
-            self.streams[m.from].context().bind_to_thread().map_err(super::driver_error("binding a context"))?;
+            let Some(r) = self.local(m.from) else { continue };
+            self.streams[r].context().bind_to_thread().map_err(super::driver_error("binding a context"))?;
             // SAFETY: both ranges lie in the caller's buffers on that device.
-            let r = unsafe {
-                cudarc::driver::sys::cuMemcpyDtoDAsync_v2(
-                    m.dst,
-                    m.src,
-                    m.bytes as usize,
-                    self.streams[m.from].cu_stream(),
-                )
+            let res = unsafe {
+                cudarc::driver::sys::cuMemcpyDtoDAsync_v2(m.dst, m.src, m.bytes as usize, self.streams[r].cu_stream())
             };
-            r.result().map_err(super::driver_error("copying within a rank"))?;
+            res.result().map_err(super::driver_error("copying within a rank"))?;
         }
         self.group("an NCCL exchange", || {
             for m in moves.iter().filter(|m| m.from != m.to && m.bytes > 0) {
-                // SAFETY: the ranges lie in the caller's buffers on the two devices; bytes as u8.
-                let s = unsafe {
-                    (self.lib.send)(
-                        m.src as *const c_void,
-                        m.bytes as usize,
-                        DataType::U8 as c_int,
-                        m.to as c_int,
-                        self.comms[m.from],
-                        self.stream(m.from),
-                    )
-                };
-                check(self.lib, s, "an NCCL send")?;
-                // SAFETY: as above.
-                let r = unsafe {
-                    (self.lib.recv)(
-                        m.dst as *mut c_void,
-                        m.bytes as usize,
-                        DataType::U8 as c_int,
-                        m.from as c_int,
-                        self.comms[m.to],
-                        self.stream(m.to),
-                    )
-                };
-                check(self.lib, r, "an NCCL receive")?;
+                if let Some(r) = self.local(m.from) {
+                    // SAFETY: the range lies in the caller's buffer on the sender's device; bytes as u8.
+                    let s = unsafe {
+                        (self.lib.send)(
+                            m.src as *const c_void,
+                            m.bytes as usize,
+                            DataType::U8 as c_int,
+                            m.to as c_int,
+                            self.comms[r],
+                            self.stream(r),
+                        )
+                    };
+                    check(self.lib, s, "an NCCL send")?;
+                }
+                if let Some(r) = self.local(m.to) {
+                    // SAFETY: as above, on the receiver's device.
+                    let res = unsafe {
+                        (self.lib.recv)(
+                            m.dst as *mut c_void,
+                            m.bytes as usize,
+                            DataType::U8 as c_int,
+                            m.from as c_int,
+                            self.comms[r],
+                            self.stream(r),
+                        )
+                    };
+                    check(self.lib, res, "an NCCL receive")?;
+                }
             }
             Ok(())
         })
@@ -361,7 +431,7 @@ impl Drop for Comms {
         for (comm, stream) in self.comms.iter().zip(&self.streams) {
             // Work still queued on the stream may use the communicator.
             let _ = stream.synchronize();
-            // SAFETY: each communicator was made by ncclCommInitAll and is destroyed once.
+            // SAFETY: each communicator was made by ncclCommInitAll or ncclCommInitRank and is destroyed once.
             unsafe { (self.lib.comm_destroy)(*comm) };
         }
     }

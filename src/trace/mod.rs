@@ -88,6 +88,8 @@ pub enum TraceError {
     )]
     OutOfMemory { what: &'static str, bytes: u64, free: u64 },
     #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
     #[error(transparent)]
     Output(#[from] crate::files::OutputError),
@@ -432,6 +434,41 @@ pub mod stage {
     pub const NEE: &str = "next-event";
     pub const COMPACT_PATHS: &str = "compact paths";
     pub const ACCUMULATE: &str = "accumulate";
+
+    /// Every name above.
+    pub const ALL: [&str; 15] = [
+        CAMERA,
+        TRAVERSE,
+        FRONTIER_INIT,
+        EXPAND,
+        COMPACT_FRONTIER,
+        SHADE,
+        SHADOW_TRAVERSE,
+        SHADOW_INIT,
+        SHADOW_EXPAND,
+        COMPACT_SHADOW_FRONTIER,
+        GROUP,
+        SHADOW_GROUP,
+        NEE,
+        COMPACT_PATHS,
+        ACCUMULATE,
+    ];
+
+    /// The static name `name` spells (a stage read back from another
+    /// process): one of [`ALL`], or any other name kept once for the process.
+    pub fn named(name: &str) -> &'static str {
+        static OTHERS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        if let Some(n) = ALL.iter().find(|n| **n == name) {
+            return n;
+        }
+        let mut others = OTHERS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = others.iter().find(|n| **n == name) {
+            return n;
+        }
+        let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+        others.push(n);
+        n
+    }
 }
 
 /// One frame (one sample per pixel) as measured.

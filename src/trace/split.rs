@@ -11,10 +11,18 @@
 //! NCCL sends on GPUs) before the next frame adds to them, so each pixel is
 //! still summed in sample order and the image stays the same bits however
 //! often the bands move. Reading the image gathers every band onto rank 0.
+//!
+//! The engines live in one process ([`Split::new`]), or each process holds
+//! one rank's engine ([`Split::join`], one process per GPU as on separate
+//! hosts): then the ranks' frame times and stats travel through the
+//! processes' [`Cluster`] and the sums through NCCL (or, on CPU ranks, the
+//! cluster's sockets), and only the process holding rank 0 has the image.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Engine, FrameStats, Graphs, RenderSettings, Shard, TraceError, TraceResult, render};
+use super::{Engine, FrameStats, Graphs, RenderSettings, Shard, StageId, TraceError, TraceResult, render};
+use crate::cluster::Cluster;
 
 /// The most CPU ranks a split or a sharded call takes: CPU ranks share the
 /// cores and exist to run the multi-GPU protocol without GPUs.
@@ -34,10 +42,13 @@ pub trait SplitEngine: Engine + Send + Sized {
     /// The state of the collectives between the engines (NCCL communicators).
     type Comm;
     fn connect(engines: &[Self]) -> TraceResult<Self::Comm>;
+    /// Connects this process's one engine to the cluster's other processes.
+    fn join(engine: &Self, cluster: &Arc<Cluster>) -> TraceResult<Self::Comm>;
     /// What carries the moves, for reports.
     fn carrier(comm: &Self::Comm) -> String;
-    /// Copies each move's pixels' sums from engine `from` to engine `to`.
-    fn move_sums(comm: &Self::Comm, engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()>;
+    /// Copies each move's pixels' sums from rank `from` to rank `to`;
+    /// `engines` are this process's, ranks `first..`. Every process passes every move.
+    fn move_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()>;
 }
 
 /// Something that renders frames into per-pixel sums: one engine, or a split.
@@ -86,10 +97,14 @@ impl<E: Engine> Renderer for E {
 
 /// Several engines rendering one image in bands of rows.
 pub struct Split<E: SplitEngine> {
+    /// This process's engines: ranks `first..first + engines.len()`.
     engines: Vec<E>,
+    first: usize,
     comm: E::Comm,
+    /// The other processes, where each rank is a process.
+    cluster: Option<Arc<Cluster>>,
     width: u32,
-    /// Rows of each rank's band, in rank order (top band first).
+    /// Rows of each rank's band, in rank order (top band first), every rank's.
     rows: Vec<u32>,
     /// Whether the bands follow the measured times between frames.
     pub balance: bool,
@@ -100,11 +115,27 @@ pub struct Split<E: SplitEngine> {
 impl<E: SplitEngine> Split<E> {
     /// Engines of one image (`width` x `height`), one per rank, into equal bands.
     pub fn new(engines: Vec<E>, width: u32, height: u32) -> TraceResult<Self> {
-        let ranks = engines.len() as u32;
-        if ranks == 0 {
+        let ranks = engines.len();
+        Self::check(&engines, ranks, width, height)?;
+        let comm = E::connect(&engines)?;
+        Self::start(engines, 0, comm, None, ranks, width, height)
+    }
+
+    /// This process's engine as its cluster rank; the other processes hold
+    /// the other ranks' engines (every process calls it).
+    pub fn join(engine: E, cluster: Arc<Cluster>, width: u32, height: u32) -> TraceResult<Self> {
+        let ranks = cluster.ranks();
+        Self::check(std::slice::from_ref(&engine), ranks, width, height)?;
+        let comm = E::join(&engine, &cluster)?;
+        let first = cluster.rank();
+        Self::start(vec![engine], first, comm, Some(cluster), ranks, width, height)
+    }
+
+    fn check(engines: &[E], ranks: usize, width: u32, height: u32) -> TraceResult<()> {
+        if ranks == 0 || engines.is_empty() {
             return Err(TraceError::Settings("a split render needs at least one engine".into()));
         }
-        if ranks > height {
+        if ranks as u64 > height as u64 {
             return Err(TraceError::Settings(format!(
                 "{ranks} ranks need at least {ranks} rows to split; the image has {height}"
             )));
@@ -116,22 +147,41 @@ impl<E: SplitEngine> Split<E> {
                 e.image_pixels()
             )));
         }
-        let rows: Vec<u32> = (0..ranks).map(|r| height / ranks + u32::from(r < height % ranks)).collect();
-        let comm = E::connect(&engines)?;
-        let mut split = Split { engines, comm, width, rows, balance: true, last_times: Vec::new() };
+        Ok(())
+    }
+
+    fn start(
+        engines: Vec<E>,
+        first: usize,
+        comm: E::Comm,
+        cluster: Option<Arc<Cluster>>,
+        ranks: usize,
+        width: u32,
+        height: u32,
+    ) -> TraceResult<Self> {
+        let r = ranks as u32;
+        let rows: Vec<u32> = (0..r).map(|i| height / r + u32::from(i < height % r)).collect();
+        let mut split = Split { engines, first, comm, cluster, width, rows, balance: true, last_times: Vec::new() };
         split.apply_bands()?;
         Ok(split)
     }
 
+    /// This process's engines.
     pub fn engines(&self) -> &[E] {
         &self.engines
     }
 
+    /// Whether this process holds rank 0, which gathers the image.
+    pub fn leads(&self) -> bool {
+        self.first == 0
+    }
+
     /// The whole image gathered on rank 0, whose engine is returned: what
     /// converts it for display (`rgba8`, or on wgpu straight into a texture).
-    pub fn gathered(&mut self) -> TraceResult<&mut E> {
+    /// Only the process holding rank 0 has it: the others get `None`.
+    pub fn gathered(&mut self) -> TraceResult<Option<&mut E>> {
         self.gather()?;
-        Ok(&mut self.engines[0])
+        Ok(if self.leads() { Some(&mut self.engines[0]) } else { None })
     }
 
     /// Rank 0's compaction backend (every rank's is of the same kind).
@@ -179,7 +229,7 @@ impl<E: SplitEngine> Split<E> {
 
     fn apply_bands(&mut self) -> TraceResult<()> {
         let (width, bands) = (self.width, self.bands());
-        for (e, (first, rows)) in self.engines.iter_mut().zip(bands) {
+        for (e, &(first, rows)) in self.engines.iter_mut().zip(&bands[self.first..]) {
             e.set_shard(Shard::rows(width, first, rows))?;
         }
         Ok(())
@@ -202,7 +252,7 @@ impl<E: SplitEngine> Split<E> {
                 _ => moves.push(SumMove { from, to, first: y as u64 * w, count: w }),
             }
         }
-        E::move_sums(&self.comm, &mut self.engines, &moves)?;
+        E::move_sums(&self.comm, &mut self.engines, self.first, &moves)?;
         self.rows = rows;
         self.apply_bands()
     }
@@ -228,12 +278,21 @@ impl<E: SplitEngine> Split<E> {
                 handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panicked())).collect()
             })
         };
-        let frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
+        let mut frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
+        if let Some(c) = &self.cluster {
+            // Every rank's frame on every process: the bands move alike everywhere.
+            let all = c.all_gather(&wire::encode(&frames[0]))?;
+            frames = all.iter().map(|b| wire::decode(b)).collect::<Option<Vec<_>>>().ok_or_else(|| {
+                TraceError::Settings(
+                    "a rank sent a frame this reap cannot read: run one reap build on every rank".into(),
+                )
+            })?;
+        }
         let mut merged = merge(&frames);
         // The device's own stage times where the engine has them: the host's clock adds launch
         // jitter that would move the bands every frame for nothing.
         self.last_times = frames.iter().map(|f| if f.frame_ms > 0.0 { f.frame_ms } else { f.wall_ms }).collect();
-        if self.balance && self.engines.len() > 1 {
+        if self.balance && self.rows.len() > 1 {
             let rows = balance(&self.rows, &self.last_times);
             // A move costs a copy per moved row and may grow a rank's buffers: skip ones that buy under 1 %.
             let worst = self.last_times.iter().cloned().fold(0.0, f64::max);
@@ -256,13 +315,76 @@ impl<E: SplitEngine> Split<E> {
             .skip(1)
             .map(|(r, (first, rows))| SumMove { from: r, to: 0, first: first as u64 * w, count: rows as u64 * w })
             .collect();
-        E::move_sums(&self.comm, &mut self.engines, &moves)
+        E::move_sums(&self.comm, &mut self.engines, self.first, &moves)
     }
 
-    /// The whole image as rank 0's engine shows it (gathered first).
+    /// The whole image as rank 0's engine shows it (gathered first; empty
+    /// in a process that does not hold rank 0).
     pub fn rgba8(&mut self) -> TraceResult<&[[u8; 4]]> {
         self.gather()?;
+        if !self.leads() {
+            return Ok(&[]);
+        }
         self.engines[0].rgba8()
+    }
+}
+
+/// A rank's frame stats as bytes, for the other processes: the stages by
+/// name (interned again on arrival, since stage names are static strings).
+mod wire {
+    use super::{FrameStats, StageId};
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Frame {
+        sample: u32,
+        stages: Vec<(String, Option<u32>, Option<u32>, f64)>,
+        queue: Vec<u64>,
+        alive: Vec<u64>,
+        shadow_rays: Vec<u64>,
+        frontier: Vec<Vec<u64>>,
+        shadow_frontier: Vec<Vec<u64>>,
+        rays: u64,
+        frame_ms: f64,
+        wall_ms: f64,
+    }
+
+    pub fn encode(f: &FrameStats) -> Vec<u8> {
+        let frame = Frame {
+            sample: f.sample,
+            stages: f.stages.iter().map(|(s, t)| (s.name.to_string(), s.bounce, s.level, *t)).collect(),
+            queue: f.queue.clone(),
+            alive: f.alive.clone(),
+            shadow_rays: f.shadow_rays.clone(),
+            frontier: f.frontier.clone(),
+            shadow_frontier: f.shadow_frontier.clone(),
+            rays: f.rays,
+            frame_ms: f.frame_ms,
+            wall_ms: f.wall_ms,
+        };
+        serde_json::to_vec(&frame).expect("frame stats are plain numbers and names")
+    }
+
+    /// The frame `bytes` holds (`None`: not a frame).
+    pub fn decode(bytes: &[u8]) -> Option<FrameStats> {
+        let f: Frame = serde_json::from_slice(bytes).ok()?;
+        let stages = f
+            .stages
+            .into_iter()
+            .map(|(name, bounce, level, t)| (StageId { name: super::super::stage::named(&name), bounce, level }, t))
+            .collect();
+        Some(FrameStats {
+            sample: f.sample,
+            stages,
+            queue: f.queue,
+            alive: f.alive,
+            shadow_rays: f.shadow_rays,
+            frontier: f.frontier,
+            shadow_frontier: f.shadow_frontier,
+            rays: f.rays,
+            frame_ms: f.frame_ms,
+            wall_ms: f.wall_ms,
+            ..FrameStats::default()
+        })
     }
 }
 
@@ -328,8 +450,12 @@ impl<E: SplitEngine> Renderer for Split<E> {
     fn reset_sums(&mut self) -> TraceResult<()> {
         self.engines.iter_mut().try_for_each(|e| e.reset())
     }
+    /// The whole image on the process holding rank 0; empty on the others.
     fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>> {
         self.gather()?;
+        if !self.leads() {
+            return Ok(Vec::new());
+        }
         self.engines[0].image()
     }
     fn fuses_sites(&self, algorithm: crate::compaction::Algorithm) -> bool {
@@ -339,23 +465,69 @@ impl<E: SplitEngine> Renderer for Split<E> {
         self.engines.iter_mut().for_each(|e| e.set_graphs(graphs));
     }
     fn ranks(&self) -> usize {
-        self.engines.len()
+        self.rows.len()
     }
 }
 
+/// What connects CPU engines: nothing in one process, the cluster's sockets between processes.
+pub enum CpuSplitComm {
+    Local,
+    Processes(Arc<Cluster>),
+}
+
 impl SplitEngine for super::cpu::CpuEngine {
-    type Comm = ();
-    fn connect(_: &[Self]) -> TraceResult<()> {
-        Ok(())
+    type Comm = CpuSplitComm;
+    fn connect(_: &[Self]) -> TraceResult<CpuSplitComm> {
+        Ok(CpuSplitComm::Local)
     }
-    fn carrier(_: &()) -> String {
-        "host memory (CPU ranks)".into()
+    fn join(_: &Self, cluster: &Arc<Cluster>) -> TraceResult<CpuSplitComm> {
+        Ok(CpuSplitComm::Processes(cluster.clone()))
     }
-    fn move_sums(_: &(), engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
-        for m in moves.iter().filter(|m| m.from != m.to) {
-            let range = m.first as usize..(m.first + m.count) as usize;
-            let part = engines[m.from].sums()[range.clone()].to_vec();
-            engines[m.to].sums_mut()[range].copy_from_slice(&part);
+    fn carrier(comm: &CpuSplitComm) -> String {
+        match comm {
+            CpuSplitComm::Local => "host memory (CPU ranks)".into(),
+            CpuSplitComm::Processes(c) => format!("TCP sockets between {} processes (CPU ranks)", c.ranks()),
+        }
+    }
+    fn move_sums(comm: &CpuSplitComm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()> {
+        let moves = moves.iter().filter(|m| m.from != m.to && m.count > 0);
+        let cluster = match comm {
+            CpuSplitComm::Local => {
+                for m in moves {
+                    let range = m.first as usize..(m.first + m.count) as usize;
+                    let part = engines[m.from - first].sums()[range.clone()].to_vec();
+                    engines[m.to - first].sums_mut()[range].copy_from_slice(&part);
+                }
+                return Ok(());
+            }
+            CpuSplitComm::Processes(c) => c,
+        };
+        let held_count = engines.len();
+        let held = |rank: usize| rank.checked_sub(first).filter(|&i| i < held_count);
+        // Each process sends what leaves its ranks: (to, first, count, sums); each keeps what comes to its own.
+        let mut mine = Vec::new();
+        for m in moves.clone() {
+            if let Some(i) = held(m.from) {
+                let range = m.first as usize..(m.first + m.count) as usize;
+                for word in [m.to as u64, m.first, m.count] {
+                    mine.extend_from_slice(&word.to_le_bytes());
+                }
+                mine.extend_from_slice(bytemuck::cast_slice(&engines[i].sums()[range]));
+            }
+        }
+        let bad = || TraceError::Settings("a rank sent a malformed band of sums".into());
+        for theirs in cluster.all_gather(&mine)? {
+            let mut rest = theirs.as_slice();
+            while let Some((head, tail)) = rest.split_first_chunk::<24>() {
+                let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().unwrap());
+                let (to, at, count) = (word(0) as usize, word(1) as usize, word(2) as usize);
+                let (data, after) = tail.split_at_checked(count * 16).ok_or_else(bad)?;
+                if let Some(i) = held(to) {
+                    let sums = engines[i].sums_mut().get_mut(at..at + count).ok_or_else(bad)?;
+                    bytemuck::cast_slice_mut::<[f32; 4], u8>(sums).copy_from_slice(data);
+                }
+                rest = after;
+            }
         }
         Ok(())
     }
@@ -372,22 +544,31 @@ impl SplitEngine for super::cuda::CudaEngine {
         let streams = engines.iter().map(|e| e.stream().clone()).collect();
         Ok(Some(crate::cuda_runtime::nccl::Comms::new(streams).map_err(crate::compaction::Error::from)?))
     }
+    fn join(engine: &Self, cluster: &Arc<Cluster>) -> TraceResult<Self::Comm> {
+        if cluster.ranks() < 2 {
+            return Ok(None);
+        }
+        let comms = crate::cuda_runtime::nccl::Comms::join(engine.stream().clone(), cluster);
+        Ok(Some(comms.map_err(crate::compaction::Error::from)?))
+    }
     fn carrier(comm: &Self::Comm) -> String {
         match comm {
-            Some(_) => crate::cuda_runtime::nccl_available().unwrap_or_else(|e| e.to_string()),
+            Some(_) => crate::cuda_runtime::nccl::carrier(),
             None => "one GPU (no collectives)".into(),
         }
     }
-    fn move_sums(comm: &Self::Comm, engines: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
+    fn move_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()> {
         const PIXEL: u64 = 16; // an RGBA f32 sum
+        // Another process gives the address of a rank it holds (0 here).
+        let sums = |rank: usize| rank.checked_sub(first).and_then(|i| engines.get(i)).map_or(0, |e| e.sums_ptr());
         let raw: Vec<crate::cuda_runtime::nccl::Move> = moves
             .iter()
             .filter(|m| m.from != m.to && m.count > 0)
             .map(|m| crate::cuda_runtime::nccl::Move {
                 from: m.from,
-                src: engines[m.from].sums_ptr() + m.first * PIXEL,
+                src: sums(m.from) + m.first * PIXEL,
                 to: m.to,
-                dst: engines[m.to].sums_ptr() + m.first * PIXEL,
+                dst: sums(m.to) + m.first * PIXEL,
                 bytes: m.count * PIXEL,
             })
             .collect();
@@ -416,10 +597,17 @@ impl SplitEngine for super::wgpu::WgpuEngine {
         }
         Ok(())
     }
+    fn join(_: &Self, cluster: &Arc<Cluster>) -> TraceResult<()> {
+        Err(TraceError::Settings(format!(
+            "rank {} of {} processes on wgpu: wgpu has no collectives between processes; use --backend cuda",
+            cluster.rank(),
+            cluster.ranks()
+        )))
+    }
     fn carrier(_: &()) -> String {
         "one wgpu adapter (no collectives)".into()
     }
-    fn move_sums(_: &(), _: &mut [Self], moves: &[SumMove]) -> TraceResult<()> {
+    fn move_sums(_: &(), _: &mut [Self], _: usize, moves: &[SumMove]) -> TraceResult<()> {
         match moves.iter().find(|m| m.from != m.to && m.count > 0) {
             Some(m) => Err(TraceError::Settings(format!(
                 "moving {} pixels' sums from engine {} to {}: the wgpu backend renders with one engine",

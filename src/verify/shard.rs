@@ -144,7 +144,8 @@ fn compact_case<B: Sharding + Harness, T: Element>(
         }
         at += k;
     }
-    let got = group.collect(&result).map_err(err)?;
+    // Only the process holding rank 0 has the gathered result to compare.
+    let Some(got) = group.collect(&result).map_err(err)? else { return Ok(()) };
     compare(case.algorithm, split, kept as usize, got, want)
 }
 
@@ -200,7 +201,7 @@ fn scan_case<B: Sharding + Harness, S: ScanElement>(
     if sum != total {
         return Err(format!("the ranks' totals {totals:?} sum to {sum}, one rank's total is {total}"));
     }
-    let got = group.collect(&result).map_err(err)?;
+    let Some(got) = group.collect(&result).map_err(err)? else { return Ok(()) };
     match got.iter().zip(&want).position(|(a, b)| a != b) {
         None if got.len() == want.len() => Ok(()),
         None => Err(format!("gathered {} values, one rank gave {}", got.len(), want.len())),

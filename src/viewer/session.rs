@@ -240,7 +240,11 @@ impl Session {
     /// backends, whose image comes through [`Session::rgba8`].
     pub fn tonemap_into(&mut self, target: &wgpu::TextureView) -> Option<TraceResult<()>> {
         match &mut self.engine {
-            OnBackend::Wgpu(split) => Some(split.gathered().and_then(|e| e.tonemap_into(target))),
+            // The viewer's split holds every rank, so rank 0's engine is always here.
+            OnBackend::Wgpu(split) => Some(split.gathered().and_then(|e| match e {
+                Some(e) => e.tonemap_into(target),
+                None => Err(crate::trace::TraceError::Settings("the viewer runs every rank in its process".into())),
+            })),
             _ => None,
         }
     }

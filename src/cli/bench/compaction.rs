@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 
 use reap::bench::{BenchBackend, Named, Platform, Row};
+use reap::compaction::shard::ShardOp;
 use reap::compaction::{Algorithm, Operation};
 
 use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
@@ -97,7 +98,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
         .iter()
         .map(|kv| kv.split_once('=').with_context(|| format!("--tuning `{kv}` is not KEY=VALUE")))
         .collect::<Result<Vec<_>>>()?;
-    if args.gpus != 1 {
+    if args.gpus != 1 || crate::cli::ranks::place()?.is_some() {
         if args.backend == BackendChoice::Wgpu {
             anyhow::bail!("--gpus shards over CUDA GPUs or CPU ranks; --backend wgpu times one adapter");
         }
@@ -477,10 +478,26 @@ fn print_table<'a>(rows: impl Iterator<Item = &'a Row>) {
     }
 }
 
-/// `--gpus N`: the sharded select beside one rank.
+/// `--gpus N`: the sharded select, partition or scan beside one rank.
 fn sharded(args: BenchArgs, command: String) -> Result<bool> {
-    if !args.preset.is_empty() || args.operation != [OperationChoice::Select] || args.elements != [4] {
-        anyhow::bail!("--gpus times the 4-byte select only: drop --preset, --operation and --elements");
+    if !args.preset.is_empty() || args.elements != [4] {
+        anyhow::bail!("--gpus times 4-byte elements without presets: drop --preset and --elements");
+    }
+    let mut operations = Vec::new();
+    for op in &args.operation {
+        let shard_op = match op {
+            OperationChoice::Select => ShardOp::Select,
+            OperationChoice::Partition => ShardOp::Partition,
+            OperationChoice::Scan => ShardOp::Scan,
+            other => anyhow::bail!(
+                "--gpus shards select, partition and scan; {} runs on one GPU (drop --gpus)",
+                clap::ValueEnum::to_possible_value(other)
+                    .map_or_else(|| format!("{other:?}"), |v| v.get_name().to_string())
+            ),
+        };
+        if !operations.contains(&shard_op) {
+            operations.push(shard_op);
+        }
     }
     let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
     if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
@@ -497,15 +514,19 @@ fn sharded(args: BenchArgs, command: String) -> Result<bool> {
         reap::memory::Limit::host(),
         "lower --sizes",
     )?;
-    super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
+    // Rank 0's process writes the report; the other processes leave the folder alone.
+    if crate::cli::ranks::leads() {
+        super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
+    }
     crate::cli::interrupt::install();
     let adapter = args.adapter.clone();
-    with_backend(args.backend, &adapter, ShardedBench { args, algorithms, command })
+    with_backend(args.backend, &adapter, ShardedBench { args, algorithms, operations, command })
 }
 
 struct ShardedBench {
     args: BenchArgs,
     algorithms: Vec<Algorithm>,
+    operations: Vec<ShardOp>,
     command: String,
 }
 
@@ -516,10 +537,16 @@ impl OnBackend for ShardedBench {
         let device = backend.device();
         let group = backend.group(self.args.gpus)?;
         let carrier = group.carrier();
-        println!("sharded select over {} ranks on {device}; collectives: {carrier}", group.len());
-        println!(
-            "{:<27} {:>11} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9} {:>7}",
+        let leads = group.leads();
+        let processes = group.cluster().map_or(String::new(), |c| format!(" in {} processes", c.ranks()));
+        println!("sharded compaction over {} ranks{processes} on {device}; collectives: {carrier}", group.len());
+        if !leads {
+            println!("rank {}: measuring with rank 0, which prints the rows and writes the report", group.first());
+        }
+        let head = format!(
+            "{:<27} {:<9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9} {:>7}",
             "algorithm",
+            "operation",
             "n",
             "dens%",
             "1 wall ms",
@@ -531,20 +558,29 @@ impl OnBackend for ShardedBench {
             "gather ms",
             "coll%"
         );
+        if leads {
+            println!("{head}");
+        }
         let s = shard::ShardBench {
             algorithms: &self.algorithms,
+            operations: &self.operations,
             sizes: &self.args.sizes,
             densities: &self.args.densities,
             reps: self.args.repeat.reps,
             warmup: self.args.repeat.warmup,
             seed: self.args.repeat.seed,
         };
-        let out = self.args.out.as_deref();
+        // Only rank 0's process writes: the others measure the same rows.
+        let out = self.args.out.as_deref().filter(|_| leads);
         let mut measured = Vec::new();
         let rows = shard::run(&group, &s, &crate::cli::interrupt::stopped, &mut |r| {
+            if !leads {
+                return;
+            }
             println!(
-                "{:<27} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.2}x {:>6.1} {:>9.4} {:>7.2}",
+                "{:<27} {:<9} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.2}x {:>6.1} {:>9.4} {:>7.2}",
                 r.algorithm,
+                r.operation,
                 r.n,
                 r.density * 100.0,
                 r.one_wall_ms,

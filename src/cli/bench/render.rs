@@ -12,7 +12,7 @@ use reap::compaction::{Compaction, Fusion};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
-use reap::trace::split::{Renderer, Split};
+use reap::trace::split::Renderer;
 use reap::trace::{BlockLevels, BvhKind, RenderSettings, Traversal};
 
 use super::compactions;
@@ -89,6 +89,18 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     if args.gpus == 0 || args.gpus as u64 > args.height as u64 {
         anyhow::bail!("--gpus must be from 1 to the image's {} rows (bands of rows, one a rank)", args.height);
     }
+    let leads = crate::cli::ranks::leads();
+    if let Some(place) = crate::cli::ranks::place()? {
+        crate::cli::ranks::check_gpus(place, args.gpus)?;
+        if place.ranks as u64 > args.height as u64 {
+            anyhow::bail!("{} ranks split the image in bands of rows and it has {} rows", place.ranks, args.height);
+        }
+        if !args.peer.peers.is_empty() {
+            anyhow::bail!("--peer renders beside one process: drop it when REAP_RANKS is set (reap launch)");
+        }
+    }
+    // Rank 0's process writes the report; the other processes leave the folder alone.
+    let args = RenderBenchArgs { out: args.out.filter(|_| leads), ..args };
     super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
     // An existing file under a scene's name is what `scene::load` reads.
     not_an_input(&args, &args.scenes)?;
@@ -221,16 +233,17 @@ impl OnBackend for SceneBench<'_> {
             seed: a.seed,
             max_bounces: a.path.max_bounces,
         };
-        if a.gpus == 1 {
+        if a.gpus == 1 && crate::cli::ranks::place()?.is_none() {
             let engine = backend.tracer(setup)?;
             let rows = bench_scene(engine, a, self.scene, depths, self.traversals, &choices, kind)?;
             return Ok((device, rows));
         }
-        let split = Split::new(backend.tracers(a.gpus, setup)?, a.width, a.height)?;
-        println!("split over {} ranks; collectives: {}", a.gpus, split.carrier());
-        let label = format!("{kind} x{}", a.gpus);
+        let split = backend.split(a.gpus, setup, |_| Ok(()))?;
+        let ranks = split.ranks();
+        println!("split over {ranks} ranks; collectives: {}", split.carrier());
+        let label = format!("{kind} x{ranks}");
         let rows = bench_scene(split, a, self.scene, depths, self.traversals, &choices, &label)?;
-        Ok((format!("{device} x{}", a.gpus), rows))
+        Ok((format!("{device} x{ranks}"), rows))
     }
 }
 

@@ -1,24 +1,53 @@
-//! Ranks on the CPU: each rank a `CpuBackend` over its own `Vec`s, the
-//! collectives plain copies between them. It runs the sharded protocol
-//! exactly as the GPUs do (device-resident counts, one all-gather, the
-//! prefix added per rank), which is how CI checks it without a GPU.
+//! Ranks on the CPU: each rank a `CpuBackend` over its own `Vec`s. In one
+//! process the collectives are plain copies between them; where each rank is
+//! a process ([`Cluster`]) they are messages over the cluster's sockets. It
+//! runs the sharded protocol exactly as the GPUs do (device-resident counts,
+//! one all-gather, the prefix added per rank), which is how CI checks it, and
+//! the process launcher, without a GPU.
+
+use std::sync::Arc;
 
 use super::{Part, Sharding};
+use crate::cluster::Cluster;
 use crate::compaction::{CpuBackend, Element, Result, ScanElement};
 
+/// What connects CPU ranks.
+pub enum CpuComm {
+    /// Every rank in this process.
+    Local,
+    /// This process's one rank of a cluster.
+    Processes(Arc<Cluster>),
+}
+
 impl Sharding for CpuBackend {
-    type Comm = ();
+    type Comm = CpuComm;
 
-    fn connect(_: &[Self]) -> Result<()> {
-        Ok(())
+    fn connect(_: &[Self]) -> Result<CpuComm> {
+        Ok(CpuComm::Local)
     }
 
-    fn carrier(_: &()) -> String {
-        "host memory (CPU ranks)".into()
+    fn join(_: &Self, cluster: &Arc<Cluster>) -> Result<CpuComm> {
+        Ok(CpuComm::Processes(cluster.clone()))
     }
 
-    fn all_gather_word(_: &(), ranks: &[Self], words: &mut [Vec<u64>], src: u64, dst: u64) -> Result<()> {
-        let sent: Vec<u64> = words.iter().map(|w| w[src as usize]).collect();
+    fn carrier(comm: &CpuComm) -> String {
+        match comm {
+            CpuComm::Local => "host memory (CPU ranks)".into(),
+            CpuComm::Processes(c) => {
+                format!("TCP sockets between {} processes (CPU ranks, rendezvous {})", c.ranks(), c.place().rendezvous)
+            }
+        }
+    }
+
+    fn all_gather_word(comm: &CpuComm, ranks: &[Self], words: &mut [Vec<u64>], src: u64, dst: u64) -> Result<()> {
+        let mine: Vec<u64> = words.iter().take(ranks.len()).map(|w| w[src as usize]).collect();
+        let sent = match comm {
+            CpuComm::Local => mine,
+            CpuComm::Processes(c) => {
+                let all = c.all_gather(bytemuck::cast_slice(&mine))?;
+                all.iter().flat_map(|b| b.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap()))).collect()
+            }
+        };
         for w in words.iter_mut().take(ranks.len()) {
             w[dst as usize..dst as usize + sent.len()].copy_from_slice(&sent);
         }
@@ -26,15 +55,63 @@ impl Sharding for CpuBackend {
     }
 
     fn gather<T: Element>(
-        _: &(),
+        comm: &CpuComm,
         _: &[Self],
         parts: &[Part<'_, Self, T>],
-        _root: usize,
-        dst: &mut Vec<T>,
+        root: usize,
+        dst: Option<&mut Vec<T>>,
     ) -> Result<()> {
+        let cluster = match comm {
+            CpuComm::Local => {
+                let dst = dst.expect("one process holds the root");
+                for p in parts {
+                    let (s, a, n) = (p.start as usize, p.at as usize, p.len as usize);
+                    dst[a..a + n].copy_from_slice(&p.buffer.expect("one process holds every rank")[s..s + n]);
+                }
+                return Ok(());
+            }
+            CpuComm::Processes(c) => c,
+        };
+        // Every process sends its parts (where each goes, then its bytes) to
+        // rank 0, which passes them on to the root.
+        let mut mine = Vec::new();
         for p in parts {
-            let (s, a, n) = (p.start as usize, p.at as usize, p.len as usize);
-            dst[a..a + n].copy_from_slice(&p.buffer[s..s + n]);
+            if let Some(buffer) = p.buffer {
+                let bytes: &[u8] = bytemuck::cast_slice(&buffer[p.start as usize..(p.start + p.len) as usize]);
+                mine.extend_from_slice(&p.at.to_le_bytes());
+                mine.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+                mine.extend_from_slice(bytes);
+            }
+        }
+        let gathered = cluster.gather(&mine)?;
+        let pieces = match (cluster.rank(), root) {
+            (_, 0) => gathered,
+            // Rank 0 forwards to the root (one broadcast: the other processes drop it).
+            _ => {
+                let relayed = cluster.broadcast(gathered.map(|g| g.concat()).as_deref())?;
+                (cluster.rank() == root).then(|| vec![relayed])
+            }
+        };
+        let (Some(dst), Some(pieces)) = (dst, pieces) else { return Ok(()) };
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst.as_mut_slice());
+        let total = bytes.len();
+        for piece in &pieces {
+            let mut rest = piece.as_slice();
+            while let Some((head, tail)) = rest.split_first_chunk::<16>() {
+                let at = u64::from_le_bytes(head[..8].try_into().unwrap()) as usize * std::mem::size_of::<T>();
+                let len = u64::from_le_bytes(head[8..].try_into().unwrap()) as usize;
+                let (data, after) = tail.split_at_checked(len).ok_or_else(|| {
+                    crate::cluster::ClusterError::Protocol { rank: cluster.rank(), what: "a truncated part".into() }
+                })?;
+                bytes
+                    .get_mut(at..at + len)
+                    .ok_or_else(|| crate::cluster::ClusterError::Protocol {
+                        rank: cluster.rank(),
+                        what: format!("a part past the gathered {total} bytes"),
+                    })?
+                    .copy_from_slice(data);
+                rest = after;
+            }
         }
         Ok(())
     }

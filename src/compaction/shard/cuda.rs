@@ -44,9 +44,16 @@ impl Sharding for CudaBackend {
         Ok(Some(Comms::new(ranks.iter().map(|b| b.stream().clone()).collect())?))
     }
 
+    fn join(rank: &Self, cluster: &std::sync::Arc<crate::cluster::Cluster>) -> Result<Option<Comms>> {
+        if cluster.ranks() < 2 {
+            return Ok(None);
+        }
+        Ok(Some(Comms::join(rank.stream().clone(), cluster)?))
+    }
+
     fn carrier(comm: &Option<Comms>) -> String {
         match comm {
-            Some(_) => nccl::nccl_available().unwrap_or_else(|e| e.to_string()),
+            Some(_) => nccl::carrier(),
             None => "one GPU (no collectives)".into(),
         }
     }
@@ -73,16 +80,18 @@ impl Sharding for CudaBackend {
         ranks: &[Self],
         parts: &[Part<'_, Self, T>],
         root: usize,
-        dst: &mut CudaBuffer<T>,
+        dst: Option<&mut CudaBuffer<T>>,
     ) -> Result<()> {
         let size = std::mem::size_of::<T>() as u64;
+        // Where another process holds an end, its address is that process's to give (0 here).
+        let dst = dst.map_or(0, |d| d.ptr());
         let moves: Vec<nccl::Move> = parts
             .iter()
             .map(|p| nccl::Move {
                 from: p.rank,
-                src: p.buffer.ptr() + p.start * size,
+                src: p.buffer.map_or(0, |b| b.ptr()) + p.start * size,
                 to: root,
-                dst: dst.ptr() + p.at * size,
+                dst: dst + p.at * size,
                 bytes: p.len * size,
             })
             .collect();

@@ -14,7 +14,15 @@
 //! devices (`cuda.rs`), plain copies between CPU ranks (`cpu.rs`), which is how
 //! CI runs several ranks without a GPU, and one rank's own copies on wgpu
 //! (`wgpu.rs`), which has no collectives between adapters.
+//!
+//! A group holds every rank in one process ([`Group::new`]), or this
+//! process's one rank of a [`Cluster`] of processes ([`Group::join`]): one
+//! process per GPU, as separate hosts run. Ranks are numbered across the
+//! processes; a group's buffers are those of the ranks it holds.
 
+use std::sync::Arc;
+
+use crate::cluster::Cluster;
 use crate::compaction::{Algorithm, Backend, Element, Error, Keep, Lens, Rejected, Report, Result, ScanElement};
 
 mod cpu;
@@ -27,10 +35,10 @@ mod wgpu;
 pub use cuda::CudaGroup;
 
 /// One piece of a gather: `len` elements from `start` of a rank's buffer to
-/// `at` in the destination.
+/// `at` in the destination. `buffer` is `None` where another process holds the rank.
 pub struct Part<'a, B: Backend + ?Sized, T: Element> {
     pub rank: usize,
-    pub buffer: &'a B::Buffer<T>,
+    pub buffer: Option<&'a B::Buffer<T>>,
     pub start: u64,
     pub len: u64,
     pub at: u64,
@@ -42,10 +50,13 @@ pub trait Sharding: Backend + Sized {
     type Comm;
     /// Connects the ranks, in rank order.
     fn connect(ranks: &[Self]) -> Result<Self::Comm>;
+    /// Connects this process's one rank to the cluster's other processes.
+    fn join(rank: &Self, cluster: &Arc<Cluster>) -> Result<Self::Comm>;
     /// What carries the collectives, for reports ("NCCL 2.27.3 (...)").
     fn carrier(comm: &Self::Comm) -> String;
     /// Every rank's `words[src]` into every rank's `words[dst..dst + ranks]`,
-    /// in rank order: one all-gather, enqueued (no host wait).
+    /// in rank order: one all-gather, enqueued (no host wait). `ranks` and
+    /// `words` are this process's.
     fn all_gather_word(
         comm: &Self::Comm,
         ranks: &[Self],
@@ -53,13 +64,14 @@ pub trait Sharding: Backend + Sized {
         src: u64,
         dst: u64,
     ) -> Result<()>;
-    /// The parts into `dst`, a buffer on rank `root`.
+    /// The parts into `dst`, a buffer on rank `root` (`None` where another
+    /// process holds the root). Every process passes every part.
     fn gather<T: Element>(
         comm: &Self::Comm,
         ranks: &[Self],
         parts: &[Part<'_, Self, T>],
         root: usize,
-        dst: &mut Self::Buffer<T>,
+        dst: Option<&mut Self::Buffer<T>>,
     ) -> Result<()>;
     /// A copy of `src` on this rank, enqueued (no host wait).
     fn duplicate<T: Element>(&self, src: &Self::Buffer<T>) -> Result<Self::Buffer<T>>;
@@ -79,15 +91,22 @@ pub trait Sharding: Backend + Sized {
 
 /// Several backends of one kind, one per rank, and what connects them.
 pub struct Group<B: Sharding> {
+    /// The ranks this process holds: `first..first + ranks.len()` of `world`.
     ranks: Vec<B>,
+    first: usize,
+    world: usize,
     comm: B::Comm,
+    /// The other processes, where the ranks are processes.
+    cluster: Option<Arc<Cluster>>,
 }
 
 /// An input split across the ranks: rank r holds elements
-/// `[starts[r], starts[r] + len(shards[r]))` of the whole.
+/// `[starts[r], starts[r] + lens[r])` of the whole; `shards` are the ranks
+/// this process holds.
 pub struct Sharded<B: Backend, T: Element> {
     pub shards: Vec<B::Buffer<T>>,
     pub starts: Vec<u64>,
+    pub lens: Vec<u64>,
     pub total: u64,
     /// Each rank's word buffer as a call starts it (`[n_r, 0, …]`), uploaded
     /// once: a call copies it on the device rather than uploading from the host.
@@ -116,9 +135,10 @@ pub enum ShardOp {
 /// or a scan's totals) from which the global offsets follow.
 pub struct ShardedOutput<B: Backend, T: Element> {
     pub op: ShardOp,
+    /// The outputs and words of the ranks this process holds.
     pub shards: Vec<B::Buffer<T>>,
     pub words: Vec<B::Buffer<u64>>,
-    /// Each rank's input length.
+    /// Every rank's input length.
     pub lens: Vec<u64>,
     /// Each rank's run: its phases, named as in the algorithm's paper.
     pub reports: Vec<B::Report>,
@@ -154,9 +174,18 @@ impl<B: Sharding> Group<B> {
             return Err(Error::Tuning { algorithm: "shard", why: "a group needs at least one rank".into() });
         }
         let comm = B::connect(&ranks)?;
-        Ok(Group { ranks, comm })
+        let world = ranks.len();
+        Ok(Group { ranks, first: 0, world, comm, cluster: None })
     }
 
+    /// This process's `rank` as its cluster rank among the cluster's processes.
+    pub fn join(rank: B, cluster: Arc<Cluster>) -> Result<Self> {
+        let comm = B::join(&rank, &cluster)?;
+        let (first, world) = (cluster.rank(), cluster.ranks());
+        Ok(Group { ranks: vec![rank], first, world, comm, cluster: Some(cluster) })
+    }
+
+    /// The ranks this process holds.
     pub fn ranks(&self) -> &[B] {
         &self.ranks
     }
@@ -165,8 +194,45 @@ impl<B: Sharding> Group<B> {
         &mut self.ranks
     }
 
+    /// The global rank of this process's first rank.
+    pub fn first(&self) -> usize {
+        self.first
+    }
+
+    /// The other processes, where the ranks are processes.
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
+    /// Whether this process holds rank 0, which gathers results and writes reports.
+    pub fn leads(&self) -> bool {
+        self.first == 0
+    }
+
+    /// Returns once every process is here (at once in one process).
+    pub fn barrier(&self) -> Result<()> {
+        match &self.cluster {
+            Some(c) => Ok(c.barrier()?),
+            None => Ok(()),
+        }
+    }
+
+    /// The element-wise max of `mine` over the processes (`mine` itself in one process).
+    pub fn max_over_processes(&self, mine: &[f64]) -> Result<Vec<f64>> {
+        match &self.cluster {
+            Some(c) => Ok(c.max_f64(mine)?),
+            None => Ok(mine.to_vec()),
+        }
+    }
+
+    /// Ranks across every process.
     pub fn len(&self) -> usize {
-        self.ranks.len()
+        self.world
+    }
+
+    /// `(global rank, backend)` of each rank this process holds.
+    fn held(&self) -> impl Iterator<Item = (usize, &B)> {
+        self.ranks.iter().enumerate().map(|(i, b)| (self.first + i, b))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -182,35 +248,41 @@ impl<B: Sharding> Group<B> {
         B::carrier(&self.comm)
     }
 
-    /// Splits `data` into contiguous shards, one per rank ([`shard_lens`]).
+    /// Splits `data` (the whole input, which every process has) into
+    /// contiguous shards, one per rank ([`shard_lens`]); this process uploads its ranks'.
     pub fn scatter<T: Element>(&self, data: &[T]) -> Result<Sharded<B, T>> {
-        let mut shards = Vec::with_capacity(self.len());
-        let mut at = 0u64;
-        for (rank, len) in self.ranks.iter().zip(shard_lens(data.len() as u64, self.len())) {
-            shards.push(rank.upload(&data[at as usize..(at + len) as usize])?);
-            at += len;
-        }
-        self.adopt(shards)
+        let lens = shard_lens(data.len() as u64, self.len());
+        let starts = exclusive_prefix(&lens);
+        let shards = self
+            .held()
+            .map(|(g, b)| b.upload(&data[starts[g] as usize..(starts[g] + lens[g]) as usize]))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Sharded { words: self.words(&lens)?, total: lens.iter().sum(), shards, starts, lens })
     }
 
     /// Buffers already on the ranks (one each, in rank order) as one sharded
-    /// input: rank r's elements follow rank r - 1's.
+    /// input: rank r's elements follow rank r - 1's. Every rank's length
+    /// must be known here, so the group must hold every rank (one process).
     pub fn adopt<T: Element>(&self, shards: Vec<B::Buffer<T>>) -> Result<Sharded<B, T>> {
+        if self.cluster.is_some() {
+            return Err(Error::Backend(
+                "a group of processes shards its input with `scatter`: `adopt` needs every rank's buffer in one \
+                 process"
+                    .into(),
+            ));
+        }
         self.check_shards(shards.len())?;
         let lens: Vec<u64> = shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
         let starts = exclusive_prefix(&lens);
-        Ok(Sharded { words: self.words(&lens)?, total: lens.iter().sum(), shards, starts })
+        Ok(Sharded { words: self.words(&lens)?, total: lens.iter().sum(), shards, starts, lens })
     }
 
-    /// Each rank's word buffer: its length and a zeroed count and gather area.
+    /// Each held rank's word buffer: its length and a zeroed count and gather area.
     fn words(&self, lens: &[u64]) -> Result<Vec<B::Buffer<u64>>> {
-        let r = self.len();
-        self.ranks
-            .iter()
-            .zip(lens)
-            .map(|(b, &n)| {
-                let mut w = vec![0u64; GATHERED as usize + r];
-                w[N as usize] = n;
+        self.held()
+            .map(|(g, b)| {
+                let mut w = vec![0u64; GATHERED as usize + self.world];
+                w[N as usize] = lens[g];
                 b.upload(&w)
             })
             .collect()
@@ -221,12 +293,12 @@ impl<B: Sharding> Group<B> {
         self.ranks.iter().zip(template).map(|(b, w)| b.duplicate(w)).collect()
     }
 
-    /// One shard per rank.
+    /// One shard per held rank.
     fn check_shards(&self, shards: usize) -> Result<()> {
-        if shards != self.len() {
+        if shards != self.ranks.len() {
             return Err(Error::LengthMismatch {
                 what: "shards (one per rank)",
-                expected: self.len() as u64,
+                expected: self.ranks.len() as u64,
                 actual: shards as u64,
             });
         }
@@ -260,12 +332,11 @@ impl<B: Sharding> Group<B> {
         keep: ShardKeep<'_, B, T>,
     ) -> Result<ShardedOutput<B, T>> {
         self.check_keep(input, &keep)?;
-        let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
         let mut words = self.fresh_words(&input.words)?;
-        let mut shards = Vec::with_capacity(self.len());
-        let mut reports = Vec::with_capacity(self.len());
+        let mut shards = Vec::with_capacity(self.ranks.len());
+        let mut reports = Vec::with_capacity(self.ranks.len());
         for (r, b) in self.ranks.iter().enumerate() {
-            let mut out = b.alloc::<T>(lens[r])?;
+            let mut out = b.alloc::<T>(b.len(&input.shards[r]))?;
             let k = match &keep {
                 ShardKeep::Sentinel(s) => Keep::Sentinel(*s),
                 ShardKeep::Predicate(p) => Keep::Predicate(*p),
@@ -282,7 +353,7 @@ impl<B: Sharding> Group<B> {
         }
         B::all_gather_word(&self.comm, &self.ranks, &mut words, COUNT, GATHERED)?;
         let op = if split { ShardOp::Partition } else { ShardOp::Select };
-        Ok(ShardedOutput { op, shards, words, lens, reports })
+        Ok(ShardedOutput { op, shards, words, lens: input.lens.clone(), reports })
     }
 
     /// Each rank selects its shard with `algorithm`; the counts are gathered
@@ -318,23 +389,22 @@ impl<B: Sharding> Group<B> {
         input: &Sharded<B, S>,
     ) -> Result<ShardedOutput<B, S>> {
         self.check_shards(input.shards.len())?;
-        let lens: Vec<u64> = input.shards.iter().zip(&self.ranks).map(|(s, b)| b.len(s)).collect();
         let mut words = self.fresh_words(&input.words)?;
-        let mut shards = Vec::with_capacity(self.len());
-        let mut reports = Vec::with_capacity(self.len());
+        let mut shards = Vec::with_capacity(self.ranks.len());
+        let mut reports = Vec::with_capacity(self.ranks.len());
         for (r, b) in self.ranks.iter().enumerate() {
-            let mut out = b.alloc::<S>(lens[r])?;
+            let mut out = b.alloc::<S>(b.len(&input.shards[r]))?;
             let l = Lens { words: &mut words[r], input: N, output: COUNT };
             reports.push(b.exclusive_scan_counted(algorithm, &input.shards[r], &mut out, l)?);
             shards.push(out);
         }
         B::all_gather_word(&self.comm, &self.ranks, &mut words, COUNT, GATHERED)?;
-        for (r, b) in self.ranks.iter().enumerate() {
-            if r > 0 {
-                b.add_prefix(&mut shards[r], lens[r], &words[r], GATHERED, r as u32)?;
+        for (r, (g, b)) in self.held().enumerate() {
+            if g > 0 {
+                b.add_prefix(&mut shards[r], input.lens[g], &words[r], GATHERED, g as u32)?;
             }
         }
-        Ok(ShardedOutput { op: ShardOp::Scan, shards, words, lens, reports })
+        Ok(ShardedOutput { op: ShardOp::Scan, shards, words, lens: input.lens.clone(), reports })
     }
 
     /// Waits for every rank.
@@ -394,8 +464,9 @@ impl<B: Sharding> Group<B> {
     }
 
     /// The whole result in one buffer on rank `root`: what one device would
-    /// have produced. Reads the counts once (one host wait).
-    pub fn gather<T: Element>(&self, out: &ShardedOutput<B, T>, root: usize) -> Result<B::Buffer<T>> {
+    /// have produced (`None` in the processes that do not hold the root).
+    /// Reads the counts once (one host wait); every process calls it.
+    pub fn gather<T: Element>(&self, out: &ShardedOutput<B, T>, root: usize) -> Result<Option<B::Buffer<T>>> {
         if root >= self.len() {
             return Err(Error::LengthMismatch {
                 what: "gather root (a rank)",
@@ -405,24 +476,28 @@ impl<B: Sharding> Group<B> {
         }
         let pieces = self.pieces(out)?;
         let total: u64 = pieces.iter().map(|p| p.2).sum();
-        let mut dst = self.ranks[root].alloc::<T>(total)?;
+        let held = |rank: usize| rank.checked_sub(self.first).filter(|&i| i < self.ranks.len());
+        let mut dst = held(root).map(|i| self.ranks[i].alloc::<T>(total)).transpose()?;
         let parts: Vec<Part<'_, B, T>> = pieces
             .iter()
-            .map(|&(rank, start, len, at)| Part { rank, buffer: &out.shards[rank], start, len, at })
+            .map(|&(rank, start, len, at)| Part { rank, buffer: held(rank).map(|i| &out.shards[i]), start, len, at })
             .collect();
-        B::gather(&self.comm, &self.ranks, &parts, root, &mut dst)?;
+        B::gather(&self.comm, &self.ranks, &parts, root, dst.as_mut())?;
         Ok(dst)
     }
 
-    /// The gathered result on the host.
-    pub fn collect<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<T>> {
-        let dst = self.gather(out, 0)?;
-        self.ranks[0].download(&dst)
+    /// The gathered result on the host of the process that holds rank 0
+    /// (`None` in the others).
+    pub fn collect<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Option<Vec<T>>> {
+        match self.gather(out, 0)? {
+            Some(dst) => Ok(Some(self.ranks[0].download(&dst)?)),
+            None => Ok(None),
+        }
     }
 }
 
 impl<B: Backend, T: Element> ShardedOutput<B, T> {
-    /// Sum over the ranks of their phase times (device time; the ranks run at once).
+    /// Each held rank's phase times summed (device time; the ranks run at once).
     pub fn rank_times(&self) -> Result<Vec<std::time::Duration>> {
         self.reports.iter().map(|r| r.total()).collect()
     }

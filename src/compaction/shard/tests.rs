@@ -46,7 +46,7 @@ proptest! {
         for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Select)) {
             let (want, k) = single(alg, false, &input);
             let out = g.select(alg, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
-            let got = g.collect(&out).unwrap();
+            let got = g.collect(&out).unwrap().unwrap();
             prop_assert_eq!(g.counts(&out).unwrap().iter().sum::<u64>(), k);
             if alg.stable() { prop_assert_eq!(&got, &want, "{}", alg.name()); }
             else { prop_assert_eq!(sorted(got), sorted(want), "{}", alg.name()); }
@@ -54,7 +54,7 @@ proptest! {
         for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Partition) && a.stable()) {
             let (want, _) = single(alg, true, &input);
             let out = g.partition(alg, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
-            prop_assert_eq!(g.collect(&out).unwrap(), want, "{}", alg.name());
+            prop_assert_eq!(g.collect(&out).unwrap().unwrap(), want, "{}", alg.name());
             // Each rank's kept part starts where the counts before it end (also an empty one).
             let counts = g.counts(&out).unwrap();
             let offsets = g.offsets(&out).unwrap();
@@ -73,7 +73,7 @@ proptest! {
         let sh = g.scatter(&input).unwrap();
         for alg in Algorithm::ALL.iter().copied().filter(|a| a.supports(Operation::Scan)) {
             let out = g.exclusive_scan(alg, &sh).unwrap();
-            prop_assert_eq!(g.collect(&out).unwrap(), want.clone(), "{}", alg.name());
+            prop_assert_eq!(g.collect(&out).unwrap().unwrap(), want.clone(), "{}", alg.name());
             let total = g.counts(&out).unwrap().iter().fold(0u64, |a, &t| a.wrapping_add(t));
             prop_assert_eq!(total, acc);
         }
@@ -90,7 +90,7 @@ fn offsets_are_the_counts_before_each_rank() {
     // shards [0..4) [4..7) [7..10): kept 1,2 | 4,5 | 7,8
     assert_eq!(g.counts(&out).unwrap(), vec![2, 2, 2]);
     assert_eq!(g.offsets(&out).unwrap(), vec![0, 2, 4]);
-    assert_eq!(g.collect(&out).unwrap(), vec![1, 2, 4, 5, 7, 8]);
+    assert_eq!(g.collect(&out).unwrap().unwrap(), vec![1, 2, 4, 5, 7, 8]);
 }
 
 #[test]
@@ -100,4 +100,63 @@ fn a_group_needs_a_rank_and_flags_like_the_input() {
     let sh = g.scatter(&[1u32, 2, 3]).unwrap();
     let flags = g.scatter(&[1u8, 0]).unwrap();
     assert!(g.select(Algorithm::Lookback, &sh, ShardKeep::Flags(&flags)).is_err());
+}
+
+/// Ranks as processes (threads here, each with its own cluster link, as
+/// `reap launch` gives each process): what rank 0 gathers is the
+/// single-device result for 1 to 5 ranks, and every rank reads the same counts.
+#[test]
+fn ranks_joined_as_processes_gather_the_single_result() {
+    use crate::cluster::{Cluster, Place};
+    use std::sync::Arc;
+    for ranks in 1..=5usize {
+        let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let input = data(10_007, ranks as u64);
+        let scan_input: Vec<u64> = (0..9_999u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+        let results: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..ranks)
+                .map(|rank| {
+                    let (address, input, scan_input) = (&address, &input, &scan_input);
+                    s.spawn(move || {
+                        let cluster = Arc::new(Cluster::join(Place::new(rank, ranks, address).unwrap()).unwrap());
+                        let g = Group::join(CpuBackend::new(), cluster).unwrap();
+                        assert_eq!((g.len(), g.first(), g.ranks().len()), (ranks, rank, 1));
+                        let sh = g.scatter(input).unwrap();
+                        let sel = g.select(Algorithm::Lookback, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
+                        let part = g.partition(Algorithm::Lookback, &sh, ShardKeep::Sentinel(u32::MAX)).unwrap();
+                        let scan = g.exclusive_scan(Algorithm::Lookback, &g.scatter(scan_input).unwrap()).unwrap();
+                        (
+                            g.counts(&sel).unwrap(),
+                            g.collect(&sel).unwrap(),
+                            g.collect(&part).unwrap(),
+                            g.collect(&scan).unwrap(),
+                            g.gather(&sel, ranks - 1).unwrap().is_some(),
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let (want_sel, kept) = single(Algorithm::Lookback, false, &input);
+        let (want_part, _) = single(Algorithm::Lookback, true, &input);
+        let want_scan: Vec<u64> = scan_input
+            .iter()
+            .scan(0u64, |acc, &x| {
+                let before = *acc;
+                *acc = acc.wrapping_add(x);
+                Some(before)
+            })
+            .collect();
+        for (rank, (counts, sel, part, scan, holds_last)) in results.into_iter().enumerate() {
+            assert_eq!(counts.iter().sum::<u64>(), kept, "{ranks} ranks, rank {rank}");
+            assert_eq!(holds_last, rank == ranks - 1, "a gather to the last rank lands there only");
+            if rank == 0 {
+                assert_eq!(sel.unwrap(), want_sel, "{ranks} ranks: select");
+                assert_eq!(part.unwrap(), want_part, "{ranks} ranks: partition");
+                assert_eq!(scan.unwrap(), want_scan, "{ranks} ranks: scan");
+            } else {
+                assert!(sel.is_none() && part.is_none() && scan.is_none(), "only rank 0 holds the gathered result");
+            }
+        }
+    }
 }

@@ -32,6 +32,15 @@ impl Sharding for WgpuBackend {
         Ok(())
     }
 
+    fn join(_: &Self, cluster: &std::sync::Arc<crate::cluster::Cluster>) -> Result<()> {
+        Err(Error::Backend(format!(
+            "rank {} of {} processes on wgpu: wgpu has no collectives between adapters or processes; use --backend \
+             cuda (NCCL) or --backend cpu for ranks as processes",
+            cluster.rank(),
+            cluster.ranks()
+        )))
+    }
+
     fn carrier(_: &()) -> String {
         "one wgpu adapter (no collectives)".into()
     }
@@ -53,15 +62,16 @@ impl Sharding for WgpuBackend {
         ranks: &[Self],
         parts: &[Part<'_, Self, T>],
         root: usize,
-        dst: &mut WgpuBuffer<T>,
+        dst: Option<&mut WgpuBuffer<T>>,
     ) -> Result<()> {
-        let b = &ranks[root];
+        let (b, Some(dst)) = (&ranks[root], dst) else { return Ok(()) };
         let size = std::mem::size_of::<T>() as u64;
         let mut plan = Plan::default();
         plan.stage("gather");
         for p in parts.iter().filter(|p| p.len > 0) {
             let bytes = aligned("a gathered part", p.len * size)?;
-            plan.copy(p.buffer.raw(), p.start * size, dst.raw(), p.at * size, bytes);
+            let Some(buffer) = p.buffer else { continue };
+            plan.copy(buffer.raw(), p.start * size, dst.raw(), p.at * size, bytes);
         }
         b.run(plan)?;
         Ok(())

@@ -1,0 +1,193 @@
+//! `reap launch --ranks N -- COMMAND…`: N processes of this reap, one rank
+//! each, started as separate hosts start theirs: each is told its rank, the
+//! ranks and rank 0's address in the environment, and meets the others there
+//! (`reap::cluster`). On CUDA each takes its own GPU and NCCL joins them by
+//! a unique id that rank 0 passes along. The launcher only starts, watches
+//! and stops them: rank 0 prints as itself, the others' lines carry
+//! `[rank r]`. One rank that fails stops the rest, so none is left waiting
+//! on a collective that will never complete.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use reap::cluster::{MAX_RANKS, RANK_VAR, RANKS_VAR, RENDEZVOUS_VAR};
+
+#[derive(clap::Args)]
+pub struct LaunchArgs {
+    /// Processes to start, one rank each (with --backend cuda, one GPU each).
+    #[arg(long)]
+    ranks: usize,
+    /// Where rank 0 listens, host:port [default: a free port on 127.0.0.1].
+    #[arg(long)]
+    rendezvous: Option<String>,
+    /// The reap command every rank runs, after `--` (e.g. `-- bench compaction --backend cuda`).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// How long the other ranks get to end on their own after one failed.
+const GRACE: Duration = Duration::from_secs(10);
+
+pub fn run(args: LaunchArgs) -> Result<bool> {
+    if std::env::var_os(RANKS_VAR).is_some() {
+        anyhow::bail!("reap launch inside a rank ({RANKS_VAR} is set): launch from a plain shell");
+    }
+    if args.ranks == 0 || args.ranks > MAX_RANKS {
+        anyhow::bail!("--ranks {} : give from 1 to {MAX_RANKS} processes", args.ranks);
+    }
+    if args.command.first().is_some_and(|c| c == "launch") {
+        anyhow::bail!("reap launch -- launch …: give the command each rank runs, e.g. `-- verify --gpus 2`");
+    }
+    let rendezvous = match args.rendezvous {
+        Some(r) => {
+            reap::cluster::Place::new(0, args.ranks, &r)?;
+            r
+        }
+        None => free_loopback()?,
+    };
+    let exe = std::env::current_exe().context("finding this reap's own path to start the ranks")?;
+    println!("launching {} ranks of `reap {}`; rendezvous {rendezvous}", args.ranks, args.command.join(" "));
+    crate::cli::interrupt::install();
+    let mut children = Vec::with_capacity(args.ranks);
+    let mut echoes = Vec::new();
+    for rank in 0..args.ranks {
+        let mut cmd = Command::new(&exe);
+        cmd.args(&args.command)
+            .env(RANK_VAR, rank.to_string())
+            .env(RANKS_VAR, args.ranks.to_string())
+            .env(RENDEZVOUS_VAR, &rendezvous);
+        if rank > 0 {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                stop(&mut children);
+                return Err(e).with_context(|| format!("starting rank {rank} ({})", exe.display()));
+            }
+        };
+        if rank > 0 {
+            echoes.push(echo(rank, child.stdout.take(), false));
+            echoes.push(echo(rank, child.stderr.take(), true));
+        }
+        children.push(child);
+    }
+    let statuses = watch(&mut children);
+    for e in echoes {
+        let _ = e.join();
+    }
+    let mut ok = true;
+    let mut could_not_run = None;
+    for (rank, status) in statuses.iter().enumerate() {
+        match status {
+            Some(s) if s.success() => {}
+            Some(s) => {
+                ok = false;
+                eprintln!("rank {rank}: {s}");
+                if s.code() != Some(1) {
+                    could_not_run.get_or_insert(rank);
+                }
+            }
+            None => {
+                ok = false;
+                could_not_run.get_or_insert(rank);
+                eprintln!("rank {rank}: stopped by the launcher after another rank failed");
+            }
+        }
+    }
+    match could_not_run {
+        Some(rank) => anyhow::bail!("rank {rank} of {} did not finish; its messages are above", args.ranks),
+        None => Ok(ok),
+    }
+}
+
+/// A port on the loopback that was free a moment ago (the OS picks it).
+fn free_loopback() -> Result<String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port for the rendezvous")?;
+    Ok(l.local_addr()?.to_string())
+}
+
+/// Copies a rank's output line by line, each line marked with the rank.
+fn echo<R: std::io::Read + Send + 'static>(
+    rank: usize,
+    from: Option<R>,
+    to_stderr: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Some(from) = from else { return };
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            // A closed pipe on our side ends the echo quietly.
+            let r = if to_stderr {
+                writeln!(std::io::stderr(), "[rank {rank}] {line}")
+            } else {
+                writeln!(std::io::stdout(), "[rank {rank}] {line}")
+            };
+            if r.is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// Waits for every rank. A rank that fails, or a signal to the launcher,
+/// stops the rest: asked first (SIGTERM), killed after [`GRACE`]. A rank's
+/// status is `None` where the launcher had to kill it.
+fn watch(children: &mut [Child]) -> Vec<Option<std::process::ExitStatus>> {
+    let mut statuses: Vec<Option<std::process::ExitStatus>> = vec![None; children.len()];
+    let mut killed = vec![false; children.len()];
+    let mut asked: Option<Instant> = None;
+    loop {
+        for (i, c) in children.iter_mut().enumerate() {
+            if statuses[i].is_none() && !killed[i] {
+                if let Ok(Some(s)) = c.try_wait() {
+                    statuses[i] = Some(s);
+                }
+            }
+        }
+        if statuses.iter().zip(&killed).all(|(s, k)| s.is_some() || *k) {
+            return statuses;
+        }
+        let failed = statuses.iter().flatten().any(|s| !s.success());
+        if asked.is_none() && (failed || crate::cli::interrupt::stopped()) {
+            asked = Some(Instant::now());
+            for (i, c) in children.iter().enumerate() {
+                if statuses[i].is_none() {
+                    terminate(c);
+                }
+            }
+        }
+        if asked.is_some_and(|t| t.elapsed() > GRACE) {
+            for (i, c) in children.iter_mut().enumerate() {
+                if statuses[i].is_none() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    killed[i] = true;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asks a rank to stop and keep what it has (reap's SIGTERM handling).
+fn terminate(c: &Child) {
+    #[cfg(unix)]
+    // SAFETY: a signal to a child this process started and has not reaped.
+    unsafe {
+        libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+    }
+    #[cfg(not(unix))]
+    let _ = c;
+}
+
+/// Kills the ranks already started (one could not be).
+fn stop(children: &mut [Child]) {
+    for c in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
