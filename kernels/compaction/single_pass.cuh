@@ -410,14 +410,24 @@ __device__ __forceinline__ void count_kept(Extent ext, const Elem* in, KeepArgs 
 }
 
 #if REAP_ELEM_BYTES <= 8
+// The sum of a sharded scan's carry words (none: 0), wrapping as the scan does.
+__device__ __forceinline__ Elem scan_carry(const u64* carry, u32 count) {
+    Elem c = 0;
+    for (u32 i = 0; i < count; i++) c += (Elem)carry[i];
+    return c;
+}
+
 // Exclusive scan of one tile of u32 or u64 values. Values can use all 64
 // bits, so status and value live in separate words here: the value is written
 // first and the flag released after it; readers acquire the flag first.
+// `carry` (count words, a sharded scan's totals of the ranks before this one)
+// is added to every output; the total written is this call's own.
 template <typename Protocol>
 __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags,
-                                           u64* values, u32* counter) {
+                                           u64* values, u32* counter, const u64* carry, u32 carry_count) {
+    Elem c = scan_carry(carry, carry_count);
 #if REAP_LOAD == REAP_LOAD_BULK_ASYNC
-    scan_ring<Protocol>(ext, in, out, total, flags, values, counter);
+    scan_ring<Protocol>(ext, in, out, total, flags, values, counter, c);
 #else
     __shared__ Elem s_warp[WARPS];
     __shared__ Elem s_prefix;
@@ -439,13 +449,13 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
             if (threadIdx.x == 0) s_prefix = p;
         }
         __syncthreads();
-        Elem prefix = s_prefix;
+        Elem prefix = s_prefix, shifted = prefix + c;
 #pragma unroll
         for (u32 j = 0; j < UNITS; j++)
 #pragma unroll
             for (u32 e = 0; e < REAP_VEC; e++) {
                 u64 i = base + item_index(j, e);
-                if (i < n) out[i] = prefix + r[j][e];
+                if (i < n) out[i] = shifted + r[j][e];
             }
         if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + agg);
     }
@@ -457,8 +467,9 @@ __device__ __forceinline__ void scan_tiles(Extent ext, const Elem* in, Elem* out
 #if REAP_ELEM_BYTES <= 8
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)                                                                  \
     extern "C" __global__ void __launch_bounds__(REAP_THREADS)                                            \
-        NAME##_scan(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter) { \
-        scan_tiles<PROTOCOL>(ext, in, out, total, flags, values, counter);                               \
+        NAME##_scan(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values, u32* counter,  \
+                    const u64* carry, u32 carry_count) {                                                 \
+        scan_tiles<PROTOCOL>(ext, in, out, total, flags, values, counter, carry, carry_count);           \
     }
 #else
 #define REAP_SCAN_ENTRY(NAME, PROTOCOL)

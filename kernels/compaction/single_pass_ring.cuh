@@ -228,7 +228,8 @@ __device__ __forceinline__ void compact_ring(Extent ext, const Elem* in, KeepArg
 
 #if REAP_ELEM_BYTES <= 8
 // Exclusive scan: count ranks the tile, writes the ranks over its items and
-// publishes its sum; resolve looks back; store writes prefix + rank, 16 bytes a store.
+// publishes its sum; resolve looks back; store writes carry + prefix + rank,
+// 16 bytes a store (carry: a sharded scan's ranks before this one, else 0).
 template <typename Protocol>
 struct ScanWork {
     const Elem* in;
@@ -240,6 +241,7 @@ struct ScanWork {
     Elem* s_warp;
     Elem* s_sum;     // per slot
     Elem* s_prefix;  // the stored slot's
+    Elem carry;
     __device__ void count(Ring& r, u32 s) {
         Elem x[UNITS][REAP_VEC], rank[UNITS][REAP_VEC];
         ring_land(r, s, in, n, x);
@@ -262,7 +264,7 @@ struct ScanWork {
         if (reap_lane() == 0) *s_prefix = p;
     }
     __device__ void store(Ring& r, u32 s) {
-        Elem prefix = *s_prefix;
+        Elem prefix = *s_prefix, shifted = prefix + carry;
         u32 tile = r.ids[s];
         u64 base = (u64)tile * TILE;
         if (base + TILE <= n && (reinterpret_cast<size_t>(out) & 15) == 0) {
@@ -271,12 +273,12 @@ struct ScanWork {
                 VecItems u;
                 u.v = r.slot4(s)[v];
 #pragma unroll
-                for (u32 e = 0; e < REAP_VEC; e++) u.e[e] += prefix;
+                for (u32 e = 0; e < REAP_VEC; e++) u.e[e] += shifted;
                 out4[v] = u.v;
             }
         } else {
             const Elem* slot = r.slot(s);
-            for (u32 i = threadIdx.x; i < TILE && base + i < n; i += REAP_BLOCK) out[base + i] = prefix + slot[i];
+            for (u32 i = threadIdx.x; i < TILE && base + i < n; i += REAP_BLOCK) out[base + i] = shifted + slot[i];
         }
         if (base + TILE >= n && threadIdx.x == 0) *total = (u64)(Elem)(prefix + s_sum[s]);
     }
@@ -284,10 +286,10 @@ struct ScanWork {
 
 template <typename Protocol>
 __device__ __forceinline__ void scan_ring(Extent ext, const Elem* in, Elem* out, u64* total, u32* flags, u64* values,
-                                          u32* counter) {
+                                          u32* counter, Elem carry) {
     __shared__ Elem s_warp[WARPS], s_sum[RING], s_prefix;
     u64 n = extent_n(ext);
-    ScanWork<Protocol> w{in, n, out, total, flags, values, s_warp, s_sum, &s_prefix};
+    ScanWork<Protocol> w{in, n, out, total, flags, values, s_warp, s_sum, &s_prefix, carry};
     ring_loop(w, counter, in, n);
 }
 #endif

@@ -35,7 +35,9 @@ pub struct ShardRow {
     /// Wall clock of the sharded call: every rank's call, the all-gather,
     /// every rank finished (ms, median; over processes, the slowest process's).
     pub many_wall_ms: f64,
-    /// The slowest rank's device phases (ms, median).
+    /// The slowest rank's device phases of the call (ms, median). A carried
+    /// scan's first pass (each rank's total, before the all-gather) is in the
+    /// wall clock only.
     pub many_device_ms: f64,
     pub speedup: f64,
     /// speedup / ranks.

@@ -71,6 +71,11 @@ pub trait Renderer {
     fn ranks(&self) -> usize {
         1
     }
+    /// Whether the last frame left the work where it was (a split: no band
+    /// moved), so the next frame can replay what the last one recorded.
+    fn settled(&self) -> bool {
+        true
+    }
 }
 
 impl<E: Engine> Renderer for E {
@@ -110,6 +115,8 @@ pub struct Split<E: SplitEngine> {
     pub balance: bool,
     /// Each rank's frame time of the last frame, ms (what the bands follow).
     pub last_times: Vec<f64>,
+    /// Whether the last frame moved a band boundary.
+    moved: bool,
 }
 
 impl<E: SplitEngine> Split<E> {
@@ -161,7 +168,8 @@ impl<E: SplitEngine> Split<E> {
     ) -> TraceResult<Self> {
         let r = ranks as u32;
         let rows: Vec<u32> = (0..r).map(|i| height / r + u32::from(i < height % r)).collect();
-        let mut split = Split { engines, first, comm, cluster, width, rows, balance: true, last_times: Vec::new() };
+        let mut split =
+            Split { engines, first, comm, cluster, width, rows, balance: true, last_times: Vec::new(), moved: false };
         split.apply_bands()?;
         Ok(split)
     }
@@ -282,11 +290,17 @@ impl<E: SplitEngine> Split<E> {
         if let Some(c) = &self.cluster {
             // Every rank's frame on every process: the bands move alike everywhere.
             let all = c.all_gather(&wire::encode(&frames[0]))?;
+            let mine = frames.remove(0);
             frames = all.iter().map(|b| wire::decode(b)).collect::<Option<Vec<_>>>().ok_or_else(|| {
                 TraceError::Settings(
                     "a rank sent a frame this reap cannot read: run one reap build on every rank".into(),
                 )
             })?;
+            // How the sites and the frame ran is the same on every rank (same settings, bands moved
+            // in the same frames): this process's answer stands for the others'.
+            for f in &mut frames {
+                (f.paths_site, f.frontier_site, f.graph) = (mine.paths_site, mine.frontier_site, mine.graph);
+            }
         }
         let mut merged = merge(&frames);
         // The device's own stage times where the engine has them: the host's clock adds launch
@@ -297,7 +311,8 @@ impl<E: SplitEngine> Split<E> {
             // A move costs a copy per moved row and may grow a rank's buffers: skip ones that buy under 1 %.
             let worst = self.last_times.iter().cloned().fold(0.0, f64::max);
             let mean = self.last_times.iter().sum::<f64>() / self.last_times.len() as f64;
-            if rows != self.rows && worst > mean * 1.01 {
+            self.moved = rows != self.rows && worst > mean * 1.01;
+            if self.moved {
                 self.rebalance(rows)?;
             }
         }
@@ -466,6 +481,9 @@ impl<E: SplitEngine> Renderer for Split<E> {
     }
     fn ranks(&self) -> usize {
         self.rows.len()
+    }
+    fn settled(&self) -> bool {
+        !self.moved
     }
 }
 

@@ -247,6 +247,26 @@ impl OnBackend for SceneBench<'_> {
     }
 }
 
+/// A split's warm-up past the first two frames: frames until its bands stop
+/// moving (at most [`SETTLE_FRAMES`]), then one that records the frame's graph
+/// for the settled bands, so the measured frames see the steady state a long
+/// render does. One engine is settled at once.
+fn settle<R: Renderer>(engine: &mut R, settings: &RenderSettings) -> reap::trace::TraceResult<()> {
+    let one = RenderSettings { spp: 1, ..settings.clone() };
+    let mut extra = 0;
+    while !engine.settled() && extra < SETTLE_FRAMES {
+        engine.render_frames(&one, &mut |_| {})?;
+        extra += 1;
+    }
+    if extra > 0 {
+        engine.render_frames(&one, &mut |_| {})?;
+    }
+    Ok(())
+}
+
+/// The most warm-up frames a split gets for its bands to settle.
+const SETTLE_FRAMES: u32 = 6;
+
 /// The depth of each BVH kind of a scene, for its rows.
 #[derive(Clone, Copy)]
 struct Depths {
@@ -327,6 +347,7 @@ fn bench_scene<R: Renderer>(
             let warm = RenderSettings { spp: 2, ..settings.clone() };
             let outcome = engine
                 .render_frames(&warm, &mut |_| {})
+                .and_then(|_| settle(&mut engine, &settings))
                 .and_then(|_| engine.reset_sums())
                 .and_then(|_| engine.render_frames(&settings, &mut |_| {}));
             let row = match outcome {

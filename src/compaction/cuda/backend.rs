@@ -120,13 +120,50 @@ impl CudaBackend {
         Ok(CudaReport { count, stages: st })
     }
 
+    /// The single-pass algorithms' chaining (`lookback`: decoupled look-back).
+    fn chaining(algorithm: Algorithm) -> single_pass::Chaining {
+        match algorithm {
+            Algorithm::Chained => single_pass::Chaining::Chained,
+            _ => single_pass::Chaining::Decoupled,
+        }
+    }
+
+    /// Whether `algorithm`'s scan adds a carry as it stores
+    /// ([`Self::scan_with_carry`]): the single-pass ones.
+    pub(crate) fn scan_takes_carry(algorithm: Algorithm) -> bool {
+        matches!(algorithm, Algorithm::Lookback | Algorithm::Chained)
+    }
+
+    /// A counted exclusive scan (`lookback` or `chained`) that adds `carry`
+    /// to every output; its own total goes to the lens word.
+    pub(crate) fn scan_with_carry<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+        lens: Lens<'_, Self>,
+        carry: single_pass::Carry,
+    ) -> Result<CudaReport> {
+        if !Self::scan_takes_carry(algorithm) {
+            return Err(self.not_here(algorithm));
+        }
+        let variant = self.scan_args(algorithm, input, output)?;
+        self.call("allocating the total", input.len, input.ptr(), output.ptr(), Some(lens), |io, st| {
+            if io.ext.cap == 0 {
+                return Ok(());
+            }
+            single_pass::scan(self, Self::chaining(algorithm), &variant, io, carry, st)
+        })
+    }
+
     fn scan_raw(&self, algorithm: Algorithm, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
         if io.ext.cap == 0 {
             return Ok(()); // nothing to enqueue: the total was zeroed
         }
         match algorithm {
-            Algorithm::Lookback => single_pass::scan(self, single_pass::Chaining::Decoupled, v, io, st),
-            Algorithm::Chained => single_pass::scan(self, single_pass::Chaining::Chained, v, io, st),
+            Algorithm::Lookback | Algorithm::Chained => {
+                single_pass::scan(self, Self::chaining(algorithm), v, io, single_pass::Carry::default(), st)
+            }
             Algorithm::Billeter(_) => billeter::scan(self, v, io, st),
             Algorithm::Horn => horn::scan(self, v, io, st),
             Algorithm::Sengupta => sengupta::scan(self, v, io, st),

@@ -502,7 +502,15 @@ pub fn compact(
     Ok(())
 }
 
-pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) -> Result<()> {
+/// A sharded scan's carry: `count` device words from `words` (the totals of
+/// the ranks before this one), added to every output of the scan.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Carry {
+    pub words: u64,
+    pub count: u32,
+}
+
+pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, carry: Carry, st: &mut Stages) -> Result<()> {
     let t = &b.tuning.single_pass.shape(v.elem_bytes, &b.info)?;
     check_arch(b, t)?;
     let v = t.specialise(v);
@@ -519,8 +527,10 @@ pub fn scan(b: &CudaBackend, c: Chaining, v: &Variant, io: Io, st: &mut Stages) 
     st.run("single-pass", || {
         let mut l = b.stream().launch_builder(&f);
         l.arg(&io.ext).arg(&io.input).arg(&io.output).arg(&io.count).arg(&flags).arg(&values).arg(&counter);
-        // SAFETY: matches `NAME_scan(Extent, const Elem*, Elem*, u64*, u32*, u64*, u32*)`; the scratch holds
-        // the flags, values and counter of every tile of the capacity, laid out above, zeroed.
+        l.arg(&carry.words).arg(&carry.count);
+        // SAFETY: matches `NAME_scan(Extent, const Elem*, Elem*, u64*, u32*, u64*, u32*, const u64*, u32)`;
+        // the scratch holds the flags, values and counter of every tile of the capacity, laid out above,
+        // zeroed; the carry's words are the caller's (none when its count is 0).
         unsafe { l.launch(config(t, grid, shared)) }.map(drop).map_err(driver_error("launching the scan"))
     })?;
     drop(scratch);

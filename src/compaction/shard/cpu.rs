@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{Part, Sharding};
 use crate::cluster::Cluster;
-use crate::compaction::{CpuBackend, Element, Result, ScanElement};
+use crate::compaction::{Algorithm, Backend, CpuBackend, CpuReport, Element, Lens, Result, ScanElement};
 
 /// What connects CPU ranks.
 pub enum CpuComm {
@@ -118,6 +118,37 @@ impl Sharding for CpuBackend {
 
     fn duplicate<T: Element>(&self, src: &Vec<T>) -> Result<Vec<T>> {
         Ok(src.clone())
+    }
+
+    /// The single-pass family, as on CUDA, so that CI runs the carried
+    /// protocol (total, all-gather, one scan) on CPU ranks.
+    fn takes_carry(&self, algorithm: Algorithm) -> bool {
+        matches!(algorithm, Algorithm::Lookback | Algorithm::Chained)
+    }
+
+    fn total<S: ScanElement>(&self, input: &Vec<S>, n: u64, words: &mut Vec<u64>, dst: u64) -> Result<()> {
+        // As the device does: 64-bit sums of the values, wrapping only where read as S.
+        let sum = input[..n as usize].iter().fold(0u64, |a, &x| a.wrapping_add(x.to_u64()));
+        words[dst as usize] = words[dst as usize].wrapping_add(sum);
+        Ok(())
+    }
+
+    fn scan_carried<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        input: &Vec<S>,
+        output: &mut Vec<S>,
+        lens: Lens<'_, Self>,
+        first: u64,
+        count: u32,
+    ) -> Result<CpuReport> {
+        let carry = lens.words[first as usize..(first + count as u64) as usize]
+            .iter()
+            .fold(S::ZERO, |a, &w| a.add(S::from_u64(w)));
+        let n = lens.words[lens.input as usize];
+        let report = self.exclusive_scan_counted(algorithm, input, output, lens)?;
+        output[..n as usize].iter_mut().for_each(|x| *x = x.add(carry));
+        Ok(report)
     }
 
     fn add_prefix<S: ScanElement>(

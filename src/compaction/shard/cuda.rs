@@ -110,6 +110,43 @@ impl Sharding for CudaBackend {
         Ok(dst)
     }
 
+    fn takes_carry(&self, algorithm: crate::compaction::Algorithm) -> bool {
+        CudaBackend::scan_takes_carry(algorithm)
+    }
+
+    fn total<S: ScanElement>(
+        &self,
+        input: &CudaBuffer<S>,
+        n: u64,
+        words: &mut CudaBuffer<u64>,
+        dst: u64,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let v = Variant::new(std::mem::size_of::<S>(), KeepMode::Flags);
+        let f = self.kernels().function(&SHARD, &v, "shard_total")?;
+        let (ptr, total) = (input.ptr(), word_ptr(words, dst));
+        let mut l = self.stream().launch_builder(&f);
+        l.arg(&ptr).arg(&n).arg(&total);
+        // SAFETY: matches `shard_total(const Elem*, u64, u64*)`; the input holds n values, the word is the
+        // caller's and zeroed.
+        unsafe { l.launch(self.grid_stride(n, 256, 8)) }.map(drop).map_err(driver_error("launching shard_total"))
+    }
+
+    fn scan_carried<S: ScanElement>(
+        &self,
+        algorithm: crate::compaction::Algorithm,
+        input: &CudaBuffer<S>,
+        output: &mut CudaBuffer<S>,
+        lens: crate::compaction::Lens<'_, Self>,
+        first: u64,
+        count: u32,
+    ) -> Result<crate::compaction::cuda::CudaReport> {
+        let carry = crate::compaction::cuda::single_pass::Carry { words: word_ptr(lens.words, first), count };
+        self.scan_with_carry(algorithm, input, output, lens, carry)
+    }
+
     fn add_prefix<S: ScanElement>(
         &self,
         data: &mut CudaBuffer<S>,

@@ -75,6 +75,37 @@ pub trait Sharding: Backend + Sized {
     ) -> Result<()>;
     /// A copy of `src` on this rank, enqueued (no host wait).
     fn duplicate<T: Element>(&self, src: &Self::Buffer<T>) -> Result<Self::Buffer<T>>;
+    /// Whether `algorithm`'s scan here adds a carry as it stores
+    /// ([`Sharding::scan_carried`]). Then a sharded scan totals each shard
+    /// first and scans once; otherwise it scans, then adds the totals of the
+    /// ranks before in a second pass over the output ([`Sharding::add_prefix`]).
+    fn takes_carry(&self, _algorithm: Algorithm) -> bool {
+        false
+    }
+    /// The sum of `input`'s first `n` values into `words[dst]` (zero before), enqueued.
+    fn total<S: ScanElement>(
+        &self,
+        _input: &Self::Buffer<S>,
+        _n: u64,
+        _words: &mut Self::Buffer<u64>,
+        _dst: u64,
+    ) -> Result<()> {
+        Err(Error::Backend("this backend's sharded scan adds its prefix after the scan (no carried scan)".into()))
+    }
+    /// `algorithm`'s counted exclusive scan with the sum of
+    /// `lens.words[first..first + count]` added to every output; its own
+    /// total goes to `lens.words[lens.output]`. Only where [`Sharding::takes_carry`].
+    fn scan_carried<S: ScanElement>(
+        &self,
+        algorithm: Algorithm,
+        _input: &Self::Buffer<S>,
+        _output: &mut Self::Buffer<S>,
+        _lens: Lens<'_, Self>,
+        _first: u64,
+        _count: u32,
+    ) -> Result<Self::Report> {
+        Err(Error::Backend(format!("`{}` takes no carry on this backend", algorithm.name())))
+    }
     /// Adds `words[first..first + count]`'s sum to `data[..n]` on this rank:
     /// a rank's exclusive scan becomes its part of the global scan.
     fn add_prefix<S: ScanElement>(
@@ -380,9 +411,12 @@ impl<B: Sharding> Group<B> {
         self.compact(algorithm, true, input, keep)
     }
 
-    /// Each rank scans its shard; the totals are all-gathered and each rank
-    /// adds those of the ranks before it, so every shard holds its part of
-    /// the global exclusive scan.
+    /// Every shard as its part of the global exclusive scan. Where the
+    /// algorithm takes a carry ([`Sharding::takes_carry`]), each rank totals
+    /// its shard, the totals are all-gathered, and each rank scans once,
+    /// adding the totals of the ranks before it as it stores. Otherwise each
+    /// rank scans, the totals are all-gathered, and each rank adds those of
+    /// the ranks before it in a second pass.
     pub fn exclusive_scan<S: ScanElement>(
         &self,
         algorithm: Algorithm,
@@ -392,6 +426,19 @@ impl<B: Sharding> Group<B> {
         let mut words = self.fresh_words(&input.words)?;
         let mut shards = Vec::with_capacity(self.ranks.len());
         let mut reports = Vec::with_capacity(self.ranks.len());
+        if self.ranks.iter().all(|b| b.takes_carry(algorithm)) {
+            for (r, b) in self.ranks.iter().enumerate() {
+                b.total(&input.shards[r], b.len(&input.shards[r]), &mut words[r], COUNT)?;
+            }
+            B::all_gather_word(&self.comm, &self.ranks, &mut words, COUNT, GATHERED)?;
+            for (r, (g, b)) in self.held().enumerate() {
+                let mut out = b.alloc::<S>(b.len(&input.shards[r]))?;
+                let l = Lens { words: &mut words[r], input: N, output: COUNT };
+                reports.push(b.scan_carried(algorithm, &input.shards[r], &mut out, l, GATHERED, g as u32)?);
+                shards.push(out);
+            }
+            return Ok(ShardedOutput { op: ShardOp::Scan, shards, words, lens: input.lens.clone(), reports });
+        }
         for (r, b) in self.ranks.iter().enumerate() {
             let mut out = b.alloc::<S>(b.len(&input.shards[r]))?;
             let l = Lens { words: &mut words[r], input: N, output: COUNT };
@@ -412,10 +459,15 @@ impl<B: Sharding> Group<B> {
         self.ranks.iter().try_for_each(|b| b.finish())
     }
 
-    /// The gathered counts (a scan's per-rank totals), read from rank 0: one host wait.
+    /// The gathered counts (a scan's per-rank totals, in its element's
+    /// width), read from this process's first rank: one host wait.
     pub fn counts<T: Element>(&self, out: &ShardedOutput<B, T>) -> Result<Vec<u64>> {
         let w = self.ranks[0].download(&out.words[0])?;
-        Ok(w[GATHERED as usize..GATHERED as usize + self.len()].to_vec())
+        let gathered = &w[GATHERED as usize..GATHERED as usize + self.len()];
+        // A carried scan gathers full 64-bit sums; its elements wrap at their width.
+        let bits = 8 * std::mem::size_of::<T>() as u32;
+        let mask = if out.op == ShardOp::Scan && bits < 64 { (1u64 << bits) - 1 } else { u64::MAX };
+        Ok(gathered.iter().map(|&c| c & mask).collect())
     }
 
     /// Where each rank's part lies in the gathered result, and its length:

@@ -160,3 +160,28 @@ fn ranks_joined_as_processes_gather_the_single_result() {
         }
     }
 }
+
+/// 32-bit values whose sums wrap: the carried scan (lookback, chained: a
+/// 64-bit total first) and the prefix pass (the others) wrap as one rank
+/// does, and the counts are the totals at the element's width.
+#[test]
+fn a_sharded_u32_scan_wraps_as_one_rank_does() {
+    let input: Vec<u32> = (0..10_001u32).map(|i| u32::MAX - i).collect();
+    let mut want = vec![0u32; input.len()];
+    let mut acc = 0u32;
+    for (w, x) in want.iter_mut().zip(&input) {
+        *w = acc;
+        acc = acc.wrapping_add(*x);
+    }
+    for ranks in [2, 3] {
+        let g = group(ranks);
+        let sh = g.scatter(&input).unwrap();
+        for alg in [Algorithm::Lookback, Algorithm::Chained, Algorithm::Blelloch] {
+            let out = g.exclusive_scan(alg, &sh).unwrap();
+            assert_eq!(g.collect(&out).unwrap().unwrap(), want, "{} over {ranks}", alg.name());
+            let counts = g.counts(&out).unwrap();
+            assert!(counts.iter().all(|&c| c <= u32::MAX as u64), "{counts:?}");
+            assert_eq!(counts.iter().fold(0u32, |a, &c| a.wrapping_add(c as u32)), acc);
+        }
+    }
+}

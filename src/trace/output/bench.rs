@@ -231,7 +231,8 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
     let _ = writeln!(
         s,
         "Each configuration renders `spp` frames of one sample per pixel after two warm-up frames (the first \
-         compiles and allocates, the second records the frame's CUDA graph). Two clocks \
+         compiles and allocates, the second records the frame's CUDA graph; a split over several GPUs renders \
+         more, at most six, until its bands stop moving, and one to record the graph again). Two clocks \
          per frame: the wall clock (host time from the frame's start until its results are complete) and the \
          stages' own times summed (device events on a GPU); Mrays/s is given by each, and \"gap\" is how far \
          the wall clock exceeds the summed stages (launch overhead, host work between stages, and the host \
