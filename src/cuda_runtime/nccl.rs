@@ -301,7 +301,18 @@ impl Comms {
         let mut comm = std::ptr::null_mut();
         let (ranks, rank) = (cluster.ranks() as c_int, cluster.rank() as c_int);
         // SAFETY: one output slot; the id came from rank 0's ncclGetUniqueId.
-        check(lib, unsafe { (lib.comm_init_rank)(&mut comm, ranks, id, rank) }, "joining the NCCL communicator")?;
+        let joined = unsafe { (lib.comm_init_rank)(&mut comm, ranks, id, rank) };
+        // The usual cause on one host: more ranks than GPUs, so two ranks share a device.
+        check(lib, joined, "joining the NCCL communicator").map_err(|e| match e {
+            Error::Driver { during, error } => Error::Driver {
+                during,
+                error: format!(
+                    "{error} (each rank needs a GPU of its own: on one host start at most as many ranks as it has \
+                     GPUs, or set REAP_LOCAL_RANK per process)"
+                ),
+            },
+            other => other,
+        })?;
         Ok(Comms { lib, comms: vec![comm], streams: vec![stream], first: cluster.rank(), world: cluster.ranks() })
     }
 
