@@ -180,9 +180,14 @@ fn ranks_that_cannot_meet_fail_with_what_to_do() {
     let out = out.expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("--gpus 5") && stderr.contains("rank 1"), "{stderr}");
-    for bad in [&["launch", "--ranks", "0", "--", "verify"][..], &["launch", "--ranks", "2", "--", "launch"]] {
+    for (bad, says) in [
+        (&["launch", "--ranks", "0", "--", "verify"][..], "--ranks 0"),
+        (&["launch", "--ranks", "2", "--", "launch"], "give the command each rank runs"),
+        (&["launch", "--ranks", "2", "--rendezvous", "nowhere", "--", "verify"], "is not host:port"),
+    ] {
         let out = reap().args(bad).output().expect("run");
-        assert!(!out.status.success(), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{bad:?}: {stderr}");
     }
 }
 
