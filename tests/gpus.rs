@@ -225,3 +225,35 @@ fn launch_renders_the_one_rank_image_over_processes() {
     let csv = std::fs::read_to_string(bench.join("results.csv")).expect("results.csv");
     assert!(csv.lines().count() >= 3, "{csv}");
 }
+
+/// Two hosts, simulated as two launchers on this one: each starts its own
+/// rank of a job of two, both pointing at the first one's rendezvous.
+#[test]
+fn two_launchers_run_one_job_as_two_hosts_would() {
+    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let host = |first: &str| {
+        reap()
+            .args(["launch", "--ranks", "1", "--world", "2", "--first-rank", first, "--rendezvous", &address, "--"])
+            .args(["verify", "--backend", "cpu", "--algorithms", "lookback", "--sizes", "0,1,4097"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start a launcher")
+    };
+    let (a, b) = (host("0"), host("1"));
+    for (name, child) in [("host A", a), ("host B", b)] {
+        let out = child.wait_with_output().expect("wait");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("verifying 2 ranks") && stdout.contains(" passed, 0 failed"), "{name}: {stdout}");
+    }
+    // A partial job without rank 0's address, or past its world, is refused.
+    for bad in [
+        &["launch", "--ranks", "1", "--world", "2", "--", "verify"][..],
+        &["launch", "--ranks", "2", "--world", "2", "--first-rank", "1", "--rendezvous", "127.0.0.1:1", "--", "verify"],
+    ] {
+        let out = reap().args(bad).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && (stderr.contains("--rendezvous") || stderr.contains("--world")), "{stderr}");
+    }
+}

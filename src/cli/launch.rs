@@ -3,9 +3,11 @@
 //! ranks and rank 0's address in the environment, and meets the others there
 //! (`reap::cluster`). On CUDA each takes its own GPU and NCCL joins them by
 //! a unique id that rank 0 passes along. The launcher only starts, watches
-//! and stops them: rank 0 prints as itself, the others' lines carry
+//! and stops them: the first rank prints as itself, the others' lines carry
 //! `[rank r]`. One rank that fails stops the rest, so none is left waiting
-//! on a collective that will never complete.
+//! on a collective that will never complete. On several hosts each host runs
+//! a launcher for its own ranks (`--world`, `--first-rank`), all pointing at
+//! rank 0's host.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -17,10 +19,17 @@ use reap::cluster::{MAX_RANKS, RANK_VAR, RANKS_VAR, RENDEZVOUS_VAR};
 
 #[derive(clap::Args)]
 pub struct LaunchArgs {
-    /// Processes to start, one rank each (with --backend cuda, one GPU each).
+    /// Processes to start here, one rank each (with --backend cuda, one GPU each).
     #[arg(long)]
     ranks: usize,
-    /// Where rank 0 listens, host:port [default: a free port on 127.0.0.1].
+    /// Ranks of the whole job, on every host [default: --ranks, all of them here].
+    #[arg(long)]
+    world: Option<usize>,
+    /// The job's rank of this host's first process [default: 0]; its processes take the GPUs 0..--ranks.
+    #[arg(long, default_value_t = 0)]
+    first_rank: usize,
+    /// Where rank 0 listens, host:port [default: a free port on 127.0.0.1; needed when --world is larger
+    /// than --ranks, as rank 0's host and port].
     #[arg(long)]
     rendezvous: Option<String>,
     /// The reap command every rank runs, after `--` (e.g. `-- bench compaction --backend cuda`).
@@ -41,25 +50,46 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
     if args.command.first().is_some_and(|c| c == "launch") {
         anyhow::bail!("reap launch -- launch …: give the command each rank runs, e.g. `-- verify --gpus 2`");
     }
+    let world = args.world.unwrap_or(args.ranks);
+    if world > MAX_RANKS || args.first_rank.checked_add(args.ranks).is_none_or(|end| end > world) {
+        anyhow::bail!(
+            "--first-rank {} and --ranks {} go past --world {world}: this host's ranks are first-rank .. \
+             first-rank + ranks - 1, all below the job's {world}",
+            args.first_rank,
+            args.ranks
+        );
+    }
     let rendezvous = match args.rendezvous {
         Some(r) => {
-            reap::cluster::Place::new(0, args.ranks, &r)?;
+            reap::cluster::Place::new(0, world, &r)?;
             r
         }
-        None => free_loopback()?,
+        None if world == args.ranks => free_loopback()?,
+        None => anyhow::bail!(
+            "--world {world} is larger than --ranks {}: the other hosts must find rank 0, so give --rendezvous \
+             HOST:PORT (rank 0's host) on every host",
+            args.ranks
+        ),
     };
     let exe = std::env::current_exe().context("finding this reap's own path to start the ranks")?;
-    println!("launching {} ranks of `reap {}`; rendezvous {rendezvous}", args.ranks, args.command.join(" "));
+    let last = args.first_rank + args.ranks - 1;
+    println!(
+        "launching ranks {}..={last} of {world} of `reap {}`; rendezvous {rendezvous}",
+        args.first_rank,
+        args.command.join(" ")
+    );
     crate::cli::interrupt::install();
     let mut children = Vec::with_capacity(args.ranks);
     let mut echoes = Vec::new();
-    for rank in 0..args.ranks {
+    for local in 0..args.ranks {
+        let rank = args.first_rank + local;
         let mut cmd = Command::new(&exe);
         cmd.args(&args.command)
             .env(RANK_VAR, rank.to_string())
-            .env(RANKS_VAR, args.ranks.to_string())
-            .env(RENDEZVOUS_VAR, &rendezvous);
-        if rank > 0 {
+            .env(RANKS_VAR, world.to_string())
+            .env(RENDEZVOUS_VAR, &rendezvous)
+            .env(crate::cli::ranks::LOCAL_RANK_VAR, local.to_string());
+        if local > 0 {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         let mut child = match cmd.spawn() {
@@ -69,7 +99,7 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
                 return Err(e).with_context(|| format!("starting rank {rank} ({})", exe.display()));
             }
         };
-        if rank > 0 {
+        if local > 0 {
             echoes.push(echo(rank, child.stdout.take(), false));
             echoes.push(echo(rank, child.stderr.take(), true));
         }
@@ -81,7 +111,8 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
     }
     let mut ok = true;
     let mut could_not_run = None;
-    for (rank, status) in statuses.iter().enumerate() {
+    for (local, status) in statuses.iter().enumerate() {
+        let rank = args.first_rank + local;
         match status {
             Some(s) if s.success() => {}
             Some(s) => {
@@ -99,7 +130,7 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
         }
     }
     match could_not_run {
-        Some(rank) => anyhow::bail!("rank {rank} of {} did not finish; its messages are above", args.ranks),
+        Some(rank) => anyhow::bail!("rank {rank} of {world} did not finish; its messages are above"),
         None => Ok(ok),
     }
 }
