@@ -32,6 +32,8 @@ pub const MAX_RANKS: usize = 1024;
 const MAX_MESSAGE: u64 = 1 << 36;
 /// A connecting rank's first bytes, so that a stray connection is refused.
 const HELLO: &[u8; 8] = b"reap-rk1";
+/// How long rank 0 waits for a connection's hello before dropping it.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -179,42 +181,49 @@ impl Cluster {
 
     /// Every rank's `mine`, in rank order, on every rank.
     pub fn all_gather(&self, mine: &[u8]) -> ClusterResult<Vec<Vec<u8>>> {
-        let all = self.gather(mine)?;
-        self.broadcast(all.map(|a| encode_list(&a)).as_deref()).and_then(|b| self.decode_list(&b))
+        // One hold of the links for both halves: no other message may come between them.
+        let all = self.with_links(|links| {
+            let all = self.gather_in(links, mine)?;
+            self.broadcast_in(links, all.map(|a| encode_list(&a)).as_deref())
+        })?;
+        self.decode_list(&all)
     }
 
     /// Every rank's `mine`, in rank order, on rank 0 (`None` on the others).
     pub fn gather(&self, mine: &[u8]) -> ClusterResult<Option<Vec<Vec<u8>>>> {
-        let read = self.io("receiving from a rank");
-        let write = self.io("sending to rank 0");
-        self.with_links(|links| {
-            if self.place.rank != 0 {
-                send(links[0].as_mut().expect("a rank's link to rank 0"), mine).map_err(write)?;
-                return Ok(None);
-            }
-            let mut all = vec![mine.to_vec()];
-            for link in links.iter_mut().skip(1) {
-                all.push(receive(link.as_mut().expect("rank 0's link to every rank")).map_err(&read)?);
-            }
-            Ok(Some(all))
-        })
+        self.with_links(|links| self.gather_in(links, mine))
     }
 
     /// Rank 0's `bytes` on every rank (the others pass `None`).
     pub fn broadcast(&self, bytes: Option<&[u8]>) -> ClusterResult<Vec<u8>> {
-        let read = self.io("receiving from rank 0");
-        let write = self.io("sending to a rank");
-        self.with_links(|links| {
-            if self.place.rank != 0 {
-                return receive(links[0].as_mut().expect("a rank's link to rank 0")).map_err(read);
-            }
-            let bytes =
-                bytes.ok_or_else(|| ClusterError::Protocol { rank: 0, what: "rank 0 broadcast nothing".into() })?;
-            for link in links.iter_mut().skip(1) {
-                send(link.as_mut().expect("rank 0's link to every rank"), bytes).map_err(&write)?;
-            }
-            Ok(bytes.to_vec())
-        })
+        self.with_links(|links| self.broadcast_in(links, bytes))
+    }
+
+    fn gather_in(&self, links: &mut [Option<TcpStream>], mine: &[u8]) -> ClusterResult<Option<Vec<Vec<u8>>>> {
+        if self.place.rank != 0 {
+            let link = links[0].as_mut().expect("a rank's link to rank 0");
+            send(link, mine).map_err(self.io("sending to rank 0"))?;
+            return Ok(None);
+        }
+        let mut all = vec![mine.to_vec()];
+        for link in links.iter_mut().skip(1) {
+            let link = link.as_mut().expect("rank 0's link to every rank");
+            all.push(receive(link).map_err(self.io("receiving from a rank"))?);
+        }
+        Ok(Some(all))
+    }
+
+    fn broadcast_in(&self, links: &mut [Option<TcpStream>], bytes: Option<&[u8]>) -> ClusterResult<Vec<u8>> {
+        if self.place.rank != 0 {
+            let link = links[0].as_mut().expect("a rank's link to rank 0");
+            return receive(link).map_err(self.io("receiving from rank 0"));
+        }
+        let bytes = bytes.ok_or_else(|| self.protocol("rank 0 broadcast nothing".into()))?;
+        for link in links.iter_mut().skip(1) {
+            let link = link.as_mut().expect("rank 0's link to every rank");
+            send(link, bytes).map_err(self.io("sending to a rank"))?;
+        }
+        Ok(bytes.to_vec())
     }
 
     /// Returns once every rank has called it.
@@ -323,10 +332,10 @@ fn accept_all(place: &Place, deadline: Instant, links: &mut [Option<TcpStream>])
             Err(e) => return Err(io("accepting a rank")(e)),
         };
         ready(&link).map_err(io("accepting a rank"))?;
-        // A peer that connects and says nothing is given until the deadline.
-        link.set_read_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))))
-            .map_err(io("accepting a rank"))?;
-        let said = receive(&mut link).map_err(io("reading a rank's hello"))?;
+        // A rank says hello as soon as it connects; anything that stays silent or says something else
+        // (a port scan, another program) is dropped, and the wait goes on.
+        link.set_read_timeout(Some(HELLO_TIMEOUT)).map_err(io("accepting a rank"))?;
+        let Ok(said) = receive(&mut link) else { continue };
         let (rank, ranks) = match said.strip_prefix(HELLO.as_slice()).filter(|r| r.len() == 16) {
             Some(r) => (
                 u64::from_le_bytes(r[..8].try_into().unwrap()) as usize,
@@ -483,6 +492,37 @@ mod tests {
         drop(clusters.pop());
         let e = clusters[0].all_gather(b"x").unwrap_err().to_string();
         assert!(e.contains("rank 0"), "{e}");
+    }
+
+    #[test]
+    fn a_stray_connection_does_not_stop_the_rendezvous() {
+        let address = free_address();
+        let stray = {
+            let address = address.clone();
+            std::thread::spawn(move || {
+                // Connect before rank 1 and send something that is not a hello.
+                let deadline = Instant::now() + Duration::from_secs(10);
+                loop {
+                    if let Ok(mut s) = TcpStream::connect(&address) {
+                        let _ = s.write_all(&u64::MAX.to_le_bytes());
+                        std::thread::sleep(Duration::from_millis(200));
+                        return;
+                    }
+                    assert!(Instant::now() < deadline, "rank 0 never listened");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        let ranks = {
+            let address = address.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                join_all(2, &address).into_iter().map(|c| c.map(drop).map_err(|e| e.to_string())).collect::<Vec<_>>()
+            })
+        };
+        stray.join().unwrap();
+        let results = ranks.join().unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
 
     #[test]
