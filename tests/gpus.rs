@@ -257,3 +257,41 @@ fn two_launchers_run_one_job_as_two_hosts_would() {
         assert!(!out.status.success() && (stderr.contains("--rendezvous") || stderr.contains("--world")), "{stderr}");
     }
 }
+
+/// A launch asked to stop (SIGTERM, as `timeout` or a CI cancel sends) stops
+/// its ranks too, within the grace it gives them, and leaves none running.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stopped_launch_stops_its_ranks() {
+    // A seed no other test uses marks this test's ranks among the machine's processes.
+    const MARK: &str = "918273645";
+    let ranks_alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline")).is_ok_and(|c| {
+                let line = String::from_utf8_lossy(&c).replace('\0', " ");
+                line.contains(MARK) && !line.contains("launch")
+            })
+        })
+    };
+    let child = reap()
+        .args(["launch", "--ranks", "2", "--", "bench", "compaction", "--backend", "cpu", "--gpus", "2"])
+        .args(["--sizes", "2^22", "--densities", "0.5", "--reps", "1000000", "--warmup", "0", "--seed", MARK])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    let t = std::time::Instant::now();
+    while !ranks_alive() && t.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(ranks_alive(), "the ranks never started");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let t = std::time::Instant::now();
+    let out = child.wait_with_output().expect("wait");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "the launch took {:?} to stop", t.elapsed());
+    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!ranks_alive(), "a rank outlived its launch");
+}

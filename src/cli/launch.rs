@@ -92,6 +92,13 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
         if local > 0 {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
+        // The ranks share one process group of their own: a Ctrl-C reaches the launcher alone, which
+        // passes exactly one stop on, and a signal that ends the launcher at once kills the group.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(children.first().map_or(0, |c: &Child| c.id() as i32));
+        }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -105,7 +112,8 @@ pub fn run(args: LaunchArgs) -> Result<bool> {
         }
         children.push(child);
     }
-    let statuses = watch(&mut children);
+    let group = children.first().map_or(0, |c| c.id() as i32);
+    let statuses = crate::cli::interrupt::owning_group(group, || watch(&mut children));
     for e in echoes {
         let _ = e.join();
     }
