@@ -7,15 +7,14 @@
 use anyhow::{Context, Result};
 
 use reap::bench::{BenchBackend, Named, Platform, Row};
-use reap::compaction::shard::ShardOp;
-use reap::compaction::{Algorithm, Operation};
+use reap::compaction::Operation;
 
 use crate::cli::backend::{AdapterArg, BackendChoice, OnBackend, Opened, with_backend};
 use crate::cli::sizes::parse_count;
 
 /// What `--operation` names, one measurement series each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum OperationChoice {
+pub(super) enum OperationChoice {
     Select,
     Partition,
     /// Partition with the rejected half reversed, CUB's contract (lookback, chained).
@@ -44,46 +43,46 @@ impl OperationChoice {
 #[derive(clap::Args)]
 pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    backend: BackendChoice,
+    pub(super) backend: BackendChoice,
     #[command(flatten)]
-    adapter: AdapterArg,
+    pub(super) adapter: AdapterArg,
     /// A paper's experiment (repeatable, or comma separated): 000-fig3, 000-fig4, 000-table3, 000-table4,
     /// 000-table5, 003-table1, 002-s4, 004-fig4, or `all`. Presets fix algorithms, operation, sizes,
     /// densities and elements; --reps, --warmup and --seed still apply.
     #[arg(long, value_delimiter = ',')]
-    preset: Vec<String>,
+    pub(super) preset: Vec<String>,
     /// Catalog names, comma separated, or `all`.
     #[arg(long, value_delimiter = ',', default_value = "all")]
-    algorithms: Vec<String>,
+    pub(super) algorithms: Vec<String>,
     /// select, partition, scan, sort, sort-pairs, or remove (seed 004: Redzone vs marking + select);
     /// comma separated to time several in one run, each beside its CUB peer (e.g. `--ops select,partition,scan`).
     #[arg(long, alias = "ops", value_enum, value_delimiter = ',', default_value = "select")]
-    operation: Vec<OperationChoice>,
+    pub(super) operation: Vec<OperationChoice>,
     /// Element counts (`2^22` or plain), comma separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_count, default_value = "2^22")]
-    sizes: Vec<u64>,
+    pub(super) sizes: Vec<u64>,
     /// Fractions kept (removed, for `remove`), comma separated.
     #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.25,0.5,0.75,0.9,1")]
-    densities: Vec<f64>,
+    pub(super) densities: Vec<f64>,
     /// Element sizes in bytes: 4, 8, 16, 32 (scan: 4, 8).
     #[arg(long, value_delimiter = ',', default_value = "4")]
-    elements: Vec<usize>,
+    pub(super) elements: Vec<usize>,
     #[command(flatten)]
-    repeat: super::Repeat,
+    pub(super) repeat: super::Repeat,
     /// Do not build or run the CUB peer.
     #[arg(long)]
-    no_cub: bool,
+    pub(super) no_cub: bool,
     /// Folder for results.csv, results.json, report.md and the plots (created if missing).
     #[arg(long)]
-    out: Option<std::path::PathBuf>,
+    pub(super) out: Option<std::path::PathBuf>,
     /// Shard a 4-byte select across GPUs 0..N (NCCL between them; N CPU ranks with `--backend cpu`) and time
     /// it beside the same select on one GPU: speedup, scaling efficiency and the collectives' share.
     #[arg(long, default_value_t = 1)]
-    gpus: usize,
+    pub(super) gpus: usize,
     /// With --backend wgpu: the wgpu kernels' tuning, `KEY=VALUE` comma separated (`WgpuTuning::set`
     /// keys, e.g. `lookback.span=4,lookback.bytes=128`); CUDA beside it keeps its defaults.
     #[arg(long, value_delimiter = ',')]
-    tuning: Vec<String>,
+    pub(super) tuning: Vec<String>,
 }
 
 pub fn run(args: BenchArgs) -> Result<bool> {
@@ -102,7 +101,7 @@ pub fn run(args: BenchArgs) -> Result<bool> {
         if args.backend == BackendChoice::Wgpu {
             anyhow::bail!("--gpus shards over CUDA GPUs or CPU ranks; --backend wgpu times one adapter");
         }
-        return sharded(args, command);
+        return super::sharded::run(args, command);
     }
     let chosen = presets::resolve(&args.preset)?;
     let series: Vec<Settings> = if chosen.is_empty() {
@@ -238,7 +237,7 @@ fn measure<B: reap::bench::Timed>(backend: &B, run: &BenchRun<'_>, m: &mut Measu
 }
 
 /// Writes one results file whole; a second signal waits for the write's end.
-fn write(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+pub(super) fn write(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     crate::cli::interrupt::while_writing(|| reap::bench::output::write_atomically(path, bytes))?;
     Ok(())
 }
@@ -475,138 +474,5 @@ fn print_table<'a>(rows: impl Iterator<Item = &'a Row>) {
             r.vs_cub.map_or("-".to_string(), |v| format!("{v:.2}")),
             phases.join(", ")
         );
-    }
-}
-
-/// `--gpus N`: the sharded select, partition or scan beside one rank.
-fn sharded(args: BenchArgs, command: String) -> Result<bool> {
-    if !args.preset.is_empty() || args.elements != [4] {
-        anyhow::bail!("--gpus times 4-byte elements without presets: drop --preset and --elements");
-    }
-    let mut operations = Vec::new();
-    for op in &args.operation {
-        let shard_op = match op {
-            OperationChoice::Select => ShardOp::Select,
-            OperationChoice::Partition => ShardOp::Partition,
-            OperationChoice::Scan => ShardOp::Scan,
-            other => anyhow::bail!(
-                "--gpus shards select, partition and scan; {} runs on one GPU (drop --gpus)",
-                clap::ValueEnum::to_possible_value(other)
-                    .map_or_else(|| format!("{other:?}"), |v| v.get_name().to_string())
-            ),
-        };
-        if !operations.contains(&shard_op) {
-            operations.push(shard_op);
-        }
-    }
-    let algorithms = crate::cli::algorithms::parse_list(&args.algorithms)?;
-    if let Some(d) = args.densities.iter().find(|d| !(0.0..=1.0).contains(*d)) {
-        anyhow::bail!("density {d} is outside [0, 1]");
-    }
-    if args.repeat.reps == 0 {
-        anyhow::bail!("--reps must be at least 1");
-    }
-    // The input on the host, its copy and rank 0's whole copy with its output.
-    let largest = args.sizes.iter().copied().max().unwrap_or(0);
-    reap::memory::check(
-        format!("{largest} 4-byte elements (host copy of the sharded input)"),
-        reap::memory::times(largest, 8),
-        reap::memory::Limit::host(),
-        "lower --sizes",
-    )?;
-    // Rank 0's process writes the report; the other processes leave the folder alone.
-    if crate::cli::ranks::leads() {
-        super::out_folder(args.out.as_deref(), &reap::report::BENCH_FILES)?;
-    }
-    crate::cli::interrupt::install();
-    let adapter = args.adapter.clone();
-    with_backend(args.backend, &adapter, ShardedBench { args, algorithms, operations, command })
-}
-
-struct ShardedBench {
-    args: BenchArgs,
-    algorithms: Vec<Algorithm>,
-    operations: Vec<ShardOp>,
-    command: String,
-}
-
-impl OnBackend for ShardedBench {
-    type Output = bool;
-    fn run<B: Opened>(self, backend: B) -> Result<bool> {
-        use reap::bench::shard;
-        let device = backend.device();
-        let group = backend.group(self.args.gpus)?;
-        let carrier = group.carrier();
-        let leads = group.leads();
-        let processes = group.cluster().map_or(String::new(), |c| format!(" in {} processes", c.ranks()));
-        println!("sharded compaction over {} ranks{processes} on {device}; collectives: {carrier}", group.len());
-        if !leads {
-            println!("rank {}: measuring with rank 0, which prints the rows and writes the report", group.first());
-        }
-        let head = format!(
-            "{:<27} {:<9} {:>11} {:>6} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>9} {:>7}",
-            "algorithm",
-            "operation",
-            "n",
-            "dens%",
-            "1 wall ms",
-            "1 dev ms",
-            "N wall ms",
-            "N dev ms",
-            "speedup",
-            "eff%",
-            "gather ms",
-            "coll%"
-        );
-        if leads {
-            println!("{head}");
-        }
-        let s = shard::ShardBench {
-            algorithms: &self.algorithms,
-            operations: &self.operations,
-            sizes: &self.args.sizes,
-            densities: &self.args.densities,
-            reps: self.args.repeat.reps,
-            warmup: self.args.repeat.warmup,
-            seed: self.args.repeat.seed,
-        };
-        // Only rank 0's process writes: the others measure the same rows.
-        let out = self.args.out.as_deref().filter(|_| leads);
-        let mut measured = Vec::new();
-        let rows = shard::run(&group, &s, &crate::cli::interrupt::stopped, &mut |r| {
-            if !leads {
-                return;
-            }
-            println!(
-                "{:<27} {:<9} {:>11} {:>6.1} {:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>7.2}x {:>6.1} {:>9.4} {:>7.2}",
-                r.algorithm,
-                r.operation,
-                r.n,
-                r.density * 100.0,
-                r.one_wall_ms,
-                r.one_device_ms,
-                r.many_wall_ms,
-                r.many_device_ms,
-                r.speedup,
-                r.efficiency * 100.0,
-                r.gather_ms,
-                r.collective_share * 100.0
-            );
-            measured.push(r.clone());
-            // Each row on disk as it comes: a stop keeps what was measured.
-            if let Some(dir) = out {
-                if let Ok(text) = shard::csv(&measured) {
-                    let _ = write(&dir.join("results.csv"), text.as_bytes());
-                }
-            }
-        });
-        let rows = rows?;
-        if let Some(dir) = out {
-            write(&dir.join("results.csv"), shard::csv(&rows)?.as_bytes())?;
-            let md = shard::markdown(&rows, &device, &carrier, &self.command);
-            write(&dir.join("report.md"), md.as_bytes())?;
-            println!("wrote {}", dir.display());
-        }
-        Ok(true)
     }
 }

@@ -13,6 +13,7 @@ mod noise;
 mod peers;
 mod render;
 mod report;
+mod sharded;
 mod sweep;
 
 #[derive(Subcommand)]

@@ -21,8 +21,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Engine, FrameStats, Graphs, RenderSettings, Shard, StageId, TraceError, TraceResult, render};
+use super::{Engine, FrameStats, Graphs, RenderSettings, Shard, TraceError, TraceResult, render};
 use crate::cluster::Cluster;
+
+mod engines;
+mod wire;
+
+pub use engines::CpuSplitComm;
 
 /// The most CPU ranks a split or a sharded call takes: CPU ranks share the
 /// cores and exist to run the multi-GPU protocol without GPUs.
@@ -344,65 +349,6 @@ impl<E: SplitEngine> Split<E> {
     }
 }
 
-/// A rank's frame stats as bytes, for the other processes: the stages by
-/// name (interned again on arrival, since stage names are static strings).
-mod wire {
-    use super::{FrameStats, StageId};
-
-    #[derive(serde::Serialize, serde::Deserialize)]
-    struct Frame {
-        sample: u32,
-        stages: Vec<(String, Option<u32>, Option<u32>, f64)>,
-        queue: Vec<u64>,
-        alive: Vec<u64>,
-        shadow_rays: Vec<u64>,
-        frontier: Vec<Vec<u64>>,
-        shadow_frontier: Vec<Vec<u64>>,
-        rays: u64,
-        frame_ms: f64,
-        wall_ms: f64,
-    }
-
-    pub fn encode(f: &FrameStats) -> Vec<u8> {
-        let frame = Frame {
-            sample: f.sample,
-            stages: f.stages.iter().map(|(s, t)| (s.name.to_string(), s.bounce, s.level, *t)).collect(),
-            queue: f.queue.clone(),
-            alive: f.alive.clone(),
-            shadow_rays: f.shadow_rays.clone(),
-            frontier: f.frontier.clone(),
-            shadow_frontier: f.shadow_frontier.clone(),
-            rays: f.rays,
-            frame_ms: f.frame_ms,
-            wall_ms: f.wall_ms,
-        };
-        serde_json::to_vec(&frame).expect("frame stats are plain numbers and names")
-    }
-
-    /// The frame `bytes` holds (`None`: not a frame).
-    pub fn decode(bytes: &[u8]) -> Option<FrameStats> {
-        let f: Frame = serde_json::from_slice(bytes).ok()?;
-        let stages = f
-            .stages
-            .into_iter()
-            .map(|(name, bounce, level, t)| (StageId { name: super::super::stage::named(&name), bounce, level }, t))
-            .collect();
-        Some(FrameStats {
-            sample: f.sample,
-            stages,
-            queue: f.queue,
-            alive: f.alive,
-            shadow_rays: f.shadow_rays,
-            frontier: f.frontier,
-            shadow_frontier: f.shadow_frontier,
-            rays: f.rays,
-            frame_ms: f.frame_ms,
-            wall_ms: f.wall_ms,
-            ..FrameStats::default()
-        })
-    }
-}
-
 /// The band sizes that give every rank the same predicted time, each band's
 /// measured time spread evenly over its rows; every band keeps a row.
 fn balance(rows: &[u32], times: &[f64]) -> Vec<u32> {
@@ -487,158 +433,9 @@ impl<E: SplitEngine> Renderer for Split<E> {
     }
 }
 
-/// What connects CPU engines: nothing in one process, the cluster's sockets between processes.
-pub enum CpuSplitComm {
-    Local,
-    Processes(Arc<Cluster>),
-}
-
-impl SplitEngine for super::cpu::CpuEngine {
-    type Comm = CpuSplitComm;
-    fn connect(_: &[Self]) -> TraceResult<CpuSplitComm> {
-        Ok(CpuSplitComm::Local)
-    }
-    fn join(_: &Self, cluster: &Arc<Cluster>) -> TraceResult<CpuSplitComm> {
-        Ok(CpuSplitComm::Processes(cluster.clone()))
-    }
-    fn carrier(comm: &CpuSplitComm) -> String {
-        match comm {
-            CpuSplitComm::Local => "host memory (CPU ranks)".into(),
-            CpuSplitComm::Processes(c) => format!("TCP sockets between {} processes (CPU ranks)", c.ranks()),
-        }
-    }
-    fn move_sums(comm: &CpuSplitComm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()> {
-        let moves = moves.iter().filter(|m| m.from != m.to && m.count > 0);
-        let cluster = match comm {
-            CpuSplitComm::Local => {
-                for m in moves {
-                    let range = m.first as usize..(m.first + m.count) as usize;
-                    let part = engines[m.from - first].sums()[range.clone()].to_vec();
-                    engines[m.to - first].sums_mut()[range].copy_from_slice(&part);
-                }
-                return Ok(());
-            }
-            CpuSplitComm::Processes(c) => c,
-        };
-        let held_count = engines.len();
-        let held = |rank: usize| rank.checked_sub(first).filter(|&i| i < held_count);
-        // Each process sends what leaves its ranks: (to, first, count, sums); each keeps what comes to its own.
-        let mut mine = Vec::new();
-        for m in moves.clone() {
-            if let Some(i) = held(m.from) {
-                let range = m.first as usize..(m.first + m.count) as usize;
-                for word in [m.to as u64, m.first, m.count] {
-                    mine.extend_from_slice(&word.to_le_bytes());
-                }
-                mine.extend_from_slice(bytemuck::cast_slice(&engines[i].sums()[range]));
-            }
-        }
-        let bad = || TraceError::Settings("a rank sent a malformed band of sums".into());
-        for theirs in cluster.all_gather(&mine)? {
-            let mut rest = theirs.as_slice();
-            while let Some((head, tail)) = rest.split_first_chunk::<24>() {
-                let word = |i: usize| u64::from_le_bytes(head[i * 8..i * 8 + 8].try_into().unwrap());
-                let (to, at, count) = (word(0) as usize, word(1) as usize, word(2) as usize);
-                let (data, after) = tail.split_at_checked(count * 16).ok_or_else(bad)?;
-                if let Some(i) = held(to) {
-                    let sums = engines[i].sums_mut().get_mut(at..at + count).ok_or_else(bad)?;
-                    bytemuck::cast_slice_mut::<[f32; 4], u8>(sums).copy_from_slice(data);
-                }
-                rest = after;
-            }
-        }
-        Ok(())
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl SplitEngine for super::cuda::CudaEngine {
-    /// `None` for one engine.
-    type Comm = Option<crate::cuda_runtime::nccl::Comms>;
-    fn connect(engines: &[Self]) -> TraceResult<Self::Comm> {
-        if engines.len() < 2 {
-            return Ok(None);
-        }
-        let streams = engines.iter().map(|e| e.stream().clone()).collect();
-        Ok(Some(crate::cuda_runtime::nccl::Comms::new(streams).map_err(crate::compaction::Error::from)?))
-    }
-    fn join(engine: &Self, cluster: &Arc<Cluster>) -> TraceResult<Self::Comm> {
-        if cluster.ranks() < 2 {
-            return Ok(None);
-        }
-        let comms = crate::cuda_runtime::nccl::Comms::join(engine.stream().clone(), cluster);
-        Ok(Some(comms.map_err(crate::compaction::Error::from)?))
-    }
-    fn carrier(comm: &Self::Comm) -> String {
-        match comm {
-            Some(_) => crate::cuda_runtime::nccl::carrier(),
-            None => "one GPU (no collectives)".into(),
-        }
-    }
-    fn move_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()> {
-        const PIXEL: u64 = 16; // an RGBA f32 sum
-        // Another process gives the address of a rank it holds (0 here).
-        let sums = |rank: usize| rank.checked_sub(first).and_then(|i| engines.get(i)).map_or(0, |e| e.sums_ptr());
-        let raw: Vec<crate::cuda_runtime::nccl::Move> = moves
-            .iter()
-            .filter(|m| m.from != m.to && m.count > 0)
-            .map(|m| crate::cuda_runtime::nccl::Move {
-                from: m.from,
-                src: sums(m.from) + m.first * PIXEL,
-                to: m.to,
-                dst: sums(m.to) + m.first * PIXEL,
-                bytes: m.count * PIXEL,
-            })
-            .collect();
-        if raw.is_empty() {
-            return Ok(());
-        }
-        let comm = comm.as_ref().ok_or_else(|| TraceError::Settings("moving sums needs two engines".into()))?;
-        comm.exchange(&raw).map_err(crate::compaction::Error::from)?;
-        Ok(())
-    }
-}
-
-/// One wgpu engine renders alone: wgpu has no collectives to carry sums
-/// between devices, so a split of several engines is refused up front and
-/// `move_sums` never has work (a single band never moves).
-#[cfg(feature = "wgpu")]
-impl SplitEngine for super::wgpu::WgpuEngine {
-    type Comm = ();
-    fn connect(engines: &[Self]) -> TraceResult<()> {
-        if engines.len() > 1 {
-            return Err(TraceError::Settings(format!(
-                "--gpus > 1 needs CUDA (NCCL moves the bands' sums between GPUs); the wgpu backend renders on one \
-                 adapter: use --gpus 1, or --backend cuda for {} GPUs",
-                engines.len()
-            )));
-        }
-        Ok(())
-    }
-    fn join(_: &Self, cluster: &Arc<Cluster>) -> TraceResult<()> {
-        Err(TraceError::Settings(format!(
-            "rank {} of {} processes on wgpu: wgpu has no collectives between processes; use --backend cuda",
-            cluster.rank(),
-            cluster.ranks()
-        )))
-    }
-    fn carrier(_: &()) -> String {
-        "one wgpu adapter (no collectives)".into()
-    }
-    fn move_sums(_: &(), _: &mut [Self], _: usize, moves: &[SumMove]) -> TraceResult<()> {
-        match moves.iter().find(|m| m.from != m.to && m.count > 0) {
-            Some(m) => Err(TraceError::Settings(format!(
-                "moving {} pixels' sums from engine {} to {}: the wgpu backend renders with one engine",
-                m.count, m.from, m.to
-            ))),
-            None => Ok(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    // The boundary arithmetic alone; whole split renders are in tests/split.rs.
+    // The boundary arithmetic alone; whole split renders are in tests/shard.rs and tests/gpus.rs.
     #[test]
     fn balanced_rows_cover_the_image_and_favour_the_fast_rank() {
         let rows = vec![50u32, 50];
