@@ -27,8 +27,14 @@ use crate::frontier::{self, LevelWords, Step, host, status};
 use crate::memory;
 
 mod colour;
+mod rank;
+mod solve;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use rank::Values;
+pub(crate) use solve::{Ranks, Shared};
+pub(crate) use solve::{setup as solve_setup, substep as solve_substep};
 
 /// The CPU engine: bodies, tree and lists in host memory.
 pub struct CpuCollide {
@@ -87,6 +93,17 @@ pub struct CpuCollide {
     /// what warm starting reads.
     previous: Vec<Contact>,
     clock: HostClock<StageId>,
+    /// The Morton codes whose bodies this engine owns: all of them, unless
+    /// it is one rank of a split collider (`collide::split`), whose other
+    /// bodies are ghosts, copies of bodies other ranks own.
+    owned: std::ops::Range<u32>,
+    /// Whether each body is a ghost (its code outside `owned`), in the
+    /// bodies' order; `moved_ghost` is `reorder`'s room.
+    ghost: Vec<bool>,
+    moved_ghost: Vec<bool>,
+    /// Whether the solver runs outside the frame, in lockstep with the
+    /// other ranks of a split collider: `solve` and `substep` then leave it.
+    lockstep: bool,
 }
 
 /// Frontier slots a task of `expand` walks before it appends its candidates.
@@ -133,6 +150,10 @@ impl CpuCollide {
             responses: Vec::new(),
             previous: Vec::new(),
             clock: HostClock::default(),
+            owned: 0..u32::MAX,
+            ghost: vec![false; n],
+            moved_ghost: Vec::new(),
+            lockstep: false,
         })
     }
 
@@ -142,7 +163,7 @@ impl CpuCollide {
     }
 
     /// Groups the contacts' ends by body for the solver's gather.
-    fn index_contacts(&mut self) -> CollideResult<()> {
+    pub(super) fn index_contacts(&mut self) -> CollideResult<()> {
         if self.contacts.len() >= 1 << 31 {
             return Err(CollideError::Settings(format!("{} contacts: use fewer bodies", self.contacts.len())));
         }
@@ -165,32 +186,6 @@ impl CpuCollide {
     fn stored(&self) -> usize {
         (self.found as usize).min(self.candidates.len())
     }
-
-    /// One solver pass (a `relax` one after the move, `physics::contact_impulse`):
-    /// colour by colour, then the overflow's Jacobi pass.
-    fn pass(&mut self, w: &World, relax: bool) {
-        self.coloured_pass(w, relax);
-        if self.overflow == 0 {
-            return;
-        }
-        let (bodies, counts, colour) = (&self.bodies, &self.counts, &self.colour);
-        let count = |i: u32| counts[i as usize];
-        self.contacts
-            .par_iter_mut()
-            .zip(colour)
-            .map(|(c, &colour)| {
-                if colour != physics::colour::OVERFLOW {
-                    return physics::Impulse::default(); // the gather does not read it
-                }
-                let a = &bodies[c.a as usize];
-                let (wall, b) = physics::other_side(c, bodies, w);
-                let kb = if wall { 1 } else { count(c.b) };
-                physics::contact_impulse(c, a, &Inertia::of(a), count(c.a), &b, &Inertia::of(&b), kb, w, relax)
-            })
-            .collect_into_vec(&mut self.responses);
-        let overflow = Some((&self.colour[..], &self.counts[..]));
-        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, overflow);
-    }
 }
 
 /// Each body takes the sums of its contacts' responses of one pass: the
@@ -201,7 +196,7 @@ impl CpuCollide {
 /// With `overflow` (each contact's colour, each body's count of overflow
 /// points), only the Jacobi pass's contacts count, and a body with none of
 /// them takes nothing (collide_gather's GATHER_PASS).
-fn gather(
+pub(super) fn gather(
     bodies: &mut [Body],
     ends: &[u64],
     ends_of: &[u32],
@@ -238,7 +233,7 @@ fn gather(
 /// The last frame's contact with `c`'s key (a, b, slot), from `previous`
 /// sorted by it: the contact collide.cu's `find_previous` finds in its hash
 /// table (keys are unique in a frame).
-fn previous_contact<'a>(previous: &'a [Contact], c: &Contact) -> Option<&'a Contact> {
+pub(super) fn previous_contact<'a>(previous: &'a [Contact], c: &Contact) -> Option<&'a Contact> {
     let at = previous.binary_search_by_key(&(c.a, c.b, c.slot), |p| (p.a, p.b, p.slot)).ok()?;
     Some(&previous[at])
 }
@@ -287,14 +282,17 @@ impl Engine for CpuCollide {
     }
 
     fn codes(&mut self) -> CollideResult<()> {
-        let w = &self.world;
-        (&mut self.keys, &mut self.ids, &mut self.boxes).into_par_iter().zip(&self.bodies).enumerate().for_each(
-            |(i, ((key, id, aabb), b))| {
+        let (w, owned) = (&self.world, &self.owned);
+        (&mut self.keys, &mut self.ids, &mut self.boxes, &mut self.ghost)
+            .into_par_iter()
+            .zip(&self.bodies)
+            .enumerate()
+            .for_each(|(i, ((key, id, aabb, ghost), b))| {
                 *aabb = physics::aabb(b, w);
                 *key = physics::morton(b.pos, w);
+                *ghost = !owned.contains(key);
                 *id = i as u32;
-            },
-        );
+            });
         Ok(())
     }
 
@@ -321,10 +319,14 @@ impl Engine for CpuCollide {
         let (bodies, boxes, ids) = (&self.bodies, &self.boxes, &self.ids);
         self.moved.par_extend(ids.par_iter().map(|&id| bodies[id as usize]));
         self.moved_boxes.par_extend(ids.par_iter().map(|&id| boxes[id as usize]));
+        let ghost = &self.ghost;
+        self.moved_ghost.par_extend(ids.par_iter().map(|&id| ghost[id as usize]));
         std::mem::swap(&mut self.bodies, &mut self.moved);
         std::mem::swap(&mut self.boxes, &mut self.moved_boxes);
+        std::mem::swap(&mut self.ghost, &mut self.moved_ghost);
         self.moved.clear();
         self.moved_boxes.clear();
+        self.moved_ghost.clear();
         for (i, &id) in self.ids.iter().enumerate() {
             self.places[id as usize] = i as u32;
         }
@@ -507,18 +509,21 @@ impl Engine for CpuCollide {
             self.contacts.clear();
             return Ok(()); // the frame is redone: its candidates are incomplete
         }
-        let (bodies, w) = (&self.bodies, &self.world);
+        let (bodies, w, ghost) = (&self.bodies, &self.world, &self.ghost);
         let stored = (words[words::CANDIDATES as usize] as usize).min(self.candidates.len());
+        // A rank of a split collider keeps the pairs and walls of the bodies
+        // it owns: two ghosts' pair is their owners' (`collide::split`).
         self.contacts = self.candidates[..stored]
             .par_iter()
-            .flat_map_iter(|p| {
-                let (a, b) = unpack(p.load(Relaxed));
+            .map(|p| unpack(p.load(Relaxed)))
+            .filter(|&(a, b)| !(ghost[a as usize] && ghost[b as usize]))
+            .flat_map_iter(|(a, b)| {
                 let (a, b) = order::pair_by_id(a, b, bodies);
                 let (found, count) = physics::collide(a, &bodies[a as usize], b, &bodies[b as usize], w);
                 found.into_iter().take(count)
             })
             .collect();
-        self.contacts.par_extend(bodies.par_iter().enumerate().flat_map_iter(|(i, b)| {
+        self.contacts.par_extend(bodies.par_iter().enumerate().filter(|&(i, _)| !ghost[i]).flat_map_iter(|(i, b)| {
             let (found, count) = physics::wall_contacts(i as u32, b, w);
             found.into_iter().take(count)
         }));
@@ -527,86 +532,17 @@ impl Engine for CpuCollide {
     }
 
     fn solve(&mut self, words: &Vec<u64>) -> CollideResult<()> {
-        if !host::ok(words) {
-            return Ok(()); // the frame is redone: the bodies stay as they were
+        if !host::ok(words) || self.lockstep {
+            return Ok(()); // the frame is redone (the bodies stay as they were), or solved in lockstep
         }
-        self.index_contacts()?;
-        self.colour();
-        // A movable body's contact points left to the Jacobi pass, with bodies
-        // and walls: its mass is split over them (as collide_split counts).
-        let (ends, ends_of, colour, bodies) = (&self.ends, &self.ends_of, &self.colour, &self.bodies);
-        self.counts.par_iter_mut().enumerate().for_each(|(i, k)| {
-            if bodies[i].inv_mass <= 0.0 {
-                *k = 0;
-                return;
-            }
-            let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-            *k = ends[range].iter().filter(|&&e| colour[(e >> 1) as usize] == physics::colour::OVERFLOW).count() as u32;
-        });
-        self.overflow = colour.par_iter().filter(|&&c| c == physics::colour::OVERFLOW).count();
-
-        // Warm start (collide_warm): each contact takes what it held at the last frame's end.
-        let previous = &self.previous;
-        self.contacts.par_iter_mut().for_each(|c| {
-            if let Some(p) = previous_contact(previous, c) {
-                physics::warm_start(c, p);
-            }
-        });
-        Ok(())
+        solve::setup(self)
     }
 
     fn substep(&mut self, step: Substep, words: &Vec<u64>) -> CollideResult<()> {
-        if !host::ok(words) {
+        if !host::ok(words) || self.lockstep {
             return Ok(());
         }
-        let w = step.world(&self.world);
-        // Gravity, then the impulses the contacts held (collide_hold and the gather).
-        self.bodies.par_iter_mut().for_each(|b| physics::gravity(b, &w));
-        let bodies = &self.bodies;
-        self.contacts
-            .par_iter()
-            .map(|c| {
-                let a = &bodies[c.a as usize];
-                if physics::is_wall(c.b) {
-                    return physics::hold(c, a, &physics::wall_body(c.b, c.point, &w));
-                }
-                physics::hold(c, a, &bodies[c.b as usize])
-            })
-            .collect_into_vec(&mut self.responses);
-        gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);
-        for _ in 0..step.solve_passes(&w) {
-            self.pass(&w, false);
-        }
-        self.bodies.par_iter_mut().for_each(|b| physics::integrate(b, &w));
-        if step.relaxes(&w) {
-            self.pass(&w, true);
-        }
-        if step.last() {
-            // The frame's bounces (collide_bouncing, then collide_restitute and a gather per pass): each
-            // body's mass is split over its contacts that bounce.
-            let (ends, ends_of, contacts) = (&self.ends, &self.ends_of, &self.contacts);
-            self.bouncing.par_iter_mut().enumerate().for_each(|(i, k)| {
-                let range = if i == 0 { 0 } else { ends_of[i - 1] as usize }..ends_of[i] as usize;
-                *k = ends[range].iter().filter(|&&e| physics::bounces(&contacts[(e >> 1) as usize])).count() as u32;
-            });
-            for pass in 0..w.bounce_passes.max(1) {
-                let (bodies, bouncing) = (&self.bodies, &self.bouncing);
-                let count = |i: u32| bouncing[i as usize];
-                self.contacts
-                    .par_iter_mut()
-                    .map(|c| {
-                        let a = &bodies[c.a as usize];
-                        let (wall, b) = physics::other_side(c, bodies, &w);
-                        let kb = if wall { 1 } else { count(c.b) };
-                        let (ia, ib) = (Inertia::of(a), Inertia::of(&b));
-                        physics::restitution(c, pass == 0, a, &ia, count(c.a), &b, &ib, kb)
-                    })
-                    .collect_into_vec(&mut self.responses);
-                gather(&mut self.bodies, &self.ends, &self.ends_of, &self.responses, None);
-            }
-            self.previous.clone_from(&self.contacts);
-            self.previous.par_sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        }
+        solve::substep(self, step, &self.world.clone());
         Ok(())
     }
 
@@ -625,7 +561,10 @@ impl Engine for CpuCollide {
     }
 
     fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let pairs: Vec<u64> = self.candidates[..self.stored()].iter().map(|p| p.load(Relaxed)).collect();
+        let ghost = &self.ghost;
+        let ghosts = |p: u64| ghost[unpack(p).0 as usize] && ghost[unpack(p).1 as usize];
+        let pairs: Vec<u64> =
+            self.candidates[..self.stored()].iter().map(|p| p.load(Relaxed)).filter(|&p| !ghosts(p)).collect();
         Ok(order::pairs_by_id(&pairs, &self.bodies))
     }
 

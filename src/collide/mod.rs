@@ -31,6 +31,7 @@ pub mod peer;
 pub mod physics;
 pub mod quality;
 pub mod scenario;
+pub mod split;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
@@ -202,7 +203,7 @@ impl StageId {
     /// The part of the frame the stage belongs to, for the per-frame breakdown.
     pub fn part(&self) -> Part {
         match self.name {
-            stage::CODES | stage::SORT | stage::REORDER | stage::BUILD | stage::REFIT => Part::Build,
+            stage::HALO | stage::CODES | stage::SORT | stage::REORDER | stage::BUILD | stage::REFIT => Part::Build,
             stage::PAIRS_INIT | stage::EXPAND => Part::Traverse,
             stage::COMPACT_PAIRS => Part::Compact,
             stage::NARROW => Part::Narrow,
@@ -238,6 +239,8 @@ impl Part {
 
 /// Stage names, one list so the reports and the overlay agree.
 pub mod stage {
+    /// A split collider's ownership, migration and ghosts (`collide::split`).
+    pub const HALO: &str = "migrate + halo";
     pub const CODES: &str = "aabb + morton";
     pub const SORT: &str = "sort";
     /// The bodies moved into the sorted codes' order ([`super::BodyOrder::Morton`]).

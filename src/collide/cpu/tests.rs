@@ -76,7 +76,7 @@ fn the_colours_do_not_depend_on_the_order_of_the_contacts() {
     }
     e.contacts = runs.into_iter().rev().flatten().copied().collect();
     e.index_contacts().expect("index");
-    e.colour();
+    super::solve::colour(&mut e);
     assert_eq!(colours_by_key(&e), before);
 }
 

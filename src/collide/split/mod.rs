@@ -1,0 +1,385 @@
+//! The collision demo over several ranks (issue 49, item 2), each rank a
+//! CPU engine in this process: what CI checks against one engine, bit for
+//! bit, and the protocol a GPU per rank will follow (docs/MULTI_GPU.md).
+//!
+//! A frame:
+//! 1. **Ownership.** Rank r owns the bodies whose Morton codes (of their
+//!    place at the frame's start, the codes the engines sort) lie in its
+//!    range; the ranges split the codes into equal counts. A body whose code
+//!    left its rank's range migrates to the new owner, with last frame's
+//!    contacts that name it (the warm start's impulses).
+//! 2. **Halo.** Each rank's region is the boxes of chunks of its bodies in
+//!    Morton order ([`halo::Region`]); every body of another rank whose swept
+//!    box overlaps the region comes as a ghost. A candidate pair needs
+//!    overlapping boxes, so every pair with a body the rank owns has both
+//!    bodies there.
+//! 3. **Broad and narrow phase,** per rank over its bodies and ghosts, as
+//!    the engine runs them alone (the LBVH, the breadth-first pair walk with
+//!    the frontier compacted by the library). A rank keeps the pairs and
+//!    walls of its own bodies; a pair across two ranks is found by both,
+//!    with the same contacts (the arithmetic is the same and the pair is
+//!    named by its spawn numbers).
+//! 4. **Solver,** in lockstep (`cpu::Ranks`): every step runs on each rank,
+//!    and after a step that changes what only an owner knows (a colouring
+//!    round's picks, a colour's impulses, a gather) each ghost takes its
+//!    owner's value. The colouring and the solver's sums depend only on the
+//!    set of contacts, the bodies and their spawn numbers, not on order, so
+//!    the bodies step exactly as on one engine.
+
+pub mod halo;
+
+use std::ops::Range;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::cpu::{self, CpuCollide, Ranks, Shared, Values};
+use super::layout::{Body, Contact, World};
+use super::{CollideError, CollideResult, CollideSettings, FrameStats, Frontier, StageId, Substep, physics, stage};
+
+/// The most ranks a split collider holds in one process (the CPU ranks
+/// share the cores; they run the protocol, not a speed-up).
+pub const MAX_RANKS: usize = crate::trace::split::MAX_CPU_RANKS;
+
+/// One rank: its engine, what the driver keeps for it, and its bodies
+/// between frames.
+struct Rank {
+    engine: CpuCollide,
+    frontier: Option<Frontier<CpuCollide>>,
+    /// The bodies it owns (spawn numbers kept), as the last frame left them.
+    owned: Vec<Body>,
+    /// Last frame's contacts of the bodies it owns, by spawn number.
+    previous: Vec<Contact>,
+    /// The frame's Morton range.
+    range: Range<u32>,
+    /// Whether it holds a body this frame (one owning none sits it out).
+    active: bool,
+    /// The frame's ghosts: each one's place here, and its owner's rank and
+    /// place there (for [`Lockstep::share`]).
+    ghosts: Vec<(u32, usize, u32)>,
+}
+
+/// What a split frame measured besides the frame itself.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SplitStats {
+    /// Bodies each rank owned.
+    pub owned: Vec<u64>,
+    /// Ghosts each rank held.
+    pub ghosts: Vec<u64>,
+    /// Bodies that changed rank at the frame's start.
+    pub migrated: u64,
+    /// Values each ghost took from its owner over the frame, summed over the ghosts.
+    pub shared: u64,
+    /// Steps after which the ghosts took their owners' values.
+    pub exchanges: u64,
+}
+
+/// The collider over `ranks` CPU engines.
+pub struct SplitCollide {
+    world: World,
+    ranks: Vec<Rank>,
+    bodies: u32,
+    last: SplitStats,
+}
+
+impl SplitCollide {
+    /// `bodies` (numbered by their order) over `ranks` ranks.
+    pub fn new(world: World, bodies: &[Body], ranks: usize) -> CollideResult<SplitCollide> {
+        if ranks == 0 || ranks > MAX_RANKS {
+            return Err(CollideError::Settings(format!("a split collider takes 1 to {MAX_RANKS} ranks, not {ranks}")));
+        }
+        let most = super::scenario::MAX_BODIES;
+        if bodies.is_empty() || bodies.len() > most as usize {
+            return Err(CollideError::Settings(format!("the collider takes 1 to {most} bodies, not {}", bodies.len())));
+        }
+        let n = bodies.len() as u32;
+        let numbered = super::layout::numbered(bodies);
+        let mut out = SplitCollide { world, ranks: Vec::new(), bodies: n, last: SplitStats::default() };
+        for r in 0..ranks {
+            // Until the first frame's ranges, bodies are dealt out in spawn order.
+            let share = n as usize * r / ranks..n as usize * (r + 1) / ranks;
+            out.ranks.push(Rank {
+                engine: CpuCollide::rank(world)?,
+                frontier: None,
+                owned: numbered[share].to_vec(),
+                previous: Vec::new(),
+                range: 0..0,
+                active: false,
+                ghosts: Vec::new(),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    pub fn len(&self) -> u32 {
+        self.bodies
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bodies == 0
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// The last frame's ownership, halo and exchange counts.
+    pub fn split_stats(&self) -> &SplitStats {
+        &self.last
+    }
+
+    /// One frame over every rank (see the module's steps). Its stats: the
+    /// candidates and contacts of the whole scene (a pair across ranks
+    /// counted once), stage times of the slowest rank's broad and narrow
+    /// phase, the lockstep solver's as measured here.
+    pub fn frame(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
+        s.check()?;
+        let clock = Instant::now();
+        let migrated = self.migrate();
+        self.load();
+        let halo_ms = clock.elapsed().as_secs_f64() * 1e3;
+
+        // Broad and narrow phase, each rank alone (a frame redone for room stays within its rank).
+        let mut slowest: Option<FrameStats> = None;
+        let (mut contacts, mut crossing) = (0, 0);
+        for rank in self.ranks.iter_mut().filter(|r| r.active) {
+            let f = match &mut rank.frontier {
+                Some(f) => f,
+                none => none.insert(Frontier::new(&rank.engine)?),
+            };
+            let st = super::frame(&mut rank.engine, s, f, index)?;
+            let e = &rank.engine;
+            let cross = e.held_contacts().iter().filter(|c| crosses(e, c)).count() as u64;
+            (contacts, crossing) = (contacts + st.contacts, crossing + cross);
+            if slowest.as_ref().is_none_or(|f| f.frame_ms < st.frame_ms) {
+                slowest = Some(st);
+            }
+        }
+        let mut stats = slowest.unwrap_or_default();
+        stats.stages.retain(|(id, _)| id.name != stage::SOLVE && id.name != stage::SUBSTEP);
+        stats.stages.insert(0, (StageId::frame(stage::HALO), halo_ms));
+        // A contact across two ranks is in both ranks' lists.
+        stats.contacts = contacts - crossing / 2;
+
+        self.index_ghosts();
+        let mut lock = Lockstep { ranks: &mut self.ranks, shared: 0, exchanges: 0 };
+        let t = Instant::now();
+        cpu::solve_setup(&mut lock)?;
+        stats.stages.push((StageId::frame(stage::SOLVE), t.elapsed().as_secs_f64() * 1e3));
+        for index in 0..s.substeps {
+            let t = Instant::now();
+            let step = Substep { index, count: s.substeps, iterations: s.iterations };
+            cpu::solve_substep(&mut lock, step, &self.world);
+            stats.stages.push((StageId::level(stage::SUBSTEP, index), t.elapsed().as_secs_f64() * 1e3));
+        }
+        let (shared, exchanges) = (lock.shared, lock.exchanges);
+        self.keep();
+        stats.candidates = self.candidate_pairs()?.len() as u64;
+        stats.frame = index;
+        stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
+        stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
+        self.last = SplitStats {
+            owned: self.ranks.iter().map(|r| r.owned.len() as u64).collect(),
+            ghosts: self.ranks.iter().map(|r| r.ghosts.len() as u64).collect(),
+            migrated,
+            shared,
+            exchanges,
+        };
+        Ok(stats)
+    }
+
+    /// Splits the Morton codes into equal counts, one range per rank, and
+    /// moves each body (with its contacts) to the rank whose range holds its
+    /// code. Returns how many bodies changed rank.
+    fn migrate(&mut self) -> u64 {
+        let w = self.world;
+        let mut codes: Vec<u32> =
+            self.ranks.iter().flat_map(|r| &r.owned).map(|b| physics::morton(b.pos, &w)).collect();
+        codes.par_sort_unstable();
+        let r = self.ranks.len();
+        let split = |k: usize| {
+            if k == 0 {
+                0
+            } else if k == r {
+                u32::MAX
+            } else {
+                codes[codes.len() * k / r]
+            }
+        };
+        let ranges: Vec<Range<u32>> = (0..r).map(|k| split(k)..split(k + 1)).collect();
+        let owner = |b: &Body| {
+            let code = physics::morton(b.pos, &w);
+            ranges.iter().position(|range| range.contains(&code)).unwrap_or(r - 1)
+        };
+        // What each rank sends each rank: its bodies, and its contacts of each (a contact across two
+        // ranks is sent by both, and the receiver keeps one).
+        let mut bodies: Vec<Vec<Body>> = vec![Vec::new(); r];
+        let mut contacts: Vec<Vec<Contact>> = vec![Vec::new(); r];
+        let mut migrated = 0;
+        for (from, rank) in self.ranks.iter_mut().enumerate() {
+            let dest: std::collections::HashMap<u32, usize> = rank.owned.iter().map(|b| (b.id, owner(b))).collect();
+            for b in rank.owned.drain(..) {
+                migrated += (dest[&b.id] != from) as u64;
+                bodies[dest[&b.id]].push(b);
+            }
+            for c in rank.previous.drain(..) {
+                let to_a = dest.get(&c.a).copied();
+                let to_b = if physics::is_wall(c.b) { None } else { dest.get(&c.b).copied() };
+                for to in [to_a, to_b.filter(|&t| Some(t) != to_a)].into_iter().flatten() {
+                    contacts[to].push(c);
+                }
+            }
+        }
+        for ((rank, range), (owned, mut previous)) in
+            self.ranks.iter_mut().zip(ranges).zip(bodies.into_iter().zip(contacts))
+        {
+            previous.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+            previous.dedup_by_key(|c| (c.a, c.b, c.slot));
+            rank.range = range;
+            rank.owned = owned;
+            rank.previous = previous;
+        }
+        migrated
+    }
+
+    /// Finds each rank's ghosts (halo.rs) and loads its engine with its
+    /// bodies and ghosts.
+    fn load(&mut self) {
+        let w = self.world;
+        let aabb = |b: &Body| physics::aabb(b, &w);
+        let regions: Vec<halo::Region> = self
+            .ranks
+            .par_iter()
+            .map(|r| {
+                let mut sorted: Vec<(u32, u32)> =
+                    r.owned.iter().enumerate().map(|(i, b)| (physics::morton(b.pos, &w), i as u32)).collect();
+                sorted.sort_unstable();
+                let boxes: Vec<halo::Aabb> = sorted.iter().map(|&(_, i)| aabb(&r.owned[i as usize])).collect();
+                halo::Region::of(&boxes)
+            })
+            .collect();
+        for to in 0..self.ranks.len() {
+            let mut held = self.ranks[to].owned.clone();
+            for (_, rank) in self.ranks.iter().enumerate().filter(|&(from, _)| from != to) {
+                held.par_extend(rank.owned.par_iter().filter(|b| regions[to].overlaps(&aabb(b))).copied());
+            }
+            let rank = &mut self.ranks[to];
+            rank.active = !rank.owned.is_empty();
+            if rank.active {
+                rank.engine.load(held, rank.range.clone(), &rank.previous);
+            }
+        }
+    }
+
+    /// After the broad phase (the engines have moved their bodies into
+    /// Morton order): each ghost's owner and place there.
+    fn index_ghosts(&mut self) {
+        let mut place: std::collections::HashMap<u32, (usize, u32)> = Default::default();
+        for (r, rank) in self.ranks.iter().enumerate().filter(|(_, r)| r.active) {
+            let e = &rank.engine;
+            for (i, b) in e.held().iter().enumerate().filter(|&(i, _)| !e.is_ghost(i)) {
+                place.insert(b.id, (r, i as u32));
+            }
+        }
+        for rank in self.ranks.iter_mut().filter(|r| r.active) {
+            let e = &rank.engine;
+            rank.ghosts = (0..e.held().len())
+                .filter(|&i| e.is_ghost(i))
+                .map(|i| {
+                    let (owner, at) = place[&e.held()[i].id];
+                    (i as u32, owner, at)
+                })
+                .collect();
+        }
+    }
+
+    /// After the solver: each rank's own bodies and contacts, for the next frame.
+    fn keep(&mut self) {
+        for rank in self.ranks.iter_mut().filter(|r| r.active) {
+            let e = &rank.engine;
+            rank.owned = e.held().iter().enumerate().filter(|&(i, _)| !e.is_ghost(i)).map(|(_, b)| *b).collect();
+            rank.previous = e.previous_by_id();
+        }
+    }
+
+    /// Every body, by spawn number.
+    pub fn bodies(&self) -> CollideResult<Vec<Body>> {
+        let mut out = vec![Body::default(); self.bodies as usize];
+        for b in self.ranks.iter().flat_map(|r| &r.owned) {
+            out[b.id as usize] = *b;
+        }
+        Ok(out)
+    }
+
+    /// The last frame's contacts by spawn number, sorted by (a, b, slot); a
+    /// contact across two ranks once.
+    pub fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        let mut out: Vec<Contact> = Vec::new();
+        for rank in self.ranks.iter().filter(|r| r.active) {
+            out.extend(crate::collide::Engine::contact_list(&rank.engine)?);
+        }
+        out.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        out.dedup_by_key(|c| (c.a, c.b, c.slot));
+        Ok(out)
+    }
+
+    /// The last frame's candidate pairs by spawn number, sorted; a pair across two ranks once.
+    pub fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        let mut out: Vec<u64> = Vec::new();
+        for rank in self.ranks.iter().filter(|r| r.active) {
+            out.extend(crate::collide::Engine::candidate_pairs(&rank.engine)?);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Whether contact `c` (engine places) joins a body the engine owns to a ghost.
+fn crosses(e: &CpuCollide, c: &Contact) -> bool {
+    !physics::is_wall(c.b) && e.is_ghost(c.a as usize) != e.is_ghost(c.b as usize)
+}
+
+/// The ranks of this process in lockstep: a step runs on each, then the
+/// ghosts take their owners' values (here a copy; between processes or GPUs
+/// one message per pair of ranks).
+struct Lockstep<'a> {
+    ranks: &'a mut [Rank],
+    shared: u64,
+    exchanges: u64,
+}
+
+impl Ranks for Lockstep<'_> {
+    fn each(&mut self, f: &mut dyn FnMut(&mut CpuCollide)) {
+        for rank in self.ranks.iter_mut().filter(|r| r.active) {
+            f(&mut rank.engine);
+        }
+    }
+
+    fn share(&mut self, what: Shared) {
+        self.exchanges += 1;
+        for to in 0..self.ranks.len() {
+            if !self.ranks[to].active {
+                continue;
+            }
+            // Grouped by owner: one message from each.
+            let mut from_each: Vec<(Vec<u32>, Vec<u32>)> = vec![Default::default(); self.ranks.len()];
+            for &(here, owner, there) in &self.ranks[to].ghosts {
+                from_each[owner].0.push(here);
+                from_each[owner].1.push(there);
+            }
+            for (owner, (here, there)) in from_each.iter().enumerate().filter(|(_, (h, _))| !h.is_empty()) {
+                let values: Values = self.ranks[owner].engine.values(what, there);
+                self.ranks[to].engine.take(what, here, &values);
+                self.shared += here.len() as u64;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
