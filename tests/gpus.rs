@@ -295,3 +295,54 @@ fn a_stopped_launch_stops_its_ranks() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!ranks_alive(), "a rank outlived its launch");
 }
+
+/// The quality and energy lines of a `reap collide` run: what the bodies came to.
+fn outcome(stdout: &str) -> Vec<String> {
+    stdout.lines().filter(|l| l.starts_with("quality:") || l.starts_with("energy:")).map(str::to_string).collect()
+}
+
+#[test]
+fn the_collision_demo_over_cpu_ranks_ends_where_one_engine_does() {
+    let mut outcomes = Vec::new();
+    for gpus in ["1", "2", "4"] {
+        let out = reap()
+            .args(["collide", "--backend", "cpu", "--scenario", "drum", "--bodies", "800", "--frames", "40"])
+            .args(["--gpus", gpus])
+            .output()
+            .expect("run");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "--gpus {gpus}: {}", String::from_utf8_lossy(&out.stderr));
+        if gpus != "1" {
+            assert!(stdout.contains(&format!("split over {gpus} ranks")), "{stdout}");
+        }
+        outcomes.push(outcome(&stdout));
+    }
+    assert_eq!(outcomes[0].len(), 2, "{:?}", outcomes[0]);
+    assert!(outcomes.iter().all(|o| *o == outcomes[0]), "{outcomes:?}");
+}
+
+#[test]
+fn the_split_collide_benchmark_checks_every_frame_against_one_engine() {
+    let dir = binary::temp_dir("gpus", "bench-collide");
+    let out = reap()
+        .args(["bench", "collide", "--backend", "cpu", "--gpus", "3", "--bodies", "600,2000", "--frames", "4"])
+        .args(["--settle", "10", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("| 2000 | 3 |") && stdout.contains("4 of 4 |"), "{stdout}");
+    let json = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
+    assert!(json.contains("\"ghost_share\""), "{json}");
+}
+
+#[test]
+fn a_split_collider_on_a_gpu_backend_or_without_ranks_is_refused() {
+    for (backend, gpus, says) in [("cpu", "0", "at least 1"), ("cpu", "65", "at most 64")] {
+        let out =
+            reap().args(["collide", "--backend", backend, "--gpus", gpus, "--frames", "1"]).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "--gpus {gpus}: {stderr}");
+    }
+}

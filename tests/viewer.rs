@@ -273,3 +273,17 @@ fn view_collide_on_wgpu_draws_the_engine_buffer_as_the_cpu_view_draws_its_bodies
 fn egui_panel_fill() -> [u8; 3] {
     [27, 27, 27]
 }
+
+/// `--gpus 3` on the CPU splits the collision demo over three ranks, which
+/// step the bodies as one engine does, bit for bit: the same picture.
+#[test]
+fn view_collide_split_over_cpu_ranks_draws_what_one_engine_draws() {
+    let args = ["--collide", "--scenario", "pile", "--bodies", "600", "--frames", "5"];
+    let Some(one) = screenshot("collide-one", &args) else { return };
+    let split_args: Vec<&str> = args.iter().copied().chain(["--gpus", "3"]).collect();
+    let Some(split) = screenshot("collide-split", &split_args) else { return };
+    assert_overlay(&split);
+    let (a, b) = (picture(&one), picture(&split));
+    let differ = a.iter().zip(&b).filter(|(p, q)| p != q).count();
+    assert!(differ * 1000 < a.len(), "the split view differs from one engine's in {differ} of {} pixels", a.len());
+}

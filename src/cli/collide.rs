@@ -10,8 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::output::{self, Run, Summary};
 use reap::collide::quality::{self, EnergyRun, Quality};
+use reap::collide::split::SplitCollide;
 use reap::collide::{
-    Body, CollideSettings, Compaction, Engine, Frontier, Scenario, SortMethod, World, frame, scenario,
+    Body, CollideSettings, Compaction, Engine, Live, Scenario, Simulation, SortMethod, World, scenario,
 };
 use reap::compaction::{Backend, BackendKind};
 
@@ -123,6 +124,29 @@ pub struct CollideArgs {
     /// Per-frame timings (every stage and level, frontier sizes, counts): .json or .csv.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Ranks the scene is split over, by Morton ranges, with ghosts exchanged in lockstep (the results
+    /// equal one engine's, bit for bit). So far the split runs on CPU ranks (`--backend cpu`), which share
+    /// the cores and show the protocol, not a speed-up.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
+}
+
+/// Refuses a split collider where it does not run yet: `--gpus` beyond 1 takes CPU ranks.
+pub(super) fn check_split(gpus: usize, kind: BackendKind) -> Result<()> {
+    if gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
+    if gpus > 1 && kind != BackendKind::Cpu {
+        bail!(
+            "--gpus {gpus} with the {} backend: the collision demo splits over CPU ranks only so far (the GPU \
+             version of its protocol is not built yet; docs/MULTI_GPU.md); add --backend cpu, or drop --gpus",
+            kind.name()
+        );
+    }
+    if gpus > reap::collide::split::MAX_RANKS {
+        bail!("--gpus {gpus}: a split collider holds at most {} CPU ranks", reap::collide::split::MAX_RANKS);
+    }
+    Ok(())
 }
 
 pub(super) fn check_frames(frames: u32) -> Result<()> {
@@ -189,11 +213,17 @@ impl OnBackend for CollideRun {
             BackendKind::Cuda | BackendKind::Wgpu => DEFAULT_BODIES_CUDA,
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
         });
+        check_split(args.gpus, backend.kind())?;
         let (kind, device) = (backend.kind().name(), backend.device());
         let (world, bodies) = build(sc, n, &args.sim)?;
+        if args.gpus > 1 {
+            let device = format!("{} CPU ranks ({device})", args.gpus);
+            return go(SplitCollide::new(world, &bodies, args.gpus)?, args, sc, n, s, kind, &device);
+        }
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);
-        go(engine, args, sc, n, s, kind, &device)
+        warm_up(&engine, &s)?;
+        go(Live::new(engine)?, args, sc, n, s, kind, &device)
     }
 }
 
@@ -217,8 +247,8 @@ pub(super) fn build(sc: Scenario, n: u32, sim: &SimFlags) -> Result<(World, Vec<
     Ok((world, bodies))
 }
 
-fn go<E: Engine>(
-    mut engine: E,
+fn go<S: Simulation>(
+    mut sim: S,
     args: &CollideArgs,
     sc: Scenario,
     n: u32,
@@ -234,27 +264,25 @@ fn go<E: Engine>(
         s.compact_pairs.name(),
         s.substeps,
         s.iterations,
-        engine.world().colours,
-        reap::collide::physics::Contacts::of(engine.world()).name(),
+        sim.world().colours,
+        reap::collide::physics::Contacts::of(sim.world()).name(),
         args.frames
     );
-    warm_up(&engine, &s)?;
-    let world = *engine.world();
+    let world = *sim.world();
     // The energy is read back between frames, at a few checkpoints only, so
     // that the frames' timings do not include the copies.
     let checkpoints = quality::checkpoints(args.frames);
     let mut energy = EnergyRun::new(&world);
-    energy.record(0, &engine.bodies()?, &world);
+    energy.record(0, &sim.bodies()?, &world);
     let bar = ProgressBar::new(args.frames as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} frames  {msg}  [{elapsed_precise} < {eta_precise}]")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut frontier = Frontier::new(&engine)?;
     // Sized by the first frame's record before more are kept.
     let mut records = reap::collide::Records::new(args.frames);
     for i in 0..args.frames {
-        let f = frame(&mut engine, &s, &mut frontier, i)?;
+        let f = sim.step(&s, i)?;
         bar.set_message(format!(
             "broad {:.3} ms, frame {:.3} ms summed ({:.3} wall clock), {} contacts",
             f.broad_ms(),
@@ -265,18 +293,21 @@ fn go<E: Engine>(
         bar.inc(1);
         records.push(f)?;
         if checkpoints[1..].contains(&(i + 1)) {
-            energy.record(i + 1, &engine.bodies()?, &world);
+            energy.record(i + 1, &sim.bodies()?, &world);
         }
     }
     bar.finish_and_clear();
     let frames = records.into_vec();
     let summary = Summary::of(&frames);
     print!("{}", output::summary_table(&summary, &frames));
-    let q = Quality::of(&engine.bodies()?, &engine.contact_list()?, engine.world());
+    let q = Quality::of(&sim.bodies()?, &sim.contact_list()?, sim.world());
     println!("{}", q.line());
     println!("{}", energy.line());
+    if let Some(split) = sim.split_stats() {
+        println!("{}", split.line());
+    }
     if let Some(path) = &args.out {
-        let (seed, colours) = (args.sim.seed, engine.world().colours);
+        let (seed, colours) = (args.sim.seed, sim.world().colours);
         let run = Run { backend, device, scenario: sc.name(), bodies: n, seed, settings: &s, colours };
         output::write_timings(path, &run, &frames)?;
         println!("timings written to {}", path.display());

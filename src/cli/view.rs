@@ -57,7 +57,8 @@ pub struct ViewArgs {
     /// The BVH the traversals start on: `binary` or the 8-wide `wide` (the overlay switches it).
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
     bvh: reap::trace::BvhKind,
-    /// Split the path tracer's image across GPUs 0..N (bands of rows that follow the measured time).
+    /// Split the path tracer's image across GPUs 0..N (bands of rows that follow the measured time); with
+    /// --backend cpu, the collision demo over N CPU ranks (the GPU backends step it on one GPU).
     #[arg(long, default_value_t = 1)]
     gpus: usize,
 }

@@ -340,6 +340,58 @@ pub fn simulate<E: Engine>(
     Ok(out.into_vec())
 }
 
+/// What steps a scene frame by frame: one engine with its pair frontier
+/// ([`Live`]), or the ranks of a split collider (`collide::split`).
+pub trait Simulation {
+    fn world(&self) -> &super::World;
+    /// Number of bodies.
+    fn len(&self) -> u32;
+    /// Ranks the scene is split over (1 for one engine).
+    fn ranks(&self) -> usize {
+        1
+    }
+    fn step(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats>;
+    /// Every body, by spawn number.
+    fn bodies(&self) -> CollideResult<Vec<super::Body>>;
+    /// The last frame's contacts by spawn number, sorted by (a, b, slot).
+    fn contact_list(&self) -> CollideResult<Vec<Contact>>;
+    /// A split collider's last frame: ownership, ghosts, exchanges.
+    fn split_stats(&self) -> Option<&super::split::SplitStats> {
+        None
+    }
+}
+
+/// An engine and the pair frontier that belongs to it.
+pub struct Live<E: Engine> {
+    pub engine: E,
+    pub frontier: Frontier<E>,
+}
+
+impl<E: Engine> Live<E> {
+    pub fn new(engine: E) -> CollideResult<Self> {
+        let frontier = Frontier::new(&engine)?;
+        Ok(Live { engine, frontier })
+    }
+}
+
+impl<E: Engine> Simulation for Live<E> {
+    fn world(&self) -> &super::World {
+        self.engine.world()
+    }
+    fn len(&self) -> u32 {
+        self.engine.len()
+    }
+    fn step(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
+        frame(&mut self.engine, s, &mut self.frontier, index)
+    }
+    fn bodies(&self) -> CollideResult<Vec<super::Body>> {
+        self.engine.bodies()
+    }
+    fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        self.engine.contact_list()
+    }
+}
+
 /// One record per frame, for a run of a known length: the first record's
 /// size, times the frames, is checked against the host's memory before more
 /// is kept, so a `--frames` no machine holds is an error, not an abort.

@@ -41,7 +41,8 @@ pub use crate::compaction::{Compaction, Fusion, SitePath};
 use crate::frontier;
 pub use crate::replay::{FramePath, Graphs};
 pub use driver::{
-    BOUND_MARGIN, CONTACTS_PER_CANDIDATE, FIRST_BOUND, Frontier, Records, frame, pairs_site, run_frames, simulate,
+    BOUND_MARGIN, CONTACTS_PER_CANDIDATE, FIRST_BOUND, Frontier, Live, Records, Simulation, frame, pairs_site,
+    run_frames, simulate,
 };
 pub use layout::{Body, Contact, Node, World};
 pub use order::BodyOrder;

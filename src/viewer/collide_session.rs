@@ -1,15 +1,19 @@
 //! The collision demo the viewer shows: a scenario's bodies in an engine of
 //! either backend, kept alive between frames with its pair frontier, stepped
-//! one [`frame`] per displayed frame. The compaction algorithm and the sort
+//! one frame per displayed frame. The compaction algorithm and the sort
 //! only change the next frame's [`CollideSettings`]; a new backend builds a
-//! new engine from the current bodies, so the simulation goes on.
+//! new engine from the current bodies, so the simulation goes on. On the CPU
+//! `--gpus N` splits the scene over N ranks (`collide::split`), which step
+//! the bodies as one engine does.
 
 use crate::collide::cpu::CpuCollide;
 use crate::collide::layout::SPHERE;
 use crate::collide::scenario::{self, Scenario};
+use crate::collide::split::SplitCollide;
 use crate::collide::{
-    Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Frontier, SortMethod, World, frame,
+    Body, CollideResult, CollideSettings, Compaction, Engine, FrameStats, Live, Simulation, SortMethod, World,
 };
+use crate::compaction::{Backend, CpuBackend};
 
 use super::ViewerError;
 use super::collide_state::CollideChoices;
@@ -24,16 +28,77 @@ pub const MAX_FRONTIER: u64 = 1 << 26;
 /// The seed every scenario is built with, as `reap collide`'s default.
 pub const SEED: u64 = 1;
 
-/// An engine and the frontier buffers that belong to it.
-pub struct Live<E: Engine> {
-    engine: E,
-    frontier: Frontier<E>,
+/// What the view steps on a backend ([`Simulation`]), with its compaction
+/// backend (for the choices it offers) and a way to put bodies back.
+pub trait Stepped: Simulation {
+    type B: Backend;
+    fn backend(&self) -> &Self::B;
+    /// Replaces the bodies (same count); warm starting begins again.
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()>;
 }
 
-impl<E: Engine> Live<E> {
-    fn new(engine: E) -> CollideResult<Self> {
-        let frontier = Frontier::new(&engine)?;
-        Ok(Live { engine, frontier })
+impl<E: Engine> Stepped for Live<E> {
+    type B = E::B;
+    fn backend(&self) -> &E::B {
+        self.engine.backend()
+    }
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        self.engine.set_bodies(bodies)
+    }
+}
+
+/// The CPU's collider: one engine, or the scene split over `--gpus` ranks.
+pub enum CpuColliders {
+    One(Live<CpuCollide>),
+    Split(SplitCollide),
+}
+
+impl CpuColliders {
+    fn sim(&self) -> &dyn Simulation {
+        match self {
+            CpuColliders::One(l) => l,
+            CpuColliders::Split(s) => s,
+        }
+    }
+}
+
+impl Simulation for CpuColliders {
+    fn world(&self) -> &World {
+        self.sim().world()
+    }
+    fn len(&self) -> u32 {
+        self.sim().len()
+    }
+    fn ranks(&self) -> usize {
+        self.sim().ranks()
+    }
+    fn step(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
+        match self {
+            CpuColliders::One(l) => l.step(s, index),
+            CpuColliders::Split(split) => split.frame(s, index),
+        }
+    }
+    fn bodies(&self) -> CollideResult<Vec<Body>> {
+        self.sim().bodies()
+    }
+    fn contact_list(&self) -> CollideResult<Vec<crate::collide::Contact>> {
+        self.sim().contact_list()
+    }
+}
+
+impl Stepped for CpuColliders {
+    type B = CpuBackend;
+    fn backend(&self) -> &CpuBackend {
+        match self {
+            CpuColliders::One(l) => l.engine.backend(),
+            CpuColliders::Split(s) => s.backend(),
+        }
+    }
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        match self {
+            CpuColliders::One(l) => l.engine.set_bodies(bodies),
+            CpuColliders::Split(s) => s.set_bodies(bodies),
+        }
     }
 }
 
@@ -41,7 +106,7 @@ impl<E: Engine> Live<E> {
 pub struct Colliders;
 
 impl Engines for Colliders {
-    type Cpu = Live<CpuCollide>;
+    type Cpu = CpuColliders;
     #[cfg(feature = "cuda")]
     type Cuda = Live<crate::collide::cuda::CudaCollide>;
     type Wgpu = Live<crate::collide::wgpu::WgpuCollide>;
@@ -55,7 +120,7 @@ impl AnyCollide {
     /// backend, so frames never parse a name.
     pub fn choices(&self) -> Vec<Compaction> {
         on_backend!(self, l => {
-            let b = l.engine.backend();
+            let b = l.backend();
             Compaction::choices(b).into_iter().filter_map(|n| Compaction::parse(n, b, "compact-pairs").ok()).collect()
         })
     }
@@ -63,7 +128,7 @@ impl AnyCollide {
     /// The sorts this backend runs, `fast` first.
     pub fn sorts(&self) -> Vec<SortMethod> {
         on_backend!(self, l => {
-            let b = l.engine.backend();
+            let b = l.backend();
             SortMethod::choices(b).iter().filter_map(|n| SortMethod::parse(n, b).ok()).collect()
         })
     }
@@ -75,6 +140,8 @@ pub struct CollideSession {
     pub bodies: u32,
     pub world: World,
     pub engine: AnyCollide,
+    /// CPU ranks the scene is split over (`--gpus`; a GPU backend runs it on one GPU).
+    pub gpus: usize,
     /// Frames stepped since the scenario was built (the drum's angle follows it).
     pub frame_index: u32,
     /// The bodies after the last frame where the host has them: the CPU and
@@ -97,10 +164,11 @@ impl CollideSession {
         scenario: Scenario,
         bodies: u32,
         kind: BackendKind,
+        gpus: usize,
         display: &DisplayDevice,
     ) -> Result<Self, ViewerError> {
         let (world, start) = scenario::build(scenario, bodies, SEED)?;
-        let engine = build_engine(kind, world, &start, display)?;
+        let engine = build_engine(kind, world, &start, gpus, display)?;
         let hot_speed = hot_speed(&world, &start);
         let spheres = start.iter().filter(|b| b.shape == SPHERE).count() as u32;
         Ok(CollideSession {
@@ -108,6 +176,7 @@ impl CollideSession {
             bodies,
             world,
             engine,
+            gpus,
             frame_index: 0,
             shown: Some(start),
             spheres,
@@ -119,7 +188,7 @@ impl CollideSession {
     /// The same bodies, where they are now, in a new engine on `kind`.
     pub fn rebuild(&mut self, kind: BackendKind, display: &DisplayDevice) -> Result<(), ViewerError> {
         let bodies = self.bodies()?.to_vec();
-        self.engine = build_engine(kind, self.world, &bodies, display)?;
+        self.engine = build_engine(kind, self.world, &bodies, self.gpus, display)?;
         self.snapshot = None;
         Ok(())
     }
@@ -129,7 +198,7 @@ impl CollideSession {
     pub fn bodies(&mut self) -> CollideResult<&[Body]> {
         let shown = match self.shown.take() {
             Some(b) => b,
-            None => on_backend!(&self.engine, l => l.engine.bodies())?,
+            None => on_backend!(&self.engine, l => l.bodies())?,
         };
         Ok(self.shown.insert(shown))
     }
@@ -159,11 +228,11 @@ impl CollideSession {
             order: Default::default(),
         };
         let index = self.frame_index;
-        let stats = on_backend!(&mut self.engine, l => frame(&mut l.engine, &settings, &mut l.frontier, index))?;
+        let stats = on_backend!(&mut self.engine, l => l.step(&settings, index))?;
         self.frame_index += 1;
         self.shown = match &self.engine {
             OnBackend::Wgpu(_) => None,
-            any => Some(on_backend!(any, l => l.engine.bodies())?),
+            any => Some(on_backend!(any, l => l.bodies())?),
         };
         Ok(stats)
     }
@@ -178,10 +247,15 @@ impl CollideSession {
     /// Puts the remembered bodies back (nothing when none was taken).
     pub fn restore_snapshot(&mut self) -> CollideResult<()> {
         let Some((bodies, index)) = &self.snapshot else { return Ok(()) };
-        on_backend!(&mut self.engine, l => l.engine.set_bodies(bodies))?;
+        on_backend!(&mut self.engine, l => l.set_bodies(bodies))?;
         self.shown = Some(bodies.clone());
         self.frame_index = *index;
         Ok(())
+    }
+
+    /// Ranks the scene is split over (1: one engine).
+    pub fn ranks(&self) -> usize {
+        on_backend!(&self.engine, l => l.ranks())
     }
 
     /// Simulated seconds since the start.
@@ -195,10 +269,14 @@ fn build_engine(
     kind: BackendKind,
     world: World,
     bodies: &[Body],
+    gpus: usize,
     display: &DisplayDevice,
 ) -> Result<AnyCollide, ViewerError> {
     match kind {
-        BackendKind::Cpu => Ok(OnBackend::Cpu(Live::new(CpuCollide::new(world, bodies)?)?)),
+        BackendKind::Cpu if gpus > 1 => {
+            Ok(OnBackend::Cpu(CpuColliders::Split(SplitCollide::new(world, bodies, gpus)?)))
+        }
+        BackendKind::Cpu => Ok(OnBackend::Cpu(CpuColliders::One(Live::new(CpuCollide::new(world, bodies)?)?))),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let backend = cuda_backend().map_err(ViewerError::Backend)?;

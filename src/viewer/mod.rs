@@ -298,7 +298,7 @@ mod app {
             None => app.tracer = Some(Tracer::open(&app.opts, kind, &backends, &app.display)?),
             Some(c) => {
                 let bodies = c.bodies.unwrap_or(default_bodies(kind));
-                app.collide = Some(Collide::open(c.scenario, bodies, kind, &backends, &app.display)?);
+                app.collide = Some(Collide::open(c.scenario, bodies, kind, app.opts.gpus, &backends, &app.display)?);
             }
         }
         if let Some(t) = &mut app.tracer {

@@ -47,7 +47,7 @@ pub struct OverlayState {
 /// Facts about the session the overlay shows but does not edit.
 pub struct Facts<'a, F> {
     pub backend: BackendKind,
-    pub device: &'a str,
+    pub device: String,
     pub adapter: &'a str,
     pub fps: f64,
     /// The workload's own.

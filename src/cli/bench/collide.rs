@@ -61,6 +61,10 @@ pub struct CollideBenchArgs {
     pub both_paths: bool,
     #[command(flatten)]
     pub peer: CollidePeerArgs,
+    /// Ranks to split the scene over (CPU ranks, `--backend cpu`): each body count then runs the split
+    /// beside one engine from the same start, timed, with every frame's results checked equal.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
 }
 
 /// `reap bench collide`: every body count × sort × compaction choice, one
@@ -72,6 +76,9 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
     check_frames(args.frames)?;
     if args.bodies.is_empty() || args.algorithms.is_empty() || args.sorts.is_empty() {
         bail!("--bodies, --algorithms and --sorts each need at least one value");
+    }
+    if args.gpus != 1 {
+        return super::collide_split::run(&args, sc);
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();
@@ -230,7 +237,7 @@ fn bench_bodies<E: Engine>(
 }
 
 /// The untimed runs' settings (settling, the energy series): `lookback` and the fast sort.
-fn reference(args: &CollideBenchArgs, sc: Scenario) -> CollideSettings {
+pub(super) fn reference(args: &CollideBenchArgs, sc: Scenario) -> CollideSettings {
     let (substeps, iterations) = args.sim.solver(sc);
     CollideSettings {
         compact_pairs: Compaction::With(Algorithm::Lookback),

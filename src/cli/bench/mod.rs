@@ -7,6 +7,7 @@ use clap::Subcommand;
 use reap::compaction::{Backend, Compaction};
 
 mod collide;
+mod collide_split;
 mod compaction;
 mod hop;
 mod noise;

@@ -8,7 +8,7 @@ use crate::collide::physics::V3;
 
 /// Bodies per chunk: a smaller chunk hugs the rank's bodies closer (fewer
 /// ghosts) and makes a deeper tree.
-pub const CHUNK: usize = 32;
+pub const CHUNK: usize = 8;
 
 pub type Aabb = (V3, V3);
 
@@ -80,7 +80,7 @@ mod tests {
         // 100 unit boxes along x at 0, 2, 4, ...: gaps between them.
         let boxes: Vec<Aabb> = (0..100).map(|i| unit(2.0 * i as f32)).collect();
         let r = Region::of(&boxes);
-        assert_eq!(r.chunks(), 4);
+        assert_eq!(r.chunks(), 13);
         for (i, b) in boxes.iter().enumerate() {
             assert!(r.overlaps(b), "box {i}");
         }

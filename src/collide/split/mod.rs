@@ -41,6 +41,10 @@ use super::{CollideError, CollideResult, CollideSettings, FrameStats, Frontier, 
 /// share the cores; they run the protocol, not a speed-up).
 pub const MAX_RANKS: usize = crate::trace::split::MAX_CPU_RANKS;
 
+/// How far over an equal share of the bodies a rank may grow before the
+/// ranges are split again.
+pub const REBALANCE: f64 = 1.05;
+
 /// One rank: its engine, what the driver keeps for it, and its bodies
 /// between frames.
 struct Rank {
@@ -96,7 +100,7 @@ impl SplitCollide {
         let numbered = super::layout::numbered(bodies);
         let mut out = SplitCollide { world, ranks: Vec::new(), bodies: n, last: SplitStats::default() };
         for r in 0..ranks {
-            // Until the first frame's ranges, bodies are dealt out in spawn order.
+            // Dealt out in spawn order, then to their ranges below.
             let share = n as usize * r / ranks..n as usize * (r + 1) / ranks;
             out.ranks.push(Rank {
                 engine: CpuCollide::rank(world)?,
@@ -108,6 +112,7 @@ impl SplitCollide {
                 ghosts: Vec::new(),
             });
         }
+        out.migrate();
         Ok(out)
     }
 
@@ -125,6 +130,21 @@ impl SplitCollide {
 
     pub fn ranks(&self) -> usize {
         self.ranks.len()
+    }
+
+    /// The ranks' compaction backend (each rank's engine runs on one like it).
+    pub fn backend(&self) -> &crate::compaction::CpuBackend {
+        crate::collide::Engine::backend(&self.ranks[0].engine)
+    }
+
+    /// Replaces the bodies (same count), numbered in the order given; last
+    /// frame's contacts are forgotten (warm starting begins again).
+    pub fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        if bodies.len() != self.bodies as usize {
+            return Err(CollideError::Settings(format!("{} bodies for a collider of {}", bodies.len(), self.bodies)));
+        }
+        *self = SplitCollide::new(self.world, bodies, self.ranks.len())?;
+        Ok(())
     }
 
     /// The last frame's ownership, halo and exchange counts.
@@ -192,8 +212,9 @@ impl SplitCollide {
         Ok(stats)
     }
 
-    /// Splits the Morton codes into equal counts, one range per rank, and
-    /// moves each body (with its contacts) to the rank whose range holds its
+    /// Splits the Morton codes into one range per rank (equal counts, when
+    /// the last frame's ranges leave a rank [`REBALANCE`] times its share),
+    /// and moves each body (with its contacts) to the rank whose range holds its
     /// code. Returns how many bodies changed rank.
     fn migrate(&mut self) -> u64 {
         let w = self.world;
@@ -201,16 +222,28 @@ impl SplitCollide {
             self.ranks.iter().flat_map(|r| &r.owned).map(|b| physics::morton(b.pos, &w)).collect();
         codes.par_sort_unstable();
         let r = self.ranks.len();
-        let split = |k: usize| {
-            if k == 0 {
-                0
-            } else if k == r {
-                u32::MAX
-            } else {
-                codes[codes.len() * k / r]
-            }
+        // The ranges stay while no rank holds more than REBALANCE times an equal share (a body then
+        // migrates only when it moves across one); past that they split the codes into equal counts.
+        let kept: Vec<Range<u32>> = self.ranks.iter().map(|rank| rank.range.clone()).collect();
+        let held = |range: &Range<u32>| {
+            codes.partition_point(|&c| c < range.end) - codes.partition_point(|&c| c < range.start)
         };
-        let ranges: Vec<Range<u32>> = (0..r).map(|k| split(k)..split(k + 1)).collect();
+        let covered = kept.first().is_some_and(|f| f.start == 0) && kept.last().is_some_and(|l| l.end == u32::MAX);
+        let balanced = kept.iter().all(|range| held(range) as f64 <= codes.len() as f64 / r as f64 * REBALANCE);
+        let ranges: Vec<Range<u32>> = if covered && balanced {
+            kept
+        } else {
+            let split = |k: usize| {
+                if k == 0 {
+                    0
+                } else if k == r {
+                    u32::MAX
+                } else {
+                    codes[codes.len() * k / r]
+                }
+            };
+            (0..r).map(|k| split(k)..split(k + 1)).collect()
+        };
         let owner = |b: &Body| {
             let code = physics::morton(b.pos, &w);
             ranges.iter().position(|range| range.contains(&code)).unwrap_or(r - 1)
@@ -336,6 +369,49 @@ impl SplitCollide {
         out.sort_unstable();
         out.dedup();
         Ok(out)
+    }
+}
+
+impl super::Simulation for SplitCollide {
+    fn world(&self) -> &World {
+        &self.world
+    }
+    fn len(&self) -> u32 {
+        self.bodies
+    }
+    fn ranks(&self) -> usize {
+        self.ranks.len()
+    }
+    fn step(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
+        self.frame(s, index)
+    }
+    fn bodies(&self) -> CollideResult<Vec<Body>> {
+        SplitCollide::bodies(self)
+    }
+    fn contact_list(&self) -> CollideResult<Vec<Contact>> {
+        SplitCollide::contact_list(self)
+    }
+    fn split_stats(&self) -> Option<&SplitStats> {
+        Some(&self.last)
+    }
+}
+
+impl SplitStats {
+    /// One line for a run's summary.
+    pub fn line(&self) -> String {
+        let owned: u64 = self.owned.iter().sum();
+        let ghosts: u64 = self.ghosts.iter().sum();
+        format!(
+            "split over {} ranks (last frame): owned {:?}, ghosts {:?} ({:.1} % of the bodies), {} migrated, {} \
+             exchanges of {} ghost values",
+            self.owned.len(),
+            self.owned,
+            self.ghosts,
+            100.0 * ghosts as f64 / owned.max(1) as f64,
+            self.migrated,
+            self.exchanges,
+            self.shared
+        )
     }
 }
 

@@ -17,7 +17,9 @@ impl App {
                     Some(c) => (c.scenario, c.bodies.unwrap_or(default_bodies(kind))),
                     None => (Scenario::Pile, default_bodies(kind)),
                 };
-                Collide::open(scenario, bodies, kind, &self.backends, &self.display).map(|c| self.collide = Some(c))
+                let gpus = self.opts.gpus;
+                Collide::open(scenario, bodies, kind, gpus, &self.backends, &self.display)
+                    .map(|c| self.collide = Some(c))
             }
             _ => Ok(()),
         };
@@ -112,7 +114,8 @@ impl App {
             },
             Action::Reset => {
                 let kind = c.session.engine.kind();
-                match CollideSession::open(c.state.workload.scenario, c.state.workload.bodies, kind, &self.display) {
+                let (scenario, bodies, gpus) = (c.state.workload.scenario, c.state.workload.bodies, c.session.gpus);
+                match CollideSession::open(scenario, bodies, kind, gpus, &self.display) {
                     Ok(session) => {
                         c.state.message =
                             Some((false, format!("built {} with {} bodies", session.scenario.name(), session.bodies)));

@@ -62,7 +62,7 @@ impl App {
                     height: t.session.height,
                     split: t.session.split_line(),
                 };
-                let facts = facts(t.session.engine.kind(), adapter, fps, of);
+                let facts = facts(t.session.engine.kind(), 1, adapter, fps, of);
                 let (state, ov) = (&mut t.state, &mut t.overlay);
                 self.egui_ctx.run_ui(raw, |ui| actions = Actions::Tracer(overlay::ui::<Tracing>(ui, state, ov, &facts)))
             }
@@ -73,7 +73,7 @@ impl App {
                     frame: c.session.frame_index,
                     time: c.session.time(),
                 };
-                let facts = facts(c.session.engine.kind(), adapter, fps, of);
+                let facts = facts(c.session.engine.kind(), c.session.ranks(), adapter, fps, of);
                 let (state, ov) = (&mut c.state, &mut c.overlay);
                 self.egui_ctx.run_ui(raw, |ui| {
                     actions = Actions::Collide(overlay::ui::<Colliding>(ui, state, ov, &facts));
@@ -251,12 +251,14 @@ impl App {
 }
 
 /// What both modes' overlays show of the session: the backend, the device it
-/// names, the display adapter and the frame rate, around the workload's own.
-fn facts<F>(backend: BackendKind, adapter: &str, fps: f64, of: F) -> Facts<'_, F> {
+/// names (with the CPU ranks a collision scene is split over), the display
+/// adapter and the frame rate, around the workload's own.
+fn facts<F>(backend: BackendKind, ranks: usize, adapter: &str, fps: f64, of: F) -> Facts<'_, F> {
     let device = match backend {
-        BackendKind::Cpu => "CPU (rayon)",
-        BackendKind::Cuda => "CUDA",
-        BackendKind::Wgpu => "wgpu",
+        BackendKind::Cpu if ranks > 1 => format!("CPU (rayon), split over {ranks} ranks"),
+        BackendKind::Cpu => "CPU (rayon)".into(),
+        BackendKind::Cuda => "CUDA".into(),
+        BackendKind::Wgpu => "wgpu".into(),
     };
     Facts { backend, device, adapter, fps, of }
 }

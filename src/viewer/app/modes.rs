@@ -53,10 +53,11 @@ impl Collide {
         scenario: Scenario,
         bodies: u32,
         kind: BackendKind,
+        gpus: usize,
         backends: &[BackendKind],
         display: &DisplayDevice,
     ) -> Result<Self, ViewerError> {
-        let session = CollideSession::open(scenario, bodies, kind, display)?;
+        let session = CollideSession::open(scenario, bodies, kind, gpus, display)?;
         let state = CollideState::for_collide(session.engine.choices(), session.engine.sorts(), scenario, bodies);
         Ok(Collide {
             state,
