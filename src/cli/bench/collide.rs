@@ -149,7 +149,7 @@ impl OnBackend for BodiesBench<'_> {
 }
 
 /// The (sort, compaction) configurations, each parsed on the backend that will run it.
-fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B, sc: Scenario) -> Result<Vec<CollideSettings>> {
+pub(super) fn configs<B: Backend>(args: &CollideBenchArgs, backend: &B, sc: Scenario) -> Result<Vec<CollideSettings>> {
     let compactions = compactions(&args.algorithms, backend)?;
     let mut out = Vec::new();
     // With --both-paths an algorithm the backend fuses runs fused and as a separate pass.
