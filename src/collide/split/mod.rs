@@ -230,20 +230,7 @@ impl SplitCollide {
         };
         let covered = kept.first().is_some_and(|f| f.start == 0) && kept.last().is_some_and(|l| l.end == u32::MAX);
         let balanced = kept.iter().all(|range| held(range) as f64 <= codes.len() as f64 / r as f64 * REBALANCE);
-        let ranges: Vec<Range<u32>> = if covered && balanced {
-            kept
-        } else {
-            let split = |k: usize| {
-                if k == 0 {
-                    0
-                } else if k == r {
-                    u32::MAX
-                } else {
-                    codes[codes.len() * k / r]
-                }
-            };
-            (0..r).map(|k| split(k)..split(k + 1)).collect()
-        };
+        let ranges: Vec<Range<u32>> = if covered && balanced { kept } else { split_codes(&codes, r) };
         let owner = |b: &Body| {
             let code = physics::morton(b.pos, &w);
             ranges.iter().position(|range| range.contains(&code)).unwrap_or(r - 1)
@@ -413,6 +400,37 @@ impl SplitStats {
             self.shared
         )
     }
+}
+
+/// Ranges of `codes` (sorted) for `r` ranks: equal counts, each cut moved
+/// to the coarsest Morton cell boundary that keeps every rank within half
+/// of [`REBALANCE`]'s margin. A cut at a coarse cell's boundary is a flat
+/// face in space; a cut at any code leaves a ragged boundary, and a larger
+/// halo on both sides of it.
+fn split_codes(codes: &[u32], r: usize) -> Vec<Range<u32>> {
+    let quantile = |k: usize| {
+        if k == 0 {
+            0
+        } else if k == r {
+            u32::MAX
+        } else {
+            codes[codes.len() * k / r]
+        }
+    };
+    let cut = |k: usize, bits: u32| {
+        let q = quantile(k);
+        if k == 0 || k == r { q } else { ((q as u64 + (1 << bits >> 1)) >> bits << bits).min(u32::MAX as u64) as u32 }
+    };
+    let most = codes.len() as f64 / r as f64 * (1.0 + (REBALANCE - 1.0) / 2.0);
+    let held = |lo: u32, hi: u32| codes.partition_point(|&c| c < hi) - codes.partition_point(|&c| c < lo);
+    (0..=30u32)
+        .rev()
+        .map(|bits| (0..=r).map(|k| cut(k, bits)).collect::<Vec<u32>>())
+        .find(|cuts| cuts.windows(2).all(|w| w[0] <= w[1] && held(w[0], w[1]) as f64 <= most))
+        .unwrap_or_else(|| (0..=r).map(quantile).collect())
+        .windows(2)
+        .map(|w| w[0]..w[1])
+        .collect()
 }
 
 /// Whether contact `c` (engine places) joins a body the engine owns to a ghost.

@@ -82,3 +82,21 @@ fn a_rank_that_owns_nothing_sits_the_frame_out() {
     assert!(split.split_stats().owned.contains(&0));
     assert!(SplitCollide::new(w, &bodies, 0).is_err() && SplitCollide::new(w, &bodies, 99).is_err());
 }
+
+#[test]
+fn cuts_sit_on_coarse_cells_and_keep_the_ranks_within_their_share() {
+    // 10000 codes spread over the 30 bits.
+    let mut codes: Vec<u32> = (0..10_000u32).map(|i| i.wrapping_mul(2_654_435_761) >> 2).collect();
+    codes.sort_unstable();
+    let held = |r: &std::ops::Range<u32>| codes.iter().filter(|c| r.contains(c)).count();
+    let ranges = super::split_codes(&codes, 4);
+    assert_eq!(ranges.len(), 4);
+    assert_eq!((ranges[0].start, ranges[3].end), (0, u32::MAX));
+    assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{ranges:?}");
+    assert!(ranges.iter().all(|r| held(r) as f64 <= 2500.0 * 1.025), "{ranges:?}");
+    assert!(ranges[1..].iter().all(|r| r.start.trailing_zeros() >= 16), "coarse cuts: {ranges:?}");
+    // Codes that cannot be split evenly (all equal) still give contiguous ranges over every code.
+    let same = super::split_codes(&[5; 100], 3);
+    assert_eq!((same[0].start, same[2].end), (0, u32::MAX));
+    assert!(same.windows(2).all(|w| w[0].end == w[1].start));
+}
