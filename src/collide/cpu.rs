@@ -8,7 +8,9 @@
 //! and what runs without a GPU.
 //!
 //! Over 600 lines, kept whole: one `Engine` method per kernel of collide.cu,
-//! side by side with it; the colouring is in cpu/colour.rs.
+//! side by side with it; the colouring is in cpu/colour.rs, the solver's
+//! steps in cpu/solve.rs, and what a rank of a split collider needs
+//! (`collide::split`) in cpu/rank.rs.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::AcqRel, Ordering::Relaxed};
 
