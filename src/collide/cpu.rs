@@ -34,7 +34,7 @@ mod solve;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use rank::Values;
+pub(crate) use rank::{Kept, Values};
 pub(crate) use solve::{Ranks, Shared};
 pub(crate) use solve::{setup as solve_setup, substep as solve_substep};
 

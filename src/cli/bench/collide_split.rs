@@ -16,8 +16,8 @@ use super::collide::{CollideBenchArgs, configs, reference};
 use crate::cli::backend::{OnBackend, Opened, with_backend};
 use crate::cli::collide::{build, check_split};
 
-/// One body count's measurement.
-#[derive(Clone, Debug, serde::Serialize)]
+/// One body count's and configuration's measurement.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct SplitRow {
     pub bodies: u32,
     pub ranks: usize,
@@ -53,9 +53,9 @@ pub fn run(args: &CollideBenchArgs, sc: Scenario) -> Result<bool> {
     if let Some(dir) = &args.out {
         let command = std::env::args().collect::<Vec<_>>().join(" ");
         let md = format!("# reap bench collide, split over ranks\n\n`{command}`\n\n{table}\n");
-        reap::files::write_atomically(&dir.join("report.md"), md.as_bytes())?;
-        reap::files::write_atomically(&dir.join("results.json"), serde_json::to_string_pretty(&rows)?.as_bytes())?;
-        println!("wrote results.json and report.md in {}", dir.display());
+        let json = serde_json::json!({ "reap_commit": reap::build_info::GIT_COMMIT, "command": command, "rows": rows });
+        reap::report::write_bench_files(dir, rows.iter().cloned(), &json, &md)?;
+        println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }
     Ok(rows.iter().all(|r| r.identical == r.frames))
 }
@@ -113,17 +113,8 @@ fn measure<E: Engine>(
         ranks: args.gpus,
         sort: s.sort.name(),
         compaction: s.compact_pairs.name().to_string(),
-        one_frame_ms: 0.0,
-        one_wall_ms: 0.0,
-        split_frame_ms: 0.0,
-        split_wall_ms: 0.0,
-        halo_ms: 0.0,
-        ghost_share: 0.0,
-        migrated: 0.0,
-        exchanges: 0.0,
-        ghost_values: 0.0,
-        identical: 0,
         frames: args.frames,
+        ..Default::default()
     };
     for i in 0..args.frames {
         let a = one.step(s, i)?;

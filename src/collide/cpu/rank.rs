@@ -4,12 +4,30 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::{CpuCollide, Shared};
-use crate::collide::layout::{Body, Contact, LEAF, Node, World};
+use crate::collide::layout::{Body, Contact, LEAF, Node, World, unpack};
 use crate::collide::physics::{self, colour::NO_PICK};
 use crate::collide::{CollideResult, order};
+
+/// What a rank keeps of a frame ([`CpuCollide::kept`]), summed over ranks.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Kept {
+    pub candidates: u64,
+    pub crossing_candidates: u64,
+    pub contacts: u64,
+    pub crossing_contacts: u64,
+}
+
+impl std::ops::AddAssign for Kept {
+    fn add_assign(&mut self, o: Kept) {
+        self.candidates += o.candidates;
+        self.crossing_candidates += o.crossing_candidates;
+        self.contacts += o.contacts;
+        self.crossing_contacts += o.crossing_contacts;
+    }
+}
 
 /// Values of [`Shared`] for a list of bodies, in its order.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,9 +90,21 @@ impl CpuCollide {
         &self.bodies
     }
 
-    /// The frame's contacts (engine places).
-    pub(crate) fn held_contacts(&self) -> &[Contact] {
-        &self.contacts
+    /// The candidates and contacts this rank keeps (those of its own
+    /// bodies), and of them those that join one of its bodies to a ghost:
+    /// the rank that owns the ghost keeps them too.
+    pub(crate) fn kept(&self) -> Kept {
+        let ghost = |i: u32| self.ghost[i as usize];
+        let (mut candidates, mut crossing_candidates) = (0, 0);
+        for p in &self.candidates[..self.stored()] {
+            let (a, b) = unpack(p.load(Relaxed));
+            let ghosts = ghost(a) as u64 + ghost(b) as u64;
+            candidates += (ghosts < 2) as u64;
+            crossing_candidates += (ghosts == 1) as u64;
+        }
+        let crossing_contacts =
+            self.contacts.iter().filter(|c| !physics::is_wall(c.b) && ghost(c.a) != ghost(c.b)).count() as u64;
+        Kept { candidates, crossing_candidates, contacts: self.contacts.len() as u64, crossing_contacts }
     }
 
     /// Whether the body at `place` is a ghost (after the frame's `codes`).

@@ -58,9 +58,17 @@ struct Rank {
     range: Range<u32>,
     /// Whether it holds a body this frame (one owning none sits it out).
     active: bool,
-    /// The frame's ghosts: each one's place here, and its owner's rank and
-    /// place there (for [`Lockstep::share`]).
-    ghosts: Vec<(u32, usize, u32)>,
+    /// The frame's ghosts, grouped by owner: what [`Lockstep::share`]
+    /// copies (one message from each owner).
+    ghosts: Vec<Message>,
+}
+
+/// The ghosts a rank takes from one owner: their places here and the
+/// owner's places of the same bodies, in one order.
+struct Message {
+    owner: usize,
+    here: Vec<u32>,
+    there: Vec<u32>,
 }
 
 /// What a split frame measured besides the frame itself.
@@ -116,22 +124,6 @@ impl SplitCollide {
         Ok(out)
     }
 
-    pub fn world(&self) -> &World {
-        &self.world
-    }
-
-    pub fn len(&self) -> u32 {
-        self.bodies
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bodies == 0
-    }
-
-    pub fn ranks(&self) -> usize {
-        self.ranks.len()
-    }
-
     /// The ranks' compaction backend (each rank's engine runs on one like it).
     pub fn backend(&self) -> &crate::compaction::CpuBackend {
         crate::collide::Engine::backend(&self.ranks[0].engine)
@@ -165,16 +157,15 @@ impl SplitCollide {
 
         // Broad and narrow phase, each rank alone (a frame redone for room stays within its rank).
         let mut slowest: Option<FrameStats> = None;
-        let (mut contacts, mut crossing) = (0, 0);
+        // Candidates and contacts a rank keeps, and of them those across two ranks (kept by both).
+        let mut counts = cpu::Kept::default();
         for rank in self.ranks.iter_mut().filter(|r| r.active) {
             let f = match &mut rank.frontier {
                 Some(f) => f,
                 none => none.insert(Frontier::new(&rank.engine)?),
             };
             let st = super::frame(&mut rank.engine, s, f, index)?;
-            let e = &rank.engine;
-            let cross = e.held_contacts().iter().filter(|c| crosses(e, c)).count() as u64;
-            (contacts, crossing) = (contacts + st.contacts, crossing + cross);
+            counts += rank.engine.kept();
             if slowest.as_ref().is_none_or(|f| f.frame_ms < st.frame_ms) {
                 slowest = Some(st);
             }
@@ -182,8 +173,8 @@ impl SplitCollide {
         let mut stats = slowest.unwrap_or_default();
         stats.stages.retain(|(id, _)| id.name != stage::SOLVE && id.name != stage::SUBSTEP);
         stats.stages.insert(0, (StageId::frame(stage::HALO), halo_ms));
-        // A contact across two ranks is in both ranks' lists.
-        stats.contacts = contacts - crossing / 2;
+        stats.candidates = counts.candidates - counts.crossing_candidates / 2;
+        stats.contacts = counts.contacts - counts.crossing_contacts / 2;
 
         self.index_ghosts();
         let mut lock = Lockstep { ranks: &mut self.ranks, shared: 0, exchanges: 0 };
@@ -198,13 +189,12 @@ impl SplitCollide {
         }
         let (shared, exchanges) = (lock.shared, lock.exchanges);
         self.keep();
-        stats.candidates = self.candidate_pairs()?.len() as u64;
         stats.frame = index;
         stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
         stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
         self.last = SplitStats {
             owned: self.ranks.iter().map(|r| r.owned.len() as u64).collect(),
-            ghosts: self.ranks.iter().map(|r| r.ghosts.len() as u64).collect(),
+            ghosts: self.ranks.iter().map(|r| r.ghosts.iter().map(|m| m.here.len() as u64).sum()).collect(),
             migrated,
             shared,
             exchanges,
@@ -305,15 +295,18 @@ impl SplitCollide {
                 place.insert(b.id, (r, i as u32));
             }
         }
+        let ranks = self.ranks.len();
         for rank in self.ranks.iter_mut().filter(|r| r.active) {
             let e = &rank.engine;
-            rank.ghosts = (0..e.held().len())
-                .filter(|&i| e.is_ghost(i))
-                .map(|i| {
-                    let (owner, at) = place[&e.held()[i].id];
-                    (i as u32, owner, at)
-                })
-                .collect();
+            let mut from: Vec<Message> =
+                (0..ranks).map(|owner| Message { owner, here: Vec::new(), there: Vec::new() }).collect();
+            for i in (0..e.held().len()).filter(|&i| e.is_ghost(i)) {
+                let (owner, at) = place[&e.held()[i].id];
+                from[owner].here.push(i as u32);
+                from[owner].there.push(at);
+            }
+            from.retain(|m| !m.here.is_empty());
+            rank.ghosts = from;
         }
     }
 
@@ -433,11 +426,6 @@ fn split_codes(codes: &[u32], r: usize) -> Vec<Range<u32>> {
         .collect()
 }
 
-/// Whether contact `c` (engine places) joins a body the engine owns to a ghost.
-fn crosses(e: &CpuCollide, c: &Contact) -> bool {
-    !physics::is_wall(c.b) && e.is_ghost(c.a as usize) != e.is_ghost(c.b as usize)
-}
-
 /// The ranks of this process in lockstep: a step runs on each, then the
 /// ghosts take their owners' values (here a copy; between processes or GPUs
 /// one message per pair of ranks).
@@ -460,16 +448,12 @@ impl Ranks for Lockstep<'_> {
             if !self.ranks[to].active {
                 continue;
             }
-            // Grouped by owner: one message from each.
-            let mut from_each: Vec<(Vec<u32>, Vec<u32>)> = vec![Default::default(); self.ranks.len()];
-            for &(here, owner, there) in &self.ranks[to].ghosts {
-                from_each[owner].0.push(here);
-                from_each[owner].1.push(there);
-            }
-            for (owner, (here, there)) in from_each.iter().enumerate().filter(|(_, (h, _))| !h.is_empty()) {
-                let values: Values = self.ranks[owner].engine.values(what, there);
-                self.ranks[to].engine.take(what, here, &values);
-                self.shared += here.len() as u64;
+            for k in 0..self.ranks[to].ghosts.len() {
+                let m = &self.ranks[to].ghosts[k];
+                let values: Values = self.ranks[m.owner].engine.values(what, &m.there);
+                let rank = &mut self.ranks[to];
+                rank.engine.take(what, &rank.ghosts[k].here, &values);
+                self.shared += rank.ghosts[k].here.len() as u64;
             }
         }
     }

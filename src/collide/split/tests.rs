@@ -5,7 +5,7 @@ use super::SplitCollide;
 use crate::collide::cpu::CpuCollide;
 use crate::collide::physics::tests_solver::settings;
 use crate::collide::scenario::{self, Scenario};
-use crate::collide::{Body, Engine, Frontier, frame};
+use crate::collide::{Body, Engine, Frontier, Simulation, frame};
 
 /// `frames` frames of `sc` with `n` bodies on one engine and on 1-5 ranks:
 /// the same candidates, contacts and bodies (every bit) after each frame.
