@@ -302,11 +302,11 @@ pub fn with_backend<J: OnBackend>(choice: BackendChoice, adapter: &AdapterArg, j
     adapter.check(choice)?;
     match choice {
         BackendChoice::Cpu => job.run(CpuBackend::new()),
-        BackendChoice::Cuda => job.run(open_cuda()?),
+        BackendChoice::Cuda => run_cuda(open_cuda()?, job),
         BackendChoice::Wgpu => run_on_wgpu(adapter, job),
         BackendChoice::Auto => {
             let cuda = match open_cuda() {
-                Ok(cuda) => return job.run(cuda),
+                Ok(cuda) => return run_cuda(cuda, job),
                 Err(e) => e,
             };
             match hardware_wgpu() {
@@ -340,6 +340,17 @@ fn open_cuda() -> Result<reap::compaction::cuda::CudaBackend> {
 #[cfg(not(feature = "cuda"))]
 fn open_cuda() -> Result<std::convert::Infallible> {
     anyhow::bail!("this reap was built without the `cuda` feature; rebuild with default features or use --backend cpu")
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda<J: OnBackend>(cuda: reap::compaction::cuda::CudaBackend, job: J) -> Result<J::Output> {
+    job.run(cuda)
+}
+
+/// Without the `cuda` feature `open_cuda` never returns a backend.
+#[cfg(not(feature = "cuda"))]
+fn run_cuda<J: OnBackend>(never: std::convert::Infallible, _job: J) -> Result<J::Output> {
+    match never {}
 }
 
 #[cfg(feature = "wgpu")]
