@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::ValueEnum;
 
 use reap::bench::Timed;
-use reap::collide::{self, Body, World};
+use reap::collide::{self, Body, Simulation, World};
 use reap::compaction::shard::{Group, Sharding};
 use reap::compaction::{Algorithm, CpuBackend};
 use reap::trace::{
@@ -145,6 +145,10 @@ pub trait Opened: Timed + Sharding + Sized {
     fn tracer(self, setup: TracerSetup) -> Result<Self::Tracer>;
     /// The collision demo on this backend.
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider>;
+    /// The collision demo split over `gpus` ranks (`collide::split`): CPU
+    /// ranks in this process, or one GPU each.
+    type SplitCollider: Simulation;
+    fn split_collider(self, gpus: usize, world: World, bodies: &[Body]) -> Result<Self::SplitCollider>;
     /// Runs the fused-site cases of `algorithms` at `sizes` (reap::verify::site),
     /// printing failures (and every case when `verbose`): (passed, failed), or
     /// `None` where the backend has no fused sites.
@@ -193,6 +197,10 @@ impl Opened for CpuBackend {
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cpu::CpuCollide::new(world, bodies)?)
     }
+    type SplitCollider = collide::split::SplitCollide;
+    fn split_collider(self, gpus: usize, world: World, bodies: &[Body]) -> Result<Self::SplitCollider> {
+        Ok(collide::split::SplitCollide::new(world, bodies, gpus)?)
+    }
 }
 
 #[cfg(feature = "cuda")]
@@ -228,6 +236,10 @@ impl Opened for reap::compaction::cuda::CudaBackend {
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::cuda::CudaCollide::new(self, world, bodies)?)
+    }
+    type SplitCollider = collide::split::cuda::CudaSplit;
+    fn split_collider(self, gpus: usize, world: World, bodies: &[Body]) -> Result<Self::SplitCollider> {
+        Ok(collide::split::cuda::CudaSplit::new(world, bodies, self.ranks(gpus)?)?)
     }
     fn verify_sites(&self, algorithms: &[Algorithm], sizes: &[u64], seed: u32, verbose: bool) -> Option<(u64, u64)> {
         Some(reap::verify::site::run(self, algorithms, sizes, seed, |case, r| match r {
@@ -272,6 +284,11 @@ impl Opened for reap::compaction::wgpu::WgpuBackend {
     }
     fn collider(self, world: World, bodies: &[Body]) -> Result<Self::Collider> {
         Ok(collide::wgpu::WgpuCollide::new(self, world, bodies)?)
+    }
+    type SplitCollider = collide::split::SplitCollide;
+    fn split_collider(self, gpus: usize, _: World, _: &[Body]) -> Result<Self::SplitCollider> {
+        self.ranks(gpus)?; // refuses more than one, saying why
+        anyhow::bail!("the collision demo splits over CUDA GPUs or CPU ranks; --backend wgpu runs it on one adapter")
     }
 }
 

@@ -10,7 +10,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use reap::collide::output::{self, Run, Summary};
 use reap::collide::quality::{self, EnergyRun, Quality};
-use reap::collide::split::SplitCollide;
 use reap::collide::{
     Body, CollideSettings, Compaction, Engine, Live, Scenario, Simulation, SortMethod, World, scenario,
 };
@@ -125,26 +124,25 @@ pub struct CollideArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Ranks the scene is split over, by Morton ranges, with ghosts exchanged in lockstep (the results
-    /// equal one engine's, bit for bit). So far the split runs on CPU ranks (`--backend cpu`), which share
-    /// the cores and show the protocol, not a speed-up.
+    /// equal one engine's, bit for bit): one CUDA GPU each (`--backend cuda`, exchanges through NCCL), or
+    /// CPU ranks (`--backend cpu`), which share the cores and show the protocol, not a speed-up.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
 }
 
-/// Refuses a split collider where it does not run yet: `--gpus` beyond 1 takes CPU ranks.
+/// Refuses a split collider where it does not run: `--gpus` beyond 1 takes CPU ranks or CUDA GPUs.
 pub(super) fn check_split(gpus: usize, kind: BackendKind) -> Result<()> {
     if gpus == 0 {
         bail!("--gpus must be at least 1");
     }
-    if gpus > 1 && kind != BackendKind::Cpu {
+    if gpus > 1 && kind == BackendKind::Wgpu {
         bail!(
-            "--gpus {gpus} with the {} backend: the collision demo splits over CPU ranks only so far (the GPU \
-             version of its protocol is not built yet; docs/MULTI_GPU.md); add --backend cpu, or drop --gpus",
-            kind.name()
+            "--gpus {gpus} with the wgpu backend: the collision demo splits over CUDA GPUs (--backend cuda) or CPU \
+             ranks (--backend cpu); wgpu has no collectives between adapters"
         );
     }
     if gpus > reap::collide::split::MAX_RANKS {
-        bail!("--gpus {gpus}: a split collider holds at most {} CPU ranks", reap::collide::split::MAX_RANKS);
+        bail!("--gpus {gpus}: a split collider holds at most {} ranks", reap::collide::split::MAX_RANKS);
     }
     Ok(())
 }
@@ -217,8 +215,11 @@ impl OnBackend for CollideRun {
         let (kind, device) = (backend.kind().name(), backend.device());
         let (world, bodies) = build(sc, n, &args.sim)?;
         if args.gpus > 1 {
-            let device = format!("{} CPU ranks ({device})", args.gpus);
-            return go(SplitCollide::new(world, &bodies, args.gpus)?, args, sc, n, s, kind, &device);
+            let device = match backend.kind() {
+                BackendKind::Cpu => format!("{} CPU ranks ({device})", args.gpus),
+                _ => format!("{} GPUs ({device} and its peers)", args.gpus),
+            };
+            return go(backend.split_collider(args.gpus, world, &bodies)?, args, sc, n, s, kind, &device);
         }
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);

@@ -32,9 +32,13 @@ use crate::frontier::{self, DeviceLevel, LevelWords, Step, host};
 use crate::replay::{FramePath, Graphs};
 
 mod colour;
+mod rank;
+mod solve;
 mod warm;
 use colour::{ColourArgs, Colouring};
-use warm::{WarmArgs, WarmStart};
+pub(crate) use solve::CudaRanks;
+pub(crate) use solve::{setup as solve_setup, substep as solve_substep};
+use warm::WarmStart;
 
 /// The layouts of layout.rs and the arithmetic of physics/ (mod.rs, broad.rs).
 pub const COMMON: Source = kernel_source!("collide/common.cuh");
@@ -89,6 +93,7 @@ struct FastSort {
     hist: CudaBuffer<u32>,
     offsets: CudaBuffer<u32>,
     tiles: u32,
+    tuning: FastSortTuning,
     histogram: CudaFunction,
     scatter: CudaFunction,
 }
@@ -156,6 +161,15 @@ pub struct CudaCollide {
     fused_expand: HashMap<SiteKernel, CudaFunction>,
     /// One fused site per algorithm.
     sites: HashMap<Algorithm, CudaSite>,
+    /// The frame's words (a device address, set as the frame begins): what the solver's steps read.
+    words: u64,
+    /// A split rank's part (`collide::split::cuda`, rank.rs): the Morton
+    /// range of the bodies it owns (one engine: every code) and whether the
+    /// solver runs outside the frame, in lockstep with the other ranks.
+    owned: (u32, u32),
+    lockstep: bool,
+    /// A split rank's functions (rank.rs): its exchanges' pack and unpack, its counts.
+    rank_functions: Option<rank::Functions>,
 }
 
 fn grid(n: u64) -> CollideResult<LaunchConfig> {
@@ -278,6 +292,10 @@ impl CudaCollide {
             functions,
             fused_expand: HashMap::new(),
             sites: HashMap::new(),
+            words: 0,
+            owned: (0, u32::MAX),
+            lockstep: false,
+            rank_functions: None,
             stream,
             backend,
         };
@@ -314,7 +332,8 @@ impl CudaCollide {
 
     /// Enqueues collide_gather: every body does `what` (collide.cu's
     /// `GATHER_*` bits) over the substep's world `w`.
-    fn gather(&self, w: &World, what: u32, wp: u64) -> CollideResult<()> {
+    fn gather(&self, w: &World, what: u32) -> CollideResult<()> {
+        let wp = self.words;
         let (bp, ep, fp, cp) = (self.tree.bodies.ptr(), raw_ptr(&self.ends), self.first.ptr(), self.counts.ptr());
         let (rp, ctp, kp) = (raw_ptr(&self.responses), raw_ptr(&self.contacts), self.bouncing.ptr());
         let (op, sp) = (raw_ptr(&self.colouring.colour), self.colouring.split.ptr());
@@ -397,6 +416,13 @@ impl CudaCollide {
 }
 
 impl FastSort {
+    /// Sorts `n` keys from now on (at most the `n` it was made for).
+    fn fit(&mut self, n: u64) -> CollideResult<()> {
+        let tiles = n.div_ceil(RS_BLOCK as u64 * self.tuning.items as u64);
+        self.tiles = u32::try_from(tiles).map_err(|_| CollideError::Settings(format!("{n} keys: too many tiles")))?;
+        Ok(())
+    }
+
     fn new(b: &CudaBackend, n: u64, t: FastSortTuning) -> CollideResult<Self> {
         if t.items == 0 || t.items > 32 {
             return Err(CollideError::Settings("fast sort: items per thread must be between 1 and 32".into()));
@@ -411,6 +437,7 @@ impl FastSort {
             hist: b.alloc(entries)?,
             offsets: b.alloc(entries)?,
             tiles,
+            tuning: t,
             histogram: b.kernels().function(&RADIX_SORT, &v, "radix_histogram")?,
             scatter: b.kernels().function(&RADIX_SORT, &v, "radix_scatter")?,
         })
@@ -452,6 +479,7 @@ impl Engine for CudaCollide {
             *words = self.backend.alloc(len)?;
         }
         words.set_len(len)?;
+        self.words = words.ptr();
         let buffers = [
             words.ptr(),
             raw_ptr(&self.contacts),
@@ -647,106 +675,36 @@ impl Engine for CudaCollide {
         let contact_capacity = self.lists.contact_capacity();
         let mut l = self.stream.launch_builder(&self.functions.narrow);
         l.arg(&bp).arg(&self.tree.world).arg(&cand).arg(&self.lists.capacity).arg(&ctp).arg(&contact_capacity);
-        l.arg(&wp).arg(&cand_word).arg(&contact_word);
-        // SAFETY: matches collide_narrow(const Body*, World, const u64*, u64, Contact*, u64, u64*, u64, u64); the
+        l.arg(&wp).arg(&cand_word).arg(&contact_word).arg(&self.owned.0).arg(&self.owned.1);
+        // SAFETY: matches collide_narrow(const Body*, World, const u64*, u64, Contact*, u64, u64*, u64, u64, u32,
+        // u32); the
         // kernel reads at most `capacity` candidates, written this frame and naming bodies below n; it writes
         // contacts only below `contact_capacity`, the list's length; both words lie in the frame's array.
         unsafe { l.launch(self.strided(self.lists.capacity)) }.map_err(launch_err("launching collide_narrow"))?;
         let mut l = self.stream.launch_builder(&self.functions.walls);
         l.arg(&bp).arg(&self.tree.n).arg(&self.tree.world).arg(&ctp).arg(&contact_capacity).arg(&wp).arg(&contact_word);
-        // SAFETY: matches collide_walls(const Body*, u32, World, Contact*, u64, u64*, u64); the bodies hold n
+        l.arg(&self.owned.0).arg(&self.owned.1);
+        // SAFETY: matches collide_walls(const Body*, u32, World, Contact*, u64, u64*, u64, u32, u32); the bodies hold n
         // entries; contacts are written only below `contact_capacity`; the word lies in the frame's array.
         unsafe { l.launch(self.strided(self.tree.n as u64)) }.map(drop).map_err(launch_err("launching collide_walls"))
     }
 
     fn solve(&mut self, words: &CudaBuffer<u64>) -> CollideResult<()> {
-        let wp = words.ptr();
-        // The contact count is on the device: every launch covers the capacity (nothing when there is no contact).
-        let contact_word = words::CONTACTS;
-        let contact_capacity = self.lists.contact_capacity();
-        zero_u32(&self.stream, &self.counts)?;
-        let (ctp, cp) = (raw_ptr(&self.contacts), self.counts.ptr());
-        let mut l = self.stream.launch_builder(&self.functions.count);
-        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&cp);
-        // SAFETY: matches collide_count(const Contact*, const u64*, u64, u32*); with the frame's status clear,
-        // narrow wrote words[CONTACTS] <= contact_capacity contacts naming bodies below n; counts hold n.
-        unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_count"))?;
-        // Each body's first end: the library's scan of the counts (their total, two per contact at most, fits u32).
-        self.backend.exclusive_scan(Algorithm::Lookback, &self.counts, &mut self.first)?;
-        let bytes = self.tree.n as usize * 4;
-        // SAFETY: both ranges hold n u32s, distinct allocations of this stream's context.
-        unsafe {
-            cuda_runtime::copy_dtod(&self.stream, self.cursor.ptr(), self.first.ptr(), bytes, "copying the first ends")
-        }?;
-        let (up, ep) = (self.cursor.ptr(), raw_ptr(&self.ends));
-        let mut l = self.stream.launch_builder(&self.functions.ends);
-        l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&up).arg(&ep);
-        // SAFETY: matches collide_ends(const Contact*, const u64*, u64, u32*, u32*); as for collide_count; each
-        // body's cursor runs over its counts[i] slots from first[i], inside the 2 * contact_capacity ends.
-        unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_ends"))?;
-        // The colours, and each body's points left to the Jacobi pass.
-        self.colouring.enqueue(&self.stream, &self.colour_args(wp)?, self.tree.world.colours)?;
-        // Warm start: each contact takes what it held at the last frame's end.
-        let at = WarmArgs { contacts: ctp, words: wp, contact_word };
-        let over = [self.warm.capacity(), self.warm.table_len(), contact_capacity].map(|c| self.strided(c));
-        self.warm.enqueue(&self.stream, at, over)
+        self.words = words.ptr();
+        if self.lockstep {
+            return Ok(()); // a split rank: the split runs the solver's steps on every rank
+        }
+        let world = self.tree.world;
+        solve::setup(self, &world)
     }
 
     fn substep(&mut self, step: Substep, words: &CudaBuffer<u64>) -> CollideResult<()> {
-        let w = step.world(&self.tree.world);
-        let wp = words.ptr();
-        if step.index == 0 {
-            self.gather(&w, GATHER_BEGIN, wp)?;
+        self.words = words.ptr();
+        if self.lockstep {
+            return Ok(());
         }
-        let contact_word = words::CONTACTS;
-        let contact_capacity = self.lists.contact_capacity();
-        let (ctp, bp, cp, rp) =
-            (raw_ptr(&self.contacts), self.tree.bodies.ptr(), self.counts.ptr(), raw_ptr(&self.responses));
-        let (sp, op) = (self.colouring.split.ptr(), raw_ptr(&self.colouring.colour));
-        let at = self.colour_args(wp)?;
-        // The solve passes, the move, and with soft contacts the relax pass.
-        let (solves, relaxes) = (step.solve_passes(&w), step.relaxes(&w));
-        for pass in 0..solves + relaxes as u32 {
-            let relax = (pass == solves) as u32;
-            self.colouring.pass(&self.stream, &at, &w, relax, self.strided(contact_capacity))?;
-            let mut l = self.stream.launch_builder(&self.functions.solve);
-            l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&sp).arg(&w).arg(&rp).arg(&op).arg(&relax);
-            // SAFETY: matches collide_solve(Contact*, const u64*, u64, const Body*, const u32*, World, Impulse*,
-            // const u32*, u32); as for collide_count; split holds n entries and the colours one per contact slot;
-            // each contact is read and written by one thread, its response at its index.
-            unsafe { l.launch(self.strided(contact_capacity)) }.map_err(launch_err("launching collide_solve"))?;
-            // The last solve pass moves the bodies; the substep's last pass then (but in the frame's last)
-            // begins the next substep.
-            let mut what = GATHER_PASS;
-            if pass + 1 == solves {
-                what |= GATHER_INTEGRATE;
-            }
-            if pass + 1 == solves + relaxes as u32 && !step.last() {
-                what |= GATHER_BEGIN;
-            }
-            self.gather(&w, what, wp)?;
-        }
-        if step.last() {
-            // The frame's bounces: the bodies' counts of owing contacts, then per pass each contact's impulse
-            // and a gather.
-            let (ep, fp, kp) = (raw_ptr(&self.ends), self.first.ptr(), self.bouncing.ptr());
-            let mut l = self.stream.launch_builder(&self.functions.bouncing);
-            l.arg(&bp).arg(&self.tree.n).arg(&ep).arg(&fp).arg(&cp).arg(&ctp).arg(&wp).arg(&kp);
-            // SAFETY: matches collide_bouncing(const Body*, u32, const u32*, const u32*, const u32*, const
-            // Contact*, const u64*, u32*); as for collide_gather; `bouncing` holds n entries.
-            unsafe { l.launch(grid(self.tree.n as u64)?) }.map_err(launch_err("launching collide_bouncing"))?;
-            for pass in 0..w.bounce_passes.max(1) {
-                let first = (pass == 0) as u32;
-                let mut l = self.stream.launch_builder(&self.functions.restitute);
-                l.arg(&ctp).arg(&wp).arg(&contact_word).arg(&bp).arg(&kp).arg(&w).arg(&first).arg(&rp);
-                // SAFETY: matches collide_restitute(Contact*, const u64*, u64, const Body*, const u32*, World,
-                // u32, Impulse*); as for collide_solve.
-                unsafe { l.launch(self.strided(contact_capacity)) }
-                    .map_err(launch_err("launching collide_restitute"))?;
-                self.gather(&w, GATHER_BOUNCES, wp)?;
-            }
-        }
-        Ok(())
+        let world = self.tree.world;
+        solve::substep(self, step, &world)
     }
 
     fn bodies(&self) -> CollideResult<Vec<Body>> {

@@ -355,6 +355,11 @@ pub trait Simulation {
     fn bodies(&self) -> CollideResult<Vec<super::Body>>;
     /// The last frame's contacts by spawn number, sorted by (a, b, slot).
     fn contact_list(&self) -> CollideResult<Vec<Contact>>;
+    /// The last frame's candidate pairs by spawn number, sorted.
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>>;
+    /// Replaces the bodies (same count), numbered in the order given; the
+    /// last frame's contacts are forgotten.
+    fn set_bodies(&mut self, bodies: &[super::Body]) -> CollideResult<()>;
     /// A split collider's last frame: ownership, ghosts, exchanges.
     fn split_stats(&self) -> Option<&super::split::SplitStats> {
         None
@@ -389,6 +394,12 @@ impl<E: Engine> Simulation for Live<E> {
     }
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
         self.engine.contact_list()
+    }
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        self.engine.candidate_pairs()
+    }
+    fn set_bodies(&mut self, bodies: &[super::Body]) -> CollideResult<()> {
+        self.engine.set_bodies(bodies)
     }
 }
 

@@ -33,17 +33,12 @@ pub const SEED: u64 = 1;
 pub trait Stepped: Simulation {
     type B: Backend;
     fn backend(&self) -> &Self::B;
-    /// Replaces the bodies (same count); warm starting begins again.
-    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()>;
 }
 
 impl<E: Engine> Stepped for Live<E> {
     type B = E::B;
     fn backend(&self) -> &E::B {
         self.engine.backend()
-    }
-    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        self.engine.set_bodies(bodies)
     }
 }
 
@@ -84,6 +79,15 @@ impl Simulation for CpuColliders {
     fn contact_list(&self) -> CollideResult<Vec<crate::collide::Contact>> {
         self.sim().contact_list()
     }
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        self.sim().candidate_pairs()
+    }
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        match self {
+            CpuColliders::One(l) => l.engine.set_bodies(bodies),
+            CpuColliders::Split(s) => s.set_bodies(bodies),
+        }
+    }
 }
 
 impl Stepped for CpuColliders {
@@ -92,12 +96,6 @@ impl Stepped for CpuColliders {
         match self {
             CpuColliders::One(l) => l.engine.backend(),
             CpuColliders::Split(s) => s.backend(),
-        }
-    }
-    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
-        match self {
-            CpuColliders::One(l) => l.engine.set_bodies(bodies),
-            CpuColliders::Split(s) => s.set_bodies(bodies),
         }
     }
 }

@@ -324,3 +324,56 @@ fn cuda_collide_replayed_frames_match_streamed_ones() {
         assert!(bits(&ga) == bits(&sa), "{what}: {}", first_difference(&ga, &sa));
     }
 }
+
+/// The split collider over every GPU here (issue 49): each scenario, and
+/// soft contacts, stepped 100 frames by one GPU and by the split from the
+/// same start, compared bit for bit after every frame (bodies, contacts
+/// with their impulses, candidates, the frame's counts). The split's
+/// ownership, halo, ghosts and NCCL exchanges must leave no trace.
+/// REAP_REQUIRE_GPUS=N fails when fewer than N GPUs are here.
+#[test]
+fn cuda_split_collider_equals_one_gpu() {
+    use reap::collide::Simulation;
+    use reap::collide::split::cuda::CudaSplit;
+    let Some(mut b) = gpu() else { return };
+    let count = reap::cuda_runtime::device_count().expect("a GPU opened");
+    if let Some(need) = std::env::var("REAP_REQUIRE_GPUS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        assert!(count >= need, "REAP_REQUIRE_GPUS={need} but {count} GPUs are here");
+    }
+    if count < 2 {
+        super::skip(format!("SKIPPED the split collider over GPUs: {count} GPU here (it takes 2 or more)"));
+        return;
+    }
+    let soft = [Scenario::Pile, Scenario::Drum].map(|sc| (sc, reap::collide::physics::SOFT_HERTZ));
+    for (sc, hertz) in Scenario::ALL.map(|sc| (sc, 0.0)).into_iter().chain(soft) {
+        let (mut world, bodies) = scenario::build(sc, 3000, 7).expect("scenario");
+        world.contact_hertz = hertz;
+        let mut one = CudaCollide::new(b, world, &bodies).expect("engine");
+        let ranks = (0..count).map(|i| CudaBackend::new(i).expect("a GPU")).collect();
+        let mut split = CudaSplit::new(world, &bodies, ranks).expect("split");
+        let s = lookback();
+        let mut f = Frontier::new(&one).unwrap();
+        let (mut ghosts, mut migrated, mut exchanges) = (0, 0, 0);
+        for i in 0..100 {
+            let a = frame(&mut one, &s, &mut f, i).expect("one GPU's frame");
+            let z = split.step(&s, i).expect("the split's frame");
+            let name = format!("{} ({} Hz) over {count} GPUs, frame {i}", sc.name(), hertz);
+            assert_eq!((z.candidates, z.contacts), (a.candidates, a.contacts), "{name}: counts");
+            let (bo, bs) = (one.bodies().unwrap(), split.bodies().unwrap());
+            assert!(bits(&bo) == bits(&bs), "{name}: {}", first_difference(&bo, &bs));
+            let (co, cs) = (one.contact_list().unwrap(), split.contact_list().unwrap());
+            assert!(bits(&co) == bits(&cs), "{name}: contacts: {}", first_difference(&co, &cs));
+            assert_eq!(one.candidate_pairs().unwrap(), split.candidate_pairs().unwrap(), "{name}: candidates");
+            let st = split.split_stats();
+            ghosts += st.ghosts.iter().sum::<u64>();
+            migrated += st.migrated;
+            exchanges += st.exchanges;
+        }
+        assert!(ghosts > 0 && exchanges > 0, "{}: the split held no ghost or made no exchange", sc.name());
+        println!(
+            "{} ({hertz} Hz): {ghosts} ghosts, {migrated} migrated, {exchanges} exchanges over 100 frames",
+            sc.name()
+        );
+        b = one.into_backend();
+    }
+}

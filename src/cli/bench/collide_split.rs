@@ -8,9 +8,7 @@ use std::fmt::Write as _;
 
 use anyhow::{Result, bail};
 
-use reap::collide::split::SplitCollide;
 use reap::collide::{Body, CollideSettings, Compaction, Engine, Live, Scenario, Simulation, run_frames};
-use reap::compaction::BackendKind;
 
 use super::collide::{CollideBenchArgs, configs, reference};
 use crate::cli::backend::{OnBackend, Opened, with_backend};
@@ -71,9 +69,6 @@ impl OnBackend for SplitBench<'_> {
     fn run<B: Opened>(self, backend: B) -> Result<Vec<SplitRow>> {
         let (args, sc, n) = (self.args, self.scenario, self.bodies);
         check_split(args.gpus, backend.kind())?;
-        if backend.kind() != BackendKind::Cpu {
-            bail!("--gpus {} splits over CPU ranks: add --backend cpu", args.gpus);
-        }
         // `none` grows the frontier fourfold a level: the split is measured with compaction.
         let configs: Vec<CollideSettings> =
             configs(args, &backend, sc)?.into_iter().filter(|s| s.compact_pairs != Compaction::None).collect();
@@ -81,7 +76,8 @@ impl OnBackend for SplitBench<'_> {
             bail!("--gpus {}: give --algorithms a compaction algorithm (the split runs with one)", args.gpus);
         }
         let (world, bodies) = build(sc, n, &args.sim)?;
-        let mut one = Live::new(backend.collider(world, &bodies)?)?;
+        // One engine on the first GPU (or CPU); the split's ranks open their own.
+        let mut one = Live::new(B::another()?.collider(world, &bodies)?)?;
         let start: Vec<Body> = if args.settle > 0 {
             eprintln!("{n} bodies: settling for {} frames", args.settle);
             run_frames(&mut one.engine, &reference(args, sc), args.settle, |_| {})?;
@@ -89,24 +85,25 @@ impl OnBackend for SplitBench<'_> {
         } else {
             bodies
         };
+        let mut split = backend.split_collider(args.gpus, world, &start)?;
         let mut rows = Vec::new();
         for s in &configs {
             // Every configuration steps the same start on both.
             one.engine.set_bodies(&start)?;
-            let split = SplitCollide::new(world, &start, args.gpus)?;
-            rows.push(measure(args, n, s, &mut one, split)?);
+            split.set_bodies(&start)?;
+            rows.push(measure(args, n, s, &mut one, &mut split)?);
         }
         Ok(rows)
     }
 }
 
 /// `args.frames` frames of one engine and of the split from the same start.
-fn measure<E: Engine>(
+fn measure<E: Engine, S: Simulation>(
     args: &CollideBenchArgs,
     n: u32,
     s: &CollideSettings,
     one: &mut Live<E>,
-    mut split: SplitCollide,
+    split: &mut S,
 ) -> Result<SplitRow> {
     let mut row = SplitRow {
         bodies: n,
@@ -123,7 +120,7 @@ fn measure<E: Engine>(
             && one.engine.contact_list()? == split.contact_list()?
             && one.engine.candidate_pairs()? == split.candidate_pairs()?;
         row.identical += same as u32;
-        let st = split.split_stats();
+        let st = split.split_stats().expect("a split collider has split stats");
         let owned: u64 = st.owned.iter().sum();
         row.one_frame_ms += a.frame_ms;
         row.one_wall_ms += a.wall_ms;

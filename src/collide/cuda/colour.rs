@@ -32,8 +32,8 @@ pub(super) struct Colouring {
     names: CudaSlice<u64>,
     /// Per body: its pick of a round, its colours as bits, and its points
     /// left to the Jacobi pass (the split).
-    picks: CudaBuffer<u64>,
-    used: CudaBuffer<u32>,
+    pub(super) picks: CudaBuffer<u64>,
+    pub(super) used: CudaBuffer<u32>,
     pub(super) split: CudaBuffer<u32>,
     table: CudaBuffer<u32>,
     init: CudaFunction,
@@ -94,6 +94,20 @@ impl Colouring {
         })
     }
 
+    /// Sizes the per-body buffers for `n` bodies (a split rank's count
+    /// changes every frame): they grow when they hold fewer.
+    pub(super) fn fit_bodies(&mut self, backend: &CudaBackend, n: u64, room: u64) -> CollideResult<()> {
+        if self.picks.capacity() < n {
+            self.picks = backend.alloc(room)?;
+            self.used = backend.alloc(room)?;
+            self.split = backend.alloc(room)?;
+        }
+        self.picks.set_len(n)?;
+        self.used.set_len(n)?;
+        self.split.set_len(n)?;
+        Ok(())
+    }
+
     /// Follows a new contact list of `contacts` slots.
     pub(super) fn resize(&mut self, stream: &Arc<CudaStream>, contacts: u64) -> CollideResult<()> {
         // Free the old buffers before asking for the new ones.
@@ -112,12 +126,12 @@ impl Colouring {
         [raw_ptr(&self.colour), raw_ptr(&self.order), raw_ptr(&self.names)]
     }
 
-    /// Enqueues the colouring of the frame's contacts with `colours` colours
-    /// (none: every contact to the Jacobi pass), then each body's split.
-    pub(super) fn enqueue(&self, stream: &Arc<CudaStream>, at: &ColourArgs, colours: u32) -> CollideResult<()> {
-        let (cp, tp, up, kp, sp) =
-            (raw_ptr(&self.colour), self.table.ptr(), self.used.ptr(), self.picks.ptr(), self.split.ptr());
-        let np = raw_ptr(&self.names);
+    /// Enqueues the colouring's start (`physics::colour`) with `colours`
+    /// colours (none: every contact to the Jacobi pass). Its rounds follow
+    /// ([`Self::pick`], [`Self::take`]: `colour::rounds(colours)` of them,
+    /// none without colours), then [`Self::end`].
+    pub(super) fn begin(&self, stream: &Arc<CudaStream>, at: &ColourArgs, colours: u32) -> CollideResult<()> {
+        let (cp, np) = (raw_ptr(&self.colour), raw_ptr(&self.names));
         let colours = colours.min(MAX_COLOURS);
         zero_u32(stream, &self.table)?;
         zero_u32(stream, &self.used)?;
@@ -126,24 +140,63 @@ impl Colouring {
         // SAFETY: matches collide_colour_init(const Contact*, const u64*, u64, u32, u32*, const Body*, u64*); with
         // the frame's status clear, narrow wrote words[CONTACTS] contacts naming bodies below n, at most the slots
         // `colour` and `names` hold.
-        unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_init"))?;
-        for round in 0..if colours == 0 { 0 } else { rounds(colours) } {
-            let mut l = stream.launch_builder(&self.pick);
-            l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&np);
-            l.arg(&cp).arg(&at.words).arg(&kp).arg(&tp).arg(&round);
-            // SAFETY: matches collide_colour_pick(const Body*, u32, const u32*, const u32*, const u32*, const
-            // u64*, const u32*, const u64*, u64*, u32*, u32); bodies, first, counts and picks hold n entries,
-            // and each body's run of ends names contacts below the frame's count (collide_ends), whose first
-            // points' names collide_colour_init wrote; the table holds TABLE u32s, a flag for each round.
-            unsafe { l.launch(at.over_bodies) }.map_err(launch_err("launching collide_colour_pick"))?;
-            let mut l = stream.launch_builder(&self.take);
-            l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&np).arg(&kp);
-            l.arg(&colours).arg(&cp).arg(&up).arg(&tp).arg(&round);
-            // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, const
-            // u64*, u32, u32*, u32*, const u32*, u32); as for collide_colour_init; contacts name bodies below n
-            // (picks and used hold n); the table as for collide_colour_pick.
-            unsafe { l.launch(at.over_contacts) }.map_err(launch_err("launching collide_colour_take"))?;
-        }
+        unsafe { l.launch(at.over_contacts) }.map(drop).map_err(launch_err("launching collide_colour_init"))
+    }
+
+    /// Rounds of the colouring with `colours` colours.
+    pub(super) fn rounds(colours: u32) -> u32 {
+        let colours = colours.min(MAX_COLOURS);
+        if colours == 0 { 0 } else { rounds(colours) }
+    }
+
+    /// A round's first step: each movable body picks. `every_round`: the
+    /// round runs even when no body here picked in the last (a split rank's
+    /// ghosts pick on their owners).
+    pub(super) fn pick(
+        &self,
+        stream: &Arc<CudaStream>,
+        at: &ColourArgs,
+        round: u32,
+        every_round: bool,
+    ) -> CollideResult<()> {
+        let (cp, tp, kp, np) = (raw_ptr(&self.colour), self.table.ptr(), self.picks.ptr(), raw_ptr(&self.names));
+        let every = every_round as u32;
+        let mut l = stream.launch_builder(&self.pick);
+        l.arg(&at.bodies).arg(&at.n).arg(&at.ends).arg(&at.first).arg(&at.counts).arg(&np);
+        l.arg(&cp).arg(&at.words).arg(&kp).arg(&tp).arg(&round).arg(&every);
+        // SAFETY: matches collide_colour_pick(const Body*, u32, const u32*, const u32*, const u32*, const u64*,
+        // const u32*, const u64*, u64*, u32*, u32, u32); bodies, first, counts and picks hold n entries, and each
+        // body's run of ends names contacts below the frame's count (collide_ends), whose first points' names
+        // collide_colour_init wrote; the table holds TABLE u32s, a flag for each round.
+        unsafe { l.launch(at.over_bodies) }.map(drop).map_err(launch_err("launching collide_colour_pick"))
+    }
+
+    /// A round's second step: the manifolds both bodies picked take a colour.
+    pub(super) fn take(
+        &self,
+        stream: &Arc<CudaStream>,
+        at: &ColourArgs,
+        colours: u32,
+        round: u32,
+        every_round: bool,
+    ) -> CollideResult<()> {
+        let (cp, tp, up, kp, np) =
+            (raw_ptr(&self.colour), self.table.ptr(), self.used.ptr(), self.picks.ptr(), raw_ptr(&self.names));
+        let (colours, every) = (colours.min(MAX_COLOURS), every_round as u32);
+        let mut l = stream.launch_builder(&self.take);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&at.bodies).arg(&np).arg(&kp);
+        l.arg(&colours).arg(&cp).arg(&up).arg(&tp).arg(&round).arg(&every);
+        // SAFETY: matches collide_colour_take(const Contact*, const u64*, u64, const Body*, const u64*, const u64*,
+        // u32, u32*, u32*, const u32*, u32, u32); as for collide_colour_init; contacts name bodies below n (picks
+        // and used hold n); the table as for collide_colour_pick.
+        unsafe { l.launch(at.over_contacts) }.map(drop).map_err(launch_err("launching collide_colour_take"))
+    }
+
+    /// The colouring's end: what no round coloured goes to the overflow, the
+    /// coloured manifolds are listed by colour, and each body counts its
+    /// points left to the Jacobi pass (its split).
+    pub(super) fn end(&self, stream: &Arc<CudaStream>, at: &ColourArgs) -> CollideResult<()> {
+        let (cp, tp, sp) = (raw_ptr(&self.colour), self.table.ptr(), self.split.ptr());
         let mut l = stream.launch_builder(&self.finish);
         l.arg(&at.contacts).arg(&at.words).arg(&at.contact_word).arg(&cp).arg(&tp);
         // SAFETY: matches collide_colour_finish(const Contact*, const u64*, u64, u32*, u32*); as for
@@ -167,26 +220,24 @@ impl Colouring {
         unsafe { l.launch(at.over_bodies) }.map(drop).map_err(launch_err("launching collide_split"))
     }
 
-    /// Enqueues one coloured pass (a relax pass with `relax` 1): colour by
-    /// colour, each manifold's points move its bodies (`over` a grid-stride
-    /// launch over the contact slots).
-    pub(super) fn pass(
+    /// Enqueues colour `k` of a coloured pass (a relax pass with `relax`
+    /// 1): each of its manifolds' points move its bodies (`over` a
+    /// grid-stride launch over the contact slots).
+    pub(super) fn solve(
         &self,
         stream: &Arc<CudaStream>,
         at: &ColourArgs,
         w: &World,
+        k: u32,
         relax: u32,
         over: LaunchConfig,
     ) -> CollideResult<()> {
         let (op, tp) = (raw_ptr(&self.order), self.table.ptr());
-        for k in 0..w.colours.min(MAX_COLOURS) {
-            let mut l = stream.launch_builder(&self.solve);
-            l.arg(&at.contacts).arg(&at.words).arg(&at.bodies).arg(&op).arg(&tp).arg(&k).arg(w).arg(&relax);
-            // SAFETY: matches collide_solve_colour(Contact*, const u64*, Body*, const u64*, const u32*, u32,
-            // World, u32); colour k's part of `order` (collide_colour_order) names runs of the frame's contacts whose
-            // movable bodies no other run of the colour names: each thread reads and writes its own.
-            unsafe { l.launch(over) }.map_err(launch_err("launching collide_solve_colour"))?;
-        }
-        Ok(())
+        let mut l = stream.launch_builder(&self.solve);
+        l.arg(&at.contacts).arg(&at.words).arg(&at.bodies).arg(&op).arg(&tp).arg(&k).arg(w).arg(&relax);
+        // SAFETY: matches collide_solve_colour(Contact*, const u64*, Body*, const u64*, const u32*, u32, World,
+        // u32); colour k's part of `order` (collide_colour_order) names runs of the frame's contacts whose movable
+        // bodies no other run of the colour names: each thread reads and writes its own.
+        unsafe { l.launch(over) }.map(drop).map_err(launch_err("launching collide_solve_colour"))
     }
 }

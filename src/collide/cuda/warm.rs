@@ -85,6 +85,32 @@ impl WarmStart {
         }
     }
 
+    /// A split rank's previous contacts, named by the places of the frame's
+    /// bodies as loaded (its reorder renames them): replaces what the last
+    /// frame left. The buffer grows to hold them if it must.
+    pub(super) fn set_previous(&mut self, backend: &CudaBackend, contacts: &[Contact]) -> CollideResult<()> {
+        let stream = backend.stream();
+        let bytes: &[u8] = bytemuck::cast_slice(contacts);
+        if (self.previous.len()) < bytes.len() {
+            self.previous = backend.zeroed(1)?; // free the old one first
+            check_free(stream, "the previous frame's contacts", bytes.len() as u64)?;
+            self.previous = backend.zeroed(bytes.len() as u64)?;
+        }
+        let slots = table_slots(contacts.len() as u64);
+        if (self.table.len() as u64) < slots {
+            self.table = alloc_table(stream, 1)?;
+            check_free(stream, "the warm-start table", slots * 4)?;
+            self.table = alloc_table(stream, slots)?;
+        }
+        if !bytes.is_empty() {
+            let mut to = self.previous.slice_mut(..bytes.len());
+            stream.memcpy_htod(bytes, &mut to).map_err(launch_err("uploading the previous contacts"))?;
+        }
+        self.count = contacts.len() as u64;
+        self.pending = false;
+        Ok(())
+    }
+
     /// New bodies: the last frame's impulses are not theirs.
     pub(super) fn clear(&mut self) {
         self.count = 0;

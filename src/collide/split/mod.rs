@@ -26,6 +26,8 @@
 //!    set of contacts, the bodies and their spawn numbers, not on order, so
 //!    the bodies step exactly as on one engine.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod halo;
 
 use std::ops::Range;
@@ -45,17 +47,23 @@ pub const MAX_RANKS: usize = crate::trace::split::MAX_CPU_RANKS;
 /// ranges are split again.
 pub const REBALANCE: f64 = 1.05;
 
-/// One rank: its engine, what the driver keeps for it, and its bodies
+/// What a rank holds between frames, whatever its engine.
+#[derive(Default)]
+pub(crate) struct Holding {
+    /// The bodies it owns (spawn numbers kept), as the last frame left them.
+    pub owned: Vec<Body>,
+    /// Last frame's contacts of the bodies it owns, by spawn number.
+    pub previous: Vec<Contact>,
+    /// The frame's Morton range.
+    pub range: Range<u32>,
+}
+
+/// One CPU rank: its engine, what the driver keeps for it, and its bodies
 /// between frames.
 struct Rank {
     engine: CpuCollide,
     frontier: Option<Frontier<CpuCollide>>,
-    /// The bodies it owns (spawn numbers kept), as the last frame left them.
-    owned: Vec<Body>,
-    /// Last frame's contacts of the bodies it owns, by spawn number.
-    previous: Vec<Contact>,
-    /// The frame's Morton range.
-    range: Range<u32>,
+    hold: Holding,
     /// Whether it holds a body this frame (one owning none sits it out).
     active: bool,
     /// The frame's ghosts, grouped by owner: what [`Lockstep::share`]
@@ -65,10 +73,10 @@ struct Rank {
 
 /// The ghosts a rank takes from one owner: their places here and the
 /// owner's places of the same bodies, in one order.
-struct Message {
-    owner: usize,
-    here: Vec<u32>,
-    there: Vec<u32>,
+pub(crate) struct Message {
+    pub owner: usize,
+    pub here: Vec<u32>,
+    pub there: Vec<u32>,
 }
 
 /// What a split frame measured besides the frame itself.
@@ -113,14 +121,12 @@ impl SplitCollide {
             out.ranks.push(Rank {
                 engine: CpuCollide::rank(world)?,
                 frontier: None,
-                owned: numbered[share].to_vec(),
-                previous: Vec::new(),
-                range: 0..0,
+                hold: Holding { owned: numbered[share].to_vec(), ..Default::default() },
                 active: false,
                 ghosts: Vec::new(),
             });
         }
-        out.migrate();
+        migrate(&mut out.holdings(), &world);
         Ok(out)
     }
 
@@ -144,6 +150,10 @@ impl SplitCollide {
         &self.last
     }
 
+    fn holdings(&mut self) -> Vec<&mut Holding> {
+        self.ranks.iter_mut().map(|r| &mut r.hold).collect()
+    }
+
     /// One frame over every rank (see the module's steps). Its stats: the
     /// candidates and contacts of the whole scene (a pair across ranks
     /// counted once), stage times of the slowest rank's broad and narrow
@@ -151,7 +161,8 @@ impl SplitCollide {
     pub fn frame(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
         s.check()?;
         let clock = Instant::now();
-        let migrated = self.migrate();
+        let w = self.world;
+        let migrated = migrate(&mut self.holdings(), &w);
         self.load();
         let halo_ms = clock.elapsed().as_secs_f64() * 1e3;
 
@@ -193,7 +204,7 @@ impl SplitCollide {
         stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
         stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
         self.last = SplitStats {
-            owned: self.ranks.iter().map(|r| r.owned.len() as u64).collect(),
+            owned: self.ranks.iter().map(|r| r.hold.owned.len() as u64).collect(),
             ghosts: self.ranks.iter().map(|r| r.ghosts.iter().map(|m| m.here.len() as u64).sum()).collect(),
             migrated,
             shared,
@@ -202,85 +213,15 @@ impl SplitCollide {
         Ok(stats)
     }
 
-    /// Splits the Morton codes into one range per rank (equal counts, when
-    /// the last frame's ranges leave a rank [`REBALANCE`] times its share),
-    /// and moves each body (with its contacts) to the rank whose range holds its
-    /// code. Returns how many bodies changed rank.
-    fn migrate(&mut self) -> u64 {
-        let w = self.world;
-        let mut codes: Vec<u32> =
-            self.ranks.iter().flat_map(|r| &r.owned).map(|b| physics::morton(b.pos, &w)).collect();
-        codes.par_sort_unstable();
-        let r = self.ranks.len();
-        // The ranges stay while no rank holds more than REBALANCE times an equal share (a body then
-        // migrates only when it moves across one); past that they split the codes into equal counts.
-        let kept: Vec<Range<u32>> = self.ranks.iter().map(|rank| rank.range.clone()).collect();
-        let held = |range: &Range<u32>| {
-            codes.partition_point(|&c| c < range.end) - codes.partition_point(|&c| c < range.start)
-        };
-        let covered = kept.first().is_some_and(|f| f.start == 0) && kept.last().is_some_and(|l| l.end == u32::MAX);
-        let balanced = kept.iter().all(|range| held(range) as f64 <= codes.len() as f64 / r as f64 * REBALANCE);
-        let ranges: Vec<Range<u32>> = if covered && balanced { kept } else { split_codes(&codes, r) };
-        let owner = |b: &Body| {
-            let code = physics::morton(b.pos, &w);
-            ranges.iter().position(|range| range.contains(&code)).unwrap_or(r - 1)
-        };
-        // What each rank sends each rank: its bodies, and its contacts of each (a contact across two
-        // ranks is sent by both, and the receiver keeps one).
-        let mut bodies: Vec<Vec<Body>> = vec![Vec::new(); r];
-        let mut contacts: Vec<Vec<Contact>> = vec![Vec::new(); r];
-        let mut migrated = 0;
-        for (from, rank) in self.ranks.iter_mut().enumerate() {
-            let dest: std::collections::HashMap<u32, usize> = rank.owned.iter().map(|b| (b.id, owner(b))).collect();
-            for b in rank.owned.drain(..) {
-                migrated += (dest[&b.id] != from) as u64;
-                bodies[dest[&b.id]].push(b);
-            }
-            for c in rank.previous.drain(..) {
-                let to_a = dest.get(&c.a).copied();
-                let to_b = if physics::is_wall(c.b) { None } else { dest.get(&c.b).copied() };
-                for to in [to_a, to_b.filter(|&t| Some(t) != to_a)].into_iter().flatten() {
-                    contacts[to].push(c);
-                }
-            }
-        }
-        for ((rank, range), (owned, mut previous)) in
-            self.ranks.iter_mut().zip(ranges).zip(bodies.into_iter().zip(contacts))
-        {
-            previous.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-            previous.dedup_by_key(|c| (c.a, c.b, c.slot));
-            rank.range = range;
-            rank.owned = owned;
-            rank.previous = previous;
-        }
-        migrated
-    }
-
     /// Finds each rank's ghosts (halo.rs) and loads its engine with its
     /// bodies and ghosts.
     fn load(&mut self) {
-        let w = self.world;
-        let aabb = |b: &Body| physics::aabb(b, &w);
-        let regions: Vec<halo::Region> = self
-            .ranks
-            .par_iter()
-            .map(|r| {
-                let mut sorted: Vec<(u32, u32)> =
-                    r.owned.iter().enumerate().map(|(i, b)| (physics::morton(b.pos, &w), i as u32)).collect();
-                sorted.sort_unstable();
-                let boxes: Vec<halo::Aabb> = sorted.iter().map(|&(_, i)| aabb(&r.owned[i as usize])).collect();
-                halo::Region::of(&boxes)
-            })
-            .collect();
-        for to in 0..self.ranks.len() {
-            let mut held = self.ranks[to].owned.clone();
-            for (_, rank) in self.ranks.iter().enumerate().filter(|&(from, _)| from != to) {
-                held.par_extend(rank.owned.par_iter().filter(|b| regions[to].overlaps(&aabb(b))).copied());
-            }
-            let rank = &mut self.ranks[to];
-            rank.active = !rank.owned.is_empty();
+        let holds: Vec<&Holding> = self.ranks.iter().map(|r| &r.hold).collect();
+        let held = held_bodies(&holds, &self.world);
+        for (rank, held) in self.ranks.iter_mut().zip(held) {
+            rank.active = !rank.hold.owned.is_empty();
             if rank.active {
-                rank.engine.load(held, rank.range.clone(), &rank.previous);
+                rank.engine.load(held, rank.hold.range.clone(), &rank.hold.previous);
             }
         }
     }
@@ -314,15 +255,15 @@ impl SplitCollide {
     fn keep(&mut self) {
         for rank in self.ranks.iter_mut().filter(|r| r.active) {
             let e = &rank.engine;
-            rank.owned = e.held().iter().enumerate().filter(|&(i, _)| !e.is_ghost(i)).map(|(_, b)| *b).collect();
-            rank.previous = e.previous_by_id();
+            rank.hold.owned = e.held().iter().enumerate().filter(|&(i, _)| !e.is_ghost(i)).map(|(_, b)| *b).collect();
+            rank.hold.previous = e.previous_by_id();
         }
     }
 
     /// Every body, by spawn number.
     pub fn bodies(&self) -> CollideResult<Vec<Body>> {
         let mut out = vec![Body::default(); self.bodies as usize];
-        for b in self.ranks.iter().flat_map(|r| &r.owned) {
+        for b in self.ranks.iter().flat_map(|r| &r.hold.owned) {
             out[b.id as usize] = *b;
         }
         Ok(out)
@@ -371,6 +312,12 @@ impl super::Simulation for SplitCollide {
     fn contact_list(&self) -> CollideResult<Vec<Contact>> {
         SplitCollide::contact_list(self)
     }
+    fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
+        SplitCollide::candidate_pairs(self)
+    }
+    fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
+        SplitCollide::set_bodies(self, bodies)
+    }
     fn split_stats(&self) -> Option<&SplitStats> {
         Some(&self.last)
     }
@@ -393,6 +340,80 @@ impl SplitStats {
             self.shared
         )
     }
+}
+
+/// Splits the Morton codes into one range per rank (equal counts, when
+/// the last frame's ranges leave a rank [`REBALANCE`] times its share), and
+/// moves each body (with its contacts) to the rank whose range holds its
+/// code. Returns how many bodies changed rank.
+pub(crate) fn migrate(ranks: &mut [&mut Holding], w: &World) -> u64 {
+    let mut codes: Vec<u32> = ranks.iter().flat_map(|r| &r.owned).map(|b| physics::morton(b.pos, w)).collect();
+    codes.par_sort_unstable();
+    let r = ranks.len();
+    // The ranges stay while no rank holds more than REBALANCE times an equal share (a body then
+    // migrates only when it moves across one); past that they split the codes into equal counts.
+    let kept: Vec<Range<u32>> = ranks.iter().map(|rank| rank.range.clone()).collect();
+    let held =
+        |range: &Range<u32>| codes.partition_point(|&c| c < range.end) - codes.partition_point(|&c| c < range.start);
+    let covered = kept.first().is_some_and(|f| f.start == 0) && kept.last().is_some_and(|l| l.end == u32::MAX);
+    let balanced = kept.iter().all(|range| held(range) as f64 <= codes.len() as f64 / r as f64 * REBALANCE);
+    let ranges: Vec<Range<u32>> = if covered && balanced { kept } else { split_codes(&codes, r) };
+    let owner = |b: &Body| {
+        let code = physics::morton(b.pos, w);
+        ranges.iter().position(|range| range.contains(&code)).unwrap_or(r - 1)
+    };
+    // What each rank sends each rank: its bodies, and its contacts of each (a contact across two
+    // ranks is sent by both, and the receiver keeps one).
+    let mut bodies: Vec<Vec<Body>> = vec![Vec::new(); r];
+    let mut contacts: Vec<Vec<Contact>> = vec![Vec::new(); r];
+    let mut migrated = 0;
+    for (from, rank) in ranks.iter_mut().enumerate() {
+        let dest: std::collections::HashMap<u32, usize> = rank.owned.iter().map(|b| (b.id, owner(b))).collect();
+        for b in rank.owned.drain(..) {
+            migrated += (dest[&b.id] != from) as u64;
+            bodies[dest[&b.id]].push(b);
+        }
+        for c in rank.previous.drain(..) {
+            let to_a = dest.get(&c.a).copied();
+            let to_b = if physics::is_wall(c.b) { None } else { dest.get(&c.b).copied() };
+            for to in [to_a, to_b.filter(|&t| Some(t) != to_a)].into_iter().flatten() {
+                contacts[to].push(c);
+            }
+        }
+    }
+    for ((rank, range), (owned, mut previous)) in ranks.iter_mut().zip(ranges).zip(bodies.into_iter().zip(contacts)) {
+        previous.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        previous.dedup_by_key(|c| (c.a, c.b, c.slot));
+        rank.range = range;
+        rank.owned = owned;
+        rank.previous = previous;
+    }
+    migrated
+}
+
+/// Each rank's bodies for the frame (halo.rs): those it owns, then every
+/// body of another rank whose swept box overlaps its region (its ghosts).
+pub(crate) fn held_bodies(ranks: &[&Holding], w: &World) -> Vec<Vec<Body>> {
+    let aabb = |b: &Body| physics::aabb(b, w);
+    let regions: Vec<halo::Region> = ranks
+        .par_iter()
+        .map(|r| {
+            let mut sorted: Vec<(u32, u32)> =
+                r.owned.iter().enumerate().map(|(i, b)| (physics::morton(b.pos, w), i as u32)).collect();
+            sorted.par_sort_unstable();
+            let boxes: Vec<halo::Aabb> = sorted.iter().map(|&(_, i)| aabb(&r.owned[i as usize])).collect();
+            halo::Region::of(&boxes)
+        })
+        .collect();
+    (0..ranks.len())
+        .map(|to| {
+            let mut held = ranks[to].owned.clone();
+            for (_, rank) in ranks.iter().enumerate().filter(|&(from, _)| from != to) {
+                held.par_extend(rank.owned.par_iter().filter(|b| regions[to].overlaps(&aabb(b))).copied());
+            }
+            held
+        })
+        .collect()
 }
 
 /// Ranges of `codes` (sorted) for `r` ranks: equal counts, each cut moved
