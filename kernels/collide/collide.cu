@@ -58,15 +58,6 @@ __device__ __forceinline__ bool append_contacts(const Contact* c, u32 found, u64
     return lost;
 }
 
-// A split collider's rank (split/cuda.rs) owns the bodies whose Morton codes
-// lie in [lo, hi), the codes of the frame's start (narrow runs before the
-// solver moves a body); the others are ghosts. One engine: lo 0, hi
-// u32::MAX, which hold every 30-bit code.
-__device__ __forceinline__ bool is_ghost(const Body& b, const World& w, u32 lo, u32 hi) {
-    u32 code = physics::morton(physics::v3(b.pos), w);
-    return code < lo || code >= hi;
-}
-
 // codes(): the Morton code of each body's centre, ids = 0..n.
 extern "C" __global__ void collide_codes(const Body* bodies, u32 n, World w, u32* keys, u32* ids) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -331,7 +322,7 @@ extern "C" __global__ void collide_narrow(const Body* bodies, World w, const u64
                 b = t;
             }
             // A split rank leaves a pair of two ghosts to their owners.
-            if (!(is_ghost(bodies[a], w, lo, hi) && is_ghost(bodies[b], w, lo, hi))) {
+            if (!(physics::is_ghost(bodies[a], w, lo, hi) && physics::is_ghost(bodies[b], w, lo, hi))) {
                 found = physics::collide(a, bodies[a], b, bodies[b], w, c);
             }
         }
@@ -350,7 +341,7 @@ extern "C" __global__ void collide_walls(const Body* bodies, u32 n, World w, Con
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += stride) {
         u64 i = base + threadIdx.x;
         Contact c[COLLIDE_MAX_WALL_POINTS];
-        u32 found = i < n && !is_ghost(bodies[i], w, lo, hi) ? physics::wall_contacts((u32)i, bodies[i], w, c) : 0u;
+        u32 found = i < n && !physics::is_ghost(bodies[i], w, lo, hi) ? physics::wall_contacts((u32)i, bodies[i], w, c) : 0u;
         lost |= append_contacts(c, found, &words[contact_word], contacts, contact_capacity);
     }
     if (lost) atomicOr(&words[FRONTIER_STATUS], FRONTIER_CANDIDATES);
@@ -814,57 +805,3 @@ extern "C" __global__ void collide_restitute(Contact* contacts, const u64* words
     }
 }
 
-// A split collider's exchanges (split/cuda.rs): after a step that changes
-// what only a ghost's owner knows, the owner packs the values, NCCL carries
-// them, and the ghost's rank unpacks them. A record holds `stride` u32s;
-// a field of `width` u32s per body sits at `offset` in it. collide_pack
-// copies the field of the bodies at `places` into records 0..count;
-// collide_unpack copies records 0..count into the field of the bodies at
-// `places`. Grid-stride over count * width words.
-extern "C" __global__ void collide_pack(const u32* field, u32 width, const u32* places, u32 count, u32* records,
-                                        u32 stride, u32 offset) {
-    u64 words = (u64)count * width;
-    for (u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x; t < words; t += (u64)gridDim.x * blockDim.x) {
-        u64 j = t / width, k = t % width;
-        records[j * stride + offset + k] = field[(u64)places[j] * width + k];
-    }
-}
-
-extern "C" __global__ void collide_unpack(u32* field, u32 width, const u32* places, u32 count, const u32* records,
-                                          u32 stride, u32 offset) {
-    u64 words = (u64)count * width;
-    for (u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x; t < words; t += (u64)gridDim.x * blockDim.x) {
-        u64 j = t / width, k = t % width;
-        field[(u64)places[j] * width + k] = records[j * stride + offset + k];
-    }
-}
-
-// A split rank's share of the frame's counts (cpu/rank.rs `kept`), after
-// narrow and before the solver moves a body: out[0] the candidates with a
-// body it owns, out[1] those of them with a ghost (the ghost's owner counts
-// them too), out[2] its contacts, out[3] those between an owned body and a
-// ghost. The host zeroes `out`.
-extern "C" __global__ void collide_kept(const Body* bodies, World w, const u64* candidates, u64 cand_capacity,
-                                        const Contact* contacts, const u64* words, u64 cand_word, u64 contact_word,
-                                        u32 lo, u32 hi, u64* out) {
-    u64 pairs = words[cand_word], count = words[contact_word];
-    if (pairs > cand_capacity) pairs = cand_capacity;
-    u64 most = pairs > count ? pairs : count;
-    u64 k[4] = {0, 0, 0, 0};
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < most; i += (u64)gridDim.x * blockDim.x) {
-        if (i < pairs) {
-            u64 p = candidates[i];
-            u32 ghosts = is_ghost(bodies[unpack_a(p)], w, lo, hi) + is_ghost(bodies[unpack_b(p)], w, lo, hi);
-            k[0] += ghosts < 2u;
-            k[1] += ghosts == 1u;
-        }
-        if (i < count) {
-            Contact c = contacts[i];
-            k[2] += 1;
-            k[3] += !physics::is_wall(c.b) && is_ghost(bodies[c.a], w, lo, hi) != is_ghost(bodies[c.b], w, lo, hi);
-        }
-    }
-    for (int j = 0; j < 4; j++) {
-        if (k[j] != 0) atomicAdd(&out[j], k[j]);
-    }
-}

@@ -238,6 +238,15 @@ __device__ __forceinline__ u32 morton(V3 p, const World& w) {
     return (expand_bits(cell[0]) << 2) | (expand_bits(cell[1]) << 1) | expand_bits(cell[2]);
 }
 
+// A split collider's rank (split/cuda.rs) owns the bodies whose Morton codes
+// lie in [lo, hi), the codes of the frame's start (narrow runs before the
+// solver moves a body); the others are ghosts. One engine: lo 0, hi
+// u32::MAX, which hold every 30-bit code.
+__device__ __forceinline__ bool is_ghost(const Body& b, const World& w, u32 lo, u32 hi) {
+    u32 code = morton(v3(b.pos), w);
+    return code < lo || code >= hi;
+}
+
 // Karras 2012's δ(i, j) over `n` sorted codes, the index breaking ties; -1
 // when j is out of range.
 __device__ __forceinline__ int delta(const u32* codes, i64 n, i64 i, i64 j) {

@@ -58,7 +58,7 @@ pub struct ViewArgs {
     #[arg(long, default_value_t = reap::trace::BVH, value_parser = |s: &str| s.parse::<reap::trace::BvhKind>())]
     bvh: reap::trace::BvhKind,
     /// Split the path tracer's image across GPUs 0..N (bands of rows that follow the measured time); with
-    /// --backend cpu, the collision demo over N CPU ranks (the GPU backends step it on one GPU).
+    /// --backend cpu or cuda, the collision demo over N CPU ranks or GPUs (wgpu steps it on one adapter).
     #[arg(long, default_value_t = 1)]
     gpus: usize,
 }

@@ -57,8 +57,11 @@ pub const COLLIDE: Source = kernel_source!(
 );
 /// The fast radix sort (8-bit digits; integer only).
 pub const RADIX_SORT: Source = kernel_source!("collide/radix_sort.cu");
+/// The split collider's moves of bodies and contacts between GPUs (`collide::split::cuda`), with the
+/// engine's arithmetic: its ownership test must be collide_narrow's.
+pub const SPLIT: Source = kernel_source!("collide/split.cu", headers: &[COMMON], options: IEEE);
 /// The collision demo's kernel sources, for the compile-everything test.
-pub const SOURCES: &[Source] = &[COLLIDE, RADIX_SORT];
+pub const SOURCES: &[Source] = &[COLLIDE, RADIX_SORT, SPLIT];
 
 const BLOCK: u32 = 256;
 /// Blocks per SM of a launch over a device count (grid-stride): enough to

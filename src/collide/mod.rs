@@ -204,14 +204,9 @@ impl StageId {
     /// The part of the frame the stage belongs to, for the per-frame breakdown.
     pub fn part(&self) -> Part {
         match self.name {
-            stage::HALO
-            | stage::GHOSTS
-            | stage::KEEP
-            | stage::CODES
-            | stage::SORT
-            | stage::REORDER
-            | stage::BUILD
-            | stage::REFIT => Part::Build,
+            stage::HALO | stage::GHOSTS | stage::CODES | stage::SORT | stage::REORDER | stage::BUILD | stage::REFIT => {
+                Part::Build
+            }
             stage::PAIRS_INIT | stage::EXPAND => Part::Traverse,
             stage::COMPACT_PAIRS => Part::Compact,
             stage::NARROW => Part::Narrow,
@@ -249,10 +244,8 @@ impl Part {
 pub mod stage {
     /// A split collider's ownership, migration and ghosts (`collide::split`).
     pub const HALO: &str = "migrate + halo";
-    /// A split over GPUs: the ghosts' owners and places, the exchanges' lists uploaded (`split::cuda`).
+    /// A split over GPUs: which bodies a rank owns, the exchanges' lists, the counts (`split::cuda`).
     pub const GHOSTS: &str = "ghost lists";
-    /// A split over GPUs: each rank's bodies and contacts read back for the next frame's ownership.
-    pub const KEEP: &str = "read back";
     pub const CODES: &str = "aabb + morton";
     pub const SORT: &str = "sort";
     /// The bodies moved into the sorted codes' order ([`super::BodyOrder::Morton`]).

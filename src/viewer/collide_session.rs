@@ -2,9 +2,9 @@
 //! either backend, kept alive between frames with its pair frontier, stepped
 //! one frame per displayed frame. The compaction algorithm and the sort
 //! only change the next frame's [`CollideSettings`]; a new backend builds a
-//! new engine from the current bodies, so the simulation goes on. On the CPU
-//! `--gpus N` splits the scene over N ranks (`collide::split`), which step
-//! the bodies as one engine does.
+//! new engine from the current bodies, so the simulation goes on. `--gpus N`
+//! splits the scene over N ranks (`collide::split`: CPU ranks, or one CUDA
+//! GPU each), which step the bodies as one engine does.
 
 use crate::collide::cpu::CpuCollide;
 use crate::collide::layout::SPHERE;
@@ -42,22 +42,38 @@ impl<E: Engine> Stepped for Live<E> {
     }
 }
 
-/// The CPU's collider: one engine, or the scene split over `--gpus` ranks.
-pub enum CpuColliders {
-    One(Live<CpuCollide>),
-    Split(SplitCollide),
+impl Stepped for SplitCollide {
+    type B = CpuBackend;
+    fn backend(&self) -> &CpuBackend {
+        SplitCollide::backend(self)
+    }
 }
 
-impl CpuColliders {
+#[cfg(feature = "cuda")]
+impl Stepped for crate::collide::split::cuda::CudaSplit {
+    type B = crate::compaction::cuda::CudaBackend;
+    fn backend(&self) -> &Self::B {
+        crate::collide::split::cuda::CudaSplit::backend(self)
+    }
+}
+
+/// A backend's collider: one engine, or the scene split over `--gpus` ranks
+/// (CPU ranks, or one CUDA GPU each).
+pub enum Colliders<E: Engine, S> {
+    One(Live<E>),
+    Split(S),
+}
+
+impl<E: Engine, S: Stepped<B = E::B>> Colliders<E, S> {
     fn sim(&self) -> &dyn Simulation {
         match self {
-            CpuColliders::One(l) => l,
-            CpuColliders::Split(s) => s,
+            Colliders::One(l) => l,
+            Colliders::Split(s) => s,
         }
     }
 }
 
-impl Simulation for CpuColliders {
+impl<E: Engine, S: Stepped<B = E::B>> Simulation for Colliders<E, S> {
     fn world(&self) -> &World {
         self.sim().world()
     }
@@ -69,8 +85,8 @@ impl Simulation for CpuColliders {
     }
     fn step(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
         match self {
-            CpuColliders::One(l) => l.step(s, index),
-            CpuColliders::Split(split) => split.frame(s, index),
+            Colliders::One(l) => l.step(s, index),
+            Colliders::Split(split) => split.step(s, index),
         }
     }
     fn bodies(&self) -> CollideResult<Vec<Body>> {
@@ -84,34 +100,37 @@ impl Simulation for CpuColliders {
     }
     fn set_bodies(&mut self, bodies: &[Body]) -> CollideResult<()> {
         match self {
-            CpuColliders::One(l) => l.engine.set_bodies(bodies),
-            CpuColliders::Split(s) => s.set_bodies(bodies),
+            Colliders::One(l) => l.engine.set_bodies(bodies),
+            Colliders::Split(s) => s.set_bodies(bodies),
         }
+    }
+    fn split_stats(&self) -> Option<&crate::collide::split::SplitStats> {
+        self.sim().split_stats()
     }
 }
 
-impl Stepped for CpuColliders {
-    type B = CpuBackend;
-    fn backend(&self) -> &CpuBackend {
+impl<E: Engine, S: Stepped<B = E::B>> Stepped for Colliders<E, S> {
+    type B = E::B;
+    fn backend(&self) -> &E::B {
         match self {
-            CpuColliders::One(l) => l.engine.backend(),
-            CpuColliders::Split(s) => s.backend(),
+            Colliders::One(l) => l.engine.backend(),
+            Colliders::Split(s) => s.backend(),
         }
     }
 }
 
 /// The collision demo's engines, each with its frontier.
-pub struct Colliders;
+pub struct CollideEngines;
 
-impl Engines for Colliders {
-    type Cpu = CpuColliders;
+impl Engines for CollideEngines {
+    type Cpu = Colliders<CpuCollide, SplitCollide>;
     #[cfg(feature = "cuda")]
-    type Cuda = Live<crate::collide::cuda::CudaCollide>;
+    type Cuda = Colliders<crate::collide::cuda::CudaCollide, crate::collide::split::cuda::CudaSplit>;
     type Wgpu = Live<crate::collide::wgpu::WgpuCollide>;
 }
 
 /// A collision engine of either backend.
-pub type AnyCollide = OnBackend<Colliders>;
+pub type AnyCollide = OnBackend<CollideEngines>;
 
 impl AnyCollide {
     /// The pair compactions this backend runs, `none` first: read once per
@@ -138,7 +157,7 @@ pub struct CollideSession {
     pub bodies: u32,
     pub world: World,
     pub engine: AnyCollide,
-    /// CPU ranks the scene is split over (`--gpus`; a GPU backend runs it on one GPU).
+    /// Ranks the scene is split over (`--gpus`: CPU ranks, or CUDA GPUs; wgpu runs it on one adapter).
     pub gpus: usize,
     /// Frames stepped since the scenario was built (the drum's angle follows it).
     pub frame_index: u32,
@@ -271,15 +290,24 @@ fn build_engine(
     display: &DisplayDevice,
 ) -> Result<AnyCollide, ViewerError> {
     match kind {
-        BackendKind::Cpu if gpus > 1 => {
-            Ok(OnBackend::Cpu(CpuColliders::Split(SplitCollide::new(world, bodies, gpus)?)))
+        BackendKind::Cpu if gpus > 1 => Ok(OnBackend::Cpu(Colliders::Split(SplitCollide::new(world, bodies, gpus)?))),
+        BackendKind::Cpu => Ok(OnBackend::Cpu(Colliders::One(Live::new(CpuCollide::new(world, bodies)?)?))),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda if gpus > 1 => {
+            let mut ranks = vec![cuda_backend().map_err(ViewerError::Backend)?];
+            for ordinal in 1..gpus {
+                let b = crate::compaction::cuda::CudaBackend::new(ordinal);
+                ranks
+                    .push(b.map_err(|e| ViewerError::Backend(format!("opening GPU {ordinal} of --gpus {gpus}: {e}")))?);
+            }
+            let split = crate::collide::split::cuda::CudaSplit::new(world, bodies, ranks)?;
+            Ok(OnBackend::Cuda(Colliders::Split(split)))
         }
-        BackendKind::Cpu => Ok(OnBackend::Cpu(CpuColliders::One(Live::new(CpuCollide::new(world, bodies)?)?))),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             let backend = cuda_backend().map_err(ViewerError::Backend)?;
             let e = crate::collide::cuda::CudaCollide::new(backend, world, bodies)?;
-            Ok(OnBackend::Cuda(Live::new(e)?))
+            Ok(OnBackend::Cuda(Colliders::One(Live::new(e)?)))
         }
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err(ViewerError::Backend("this reap was built without the `cuda` feature".into())),

@@ -26,15 +26,26 @@ pub struct SplitRow {
     pub one_wall_ms: f64,
     pub split_frame_ms: f64,
     pub split_wall_ms: f64,
-    /// Of the split's wall clock: ownership and halo.
+    /// Of the split's wall clock: ownership and halo, and the exchanges' lists with the counts.
     pub halo_ms: f64,
+    pub lists_ms: f64,
+    /// The solver (setup and substeps): one engine's summed stages, the split's wall clock (its exchanges in it).
+    pub one_solve_ms: f64,
+    pub split_solve_ms: f64,
+    /// The speed-up in wall clock (one engine's over the split's).
+    pub speedup: f64,
     /// Ghosts over all ranks per owned body, and what moved, per frame.
     pub ghost_share: f64,
     pub migrated: f64,
     pub exchanges: f64,
     pub ghost_values: f64,
-    /// Frames whose bodies, candidates and contacts equal one engine's, bit for bit.
+    /// Measured frames whose bodies, candidates and contacts equal one engine's, bit for bit, and
+    /// whether the first (unmeasured) one did.
     pub identical: u32,
+    pub first_identical: bool,
+    /// The split's own steps (ownership and halo on the GPUs), ms a frame.
+    #[serde(skip)]
+    pub parts: Vec<(String, f64)>,
     pub frames: u32,
 }
 
@@ -55,7 +66,7 @@ pub fn run(args: &CollideBenchArgs, sc: Scenario) -> Result<bool> {
         reap::report::write_bench_files(dir, rows.iter().cloned(), &json, &md)?;
         println!("wrote results.csv, results.json and report.md in {}", dir.display());
     }
-    Ok(rows.iter().all(|r| r.identical == r.frames))
+    Ok(rows.iter().all(|r| r.identical == r.frames && r.first_identical))
 }
 
 struct SplitBench<'a> {
@@ -97,7 +108,10 @@ impl OnBackend for SplitBench<'_> {
     }
 }
 
-/// `args.frames` frames of one engine and of the split from the same start.
+/// A frame to begin with, then `args.frames` measured frames of one engine
+/// and of the split from the same start, every frame compared. The first
+/// frame is not timed: the split deals the bodies out from the host there
+/// (a rebalance does the same), and every later frame keeps them on the GPUs.
 fn measure<E: Engine, S: Simulation>(
     args: &CollideBenchArgs,
     n: u32,
@@ -113,12 +127,16 @@ fn measure<E: Engine, S: Simulation>(
         frames: args.frames,
         ..Default::default()
     };
-    for i in 0..args.frames {
+    for i in 0..=args.frames {
         let a = one.step(s, i)?;
         let b = split.step(s, i)?;
         let same = one.engine.bodies()? == split.bodies()?
             && one.engine.contact_list()? == split.contact_list()?
             && one.engine.candidate_pairs()? == split.candidate_pairs()?;
+        if i == 0 {
+            row.first_identical = same;
+            continue;
+        }
         row.identical += same as u32;
         let st = split.split_stats().expect("a split collider has split stats");
         let owned: u64 = st.owned.iter().sum();
@@ -126,12 +144,24 @@ fn measure<E: Engine, S: Simulation>(
         row.one_wall_ms += a.wall_ms;
         row.split_frame_ms += b.frame_ms;
         row.split_wall_ms += b.wall_ms;
-        let halo = b.stages.iter().filter(|(id, _)| id.name == reap::collide::stage::HALO);
-        row.halo_ms += halo.map(|(_, t)| t).sum::<f64>();
+        let sum = |f: &reap::collide::FrameStats, names: &[&str]| -> f64 {
+            f.stages.iter().filter(|(id, _)| names.contains(&id.name)).map(|(_, t)| t).sum()
+        };
+        row.halo_ms += sum(&b, &[reap::collide::stage::HALO]);
+        row.lists_ms += sum(&b, &[reap::collide::stage::GHOSTS]);
+        let solver = [reap::collide::stage::SOLVE, reap::collide::stage::SUBSTEP];
+        row.one_solve_ms += sum(&a, &solver);
+        row.split_solve_ms += sum(&b, &solver);
         row.ghost_share += st.ghosts.iter().sum::<u64>() as f64 / owned.max(1) as f64;
         row.migrated += st.migrated as f64;
         row.exchanges += st.exchanges as f64;
         row.ghost_values += st.shared as f64;
+        for (name, ms) in &st.parts {
+            match row.parts.iter_mut().find(|p| &p.0 == name) {
+                Some(p) => p.1 += ms / args.frames.max(1) as f64,
+                None => row.parts.push((name.clone(), ms / args.frames.max(1) as f64)),
+            }
+        }
     }
     let k = args.frames.max(1) as f64;
     for x in [
@@ -140,6 +170,9 @@ fn measure<E: Engine, S: Simulation>(
         &mut row.split_frame_ms,
         &mut row.split_wall_ms,
         &mut row.halo_ms,
+        &mut row.lists_ms,
+        &mut row.one_solve_ms,
+        &mut row.split_solve_ms,
         &mut row.ghost_share,
         &mut row.migrated,
         &mut row.exchanges,
@@ -147,39 +180,52 @@ fn measure<E: Engine, S: Simulation>(
     ] {
         *x /= k;
     }
+    row.speedup = row.one_wall_ms / row.split_wall_ms.max(1e-9);
     eprintln!("{}", line(&row));
+    if !row.parts.is_empty() {
+        let parts: Vec<String> = row.parts.iter().map(|(name, ms)| format!("{name} {ms:.2} ms")).collect();
+        eprintln!("  ownership and halo, a frame: {}", parts.join(", "));
+    }
     Ok(row)
 }
 
 fn line(r: &SplitRow) -> String {
     format!(
-        "{} bodies on {} ranks, sort {}, {}: one engine {:.2} ms wall, split {:.2} ms wall ({:.2} ms ownership and halo), \
-         ghosts {:.1} % of the bodies, {:.0} exchanges and {:.0} migrations a frame; {} of {} frames identical",
+        "{} bodies on {} ranks, sort {}, {}: one engine {:.2} ms wall, split {:.2} ms wall ({:.2}x; {:.2} ms ownership \
+         and halo, {:.2} ms lists, solver {:.2} ms against one engine's {:.2}), ghosts {:.1} % of the bodies, {:.0} \
+         exchanges and {:.0} migrations a frame; {} of {} measured frames identical (and the first: {})",
         r.bodies,
         r.ranks,
         r.sort,
         r.compaction,
         r.one_wall_ms,
         r.split_wall_ms,
+        r.speedup,
         r.halo_ms,
+        r.lists_ms,
+        r.split_solve_ms,
+        r.one_solve_ms,
         100.0 * r.ghost_share,
         r.exchanges,
         r.migrated,
         r.identical,
-        r.frames
+        r.frames,
+        r.first_identical
     )
 }
 
 fn table(rows: &[SplitRow]) -> String {
     let mut t = String::from(
-        "| bodies | ranks | sort | pair frontier | one engine, ms (summed / wall) | split, ms (summed / wall) | ownership + halo, ms | ghosts, % of \
-         bodies | exchanges / frame | ghost values / frame | migrated / frame | identical frames |\n\
-         | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| bodies | ranks | sort | pair frontier | one engine, ms (summed / wall) | split, ms (summed / wall) | speed-up (wall) \
+         | ownership + halo, ms | lists, ms | solver, ms (one / split) | ghosts, % of bodies | exchanges / frame | ghost values / frame \
+         | migrated / frame | identical frames |\n\
+         | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for r in rows {
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} | {:.1} | {:.0} | {:.0} | {:.1} | {} of {} |",
+            "| {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2}x | {:.2} | {:.2} | {:.2} / {:.2} | {:.1} | {:.0} \
+             | {:.0} | {:.1} | {} of {} |",
             r.bodies,
             r.ranks,
             r.sort,
@@ -188,7 +234,11 @@ fn table(rows: &[SplitRow]) -> String {
             r.one_wall_ms,
             r.split_frame_ms,
             r.split_wall_ms,
+            r.speedup,
             r.halo_ms,
+            r.lists_ms,
+            r.one_solve_ms,
+            r.split_solve_ms,
             100.0 * r.ghost_share,
             r.exchanges,
             r.ghost_values,

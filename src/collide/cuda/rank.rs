@@ -7,10 +7,10 @@ use std::ops::Range;
 
 use cudarc::driver::{CudaFunction, PushKernelArg};
 
-use super::{COLLIDE, CudaCollide, FastSort, launch_err};
+use super::{CudaCollide, FastSort, SPLIT, launch_err};
 use crate::collide::cpu::{Kept, Shared};
 use crate::collide::layout::{Body, Contact, World};
-use crate::collide::{CollideResult, Engine, Graphs, order, physics, words};
+use crate::collide::{CollideResult, Engine, Graphs, physics, words};
 use crate::compaction::Backend;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::cuda_runtime::{self, Spec, ptr as raw_ptr};
@@ -31,7 +31,7 @@ impl CudaCollide {
     /// [`CudaCollide::load`]. Frames stream (a rank's bodies change every
     /// frame, so a recorded one would not replay).
     pub(crate) fn rank(backend: CudaBackend, world: World) -> CollideResult<CudaCollide> {
-        let f = |name: &str| backend.kernels().function(&COLLIDE, &Spec::default(), name);
+        let f = |name: &str| backend.kernels().function(&SPLIT, &Spec::default(), name);
         let functions = Functions { pack: f("collide_pack")?, unpack: f("collide_unpack")?, kept: f("collide_kept")? };
         let mut e = CudaCollide::new(backend, world, &[Body::default()])?;
         e.rank_functions = Some(functions);
@@ -68,6 +68,47 @@ impl CudaCollide {
         self.owned = (owned.start, owned.end);
         self.generation += 1;
         Ok(())
+    }
+
+    /// Readies the engine for a frame of `n` bodies that the caller writes
+    /// on the device (those whose Morton codes lie in `owned`, then ghosts):
+    /// the bodies' buffer's address, `n` bodies long.
+    pub(crate) fn prepare(&mut self, n: u64, owned: Range<u32>) -> CollideResult<u64> {
+        self.fit_bodies(n)?;
+        if self.tree.bodies.capacity() < n {
+            self.tree.bodies = self.backend.alloc(n + n / 8 + 1)?;
+        }
+        self.tree.bodies.set_len(n)?;
+        let lists = crate::collide::gpu::Lists::new(n);
+        if self.lists.capacity < lists.capacity {
+            self.set_candidate_capacity(lists.capacity)?;
+        }
+        self.owned = (owned.start, owned.end);
+        self.generation += 1;
+        Ok(self.tree.bodies.ptr())
+    }
+
+    /// Room for `count` previous contacts (named by this frame's places,
+    /// before its reorder), which the caller writes on the device: their
+    /// address. They replace what the last frame left.
+    pub(crate) fn previous_slot(&mut self, count: u64) -> CollideResult<u64> {
+        self.warm.reserve(&self.backend, count)
+    }
+
+    /// The bodies' and the contacts' device addresses, and the last frame's contact count.
+    pub(crate) fn bodies_ptr(&self) -> u64 {
+        self.tree.bodies.ptr()
+    }
+    pub(crate) fn contacts_ptr(&self) -> u64 {
+        raw_ptr(&self.contacts)
+    }
+    pub(crate) fn contact_count(&self) -> u64 {
+        self.lists.stored_contacts()
+    }
+
+    /// The Morton range of the bodies it owns this frame.
+    pub(crate) fn owned_range(&self) -> (u32, u32) {
+        self.owned
     }
 
     /// Sizes every per-body buffer for `n` bodies: they grow (with room to
@@ -109,18 +150,6 @@ impl CudaCollide {
     /// The bodies in the engine's order (owned and ghosts).
     pub(crate) fn held(&self) -> CollideResult<Vec<Body>> {
         self.tree.in_engine(&self.backend)
-    }
-
-    /// The frame's contacts after its passes, named by spawn number: what
-    /// the next frame's warm start reads; `held` the bodies in the engine's order.
-    pub(crate) fn previous_by_id(&self, held: &[Body]) -> CollideResult<Vec<Contact>> {
-        let count = self.lists.stored_contacts() as usize;
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let bytes = count * std::mem::size_of::<Contact>();
-        let raw = cuda_runtime::dtoh(&self.stream, &self.contacts.slice(..bytes), "reading contacts")?;
-        Ok(order::contacts_by_id(bytemuck::pod_collect_to_vec(&raw), held))
     }
 
     /// The candidates and contacts this rank keeps (`cpu/rank.rs` `kept`),

@@ -89,26 +89,35 @@ impl WarmStart {
     /// bodies as loaded (its reorder renames them): replaces what the last
     /// frame left. The buffer grows to hold them if it must.
     pub(super) fn set_previous(&mut self, backend: &CudaBackend, contacts: &[Contact]) -> CollideResult<()> {
-        let stream = backend.stream();
+        self.reserve(backend, contacts.len() as u64)?;
         let bytes: &[u8] = bytemuck::cast_slice(contacts);
-        if (self.previous.len()) < bytes.len() {
-            self.previous = backend.zeroed(1)?; // free the old one first
-            check_free(stream, "the previous frame's contacts", bytes.len() as u64)?;
-            self.previous = backend.zeroed(bytes.len() as u64)?;
+        if !bytes.is_empty() {
+            let mut to = self.previous.slice_mut(..bytes.len());
+            backend.stream().memcpy_htod(bytes, &mut to).map_err(launch_err("uploading the previous contacts"))?;
         }
-        let slots = table_slots(contacts.len() as u64);
+        Ok(())
+    }
+
+    /// Room for `count` previous contacts that the caller writes on the
+    /// device (a split rank's, named by the places of its bodies as loaded):
+    /// their address. They replace what the last frame left.
+    pub(super) fn reserve(&mut self, backend: &CudaBackend, count: u64) -> CollideResult<u64> {
+        let stream = backend.stream();
+        let bytes = count * std::mem::size_of::<Contact>() as u64;
+        if (self.previous.len() as u64) < bytes {
+            self.previous = backend.zeroed(1)?; // free the old one first
+            check_free(stream, "the previous frame's contacts", bytes)?;
+            self.previous = backend.zeroed(bytes)?;
+        }
+        let slots = table_slots(count);
         if (self.table.len() as u64) < slots {
             self.table = alloc_table(stream, 1)?;
             check_free(stream, "the warm-start table", slots * 4)?;
             self.table = alloc_table(stream, slots)?;
         }
-        if !bytes.is_empty() {
-            let mut to = self.previous.slice_mut(..bytes.len());
-            stream.memcpy_htod(bytes, &mut to).map_err(launch_err("uploading the previous contacts"))?;
-        }
-        self.count = contacts.len() as u64;
+        self.count = count;
         self.pending = false;
-        Ok(())
+        Ok(raw_ptr(&self.previous))
     }
 
     /// New bodies: the last frame's impulses are not theirs.

@@ -1,52 +1,139 @@
 //! The split collider on GPUs: one CUDA engine per GPU, the protocol of
-//! the CPU ranks (the module above) step for step, its exchanges carried
-//! by NCCL.
+//! the CPU ranks (the module above) step for step, every body and contact
+//! kept on the GPUs between frames. The host reads counts (to size buffers
+//! and messages) and moves nothing else; NCCL carries every move.
 //!
-//! - **Ownership and halo** are the host's ([`migrate`], [`held_bodies`]):
-//!   each frame a rank's engine loads its bodies and ghosts, and gives its
-//!   bodies and contacts back after the solver. This is the part that does
-//!   not scale yet (docs/MULTI_GPU.md measures it).
-//! - **Broad and narrow phase** run on each GPU as one engine runs them; a
-//!   rank keeps the pairs and walls of its own bodies (collide_narrow's and
-//!   collide_walls' owned range).
-//! - **The solver** is the GPU engine's program of steps (`cuda/solve.rs`)
-//!   enqueued on every rank; after a step that changes what only an owner
-//!   knows, each owner packs the values its ghosts elsewhere need
-//!   (collide_pack), one NCCL group of sends and receives carries them,
-//!   and each rank unpacks them over its ghosts (collide_unpack). The host
-//!   waits for nothing between the steps.
+//! A frame, per rank (split.cu has the kernels):
+//! 1. **Ownership.** The rank selects, with the library's select, the
+//!    bodies it owned last frame (collide_mine's flags) and names its last
+//!    contacts by spawn number. Each body whose Morton code left the rank's
+//!    range goes to the rank whose range holds it, with the contacts that
+//!    name it. The ranges stay until a rank holds [`super::REBALANCE`] times
+//!    its share; then the host gathers everything once and splits them again.
+//! 2. **Halo.** The largest reach of a body's box past its centre comes from
+//!    every rank (collide_reach). Each owned body whose box, grown by that
+//!    reach, meets another rank's range of codes (as aligned cubes of cells,
+//!    [`blocks`]) goes to that rank as a ghost (collide_halo): a body there
+//!    whose box meets this body's has its centre in the grown box.
+//! 3. **Broad and narrow phase,** each GPU as one engine runs them; a rank
+//!    keeps the pairs and walls of its own bodies.
+//! 4. **Solver,** the GPU engine's program of steps (`cuda/solve.rs`)
+//!    enqueued on every rank; after a step that changes what only an owner
+//!    knows, each owner packs the values its ghosts elsewhere need, one NCCL
+//!    group of sends and receives carries them, and each rank unpacks them
+//!    over its ghosts. The host waits for nothing between the steps.
 
 use std::ops::Range;
 use std::time::Instant;
 
-use super::{Holding, Message, SplitStats, held_bodies, migrate};
-use crate::collide::cpu::{Kept, Shared};
-use crate::collide::cuda::{CudaCollide, CudaRanks, solve_setup, solve_substep};
-use crate::collide::layout::{Body, Contact, World};
-use crate::collide::{CollideError, CollideResult, CollideSettings, FrameStats, Frontier, StageId, Substep, stage};
-use crate::compaction::Backend;
-use crate::compaction::cuda::{CudaBackend, CudaBuffer};
-use crate::cuda_runtime::nccl::{Comms, Move};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
-/// u32s of the largest record an exchange carries (a body).
-const MOST_WORDS: u64 = (std::mem::size_of::<Body>() / 4) as u64;
+use super::{Holding, SplitStats, held_bodies, migrate};
+use crate::collide::cpu::{Kept, Shared};
+use crate::collide::cuda::{CudaCollide, CudaRanks, SPLIT, solve_setup, solve_substep};
+use crate::collide::layout::{Body, Contact, World};
+use crate::collide::{
+    CollideError, CollideResult, CollideSettings, Engine, FrameStats, Frontier, StageId, Substep, stage,
+};
+use crate::compaction::cuda::{CudaBackend, CudaBuffer};
+use crate::compaction::{Algorithm, Backend, Keep, Report};
+use crate::cuda_runtime::nccl::{Comms, Move};
+use crate::cuda_runtime::{self, Spec};
+
+/// u32s of a body and of a contact: the widths collide_pack moves them in.
+const BODY_WORDS: u32 = (std::mem::size_of::<Body>() / 4) as u32;
+const CONTACT_WORDS: u32 = (std::mem::size_of::<Contact>() / 4) as u32;
+/// split.cu's SPLIT_MISSING: no body of that spawn number here.
+const MISSING: u32 = u32::MAX;
+
+/// split.cu's kernels on one GPU.
+struct Kernels {
+    pack: CudaFunction,
+    mine: CudaFunction,
+    iota: CudaFunction,
+    bound_for: CudaFunction,
+    reach: CudaFunction,
+    halo: CudaFunction,
+    name_contacts: CudaFunction,
+    place: CudaFunction,
+    found: CudaFunction,
+    place_contacts: CudaFunction,
+    places_of: CudaFunction,
+    ids_of: CudaFunction,
+    mark: CudaFunction,
+    marked_contacts: CudaFunction,
+}
+
+impl Kernels {
+    fn new(b: &CudaBackend) -> CollideResult<Kernels> {
+        let f = |name: &str| b.kernels().function(&SPLIT, &Spec::default(), name);
+        Ok(Kernels {
+            pack: f("collide_pack")?,
+            mine: f("collide_mine")?,
+            iota: f("collide_iota")?,
+            bound_for: f("collide_bound_for")?,
+            reach: f("collide_reach")?,
+            halo: f("collide_halo")?,
+            name_contacts: f("collide_name_contacts")?,
+            place: f("collide_where")?,
+            found: f("collide_found")?,
+            place_contacts: f("collide_place_contacts")?,
+            places_of: f("collide_places_of")?,
+            ids_of: f("collide_ids_of")?,
+            mark: f("collide_mark")?,
+            marked_contacts: f("collide_marked_contacts")?,
+        })
+    }
+}
+
+/// A grid-stride launch over `count` items (at least one block).
+fn over(count: u64) -> LaunchConfig {
+    let blocks = count.div_ceil(256).clamp(1, 65_535) as u32;
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+}
+
+fn launched(r: Result<impl Sized, cudarc::driver::DriverError>, name: &'static str) -> CollideResult<()> {
+    r.map(drop).map_err(|e| CollideError::Gpu(cuda_runtime::driver_error(name)(e)))
+}
+
+/// A u32 buffer of zeroes.
+fn zeroed_u32(b: &CudaBackend, n: u64) -> CollideResult<CudaBuffer<u32>> {
+    let out: CudaBuffer<u32> = b.alloc(n.max(1))?;
+    // SAFETY: the range is the buffer's, on the backend's stream's device.
+    let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(out.ptr(), 0, n.max(1) as usize, b.stream().cu_stream()) };
+    r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing a table")(e)))?;
+    Ok(out)
+}
 
 /// One GPU's rank.
 struct GpuRank {
     engine: CudaCollide,
     frontier: Option<Frontier<CudaCollide>>,
-    hold: Holding,
+    k: Kernels,
     active: bool,
-    /// Spawn numbers of the bodies it loaded this frame (owned, then ghosts).
-    loaded: usize,
-    /// What it sends: the places of its bodies other ranks hold as ghosts,
-    /// by destination (ascending), and each destination's part.
+    /// Bodies it owns this frame (the first of its engine's bodies as loaded).
+    owned: u32,
+    /// After the frame's narrow phase: whether it owns each of its engine's bodies.
+    mine: CudaBuffer<u8>,
+    /// 0, 1, ...: what a select of places compacts; and the select's flags.
+    iota: CudaBuffer<u32>,
+    flags: CudaBuffer<u8>,
+    /// The ranges' cuts (ranks + 1), and every other rank's range as cubes of cells (by rank; its own empty).
+    cuts: CudaBuffer<u32>,
+    blocks: Vec<(CudaBuffer<u32>, u32)>,
+    /// A slot per spawn number: places (collide_where) and marks (collide_mark).
+    place: CudaBuffer<u32>,
+    mark: CudaBuffer<u32>,
+    /// The ghosts it sends by destination and those it receives by owner:
+    /// spawn numbers (set as the frame loads), places (after the broad
+    /// phase), and each peer's part.
+    sent_ids: CudaBuffer<u32>,
     send: CudaBuffer<u32>,
     sends: Vec<(usize, Range<u32>)>,
-    /// What it receives: its ghosts' places, by owner (ascending), and each owner's part.
+    recv_ids: CudaBuffer<u32>,
     recv: CudaBuffer<u32>,
     recvs: Vec<(usize, Range<u32>)>,
-    /// The records in flight, `MOST_WORDS` u32s a record at most.
+    /// The records of an exchange in flight (a body's worth each, at most).
     out: CudaBuffer<u32>,
     into: CudaBuffer<u32>,
 }
@@ -57,7 +144,13 @@ pub struct CudaSplit {
     ranks: Vec<GpuRank>,
     comms: Comms,
     bodies: u32,
+    /// Each rank's Morton range.
+    ranges: Vec<Range<u32>>,
+    /// Bodies and contacts on the host (the start, or a rebalance): the next frame loads them.
+    holds: Option<Vec<Holding>>,
     last: SplitStats,
+    /// The frame's start, step by step (host wall clock, ms).
+    parts: Vec<(String, f64)>,
 }
 
 impl CudaSplit {
@@ -71,36 +164,48 @@ impl CudaSplit {
         if bodies.is_empty() || bodies.len() > most as usize {
             return Err(CollideError::Settings(format!("the collider takes 1 to {most} bodies, not {}", bodies.len())));
         }
-        let n = bodies.len() as u32;
-        let numbered = super::super::layout::numbered(bodies);
+        let n = bodies.len() as u64;
         let mut out = Vec::new();
-        for (r, backend) in backends.into_iter().enumerate() {
-            let share = n as usize * r / ranks..n as usize * (r + 1) / ranks;
+        for backend in backends {
             let engine = CudaCollide::rank(backend, world)?;
             let b = engine.rank_backend();
             out.push(GpuRank {
+                k: Kernels::new(b)?,
+                mine: b.alloc(1)?,
+                iota: b.alloc(1)?,
+                flags: b.alloc(1)?,
+                cuts: b.alloc(ranks as u64 + 1)?,
+                blocks: Vec::new(),
+                place: b.alloc(n)?,
+                mark: zeroed_u32(b, n)?,
+                sent_ids: b.alloc(1)?,
                 send: b.alloc(1)?,
+                recv_ids: b.alloc(1)?,
                 recv: b.alloc(1)?,
                 out: b.alloc(1)?,
                 into: b.alloc(1)?,
                 engine,
                 frontier: None,
-                hold: Holding { owned: numbered[share].to_vec(), ..Default::default() },
                 active: false,
-                loaded: 0,
+                owned: 0,
                 sends: Vec::new(),
                 recvs: Vec::new(),
             });
         }
         let streams = out.iter().map(|r| r.engine.stream().clone()).collect();
         let comms = Comms::new(streams).map_err(crate::compaction::Error::from)?;
-        let mut split = CudaSplit { world, ranks: out, comms, bodies: n, last: SplitStats::default() };
-        migrate(&mut split.holdings(), &world);
+        let mut split = CudaSplit {
+            world,
+            ranks: out,
+            comms,
+            bodies: n as u32,
+            ranges: Vec::new(),
+            holds: None,
+            last: SplitStats::default(),
+            parts: Vec::new(),
+        };
+        split.set_bodies(bodies)?;
         Ok(split)
-    }
-
-    fn holdings(&mut self) -> Vec<&mut Holding> {
-        self.ranks.iter_mut().map(|r| &mut r.hold).collect()
     }
 
     /// Replaces the bodies (same count), numbered in the order given; last
@@ -111,12 +216,18 @@ impl CudaSplit {
         }
         let numbered = super::super::layout::numbered(bodies);
         let (n, r) = (numbered.len(), self.ranks.len());
-        for (k, rank) in self.ranks.iter_mut().enumerate() {
-            rank.hold = Holding { owned: numbered[n * k / r..n * (k + 1) / r].to_vec(), ..Default::default() };
-        }
-        let w = self.world;
-        migrate(&mut self.holdings(), &w);
+        // Dealt out in spawn order; the first frame moves them to their ranges.
+        self.holds = Some(
+            (0..r)
+                .map(|k| Holding { owned: numbered[n * k / r..n * (k + 1) / r].to_vec(), ..Default::default() })
+                .collect(),
+        );
         Ok(())
+    }
+
+    /// The first rank's backend (its GPU).
+    pub fn backend(&self) -> &CudaBackend {
+        self.ranks[0].engine.rank_backend()
     }
 
     /// The last frame's ownership, halo and exchange counts.
@@ -126,35 +237,57 @@ impl CudaSplit {
 
     /// One frame over every rank (the module's steps). Its stats as the CPU
     /// split's: the whole scene's candidates and contacts, the slowest
-    /// rank's broad and narrow stages, the lockstep solver's wall clock.
+    /// rank's broad and narrow stages, the steps between as host wall clock.
     pub fn frame(&mut self, s: &CollideSettings, index: u32) -> CollideResult<FrameStats> {
         s.check()?;
         let clock = Instant::now();
         let w = self.world;
-        let migrated = migrate(&mut self.holdings(), &w);
-        let holds: Vec<&Holding> = self.ranks.iter().map(|r| &r.hold).collect();
-        let held = held_bodies(&holds, &w);
-        for (rank, held) in self.ranks.iter_mut().zip(&held) {
-            rank.active = !rank.hold.owned.is_empty();
-            rank.loaded = held.len();
-            if rank.active {
-                rank.engine.bind()?;
-                rank.engine.load(held, rank.hold.range.clone(), &rank.hold.previous)?;
-            }
-        }
+        let migrated = match self.holds.take() {
+            Some(holds) => self.load_from_host(holds)?,
+            None => match self.hand_over()? {
+                Some(migrated) => migrated,
+                // A rank holds too many: gathered on the host and split again.
+                None => {
+                    let holds = self.gather()?;
+                    self.load_from_host(holds)?
+                }
+            },
+        };
         let halo_ms = clock.elapsed().as_secs_f64() * 1e3;
 
-        // Broad and narrow phase, each rank alone (a frame redone for room stays within its rank).
+        // Broad and narrow phase, each rank alone and all at once, a host thread each (a frame redone for
+        // room stays within its rank); then which bodies each owns, the exchanges' lists, the counts.
+        let ranks: Vec<(FrameStats, Kept, f64)> = std::thread::scope(|scope| {
+            let running: Vec<_> = self
+                .ranks
+                .iter_mut()
+                .filter(|r| r.active)
+                .map(|rank| {
+                    scope.spawn(move || -> CollideResult<(FrameStats, Kept, f64)> {
+                        rank.engine.bind()?;
+                        let f = match &mut rank.frontier {
+                            Some(f) => f,
+                            none => none.insert(Frontier::new(&rank.engine)?),
+                        };
+                        let st = crate::collide::frame(&mut rank.engine, s, f, index)?;
+                        let t = Instant::now();
+                        rank.index(&w)?;
+                        let kept = rank.engine.kept()?;
+                        Ok((st, kept, t.elapsed().as_secs_f64() * 1e3))
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|r| r.join().unwrap_or_else(|_| Err(CollideError::Settings("a rank's thread panicked".into()))))
+                .collect::<CollideResult<Vec<_>>>()
+        })?;
         let mut slowest: Option<FrameStats> = None;
         let mut counts = Kept::default();
-        for rank in self.ranks.iter_mut().filter(|r| r.active) {
-            rank.engine.bind()?;
-            let f = match &mut rank.frontier {
-                Some(f) => f,
-                none => none.insert(Frontier::new(&rank.engine)?),
-            };
-            let st = crate::collide::frame(&mut rank.engine, s, f, index)?;
-            counts += rank.engine.kept()?;
+        let mut ghosts_ms = 0.0f64;
+        for (st, kept, ms) in ranks {
+            counts += kept;
+            ghosts_ms = ghosts_ms.max(ms);
             if slowest.as_ref().is_none_or(|f| f.frame_ms < st.frame_ms) {
                 slowest = Some(st);
             }
@@ -162,12 +295,10 @@ impl CudaSplit {
         let mut stats = slowest.unwrap_or_default();
         stats.stages.retain(|(id, _)| id.name != stage::SOLVE && id.name != stage::SUBSTEP);
         stats.stages.insert(0, (StageId::frame(stage::HALO), halo_ms));
+        stats.stages.push((StageId::frame(stage::GHOSTS), ghosts_ms));
         stats.candidates = counts.candidates - counts.crossing_candidates / 2;
         stats.contacts = counts.contacts - counts.crossing_contacts / 2;
 
-        let t = Instant::now();
-        self.index_ghosts()?;
-        stats.stages.push((StageId::frame(stage::GHOSTS), t.elapsed().as_secs_f64() * 1e3));
         let mut lock = Lockstep { ranks: &mut self.ranks, comms: &self.comms, shared: 0, exchanges: 0 };
         let t = Instant::now();
         solve_setup(&mut lock, &w)?;
@@ -181,104 +312,351 @@ impl CudaSplit {
             stats.stages.push((StageId::level(stage::SUBSTEP, index), t.elapsed().as_secs_f64() * 1e3));
         }
         let (shared, exchanges) = (lock.shared, lock.exchanges);
-        let t = Instant::now();
-        self.keep()?;
-        stats.stages.push((StageId::frame(stage::KEEP), t.elapsed().as_secs_f64() * 1e3));
         stats.frame = index;
         stats.frame_ms = stats.stages.iter().map(|(_, t)| t).sum();
         stats.wall_ms = clock.elapsed().as_secs_f64() * 1e3;
         self.last = SplitStats {
-            owned: self.ranks.iter().map(|r| r.hold.owned.len() as u64).collect(),
-            ghosts: self.ranks.iter().map(|r| (r.loaded - r.hold.owned.len()) as u64).collect(),
+            owned: self.ranks.iter().map(|r| r.owned as u64).collect(),
+            ghosts: self.ranks.iter().map(|r| if r.active { r.engine.len() - r.owned } else { 0 } as u64).collect(),
             migrated,
             shared,
             exchanges,
+            parts: std::mem::take(&mut self.parts),
         };
         Ok(stats)
     }
 
-    /// After the broad phase (each engine moved its bodies into Morton
-    /// order): every rank's ghosts, by owner, and the places each owner
-    /// sends, uploaded as the exchanges' lists.
-    fn index_ghosts(&mut self) -> CollideResult<()> {
+    /// Loads every rank from bodies and contacts on the host (the first
+    /// frame, or a rebalance): ownership and halo as the CPU ranks find
+    /// them. Returns how many bodies changed rank.
+    fn load_from_host(&mut self, mut holds: Vec<Holding>) -> CollideResult<u64> {
+        let w = self.world;
+        let migrated = migrate(&mut holds.iter_mut().collect::<Vec<_>>(), &w);
+        let held = held_bodies(&holds.iter().collect::<Vec<_>>(), &w);
         let n = self.bodies as usize;
         let mut owner = vec![u32::MAX; n];
-        for (r, rank) in self.ranks.iter().enumerate() {
-            rank.hold.owned.iter().for_each(|b| owner[b.id as usize] = r as u32);
+        for (r, h) in holds.iter().enumerate() {
+            h.owned.iter().for_each(|b| owner[b.id as usize] = r as u32);
         }
-        let mut held: Vec<Vec<Body>> = Vec::with_capacity(self.ranks.len());
-        for rank in &self.ranks {
-            rank.engine.bind()?;
-            held.push(if rank.active { rank.engine.held()? } else { Vec::new() });
-        }
-        // Each owned body's place on its owner.
-        let mut place = vec![0u32; n];
-        for (r, bodies) in held.iter().enumerate() {
-            for (i, b) in bodies.iter().enumerate().filter(|(_, b)| owner[b.id as usize] == r as u32) {
-                place[b.id as usize] = i as u32;
-            }
-        }
+        self.ranges = holds.iter().map(|h| h.range.clone()).collect();
         let ranks = self.ranks.len();
-        // messages[to]: the ghosts `to` takes from each owner.
-        let messages: Vec<Vec<Message>> = held
+        // ids[to][owner]: the ghosts `to` takes from each owner, in the order it holds them.
+        let ids: Vec<Vec<Vec<u32>>> = held
             .iter()
             .enumerate()
             .map(|(to, bodies)| {
-                let mut from: Vec<Message> =
-                    (0..ranks).map(|owner| Message { owner, here: Vec::new(), there: Vec::new() }).collect();
-                for (i, b) in bodies.iter().enumerate().filter(|(_, b)| owner[b.id as usize] != to as u32) {
-                    let o = owner[b.id as usize] as usize;
-                    from[o].here.push(i as u32);
-                    from[o].there.push(place[b.id as usize]);
+                let mut from = vec![Vec::new(); ranks];
+                for b in bodies.iter().filter(|b| owner[b.id as usize] != to as u32) {
+                    from[owner[b.id as usize] as usize].push(b.id);
                 }
                 from
             })
             .collect();
+        self.set_ranges()?;
+        for (r, (rank, (h, held))) in self.ranks.iter_mut().zip(holds.iter().zip(&held)).enumerate() {
+            rank.engine.bind()?;
+            rank.active = !h.owned.is_empty();
+            rank.owned = h.owned.len() as u32;
+            let sent: Vec<(usize, &[u32])> = (0..ranks).map(|to| (to, ids[to][r].as_slice())).collect();
+            let taken: Vec<(usize, &[u32])> = (0..ranks).map(|o| (o, ids[r][o].as_slice())).collect();
+            rank.set_ids(&sent, &taken)?;
+            if rank.active {
+                rank.engine.load(held, h.range.clone(), &h.previous)?;
+            }
+        }
+        Ok(migrated)
+    }
+
+    /// Uploads the ranges: each rank's cuts, and every other rank's range as cubes of cells.
+    fn set_ranges(&mut self) -> CollideResult<()> {
+        let cuts: Vec<u32> = self.ranges.iter().map(|r| r.start).chain([u32::MAX]).collect();
+        let cubes: Vec<Vec<u32>> = self.ranges.iter().map(|r| blocks(r.clone())).collect();
         for (r, rank) in self.ranks.iter_mut().enumerate() {
-            let (mut send, mut recv) = (Vec::new(), Vec::new());
-            rank.sends.clear();
-            rank.recvs.clear();
-            for (to, m) in messages.iter().enumerate() {
-                let part = &m[r].there;
-                if to != r && !part.is_empty() {
-                    rank.sends.push((to, send.len() as u32..(send.len() + part.len()) as u32));
-                    send.extend_from_slice(part);
-                }
-            }
-            for m in messages[r].iter().filter(|m| m.owner != r && !m.here.is_empty()) {
-                rank.recvs.push((m.owner, recv.len() as u32..(recv.len() + m.here.len()) as u32));
-                recv.extend_from_slice(&m.here);
-            }
             rank.engine.bind()?;
             let b = rank.engine.rank_backend();
-            rank.send = b.upload(if send.is_empty() { &[0] } else { &send })?;
-            rank.recv = b.upload(if recv.is_empty() { &[0] } else { &recv })?;
-            let words = send.len().max(recv.len()).max(1) as u64 * MOST_WORDS;
-            if rank.out.len() < words {
-                rank.out = b.alloc(words)?;
-                rank.into = b.alloc(words)?;
+            rank.cuts = b.upload(&cuts)?;
+            rank.blocks = Vec::new();
+            for (t, c) in cubes.iter().enumerate() {
+                let c: &[u32] = if t == r || c.is_empty() { &[0, 0, 0, 0] } else { c };
+                rank.blocks.push((b.upload(c)?, if t == r { 0 } else { c.len() as u32 / 4 }));
             }
         }
         Ok(())
     }
 
-    /// After the solver: each rank's own bodies and contacts, for the next frame.
-    fn keep(&mut self) -> CollideResult<()> {
-        for rank in self.ranks.iter_mut().filter(|r| r.active) {
+    /// The frame's start on the GPUs (the module's steps 1 and 2): migrants
+    /// and their contacts to their new ranks, ghosts to the ranks whose
+    /// ranges their boxes reach, every engine loaded. Returns how many
+    /// bodies changed rank, or `None` when a rank would hold more than
+    /// [`super::REBALANCE`] times its share (nothing has moved then).
+    fn hand_over(&mut self) -> CollideResult<Option<u64>> {
+        let ranks = self.ranks.len();
+        let w = self.world;
+        let mut clock = Instant::now();
+        let mut lap = |parts: &mut Vec<(String, f64)>, name: &str| {
+            parts.push((name.to_string(), clock.elapsed().as_secs_f64() * 1e3));
+            clock = Instant::now();
+        };
+        // What each rank kept of the last frame: its bodies and its contacts by spawn number.
+        let mut own: Vec<(CudaBuffer<Body>, u32)> = Vec::new();
+        let mut named: Vec<(CudaBuffer<Contact>, u32)> = Vec::new();
+        for rank in self.ranks.iter_mut() {
             rank.engine.bind()?;
-            let held = rank.engine.held()?;
-            let ids: std::collections::HashSet<u32> = rank.hold.owned.iter().map(|b| b.id).collect();
-            rank.hold.owned = held.iter().filter(|b| ids.contains(&b.id)).copied().collect();
-            rank.hold.previous = rank.engine.previous_by_id(&held)?;
+            own.push(rank.kept_bodies()?);
+            named.push(rank.named_contacts()?);
         }
-        Ok(())
+        // Where each rank's bodies go: moves[r][d] lists the places of those r sends d.
+        let mut moves: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
+        for (rank, (bodies, count)) in self.ranks.iter_mut().zip(&own) {
+            rank.engine.bind()?;
+            let mut to = Vec::new();
+            for d in 0..ranks {
+                rank.bound_for(bodies, *count, &w, d as u32)?;
+                to.push(rank.select(*count)?);
+            }
+            moves.push(to);
+        }
+        lap(&mut self.parts, "keep and sort out");
+        let held: Vec<u64> = (0..ranks).map(|d| moves.iter().map(|m| m[d].1 as u64).sum()).collect();
+        let most = self.bodies as f64 / ranks as f64 * super::REBALANCE;
+        if held.iter().any(|&h| h as f64 > most) {
+            return Ok(None);
+        }
+        let migrated: u64 = (0..ranks)
+            .flat_map(|r| (0..ranks).filter(move |&d| d != r).map(move |d| (r, d)))
+            .map(|(r, d)| moves[r][d].1 as u64)
+            .sum();
+
+        // Each rank's bodies now: those it kept, then those it takes from each rank in order.
+        let mut now: Vec<CudaBuffer<Body>> = Vec::new();
+        let mut staged: Vec<CudaBuffer<u32>> = Vec::new();
+        let mut carried = Vec::new();
+        for (d, rank) in self.ranks.iter().enumerate() {
+            rank.engine.bind()?;
+            let b = rank.engine.rank_backend();
+            let buffer: CudaBuffer<Body> = b.alloc(held[d].max(1))?;
+            rank.pack(own[d].0.ptr(), BODY_WORDS, &moves[d][d].0, moves[d][d].1, buffer.ptr())?;
+            now.push(buffer);
+        }
+        for d in 0..ranks {
+            let mut at = moves[d][d].1 as u64;
+            for r in (0..ranks).filter(|&r| r != d) {
+                let count = moves[r][d].1;
+                if count == 0 {
+                    continue;
+                }
+                let rank = &self.ranks[r];
+                rank.engine.bind()?;
+                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * BODY_WORDS as u64)?;
+                rank.pack(own[r].0.ptr(), BODY_WORDS, &moves[r][d].0, count, stage.ptr())?;
+                carried.push(Move {
+                    from: r,
+                    src: stage.ptr(),
+                    to: d,
+                    dst: now[d].ptr() + at * 80,
+                    bytes: count as u64 * 80,
+                });
+                staged.push(stage);
+                at += count as u64;
+            }
+        }
+        self.exchange(&carried)?;
+
+        // The migrants' contacts, from the ranks they left (a contact between two ranks comes from both).
+        let mut contacts: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
+        for (r, rank) in self.ranks.iter_mut().enumerate() {
+            rank.engine.bind()?;
+            let mut to = Vec::new();
+            for d in 0..ranks {
+                if d == r || moves[r][d].1 == 0 {
+                    to.push((rank.engine.rank_backend().alloc(1)?, 0));
+                    continue;
+                }
+                let value = d as u32 + 1;
+                rank.mark(&own[r].0, &moves[r][d], value)?;
+                rank.marked_contacts(&named[r], value)?;
+                to.push(rank.select(named[r].1)?);
+                rank.mark(&own[r].0, &moves[r][d], 0)?;
+            }
+            contacts.push(to);
+        }
+        let mut taken: Vec<(CudaBuffer<Contact>, u32)> = Vec::new();
+        for (d, rank) in self.ranks.iter().enumerate() {
+            let total = named[d].1 + (0..ranks).map(|r| contacts[r][d].1).sum::<u32>();
+            rank.engine.bind()?;
+            let buffer: CudaBuffer<Contact> = rank.engine.rank_backend().alloc(total.max(1) as u64)?;
+            let bytes = named[d].1 as usize * 64;
+            // SAFETY: both hold at least `named[d].1` contacts on this rank's device.
+            unsafe {
+                cuda_runtime::copy_dtod(rank.engine.stream(), buffer.ptr(), named[d].0.ptr(), bytes, "keeping contacts")
+            }?;
+            taken.push((buffer, total));
+        }
+        let mut carried = Vec::new();
+        for d in 0..ranks {
+            let mut at = named[d].1 as u64;
+            for r in (0..ranks).filter(|&r| r != d && contacts[r][d].1 > 0) {
+                let count = contacts[r][d].1;
+                let rank = &self.ranks[r];
+                rank.engine.bind()?;
+                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * CONTACT_WORDS as u64)?;
+                rank.pack(named[r].0.ptr(), CONTACT_WORDS, &contacts[r][d].0, count, stage.ptr())?;
+                carried.push(Move {
+                    from: r,
+                    src: stage.ptr(),
+                    to: d,
+                    dst: taken[d].0.ptr() + at * 64,
+                    bytes: count as u64 * 64,
+                });
+                staged.push(stage);
+                at += count as u64;
+            }
+        }
+        self.exchange(&carried)?;
+
+        lap(&mut self.parts, "migrate");
+        // The halo: each rank's bodies whose grown boxes reach another rank's range.
+        let mut reach = 0.0f32;
+        for (rank, (bodies, count)) in self.ranks.iter().zip(now.iter().zip(&held)) {
+            rank.engine.bind()?;
+            reach = reach.max(rank.reach(bodies, *count as u32, &w)?);
+        }
+        // A margin for the rounding of the grown box's bounds.
+        let reach = reach * 1.001 + 1e-6;
+        let mut ghosts: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
+        for (r, (rank, (bodies, count))) in self.ranks.iter_mut().zip(now.iter().zip(&held)).enumerate() {
+            rank.engine.bind()?;
+            let mut to = Vec::new();
+            for t in 0..ranks {
+                if t == r {
+                    to.push((rank.engine.rank_backend().alloc(1)?, 0));
+                    continue;
+                }
+                rank.halo(bodies, *count as u32, &w, reach, t)?;
+                to.push(rank.select(*count as u32)?);
+            }
+            ghosts.push(to);
+        }
+        // A rank that owns nothing sits the frame out: it takes no ghost.
+        for to in ghosts.iter_mut() {
+            for (t, g) in to.iter_mut().enumerate() {
+                if held[t] == 0 {
+                    g.1 = 0;
+                }
+            }
+        }
+
+        lap(&mut self.parts, "halo");
+        // Every engine loaded: its bodies, then its ghosts by owner.
+        let mut bodies_at = Vec::new();
+        for (t, rank) in self.ranks.iter_mut().enumerate() {
+            rank.engine.bind()?;
+            let n = held[t] + (0..ranks).filter(|&r| r != t).map(|r| ghosts[r][t].1 as u64).sum::<u64>();
+            rank.active = held[t] > 0;
+            rank.owned = held[t] as u32;
+            if !rank.active {
+                bodies_at.push(0);
+                continue;
+            }
+            let at = rank.engine.prepare(n, self.ranges[t].clone())?;
+            // SAFETY: both hold at least held[t] bodies on this rank's device.
+            unsafe {
+                cuda_runtime::copy_dtod(rank.engine.stream(), at, now[t].ptr(), held[t] as usize * 80, "loading bodies")
+            }?;
+            bodies_at.push(at);
+        }
+        let mut carried = Vec::new();
+        for t in 0..ranks {
+            let mut at = held[t];
+            for r in (0..ranks).filter(|&r| r != t && ghosts[r][t].1 > 0) {
+                let count = ghosts[r][t].1;
+                let rank = &self.ranks[r];
+                rank.engine.bind()?;
+                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * BODY_WORDS as u64)?;
+                rank.pack(now[r].ptr(), BODY_WORDS, &ghosts[r][t].0, count, stage.ptr())?;
+                carried.push(Move {
+                    from: r,
+                    src: stage.ptr(),
+                    to: t,
+                    dst: bodies_at[t] + at * 80,
+                    bytes: count as u64 * 80,
+                });
+                staged.push(stage);
+                at += count as u64;
+            }
+        }
+        self.exchange(&carried)?;
+        // The ghosts' spawn numbers on both sides, in one order: what the exchanges' lists are made of.
+        for (r, rank) in self.ranks.iter_mut().enumerate() {
+            rank.engine.bind()?;
+            let sends: Vec<(usize, u64, u32, u64)> = (0..ranks)
+                .filter(|&t| t != r)
+                .map(|t| (t, now[r].ptr(), ghosts[r][t].1, ghosts[r][t].0.ptr()))
+                .collect();
+            let mut at = held[r];
+            let mut takes = Vec::new();
+            for o in (0..ranks).filter(|&o| o != r) {
+                takes.push((o, bodies_at[r] + at * 80, ghosts[o][r].1));
+                at += ghosts[o][r].1 as u64;
+            }
+            rank.ids_from_device(&sends, &takes)?;
+        }
+        // Each rank's previous contacts, named by its bodies' places as loaded.
+        for (t, rank) in self.ranks.iter_mut().enumerate().filter(|(_, r)| r.active) {
+            rank.engine.bind()?;
+            rank.load_contacts(&taken[t])?;
+        }
+        // The temporaries outlive the work that reads them.
+        for rank in &self.ranks {
+            cuda_runtime::synchronize(rank.engine.stream(), "handing bodies over")?;
+        }
+        drop((own, named, moves, now, staged, contacts, taken, ghosts));
+        lap(&mut self.parts, "load");
+        Ok(Some(migrated))
+    }
+
+    /// Everything on the host: each rank's bodies and contacts by spawn
+    /// number (a rebalance loads them again).
+    fn gather(&mut self) -> CollideResult<Vec<Holding>> {
+        let mut holds = Vec::new();
+        for (r, rank) in self.ranks.iter_mut().enumerate() {
+            rank.engine.bind()?;
+            let (bodies, count) = rank.kept_bodies()?;
+            let (contacts, c) = rank.named_contacts()?;
+            let b = rank.engine.rank_backend();
+            let mut owned = b.download(&bodies)?;
+            owned.truncate(count as usize);
+            let mut previous = b.download(&contacts)?;
+            previous.truncate(c as usize);
+            holds.push(Holding { owned, previous, range: self.ranges[r].clone() });
+        }
+        Ok(holds)
+    }
+
+    /// One NCCL group of the moves (nothing when there are none).
+    fn exchange(&self, moves: &[Move]) -> CollideResult<()> {
+        if moves.is_empty() {
+            return Ok(());
+        }
+        Ok(self.comms.exchange(moves).map_err(crate::compaction::Error::from)?)
     }
 
     /// Every body, by spawn number.
     pub fn bodies(&self) -> CollideResult<Vec<Body>> {
         let mut out = vec![Body::default(); self.bodies as usize];
-        for b in self.ranks.iter().flat_map(|r| &r.hold.owned) {
-            out[b.id as usize] = *b;
+        if let Some(holds) = &self.holds {
+            for b in holds.iter().flat_map(|h| &h.owned) {
+                out[b.id as usize] = *b;
+            }
+            return Ok(out);
+        }
+        for rank in self.ranks.iter().filter(|r| r.active) {
+            rank.engine.bind()?;
+            let b = rank.engine.rank_backend();
+            let (held, mine) = (rank.engine.held()?, b.download(&rank.mine)?);
+            for (body, _) in held.iter().zip(&mine).filter(|(_, m)| **m != 0) {
+                out[body.id as usize] = *body;
+            }
         }
         Ok(out)
     }
@@ -307,6 +685,325 @@ impl CudaSplit {
         out.dedup();
         Ok(out)
     }
+}
+
+/// The Morton codes of `range` as aligned cubes of cells, 4 u32 each (x, y,
+/// z of the first cell, side): the largest aligned block at each step, so a
+/// range cut at a coarse cell's boundary is a few dozen cubes.
+fn blocks(range: Range<u32>) -> Vec<u32> {
+    let (mut at, end) = (range.start as u64, (range.end as u64).min(1 << 30));
+    let mut out = Vec::new();
+    while at < end {
+        let mut bits = 0;
+        while bits + 3 <= 30 && at % (1 << (bits + 3)) == 0 && at + (1 << (bits + 3)) <= end {
+            bits += 3;
+        }
+        // A block of 2^bits codes that is not a cube (bits not a multiple of 3) is never chosen: each
+        // step takes a cube, and the next steps the rest.
+        let axis = |shift: u32| {
+            let mut v = 0u32;
+            for i in 0..10 {
+                v |= (((at >> (3 * i + shift)) & 1) as u32) << i;
+            }
+            v
+        };
+        out.extend_from_slice(&[axis(2), axis(1), axis(0), 1 << (bits / 3)]);
+        at += 1 << bits;
+    }
+    out
+}
+
+impl GpuRank {
+    /// The library's select over the first `n` of `flags`: the places kept, and how many.
+    fn select(&mut self, n: u32) -> CollideResult<(CudaBuffer<u32>, u32)> {
+        let mut out: CudaBuffer<u32> = self.engine.rank_backend().alloc((n as u64).max(1))?;
+        if n == 0 {
+            return Ok((out, 0));
+        }
+        self.iota_for(n)?;
+        self.flags.set_len(n as u64)?;
+        out.set_len(n as u64)?;
+        let b = self.engine.rank_backend();
+        let report = b.select(Algorithm::Lookback, &self.iota, Keep::Flags(&self.flags), &mut out)?;
+        Ok((out, report.count()? as u32))
+    }
+
+    /// `iota` holds 0..n at least (grown by collide_iota).
+    fn iota_for(&mut self, n: u32) -> CollideResult<()> {
+        if self.iota.capacity() < n as u64 {
+            let room = n as u64 + n as u64 / 8 + 1;
+            self.iota = self.engine.rank_backend().alloc(room)?;
+            let (p, count) = (self.iota.ptr(), room as u32);
+            let mut l = self.engine.stream().launch_builder(&self.k.iota);
+            l.arg(&p).arg(&count);
+            // SAFETY: matches collide_iota(u32*, u32); the buffer holds `room` u32s.
+            launched(unsafe { l.launch(over(room)) }, "launching collide_iota")?;
+        }
+        Ok(self.iota.set_len(n as u64)?)
+    }
+
+    /// `flags` has room for `n` (its contents unspecified).
+    fn flags_for(&mut self, n: u32) -> CollideResult<u64> {
+        if self.flags.capacity() < n as u64 {
+            self.flags = self.engine.rank_backend().alloc(n as u64 + n as u64 / 8 + 1)?;
+        }
+        self.flags.set_len(n as u64)?;
+        Ok(self.flags.ptr())
+    }
+
+    fn stream(&self) -> &std::sync::Arc<CudaStream> {
+        self.engine.stream()
+    }
+
+    /// Enqueues collide_pack: the `width`-u32 items of `field` at `places` into `records`.
+    fn pack(&self, field: u64, width: u32, places: &CudaBuffer<u32>, count: u32, records: u64) -> CollideResult<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let (pp, zero) = (places.ptr(), 0u32);
+        let mut l = self.stream().launch_builder(&self.k.pack);
+        l.arg(&field).arg(&width).arg(&pp).arg(&count).arg(&records).arg(&width).arg(&zero);
+        // SAFETY: matches collide_pack(const u32*, u32, const u32*, u32, u32*, u32, u32); `places` holds `count`
+        // places of items in `field`, and `records` room for `count` items.
+        launched(unsafe { l.launch(over(count as u64 * width as u64)) }, "launching collide_pack")
+    }
+
+    /// The bodies it owned after the last frame (collide_mine's flags), in the engine's order.
+    fn kept_bodies(&mut self) -> CollideResult<(CudaBuffer<Body>, u32)> {
+        if !self.active {
+            return Ok((self.engine.rank_backend().alloc(1)?, 0));
+        }
+        let n = self.engine.len();
+        self.flags_for(n)?;
+        let bytes = n as usize;
+        // SAFETY: `mine` and `flags` hold at least n bytes on this device.
+        unsafe { cuda_runtime::copy_dtod(self.stream(), self.flags.ptr(), self.mine.ptr(), bytes, "copying flags") }?;
+        let (places, count) = self.select(n)?;
+        let out: CudaBuffer<Body> = self.engine.rank_backend().alloc(count.max(1) as u64)?;
+        self.pack(self.engine.bodies_ptr(), BODY_WORDS, &places, count, out.ptr())?;
+        Ok((out, count))
+    }
+
+    /// Its last frame's contacts (after the solver), named by spawn number.
+    fn named_contacts(&mut self) -> CollideResult<(CudaBuffer<Contact>, u32)> {
+        let count = if self.active { self.engine.contact_count() as u32 } else { 0 };
+        let out: CudaBuffer<Contact> = self.engine.rank_backend().alloc(count.max(1) as u64)?;
+        if count > 0 {
+            let (cp, bp, op) = (self.engine.contacts_ptr(), self.engine.bodies_ptr(), out.ptr());
+            let mut l = self.stream().launch_builder(&self.k.name_contacts);
+            l.arg(&cp).arg(&count).arg(&bp).arg(&op);
+            // SAFETY: matches collide_name_contacts(const Contact*, u32, const Body*, Contact*); the engine's list
+            // holds `count` contacts naming its bodies, and `out` room for them.
+            launched(unsafe { l.launch(over(count as u64)) }, "launching collide_name_contacts")?;
+        }
+        Ok((out, count))
+    }
+
+    /// Flags the `count` bodies whose codes lie in rank d's range.
+    fn bound_for(&mut self, bodies: &CudaBuffer<Body>, count: u32, w: &World, d: u32) -> CollideResult<()> {
+        let fp = self.flags_for(count)?;
+        if count == 0 {
+            return Ok(());
+        }
+        let (bp, cp) = (bodies.ptr(), self.cuts.ptr());
+        let mut l = self.stream().launch_builder(&self.k.bound_for);
+        l.arg(&bp).arg(&count).arg(w).arg(&cp).arg(&d).arg(&fp);
+        // SAFETY: matches collide_bound_for(const Body*, u32, World, const u32*, u32, u8*); `bodies` holds `count`,
+        // the cuts ranks + 1 (d < ranks), the flags `count`.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_bound_for")
+    }
+
+    /// Marks (or with 0 unmarks) the bodies at `places` in the mark table.
+    fn mark(&self, bodies: &CudaBuffer<Body>, places: &(CudaBuffer<u32>, u32), value: u32) -> CollideResult<()> {
+        if places.1 == 0 {
+            return Ok(());
+        }
+        let (bp, pp, mp) = (bodies.ptr(), places.0.ptr(), self.mark.ptr());
+        let mut l = self.stream().launch_builder(&self.k.mark);
+        l.arg(&bp).arg(&pp).arg(&places.1).arg(&value).arg(&mp);
+        // SAFETY: matches collide_mark(const Body*, const u32*, u32, u32, u32*); the places name bodies of the
+        // buffer, whose spawn numbers index the table (a slot per body of the scene).
+        launched(unsafe { l.launch(over(places.1 as u64)) }, "launching collide_mark")
+    }
+
+    /// Flags the contacts that name a body marked `value`.
+    fn marked_contacts(&mut self, named: &(CudaBuffer<Contact>, u32), value: u32) -> CollideResult<()> {
+        let fp = self.flags_for(named.1)?;
+        if named.1 == 0 {
+            return Ok(());
+        }
+        let (cp, mp) = (named.0.ptr(), self.mark.ptr());
+        let mut l = self.stream().launch_builder(&self.k.marked_contacts);
+        l.arg(&cp).arg(&named.1).arg(&mp).arg(&value).arg(&fp);
+        // SAFETY: matches collide_marked_contacts(const Contact*, u32, const u32*, u32, u8*); the contacts name
+        // bodies (or walls) by spawn number, which index the table.
+        launched(unsafe { l.launch(over(named.1 as u64)) }, "launching collide_marked_contacts")
+    }
+
+    /// The largest reach of a box past its body's centre among `count` bodies.
+    fn reach(&self, bodies: &CudaBuffer<Body>, count: u32, w: &World) -> CollideResult<f32> {
+        if count == 0 {
+            return Ok(0.0);
+        }
+        let b = self.engine.rank_backend();
+        let most: CudaBuffer<u32> = zeroed_u32(b, 1)?;
+        let (bp, mp) = (bodies.ptr(), most.ptr());
+        let mut l = self.stream().launch_builder(&self.k.reach);
+        l.arg(&bp).arg(&count).arg(w).arg(&mp);
+        // SAFETY: matches collide_reach(const Body*, u32, World, u32*); `bodies` holds `count`, `most` one u32.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_reach")?;
+        Ok(f32::from_bits(b.download(&most)?[0]))
+    }
+
+    /// Flags the `count` bodies whose boxes grown by `reach` meet rank t's range (none for itself).
+    fn halo(&mut self, bodies: &CudaBuffer<Body>, count: u32, w: &World, reach: f32, t: usize) -> CollideResult<()> {
+        let fp = self.flags_for(count)?;
+        if count == 0 {
+            return Ok(());
+        }
+        let (bp, cp, cubes) = (bodies.ptr(), self.blocks[t].0.ptr(), self.blocks[t].1);
+        let mut l = self.stream().launch_builder(&self.k.halo);
+        l.arg(&bp).arg(&count).arg(w).arg(&reach).arg(&cp).arg(&cubes).arg(&fp);
+        // SAFETY: matches collide_halo(const Body*, u32, World, float, const uint4*, u32, u8*); the cubes' buffer
+        // holds `cubes` uint4s (at least one), the flags `count`.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_halo")
+    }
+
+    /// Sets the ghosts' spawn numbers from the host: `sent[t]` those it
+    /// sends rank t, `taken[o]` those it takes from owner o, in order.
+    fn set_ids(&mut self, sent: &[(usize, &[u32])], taken: &[(usize, &[u32])]) -> CollideResult<()> {
+        let (sends, ids) = parts(sent);
+        let (recvs, rids) = parts(taken);
+        let b = self.engine.rank_backend();
+        self.sent_ids = b.upload(if ids.is_empty() { &[0] } else { &ids })?;
+        self.recv_ids = b.upload(if rids.is_empty() { &[0] } else { &rids })?;
+        self.sends = sends;
+        self.recvs = recvs;
+        Ok(())
+    }
+
+    /// Sets the ghosts' spawn numbers on the device: `sends` as (rank,
+    /// bodies, count, places) of the bodies it sends each rank, `takes` as
+    /// (owner, first body, count) of the ghosts it took from each.
+    fn ids_from_device(&mut self, sends: &[(usize, u64, u32, u64)], takes: &[(usize, u64, u32)]) -> CollideResult<()> {
+        let b = self.engine.rank_backend();
+        let total = |c: u32, acc: u64| acc + c as u64;
+        self.sent_ids = b.alloc(sends.iter().fold(0, |a, s| total(s.2, a)).max(1))?;
+        self.recv_ids = b.alloc(takes.iter().fold(0, |a, s| total(s.2, a)).max(1))?;
+        self.sends.clear();
+        self.recvs.clear();
+        let mut at = 0u32;
+        for &(t, bodies, count, places) in sends.iter().filter(|s| s.2 > 0) {
+            self.ids_of(bodies, places, count, self.sent_ids.ptr() + at as u64 * 4)?;
+            self.sends.push((t, at..at + count));
+            at += count;
+        }
+        let mut at = 0u32;
+        for &(o, bodies, count) in takes.iter().filter(|s| s.2 > 0) {
+            self.ids_of(bodies, 0, count, self.recv_ids.ptr() + at as u64 * 4)?;
+            self.recvs.push((o, at..at + count));
+            at += count;
+        }
+        Ok(())
+    }
+
+    /// Enqueues collide_ids_of: the spawn numbers of `count` bodies (at `places`, or the first ones when 0).
+    fn ids_of(&self, bodies: u64, places: u64, count: u32, ids: u64) -> CollideResult<()> {
+        let mut l = self.stream().launch_builder(&self.k.ids_of);
+        l.arg(&bodies).arg(&places).arg(&count).arg(&ids);
+        // SAFETY: matches collide_ids_of(const Body*, const u32*, u32, u32*); the places (or the first `count`)
+        // name bodies of the buffer, and `ids` has room for `count`.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_ids_of")
+    }
+
+    /// Enqueues the place table of the engine's bodies (a slot per spawn number).
+    fn place_table(&self) -> CollideResult<()> {
+        let (n, pp, bp) = (self.engine.len(), self.place.ptr(), self.engine.bodies_ptr());
+        // SAFETY: the table holds a u32 per body of the scene, on this stream's device.
+        let r = unsafe {
+            cudarc::driver::sys::cuMemsetD32Async(pp, MISSING, self.place.len() as usize, self.stream().cu_stream())
+        };
+        r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("clearing the place table")(e)))?;
+        let mut l = self.stream().launch_builder(&self.k.place);
+        l.arg(&bp).arg(&n).arg(&pp);
+        // SAFETY: matches collide_where(const Body*, u32, u32*); the engine holds n bodies whose spawn numbers
+        // index the table.
+        launched(unsafe { l.launch(over(n as u64)) }, "launching collide_where")
+    }
+
+    /// The previous contacts of the bodies loaded: those whose bodies are
+    /// both here, named by their places as loaded, into the engine's warm start.
+    fn load_contacts(&mut self, named: &(CudaBuffer<Contact>, u32)) -> CollideResult<()> {
+        self.place_table()?;
+        let fp = self.flags_for(named.1)?;
+        if named.1 > 0 {
+            let (cp, pp) = (named.0.ptr(), self.place.ptr());
+            let mut l = self.stream().launch_builder(&self.k.found);
+            l.arg(&cp).arg(&named.1).arg(&pp).arg(&fp);
+            // SAFETY: matches collide_found(const Contact*, u32, const u32*, u8*); the contacts name bodies by spawn
+            // number, which index the table; the flags hold `count`.
+            launched(unsafe { l.launch(over(named.1 as u64)) }, "launching collide_found")?;
+        }
+        let (picked, count) = self.select(named.1)?;
+        let slot = self.engine.previous_slot(count as u64)?;
+        if count > 0 {
+            let (cp, kp, pp) = (named.0.ptr(), picked.ptr(), self.place.ptr());
+            let mut l = self.stream().launch_builder(&self.k.place_contacts);
+            l.arg(&cp).arg(&kp).arg(&count).arg(&pp).arg(&slot);
+            // SAFETY: matches collide_place_contacts(const Contact*, const u32*, u32, const u32*, Contact*);
+            // `picked` holds `count` indices of contacts whose bodies are in the table, and the slot room for them.
+            launched(unsafe { l.launch(over(count as u64)) }, "launching collide_place_contacts")?;
+        }
+        Ok(())
+    }
+
+    /// After the broad and narrow phase: which bodies it owns, and the
+    /// exchanges' lists (the ghosts' places on both sides).
+    fn index(&mut self, w: &World) -> CollideResult<()> {
+        let n = self.engine.len() as u64;
+        if self.mine.capacity() < n {
+            self.mine = self.engine.rank_backend().alloc(n + n / 8 + 1)?;
+        }
+        self.mine.set_len(n)?;
+        let (bp, mp, (lo, hi)) = (self.engine.bodies_ptr(), self.mine.ptr(), self.engine.owned_range());
+        let count = n as u32;
+        let mut l = self.stream().launch_builder(&self.k.mine);
+        l.arg(&bp).arg(&count).arg(w).arg(&lo).arg(&hi).arg(&mp);
+        // SAFETY: matches collide_mine(const Body*, u32, World, u32, u32, u8*); both hold n.
+        launched(unsafe { l.launch(over(n)) }, "launching collide_mine")?;
+        self.place_table()?;
+        let b = self.engine.rank_backend();
+        let (s, r) = (self.sends.last().map_or(0, |p| p.1.end), self.recvs.last().map_or(0, |p| p.1.end));
+        self.send = b.alloc(s.max(1) as u64)?;
+        self.recv = b.alloc(r.max(1) as u64)?;
+        for (ids, places, count) in [(&self.sent_ids, &self.send, s), (&self.recv_ids, &self.recv, r)] {
+            if count == 0 {
+                continue;
+            }
+            let (tp, ip, pp) = (self.place.ptr(), ids.ptr(), places.ptr());
+            let mut l = self.stream().launch_builder(&self.k.places_of);
+            l.arg(&tp).arg(&ip).arg(&count).arg(&pp);
+            // SAFETY: matches collide_places_of(const u32*, const u32*, u32, u32*); every id is a body of this
+            // engine, whose place the table holds; `places` has room for `count`.
+            launched(unsafe { l.launch(over(count as u64)) }, "launching collide_places_of")?;
+        }
+        let words = s.max(r).max(1) as u64 * BODY_WORDS as u64;
+        if self.out.len() < words {
+            self.out = b.alloc(words)?;
+            self.into = b.alloc(words)?;
+        }
+        Ok(())
+    }
+}
+
+/// Lists by peer, concatenated: each peer's part, and the whole.
+fn parts(lists: &[(usize, &[u32])]) -> (Vec<(usize, Range<u32>)>, Vec<u32>) {
+    let (mut parts, mut all) = (Vec::new(), Vec::new());
+    for &(peer, list) in lists.iter().filter(|l| !l.1.is_empty()) {
+        parts.push((peer, all.len() as u32..(all.len() + list.len()) as u32));
+        all.extend_from_slice(list);
+    }
+    (parts, all)
 }
 
 impl crate::collide::Simulation for CudaSplit {
@@ -352,7 +1049,7 @@ impl Lockstep<'_> {
     /// Waits for every rank's stream.
     fn wait(&self) -> CollideResult<()> {
         for rank in self.ranks.iter().filter(|r| r.active) {
-            crate::cuda_runtime::synchronize(rank.engine.stream(), "waiting for a rank's solver")?;
+            cuda_runtime::synchronize(rank.engine.stream(), "waiting for a rank's solver")?;
         }
         Ok(())
     }
@@ -381,9 +1078,15 @@ impl CudaRanks for Lockstep<'_> {
         for (to, rank) in self.ranks.iter().enumerate() {
             for (owner, part) in &rank.recvs {
                 let o = &self.ranks[*owner];
-                let at =
-                    o.sends.iter().find(|s| s.0 == to).map(|s| s.1.clone()).expect("an owner sends what a rank takes");
-                debug_assert_eq!(at.len(), part.len());
+                let at = o.sends.iter().find(|s| s.0 == to).map(|s| s.1.clone());
+                let at = at.ok_or_else(|| CollideError::Settings(format!("rank {owner} sends rank {to} nothing")))?;
+                if at.len() != part.len() {
+                    return Err(CollideError::Settings(format!(
+                        "rank {owner} sends rank {to} {} ghosts, it takes {}",
+                        at.len(),
+                        part.len()
+                    )));
+                }
                 moves.push(Move {
                     from: *owner,
                     src: o.out.ptr() + at.start as u64 * bytes,
@@ -405,5 +1108,39 @@ impl CudaRanks for Lockstep<'_> {
 
     fn every_round(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocks;
+
+    /// A code's cell (x, y, z): the inverse of physics::morton's interleave.
+    fn cell(code: u32) -> [u32; 3] {
+        let axis = |shift: u32| (0..10).fold(0, |v, i| v | (((code >> (3 * i + shift)) & 1) << i));
+        [axis(2), axis(1), axis(0)]
+    }
+
+    /// The cubes of a range hold exactly its codes: each code inside lies
+    /// in one cube, and none outside lies in any.
+    #[test]
+    fn a_ranges_cubes_hold_exactly_its_codes() {
+        let ranges =
+            [0..1 << 30, 4096..4096 + 8 * 512, 12_345..98_765, 1_000_000..1_000_001, (1 << 29) - 70_000..1 << 29];
+        for range in ranges {
+            let cubes = blocks(range.clone());
+            assert!(cubes.len() / 4 <= 7 * 2 * 10, "{range:?}: {} cubes", cubes.len() / 4);
+            let lo = range.start.saturating_sub(5000);
+            let hi = range.end.saturating_add(5000).min(1 << 30);
+            // The whole space is too many codes to walk: its ends and a stride through it.
+            let step = ((hi - lo) / 200_000).max(1);
+            for code in (lo..hi).step_by(step as usize).chain([range.start, range.end.saturating_sub(1)]) {
+                let [x, y, z] = cell(code);
+                let inside = cubes.chunks(4).filter(|c| {
+                    x >= c[0] && x < c[0] + c[3] && y >= c[1] && y < c[1] + c[3] && z >= c[2] && z < c[2] + c[3]
+                });
+                assert_eq!(inside.count(), range.contains(&code) as usize, "{range:?}: code {code}");
+            }
+        }
     }
 }

@@ -92,6 +92,8 @@ pub struct SplitStats {
     pub shared: u64,
     /// Steps after which the ghosts took their owners' values.
     pub exchanges: u64,
+    /// The frame's start on GPUs, step by step (host wall clock, ms): what ownership and halo cost.
+    pub parts: Vec<(String, f64)>,
 }
 
 /// The collider over `ranks` CPU engines.
@@ -209,6 +211,7 @@ impl SplitCollide {
             migrated,
             shared,
             exchanges,
+            parts: Vec::new(),
         };
         Ok(stats)
     }
