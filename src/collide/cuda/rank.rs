@@ -79,9 +79,11 @@ impl CudaCollide {
             self.tree.bodies = self.backend.alloc(n + n / 8 + 1)?;
         }
         self.tree.bodies.set_len(n)?;
+        // With room to spare: a rank's count wavers from frame to frame, and growing the lists costs gigabytes of
+        // allocations.
         let lists = crate::collide::gpu::Lists::new(n);
         if self.lists.capacity < lists.capacity {
-            self.set_candidate_capacity(lists.capacity)?;
+            self.set_candidate_capacity(lists.capacity + lists.capacity / 4)?;
         }
         self.owned = (owned.start, owned.end);
         self.generation += 1;

@@ -136,6 +136,91 @@ struct GpuRank {
     /// The records of an exchange in flight (a body's worth each, at most).
     out: CudaBuffer<u32>,
     into: CudaBuffer<u32>,
+    /// The frame's start, in buffers kept between frames (each grows when
+    /// it must; a frame that allocates and frees a gigabyte waits for the
+    /// memory's mapping): the bodies it kept and its contacts by spawn
+    /// number; its bodies after migration, and its contacts with the migrants'.
+    own: CudaBuffer<Body>,
+    named: CudaBuffer<Contact>,
+    now: CudaBuffer<Body>,
+    taken: CudaBuffer<Contact>,
+    /// What the selects chose: the bodies it kept, the contacts it found.
+    kept: CudaBuffer<u32>,
+    found: CudaBuffer<u32>,
+    /// By rank, what it sends there.
+    peers: Vec<Peer>,
+    /// collide_reach's word.
+    most: CudaBuffer<u32>,
+}
+
+/// What a rank sends one rank at the frame's start: the places of its
+/// migrants (for itself: those it keeps), of their contacts and of its
+/// ghosts there, and the records in flight.
+struct Peer {
+    migrants: CudaBuffer<u32>,
+    contacts: CudaBuffer<u32>,
+    ghosts: CudaBuffer<u32>,
+    migrants_out: CudaBuffer<u32>,
+    contacts_out: CudaBuffer<u32>,
+    ghosts_out: CudaBuffer<u32>,
+}
+
+impl Peer {
+    fn new(b: &CudaBackend) -> CollideResult<Peer> {
+        Ok(Peer {
+            migrants: b.alloc(1)?,
+            contacts: b.alloc(1)?,
+            ghosts: b.alloc(1)?,
+            migrants_out: b.alloc(1)?,
+            contacts_out: b.alloc(1)?,
+            ghosts_out: b.alloc(1)?,
+        })
+    }
+}
+
+/// Which of a rank's place lists a select fills.
+#[derive(Clone, Copy)]
+enum Picked {
+    Kept,
+    Found,
+    Migrants(usize),
+    Contacts(usize),
+    Ghosts(usize),
+}
+
+/// Runs `f` on every rank at once, a host thread each (its GPU's context
+/// current there): a rank's selects wait for their counts, and the ranks'
+/// waits overlap.
+fn each_rank<T: Send>(
+    ranks: &mut [GpuRank],
+    f: impl Fn(usize, &mut GpuRank) -> CollideResult<T> + Sync,
+) -> CollideResult<Vec<T>> {
+    std::thread::scope(|scope| {
+        let f = &f;
+        let running: Vec<_> = ranks
+            .iter_mut()
+            .enumerate()
+            .map(|(r, rank)| {
+                scope.spawn(move || {
+                    rank.engine.bind()?;
+                    f(r, rank)
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|r| r.join().unwrap_or_else(|_| Err(CollideError::Settings("a rank's thread panicked".into()))))
+            .collect()
+    })
+}
+
+/// Room for `len` items in `buffer`: it grows (with room to spare) when it
+/// holds fewer, and keeps its allocation otherwise.
+fn room<T: crate::compaction::Element>(b: &CudaBackend, buffer: &mut CudaBuffer<T>, len: u64) -> CollideResult<()> {
+    if buffer.capacity() < len.max(1) {
+        *buffer = b.alloc(len.max(1) + len / 8)?;
+    }
+    Ok(buffer.set_len(len)?)
 }
 
 /// The collider over one CUDA engine per GPU.
@@ -184,6 +269,14 @@ impl CudaSplit {
                 recv: b.alloc(1)?,
                 out: b.alloc(1)?,
                 into: b.alloc(1)?,
+                own: b.alloc(1)?,
+                named: b.alloc(1)?,
+                now: b.alloc(1)?,
+                taken: b.alloc(1)?,
+                kept: b.alloc(1)?,
+                found: b.alloc(1)?,
+                peers: (0..ranks).map(|_| Peer::new(b)).collect::<CollideResult<_>>()?,
+                most: b.alloc(1)?,
                 engine,
                 frontier: None,
                 active: false,
@@ -257,35 +350,24 @@ impl CudaSplit {
 
         // Broad and narrow phase, each rank alone and all at once, a host thread each (a frame redone for
         // room stays within its rank); then which bodies each owns, the exchanges' lists, the counts.
-        let ranks: Vec<(FrameStats, Kept, f64)> = std::thread::scope(|scope| {
-            let running: Vec<_> = self
-                .ranks
-                .iter_mut()
-                .filter(|r| r.active)
-                .map(|rank| {
-                    scope.spawn(move || -> CollideResult<(FrameStats, Kept, f64)> {
-                        rank.engine.bind()?;
-                        let f = match &mut rank.frontier {
-                            Some(f) => f,
-                            none => none.insert(Frontier::new(&rank.engine)?),
-                        };
-                        let st = crate::collide::frame(&mut rank.engine, s, f, index)?;
-                        let t = Instant::now();
-                        rank.index(&w)?;
-                        let kept = rank.engine.kept()?;
-                        Ok((st, kept, t.elapsed().as_secs_f64() * 1e3))
-                    })
-                })
-                .collect();
-            running
-                .into_iter()
-                .map(|r| r.join().unwrap_or_else(|_| Err(CollideError::Settings("a rank's thread panicked".into()))))
-                .collect::<CollideResult<Vec<_>>>()
+        let ranks = each_rank(&mut self.ranks, |_, rank| {
+            if !rank.active {
+                return Ok(None);
+            }
+            let f = match &mut rank.frontier {
+                Some(f) => f,
+                none => none.insert(Frontier::new(&rank.engine)?),
+            };
+            let st = crate::collide::frame(&mut rank.engine, s, f, index)?;
+            let t = Instant::now();
+            rank.index(&w)?;
+            let kept = rank.engine.kept()?;
+            Ok(Some((st, kept, t.elapsed().as_secs_f64() * 1e3)))
         })?;
         let mut slowest: Option<FrameStats> = None;
         let mut counts = Kept::default();
         let mut ghosts_ms = 0.0f64;
-        for (st, kept, ms) in ranks {
+        for (st, kept, ms) in ranks.into_iter().flatten() {
             counts += kept;
             ghosts_ms = ghosts_ms.max(ms);
             if slowest.as_ref().is_none_or(|f| f.frame_ms < st.frame_ms) {
@@ -397,221 +479,159 @@ impl CudaSplit {
             parts.push((name.to_string(), clock.elapsed().as_secs_f64() * 1e3));
             clock = Instant::now();
         };
-        // What each rank kept of the last frame: its bodies and its contacts by spawn number.
-        let mut own: Vec<(CudaBuffer<Body>, u32)> = Vec::new();
-        let mut named: Vec<(CudaBuffer<Contact>, u32)> = Vec::new();
-        for rank in self.ranks.iter_mut() {
-            rank.engine.bind()?;
-            own.push(rank.kept_bodies()?);
-            named.push(rank.named_contacts()?);
-        }
-        // Where each rank's bodies go: moves[r][d] lists the places of those r sends d.
-        let mut moves: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
-        for (rank, (bodies, count)) in self.ranks.iter_mut().zip(&own) {
-            rank.engine.bind()?;
+        // What each rank kept of the last frame (its bodies, its contacts by spawn number), and where
+        // each of those bodies goes: moves[r][d] bodies from r to d.
+        let sorted = each_rank(&mut self.ranks, |_, rank| {
+            let (own, named) = (rank.keep()?, rank.name_contacts()?);
             let mut to = Vec::new();
             for d in 0..ranks {
-                rank.bound_for(bodies, *count, &w, d as u32)?;
-                to.push(rank.select(*count)?);
+                rank.bound_for(own, &w, d as u32)?;
+                to.push(rank.select(own, Picked::Migrants(d))?);
             }
-            moves.push(to);
-        }
+            Ok((own, named, to))
+        })?;
+        let named: Vec<u32> = sorted.iter().map(|s| s.1).collect();
+        let moves: Vec<Vec<u32>> = sorted.into_iter().map(|s| s.2).collect();
         lap(&mut self.parts, "keep and sort out");
-        let held: Vec<u64> = (0..ranks).map(|d| moves.iter().map(|m| m[d].1 as u64).sum()).collect();
+        let held: Vec<u64> = (0..ranks).map(|d| moves.iter().map(|m| m[d] as u64).sum()).collect();
         let most = self.bodies as f64 / ranks as f64 * super::REBALANCE;
         if held.iter().any(|&h| h as f64 > most) {
             return Ok(None);
         }
-        let migrated: u64 = (0..ranks)
-            .flat_map(|r| (0..ranks).filter(move |&d| d != r).map(move |d| (r, d)))
-            .map(|(r, d)| moves[r][d].1 as u64)
-            .sum();
+        let crossing = || (0..ranks).flat_map(|r| (0..ranks).filter(move |&d| d != r).map(move |d| (r, d)));
+        let migrated: u64 = crossing().map(|(r, d)| moves[r][d] as u64).sum();
 
         // Each rank's bodies now: those it kept, then those it takes from each rank in order.
-        let mut now: Vec<CudaBuffer<Body>> = Vec::new();
-        let mut staged: Vec<CudaBuffer<u32>> = Vec::new();
-        let mut carried = Vec::new();
-        for (d, rank) in self.ranks.iter().enumerate() {
+        for (d, rank) in self.ranks.iter_mut().enumerate() {
             rank.engine.bind()?;
-            let b = rank.engine.rank_backend();
-            let buffer: CudaBuffer<Body> = b.alloc(held[d].max(1))?;
-            rank.pack(own[d].0.ptr(), BODY_WORDS, &moves[d][d].0, moves[d][d].1, buffer.ptr())?;
-            now.push(buffer);
+            room(rank.engine.rank_backend(), &mut rank.now, held[d])?;
+            rank.pack(rank.own.ptr(), BODY_WORDS, &rank.peers[d].migrants, moves[d][d], rank.now.ptr())?;
         }
-        for d in 0..ranks {
-            let mut at = moves[d][d].1 as u64;
-            for r in (0..ranks).filter(|&r| r != d) {
-                let count = moves[r][d].1;
-                if count == 0 {
-                    continue;
-                }
-                let rank = &self.ranks[r];
-                rank.engine.bind()?;
-                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * BODY_WORDS as u64)?;
-                rank.pack(own[r].0.ptr(), BODY_WORDS, &moves[r][d].0, count, stage.ptr())?;
-                carried.push(Move {
-                    from: r,
-                    src: stage.ptr(),
-                    to: d,
-                    dst: now[d].ptr() + at * 80,
-                    bytes: count as u64 * 80,
-                });
-                staged.push(stage);
-                at += count as u64;
-            }
+        let now: Vec<u64> = self.ranks.iter().map(|r| r.now.ptr()).collect();
+        let mut carried = Vec::new();
+        let mut at = moves.iter().enumerate().map(|(d, m)| m[d] as u64).collect::<Vec<u64>>();
+        for (r, d) in crossing().filter(|&(r, d)| moves[r][d] > 0) {
+            let count = moves[r][d];
+            let rank = &mut self.ranks[r];
+            rank.engine.bind()?;
+            let peer = &mut rank.peers[d];
+            room(rank.engine.rank_backend(), &mut peer.migrants_out, count as u64 * BODY_WORDS as u64)?;
+            let (src, places) = (peer.migrants_out.ptr(), &rank.peers[d].migrants);
+            rank.pack(rank.own.ptr(), BODY_WORDS, places, count, src)?;
+            carried.push(Move { from: r, src, to: d, dst: now[d] + at[d] * 80, bytes: count as u64 * 80 });
+            at[d] += count as u64;
         }
         self.exchange(&carried)?;
 
         // The migrants' contacts, from the ranks they left (a contact between two ranks comes from both).
-        let mut contacts: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
-        for (r, rank) in self.ranks.iter_mut().enumerate() {
+        let mut contacts = vec![vec![0u32; ranks]; ranks];
+        for (r, d) in crossing().filter(|&(r, d)| moves[r][d] > 0) {
+            let rank = &mut self.ranks[r];
             rank.engine.bind()?;
-            let mut to = Vec::new();
-            for d in 0..ranks {
-                if d == r || moves[r][d].1 == 0 {
-                    to.push((rank.engine.rank_backend().alloc(1)?, 0));
-                    continue;
-                }
-                let value = d as u32 + 1;
-                rank.mark(&own[r].0, &moves[r][d], value)?;
-                rank.marked_contacts(&named[r], value)?;
-                to.push(rank.select(named[r].1)?);
-                rank.mark(&own[r].0, &moves[r][d], 0)?;
-            }
-            contacts.push(to);
+            let value = d as u32 + 1;
+            rank.mark(d, moves[r][d], value)?;
+            rank.marked_contacts(named[r], value)?;
+            contacts[r][d] = rank.select(named[r], Picked::Contacts(d))?;
+            rank.mark(d, moves[r][d], 0)?;
         }
-        let mut taken: Vec<(CudaBuffer<Contact>, u32)> = Vec::new();
-        for (d, rank) in self.ranks.iter().enumerate() {
-            let total = named[d].1 + (0..ranks).map(|r| contacts[r][d].1).sum::<u32>();
+        let mut taken = named.clone();
+        for (d, rank) in self.ranks.iter_mut().enumerate() {
+            let total = named[d] + (0..ranks).map(|r| contacts[r][d]).sum::<u32>();
             rank.engine.bind()?;
-            let buffer: CudaBuffer<Contact> = rank.engine.rank_backend().alloc(total.max(1) as u64)?;
-            let bytes = named[d].1 as usize * 64;
-            // SAFETY: both hold at least `named[d].1` contacts on this rank's device.
+            room(rank.engine.rank_backend(), &mut rank.taken, total as u64)?;
+            let bytes = named[d] as usize * 64;
+            // SAFETY: both hold at least `named[d]` contacts on this rank's device.
             unsafe {
-                cuda_runtime::copy_dtod(rank.engine.stream(), buffer.ptr(), named[d].0.ptr(), bytes, "keeping contacts")
+                let (to, from) = (rank.taken.ptr(), rank.named.ptr());
+                cuda_runtime::copy_dtod(rank.engine.stream(), to, from, bytes, "keeping contacts")
             }?;
-            taken.push((buffer, total));
         }
+        let into: Vec<u64> = self.ranks.iter().map(|r| r.taken.ptr()).collect();
         let mut carried = Vec::new();
-        for d in 0..ranks {
-            let mut at = named[d].1 as u64;
-            for r in (0..ranks).filter(|&r| r != d && contacts[r][d].1 > 0) {
-                let count = contacts[r][d].1;
-                let rank = &self.ranks[r];
-                rank.engine.bind()?;
-                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * CONTACT_WORDS as u64)?;
-                rank.pack(named[r].0.ptr(), CONTACT_WORDS, &contacts[r][d].0, count, stage.ptr())?;
-                carried.push(Move {
-                    from: r,
-                    src: stage.ptr(),
-                    to: d,
-                    dst: taken[d].0.ptr() + at * 64,
-                    bytes: count as u64 * 64,
-                });
-                staged.push(stage);
-                at += count as u64;
-            }
+        for (r, d) in crossing().filter(|&(r, d)| contacts[r][d] > 0) {
+            let count = contacts[r][d];
+            let rank = &mut self.ranks[r];
+            rank.engine.bind()?;
+            let peer = &mut rank.peers[d];
+            room(rank.engine.rank_backend(), &mut peer.contacts_out, count as u64 * CONTACT_WORDS as u64)?;
+            let (src, places) = (peer.contacts_out.ptr(), &rank.peers[d].contacts);
+            rank.pack(rank.named.ptr(), CONTACT_WORDS, places, count, src)?;
+            carried.push(Move { from: r, src, to: d, dst: into[d] + taken[d] as u64 * 64, bytes: count as u64 * 64 });
+            taken[d] += count;
         }
         self.exchange(&carried)?;
-
         lap(&mut self.parts, "migrate");
-        // The halo: each rank's bodies whose grown boxes reach another rank's range.
-        let mut reach = 0.0f32;
-        for (rank, (bodies, count)) in self.ranks.iter().zip(now.iter().zip(&held)) {
-            rank.engine.bind()?;
-            reach = reach.max(rank.reach(bodies, *count as u32, &w)?);
-        }
-        // A margin for the rounding of the grown box's bounds.
-        let reach = reach * 1.001 + 1e-6;
-        let mut ghosts: Vec<Vec<(CudaBuffer<u32>, u32)>> = Vec::new();
-        for (r, (rank, (bodies, count))) in self.ranks.iter_mut().zip(now.iter().zip(&held)).enumerate() {
-            rank.engine.bind()?;
-            let mut to = Vec::new();
-            for t in 0..ranks {
-                if t == r {
-                    to.push((rank.engine.rank_backend().alloc(1)?, 0));
-                    continue;
-                }
-                rank.halo(bodies, *count as u32, &w, reach, t)?;
-                to.push(rank.select(*count as u32)?);
-            }
-            ghosts.push(to);
-        }
-        // A rank that owns nothing sits the frame out: it takes no ghost.
-        for to in ghosts.iter_mut() {
-            for (t, g) in to.iter_mut().enumerate() {
-                if held[t] == 0 {
-                    g.1 = 0;
-                }
-            }
-        }
 
+        // The halo: each rank's bodies whose grown boxes reach another rank's range.
+        let reaches = each_rank(&mut self.ranks, |r, rank| rank.reach(held[r] as u32, &w))?;
+        // A margin for the rounding of the grown box's bounds.
+        let reach = reaches.into_iter().fold(0.0f32, f32::max) * 1.001 + 1e-6;
+        let ghosts = each_rank(&mut self.ranks, |r, rank| {
+            let mut to = vec![0u32; ranks];
+            for t in (0..ranks).filter(|&t| t != r && held[t] > 0) {
+                rank.halo(held[r] as u32, &w, reach, t)?;
+                to[t] = rank.select(held[r] as u32, Picked::Ghosts(t))?;
+            }
+            Ok(to)
+        })?;
         lap(&mut self.parts, "halo");
+
         // Every engine loaded: its bodies, then its ghosts by owner.
-        let mut bodies_at = Vec::new();
+        let mut clock = Instant::now();
+        let mut lap = |parts: &mut Vec<(String, f64)>, name: &str| {
+            parts.push((name.to_string(), clock.elapsed().as_secs_f64() * 1e3));
+            clock = Instant::now();
+        };
+        let mut bodies_at = vec![0u64; ranks];
         for (t, rank) in self.ranks.iter_mut().enumerate() {
             rank.engine.bind()?;
-            let n = held[t] + (0..ranks).filter(|&r| r != t).map(|r| ghosts[r][t].1 as u64).sum::<u64>();
+            let n = held[t] + (0..ranks).map(|r| ghosts[r][t] as u64).sum::<u64>();
             rank.active = held[t] > 0;
             rank.owned = held[t] as u32;
             if !rank.active {
-                bodies_at.push(0);
                 continue;
             }
-            let at = rank.engine.prepare(n, self.ranges[t].clone())?;
+            bodies_at[t] = rank.engine.prepare(n, self.ranges[t].clone())?;
             // SAFETY: both hold at least held[t] bodies on this rank's device.
             unsafe {
-                cuda_runtime::copy_dtod(rank.engine.stream(), at, now[t].ptr(), held[t] as usize * 80, "loading bodies")
+                let (stream, from) = (rank.engine.stream(), rank.now.ptr());
+                cuda_runtime::copy_dtod(stream, bodies_at[t], from, held[t] as usize * 80, "loading bodies")
             }?;
-            bodies_at.push(at);
         }
         let mut carried = Vec::new();
-        for t in 0..ranks {
-            let mut at = held[t];
-            for r in (0..ranks).filter(|&r| r != t && ghosts[r][t].1 > 0) {
-                let count = ghosts[r][t].1;
-                let rank = &self.ranks[r];
-                rank.engine.bind()?;
-                let stage: CudaBuffer<u32> = rank.engine.rank_backend().alloc(count as u64 * BODY_WORDS as u64)?;
-                rank.pack(now[r].ptr(), BODY_WORDS, &ghosts[r][t].0, count, stage.ptr())?;
-                carried.push(Move {
-                    from: r,
-                    src: stage.ptr(),
-                    to: t,
-                    dst: bodies_at[t] + at * 80,
-                    bytes: count as u64 * 80,
-                });
-                staged.push(stage);
-                at += count as u64;
-            }
+        let mut at = held.clone();
+        for (r, t) in crossing().filter(|&(r, t)| ghosts[r][t] > 0) {
+            let count = ghosts[r][t];
+            let rank = &mut self.ranks[r];
+            rank.engine.bind()?;
+            let peer = &mut rank.peers[t];
+            room(rank.engine.rank_backend(), &mut peer.ghosts_out, count as u64 * BODY_WORDS as u64)?;
+            let (src, places) = (peer.ghosts_out.ptr(), &rank.peers[t].ghosts);
+            rank.pack(rank.now.ptr(), BODY_WORDS, places, count, src)?;
+            carried.push(Move { from: r, src, to: t, dst: bodies_at[t] + at[t] * 80, bytes: count as u64 * 80 });
+            at[t] += count as u64;
         }
+        lap(&mut self.parts, "load: prepare");
         self.exchange(&carried)?;
         // The ghosts' spawn numbers on both sides, in one order: what the exchanges' lists are made of.
         for (r, rank) in self.ranks.iter_mut().enumerate() {
             rank.engine.bind()?;
             let sends: Vec<(usize, u64, u32, u64)> = (0..ranks)
                 .filter(|&t| t != r)
-                .map(|t| (t, now[r].ptr(), ghosts[r][t].1, ghosts[r][t].0.ptr()))
+                .map(|t| (t, rank.now.ptr(), ghosts[r][t], rank.peers[t].ghosts.ptr()))
                 .collect();
             let mut at = held[r];
             let mut takes = Vec::new();
             for o in (0..ranks).filter(|&o| o != r) {
-                takes.push((o, bodies_at[r] + at * 80, ghosts[o][r].1));
-                at += ghosts[o][r].1 as u64;
+                takes.push((o, bodies_at[r] + at * 80, ghosts[o][r]));
+                at += ghosts[o][r] as u64;
             }
             rank.ids_from_device(&sends, &takes)?;
         }
+        lap(&mut self.parts, "load: ghosts");
         // Each rank's previous contacts, named by its bodies' places as loaded.
-        for (t, rank) in self.ranks.iter_mut().enumerate().filter(|(_, r)| r.active) {
-            rank.engine.bind()?;
-            rank.load_contacts(&taken[t])?;
-        }
-        // The temporaries outlive the work that reads them.
-        for rank in &self.ranks {
-            cuda_runtime::synchronize(rank.engine.stream(), "handing bodies over")?;
-        }
-        drop((own, named, moves, now, staged, contacts, taken, ghosts));
-        lap(&mut self.parts, "load");
+        each_rank(&mut self.ranks, |t, rank| if rank.active { rank.load_contacts(taken[t]) } else { Ok(()) })?;
+        lap(&mut self.parts, "load: contacts");
         Ok(Some(migrated))
     }
 
@@ -621,12 +641,11 @@ impl CudaSplit {
         let mut holds = Vec::new();
         for (r, rank) in self.ranks.iter_mut().enumerate() {
             rank.engine.bind()?;
-            let (bodies, count) = rank.kept_bodies()?;
-            let (contacts, c) = rank.named_contacts()?;
+            let (count, c) = (rank.keep()?, rank.name_contacts()?);
             let b = rank.engine.rank_backend();
-            let mut owned = b.download(&bodies)?;
+            let mut owned = b.download(&rank.own)?;
             owned.truncate(count as usize);
-            let mut previous = b.download(&contacts)?;
+            let mut previous = b.download(&rank.named)?;
             previous.truncate(c as usize);
             holds.push(Holding { owned, previous, range: self.ranges[r].clone() });
         }
@@ -714,18 +733,26 @@ fn blocks(range: Range<u32>) -> Vec<u32> {
 }
 
 impl GpuRank {
-    /// The library's select over the first `n` of `flags`: the places kept, and how many.
-    fn select(&mut self, n: u32) -> CollideResult<(CudaBuffer<u32>, u32)> {
-        let mut out: CudaBuffer<u32> = self.engine.rank_backend().alloc((n as u64).max(1))?;
-        if n == 0 {
-            return Ok((out, 0));
-        }
+    /// The library's select over the first `n` of `flags`, into the list
+    /// `which` names: how many it kept.
+    fn select(&mut self, n: u32, which: Picked) -> CollideResult<u32> {
         self.iota_for(n)?;
-        self.flags.set_len(n as u64)?;
-        out.set_len(n as u64)?;
-        let b = self.engine.rank_backend();
-        let report = b.select(Algorithm::Lookback, &self.iota, Keep::Flags(&self.flags), &mut out)?;
-        Ok((out, report.count()? as u32))
+        let GpuRank { engine, iota, flags, kept, found, peers, .. } = self;
+        let out = match which {
+            Picked::Kept => kept,
+            Picked::Found => found,
+            Picked::Migrants(d) => &mut peers[d].migrants,
+            Picked::Contacts(d) => &mut peers[d].contacts,
+            Picked::Ghosts(d) => &mut peers[d].ghosts,
+        };
+        let b = engine.rank_backend();
+        room(b, out, n as u64)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        flags.set_len(n as u64)?;
+        let report = b.select(Algorithm::Lookback, iota, Keep::Flags(flags), out)?;
+        Ok(report.count()? as u32)
     }
 
     /// `iota` holds 0..n at least (grown by collide_iota).
@@ -768,100 +795,104 @@ impl GpuRank {
         launched(unsafe { l.launch(over(count as u64 * width as u64)) }, "launching collide_pack")
     }
 
-    /// The bodies it owned after the last frame (collide_mine's flags), in the engine's order.
-    fn kept_bodies(&mut self) -> CollideResult<(CudaBuffer<Body>, u32)> {
+    /// The bodies it owned after the last frame (collide_mine's flags), in
+    /// the engine's order, into `own`: how many.
+    fn keep(&mut self) -> CollideResult<u32> {
         if !self.active {
-            return Ok((self.engine.rank_backend().alloc(1)?, 0));
+            return Ok(0);
         }
         let n = self.engine.len();
         self.flags_for(n)?;
-        let bytes = n as usize;
         // SAFETY: `mine` and `flags` hold at least n bytes on this device.
-        unsafe { cuda_runtime::copy_dtod(self.stream(), self.flags.ptr(), self.mine.ptr(), bytes, "copying flags") }?;
-        let (places, count) = self.select(n)?;
-        let out: CudaBuffer<Body> = self.engine.rank_backend().alloc(count.max(1) as u64)?;
-        self.pack(self.engine.bodies_ptr(), BODY_WORDS, &places, count, out.ptr())?;
-        Ok((out, count))
+        unsafe {
+            let (stream, to, from) = (self.stream(), self.flags.ptr(), self.mine.ptr());
+            cuda_runtime::copy_dtod(stream, to, from, n as usize, "copying flags")
+        }?;
+        let count = self.select(n, Picked::Kept)?;
+        room(self.engine.rank_backend(), &mut self.own, count as u64)?;
+        self.pack(self.engine.bodies_ptr(), BODY_WORDS, &self.kept, count, self.own.ptr())?;
+        Ok(count)
     }
 
-    /// Its last frame's contacts (after the solver), named by spawn number.
-    fn named_contacts(&mut self) -> CollideResult<(CudaBuffer<Contact>, u32)> {
+    /// Its last frame's contacts (after the solver), named by spawn number, into `named`: how many.
+    fn name_contacts(&mut self) -> CollideResult<u32> {
         let count = if self.active { self.engine.contact_count() as u32 } else { 0 };
-        let out: CudaBuffer<Contact> = self.engine.rank_backend().alloc(count.max(1) as u64)?;
+        room(self.engine.rank_backend(), &mut self.named, count as u64)?;
         if count > 0 {
-            let (cp, bp, op) = (self.engine.contacts_ptr(), self.engine.bodies_ptr(), out.ptr());
+            let (cp, bp, op) = (self.engine.contacts_ptr(), self.engine.bodies_ptr(), self.named.ptr());
             let mut l = self.stream().launch_builder(&self.k.name_contacts);
             l.arg(&cp).arg(&count).arg(&bp).arg(&op);
             // SAFETY: matches collide_name_contacts(const Contact*, u32, const Body*, Contact*); the engine's list
-            // holds `count` contacts naming its bodies, and `out` room for them.
+            // holds `count` contacts naming its bodies, and `named` room for them.
             launched(unsafe { l.launch(over(count as u64)) }, "launching collide_name_contacts")?;
         }
-        Ok((out, count))
+        Ok(count)
     }
 
-    /// Flags the `count` bodies whose codes lie in rank d's range.
-    fn bound_for(&mut self, bodies: &CudaBuffer<Body>, count: u32, w: &World, d: u32) -> CollideResult<()> {
+    /// Flags the `count` bodies of `own` whose codes lie in rank d's range.
+    fn bound_for(&mut self, count: u32, w: &World, d: u32) -> CollideResult<()> {
         let fp = self.flags_for(count)?;
         if count == 0 {
             return Ok(());
         }
-        let (bp, cp) = (bodies.ptr(), self.cuts.ptr());
+        let (bp, cp) = (self.own.ptr(), self.cuts.ptr());
         let mut l = self.stream().launch_builder(&self.k.bound_for);
         l.arg(&bp).arg(&count).arg(w).arg(&cp).arg(&d).arg(&fp);
-        // SAFETY: matches collide_bound_for(const Body*, u32, World, const u32*, u32, u8*); `bodies` holds `count`,
+        // SAFETY: matches collide_bound_for(const Body*, u32, World, const u32*, u32, u8*); `own` holds `count`,
         // the cuts ranks + 1 (d < ranks), the flags `count`.
         launched(unsafe { l.launch(over(count as u64)) }, "launching collide_bound_for")
     }
 
-    /// Marks (or with 0 unmarks) the bodies at `places` in the mark table.
-    fn mark(&self, bodies: &CudaBuffer<Body>, places: &(CudaBuffer<u32>, u32), value: u32) -> CollideResult<()> {
-        if places.1 == 0 {
-            return Ok(());
-        }
-        let (bp, pp, mp) = (bodies.ptr(), places.0.ptr(), self.mark.ptr());
-        let mut l = self.stream().launch_builder(&self.k.mark);
-        l.arg(&bp).arg(&pp).arg(&places.1).arg(&value).arg(&mp);
-        // SAFETY: matches collide_mark(const Body*, const u32*, u32, u32, u32*); the places name bodies of the
-        // buffer, whose spawn numbers index the table (a slot per body of the scene).
-        launched(unsafe { l.launch(over(places.1 as u64)) }, "launching collide_mark")
-    }
-
-    /// Flags the contacts that name a body marked `value`.
-    fn marked_contacts(&mut self, named: &(CudaBuffer<Contact>, u32), value: u32) -> CollideResult<()> {
-        let fp = self.flags_for(named.1)?;
-        if named.1 == 0 {
-            return Ok(());
-        }
-        let (cp, mp) = (named.0.ptr(), self.mark.ptr());
-        let mut l = self.stream().launch_builder(&self.k.marked_contacts);
-        l.arg(&cp).arg(&named.1).arg(&mp).arg(&value).arg(&fp);
-        // SAFETY: matches collide_marked_contacts(const Contact*, u32, const u32*, u32, u8*); the contacts name
-        // bodies (or walls) by spawn number, which index the table.
-        launched(unsafe { l.launch(over(named.1 as u64)) }, "launching collide_marked_contacts")
-    }
-
-    /// The largest reach of a box past its body's centre among `count` bodies.
-    fn reach(&self, bodies: &CudaBuffer<Body>, count: u32, w: &World) -> CollideResult<f32> {
+    /// Marks (or with 0 unmarks) its `count` migrants to rank d in the mark table.
+    fn mark(&self, d: usize, count: u32, value: u32) -> CollideResult<()> {
         if count == 0 {
-            return Ok(0.0);
+            return Ok(());
         }
-        let b = self.engine.rank_backend();
-        let most: CudaBuffer<u32> = zeroed_u32(b, 1)?;
-        let (bp, mp) = (bodies.ptr(), most.ptr());
-        let mut l = self.stream().launch_builder(&self.k.reach);
-        l.arg(&bp).arg(&count).arg(w).arg(&mp);
-        // SAFETY: matches collide_reach(const Body*, u32, World, u32*); `bodies` holds `count`, `most` one u32.
-        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_reach")?;
-        Ok(f32::from_bits(b.download(&most)?[0]))
+        let (bp, pp, mp) = (self.own.ptr(), self.peers[d].migrants.ptr(), self.mark.ptr());
+        let mut l = self.stream().launch_builder(&self.k.mark);
+        l.arg(&bp).arg(&pp).arg(&count).arg(&value).arg(&mp);
+        // SAFETY: matches collide_mark(const Body*, const u32*, u32, u32, u32*); the places name bodies of `own`,
+        // whose spawn numbers index the table (a slot per body of the scene).
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_mark")
     }
 
-    /// Flags the `count` bodies whose boxes grown by `reach` meet rank t's range (none for itself).
-    fn halo(&mut self, bodies: &CudaBuffer<Body>, count: u32, w: &World, reach: f32, t: usize) -> CollideResult<()> {
+    /// Flags the `count` contacts of `named` that name a body marked `value`.
+    fn marked_contacts(&mut self, count: u32, value: u32) -> CollideResult<()> {
         let fp = self.flags_for(count)?;
         if count == 0 {
             return Ok(());
         }
-        let (bp, cp, cubes) = (bodies.ptr(), self.blocks[t].0.ptr(), self.blocks[t].1);
+        let (cp, mp) = (self.named.ptr(), self.mark.ptr());
+        let mut l = self.stream().launch_builder(&self.k.marked_contacts);
+        l.arg(&cp).arg(&count).arg(&mp).arg(&value).arg(&fp);
+        // SAFETY: matches collide_marked_contacts(const Contact*, u32, const u32*, u32, u8*); the contacts name
+        // bodies (or walls) by spawn number, which index the table.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_marked_contacts")
+    }
+
+    /// The largest reach of a box past its body's centre among the first `count` bodies of `now`.
+    fn reach(&mut self, count: u32, w: &World) -> CollideResult<f32> {
+        if count == 0 {
+            return Ok(0.0);
+        }
+        // SAFETY: the word is this one-u32 allocation, on this stream's device.
+        let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(self.most.ptr(), 0, 1, self.stream().cu_stream()) };
+        r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing a word")(e)))?;
+        let (bp, mp) = (self.now.ptr(), self.most.ptr());
+        let mut l = self.stream().launch_builder(&self.k.reach);
+        l.arg(&bp).arg(&count).arg(w).arg(&mp);
+        // SAFETY: matches collide_reach(const Body*, u32, World, u32*); `now` holds `count`, `most` one u32.
+        launched(unsafe { l.launch(over(count as u64)) }, "launching collide_reach")?;
+        Ok(f32::from_bits(self.engine.rank_backend().download(&self.most)?[0]))
+    }
+
+    /// Flags the first `count` bodies of `now` whose boxes grown by `reach` meet rank t's range.
+    fn halo(&mut self, count: u32, w: &World, reach: f32, t: usize) -> CollideResult<()> {
+        let fp = self.flags_for(count)?;
+        if count == 0 {
+            return Ok(());
+        }
+        let (bp, cp, cubes) = (self.now.ptr(), self.blocks[t].0.ptr(), self.blocks[t].1);
         let mut l = self.stream().launch_builder(&self.k.halo);
         l.arg(&bp).arg(&count).arg(w).arg(&reach).arg(&cp).arg(&cubes).arg(&fp);
         // SAFETY: matches collide_halo(const Body*, u32, World, float, const uint4*, u32, u8*); the cubes' buffer
@@ -931,28 +962,29 @@ impl GpuRank {
         launched(unsafe { l.launch(over(n as u64)) }, "launching collide_where")
     }
 
-    /// The previous contacts of the bodies loaded: those whose bodies are
-    /// both here, named by their places as loaded, into the engine's warm start.
-    fn load_contacts(&mut self, named: &(CudaBuffer<Contact>, u32)) -> CollideResult<()> {
+    /// The previous contacts of the bodies loaded (the first `count` of
+    /// `taken`): those whose bodies are both here, named by their places as
+    /// loaded, into the engine's warm start.
+    fn load_contacts(&mut self, count: u32) -> CollideResult<()> {
         self.place_table()?;
-        let fp = self.flags_for(named.1)?;
-        if named.1 > 0 {
-            let (cp, pp) = (named.0.ptr(), self.place.ptr());
+        let fp = self.flags_for(count)?;
+        if count > 0 {
+            let (cp, pp) = (self.taken.ptr(), self.place.ptr());
             let mut l = self.stream().launch_builder(&self.k.found);
-            l.arg(&cp).arg(&named.1).arg(&pp).arg(&fp);
+            l.arg(&cp).arg(&count).arg(&pp).arg(&fp);
             // SAFETY: matches collide_found(const Contact*, u32, const u32*, u8*); the contacts name bodies by spawn
             // number, which index the table; the flags hold `count`.
-            launched(unsafe { l.launch(over(named.1 as u64)) }, "launching collide_found")?;
+            launched(unsafe { l.launch(over(count as u64)) }, "launching collide_found")?;
         }
-        let (picked, count) = self.select(named.1)?;
-        let slot = self.engine.previous_slot(count as u64)?;
-        if count > 0 {
-            let (cp, kp, pp) = (named.0.ptr(), picked.ptr(), self.place.ptr());
+        let found = self.select(count, Picked::Found)?;
+        let slot = self.engine.previous_slot(found as u64)?;
+        if found > 0 {
+            let (cp, kp, pp) = (self.taken.ptr(), self.found.ptr(), self.place.ptr());
             let mut l = self.stream().launch_builder(&self.k.place_contacts);
-            l.arg(&cp).arg(&kp).arg(&count).arg(&pp).arg(&slot);
+            l.arg(&cp).arg(&kp).arg(&found).arg(&pp).arg(&slot);
             // SAFETY: matches collide_place_contacts(const Contact*, const u32*, u32, const u32*, Contact*);
-            // `picked` holds `count` indices of contacts whose bodies are in the table, and the slot room for them.
-            launched(unsafe { l.launch(over(count as u64)) }, "launching collide_place_contacts")?;
+            // `found` indices of contacts whose bodies are in the table, and the slot room for them.
+            launched(unsafe { l.launch(over(found as u64)) }, "launching collide_place_contacts")?;
         }
         Ok(())
     }
