@@ -238,7 +238,7 @@ __device__ __forceinline__ u32 morton(V3 p, const World& w) {
     return (expand_bits(cell[0]) << 2) | (expand_bits(cell[1]) << 1) | expand_bits(cell[2]);
 }
 
-// A split collider's rank (split/cuda.rs) owns the bodies whose Morton codes
+// A split collider's rank (split/cuda/) owns the bodies whose Morton codes
 // lie in [lo, hi), the codes of the frame's start (narrow runs before the
 // solver moves a body); the others are ghosts. One engine: lo 0, hi
 // u32::MAX, which hold every 30-bit code.

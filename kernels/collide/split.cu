@@ -1,4 +1,4 @@
-// The split collider's own kernels (src/collide/split/cuda.rs; the protocol
+// The split collider's own kernels (src/collide/split/cuda/; the protocol
 // is src/collide/split/mod.rs's). A rank's engine runs collide.cu's stages
 // over its bodies and ghosts; these move bodies and contacts between ranks
 // and keep, between frames, what each rank owns, all on the device: the
@@ -17,7 +17,7 @@ typedef unsigned char u8;
 #define FOR_EACH(i, count) \
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (u64)(count); i += (u64)gridDim.x * blockDim.x)
 
-// An exchange's records (split/cuda.rs `Lockstep::share`), and every other
+// An exchange's records (split/cuda/ `Lockstep::share`), and every other
 // move of bodies or contacts: a record holds `stride` u32s; a field of
 // `width` u32s per item sits at `offset` in it. collide_pack copies the field
 // of the items at `places` into records 0..count; collide_unpack copies
@@ -113,7 +113,7 @@ __device__ __forceinline__ u32 cell_of(float x, const World& w, int k) {
 // The halo: whether each owned body's box, grown by `reach` (the largest
 // reach of any body's box past its centre, with a margin), meets rank t's
 // range of Morton codes, given as `count` aligned cubes of cells (x, y, z,
-// side; split/cuda.rs `blocks`). A body of t whose box meets this body's has
+// side; split/cuda/ `blocks`). A body of t whose box meets this body's has
 // its centre in the grown box, so its cell is in one of the cubes: every
 // pair across the two ranks has both bodies on t.
 extern "C" __global__ void collide_halo(const Body* bodies, u32 n, World w, float reach, const uint4* blocks,
