@@ -338,8 +338,9 @@ fn the_split_collide_benchmark_checks_every_frame_against_one_engine() {
 }
 
 #[test]
-fn a_split_collider_on_a_gpu_backend_or_without_ranks_is_refused() {
-    for (backend, gpus, says) in [("cpu", "0", "at least 1"), ("cpu", "65", "at most 64")] {
+fn a_split_collider_on_wgpu_or_without_ranks_is_refused() {
+    // wgpu has no collectives between adapters: the split runs on CUDA GPUs or CPU ranks.
+    for (backend, gpus, says) in [("cpu", "0", "at least 1"), ("cpu", "65", "at most 64"), ("wgpu", "2", "wgpu")] {
         let out =
             reap().args(["collide", "--backend", backend, "--gpus", gpus, "--frames", "1"]).output().expect("run");
         let stderr = String::from_utf8_lossy(&out.stderr);
