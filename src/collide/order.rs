@@ -75,6 +75,23 @@ pub fn contacts_by_id(mut contacts: Vec<Contact>, in_engine: &[Body]) -> Vec<Con
     contacts
 }
 
+/// Contacts named by spawn number renamed to the places of `bodies` (a
+/// wall stays a wall), sorted by (a, b, slot): a split rank's warm start.
+/// A contact whose body is not among them is left out: it cannot be found again.
+pub fn contacts_by_place(contacts: &[Contact], bodies: &[Body]) -> Vec<Contact> {
+    let place: std::collections::HashMap<u32, u32> = bodies.iter().enumerate().map(|(i, b)| (b.id, i as u32)).collect();
+    let mut out: Vec<Contact> = contacts
+        .iter()
+        .filter_map(|c| {
+            let a = *place.get(&c.a)?;
+            let b = if is_wall(c.b) { c.b } else { *place.get(&c.b)? };
+            Some(Contact { a, b, ..*c })
+        })
+        .collect();
+    out.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+    out
+}
+
 /// Candidate pairs `(a << 32) | b` by spawn number, a < b, sorted.
 pub fn pairs_by_id(pairs: &[u64], in_engine: &[Body]) -> Vec<u64> {
     let mut out: Vec<u64> = pairs

@@ -2,7 +2,6 @@
 //! takes a new set of bodies each frame (those it owns, then ghosts), hands
 //! out what its ghosts' owners need, and takes their values in.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -69,17 +68,7 @@ impl CpuCollide {
         self.used.resize(n, 0);
         self.bouncing.resize(n, 0);
         self.ghost.resize(n, false);
-        let place: HashMap<u32, u32> = bodies.iter().enumerate().map(|(i, b)| (b.id, i as u32)).collect();
-        // A contact whose other body is not here this frame cannot be found again.
-        self.previous = previous
-            .iter()
-            .filter_map(|c| {
-                let a = *place.get(&c.a)?;
-                let b = if physics::is_wall(c.b) { c.b } else { *place.get(&c.b)? };
-                Some(Contact { a, b, ..*c })
-            })
-            .collect();
-        self.previous.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+        self.previous = order::contacts_by_place(previous, &bodies);
         self.bodies = bodies;
         self.owned = owned;
         self.contacts.clear();

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaFunction, PushKernelArg};
 use super::{CudaCollide, FastSort, SPLIT, launch_err};
 use crate::collide::cpu::{Kept, Shared};
 use crate::collide::layout::{Body, Contact, World};
-use crate::collide::{CollideResult, Engine, Graphs, physics, words};
+use crate::collide::{CollideResult, Engine, Graphs, words};
 use crate::compaction::Backend;
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
 use crate::cuda_runtime::{self, Spec, ptr as raw_ptr};
@@ -53,17 +53,7 @@ impl CudaCollide {
         if self.lists.capacity < lists.capacity {
             self.set_candidate_capacity(lists.capacity)?;
         }
-        let place: std::collections::HashMap<u32, u32> =
-            bodies.iter().enumerate().map(|(i, b)| (b.id, i as u32)).collect();
-        // A contact whose other body is not here this frame cannot be found again.
-        let renamed: Vec<Contact> = previous
-            .iter()
-            .filter_map(|c| {
-                let a = *place.get(&c.a)?;
-                let b = if physics::is_wall(c.b) { c.b } else { *place.get(&c.b)? };
-                Some(Contact { a, b, ..*c })
-            })
-            .collect();
+        let renamed = crate::collide::order::contacts_by_place(previous, bodies);
         self.warm.set_previous(&self.backend, &renamed)?;
         self.owned = (owned.start, owned.end);
         self.generation += 1;

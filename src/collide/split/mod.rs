@@ -275,24 +275,14 @@ impl SplitCollide {
     /// The last frame's contacts by spawn number, sorted by (a, b, slot); a
     /// contact across two ranks once.
     pub fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let mut out: Vec<Contact> = Vec::new();
-        for rank in self.ranks.iter().filter(|r| r.active) {
-            out.extend(crate::collide::Engine::contact_list(&rank.engine)?);
-        }
-        out.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        out.dedup_by_key(|c| (c.a, c.b, c.slot));
-        Ok(out)
+        let active = self.ranks.iter().filter(|r| r.active);
+        merged_contacts(active.map(|r| crate::collide::Engine::contact_list(&r.engine)))
     }
 
     /// The last frame's candidate pairs by spawn number, sorted; a pair across two ranks once.
     pub fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let mut out: Vec<u64> = Vec::new();
-        for rank in self.ranks.iter().filter(|r| r.active) {
-            out.extend(crate::collide::Engine::candidate_pairs(&rank.engine)?);
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        let active = self.ranks.iter().filter(|r| r.active);
+        merged_pairs(active.map(|r| crate::collide::Engine::candidate_pairs(&r.engine)))
     }
 }
 
@@ -417,6 +407,29 @@ pub(crate) fn held_bodies(ranks: &[&Holding], w: &World) -> Vec<Vec<Body>> {
             held
         })
         .collect()
+}
+
+/// The ranks' contacts (each by spawn number) as one list sorted by (a, b,
+/// slot): a contact across two ranks, found by both, once.
+pub(crate) fn merged_contacts(ranks: impl Iterator<Item = CollideResult<Vec<Contact>>>) -> CollideResult<Vec<Contact>> {
+    let mut out: Vec<Contact> = Vec::new();
+    for contacts in ranks {
+        out.extend(contacts?);
+    }
+    out.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
+    out.dedup_by_key(|c| (c.a, c.b, c.slot));
+    Ok(out)
+}
+
+/// The ranks' candidate pairs (each by spawn number) as one sorted list: a pair across two ranks once.
+pub(crate) fn merged_pairs(ranks: impl Iterator<Item = CollideResult<Vec<u64>>>) -> CollideResult<Vec<u64>> {
+    let mut out: Vec<u64> = Vec::new();
+    for pairs in ranks {
+        out.extend(pairs?);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// Ranges of `codes` (sorted) for `r` ranks: equal counts, each cut moved

@@ -106,6 +106,15 @@ struct Peer {
     ghosts_out: CudaBuffer<u32>,
 }
 
+/// What the frame's start carries between ranks: the migrants, their
+/// contacts, the ghosts.
+#[derive(Clone, Copy)]
+enum Carried {
+    Migrants,
+    Contacts,
+    Ghosts,
+}
+
 /// Which of a rank's place lists a select fills.
 #[derive(Clone, Copy)]
 enum Picked {
@@ -332,26 +341,14 @@ impl CudaSplit {
     /// The last frame's contacts by spawn number, sorted by (a, b, slot); a
     /// contact across two ranks once.
     pub fn contact_list(&self) -> CollideResult<Vec<Contact>> {
-        let mut out: Vec<Contact> = Vec::new();
-        for rank in self.ranks.iter().filter(|r| r.active) {
-            rank.engine.bind()?;
-            out.extend(crate::collide::Engine::contact_list(&rank.engine)?);
-        }
-        out.sort_unstable_by_key(|c| (c.a, c.b, c.slot));
-        out.dedup_by_key(|c| (c.a, c.b, c.slot));
-        Ok(out)
+        let active = self.ranks.iter().filter(|r| r.active);
+        super::merged_contacts(active.map(|r| r.engine.bind().and_then(|_| r.engine.contact_list())))
     }
 
     /// The last frame's candidate pairs by spawn number, sorted; a pair across two ranks once.
     pub fn candidate_pairs(&self) -> CollideResult<Vec<u64>> {
-        let mut out: Vec<u64> = Vec::new();
-        for rank in self.ranks.iter().filter(|r| r.active) {
-            rank.engine.bind()?;
-            out.extend(crate::collide::Engine::candidate_pairs(&rank.engine)?);
-        }
-        out.sort_unstable();
-        out.dedup();
-        Ok(out)
+        let active = self.ranks.iter().filter(|r| r.active);
+        super::merged_pairs(active.map(|r| r.engine.bind().and_then(|_| r.engine.candidate_pairs())))
     }
 }
 

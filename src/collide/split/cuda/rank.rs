@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::{GpuRank, Peer, Picked};
+use super::{Carried, GpuRank, Peer, Picked};
 use crate::collide::cuda::SPLIT;
 use crate::collide::layout::{Body, Contact, World};
 use crate::collide::{CollideError, CollideResult, Engine};
@@ -157,7 +157,42 @@ pub(super) fn blocks(range: Range<u32>) -> Vec<u32> {
     out
 }
 
+impl Carried {
+    /// u32s of one record.
+    pub(super) fn words(self) -> u32 {
+        match self {
+            Carried::Migrants | Carried::Ghosts => BODY_WORDS,
+            Carried::Contacts => CONTACT_WORDS,
+        }
+    }
+}
+
 impl GpuRank {
+    /// Packs `count` records of `what` for rank d (its migrants or ghosts
+    /// there from `own` or `now`, their contacts from `named`) into the
+    /// buffer that carries them: its address.
+    pub(super) fn stage(&mut self, what: Carried, d: usize, count: u32) -> CollideResult<u64> {
+        self.engine.bind()?;
+        let words = count as u64 * what.words() as u64;
+        let GpuRank { engine, peers, own, named, now, .. } = self;
+        let peer = &mut peers[d];
+        let (field, out) = match what {
+            Carried::Migrants => (own.ptr(), &mut peer.migrants_out),
+            Carried::Contacts => (named.ptr(), &mut peer.contacts_out),
+            Carried::Ghosts => (now.ptr(), &mut peer.ghosts_out),
+        };
+        room(engine.rank_backend(), out, words)?;
+        let src = out.ptr();
+        let peer = &self.peers[d];
+        let places = match what {
+            Carried::Migrants => &peer.migrants,
+            Carried::Contacts => &peer.contacts,
+            Carried::Ghosts => &peer.ghosts,
+        };
+        self.pack(field, what.words(), places, count, src)?;
+        Ok(src)
+    }
+
     /// The library's select over the first `n` of `flags`, into the list
     /// `which` names: how many it kept.
     pub(super) fn select(&mut self, n: u32, which: Picked) -> CollideResult<u32> {

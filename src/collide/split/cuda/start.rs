@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use super::rank::{BODY_WORDS, CONTACT_WORDS, blocks, each_rank, room};
-use super::{CudaSplit, Picked};
+use super::rank::{BODY_WORDS, blocks, each_rank, room};
+use super::{Carried, CudaSplit, Picked};
 use crate::collide::CollideResult;
 use crate::collide::split::{Holding, held_bodies, migrate};
 use crate::compaction::Backend;
@@ -113,20 +113,8 @@ impl CudaSplit {
             rank.pack(rank.own.ptr(), BODY_WORDS, &rank.peers[d].migrants, moves[d][d], rank.now.ptr())?;
         }
         let now: Vec<u64> = self.ranks.iter().map(|r| r.now.ptr()).collect();
-        let mut carried = Vec::new();
-        let mut at = moves.iter().enumerate().map(|(d, m)| m[d] as u64).collect::<Vec<u64>>();
-        for (r, d) in crossing().filter(|&(r, d)| moves[r][d] > 0) {
-            let count = moves[r][d];
-            let rank = &mut self.ranks[r];
-            rank.engine.bind()?;
-            let peer = &mut rank.peers[d];
-            room(rank.engine.rank_backend(), &mut peer.migrants_out, count as u64 * BODY_WORDS as u64)?;
-            let (src, places) = (peer.migrants_out.ptr(), &rank.peers[d].migrants);
-            rank.pack(rank.own.ptr(), BODY_WORDS, places, count, src)?;
-            carried.push(Move { from: r, src, to: d, dst: now[d] + at[d] * 80, bytes: count as u64 * 80 });
-            at[d] += count as u64;
-        }
-        self.exchange(&carried)?;
+        let kept: Vec<u64> = (0..ranks).map(|d| moves[d][d] as u64).collect();
+        self.carry(Carried::Migrants, &moves, &now, kept)?;
 
         // The migrants' contacts, from the ranks they left (a contact between two ranks comes from both).
         let mut contacts = vec![vec![0u32; ranks]; ranks];
@@ -152,19 +140,10 @@ impl CudaSplit {
             }?;
         }
         let into: Vec<u64> = self.ranks.iter().map(|r| r.taken.ptr()).collect();
-        let mut carried = Vec::new();
-        for (r, d) in crossing().filter(|&(r, d)| contacts[r][d] > 0) {
-            let count = contacts[r][d];
-            let rank = &mut self.ranks[r];
-            rank.engine.bind()?;
-            let peer = &mut rank.peers[d];
-            room(rank.engine.rank_backend(), &mut peer.contacts_out, count as u64 * CONTACT_WORDS as u64)?;
-            let (src, places) = (peer.contacts_out.ptr(), &rank.peers[d].contacts);
-            rank.pack(rank.named.ptr(), CONTACT_WORDS, places, count, src)?;
-            carried.push(Move { from: r, src, to: d, dst: into[d] + taken[d] as u64 * 64, bytes: count as u64 * 64 });
-            taken[d] += count;
+        self.carry(Carried::Contacts, &contacts, &into, named.iter().map(|&c| c as u64).collect())?;
+        for (d, total) in taken.iter_mut().enumerate() {
+            *total += (0..ranks).map(|r| contacts[r][d]).sum::<u32>();
         }
-        self.exchange(&carried)?;
         lap(&mut self.parts, "migrate");
 
         // The halo: each rank's bodies whose grown boxes reach another rank's range.
@@ -203,21 +182,8 @@ impl CudaSplit {
                 cuda_runtime::copy_dtod(stream, bodies_at[t], from, held[t] as usize * 80, "loading bodies")
             }?;
         }
-        let mut carried = Vec::new();
-        let mut at = held.clone();
-        for (r, t) in crossing().filter(|&(r, t)| ghosts[r][t] > 0) {
-            let count = ghosts[r][t];
-            let rank = &mut self.ranks[r];
-            rank.engine.bind()?;
-            let peer = &mut rank.peers[t];
-            room(rank.engine.rank_backend(), &mut peer.ghosts_out, count as u64 * BODY_WORDS as u64)?;
-            let (src, places) = (peer.ghosts_out.ptr(), &rank.peers[t].ghosts);
-            rank.pack(rank.now.ptr(), BODY_WORDS, places, count, src)?;
-            carried.push(Move { from: r, src, to: t, dst: bodies_at[t] + at[t] * 80, bytes: count as u64 * 80 });
-            at[t] += count as u64;
-        }
-        lap(&mut self.parts, "load: prepare");
-        self.exchange(&carried)?;
+        self.carry(Carried::Ghosts, &ghosts, &bodies_at, held.clone())?;
+        lap(&mut self.parts, "load: bodies and ghosts");
         // The ghosts' spawn numbers on both sides, in one order: what the exchanges' lists are made of.
         for (r, rank) in self.ranks.iter_mut().enumerate() {
             rank.engine.bind()?;
@@ -233,7 +199,7 @@ impl CudaSplit {
             }
             rank.ids_from_device(&sends, &takes)?;
         }
-        lap(&mut self.parts, "load: ghosts");
+        lap(&mut self.parts, "load: ghost lists");
         // Each rank's previous contacts, named by its bodies' places as loaded.
         each_rank(&mut self.ranks, |t, rank| if rank.active { rank.load_contacts(taken[t]) } else { Ok(()) })?;
         lap(&mut self.parts, "load: contacts");
@@ -255,5 +221,29 @@ impl CudaSplit {
             holds.push(Holding { owned, previous, range: self.ranges[r].clone() });
         }
         Ok(holds)
+    }
+
+    /// Carries `what` between the ranks: `counts[r][d]` records from rank r
+    /// (at its list of places for d) to rank d's buffer `into[d]`, after
+    /// `first[d]` records, senders in rank order; one NCCL group.
+    fn carry(&mut self, what: Carried, counts: &[Vec<u32>], into: &[u64], mut first: Vec<u64>) -> CollideResult<()> {
+        let ranks = self.ranks.len();
+        let record = 4 * what.words() as u64;
+        let mut moves = Vec::new();
+        for r in 0..ranks {
+            for d in (0..ranks).filter(|&d| d != r && counts[r][d] > 0) {
+                let count = counts[r][d];
+                let src = self.ranks[r].stage(what, d, count)?;
+                moves.push(Move {
+                    from: r,
+                    src,
+                    to: d,
+                    dst: into[d] + first[d] * record,
+                    bytes: count as u64 * record,
+                });
+                first[d] += count as u64;
+            }
+        }
+        self.exchange(&moves)
     }
 }
