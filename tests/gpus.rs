@@ -333,6 +333,8 @@ fn the_split_collide_benchmark_checks_every_frame_against_one_engine() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("| 2000 | 3 |") && stdout.contains("4 of 4 |"), "{stdout}");
+    // CPU ranks share memory: no ghost exchange to choose.
+    assert!(stdout.contains("| shared |"), "{stdout}");
     let json = std::fs::read_to_string(dir.join("results.json")).expect("results.json");
     assert!(json.contains("\"ghost_share\""), "{json}");
 }
@@ -346,4 +348,26 @@ fn a_split_collider_on_wgpu_or_without_ranks_is_refused() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(says), "--gpus {gpus}: {stderr}");
     }
+}
+
+#[test]
+fn a_ghost_exchange_outside_a_split_over_cuda_gpus_is_refused() {
+    // Only GPUs have a choice of how ghosts' values travel; CPU ranks share memory.
+    let cases: [&[&str]; 3] = [
+        &["collide", "--backend", "cpu", "--gpus", "2", "--ghost-exchange", "nccl", "--frames", "1"],
+        &["collide", "--backend", "cpu", "--ghost-exchange", "peer", "--frames", "1"],
+        &["bench", "collide", "--backend", "cpu", "--gpus", "2", "--bodies", "300", "--frames", "1"],
+    ];
+    for args in cases {
+        let mut args = args.to_vec();
+        if args[0] == "bench" {
+            args.extend(["--ghost-exchanges", "nccl"]);
+        }
+        let out = reap().args(&args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("CUDA GPUs"), "{args:?}: {stderr}");
+    }
+    let out = reap().args(["collide", "--ghost-exchange", "shm", "--frames", "1"]).output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("peer or nccl"), "{stderr}");
 }

@@ -124,10 +124,16 @@ pub struct CollideArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Ranks the scene is split over, by Morton ranges, with ghosts exchanged in lockstep (the results
-    /// equal one engine's, bit for bit): one CUDA GPU each (`--backend cuda`, exchanges through NCCL), or
-    /// CPU ranks (`--backend cpu`), which share the cores and show the protocol, not a speed-up.
+    /// equal one engine's, bit for bit): one CUDA GPU each (`--backend cuda`; bodies move between GPUs
+    /// through NCCL), or CPU ranks (`--backend cpu`), which share the cores and show the protocol, not a
+    /// speed-up.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
+    /// How a split over CUDA GPUs carries its ghosts' values between the solver's steps: `peer` writes
+    /// them straight into the other GPU's memory (GPUs with peer access; the default there), `nccl` sends
+    /// them through NCCL. Both give the same bodies, bit for bit.
+    #[arg(long, value_parser = |s: &str| s.parse::<reap::collide::split::GhostExchange>())]
+    pub ghost_exchange: Option<reap::collide::split::GhostExchange>,
 }
 
 /// Refuses a split collider where it does not run: `--gpus` beyond 1 takes CPU ranks or CUDA GPUs.
@@ -212,6 +218,9 @@ impl OnBackend for CollideRun {
             BackendKind::Cpu => DEFAULT_BODIES_CPU,
         });
         check_split(args.gpus, backend.kind())?;
+        if args.ghost_exchange.is_some() && (args.gpus < 2 || backend.kind() != BackendKind::Cuda) {
+            bail!("--ghost-exchange applies to a split over CUDA GPUs: add --backend cuda --gpus N, or drop it");
+        }
         let (kind, device) = (backend.kind().name(), backend.device());
         let (world, bodies) = build(sc, n, &args.sim)?;
         if args.gpus > 1 {
@@ -219,7 +228,11 @@ impl OnBackend for CollideRun {
                 BackendKind::Cpu => format!("{} CPU ranks ({device})", args.gpus),
                 _ => format!("{} GPUs ({device} and its peers)", args.gpus),
             };
-            return go(backend.split_collider(args.gpus, world, &bodies)?, args, sc, n, s, kind, &device);
+            let mut split = backend.split_collider(args.gpus, world, &bodies)?;
+            if let Some(e) = args.ghost_exchange {
+                split.set_ghost_exchange(e)?;
+            }
+            return go(split, args, sc, n, s, kind, &device);
         }
         let mut engine = backend.collider(world, &bodies)?;
         engine.set_graphs(args.sim.graphs);

@@ -364,6 +364,13 @@ pub trait Simulation {
     fn split_stats(&self) -> Option<&super::split::SplitStats> {
         None
     }
+    /// How a split over GPUs carries its ghosts' values (a split over CUDA GPUs only).
+    fn set_ghost_exchange(&mut self, e: super::split::GhostExchange) -> super::CollideResult<()> {
+        Err(super::CollideError::Settings(format!(
+            "the ghost exchange {} applies to a split over CUDA GPUs (--backend cuda --gpus N)",
+            e.name()
+        )))
+    }
 }
 
 /// An engine and the pair frontier that belongs to it.

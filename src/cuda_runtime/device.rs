@@ -129,6 +129,44 @@ pub unsafe fn copy_dtod(stream: &CudaStream, dst: u64, src: u64, bytes: usize, d
     r.result().map_err(driver_error(during))
 }
 
+/// Lets kernels on `from`'s GPU read and write memory of `to`'s (over
+/// NVLink or PCIe): false where the two GPUs cannot.
+pub fn enable_peer_access(from: &Arc<CudaContext>, to: &Arc<CudaContext>) -> Result<bool> {
+    if from.cu_device() == to.cu_device() {
+        return Ok(true);
+    }
+    let mut can = 0;
+    // SAFETY: a query of two valid device ordinals into a local.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, from.cu_device(), to.cu_device()) }
+        .result()
+        .map_err(driver_error("asking whether two GPUs reach each other's memory"))?;
+    if can == 0 {
+        return Ok(false);
+    }
+    from.bind_to_thread().map_err(driver_error("binding a context"))?;
+    // SAFETY: `to` is a live context; the call acts on the current one (`from`).
+    match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        e => return Err(driver_error("enabling peer access between two GPUs")(cudarc::driver::DriverError(e))),
+    }
+    // Stream-ordered allocations (most of reap's) come from `to`'s pool, which the context's peer access does not
+    // open: the pool grants it itself.
+    let desc = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: from.cu_device(),
+        },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: plain driver calls on a valid device's default pool, with one access descriptor.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, to.cu_device()).result().map_err(driver_error("finding a pool"))?;
+        sys::cuMemPoolSetAccess(pool, &desc, 1).result().map_err(driver_error("opening a GPU's pool to a peer"))?;
+    }
+    Ok(true)
+}
+
 /// Free device memory in bytes (no synchronisation).
 pub fn free_memory(stream: &CudaStream) -> Result<u64> {
     let (free, _) = stream.context().mem_get_info().map_err(driver_error("reading free memory"))?;

@@ -21,7 +21,7 @@ mod sync;
 mod timer;
 
 pub use compile::{IEEE, Kernels, Source, Spec, Specialise, arch_name, compile, translation_unit};
-pub use device::{Device, DeviceInfo, copy_dtod, device_count, free_memory, grid, ptr};
+pub use device::{Device, DeviceInfo, copy_dtod, device_count, enable_peer_access, free_memory, grid, ptr};
 pub use graph::{FrameGraphs, GraphCounts};
 pub use library::{cuda_driver_version, driver_available, kernel_driver_version, nvrtc_available, nvrtc_version};
 pub use nccl::nccl_available;

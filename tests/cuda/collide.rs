@@ -329,11 +329,14 @@ fn cuda_collide_replayed_frames_match_streamed_ones() {
 /// soft contacts, stepped 100 frames by one GPU and by the split from the
 /// same start, compared bit for bit after every frame (bodies, contacts
 /// with their impulses, candidates, the frame's counts). The split's
-/// ownership, halo, ghosts and NCCL exchanges must leave no trace.
+/// ownership, halo, ghosts and exchanges must leave no trace: the first 50
+/// frames exchange the solver's values peer to peer (where the GPUs reach
+/// each other's memory), the last 50 through NCCL.
 /// REAP_REQUIRE_GPUS=N fails when fewer than N GPUs are here.
 #[test]
 fn cuda_split_collider_equals_one_gpu() {
     use reap::collide::Simulation;
+    use reap::collide::split::GhostExchange;
     use reap::collide::split::cuda::CudaSplit;
     let Some(mut b) = gpu() else { return };
     let count = reap::cuda_runtime::device_count().expect("a GPU opened");
@@ -354,10 +357,16 @@ fn cuda_split_collider_equals_one_gpu() {
         let s = lookback();
         let mut f = Frontier::new(&one).unwrap();
         let (mut ghosts, mut migrated, mut exchanges) = (0, 0, 0);
+        // Peer where the GPUs reach each other's memory, else NCCL.
+        let first_path = split.ghost_exchange().name();
         for i in 0..100 {
+            if i == 50 {
+                split.set_ghost_exchange(GhostExchange::Nccl).expect("NCCL exchanges");
+            }
+            let path = split.ghost_exchange().name();
             let a = frame(&mut one, &s, &mut f, i).expect("one GPU's frame");
             let z = split.step(&s, i).expect("the split's frame");
-            let name = format!("{} ({} Hz) over {count} GPUs, frame {i}", sc.name(), hertz);
+            let name = format!("{} ({} Hz) over {count} GPUs, {path} exchanges, frame {i}", sc.name(), hertz);
             assert_eq!((z.candidates, z.contacts), (a.candidates, a.contacts), "{name}: counts");
             let (bo, bs) = (one.bodies().unwrap(), split.bodies().unwrap());
             assert!(bits(&bo) == bits(&bs), "{name}: {}", first_difference(&bo, &bs));
@@ -371,8 +380,10 @@ fn cuda_split_collider_equals_one_gpu() {
         }
         assert!(ghosts > 0 && exchanges > 0, "{}: the split held no ghost or made no exchange", sc.name());
         println!(
-            "{} ({hertz} Hz): {ghosts} ghosts, {migrated} migrated, {exchanges} exchanges over 100 frames",
-            sc.name()
+            "{} ({hertz} Hz): {ghosts} ghosts, {migrated} migrated, {exchanges} exchanges over 100 frames (the \
+             first 50 {})",
+            sc.name(),
+            first_path
         );
         b = one.into_backend();
     }

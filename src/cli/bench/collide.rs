@@ -61,10 +61,14 @@ pub struct CollideBenchArgs {
     pub both_paths: bool,
     #[command(flatten)]
     pub peer: CollidePeerArgs,
-    /// Ranks to split the scene over (CPU ranks, `--backend cpu`): each body count then runs the split
-    /// beside one engine from the same start, timed, with every frame's results checked equal.
+    /// Ranks to split the scene over (CPU ranks, `--backend cpu`, or CUDA GPUs): each body count then runs
+    /// the split beside one engine from the same start, timed, with every frame's results checked equal.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
+    /// With `--gpus N` on CUDA: the ghost exchanges to measure, a row each (`peer`, `nccl`; see `reap
+    /// collide --help`). Default: the split's own (peer where the GPUs reach each other's memory).
+    #[arg(long, value_delimiter = ',', value_parser = |s: &str| s.parse::<reap::collide::split::GhostExchange>())]
+    pub ghost_exchanges: Vec<reap::collide::split::GhostExchange>,
 }
 
 /// `reap bench collide`: every body count × sort × compaction choice, one
@@ -79,6 +83,9 @@ pub fn run(args: CollideBenchArgs) -> Result<bool> {
     }
     if args.gpus != 1 {
         return super::collide_split::run(&args, sc);
+    }
+    if !args.ghost_exchanges.is_empty() {
+        bail!("--ghost-exchanges measures a split over CUDA GPUs: add --backend cuda --gpus N, or drop it");
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut rows = Vec::new();

@@ -13,6 +13,8 @@ use reap::collide::{Body, CollideSettings, Compaction, Engine, Live, Scenario, S
 use super::collide::{CollideBenchArgs, configs, reference};
 use crate::cli::backend::{OnBackend, Opened, with_backend};
 use crate::cli::collide::{build, check_split};
+use reap::collide::split::GhostExchange;
+use reap::compaction::BackendKind;
 
 /// One body count's and configuration's measurement.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -21,6 +23,8 @@ pub struct SplitRow {
     pub ranks: usize,
     pub sort: String,
     pub compaction: String,
+    /// How the solver's exchanges travel (`peer`, `nccl`; CPU ranks: `shared` memory).
+    pub exchange: String,
     /// Means over the measured frames, ms: summed stages and wall clock.
     pub one_frame_ms: f64,
     pub one_wall_ms: f64,
@@ -96,13 +100,29 @@ impl OnBackend for SplitBench<'_> {
         } else {
             bodies
         };
+        let kind = backend.kind();
         let mut split = backend.split_collider(args.gpus, world, &start)?;
+        // The split's own exchange when none is named.
+        let exchanges: Vec<Option<GhostExchange>> = match args.ghost_exchanges.as_slice() {
+            [] => vec![None],
+            named => named.iter().copied().map(Some).collect(),
+        };
         let mut rows = Vec::new();
         for s in &configs {
-            // Every configuration steps the same start on both.
-            one.engine.set_bodies(&start)?;
-            split.set_bodies(&start)?;
-            rows.push(measure(args, n, s, &mut one, &mut split)?);
+            for &exchange in &exchanges {
+                if let Some(e) = exchange {
+                    split.set_ghost_exchange(e)?;
+                }
+                let name = match (kind, exchange) {
+                    (BackendKind::Cpu, _) => "shared".to_string(),
+                    (_, Some(e)) => e.name().to_string(),
+                    (_, None) => GhostExchange::default().name().to_string() + " (default)",
+                };
+                // Every configuration steps the same start on both.
+                one.engine.set_bodies(&start)?;
+                split.set_bodies(&start)?;
+                rows.push(SplitRow { exchange: name, ..measure(args, n, s, &mut one, &mut split)? });
+            }
         }
         Ok(rows)
     }
@@ -191,13 +211,14 @@ fn measure<E: Engine, S: Simulation>(
 
 fn line(r: &SplitRow) -> String {
     format!(
-        "{} bodies on {} ranks, sort {}, {}: one engine {:.2} ms wall, split {:.2} ms wall ({:.2}x; {:.2} ms ownership \
+        "{} bodies on {} ranks, sort {}, {}, {} exchanges: one engine {:.2} ms wall, split {:.2} ms wall ({:.2}x; {:.2} ms ownership \
          and halo, {:.2} ms lists, solver {:.2} ms against one engine's {:.2}), ghosts {:.1} % of the bodies, {:.0} \
          exchanges and {:.0} migrations a frame; {} of {} measured frames identical (and the first: {})",
         r.bodies,
         r.ranks,
         r.sort,
         r.compaction,
+        r.exchange,
         r.one_wall_ms,
         r.split_wall_ms,
         r.speedup,
@@ -216,20 +237,21 @@ fn line(r: &SplitRow) -> String {
 
 fn table(rows: &[SplitRow]) -> String {
     let mut t = String::from(
-        "| bodies | ranks | sort | pair frontier | one engine, ms (summed / wall) | split, ms (summed / wall) | speed-up (wall) \
+        "| bodies | ranks | sort | pair frontier | ghost exchange | one engine, ms (summed / wall) | split, ms (summed / wall) | speed-up (wall) \
          | ownership + halo, ms | lists, ms | solver, ms (one / split) | ghosts, % of bodies | exchanges / frame | ghost values / frame \
          | migrated / frame | identical frames |\n\
-         | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+         | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for r in rows {
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2}x | {:.2} | {:.2} | {:.2} / {:.2} | {:.1} | {:.0} \
+            "| {} | {} | {} | {} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2}x | {:.2} | {:.2} | {:.2} / {:.2} | {:.1} | {:.0} \
              | {:.0} | {:.1} | {} of {} |",
             r.bodies,
             r.ranks,
             r.sort,
             r.compaction,
+            r.exchange,
             r.one_frame_ms,
             r.one_wall_ms,
             r.split_frame_ms,

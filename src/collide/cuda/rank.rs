@@ -12,7 +12,7 @@ use crate::collide::cpu::{Kept, Shared};
 use crate::collide::layout::{Body, Contact, World};
 use crate::collide::{CollideResult, Engine, Graphs, words};
 use crate::compaction::Backend;
-use crate::compaction::cuda::{CudaBackend, CudaBuffer};
+use crate::compaction::cuda::CudaBackend;
 use crate::cuda_runtime::{self, Spec, ptr as raw_ptr};
 
 /// The kernels only a rank launches.
@@ -178,30 +178,31 @@ impl CudaCollide {
     }
 
     /// Enqueues the records of `what` of the `count` bodies at `places` (a
-    /// device list) into `records`; `unpack` the reverse.
-    pub(crate) fn pack(&self, what: Shared, places: &CudaBuffer<u32>, count: u32, records: u64) -> CollideResult<()> {
+    /// device list of u32) into `records` (on this GPU or, with peer access,
+    /// another); `unpack` the reverse.
+    pub(crate) fn pack(&self, what: Shared, places: u64, count: u32, records: u64) -> CollideResult<()> {
         self.records(what, places, count, records, false)
     }
 
-    pub(crate) fn unpack(&self, what: Shared, places: &CudaBuffer<u32>, count: u32, records: u64) -> CollideResult<()> {
+    pub(crate) fn unpack(&self, what: Shared, places: u64, count: u32, records: u64) -> CollideResult<()> {
         self.records(what, places, count, records, true)
     }
 
-    fn records(&self, what: Shared, places: &CudaBuffer<u32>, count: u32, records: u64, un: bool) -> CollideResult<()> {
+    fn records(&self, what: Shared, pp: u64, count: u32, records: u64, un: bool) -> CollideResult<()> {
         if count == 0 {
             return Ok(());
         }
         let f = self.rank_functions.as_ref().expect("a rank's engine has its functions");
         let fields = self.fields(what);
         let stride: u32 = fields.iter().map(|f| f.1).sum();
-        let pp = places.ptr();
         let mut offset = 0u32;
         for (field, width) in fields {
             let mut l = self.stream.launch_builder(if un { &f.unpack } else { &f.pack });
             l.arg(&field).arg(&width).arg(&pp).arg(&count).arg(&records).arg(&stride).arg(&offset);
             // SAFETY: matches collide_pack(const u32*, u32, const u32*, u32, u32*, u32, u32) and collide_unpack(u32*,
             // u32, const u32*, u32, const u32*, u32, u32); `places` holds `count` places below n, the field `width`
-            // u32s per body for n bodies, and `records` (the split's buffer) `count` records of `stride` u32s.
+            // u32s per body for n bodies, and `records` (the split's buffer, on this GPU or a peer this context
+            // reaches) `count` records of `stride` u32s.
             unsafe { l.launch(self.strided(count as u64 * width as u64)) }
                 .map_err(launch_err("launching collide_pack"))?;
             offset += width;

@@ -47,6 +47,42 @@ pub const MAX_RANKS: usize = crate::trace::split::MAX_CPU_RANKS;
 /// ranges are split again.
 pub const REBALANCE: f64 = 1.05;
 
+/// How a split over GPUs carries its ghosts' values between the solver's
+/// steps (about 240 times a frame): the frame's start moves bodies and
+/// contacts through NCCL either way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GhostExchange {
+    /// Each owner's kernel writes its records straight into the holder's
+    /// memory (GPUs of one process with peer access, over NVLink), and
+    /// events order the two streams: one launch and two event waits a step.
+    #[default]
+    Peer,
+    /// A pack, one NCCL group of sends and receives, an unpack: what
+    /// ranks without peer access (other processes, other hosts) would use.
+    Nccl,
+}
+
+impl GhostExchange {
+    pub const ALL: [GhostExchange; 2] = [GhostExchange::Peer, GhostExchange::Nccl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GhostExchange::Peer => "peer",
+            GhostExchange::Nccl => "nccl",
+        }
+    }
+}
+
+impl std::str::FromStr for GhostExchange {
+    type Err = CollideError;
+    fn from_str(s: &str) -> CollideResult<Self> {
+        GhostExchange::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| CollideError::Settings(format!("unknown ghost exchange {s:?}: use peer or nccl")))
+    }
+}
+
 /// What a rank holds between frames, whatever its engine.
 #[derive(Default)]
 pub(crate) struct Holding {

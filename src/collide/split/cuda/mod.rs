@@ -19,9 +19,12 @@
 //!    keeps the pairs and walls of its own bodies.
 //! 4. **Solver,** the GPU engine's program of steps (`cuda/solve.rs`)
 //!    enqueued on every rank; after a step that changes what only an owner
-//!    knows, each owner packs the values its ghosts elsewhere need, one NCCL
-//!    group of sends and receives carries them, and each rank unpacks them
-//!    over its ghosts. The host waits for nothing between the steps.
+//!    knows, each owner packs the values its ghosts elsewhere need, and each
+//!    rank unpacks them over its ghosts. Between the two, either the packs
+//!    write straight into the holders' memory, ordered by events
+//!    ([`GhostExchange::Peer`], GPUs with peer access), or one NCCL group
+//!    of sends and receives carries them ([`GhostExchange::Nccl`]). The host
+//!    waits for nothing between the steps.
 //!
 //! This file holds the collider and its lockstep solver; `start.rs` the
 //! frame's start (from the host, or on the GPUs); `rank.rs` each rank's
@@ -33,7 +36,9 @@ mod start;
 use std::ops::Range;
 use std::time::Instant;
 
-use super::{Holding, SplitStats};
+use cudarc::driver::CudaEvent;
+
+use super::{GhostExchange, Holding, SplitStats};
 use crate::collide::cpu::{Kept, Shared};
 use crate::collide::cuda::{CudaCollide, CudaRanks, solve_setup, solve_substep};
 use crate::collide::layout::{Body, Contact, World};
@@ -92,6 +97,10 @@ struct GpuRank {
     peers: Vec<Peer>,
     /// collide_reach's word.
     most: CudaBuffer<u32>,
+    /// A peer exchange's marks on its stream: its last step is done (its
+    /// ghosts and `into` may be written), its packs are written.
+    ready: CudaEvent,
+    packed: CudaEvent,
 }
 
 /// What a rank sends one rank at the frame's start: the places of its
@@ -138,6 +147,9 @@ pub struct CudaSplit {
     last: SplitStats,
     /// The frame's start, step by step (host wall clock, ms).
     parts: Vec<(String, f64)>,
+    /// How the solver's exchanges travel, and whether every GPU reaches every other's memory.
+    exchange: GhostExchange,
+    peers_reach: bool,
 }
 
 impl CudaSplit {
@@ -156,7 +168,10 @@ impl CudaSplit {
         for backend in backends {
             let engine = CudaCollide::rank(backend, world)?;
             let b = engine.rank_backend();
+            let event = || engine.stream().context().new_event(None).map_err(rank::driver("creating an event"));
             out.push(GpuRank {
+                ready: event()?,
+                packed: event()?,
                 k: Kernels::new(b)?,
                 mine: b.alloc(1)?,
                 iota: b.alloc(1)?,
@@ -187,6 +202,13 @@ impl CudaSplit {
                 recvs: Vec::new(),
             });
         }
+        let mut peers_reach = true;
+        for a in &out {
+            for b in &out {
+                let (a, b) = (a.engine.stream().context(), b.engine.stream().context());
+                peers_reach &= cuda_runtime::enable_peer_access(a, b).map_err(crate::compaction::Error::from)?;
+            }
+        }
         let streams = out.iter().map(|r| r.engine.stream().clone()).collect();
         let comms = Comms::new(streams).map_err(crate::compaction::Error::from)?;
         let mut split = CudaSplit {
@@ -198,6 +220,8 @@ impl CudaSplit {
             holds: None,
             last: SplitStats::default(),
             parts: Vec::new(),
+            exchange: if peers_reach { GhostExchange::Peer } else { GhostExchange::Nccl },
+            peers_reach,
         };
         split.set_bodies(bodies)?;
         Ok(split)
@@ -218,6 +242,23 @@ impl CudaSplit {
                 .collect(),
         );
         Ok(())
+    }
+
+    /// How the solver's exchanges travel from now on ([`GhostExchange::Peer`]
+    /// where every GPU reaches every other's memory, the default there).
+    pub fn set_ghost_exchange(&mut self, e: GhostExchange) -> CollideResult<()> {
+        if e == GhostExchange::Peer && !self.peers_reach {
+            return Err(CollideError::Settings(
+                "these GPUs cannot reach each other's memory (no peer access): use the nccl ghost exchange".into(),
+            ));
+        }
+        self.exchange = e;
+        Ok(())
+    }
+
+    /// How the solver's exchanges travel.
+    pub fn ghost_exchange(&self) -> GhostExchange {
+        self.exchange
     }
 
     /// The first rank's backend (its GPU).
@@ -283,7 +324,8 @@ impl CudaSplit {
         stats.candidates = counts.candidates - counts.crossing_candidates / 2;
         stats.contacts = counts.contacts - counts.crossing_contacts / 2;
 
-        let mut lock = Lockstep { ranks: &mut self.ranks, comms: &self.comms, shared: 0, exchanges: 0 };
+        let mut lock =
+            Lockstep { ranks: &mut self.ranks, comms: &self.comms, exchange: self.exchange, shared: 0, exchanges: 0 };
         let t = Instant::now();
         solve_setup(&mut lock, &w)?;
         lock.wait()?;
@@ -380,18 +422,53 @@ impl crate::collide::Simulation for CudaSplit {
     fn split_stats(&self) -> Option<&SplitStats> {
         Some(&self.last)
     }
+    fn set_ghost_exchange(&mut self, e: GhostExchange) -> CollideResult<()> {
+        CudaSplit::set_ghost_exchange(self, e)
+    }
 }
 
 /// The GPU ranks in lockstep: each step is enqueued on every rank, each
-/// exchange as packs, one NCCL group, unpacks.
+/// exchange as packs (into the holders' memory, or for NCCL to carry) and
+/// unpacks.
 struct Lockstep<'a> {
     ranks: &'a mut [GpuRank],
     comms: &'a Comms,
+    exchange: GhostExchange,
     shared: u64,
     exchanges: u64,
 }
 
+/// One owner's ghosts on one holder: its places in the owner's send list,
+/// and in the holder's receive list.
+struct Part {
+    owner: usize,
+    to: usize,
+    at: Range<u32>,
+    into: Range<u32>,
+}
+
 impl Lockstep<'_> {
+    /// Every (owner, holder) pair's ghosts, the two lists checked against each other.
+    fn parts(&self) -> CollideResult<Vec<Part>> {
+        let mut parts = Vec::new();
+        for (to, rank) in self.ranks.iter().enumerate() {
+            for (owner, into) in &rank.recvs {
+                let o = &self.ranks[*owner];
+                let at = o.sends.iter().find(|s| s.0 == to).map(|s| s.1.clone());
+                let at = at.ok_or_else(|| CollideError::Settings(format!("rank {owner} sends rank {to} nothing")))?;
+                if at.len() != into.len() {
+                    return Err(CollideError::Settings(format!(
+                        "rank {owner} sends rank {to} {} ghosts, it takes {}",
+                        at.len(),
+                        into.len()
+                    )));
+                }
+                parts.push(Part { owner: *owner, to, at, into: into.clone() });
+            }
+        }
+        Ok(parts)
+    }
+
     /// Waits for every rank's stream.
     fn wait(&self) -> CollideResult<()> {
         for rank in self.ranks.iter().filter(|r| r.active) {
@@ -415,39 +492,54 @@ impl CudaRanks for Lockstep<'_> {
         let Some(first) = self.ranks.iter().find(|r| r.active) else { return Ok(()) };
         let stride: u64 = first.engine.fields(what).iter().map(|f| f.1 as u64).sum();
         let bytes = 4 * stride;
-        for rank in self.ranks.iter().filter(|r| r.active) {
-            let count = rank.sends.last().map_or(0, |s| s.1.end);
-            rank.engine.bind()?;
-            rank.engine.pack(what, &rank.send, count, rank.out.ptr())?;
-        }
-        let mut moves = Vec::new();
-        for (to, rank) in self.ranks.iter().enumerate() {
-            for (owner, part) in &rank.recvs {
-                let o = &self.ranks[*owner];
-                let at = o.sends.iter().find(|s| s.0 == to).map(|s| s.1.clone());
-                let at = at.ok_or_else(|| CollideError::Settings(format!("rank {owner} sends rank {to} nothing")))?;
-                if at.len() != part.len() {
-                    return Err(CollideError::Settings(format!(
-                        "rank {owner} sends rank {to} {} ghosts, it takes {}",
-                        at.len(),
-                        part.len()
-                    )));
+        let parts = self.parts()?;
+        self.shared += parts.iter().map(|p| p.into.len() as u64).sum::<u64>();
+        match self.exchange {
+            GhostExchange::Nccl => {
+                for rank in self.ranks.iter().filter(|r| r.active) {
+                    let count = rank.sends.last().map_or(0, |s| s.1.end);
+                    rank.engine.bind()?;
+                    rank.engine.pack(what, rank.send.ptr(), count, rank.out.ptr())?;
                 }
-                moves.push(Move {
-                    from: *owner,
-                    src: o.out.ptr() + at.start as u64 * bytes,
-                    to,
-                    dst: rank.into.ptr() + part.start as u64 * bytes,
-                    bytes: part.len() as u64 * bytes,
-                });
-                self.shared += part.len() as u64;
+                let moves: Vec<Move> = parts
+                    .iter()
+                    .map(|p| Move {
+                        from: p.owner,
+                        src: self.ranks[p.owner].out.ptr() + p.at.start as u64 * bytes,
+                        to: p.to,
+                        dst: self.ranks[p.to].into.ptr() + p.into.start as u64 * bytes,
+                        bytes: p.into.len() as u64 * bytes,
+                    })
+                    .collect();
+                self.comms.exchange(&moves).map_err(crate::compaction::Error::from)?;
+            }
+            GhostExchange::Peer => {
+                // A holder's records are overwritten only once its last step (which read them) is done; it
+                // unpacks them once every owner's pack is written.
+                let record = |e: &CudaEvent, r: &GpuRank| e.record(r.engine.stream()).map_err(rank::driver("an event"));
+                let wait = |r: &GpuRank, e: &CudaEvent| r.engine.stream().wait(e).map_err(rank::driver("an event"));
+                for r in self.ranks.iter().filter(|r| r.active) {
+                    record(&r.ready, r)?;
+                }
+                for p in &parts {
+                    let (o, to) = (&self.ranks[p.owner], &self.ranks[p.to]);
+                    o.engine.bind()?;
+                    wait(o, &to.ready)?;
+                    let places = o.send.ptr() + p.at.start as u64 * 4;
+                    o.engine.pack(what, places, p.at.len() as u32, to.into.ptr() + p.into.start as u64 * bytes)?;
+                }
+                for r in self.ranks.iter().filter(|r| r.active) {
+                    record(&r.packed, r)?;
+                }
+                for p in &parts {
+                    wait(&self.ranks[p.to], &self.ranks[p.owner].packed)?;
+                }
             }
         }
-        self.comms.exchange(&moves).map_err(crate::compaction::Error::from)?;
         for rank in self.ranks.iter().filter(|r| r.active) {
             let count = rank.recvs.last().map_or(0, |s| s.1.end);
             rank.engine.bind()?;
-            rank.engine.unpack(what, &rank.recv, count, rank.into.ptr())?;
+            rank.engine.unpack(what, rank.recv.ptr(), count, rank.into.ptr())?;
         }
         Ok(())
     }

@@ -66,8 +66,13 @@ pub(super) fn over(count: u64) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
+/// Maps a driver error to the collider's, naming what it was doing.
+pub(super) fn driver(during: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
+    move |e| CollideError::Gpu(cuda_runtime::driver_error(during)(e))
+}
+
 pub(super) fn launched(r: Result<impl Sized, cudarc::driver::DriverError>, name: &'static str) -> CollideResult<()> {
-    r.map(drop).map_err(|e| CollideError::Gpu(cuda_runtime::driver_error(name)(e)))
+    r.map(drop).map_err(driver(name))
 }
 
 /// A u32 buffer of zeroes.
