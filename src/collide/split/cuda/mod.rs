@@ -305,6 +305,7 @@ impl CudaSplit {
             let t = Instant::now();
             rank.index(&w)?;
             let kept = rank.engine.kept()?;
+            rank.reserve(rank.engine.len(), rank.engine.contact_count() as u32)?;
             Ok(Some((st, kept, t.elapsed().as_secs_f64() * 1e3)))
         })?;
         let mut slowest: Option<FrameStats> = None;

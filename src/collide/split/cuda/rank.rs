@@ -465,6 +465,29 @@ impl GpuRank {
         Ok(())
     }
 
+    /// Room for the next frame's start, from this frame's `n` bodies and
+    /// `contacts` (each buffer still grows when it must): the first frame
+    /// on the GPUs then allocates nothing, as no later one does.
+    pub(super) fn reserve(&mut self, n: u32, contacts: u32) -> CollideResult<()> {
+        self.flags_for(n.max(contacts))?;
+        self.iota_for(n.max(contacts))?;
+        let GpuRank { engine, own, now, named, taken, kept, found, peers, .. } = self;
+        let b = engine.rank_backend();
+        let (n, c) = (n as u64, contacts as u64);
+        room(b, own, n)?;
+        room(b, now, n)?;
+        room(b, named, c)?;
+        room(b, taken, c)?;
+        room(b, kept, n)?;
+        room(b, found, c)?;
+        for peer in peers {
+            room(b, &mut peer.migrants, n)?;
+            room(b, &mut peer.contacts, c)?;
+            room(b, &mut peer.ghosts, n)?;
+        }
+        Ok(())
+    }
+
     /// After the broad and narrow phase: which bodies it owns, and the
     /// exchanges' lists (the ghosts' places on both sides).
     pub(super) fn index(&mut self, w: &World) -> CollideResult<()> {
