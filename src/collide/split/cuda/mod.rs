@@ -79,7 +79,10 @@ struct GpuRank {
     recv_ids: CudaBuffer<u32>,
     recv: CudaBuffer<u32>,
     recvs: Vec<(usize, Range<u32>)>,
-    /// The records of an exchange in flight (a body's worth each, at most).
+    /// The records of an exchange in flight (a body's worth each, at most):
+    /// those it sends, and those it takes in two halves of `out`'s length,
+    /// one for odd exchanges and one for even (a peer's pack then need not
+    /// wait for this rank's unpack of the exchange before).
     out: CudaBuffer<u32>,
     into: CudaBuffer<u32>,
     /// The frame's start, in buffers kept between frames (each grows when
@@ -223,8 +226,34 @@ impl CudaSplit {
             exchange: if peers_reach { GhostExchange::Peer } else { GhostExchange::Nccl },
             peers_reach,
         };
+        split.connect()?;
         split.set_bodies(bodies)?;
         Ok(split)
+    }
+
+    /// NCCL connects two ranks at their first sends, a few ms for each
+    /// size of message it splits over more channels: done here with a few
+    /// megabytes each way, so that a frame pays only for what it moves.
+    fn connect(&self) -> CollideResult<()> {
+        const WORDS: u64 = 1 << 20;
+        let ranks = self.ranks.len() as u64;
+        let buffers: Vec<CudaBuffer<u32>> = self
+            .ranks
+            .iter()
+            .map(|r| r.engine.bind().and_then(|_| zeroed_u32(r.engine.rank_backend(), WORDS * ranks)))
+            .collect::<CollideResult<_>>()?;
+        let mut moves = Vec::new();
+        for (r, d) in (0..self.ranks.len()).flat_map(|r| (0..self.ranks.len()).map(move |d| (r, d))) {
+            if r != d {
+                let (src, dst) = (buffers[r].ptr() + d as u64 * WORDS * 4, buffers[d].ptr() + r as u64 * WORDS * 4);
+                moves.push(Move { from: r, src, to: d, dst, bytes: WORDS * 4 });
+            }
+        }
+        self.exchange(&moves)?;
+        for rank in &self.ranks {
+            cuda_runtime::synchronize(rank.engine.stream(), "connecting the ranks")?;
+        }
+        Ok(())
     }
 
     /// Replaces the bodies (same count), numbered in the order given; last
@@ -495,6 +524,8 @@ impl CudaRanks for Lockstep<'_> {
         let bytes = 4 * stride;
         let parts = self.parts()?;
         self.shared += parts.iter().map(|p| p.into.len() as u64).sum::<u64>();
+        // This exchange's half of each rank's `into`.
+        let half = |r: &GpuRank| r.into.ptr() + (self.exchanges % 2) * r.out.len() * 4;
         match self.exchange {
             GhostExchange::Nccl => {
                 for rank in self.ranks.iter().filter(|r| r.active) {
@@ -508,15 +539,17 @@ impl CudaRanks for Lockstep<'_> {
                         from: p.owner,
                         src: self.ranks[p.owner].out.ptr() + p.at.start as u64 * bytes,
                         to: p.to,
-                        dst: self.ranks[p.to].into.ptr() + p.into.start as u64 * bytes,
+                        dst: half(&self.ranks[p.to]) + p.into.start as u64 * bytes,
                         bytes: p.into.len() as u64 * bytes,
                     })
                     .collect();
                 self.comms.exchange(&moves).map_err(crate::compaction::Error::from)?;
             }
             GhostExchange::Peer => {
-                // A holder's records are overwritten only once its last step (which read them) is done; it
-                // unpacks them once every owner's pack is written.
+                // A holder unpacks once every owner's pack is written. An owner writes the holder's half of
+                // `into` that the exchange before last used: when the holder sends it records too, it unpacked
+                // that one before packing those, which the owner waited for at the last exchange; otherwise the
+                // owner waits for the holder's last step.
                 let record = |e: &CudaEvent, r: &GpuRank| e.record(r.engine.stream()).map_err(rank::driver("an event"));
                 let wait = |r: &GpuRank, e: &CudaEvent| r.engine.stream().wait(e).map_err(rank::driver("an event"));
                 for r in self.ranks.iter().filter(|r| r.active) {
@@ -525,9 +558,11 @@ impl CudaRanks for Lockstep<'_> {
                 for p in &parts {
                     let (o, to) = (&self.ranks[p.owner], &self.ranks[p.to]);
                     o.engine.bind()?;
-                    wait(o, &to.ready)?;
+                    if !parts.iter().any(|q| q.owner == p.to && q.to == p.owner) {
+                        wait(o, &to.ready)?;
+                    }
                     let places = o.send.ptr() + p.at.start as u64 * 4;
-                    o.engine.pack(what, places, p.at.len() as u32, to.into.ptr() + p.into.start as u64 * bytes)?;
+                    o.engine.pack(what, places, p.at.len() as u32, half(to) + p.into.start as u64 * bytes)?;
                 }
                 for r in self.ranks.iter().filter(|r| r.active) {
                     record(&r.packed, r)?;
@@ -540,7 +575,7 @@ impl CudaRanks for Lockstep<'_> {
         for rank in self.ranks.iter().filter(|r| r.active) {
             let count = rank.recvs.last().map_or(0, |s| s.1.end);
             rank.engine.bind()?;
-            rank.engine.unpack(what, rank.recv.ptr(), count, rank.into.ptr())?;
+            rank.engine.unpack(what, rank.recv.ptr(), count, half(rank))?;
         }
         Ok(())
     }

@@ -521,7 +521,7 @@ impl GpuRank {
         let words = s.max(r).max(1) as u64 * BODY_WORDS as u64;
         if self.out.len() < words {
             self.out = b.alloc(words)?;
-            self.into = b.alloc(words)?;
+            self.into = b.alloc(2 * words)?;
         }
         Ok(())
     }
