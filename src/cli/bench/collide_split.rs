@@ -121,7 +121,7 @@ impl OnBackend for SplitBench<'_> {
                 // Every configuration steps the same start on both.
                 one.engine.set_bodies(&start)?;
                 split.set_bodies(&start)?;
-                rows.push(SplitRow { exchange: name, ..measure(args, n, s, &mut one, &mut split)? });
+                rows.push(measure(args, n, s, name, &mut one, &mut split)?);
             }
         }
         Ok(rows)
@@ -136,6 +136,7 @@ fn measure<E: Engine, S: Simulation>(
     args: &CollideBenchArgs,
     n: u32,
     s: &CollideSettings,
+    exchange: String,
     one: &mut Live<E>,
     split: &mut S,
 ) -> Result<SplitRow> {
@@ -144,6 +145,7 @@ fn measure<E: Engine, S: Simulation>(
         ranks: args.gpus,
         sort: s.sort.name(),
         compaction: s.compact_pairs.name().to_string(),
+        exchange,
         frames: args.frames,
         ..Default::default()
     };
