@@ -251,14 +251,28 @@ impl App {
 }
 
 /// What both modes' overlays show of the session: the backend, the device it
-/// names (with the CPU ranks a collision scene is split over), the display
+/// names (with the CPU ranks or GPUs a collision scene is split over), the display
 /// adapter and the frame rate, around the workload's own.
 fn facts<F>(backend: BackendKind, ranks: usize, adapter: &str, fps: f64, of: F) -> Facts<'_, F> {
     let device = match backend {
         BackendKind::Cpu if ranks > 1 => format!("CPU (rayon), split over {ranks} ranks"),
         BackendKind::Cpu => "CPU (rayon)".into(),
+        BackendKind::Cuda if ranks > 1 => format!("CUDA, split over {ranks} GPUs"),
         BackendKind::Cuda => "CUDA".into(),
         BackendKind::Wgpu => "wgpu".into(),
     };
     Facts { backend, device, adapter, fps, of }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_overlay_names_the_ranks_a_collision_scene_is_split_over() {
+        let device = |backend, ranks| facts(backend, ranks, "", 0.0, ()).device;
+        assert_eq!(device(BackendKind::Cpu, 3), "CPU (rayon), split over 3 ranks");
+        assert_eq!(device(BackendKind::Cuda, 2), "CUDA, split over 2 GPUs");
+        assert_eq!(device(BackendKind::Cuda, 1), "CUDA");
+    }
 }
