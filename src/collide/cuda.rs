@@ -187,7 +187,7 @@ fn strided(capacity: u64, sms: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
-fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
+pub(crate) fn launch_err(name: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
     move |e| CollideError::Gpu(cuda_runtime::driver_error(name)(e))
 }
 

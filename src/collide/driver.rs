@@ -364,6 +364,10 @@ pub trait Simulation {
     fn split_stats(&self) -> Option<&super::split::SplitStats> {
         None
     }
+    /// How a split over GPUs carries its ghosts' values; `None` where ranks share memory or nothing is split.
+    fn ghost_exchange(&self) -> Option<super::split::GhostExchange> {
+        None
+    }
     /// How a split over GPUs carries its ghosts' values (a split over CUDA GPUs only).
     fn set_ghost_exchange(&mut self, e: super::split::GhostExchange) -> super::CollideResult<()> {
         Err(super::CollideError::Settings(format!(

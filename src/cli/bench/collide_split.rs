@@ -14,7 +14,6 @@ use super::collide::{CollideBenchArgs, configs, reference};
 use crate::cli::backend::{OnBackend, Opened, with_backend};
 use crate::cli::collide::{build, check_split};
 use reap::collide::split::GhostExchange;
-use reap::compaction::BackendKind;
 
 /// One body count's and configuration's measurement.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -100,7 +99,6 @@ impl OnBackend for SplitBench<'_> {
         } else {
             bodies
         };
-        let kind = backend.kind();
         let mut split = backend.split_collider(args.gpus, world, &start)?;
         // The split's own exchange when none is named.
         let exchanges: Vec<Option<GhostExchange>> = match args.ghost_exchanges.as_slice() {
@@ -113,11 +111,8 @@ impl OnBackend for SplitBench<'_> {
                 if let Some(e) = exchange {
                     split.set_ghost_exchange(e)?;
                 }
-                let name = match (kind, exchange) {
-                    (BackendKind::Cpu, _) => "shared".to_string(),
-                    (_, Some(e)) => e.name().to_string(),
-                    (_, None) => GhostExchange::default().name().to_string() + " (default)",
-                };
+                // CPU ranks share memory: nothing travels.
+                let name = split.ghost_exchange().map_or("shared", |e| e.name()).to_string();
                 // Every configuration steps the same start on both.
                 one.engine.set_bodies(&start)?;
                 split.set_bodies(&start)?;

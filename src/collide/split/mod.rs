@@ -49,13 +49,13 @@ pub const REBALANCE: f64 = 1.05;
 
 /// How a split over GPUs carries its ghosts' values between the solver's
 /// steps (about 240 times a frame): the frame's start moves bodies and
-/// contacts through NCCL either way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// contacts through NCCL either way. A split takes `Peer` where every GPU
+/// reaches every other's memory, `Nccl` otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GhostExchange {
     /// Each owner's kernel writes its records straight into the holder's
     /// memory (GPUs of one process with peer access, over NVLink), and
     /// events order the two streams: one launch and two event waits a step.
-    #[default]
     Peer,
     /// A pack, one NCCL group of sends and receives, an unpack: what
     /// ranks without peer access (other processes, other hosts) would use.

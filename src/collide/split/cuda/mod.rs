@@ -40,7 +40,7 @@ use cudarc::driver::CudaEvent;
 
 use super::{GhostExchange, Holding, SplitStats};
 use crate::collide::cpu::{Kept, Shared};
-use crate::collide::cuda::{CudaCollide, CudaRanks, solve_setup, solve_substep};
+use crate::collide::cuda::{CudaCollide, CudaRanks, launch_err, solve_setup, solve_substep};
 use crate::collide::layout::{Body, Contact, World};
 use crate::collide::{
     CollideError, CollideResult, CollideSettings, Engine, FrameStats, Frontier, StageId, Substep, stage,
@@ -171,7 +171,7 @@ impl CudaSplit {
         for backend in backends {
             let engine = CudaCollide::rank(backend, world)?;
             let b = engine.rank_backend();
-            let event = || engine.stream().context().new_event(None).map_err(rank::driver("creating an event"));
+            let event = || engine.stream().context().new_event(None).map_err(launch_err("creating an event"));
             out.push(GpuRank {
                 ready: event()?,
                 packed: event()?,
@@ -452,6 +452,9 @@ impl crate::collide::Simulation for CudaSplit {
     fn split_stats(&self) -> Option<&SplitStats> {
         Some(&self.last)
     }
+    fn ghost_exchange(&self) -> Option<GhostExchange> {
+        Some(self.exchange)
+    }
     fn set_ghost_exchange(&mut self, e: GhostExchange) -> CollideResult<()> {
         CudaSplit::set_ghost_exchange(self, e)
     }
@@ -550,8 +553,8 @@ impl CudaRanks for Lockstep<'_> {
                 // `into` that the exchange before last used: when the holder sends it records too, it unpacked
                 // that one before packing those, which the owner waited for at the last exchange; otherwise the
                 // owner waits for the holder's last step.
-                let record = |e: &CudaEvent, r: &GpuRank| e.record(r.engine.stream()).map_err(rank::driver("an event"));
-                let wait = |r: &GpuRank, e: &CudaEvent| r.engine.stream().wait(e).map_err(rank::driver("an event"));
+                let record = |e: &CudaEvent, r: &GpuRank| e.record(r.engine.stream()).map_err(launch_err("an event"));
+                let wait = |r: &GpuRank, e: &CudaEvent| r.engine.stream().wait(e).map_err(launch_err("an event"));
                 for r in self.ranks.iter().filter(|r| r.active) {
                     record(&r.ready, r)?;
                 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::{Carried, GpuRank, Peer, Picked};
-use crate::collide::cuda::SPLIT;
+use crate::collide::cuda::{SPLIT, launch_err};
 use crate::collide::layout::{Body, Contact, World};
 use crate::collide::{CollideError, CollideResult, Engine};
 use crate::compaction::cuda::{CudaBackend, CudaBuffer};
@@ -66,13 +66,8 @@ pub(super) fn over(count: u64) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// Maps a driver error to the collider's, naming what it was doing.
-pub(super) fn driver(during: &'static str) -> impl Fn(cudarc::driver::DriverError) -> CollideError {
-    move |e| CollideError::Gpu(cuda_runtime::driver_error(during)(e))
-}
-
 pub(super) fn launched(r: Result<impl Sized, cudarc::driver::DriverError>, name: &'static str) -> CollideResult<()> {
-    r.map(drop).map_err(driver(name))
+    r.map(drop).map_err(launch_err(name))
 }
 
 /// A u32 buffer of zeroes.
@@ -80,7 +75,7 @@ pub(super) fn zeroed_u32(b: &CudaBackend, n: u64) -> CollideResult<CudaBuffer<u3
     let out: CudaBuffer<u32> = b.alloc(n.max(1))?;
     // SAFETY: the range is the buffer's, on the backend's stream's device.
     let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(out.ptr(), 0, n.max(1) as usize, b.stream().cu_stream()) };
-    r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing a table")(e)))?;
+    r.result().map_err(launch_err("zeroing a table"))?;
     Ok(out)
 }
 
@@ -349,7 +344,7 @@ impl GpuRank {
         }
         // SAFETY: the word is this one-u32 allocation, on this stream's device.
         let r = unsafe { cudarc::driver::sys::cuMemsetD32Async(self.most.ptr(), 0, 1, self.stream().cu_stream()) };
-        r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("zeroing a word")(e)))?;
+        r.result().map_err(launch_err("zeroing a word"))?;
         let (bp, mp) = (self.now.ptr(), self.most.ptr());
         let mut l = self.stream().launch_builder(&self.k.reach);
         l.arg(&bp).arg(&count).arg(w).arg(&mp);
@@ -430,7 +425,7 @@ impl GpuRank {
         let r = unsafe {
             cudarc::driver::sys::cuMemsetD32Async(pp, MISSING, self.place.len() as usize, self.stream().cu_stream())
         };
-        r.result().map_err(|e| CollideError::Gpu(cuda_runtime::driver_error("clearing the place table")(e)))?;
+        r.result().map_err(launch_err("clearing the place table"))?;
         let mut l = self.stream().launch_builder(&self.k.place);
         l.arg(&bp).arg(&n).arg(&pp);
         // SAFETY: matches collide_where(const Body*, u32, u32*); the engine holds n bodies whose spawn numbers
