@@ -212,18 +212,55 @@ fn launch_renders_the_one_rank_image_over_processes() {
     let (three, stdout) = render(&["launch", "--ranks", "3", "--"], "three.png");
     assert_eq!(one, three, "three processes render the one-rank image");
     assert!(stdout.contains("split over 3 ranks") && stdout.contains("TCP sockets between 3 processes"), "{stdout}");
-    assert!(stdout.contains("[rank 2] rendered this rank's band"), "{stdout}");
+    assert!(stdout.contains("[rank 2] rendered this rank's share"), "{stdout}");
+    // Split by samples (a round of two samples, then one of one) over two processes, and over two CPU
+    // ranks in one process: the same image.
+    let by_samples = |launch: &[&str], gpus: &str, name: &str| {
+        let png = dir.join(name);
+        let out = reap()
+            .args(launch)
+            .args(["render", "--backend", "cpu", "--width", "40", "--height", "30", "--spp", "3", "--gpus", gpus])
+            .args(["--split", "samples", "--max-bounces", "4", "--compact-paths", "lookback"])
+            .args(["--traversal", "breadth-first", "--out"])
+            .arg(&png)
+            .output()
+            .expect("run");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{launch:?}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        (hash(&stdout), stdout)
+    };
+    let (processes, stdout) = by_samples(&["launch", "--ranks", "2", "--"], "1", "samples-processes.png");
+    assert_eq!(one, processes, "two processes split by samples render the one-rank image: {stdout}");
+    assert!(stdout.contains("by samples, one a rank") && stdout.contains("2 rounds of 3 samples"), "{stdout}");
+    let (threads, stdout) = by_samples(&[], "2", "samples-threads.png");
+    assert_eq!(one, threads, "two CPU ranks split by samples render the one-rank image: {stdout}");
+    // A split by samples needs ranks to share; a way named twice or unknown is refused.
+    for (bad, says) in [
+        (&["--split", "samples"][..], "--gpus 2 or more"),
+        (&["--gpus", "2", "--split", "tiles"], "unknown split `tiles`"),
+    ] {
+        let out = reap().args(["render", "--backend", "cpu", "--width", "8", "--height", "8"]).args(bad).output();
+        let out = out.expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says), "{bad:?}: {stderr}");
+    }
+    let out = reap().args(["bench", "render", "--backend", "cpu", "--gpus", "2", "--split", "rows,rows"]).output();
+    let stderr = String::from_utf8_lossy(&out.as_ref().expect("run").stderr).into_owned();
+    assert!(stderr.contains("names `rows` twice"), "{stderr}");
     // The benchmark over processes: rank 0 writes the rows, every hash the one-rank image's.
     let bench = dir.join("bench");
     let out = reap()
         .args(["launch", "--ranks", "2", "--", "bench", "render", "--backend", "cpu", "--scenes", "cornell"])
-        .args(["--width", "32", "--height", "24", "--spp", "2", "--algorithms", "lookback", "--out"])
+        .args(["--width", "32", "--height", "24", "--spp", "2", "--algorithms", "lookback", "--split"])
+        .args(["rows,samples", "--out"])
         .arg(&bench)
         .output()
         .expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(bench.join("results.csv")).expect("results.csv");
-    assert!(csv.lines().count() >= 3, "{csv}");
+    assert!(csv.lines().count() >= 5, "{csv}");
+    // Both ways' rows, each with the one image (the bench fails on differing hashes).
+    assert!(csv.contains("cpu x2,") && csv.contains("cpu x2 samples,"), "{csv}");
 }
 
 /// Two hosts, simulated as two launchers on this one: each starts its own

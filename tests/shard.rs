@@ -83,6 +83,12 @@ fn split_renders_gather_to_the_whole_image() {
         shard::split_renders_the_whole_image(|_| cornell(), &s, 2, vec![3, 20]);
         shard::split_renders_the_whole_image(|_| cornell(), &s, 3, vec![20, 1, 2]);
     }
+    // One to five ranks, over seven samples a part: rounds that do not divide them.
+    let s = RenderSettings { spp: 7, ..settings(Traversal::DepthFirst, "lookback") };
+    for ranks in 1..=5 {
+        let bands = (0..ranks as u32).map(|r| if r == 0 { H - ranks as u32 + 1 } else { 1 }).collect();
+        shard::split_renders_the_whole_image(|_| cornell(), &s, ranks, bands);
+    }
     // More ranks than rows cannot split.
     assert!(reap::trace::split::Split::new((0..24).map(|_| cornell()).collect(), W, H).is_err());
 }

@@ -10,7 +10,7 @@ use reap::compaction::{Backend, BackendKind};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output::{self, Summary, Timings};
-use reap::trace::split::Renderer;
+use reap::trace::split::{Renderer, SplitBy};
 use reap::trace::tonemap::{Tone, ToneCurve};
 use reap::trace::{Compaction, Engine, Estimator, RenderSettings, Traversal};
 use reap::{bvh, files};
@@ -110,6 +110,11 @@ pub struct RenderArgs {
     /// moved rows and gathers the image; N CPU ranks with `--backend cpu`): the same image as one GPU.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
+    /// How --gpus N share the image: `rows`, each frame in bands of rows; or `samples`, each GPU traces
+    /// the whole image for its own sample and GPU 0 adds them in sample order (the same image; whole frames
+    /// keep each GPU as busy as one alone, and a render of fewer samples than GPUs leaves some idle).
+    #[arg(long, default_value = "rows", value_parser = |s: &str| s.parse::<reap::trace::split::SplitBy>())]
+    pub split: reap::trace::split::SplitBy,
     /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.
     #[arg(skip)]
     pub first_run: bool,
@@ -142,6 +147,7 @@ pub fn run(args: RenderArgs) -> Result<bool> {
     if args.gpus as u64 > args.height as u64 {
         anyhow::bail!("--gpus {} splits the image in bands of rows and it has {} rows", args.gpus, args.height);
     }
+    check_split(&[args.split], args.gpus)?;
     // Output paths first: a bad path must not cost a render.
     let format = output::image_format(&args.out)?;
     if !args.exposure.is_finite() {
@@ -245,14 +251,35 @@ impl OnBackend for RenderRun {
             warm_up(&engine, &settings)?;
             return job.go(engine, settings, kind, &device);
         }
-        let split = backend.split(args.gpus, setup, |e| {
+        let mut split = backend.split(args.gpus, setup, |e| {
             e.set_graphs(args.graphs);
             warm_up(e, &settings)
         })?;
+        split.set_by(args.split)?;
         let ranks = split.ranks();
-        println!("split over {ranks} ranks in bands of rows; collectives: {}", split.carrier());
+        let how = match args.split {
+            SplitBy::Rows => "in bands of rows",
+            SplitBy::Samples => "by samples, one a rank",
+        };
+        println!("split over {ranks} ranks {how}; collectives: {}", split.carrier());
         job.go(split, settings, kind, &format!("{device} x{ranks}"))
     }
+}
+
+/// `--split` (render, bench render): anything but rows shares the image between ranks, so it needs
+/// several (--gpus, or the processes of `reap launch`); a list names each way once.
+pub(super) fn check_split(split: &[SplitBy], gpus: usize) -> Result<()> {
+    let ranks = super::ranks::place()?.map_or(gpus, |p| p.ranks);
+    if let Some(by) = split.iter().find(|&&b| b != SplitBy::Rows).filter(|_| ranks < 2) {
+        anyhow::bail!("--split {by} shares the image between GPUs: give --gpus 2 or more, or leave --split out");
+    }
+    if let Some(by) = split.iter().enumerate().find(|(i, b)| split[..*i].contains(b)).map(|(_, b)| b) {
+        anyhow::bail!("--split names `{by}` twice: give each way once");
+    }
+    if split.is_empty() {
+        anyhow::bail!("--split needs a way: rows or samples");
+    }
+    Ok(())
 }
 
 /// `--block-levels` (render, bench render, view): auto, all or 1 to 64.
@@ -338,13 +365,13 @@ impl RenderJob<'_> {
                 f.wall_mrays_per_s(),
                 f.frame_ms
             ));
-            bar.inc(1);
+            bar.inc(f.samples() as u64);
         })?;
         bar.finish_and_clear();
         let sum = engine.sums()?;
         if !super::ranks::leads() {
             // A rank of several processes: rank 0 gathered the image and writes it.
-            println!("rendered this rank's band; rank 0 writes the image");
+            println!("rendered this rank's share; rank 0 writes the image");
             return Ok(true);
         }
         let hash = format!("{:016x}", output::hash(&sum));

@@ -433,7 +433,7 @@ fn frame<E: Engine>(
     w: &mut Work<E>,
     sample: u32,
 ) -> TraceResult<(FrameStats, Vec<u64>)> {
-    let mut stats = FrameStats { sample, ..Default::default() };
+    let mut stats = FrameStats { sample, samples: 1, ..Default::default() };
     let clock = std::time::Instant::now();
     let fw = FrameWords::plan(s, run_levels(e, s));
     if e.backend().len(&w.words) < fw.used {

@@ -100,13 +100,14 @@ pub struct Timings<'a> {
     pub frames: &'a [FrameStats],
 }
 
-/// Means over a render's frames.
+/// Means over a render's frames, per sample (a frame of one sample per pixel;
+/// a samples split's round counts as its samples).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Summary {
     pub frames: usize,
-    /// The stages summed, ms (device events on a GPU).
+    /// The stages summed, ms per sample (device events on a GPU).
     pub frame_ms: f64,
-    /// The wall clock, ms: from a frame's start until its results are complete.
+    /// The wall clock, ms per sample: from a frame's start until its results are complete.
     pub wall_ms: f64,
     /// How far the wall clock exceeds the summed stages, % of the latter.
     pub wall_gap_percent: Option<f64>,
@@ -118,13 +119,14 @@ pub struct Summary {
     /// Rays per second by the wall clock.
     pub wall_mrays_per_s: f64,
     pub rays_per_frame: f64,
-    /// Mean time per stage name over frames (all bounces and levels summed), in first-seen order.
+    /// Mean time per stage name per sample (all bounces and levels summed), in first-seen order.
     pub stage_ms: Vec<(String, f64)>,
 }
 
 impl Summary {
+    /// Means per sample: a samples split's round of k samples counts as k.
     pub fn of(frames: &[FrameStats]) -> Self {
-        let n = frames.len().max(1) as f64;
+        let n = frames.iter().map(|f| f.samples() as f64).sum::<f64>().max(1.0);
         let frame_ms = frames.iter().map(|f| f.frame_ms).sum::<f64>() / n;
         let wall_ms = frames.iter().map(|f| f.wall_ms).sum::<f64>() / n;
         let compaction_ms = frames.iter().map(|f| f.compaction_ms()).sum::<f64>() / n;
@@ -200,7 +202,14 @@ fn timings_csv(path: &Path, frames: &[FrameStats]) -> TraceResult<Vec<u8>> {
 pub fn summary_table(s: &Summary, frames: &[FrameStats]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "{} frames, means per frame:", s.frames);
+    let samples: u64 = frames.iter().map(|f| f.samples() as u64).sum();
+    // A samples split's rounds hold a sample a rank: its means are per sample.
+    let rounds = samples != s.frames as u64;
+    let per = if rounds { "sample" } else { "frame" };
+    let _ = match rounds {
+        false => writeln!(out, "{} frames, means per frame:", s.frames),
+        true => writeln!(out, "{} rounds of {samples} samples (one a rank), means per sample:", s.frames),
+    };
     let _ = writeln!(out, "{:<26} {:>10.3} ms {:>9.1} Mrays/s", "wall clock", s.wall_ms, s.wall_mrays_per_s);
     let _ = writeln!(
         out,
@@ -215,7 +224,7 @@ pub fn summary_table(s: &Summary, frames: &[FrameStats]) -> String {
         s.compaction_ms,
         100.0 * s.compaction_share
     );
-    let _ = writeln!(out, "{:<26} {:>10} {:>7}", "stage (all bounces)", "ms/frame", "share");
+    let _ = writeln!(out, "{:<26} {:>10} {:>7}", "stage (all bounces)", format!("ms/{per}"), "share");
     for (name, ms) in &s.stage_ms {
         let share = if s.frame_ms > 0.0 { 100.0 * ms / s.frame_ms } else { 0.0 };
         let _ = writeln!(out, "{name:<26} {ms:>10.3} {share:>6.1}%");

@@ -45,9 +45,11 @@ pub mod stage {
     pub const NEE: &str = "next-event";
     pub const COMPACT_PATHS: &str = "compact paths";
     pub const ACCUMULATE: &str = "accumulate";
+    /// A samples split's round: every other rank's sample added into rank 0's sums, in sample order.
+    pub const GATHER_SAMPLES: &str = "gather samples";
 
     /// Every name above.
-    pub const ALL: [&str; 15] = [
+    pub const ALL: [&str; 16] = [
         CAMERA,
         TRAVERSE,
         FRONTIER_INIT,
@@ -63,6 +65,7 @@ pub mod stage {
         NEE,
         COMPACT_PATHS,
         ACCUMULATE,
+        GATHER_SAMPLES,
     ];
 
     /// The static name `name` spells (a stage read back from another
@@ -82,10 +85,15 @@ pub mod stage {
     }
 }
 
-/// One frame (one sample per pixel) as measured.
+/// One frame (one sample per pixel, or a round of a samples split: one
+/// sample a rank) as measured.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct FrameStats {
+    /// The frame's (first) sample.
     pub sample: u32,
+    /// Samples per pixel the frame added: 1, or the ranks of a samples split's
+    /// round ([`crate::trace::split::SplitBy::Samples`]); 0 reads as 1.
+    pub samples: u32,
     /// Every stage in order with its time in ms (device events on a GPU).
     pub stages: Vec<(StageId, f64)>,
     /// Queue length at the start of each bounce (dead slots included under `none`).
@@ -114,6 +122,10 @@ pub struct FrameStats {
 }
 
 impl FrameStats {
+    /// Samples per pixel the frame added (at least 1).
+    pub fn samples(&self) -> u32 {
+        self.samples.max(1)
+    }
     pub fn compaction_ms(&self) -> f64 {
         // + 0.0: an empty f64 sum is -0.0, which would print as "-0.000".
         self.stages.iter().filter(|(s, _)| s.is_compaction()).map(|(_, t)| t).sum::<f64>() + 0.0

@@ -156,28 +156,48 @@ pub fn bad_shards_are_typed_errors<E: Engine>(mut e: E, s: &RenderSettings) {
 
 /// A [`Split`] of `ranks` engines against one engine, `s.spp` frames each:
 /// the bands follow the measured time between frames, and are then set by
-/// hand to `bands` for as many frames again; the gathered sums must be the
-/// one engine's bits.
+/// hand to `bands` for as many frames again; then `s.spp` samples split by
+/// samples, and `s.spp` frames in bands again. The gathered sums must be the
+/// one engine's bits after each.
 pub fn split_renders_the_whole_image<E: reap::trace::split::SplitEngine>(
     make: impl Fn(usize) -> E,
     s: &RenderSettings,
     ranks: usize,
     bands: Vec<u32>,
 ) {
-    use reap::trace::split::{Renderer, Split};
+    use reap::trace::split::{Renderer, Split, SplitBy};
     // `make(r)`: an engine on rank r's device; the whole image on rank 0's.
     let mut whole = make(0);
-    let twice = RenderSettings { spp: 2 * s.spp, ..s.clone() };
-    reap::trace::render(&mut whole, &twice, |_| {}).expect("whole render");
-    let want = bits(&whole.image().expect("whole sums"));
+    let spp = s.spp;
+    let mut want = Vec::new();
+    for _ in 0..4 {
+        let next = RenderSettings { first_sample: s.first_sample + want.len() as u32 * spp, ..s.clone() };
+        reap::trace::render(&mut whole, &next, |_| {}).expect("whole render");
+        want.push(bits(&whole.image().expect("whole sums")));
+    }
+    let from = |part: u32| RenderSettings { first_sample: s.first_sample + part * spp, ..s.clone() };
+    let what = format!("{ranks} ranks, {}", s.traversal.name());
     let mut split = Split::new((0..ranks).map(&make).collect(), s.width, s.height).expect("split");
     let first = split.render_frames(s, &mut |_| {}).expect("split render");
     split.set_bands(bands).expect("bands");
-    let again = RenderSettings { first_sample: s.first_sample + s.spp, ..s.clone() };
-    let second = split.render_frames(&again, &mut |_| {}).expect("split render, moved bands");
-    assert_eq!(bits(&split.sums().expect("gathered")), want, "{ranks} ranks, {}", s.traversal.name());
+    let second = split.render_frames(&from(1), &mut |_| {}).expect("split render, moved bands");
+    assert_eq!(bits(&split.sums().expect("gathered")), want[1], "{what}");
     let rays: u64 = first.iter().chain(&second).map(|f| f.rays).sum();
     assert!(rays > 0);
     // Bands that leave a rank without rows, or miss rows, are refused.
     assert!(split.set_bands(vec![0; ranks]).is_err());
+
+    // By samples: rounds of one sample a rank, the last one short where the ranks do not divide spp.
+    split.set_by(SplitBy::Samples).expect("split by samples");
+    assert_eq!(split.samples_per_frame(), ranks as u32);
+    let rounds = split.render_frames(&from(2), &mut |_| {}).expect("split render by samples");
+    assert_eq!(rounds.len(), spp.div_ceil(ranks as u32) as usize, "{what}: rounds");
+    assert_eq!(rounds.iter().map(|f| f.samples()).sum::<u32>(), spp, "{what}: samples");
+    assert!(rounds.iter().all(|f| f.rays > 0));
+    assert_eq!(bits(&split.sums().expect("rank 0's sums")), want[2], "{what}, by samples");
+    assert!(split.set_bands(vec![1; ranks]).is_err(), "a split by samples has no bands");
+    // And back to bands of rows: rank 0's sums go back to the bands' ranks.
+    split.set_by(SplitBy::Rows).expect("split by rows");
+    split.render_frames(&from(3), &mut |_| {}).expect("split render, rows again");
+    assert_eq!(bits(&split.sums().expect("gathered")), want[3], "{what}, rows after samples");
 }

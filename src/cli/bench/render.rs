@@ -12,7 +12,7 @@ use reap::compaction::{Compaction, Fusion};
 use reap::scene;
 use reap::trace::layout::{CameraLayout, Packed};
 use reap::trace::output;
-use reap::trace::split::Renderer;
+use reap::trace::split::{Renderer, SplitBy};
 use reap::trace::{BlockLevels, BvhKind, RenderSettings, Traversal};
 
 use super::compactions;
@@ -79,6 +79,11 @@ pub struct RenderBenchArgs {
     /// `--backend cpu`); the rows' backend reads e.g. `cuda x2`.
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
+    /// How --gpus N share the image, comma separated (a set of rows each): `rows`, each frame in bands of
+    /// rows (rows read e.g. `cuda x2`); `samples`, each GPU a whole frame of its own sample, added on GPU 0
+    /// in sample order (rows read `cuda x2 samples`).
+    #[arg(long, value_delimiter = ',', default_value = "rows", value_parser = |s: &str| s.parse::<SplitBy>())]
+    pub split: Vec<SplitBy>,
     #[command(flatten)]
     pub peer: super::peers::PeerArgs,
 }
@@ -89,6 +94,7 @@ pub fn run(args: RenderBenchArgs) -> Result<bool> {
     if args.gpus == 0 || args.gpus as u64 > args.height as u64 {
         anyhow::bail!("--gpus must be from 1 to the image's {} rows (bands of rows, one a rank)", args.height);
     }
+    crate::cli::render::check_split(&args.split, args.gpus)?;
     let leads = crate::cli::ranks::leads();
     if let Some(place) = crate::cli::ranks::place()? {
         crate::cli::ranks::check_gpus(place, args.gpus)?;
@@ -234,15 +240,22 @@ impl OnBackend for SceneBench<'_> {
             max_bounces: a.path.max_bounces,
         };
         if a.gpus == 1 && crate::cli::ranks::place()?.is_none() {
-            let engine = backend.tracer(setup)?;
-            let rows = bench_scene(engine, a, self.scene, depths, self.traversals, &choices, kind)?;
+            let mut engine = backend.tracer(setup)?;
+            let rows = bench_scene(&mut engine, a, self.scene, depths, self.traversals, &choices, kind)?;
             return Ok((device, rows));
         }
-        let split = backend.split(a.gpus, setup, |_| Ok(()))?;
+        let mut split = backend.split(a.gpus, setup, |_| Ok(()))?;
         let ranks = split.ranks();
         println!("split over {ranks} ranks; collectives: {}", split.carrier());
-        let label = format!("{kind} x{ranks}");
-        let rows = bench_scene(split, a, self.scene, depths, self.traversals, &choices, &label)?;
+        let mut rows = Vec::new();
+        for &by in &a.split {
+            split.set_by(by)?;
+            let label = match by {
+                SplitBy::Rows => format!("{kind} x{ranks}"),
+                SplitBy::Samples => format!("{kind} x{ranks} samples"),
+            };
+            rows.extend(bench_scene(&mut split, a, self.scene, depths, self.traversals, &choices, &label)?);
+        }
         Ok((format!("{device} x{ranks}"), rows))
     }
 }
@@ -250,9 +263,9 @@ impl OnBackend for SceneBench<'_> {
 /// A split's warm-up past the first two frames: frames until its bands stop
 /// moving (at most [`SETTLE_FRAMES`]), then one that records the frame's graph
 /// for the settled bands, so the measured frames see the steady state a long
-/// render does. One engine is settled at once.
+/// render does. One engine, and a split by samples, are settled at once.
 fn settle<R: Renderer>(engine: &mut R, settings: &RenderSettings) -> reap::trace::TraceResult<()> {
-    let one = RenderSettings { spp: 1, ..settings.clone() };
+    let one = RenderSettings { spp: engine.samples_per_frame(), ..settings.clone() };
     let mut extra = 0;
     while !engine.settled() && extra < SETTLE_FRAMES {
         engine.render_frames(&one, &mut |_| {})?;
@@ -275,7 +288,7 @@ struct Depths {
 }
 
 fn bench_scene<R: Renderer>(
-    mut engine: R,
+    engine: &mut R,
     args: &RenderBenchArgs,
     sc: &scene::Scene,
     depths: Depths,
@@ -343,11 +356,12 @@ fn bench_scene<R: Renderer>(
                 fusion,
             };
             // Warm-up frames compile the kernels and fill the allocator (the first), and record the
-            // frame's CUDA graph (the second, under --graphs auto); then the measured frames.
-            let warm = RenderSettings { spp: 2, ..settings.clone() };
+            // frame's CUDA graph (the second, under --graphs auto), on every rank of a split by samples
+            // too; then the measured frames.
+            let warm = RenderSettings { spp: 2 * engine.samples_per_frame(), ..settings.clone() };
             let outcome = engine
                 .render_frames(&warm, &mut |_| {})
-                .and_then(|_| settle(&mut engine, &settings))
+                .and_then(|_| settle(engine, &settings))
                 .and_then(|_| engine.reset_sums())
                 .and_then(|_| engine.render_frames(&settings, &mut |_| {}));
             let row = match outcome {

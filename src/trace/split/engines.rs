@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::{SplitEngine, SumMove};
 use crate::cluster::Cluster;
 use crate::trace::{TraceError, TraceResult};
@@ -70,6 +72,31 @@ impl SplitEngine for crate::trace::cpu::CpuEngine {
         }
         Ok(())
     }
+    fn add_sums(comm: &CpuSplitComm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()> {
+        let held = |rank: usize| rank.checked_sub(first).filter(|&i| i < engines.len());
+        let part: Vec<[f32; 4]> = match comm {
+            CpuSplitComm::Local => engines[from - first].sums().to_vec(),
+            CpuSplitComm::Processes(c) => {
+                let mine = held(from).map_or(Vec::new(), |i| bytemuck::cast_slice(engines[i].sums()).to_vec());
+                let Some(all) = c.gather(&mine)? else { return Ok(()) };
+                let bytes = all.get(from).filter(|b| b.len() % 16 == 0);
+                let bad = || TraceError::Settings(format!("rank {from} sent a malformed sample"));
+                bytemuck::pod_collect_to_vec(bytes.ok_or_else(bad)?)
+            }
+        };
+        let Some(zero) = held(0) else { return Ok(()) };
+        let sums = engines[zero].sums_mut();
+        if part.len() != sums.len() {
+            return Err(TraceError::Settings(format!(
+                "rank {from}'s sample has {} pixels and rank 0's image {}",
+                part.len(),
+                sums.len()
+            )));
+        }
+        // The four additions of crate::trace::cpu's accumulate, a sample's radiance and its count of 1.
+        sums.par_iter_mut().zip(&part).for_each(|(s, p)| *s = [s[0] + p[0], s[1] + p[1], s[2] + p[2], s[3] + p[3]]);
+        Ok(())
+    }
 }
 
 #[cfg(feature = "cuda")]
@@ -118,6 +145,23 @@ impl SplitEngine for crate::trace::cuda::CudaEngine {
         comm.exchange(&raw).map_err(crate::compaction::Error::from)?;
         Ok(())
     }
+    fn add_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()> {
+        use crate::trace::Engine;
+        let comm = comm.as_ref().ok_or_else(|| TraceError::Settings("adding a sample needs two engines".into()))?;
+        let bytes = engines.first().map_or(0, |e| e.image_pixels()) * 16;
+        let src = from.checked_sub(first).and_then(|i| engines.get(i)).map_or(0, |e| e.sums_ptr());
+        // Rank 0's sample buffer, where this process holds rank 0 (0 elsewhere: never read).
+        let dst = match first {
+            0 => engines[0].sample_part()?,
+            _ => 0,
+        };
+        let m = crate::cuda_runtime::nccl::Move { from, src, to: 0, dst, bytes };
+        comm.exchange(&[m]).map_err(crate::compaction::Error::from)?;
+        if first == 0 {
+            engines[0].add_sample_part()?;
+        }
+        Ok(())
+    }
 }
 
 /// One wgpu engine renders alone: wgpu has no collectives to carry sums
@@ -145,6 +189,9 @@ impl SplitEngine for crate::trace::wgpu::WgpuEngine {
     }
     fn carrier(_: &()) -> String {
         "one wgpu adapter (no collectives)".into()
+    }
+    fn add_sums(_: &(), _: &mut [Self], _: usize, from: usize) -> TraceResult<()> {
+        Err(TraceError::Settings(format!("adding engine {from}'s sample: the wgpu backend renders with one engine")))
     }
     fn move_sums(_: &(), _: &mut [Self], _: usize, moves: &[SumMove]) -> TraceResult<()> {
         match moves.iter().find(|m| m.from != m.to && m.count > 0) {

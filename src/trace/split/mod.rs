@@ -1,7 +1,16 @@
-//! Split-frame rendering: one engine per rank (a GPU, or a CPU rank in
-//! tests), each tracing one band of whole rows ([`Shard`]), all of them at
-//! once, one thread each. Every random number is drawn from the pixel, so the
-//! bands' sums together are the one-engine image bit for bit.
+//! Rendering split across ranks (a GPU, or a CPU rank in tests), all of them
+//! at once, one thread each, two ways ([`SplitBy`]):
+//! - **rows**: each frame split into bands of whole rows ([`Shard`]), one a
+//!   rank. Every random number is drawn from the pixel, so the bands' sums
+//!   together are the one-engine image bit for bit.
+//! - **samples**: each rank traces the whole image for its own sample, rank r
+//!   sample `first + r` of a round; rank 0 then adds the other ranks' samples
+//!   into its sums in sample order ([`SplitEngine::add_sums`]), the additions
+//!   one engine's accumulate makes, so the image is again the same bits. A
+//!   rank's frame keeps one GPU's size, so the late bounces' small queues and
+//!   each kernel's slowest rays weigh on it as on one GPU; a band of rows
+//!   halves the rays but not those. A frame of one sample (the viewer's) has
+//!   nothing to split this way.
 //!
 //! Bands follow the measured time: after each frame, each band's cost per row
 //! (its rank's frame time over its rows) predicts the next frame, and the
@@ -33,6 +42,40 @@ pub use engines::CpuSplitComm;
 /// cores and exist to run the multi-GPU protocol without GPUs.
 pub const MAX_CPU_RANKS: usize = 64;
 
+/// How a split shares the work of an image between its ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitBy {
+    /// Each frame in bands of rows that follow the measured time.
+    #[default]
+    Rows,
+    /// Each rank a whole frame of its own sample; rank 0 sums them in sample order.
+    Samples,
+}
+
+impl SplitBy {
+    pub const ALL: [SplitBy; 2] = [SplitBy::Rows, SplitBy::Samples];
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitBy::Rows => "rows",
+            SplitBy::Samples => "samples",
+        }
+    }
+}
+
+impl std::fmt::Display for SplitBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SplitBy {
+    type Err = TraceError;
+    fn from_str(s: &str) -> TraceResult<Self> {
+        super::settings::parse_named(&SplitBy::ALL, SplitBy::name, "split", s)
+    }
+}
+
 /// One range of pixels' sums, from one engine to another (the same pixels on both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SumMove {
@@ -54,6 +97,10 @@ pub trait SplitEngine: Engine + Send + Sized {
     /// Copies each move's pixels' sums from rank `from` to rank `to`;
     /// `engines` are this process's, ranks `first..`. Every process passes every move.
     fn move_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()>;
+    /// Adds rank `from`'s sums (one sample over zeroed sums) into rank 0's,
+    /// pixel by pixel, as rank 0's own accumulate adds a sample; returns when
+    /// rank 0's sums hold them. Every process calls it; `engines` as above.
+    fn add_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()>;
 }
 
 /// Something that renders frames into per-pixel sums: one engine, or a split.
@@ -74,6 +121,10 @@ pub trait Renderer {
     fn use_graphs(&mut self, graphs: Graphs);
     /// Ranks rendering (1 for one engine).
     fn ranks(&self) -> usize {
+        1
+    }
+    /// Samples one frame adds: 1, or a samples split's ranks (a round).
+    fn samples_per_frame(&self) -> u32 {
         1
     }
     /// Whether the last frame left the work where it was (a split: no band
@@ -105,7 +156,7 @@ impl<E: Engine> Renderer for E {
     }
 }
 
-/// Several engines rendering one image in bands of rows.
+/// Several engines rendering one image, in bands of rows or by samples.
 pub struct Split<E: SplitEngine> {
     /// This process's engines: ranks `first..first + engines.len()`.
     engines: Vec<E>,
@@ -122,6 +173,7 @@ pub struct Split<E: SplitEngine> {
     pub last_times: Vec<f64>,
     /// Whether the last frame moved a band boundary.
     moved: bool,
+    by: SplitBy,
 }
 
 impl<E: SplitEngine> Split<E> {
@@ -173,8 +225,18 @@ impl<E: SplitEngine> Split<E> {
     ) -> TraceResult<Self> {
         let r = ranks as u32;
         let rows: Vec<u32> = (0..r).map(|i| height / r + u32::from(i < height % r)).collect();
-        let mut split =
-            Split { engines, first, comm, cluster, width, rows, balance: true, last_times: Vec::new(), moved: false };
+        let mut split = Split {
+            engines,
+            first,
+            comm,
+            cluster,
+            width,
+            rows,
+            balance: true,
+            last_times: Vec::new(),
+            moved: false,
+            by: SplitBy::Rows,
+        };
         split.apply_bands()?;
         Ok(split)
     }
@@ -211,7 +273,34 @@ impl<E: SplitEngine> Split<E> {
         E::carrier(&self.comm)
     }
 
-    /// Each rank's band as rows (first row, rows).
+    /// How the ranks share the image.
+    pub fn by(&self) -> SplitBy {
+        self.by
+    }
+
+    /// Shares the image `by` rows or samples from the next frame on, the
+    /// image so far kept: to samples, the bands gather onto rank 0, where
+    /// the image then lives; to rows, rank 0's sums of every other band go
+    /// to that band's rank.
+    pub fn set_by(&mut self, by: SplitBy) -> TraceResult<()> {
+        if by == self.by {
+            return Ok(());
+        }
+        let w = self.width as u64;
+        let bands = self.bands();
+        let to_rank = |(r, &(first, rows)): (usize, &(u32, u32))| {
+            let (from, to) = if by == SplitBy::Samples { (r, 0) } else { (0, r) };
+            SumMove { from, to, first: first as u64 * w, count: rows as u64 * w }
+        };
+        let moves: Vec<SumMove> = bands.iter().enumerate().skip(1).map(to_rank).collect();
+        E::move_sums(&self.comm, &mut self.engines, self.first, &moves)?;
+        self.by = by;
+        self.moved = false;
+        self.apply_bands()
+    }
+
+    /// Each rank's band as rows (first row, rows); split by samples, the
+    /// bands a split by rows would start from.
     pub fn bands(&self) -> Vec<(u32, u32)> {
         let mut first = 0;
         self.rows
@@ -227,6 +316,9 @@ impl<E: SplitEngine> Split<E> {
     /// Sets each rank's rows (rank order, top first; every rank at least
     /// one, all of them the image's height), moving the moved rows' sums.
     pub fn set_bands(&mut self, rows: Vec<u32>) -> TraceResult<()> {
+        if self.by == SplitBy::Samples {
+            return Err(TraceError::Settings("a split by samples has no bands: each rank traces every row".into()));
+        }
         let height: u32 = self.rows.iter().sum();
         if rows.len() != self.rows.len()
             || rows.contains(&0)
@@ -240,12 +332,61 @@ impl<E: SplitEngine> Split<E> {
         self.rebalance(rows)
     }
 
+    /// Each engine's shard: its band, or split by samples the whole image.
     fn apply_bands(&mut self) -> TraceResult<()> {
-        let (width, bands) = (self.width, self.bands());
+        let (width, height, bands) = (self.width, self.rows.iter().sum(), self.bands());
         for (e, &(first, rows)) in self.engines.iter_mut().zip(&bands[self.first..]) {
-            e.set_shard(Shard::rows(width, first, rows))?;
+            e.set_shard(match self.by {
+                SplitBy::Rows => Shard::rows(width, first, rows),
+                SplitBy::Samples => Shard::rows(width, 0, height),
+            })?;
         }
         Ok(())
+    }
+
+    /// `work(global rank, engine)` on every engine of this process at once,
+    /// a thread each (none for one); every rank's result on every process, in
+    /// rank order (`None` for a rank that had no frame).
+    fn on_each(
+        &mut self,
+        work: impl Fn(usize, &mut E) -> TraceResult<Option<FrameStats>> + Sync,
+    ) -> TraceResult<Vec<Option<FrameStats>>> {
+        let first = self.first;
+        let results: Vec<TraceResult<Option<FrameStats>>> = if self.engines.len() == 1 {
+            // One rank (the viewer's default): no thread to start.
+            vec![work(first, &mut self.engines[0])]
+        } else {
+            std::thread::scope(|scope| {
+                let work = &work;
+                let handles: Vec<_> =
+                    self.engines.iter_mut().enumerate().map(|(i, e)| scope.spawn(move || work(first + i, e))).collect();
+                let panicked = || Err(TraceError::Settings("a rank's render thread panicked".into()));
+                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panicked())).collect()
+            })
+        };
+        let mut frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
+        if let Some(c) = &self.cluster {
+            // Every rank's frame on every process: the bands move alike everywhere.
+            let mine = frames.remove(0);
+            let all = c.all_gather(&mine.as_ref().map(wire::encode).unwrap_or_default())?;
+            let unreadable = || {
+                TraceError::Settings(
+                    "a rank sent a frame this reap cannot read: run one reap build on every rank".into(),
+                )
+            };
+            frames = all
+                .iter()
+                .map(|b| if b.is_empty() { Ok(None) } else { wire::decode(b).map(Some).ok_or_else(unreadable) })
+                .collect::<TraceResult<Vec<_>>>()?;
+            // How the sites and the frame ran is the same on every rank (same settings, bands moved
+            // in the same frames): this process's answer stands for the others'.
+            if let Some(mine) = mine {
+                for f in frames.iter_mut().flatten() {
+                    (f.paths_site, f.frontier_site, f.graph) = (mine.paths_site, mine.frontier_site, mine.graph);
+                }
+            }
+        }
+        Ok(frames)
     }
 
     /// Moves the band boundaries to `rows`, carrying the moved rows' sums.
@@ -270,43 +411,12 @@ impl<E: SplitEngine> Split<E> {
         self.apply_bands()
     }
 
-    /// One frame on every rank at once; the merged stats.
+    /// One frame on every rank at once, in bands of rows; the merged stats.
     fn frame(&mut self, s: &RenderSettings, sample: u32) -> TraceResult<FrameStats> {
         let one = RenderSettings { spp: 1, first_sample: sample, ..s.clone() };
         let clock = Instant::now();
-        let results: Vec<TraceResult<FrameStats>> = if self.engines.len() == 1 {
-            // One rank (the viewer's default): no thread to start.
-            vec![render(&mut self.engines[0], &one, |_| {}).map(|mut f| f.remove(0))]
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = self
-                    .engines
-                    .iter_mut()
-                    .map(|e| {
-                        let one = &one;
-                        scope.spawn(move || render(e, one, |_| {}).map(|mut f| f.remove(0)))
-                    })
-                    .collect();
-                let panicked = || Err(TraceError::Settings("a rank's render thread panicked".into()));
-                handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panicked())).collect()
-            })
-        };
-        let mut frames = results.into_iter().collect::<TraceResult<Vec<_>>>()?;
-        if let Some(c) = &self.cluster {
-            // Every rank's frame on every process: the bands move alike everywhere.
-            let all = c.all_gather(&wire::encode(&frames[0]))?;
-            let mine = frames.remove(0);
-            frames = all.iter().map(|b| wire::decode(b)).collect::<Option<Vec<_>>>().ok_or_else(|| {
-                TraceError::Settings(
-                    "a rank sent a frame this reap cannot read: run one reap build on every rank".into(),
-                )
-            })?;
-            // How the sites and the frame ran is the same on every rank (same settings, bands moved
-            // in the same frames): this process's answer stands for the others'.
-            for f in &mut frames {
-                (f.paths_site, f.frontier_site, f.graph) = (mine.paths_site, mine.frontier_site, mine.graph);
-            }
-        }
+        let frames = self.on_each(|_, e| render(e, &one, |_| {}).map(|mut f| Some(f.remove(0))))?;
+        let frames: Vec<FrameStats> = frames.into_iter().flatten().collect();
         let mut merged = merge(&frames);
         // The device's own stage times where the engine has them: the host's clock adds launch
         // jitter that would move the bands every frame for nothing.
@@ -325,8 +435,44 @@ impl<E: SplitEngine> Split<E> {
         Ok(merged)
     }
 
-    /// Every band's sums onto rank 0 (rank 0 then holds the whole image).
+    /// One round split by samples: rank r traces sample `sample + r` of the
+    /// whole image, for the first `count` ranks; rank 0 traces into its sums,
+    /// the others into zeroed ones, which rank 0 then adds in rank order.
+    fn round(&mut self, s: &RenderSettings, sample: u32, count: usize) -> TraceResult<FrameStats> {
+        let clock = Instant::now();
+        let frames = self.on_each(|rank, e| {
+            if rank >= count {
+                return Ok(None);
+            }
+            if rank > 0 {
+                e.reset()?;
+            }
+            let one = RenderSettings { spp: 1, first_sample: sample + rank as u32, ..s.clone() };
+            render(e, &one, |_| {}).map(|mut f| Some(f.remove(0)))
+        })?;
+        let frames: Vec<FrameStats> = frames.into_iter().flatten().collect();
+        let adding = Instant::now();
+        for from in 1..count {
+            E::add_sums(&self.comm, &mut self.engines, self.first, from)?;
+        }
+        let gather_ms = crate::clocks::ms(adding.elapsed());
+        self.last_times = frames.iter().map(|f| if f.frame_ms > 0.0 { f.frame_ms } else { f.wall_ms }).collect();
+        let mut merged = merge(&frames);
+        // The slowest rank's stages, then the adds on rank 0 (by the host's clock: they end the round).
+        merged.stages.push((super::StageId::frame(super::stage::GATHER_SAMPLES), gather_ms));
+        merged.frame_ms += gather_ms;
+        merged.sample = sample;
+        merged.samples = count as u32;
+        merged.wall_ms = crate::clocks::ms(clock.elapsed());
+        Ok(merged)
+    }
+
+    /// Every band's sums onto rank 0 (rank 0 then holds the whole image; split
+    /// by samples it always does).
     fn gather(&mut self) -> TraceResult<()> {
+        if self.by == SplitBy::Samples {
+            return Ok(());
+        }
         let w = self.width as u64;
         let moves: Vec<SumMove> = self
             .bands()
@@ -401,8 +547,13 @@ impl<E: SplitEngine> Renderer for Split<E> {
     ) -> TraceResult<Vec<FrameStats>> {
         s.check()?;
         let mut frames = Vec::with_capacity(s.spp as usize);
-        for sample in s.first_sample..s.first_sample + s.spp {
-            let f = self.frame(s, sample)?;
+        let (mut sample, end) = (s.first_sample, s.first_sample + s.spp);
+        while sample < end {
+            let f = match self.by {
+                SplitBy::Rows => self.frame(s, sample)?,
+                SplitBy::Samples => self.round(s, sample, self.rows.len().min((end - sample) as usize))?,
+            };
+            sample += f.samples();
             on_frame(&f);
             frames.push(f);
         }
@@ -427,6 +578,12 @@ impl<E: SplitEngine> Renderer for Split<E> {
     }
     fn ranks(&self) -> usize {
         self.rows.len()
+    }
+    fn samples_per_frame(&self) -> u32 {
+        match self.by {
+            SplitBy::Rows => 1,
+            SplitBy::Samples => self.rows.len() as u32,
+        }
     }
     fn settled(&self) -> bool {
         !self.moved
