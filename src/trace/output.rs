@@ -288,4 +288,21 @@ mod tests {
         );
         assert_eq!(String::from_utf8(timings_csv(Path::new("t.csv"), &frames()).unwrap()).unwrap(), want);
     }
+
+    /// A split by samples' round of k samples counts as k in the means: its times and rays per sample.
+    #[test]
+    fn a_round_of_samples_is_summed_per_sample() {
+        let one = Summary::of(&frames());
+        let rounds: Vec<FrameStats> =
+            frames().into_iter().map(|f| FrameStats { samples: 2, rays: 2 * f.rays, ..f }).collect();
+        let per_sample = Summary::of(&rounds);
+        assert_eq!((one.frames, per_sample.frames), (2, 2));
+        assert_eq!(per_sample.wall_ms, one.wall_ms / 2.0);
+        assert_eq!(per_sample.frame_ms, one.frame_ms / 2.0);
+        assert_eq!(per_sample.rays_per_frame, one.rays_per_frame);
+        assert_eq!(per_sample.wall_mrays_per_s, 2.0 * one.wall_mrays_per_s);
+        let table = summary_table(&per_sample, &rounds);
+        assert!(table.starts_with("2 rounds of 4 samples (one a rank), means per sample:"), "{table}");
+        assert!(summary_table(&one, &frames()).starts_with("2 frames, means per frame:"));
+    }
 }
