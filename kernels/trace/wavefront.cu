@@ -880,9 +880,9 @@ extern "C" __global__ void trace_accumulate(Paths p, float4* sum, u32 base, u32 
     sum[base + i] = make_float4(s.x + L.x, s.y + L.y, s.z + L.z, s.w + 1.0f);
 }
 
-// A split by samples: another rank's sample (its sums of one sample over
-// zero, so its radiance and a count of 1) into these sums, the same additions
-// as trace_accumulate, so the image is one GPU's bits.
+// A split by samples: a rank's sample (its sums of one sample over zero, so
+// its radiance and a count of 1) into a band of the held sums, the same
+// additions as trace_accumulate, so the image is one GPU's bits.
 extern "C" __global__ void trace_add_sample(float4* sum, const float4* part, u64 pixels) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= pixels) return;

@@ -47,6 +47,8 @@ pub struct CpuEngine {
     claims: Claims,
     /// One sum per pixel of the whole image, whatever the shard.
     sum: Vec<[f32; 4]>,
+    /// A split by samples' held sums (its band of the running image): image-sized once used.
+    held: Vec<[f32; 4]>,
     /// The image as shown (`rgba8`), rewritten from `sum` on each call.
     rgba: Vec<[u8; 4]>,
     clock: HostClock<StageId>,
@@ -84,6 +86,7 @@ impl CpuEngine {
             paths: Paths::new(pixels),
             claims: Claims::new(pixels),
             sum: vec![[0.0; 4]; pixels],
+            held: Vec::new(),
             rgba: vec![[0; 4]; pixels],
             clock: HostClock::default(),
             work: None,
@@ -107,6 +110,16 @@ impl CpuEngine {
     /// the old one so that the engines' sums still add up to the image).
     pub fn sums_mut(&mut self) -> &mut [[f32; 4]] {
         &mut self.sum
+    }
+
+    /// The sums and the held sums, which a split by samples keeps its band of
+    /// the running image in while the sums take each round's sample (made
+    /// image-sized, zero, on first use).
+    pub fn sums_and_held(&mut self) -> (&mut [[f32; 4]], &mut [[f32; 4]]) {
+        if self.held.len() != self.sum.len() {
+            self.held = vec![[0.0; 4]; self.sum.len()];
+        }
+        (&mut self.sum, &mut self.held)
     }
 }
 

@@ -72,31 +72,63 @@ impl SplitEngine for crate::trace::cpu::CpuEngine {
         }
         Ok(())
     }
-    fn add_sums(comm: &CpuSplitComm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()> {
-        let held = |rank: usize| rank.checked_sub(first).filter(|&i| i < engines.len());
-        let part: Vec<[f32; 4]> = match comm {
-            CpuSplitComm::Local => engines[from - first].sums().to_vec(),
-            CpuSplitComm::Processes(c) => {
-                let mine = held(from).map_or(Vec::new(), |i| bytemuck::cast_slice(engines[i].sums()).to_vec());
-                let Some(all) = c.gather(&mine)? else { return Ok(()) };
-                let bytes = all.get(from).filter(|b| b.len() % 16 == 0);
-                let bad = || TraceError::Settings(format!("rank {from} sent a malformed sample"));
-                bytemuck::pod_collect_to_vec(bytes.ok_or_else(bad)?)
-            }
-        };
-        let Some(zero) = held(0) else { return Ok(()) };
-        let sums = engines[zero].sums_mut();
-        if part.len() != sums.len() {
-            return Err(TraceError::Settings(format!(
-                "rank {from}'s sample has {} pixels and rank 0's image {}",
-                part.len(),
-                sums.len()
-            )));
+    fn hold(&mut self, first: u64, count: u64, to_held: bool) -> TraceResult<()> {
+        let (sums, held) = self.sums_and_held();
+        let range = pixels(first, count, sums.len())?;
+        match to_held {
+            true => held[range.clone()].copy_from_slice(&sums[range]),
+            false => sums[range.clone()].copy_from_slice(&held[range]),
         }
-        // The four additions of crate::trace::cpu's accumulate, a sample's radiance and its count of 1.
-        sums.par_iter_mut().zip(&part).for_each(|(s, p)| *s = [s[0] + p[0], s[1] + p[1], s[2] + p[2], s[3] + p[3]]);
         Ok(())
     }
+    fn reduce_samples(
+        comm: &CpuSplitComm,
+        engines: &mut [Self],
+        first: usize,
+        count: usize,
+        bands: &[(u64, u64)],
+    ) -> TraceResult<()> {
+        // Every sample of the round, in rank order: this process's, or every process's through the sockets.
+        let samples: Vec<Vec<[f32; 4]>> = match comm {
+            CpuSplitComm::Local => engines[..count].iter().map(|e| e.sums().to_vec()).collect(),
+            CpuSplitComm::Processes(c) => {
+                // One engine a process: rank `first`.
+                let mine = match first < count {
+                    true => bytemuck::cast_slice(engines[0].sums()).to_vec(),
+                    false => Vec::new(),
+                };
+                let all = c.all_gather(&mine)?;
+                let bad = |r: usize| TraceError::Settings(format!("rank {r} sent a malformed sample"));
+                (0..count)
+                    .map(|r| {
+                        let bytes = all.get(r).filter(|b| b.len() % 16 == 0).ok_or_else(|| bad(r))?;
+                        Ok(bytemuck::pod_collect_to_vec(bytes))
+                    })
+                    .collect::<TraceResult<_>>()?
+            }
+        };
+        for (i, e) in engines.iter_mut().enumerate() {
+            let (at, n) = bands[first + i];
+            let (_, held) = e.sums_and_held();
+            let range = pixels(at, n, held.len())?;
+            for sample in &samples {
+                let part = sample.get(range.clone()).ok_or_else(|| {
+                    TraceError::Settings(format!("a sample of {} pixels lacks the band {range:?}", sample.len()))
+                })?;
+                // The four additions of crate::trace::cpu's accumulate, a sample's radiance and its count of 1.
+                held[range.clone()].par_iter_mut().zip(part).for_each(|(s, p)| {
+                    *s = [s[0] + p[0], s[1] + p[1], s[2] + p[2], s[3] + p[3]];
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Pixels `[first, first + count)` of an image of `len`, as a range to index with.
+fn pixels(first: u64, count: u64, len: usize) -> TraceResult<std::ops::Range<usize>> {
+    crate::trace::Shard { base: first, count }.check(len as u64)?;
+    Ok(first as usize..(first + count) as usize)
 }
 
 #[cfg(feature = "cuda")]
@@ -145,22 +177,59 @@ impl SplitEngine for crate::trace::cuda::CudaEngine {
         comm.exchange(&raw).map_err(crate::compaction::Error::from)?;
         Ok(())
     }
-    fn add_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()> {
-        use crate::trace::Engine;
-        let comm = comm.as_ref().ok_or_else(|| TraceError::Settings("adding a sample needs two engines".into()))?;
-        let bytes = engines.first().map_or(0, |e| e.image_pixels()) * 16;
-        let src = from.checked_sub(first).and_then(|i| engines.get(i)).map_or(0, |e| e.sums_ptr());
-        // Rank 0's sample buffer, where this process holds rank 0 (0 elsewhere: never read).
-        let dst = match first {
-            0 => engines[0].sample_part()?,
-            _ => 0,
-        };
-        let m = crate::cuda_runtime::nccl::Move { from, src, to: 0, dst, bytes };
-        comm.exchange(&[m]).map_err(crate::compaction::Error::from)?;
-        if first == 0 {
-            engines[0].add_sample_part()?;
+    fn hold(&mut self, first: u64, count: u64, to_held: bool) -> TraceResult<()> {
+        crate::trace::cuda::CudaEngine::hold(self, first, count, to_held)
+    }
+    fn reduce_samples(
+        comm: &Self::Comm,
+        engines: &mut [Self],
+        first: usize,
+        count: usize,
+        bands: &[(u64, u64)],
+    ) -> TraceResult<()> {
+        const PIXEL: u64 = 16; // an RGBA f32 sum
+        let held_count = engines.len();
+        let local = |rank: usize| rank.checked_sub(first).filter(|&i| i < held_count);
+        let senders = |owner: usize| (0..count).filter(move |&r| r != owner);
+        // Each rank's room takes the others' samples of its band, one after another in rank order.
+        let mut room = vec![0u64; bands.len()];
+        for (owner, &(_, n)) in bands.iter().enumerate() {
+            if let Some(i) = local(owner) {
+                room[owner] = engines[i].sample_room(senders(owner).count() as u64 * n)?;
+            }
         }
-        Ok(())
+        let sums = |rank: usize| local(rank).map_or(0, |i| engines[i].sums_ptr());
+        let mut moves = Vec::new();
+        for (owner, &(at, n)) in bands.iter().enumerate() {
+            for (slot, r) in senders(owner).enumerate() {
+                moves.push(crate::cuda_runtime::nccl::Move {
+                    from: r,
+                    src: sums(r) + at * PIXEL,
+                    to: owner,
+                    dst: room[owner] + slot as u64 * n * PIXEL,
+                    bytes: n * PIXEL,
+                });
+            }
+        }
+        if !moves.is_empty() {
+            let comm = comm.as_ref().ok_or_else(|| TraceError::Settings("moving samples needs two engines".into()))?;
+            comm.exchange(&moves).map_err(crate::compaction::Error::from)?;
+        }
+        // Each rank adds, in rank order, its own sample of its band from its sums and the others' from its room.
+        for (owner, &(at, n)) in bands.iter().enumerate() {
+            let Some(i) = local(owner) else { continue };
+            let own = engines[i].sums_ptr() + at * PIXEL;
+            for r in 0..count {
+                let part = match r.cmp(&owner) {
+                    std::cmp::Ordering::Equal => own,
+                    // Slots skip the owner's own rank.
+                    std::cmp::Ordering::Less => room[owner] + r as u64 * n * PIXEL,
+                    std::cmp::Ordering::Greater => room[owner] + (r - 1) as u64 * n * PIXEL,
+                };
+                engines[i].add_to_held(at, part, n)?;
+            }
+        }
+        engines.iter().try_for_each(|e| e.finish())
     }
 }
 
@@ -190,8 +259,17 @@ impl SplitEngine for crate::trace::wgpu::WgpuEngine {
     fn carrier(_: &()) -> String {
         "one wgpu adapter (no collectives)".into()
     }
-    fn add_sums(_: &(), _: &mut [Self], _: usize, from: usize) -> TraceResult<()> {
-        Err(TraceError::Settings(format!("adding engine {from}'s sample: the wgpu backend renders with one engine")))
+    fn hold(&mut self, first: u64, count: u64, _: bool) -> TraceResult<()> {
+        Err(TraceError::Settings(format!(
+            "holding pixels {first}..{}: a split by samples needs CUDA or CPU ranks; the wgpu backend renders with \
+             one engine",
+            first + count
+        )))
+    }
+    fn reduce_samples(_: &(), _: &mut [Self], _: usize, _: usize, _: &[(u64, u64)]) -> TraceResult<()> {
+        Err(TraceError::Settings(
+            "a split by samples needs CUDA or CPU ranks; the wgpu backend renders with one engine".into(),
+        ))
     }
     fn move_sums(_: &(), _: &mut [Self], _: usize, moves: &[SumMove]) -> TraceResult<()> {
         match moves.iter().find(|m| m.from != m.to && m.count > 0) {

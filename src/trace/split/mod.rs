@@ -4,13 +4,15 @@
 //!   rank. Every random number is drawn from the pixel, so the bands' sums
 //!   together are the one-engine image bit for bit.
 //! - **samples**: each rank traces the whole image for its own sample, rank r
-//!   sample `first + r` of a round; rank 0 then adds the other ranks' samples
-//!   into its sums in sample order ([`SplitEngine::add_sums`]), the additions
-//!   one engine's accumulate makes, so the image is again the same bits. A
-//!   rank's frame keeps one GPU's size, so the late bounces' small queues and
-//!   each kernel's slowest rays weigh on it as on one GPU; a band of rows
-//!   halves the rays but not those. A frame of one sample (the viewer's) has
-//!   nothing to split this way.
+//!   sample `first + r` of a round, into zeroed sums. Each rank keeps its band
+//!   of the running image aside (its held sums), and after the round adds
+//!   every rank's sample of that band into it in sample order
+//!   ([`SplitEngine::reduce_samples`], a reduce-scatter: a rank takes in only
+//!   the others' samples of its band), the additions one engine's accumulate
+//!   makes, so the image is again the same bits. A rank's frame keeps one
+//!   GPU's size, so the late bounces' small queues and each kernel's slowest
+//!   rays weigh on it as on one GPU; a band of rows halves the rays but not
+//!   those. A frame of one sample (the viewer's) has nothing to split this way.
 //!
 //! Bands follow the measured time: after each frame, each band's cost per row
 //! (its rank's frame time over its rows) predicts the next frame, and the
@@ -100,10 +102,22 @@ pub trait SplitEngine: Engine + Send + Sized {
     /// Copies each move's pixels' sums from rank `from` to rank `to`;
     /// `engines` are this process's, ranks `first..`. Every process passes every move.
     fn move_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, moves: &[SumMove]) -> TraceResult<()>;
-    /// Adds rank `from`'s sums (one sample over zeroed sums) into rank 0's,
-    /// pixel by pixel, as rank 0's own accumulate adds a sample; returns when
-    /// rank 0's sums hold them. Every process calls it; `engines` as above.
-    fn add_sums(comm: &Self::Comm, engines: &mut [Self], first: usize, from: usize) -> TraceResult<()>;
+    /// Copies pixels `[first, first + count)` from the sums into the held
+    /// sums (`to_held`), or back: a split by samples holds a rank's band of
+    /// the running image there while its sums take each round's sample.
+    fn hold(&mut self, first: u64, count: u64, to_held: bool) -> TraceResult<()>;
+    /// A split by samples' round, after ranks `0..count` each traced one
+    /// sample into zeroed sums: every rank r adds, over its band `bands[r]`
+    /// (first pixel, pixels), those samples in rank order into its held sums,
+    /// pixel by pixel as an engine's accumulate adds a sample; returns when
+    /// every held sum is added. Every process calls it; `engines` as above.
+    fn reduce_samples(
+        comm: &Self::Comm,
+        engines: &mut [Self],
+        first: usize,
+        count: usize,
+        bands: &[(u64, u64)],
+    ) -> TraceResult<()>;
 }
 
 /// Something that renders frames into per-pixel sums: one engine, or a split.
@@ -282,28 +296,36 @@ impl<E: SplitEngine> Split<E> {
     }
 
     /// Shares the image `by` rows or samples from the next frame on, the
-    /// image so far kept: to samples, the bands gather onto rank 0, where
-    /// the image then lives; to rows, rank 0's sums of every other band go
-    /// to that band's rank.
+    /// image so far kept: each rank's band of it goes into its held sums
+    /// (to samples) or back into its sums (to rows), on its own device.
     pub fn set_by(&mut self, by: SplitBy) -> TraceResult<()> {
         if by == self.by {
             return Ok(());
         }
-        let w = self.width as u64;
-        let bands = self.bands();
-        let to_rank = |(r, &(first, rows)): (usize, &(u32, u32))| {
-            let (from, to) = if by == SplitBy::Samples { (r, 0) } else { (0, r) };
-            SumMove { from, to, first: first as u64 * w, count: rows as u64 * w }
-        };
-        let moves: Vec<SumMove> = bands.iter().enumerate().skip(1).map(to_rank).collect();
-        E::move_sums(&self.comm, &mut self.engines, self.first, &moves)?;
+        self.hold_bands(by == SplitBy::Samples)?;
         self.by = by;
         self.moved = false;
         self.apply_bands()
     }
 
-    /// Each rank's band as rows (first row, rows); split by samples, the
-    /// bands a split by rows would start from.
+    /// Every engine of this process copies its band from its sums into its
+    /// held sums (`to_held`), or back.
+    fn hold_bands(&mut self, to_held: bool) -> TraceResult<()> {
+        let pixels = self.pixel_bands();
+        for (e, &(first, count)) in self.engines.iter_mut().zip(&pixels[self.first..]) {
+            e.hold(first, count, to_held)?;
+        }
+        Ok(())
+    }
+
+    /// Each rank's band as pixels (first pixel, pixels).
+    fn pixel_bands(&self) -> Vec<(u64, u64)> {
+        let w = self.width as u64;
+        self.bands().into_iter().map(|(first, rows)| (first as u64 * w, rows as u64 * w)).collect()
+    }
+
+    /// Each rank's band as rows (first row, rows); split by samples, the band
+    /// of the image the rank holds and adds the round's samples into.
     pub fn bands(&self) -> Vec<(u32, u32)> {
         let mut first = 0;
         self.rows
@@ -439,29 +461,26 @@ impl<E: SplitEngine> Split<E> {
     }
 
     /// One round split by samples: rank r traces sample `sample + r` of the
-    /// whole image, for the first `count` ranks; rank 0 traces into its sums,
-    /// the others into zeroed ones, which rank 0 then adds in rank order.
+    /// whole image into zeroed sums, for the first `count` ranks; then every
+    /// rank adds the samples of its band into its held sums, in rank order.
     fn round(&mut self, s: &RenderSettings, sample: u32, count: usize) -> TraceResult<FrameStats> {
         let clock = Instant::now();
         let frames = self.on_each(|rank, e| {
             if rank >= count {
                 return Ok(None);
             }
-            if rank > 0 {
-                e.reset()?;
-            }
+            e.reset()?;
             let one = RenderSettings { spp: 1, first_sample: sample + rank as u32, ..s.clone() };
             render(e, &one, |_| {}).map(|mut f| Some(f.remove(0)))
         })?;
         let frames: Vec<FrameStats> = frames.into_iter().flatten().collect();
         let adding = Instant::now();
-        for from in 1..count {
-            E::add_sums(&self.comm, &mut self.engines, self.first, from)?;
-        }
+        let bands = self.pixel_bands();
+        E::reduce_samples(&self.comm, &mut self.engines, self.first, count, &bands)?;
         let gather_ms = crate::clocks::ms(adding.elapsed());
         self.last_times = frames.iter().map(|f| if f.frame_ms > 0.0 { f.frame_ms } else { f.wall_ms }).collect();
         let mut merged = merge(&frames);
-        // The slowest rank's stages, then the adds on rank 0 (by the host's clock: they end the round).
+        // The slowest rank's stages, then the adds (by the host's clock: they end the round).
         merged.stages.push((super::StageId::frame(super::stage::GATHER_SAMPLES), gather_ms));
         merged.frame_ms += gather_ms;
         merged.sample = sample;
@@ -470,11 +489,12 @@ impl<E: SplitEngine> Split<E> {
         Ok(merged)
     }
 
-    /// Every band's sums onto rank 0 (rank 0 then holds the whole image; split
-    /// by samples it always does).
+    /// Every band's sums onto rank 0 (rank 0 then holds the whole image);
+    /// split by samples, each band from its rank's held sums.
     fn gather(&mut self) -> TraceResult<()> {
         if self.by == SplitBy::Samples {
-            return Ok(());
+            // The sums take the next round's sample after a reset: the image stays held.
+            self.hold_bands(false)?;
         }
         let w = self.width as u64;
         let moves: Vec<SumMove> = self
@@ -535,7 +555,11 @@ impl<E: SplitEngine> Renderer for Split<E> {
         Ok(frames)
     }
     fn reset_sums(&mut self) -> TraceResult<()> {
-        self.engines.iter_mut().try_for_each(|e| e.reset())
+        self.engines.iter_mut().try_for_each(|e| e.reset())?;
+        match self.by {
+            SplitBy::Rows => Ok(()),
+            SplitBy::Samples => self.hold_bands(true),
+        }
     }
     /// The whole image on the process holding rank 0; empty on the others.
     fn sums(&mut self) -> TraceResult<Vec<[f32; 4]>> {

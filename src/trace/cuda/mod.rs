@@ -7,7 +7,10 @@
 //!
 //! Over 600 lines, kept whole: one `Engine` method per kernel of
 //! wavefront.cu, in the kernel file's order, so a reader holds the two side by
-//! side; the site builds (`Build`) belong to the same launches.
+//! side; the site builds (`Build`) belong to the same launches. What a split
+//! by samples adds to an engine lives in `samples.rs`.
+
+mod samples;
 
 use std::sync::Arc;
 
@@ -136,9 +139,8 @@ pub struct CudaEngine {
     sites: HashMap<Algorithm, CudaSite>,
     /// Made by the first `rgba8` call: `reap render` never needs it.
     handoff: Option<Handoff>,
-    /// Another rank's sample on its way into the sums (a split by samples;
-    /// made by the first round).
-    part: Option<CudaSlice<u8>>,
+    /// A split by samples' buffers (`samples.rs`): made by its first round.
+    samples: samples::SampleBuffers,
     work: Option<Work<CudaEngine>>,
 }
 
@@ -294,7 +296,7 @@ impl CudaEngine {
             functions: HashMap::new(),
             sites: HashMap::new(),
             handoff: None,
-            part: None,
+            samples: Default::default(),
             work: None,
             backend,
         })
@@ -357,29 +359,6 @@ impl CudaEngine {
     /// frames after it.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
-    }
-
-    /// The device address of an image of float4s that another rank's sample
-    /// is received into before [`CudaEngine::add_sample_part`] adds it.
-    pub fn sample_part(&mut self) -> TraceResult<u64> {
-        if self.part.is_none() {
-            self.part = Some(self.backend.zeroed(self.image_pixels() * 16)?);
-        }
-        Ok(self.part.as_ref().map_or(0, raw_ptr))
-    }
-
-    /// Adds the received sample into the sums (`trace_add_sample`, the sums
-    /// of one sample over zero: the additions `trace_accumulate` makes) and
-    /// waits for it, so the round's clock ends with the image complete.
-    pub fn add_sample_part(&mut self) -> TraceResult<()> {
-        let part = self.sample_part()?;
-        let (sp, pixels) = (raw_ptr(&self.sum), self.image_pixels());
-        let f = self.function(Build::PLAIN, "trace_add_sample")?;
-        let mut l = self.stream.launch_builder(&f);
-        l.arg(&sp).arg(&part).arg(&pixels);
-        // SAFETY: matches trace_add_sample(float4*, const float4*, u64); both buffers hold the image's float4s.
-        unsafe { l.launch(grid(pixels)?) }.map(drop).map_err(launch_err("launching trace_add_sample"))?;
-        self.stream.synchronize().map_err(launch_err("waiting for a sample's addition"))
     }
 }
 
