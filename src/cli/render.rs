@@ -111,8 +111,9 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
     /// How --gpus N share the image: `rows`, each frame in bands of rows; or `samples`, each GPU traces
-    /// the whole image for its own sample and GPU 0 adds them in sample order (the same image; whole frames
-    /// keep each GPU as busy as one alone, and a render of fewer samples than GPUs leaves some idle).
+    /// the whole image for its own sample, and each adds every GPU's sample of its band in sample order (the
+    /// same image; whole frames keep each GPU as busy as one alone, and a render of fewer samples than GPUs
+    /// leaves some idle).
     #[arg(long, default_value = "rows", value_parser = |s: &str| s.parse::<reap::trace::split::SplitBy>())]
     pub split: reap::trace::split::SplitBy,
     /// Set for `reap` with no arguments: on the CPU, render a smaller image so the first run is quick.

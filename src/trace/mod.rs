@@ -4,7 +4,7 @@
 //!
 //! [`render`] reads like the algorithm (pbrt-v4's `Render()` is the model):
 //! a list of named stages over two queues. The stages themselves live in an
-//! [`Engine`]: `cpu/` runs them with rayon, `cuda.rs` launches the kernels of
+//! [`Engine`]: `cpu/` runs them with rayon, `cuda/` launches the kernels of
 //! `kernels/trace/wavefront.cu`; both take the same buffers in the same order.
 //! The compaction sites call the library only through
 //! [`Backend::select_counted`]: every length and count of a frame is a word

@@ -80,8 +80,8 @@ pub struct RenderBenchArgs {
     #[arg(long, default_value_t = 1)]
     pub gpus: usize,
     /// How --gpus N share the image, comma separated (a set of rows each): `rows`, each frame in bands of
-    /// rows (rows read e.g. `cuda x2`); `samples`, each GPU a whole frame of its own sample, added on GPU 0
-    /// in sample order (rows read `cuda x2 samples`).
+    /// rows (rows read e.g. `cuda x2`); `samples`, each GPU a whole frame of its own sample, each GPU adding
+    /// every GPU's sample of its band in sample order (rows read `cuda x2 samples`).
     #[arg(long, value_delimiter = ',', default_value = "rows", value_parser = |s: &str| s.parse::<SplitBy>())]
     pub split: Vec<SplitBy>,
     #[command(flatten)]

@@ -245,9 +245,9 @@ pub fn bench_report(rows: &[BenchRow], device: &str, command: &str) -> String {
          measured frames reached a GPU: `replayed`, one CUDA graph a frame recorded from the frame's launches \
          (per-stage times from its event nodes), or `streamed`, every launch enqueued by the host. A split \
          by samples (backend `… samples`) renders rounds of one whole frame a GPU, each its own sample, warmed \
-         up by two rounds; GPU 0 then adds the others' samples in sample order (stage \"gather samples\", by \
-         the host's clock); its times are per sample (a round's over its samples), and its summed stages are \
-         the slowest GPU's plus the gather.\n"
+         up by two rounds; each GPU then adds every GPU's sample of its own band of the image in sample order \
+         (stage \"gather samples\", by the host's clock); its times are per sample (a round's over its \
+         samples), and its summed stages are the slowest GPU's plus the gather.\n"
     );
     for scene in first_seen(rows.iter().map(|r| r.scene.as_str())) {
         let at: Vec<&BenchRow> = rows.iter().filter(|r| r.scene == scene).collect();
