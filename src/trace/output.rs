@@ -208,7 +208,12 @@ pub fn summary_table(s: &Summary, frames: &[FrameStats]) -> String {
     let per = if rounds { "sample" } else { "frame" };
     let _ = match rounds {
         false => writeln!(out, "{} frames, means per frame:", s.frames),
-        true => writeln!(out, "{} rounds of {samples} samples (one a rank), means per sample:", s.frames),
+        true => writeln!(
+            out,
+            "{} round{} of {samples} samples (one a rank), means per sample:",
+            s.frames,
+            if s.frames == 1 { "" } else { "s" }
+        ),
     };
     let _ = writeln!(out, "{:<26} {:>10.3} ms {:>9.1} Mrays/s", "wall clock", s.wall_ms, s.wall_mrays_per_s);
     let _ = writeln!(

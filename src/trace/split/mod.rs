@@ -295,6 +295,13 @@ impl<E: SplitEngine> Split<E> {
         self.by
     }
 
+    /// Whether the rounds run split by samples: a single rank traces every
+    /// sample of the whole image either way, so it renders as one engine, in
+    /// place (wgpu, which holds no band aside, splits so).
+    fn by_samples(&self) -> bool {
+        self.by == SplitBy::Samples && self.rows.len() > 1
+    }
+
     /// Shares the image `by` rows or samples from the next frame on, the
     /// image so far kept: each rank's band of it goes into its held sums
     /// (to samples) or back into its sums (to rows), on its own device.
@@ -302,7 +309,9 @@ impl<E: SplitEngine> Split<E> {
         if by == self.by {
             return Ok(());
         }
-        self.hold_bands(by == SplitBy::Samples)?;
+        if self.rows.len() > 1 {
+            self.hold_bands(by == SplitBy::Samples)?;
+        }
         self.by = by;
         self.moved = false;
         self.apply_bands()
@@ -341,7 +350,7 @@ impl<E: SplitEngine> Split<E> {
     /// Sets each rank's rows (rank order, top first; every rank at least
     /// one, all of them the image's height), moving the moved rows' sums.
     pub fn set_bands(&mut self, rows: Vec<u32>) -> TraceResult<()> {
-        if self.by == SplitBy::Samples {
+        if self.by_samples() {
             return Err(TraceError::Settings("a split by samples has no bands: each rank traces every row".into()));
         }
         let height: u32 = self.rows.iter().sum();
@@ -359,12 +368,9 @@ impl<E: SplitEngine> Split<E> {
 
     /// Each engine's shard: its band, or split by samples the whole image.
     fn apply_bands(&mut self) -> TraceResult<()> {
-        let (width, height, bands) = (self.width, self.rows.iter().sum(), self.bands());
+        let (width, height, bands, whole) = (self.width, self.rows.iter().sum(), self.bands(), self.by_samples());
         for (e, &(first, rows)) in self.engines.iter_mut().zip(&bands[self.first..]) {
-            e.set_shard(match self.by {
-                SplitBy::Rows => Shard::rows(width, first, rows),
-                SplitBy::Samples => Shard::rows(width, 0, height),
-            })?;
+            e.set_shard(if whole { Shard::rows(width, 0, height) } else { Shard::rows(width, first, rows) })?;
         }
         Ok(())
     }
@@ -492,7 +498,7 @@ impl<E: SplitEngine> Split<E> {
     /// Every band's sums onto rank 0 (rank 0 then holds the whole image);
     /// split by samples, each band from its rank's held sums.
     fn gather(&mut self) -> TraceResult<()> {
-        if self.by == SplitBy::Samples {
+        if self.by_samples() {
             // The sums take the next round's sample after a reset: the image stays held.
             self.hold_bands(false)?;
         }
@@ -544,9 +550,9 @@ impl<E: SplitEngine> Renderer for Split<E> {
         let mut frames = Vec::with_capacity(s.spp as usize);
         let (mut sample, end) = (s.first_sample, s.first_sample + s.spp);
         while sample < end {
-            let f = match self.by {
-                SplitBy::Rows => self.frame(s, sample)?,
-                SplitBy::Samples => self.round(s, sample, self.rows.len().min((end - sample) as usize))?,
+            let f = match self.by_samples() {
+                false => self.frame(s, sample)?,
+                true => self.round(s, sample, self.rows.len().min((end - sample) as usize))?,
             };
             sample += f.samples();
             on_frame(&f);
@@ -556,9 +562,9 @@ impl<E: SplitEngine> Renderer for Split<E> {
     }
     fn reset_sums(&mut self) -> TraceResult<()> {
         self.engines.iter_mut().try_for_each(|e| e.reset())?;
-        match self.by {
-            SplitBy::Rows => Ok(()),
-            SplitBy::Samples => self.hold_bands(true),
+        match self.by_samples() {
+            false => Ok(()),
+            true => self.hold_bands(true),
         }
     }
     /// The whole image on the process holding rank 0; empty on the others.
